@@ -1,0 +1,51 @@
+// Config: every setting of the lemonade-router daemon, from command-line
+// flags, then LEMONADE_* environment variables, then defaults (issue #2 §1).
+// Every flag Lemonade 9.4.1's `lemonade-server` passes to its router is
+// accepted, so that CLI can launch this daemon unchanged.
+//
+// Thread-safety: value type; parse once in main.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "lemon/core/error.h"
+#include "lemon/models/recipe_options.h"
+#include "lemon/router/slot_limits.h"
+
+namespace lemon {
+
+struct Config {
+  std::string host = "127.0.0.1";
+  int port = 8000;
+  std::string log_level = "info";
+  SlotLimits limits;
+  // The CLI/environment layer of load options, inheriting built-in defaults.
+  RecipeOptions cli_options;
+  std::string extra_models_dir;
+  std::chrono::milliseconds load_timeout{600'000};
+  std::chrono::milliseconds stop_grace{5'000};
+  bool no_broadcast = false;  // accepted for compatibility; we never broadcast
+
+  std::string cache_dir;     // LEMONADE_CACHE_DIR or ~/.cache/lemonade
+  std::string hf_hub_cache;  // HF_HUB_CACHE, $HF_HOME/hub, or ~/.cache/huggingface/hub
+  std::string resources_dir; // where server_models.json lives
+
+  std::size_t max_body_bytes = 64u << 20;
+  int max_connections = 1024;
+};
+
+// The outcome of parsing: a Config, or a request to exit (help/version was
+// printed: exit code 0; invalid input: a one-line message and exit code 2).
+struct ParsedConfig {
+  Config config;
+  bool exit_now = false;
+  int exit_code = 0;
+  std::string message;  // the one-line error for exit code 2
+};
+
+// Parses argv and the environment. Never exits the process itself.
+ParsedConfig parse_config(int argc, const char* const* argv);
+
+}  // namespace lemon

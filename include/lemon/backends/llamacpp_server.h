@@ -1,0 +1,39 @@
+// LlamaCppServer: the `llamacpp` recipe, served by llama.cpp's llama-server.
+//
+// Command line (research/lemonade.md §3.2, plus --host so the child never
+// listens beyond loopback):
+//   -m <gguf> --ctx-size N --port P --host 127.0.0.1 --jinja
+//   [--mmproj F [--no-mmproj-offload on cpu]] [--context-shift on vulkan/rocm]
+//   --keep 16 --reasoning-format auto --no-webui
+//   [--embeddings | --reranking by model type] -ngl 99|0 <llamacpp_args...>
+// Embedding models get a context of at least 8192. Flags the router owns are
+// refused in llamacpp_args; defaults the user names in llamacpp_args (exact
+// flag match, or its --no- twin) are left out.
+#pragma once
+
+#include "lemon/backends/process_server.h"
+
+namespace lemon {
+
+class LlamaCppServer final : public ProcessServer {
+ public:
+  LlamaCppServer(ModelInfo model, RecipeOptions options, const BackendEnvironment& env);
+
+  Result<std::vector<std::string>> build_args(int port) const override;
+  std::optional<std::string> upstream_path(ApiRoute route) const override;
+
+  // The flags llamacpp_args may not contain.
+  static const std::vector<std::string>& reserved_flags();
+
+ protected:
+  BinaryQuery binary_query() const override;
+  std::string health_path() const override { return "/health"; }
+  std::vector<std::string> required_roles() const override;
+  std::vector<std::pair<std::string, std::string>> child_env(
+      const std::string& executable) const override;
+
+ private:
+  std::string backend() const;
+};
+
+}  // namespace lemon

@@ -1,0 +1,84 @@
+// ProcessServer: the WrappedServer behaviour shared by every recipe that runs
+// a child process: find the binary, pick a port, spawn with an argv, poll the
+// health route (every 20 ms, while watching the child), stop with SIGTERM ->
+// grace -> SIGKILL. Recipes supply only their command line, binary name,
+// health path and routes (one subclass per recipe).
+//
+// Thread-safety: as WrappedServer.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "lemon/backends/binary_locator.h"
+#include "lemon/backends/wrapped_server.h"
+#include "lemon/http/upstream_client.h"
+#include "lemon/process/process_launcher.h"
+#include "lemon/process/port_allocator.h"
+
+namespace lemon {
+
+// What every ProcessServer needs from the router process. Owned by the
+// application; outlives every server.
+struct BackendEnvironment {
+  ProcessLauncher* launcher = nullptr;
+  PortAllocator* ports = nullptr;
+  std::chrono::milliseconds load_timeout{600'000};
+  std::chrono::milliseconds stop_grace{5'000};
+  std::string cache_dir;  // install dirs live in <cache_dir>/bin/<recipe>/<backend>
+  bool verbose = false;   // --log-level debug/trace: ask backends for verbose logs
+};
+
+class ProcessServer : public WrappedServer {
+ public:
+  ProcessServer(ModelInfo model, RecipeOptions options, Device device,
+                const BackendEnvironment& env);
+  ~ProcessServer() override;
+
+  Status prepare() override;
+  Status start(const std::function<bool()>& cancelled) override;
+  void stop() override;
+  bool exited() const override;
+  std::string base_url() const override;
+  std::optional<int> pid() const override;
+  http::UpstreamClient& client() override;
+  std::vector<std::string> last_output(std::size_t n) const override;
+
+  // The full command line for `port` (argv[1..]). Pure; exposed for tests.
+  virtual Result<std::vector<std::string>> build_args(int port) const = 0;
+
+ protected:
+  // Which binary to look for, and under which LEMONADE_*_BIN name.
+  virtual BinaryQuery binary_query() const = 0;
+  // The route polled for readiness (200 = ready).
+  virtual std::string health_path() const = 0;
+  // Extra environment for the child (e.g. LD_LIBRARY_PATH).
+  virtual std::vector<std::pair<std::string, std::string>> child_env(
+      const std::string& executable) const;
+  // Roles of the model whose resolved files must exist (default: "main").
+  virtual std::vector<std::string> required_roles() const;
+
+  bool verbose() const { return env_.verbose; }
+
+ private:
+  enum class ReadyOutcome { kReady, kExited, kTimedOut, kCancelled };
+  ReadyOutcome wait_ready(ChildProcess& child, http::UpstreamClient& client,
+                          std::chrono::steady_clock::time_point deadline,
+                          const std::function<bool()>& cancelled) const;
+  Error exited_error(const ChildProcess& child) const;
+
+  const BackendEnvironment& env_;
+  std::string executable_;  // set by prepare()
+
+  mutable std::mutex mu_;
+  std::shared_ptr<ChildProcess> child_;            // guarded by mu_
+  std::unique_ptr<http::UpstreamClient> client_;   // set once by start()
+  int port_ = 0;                                   // guarded by mu_
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace lemon

@@ -1,0 +1,27 @@
+// SdServer: the `sd-cpp` recipe, served by stable-diffusion.cpp's sd-server.
+//
+//   sd-server --listen-ip 127.0.0.1 --listen-port P -m <model> [-v]
+//   sd-server ... --diffusion-model M --llm <text_encoder> --vae V   (split models)
+// Readiness is GET /. Generations go to /v1/images/generations.
+#pragma once
+
+#include "lemon/backends/process_server.h"
+
+namespace lemon {
+
+class SdServer final : public ProcessServer {
+ public:
+  SdServer(ModelInfo model, RecipeOptions options, const BackendEnvironment& env);
+
+  Result<std::vector<std::string>> build_args(int port) const override;
+  std::optional<std::string> upstream_path(ApiRoute route) const override;
+
+ protected:
+  BinaryQuery binary_query() const override;
+  std::string health_path() const override { return "/"; }
+  std::vector<std::string> required_roles() const override;
+  std::vector<std::pair<std::string, std::string>> child_env(
+      const std::string& executable) const override;
+};
+
+}  // namespace lemon

@@ -1,0 +1,25 @@
+// WhisperServer: the `whispercpp` recipe, served by whisper.cpp's
+// whisper-server. Transcriptions go to its /inference route (multipart).
+//
+//   whisper-server -m <ggml-*.bin> --port P --host 127.0.0.1
+#pragma once
+
+#include "lemon/backends/process_server.h"
+
+namespace lemon {
+
+class WhisperServer final : public ProcessServer {
+ public:
+  WhisperServer(ModelInfo model, RecipeOptions options, const BackendEnvironment& env);
+
+  Result<std::vector<std::string>> build_args(int port) const override;
+  std::optional<std::string> upstream_path(ApiRoute route) const override;
+
+ protected:
+  BinaryQuery binary_query() const override;
+  std::string health_path() const override { return "/health"; }
+  std::vector<std::pair<std::string, std::string>> child_env(
+      const std::string& executable) const override;
+};
+
+}  // namespace lemon

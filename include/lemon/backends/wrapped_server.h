@@ -1,0 +1,116 @@
+// WrappedServer: one backend server for one model (seed 000). The router
+// owns it through a shared_ptr shared with the Leases of in-flight requests;
+// the HTTP layer talks to it through client() and upstream_path().
+//
+// Lifecycle: constructed complete (model, effective options) -> prepare()
+// (deterministic checks, no side effects) -> start() (spawn, wait ready) ->
+// stop(). Only the router's loader thread calls prepare/start/stop; every
+// other method may be called from any thread.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lemon/core/error.h"
+#include "lemon/core/model_types.h"
+#include "lemon/models/model_info.h"
+#include "lemon/models/recipe_options.h"
+
+namespace lemon {
+
+namespace http {
+class UpstreamClient;
+}
+
+// The inference routes a backend may serve.
+enum class ApiRoute {
+  kChatCompletions,
+  kCompletions,
+  kResponses,
+  kEmbeddings,
+  kReranking,
+  kTranscriptions,
+  kImageGenerations,
+};
+
+// The model type a route needs ("chat on an embedding model" is a 400).
+ModelType model_type_for_route(ApiRoute route);
+const char* api_route_name(ApiRoute route);  // "chat/completions", ...
+
+class WrappedServer {
+ public:
+  WrappedServer(ModelInfo model, RecipeOptions options, Device device)
+      : model_(std::move(model)), options_(std::move(options)), device_(device) {}
+  virtual ~WrappedServer() = default;
+  WrappedServer(const WrappedServer&) = delete;
+  WrappedServer& operator=(const WrappedServer&) = delete;
+
+  const ModelInfo& model() const { return model_; }
+  const std::string& model_name() const { return model_.name; }
+  // The effective load options (after layering), restricted to the recipe.
+  const RecipeOptions& options() const { return options_; }
+  ModelType type() const { return model_.type; }
+  Device device() const { return device_; }
+
+  // Checks that cannot change by retrying: model files present
+  // (kModelFilesMissing naming the path), backend binary found
+  // (kBackendBinaryMissing), user arguments valid (kInvalidUserArgs naming
+  // the flag). Reads the file system only.
+  virtual Status prepare() = 0;
+
+  // Starts the backend and blocks until it is ready, `cancelled()` returns
+  // true (kCancelled), it exits (kBackendExited with exit status and last
+  // output lines as detail), or the load timeout passes
+  // (kBackendStartTimeout). A failed start leaves nothing running.
+  virtual Status start(const std::function<bool()>& cancelled) = 0;
+
+  // Stops the backend (SIGTERM, grace, SIGKILL) and waits until it is gone.
+  // Idempotent. After stop() the exit listener is never called.
+  virtual void stop() = 0;
+
+  // Called at most once, from a monitor thread, when the backend exits
+  // without stop() having been called. Set before start().
+  void set_exit_listener(std::function<void()> listener) { exit_listener_ = std::move(listener); }
+  // True once the backend process has exited (crash or stop).
+  virtual bool exited() const = 0;
+
+  // "http://127.0.0.1:<port>" once started.
+  virtual std::string base_url() const = 0;
+  virtual std::optional<int> pid() const = 0;
+  // The connection pool to this backend. REQUIRES: start() succeeded.
+  virtual http::UpstreamClient& client() = 0;
+
+  // The backend's path for `route`, or nullopt if this recipe does not serve
+  // it (-> 400 unsupported_operation).
+  virtual std::optional<std::string> upstream_path(ApiRoute route) const = 0;
+  // A rewritten request body for the backend, or nullopt to forward the
+  // client's body unchanged (e.g. FLM wants its checkpoint as "model").
+  virtual std::optional<std::string> rewrite_body(ApiRoute route,
+                                                  const nlohmann::json& body) const {
+    (void)route;
+    (void)body;
+    return std::nullopt;
+  }
+
+  // The backend's last output lines, oldest first.
+  virtual std::vector<std::string> last_output(std::size_t n) const = 0;
+
+ protected:
+  void notify_unexpected_exit() const {
+    if (exit_listener_) {
+      exit_listener_();
+    }
+  }
+
+ private:
+  const ModelInfo model_;
+  const RecipeOptions options_;
+  const Device device_;
+  std::function<void()> exit_listener_;
+};
+
+}  // namespace lemon

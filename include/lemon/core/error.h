@@ -1,0 +1,136 @@
+// Typed errors for every layer of lemonade-router.
+//
+// An Error is classified once, where it is born (the spawn layer maps errno,
+// the backend client maps HTTP status, the catalogue maps a missing file), and
+// code above only ever branches on code(). The message is for humans and is
+// never parsed. Result<T> carries either a value or an Error; Status is
+// Result<void>.
+//
+// Thread-safety: values; no shared state.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+
+namespace lemon {
+
+enum class ErrorCode {
+  // Client errors.
+  kInvalidRequest,        // malformed body, bad field type, missing field
+  kUnauthorized,          // missing or wrong API key
+  kForbidden,             // CSRF / origin rejected
+  kModelNotFound,         // unknown model name
+  kModelNotLoaded,        // unload of a model that is not loaded
+  kUnsupportedOperation,  // route not served by this model's type or recipe
+  kRouteNotFound,         // unknown path
+  kMethodNotAllowed,      // known path, wrong method
+  kPayloadTooLarge,       // body over the configured limit
+
+  // Load failures that a retry cannot fix: never trigger evict-all.
+  kModelFilesMissing,    // resolved file(s) absent on disk
+  kInvalidUserArgs,      // llamacpp_args names a router-owned flag, bad quoting
+  kUnknownRecipe,        // recipe we have no WrappedServer for
+  kBackendBinaryMissing, // no executable found for recipe/backend
+  kInvalidOption,        // bad option value (unknown backend name, ...)
+
+  // Load failures that evict-all-then-retry may fix.
+  kBackendExited,        // child exited before becoming ready
+  kBackendStartTimeout,  // child never became ready within --load-timeout
+  kSpawnFailed,          // fork/exec failed for a resource reason
+
+  // Runtime failures.
+  kBackendUnavailable,  // cannot reach a loaded backend (crashed, refused)
+  kBackendCrashed,      // backend died during the request
+  kUpstreamProtocol,    // backend answered something that is not HTTP/JSON
+  kCancelled,           // the waiting client went away
+  kShuttingDown,        // router is stopping
+  kInternal,
+};
+
+// Stable snake_case name, e.g. "model_files_missing". Used in logs and tests.
+const char* error_code_name(ErrorCode code);
+
+// True for load failures where evicting every server and retrying once may
+// help (resource exhaustion, a crashed or hung start). False for failures a
+// retry cannot fix (missing files, bad arguments, unknown recipe, missing
+// binary). Seed 000 "Error Handling"; research/lemonade.md §8 item 6.
+bool is_retryable_load_failure(ErrorCode code);
+
+class Error {
+ public:
+  Error(ErrorCode code, std::string message, std::string param = {})
+      : code_(code), message_(std::move(message)), param_(std::move(param)) {}
+
+  ErrorCode code() const { return code_; }
+  const std::string& message() const { return message_; }
+  // The request field the error is about ("model", "messages", ...), or "".
+  const std::string& param() const { return param_; }
+
+  // Backend output tail or other detail appended for the client.
+  const std::string& detail() const { return detail_; }
+  Error&& with_detail(std::string detail) && {
+    detail_ = std::move(detail);
+    return std::move(*this);
+  }
+  // The HTTP status a backend answered with, when the error came from one.
+  std::optional<int> upstream_status() const { return upstream_status_; }
+  Error&& with_upstream_status(int status) && {
+    upstream_status_ = status;
+    return std::move(*this);
+  }
+
+ private:
+  ErrorCode code_;
+  std::string message_;
+  std::string param_;
+  std::string detail_;
+  std::optional<int> upstream_status_;
+};
+
+template <typename T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : v_(std::move(value)) {}       // NOLINT(google-explicit-constructor)
+  Result(Error error) : v_(std::move(error)) {}   // NOLINT(google-explicit-constructor)
+
+  bool ok() const { return v_.index() == 0; }
+  explicit operator bool() const { return ok(); }
+
+  T& value() & { return std::get<0>(v_); }
+  const T& value() const& { return std::get<0>(v_); }
+  T&& value() && { return std::get<0>(std::move(v_)); }
+  T* operator->() { return &std::get<0>(v_); }
+  const T* operator->() const { return &std::get<0>(v_); }
+  T& operator*() & { return std::get<0>(v_); }
+  const T& operator*() const& { return std::get<0>(v_); }
+  T&& operator*() && { return std::get<0>(std::move(v_)); }
+
+  const Error& error() const& { return std::get<1>(v_); }
+  Error&& error() && { return std::get<1>(std::move(v_)); }
+
+ private:
+  std::variant<T, Error> v_;
+};
+
+template <>
+class [[nodiscard]] Result<void> {
+ public:
+  Result() = default;
+  Result(Error error) : e_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
+
+  bool ok() const { return !e_.has_value(); }
+  explicit operator bool() const { return ok(); }
+  const Error& error() const& { return *e_; }
+  Error&& error() && { return std::move(*e_); }
+
+ private:
+  std::optional<Error> e_;
+};
+
+using Status = Result<void>;
+
+inline Status ok_status() { return Status{}; }
+
+}  // namespace lemon

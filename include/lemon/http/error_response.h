@@ -1,0 +1,39 @@
+// The one error envelope every route uses (DEVELOPERS.md):
+//   {"error":{"message":"...","type":"...","param":<string|null>,"code":"..."}}
+// The HTTP status, type and code come from the ErrorCode alone, through one
+// table (error_status); a backend's own status is kept when the error came
+// from a backend (Error::upstream_status).
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "lemon/core/error.h"
+#include "lemon/http/message.h"
+
+namespace lemon::http {
+
+struct ErrorShape {
+  int status;
+  const char* type;  // "invalid_request_error", "authentication_error", "server_error", ...
+  const char* code;  // stable: "model_not_found", "model_load_error", ...
+};
+
+// The table: ErrorCode -> (HTTP status, type, code).
+ErrorShape error_shape(ErrorCode code);
+
+// The status to answer with: the backend's own status when the error carries
+// one, else the table's.
+int error_status(const Error& error);
+
+// The envelope as JSON. The message includes Error::detail() (backend output
+// tail) after a blank line when present.
+nlohmann::json error_body(const Error& error);
+
+// Headers for a JSON response.
+Headers json_headers();
+
+}  // namespace lemon::http

@@ -1,0 +1,44 @@
+// Forwarding one inference request to a leased backend and writing the
+// answer to the client (issue #2 §5 "chat/completions"):
+// - non-streaming: the backend's body and status pass through; errors are
+//   re-wrapped in the router's envelope with the backend's status kept;
+// - streaming: every piece the backend writes becomes one chunk to the client
+//   at once (no buffering); a stream that breaks ends with an SSE error event
+//   and `data: [DONE]`; stats come from the final `timings`/`usage` event,
+//   keeping only that event in memory;
+// - the client's socket is watched, so a client that leaves cancels the
+//   backend request immediately (also during prompt processing).
+//
+// Thread-safety: runs on the request's connection thread.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "lemon/http/server.h"
+#include "lemon/router/lease.h"
+#include "lemon/router/request_stats.h"
+
+namespace lemon::http {
+
+struct ProxyCall {
+  std::string path;          // backend path, e.g. "/v1/chat/completions"
+  std::string_view body;     // bytes to send (must outlive the call)
+  std::string content_type = "application/json";
+  bool stream = false;
+  bool append_done = true;   // end SSE streams with data: [DONE] if the backend did not
+};
+
+void forward_to_backend(Lease& lease, const ProxyCall& call, ResponseWriter& writer,
+                        StatsStore& stats);
+
+// Writes `error` to the client: the envelope with its status, or, once a
+// stream has started, one SSE error event, `data: [DONE]`, and the end.
+void write_error(ResponseWriter& writer, const Error& error);
+
+// Fills token figures from a backend's JSON (llama.cpp `timings`, OpenAI
+// `usage`, FLM's `prefill_duration_ttft`/`decoding_speed_tps`). Fields the
+// JSON lacks are left untouched.
+void stats_from_backend_json(const nlohmann::json& j, RequestStats& stats);
+
+}  // namespace lemon::http

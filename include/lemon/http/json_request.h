@@ -1,0 +1,28 @@
+// Parsing and checking JSON request bodies before anything is loaded
+// (issue #3 "Each route checks its required fields and their types"). Every
+// failure is kInvalidRequest naming the field in param.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "lemon/core/error.h"
+#include "lemon/http/message.h"
+
+namespace lemon::http {
+
+// Parses the body as a JSON object. Malformed JSON -> kInvalidRequest whose
+// message names the parse error; nesting deeper than 256 levels is refused
+// before parsing.
+Result<nlohmann::json> parse_json_object(std::string_view body);
+
+// Field checks. `required` fields must be present; optional ones may be
+// absent or null.
+Result<std::string> string_field(const nlohmann::json& body, const char* name, bool required);
+Result<bool> bool_field(const nlohmann::json& body, const char* name, bool fallback);
+
+}  // namespace lemon::http

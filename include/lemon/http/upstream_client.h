@@ -1,0 +1,93 @@
+// UpstreamClient: the backend-facing HTTP/1.1 client for one backend
+// (host:port on loopback), with a pool of idle keep-alive connections.
+//
+// Every call can watch the downstream client's socket (CallOptions::watch_fd):
+// when that client hangs up, the upstream connection is closed at once, so the
+// backend stops work even during prompt processing (issue #3 "Client
+// disconnects"). Errors are typed where they happen: cannot connect ->
+// kBackendUnavailable, connection lost mid-response -> kBackendCrashed,
+// watched client gone -> kCancelled, garbage -> kUpstreamProtocol, deadline ->
+// kBackendStartTimeout is NOT used here (callers decide), a timeout is
+// kBackendUnavailable.
+//
+// Thread-safety: all methods may be called concurrently; each call uses its
+// own connection.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "lemon/core/error.h"
+#include "lemon/http/message.h"
+
+namespace lemon::http {
+
+struct UpstreamRequest {
+  std::string method = "POST";
+  std::string path;                // "/v1/chat/completions"
+  std::string content_type;        // "" for no body
+  std::string_view body;           // must outlive the call
+  Headers headers;                 // extra request headers
+};
+
+struct CallOptions {
+  int watch_fd = -1;  // downstream client socket to watch for hang-up, or -1
+  std::chrono::milliseconds connect_timeout{2000};
+  // Longest silence allowed from the backend once the request is sent;
+  // zero means no limit (generation can legitimately take minutes).
+  std::chrono::milliseconds idle_timeout{0};
+  // Optional: called about every `tick_interval` while waiting for bytes
+  // (e.g. to send SSE keepalive comments during prompt processing). Return
+  // false to abort the call with kCancelled.
+  std::function<bool()> on_tick;
+  std::chrono::milliseconds tick_interval{1000};
+};
+
+struct UpstreamHead {
+  int status = 0;
+  Headers headers;
+};
+
+struct UpstreamResponse {
+  int status = 0;
+  Headers headers;
+  std::string body;
+};
+
+class UpstreamClient {
+ public:
+  UpstreamClient(std::string host, int port, std::size_t max_idle_connections = 64);
+  ~UpstreamClient();
+  UpstreamClient(const UpstreamClient&) = delete;
+  UpstreamClient& operator=(const UpstreamClient&) = delete;
+
+  const std::string& host() const;
+  int port() const;
+
+  // Sends the request and reads the whole response.
+  Result<UpstreamResponse> send(const UpstreamRequest& request, const CallOptions& options);
+
+  // Sends the request and streams the response body: on_head once, then
+  // on_data for every piece of (de-chunked) body as soon as it is read, in
+  // order. A callback returning false aborts the call (the connection is
+  // closed, not reused) and the result is kCancelled.
+  Status stream(const UpstreamRequest& request, const CallOptions& options,
+                const std::function<bool(const UpstreamHead&)>& on_head,
+                const std::function<bool(std::string_view)>& on_data);
+
+  // A short GET used for readiness probes: the status code, or an error when
+  // nothing answered within `timeout`. Never uses pooled connections.
+  Result<int> probe(const std::string& path, std::chrono::milliseconds timeout);
+
+  // Closes all pooled idle connections (e.g. when the backend stops).
+  void close_idle();
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace lemon::http

@@ -1,0 +1,62 @@
+// ModelInfo: one catalogue entry, as registered (server_models.json,
+// user_models.json, --extra-models-dir) plus, once resolved, where its files
+// are on disk.
+//
+// Thread-safety: value type.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lemon/core/model_types.h"
+#include "lemon/models/recipe_options.h"
+
+namespace lemon {
+
+// Where an entry came from; decides the name prefix and how it resolves.
+enum class ModelSource {
+  kBuiltIn,         // resources/server_models.json, no prefix
+  kUser,            // user_models.json, "user." prefix, checkpoint in the HF cache
+  kUserLocalPath,   // user_models.json with "source":"local_path": absolute path
+  kUserLocalUpload, // user_models.json with "source":"local_upload": relative to the HF cache
+  kExtraDir,        // --extra-models-dir, "extra." prefix
+};
+
+struct ModelInfo {
+  std::string name;    // "Qwen3-0.6B-GGUF", "user.tiny-embed", "extra.x.gguf"
+  std::string recipe;  // "llamacpp", "flm", "ryzenai-llm", "oga-*", "whispercpp", "sd-cpp"
+  // Checkpoints by role: "main" always; optionally "mmproj", "npu_cache",
+  // "text_encoder", "vae", "llm". A legacy top-level "mmproj" file name is
+  // stored here as "<main repo>:<file>".
+  std::map<std::string, std::string> checkpoints;
+  std::vector<std::string> labels;
+  double size_gb = 0.0;
+  bool suggested = false;
+  ModelSource source = ModelSource::kBuiltIn;
+  nlohmann::json image_defaults;  // null unless sd-cpp
+  ModelType type = ModelType::kLlm;
+  // Per-model options from recipe_options.json (already restricted to recipe).
+  RecipeOptions saved_options;
+
+  // Filled by resolution: role -> absolute path of the file (or, for
+  // ryzenai-llm, the directory holding genai_config.json). Empty until
+  // resolved; a role is absent when nothing acceptable is on disk.
+  std::map<std::string, std::string> resolved_paths;
+  // Human-readable paths (or HF cache locations) that were expected but are
+  // absent. Non-empty exactly when !downloaded for file-backed recipes.
+  std::vector<std::string> missing_paths;
+  bool downloaded = false;
+
+  const std::string& checkpoint() const;           // checkpoints["main"] or ""
+  std::string resolved_path(const std::string& role = "main") const;  // "" if absent
+
+  // The object served by GET /models and /models/{id} (Lemonade's shape:
+  // id, object, created, owned_by, checkpoint, checkpoints?, recipe,
+  // downloaded, suggested, labels, recipe_options, size?, image_defaults?).
+  nlohmann::json to_api_json() const;
+};
+
+}  // namespace lemon

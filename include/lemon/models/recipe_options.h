@@ -1,0 +1,67 @@
+// RecipeOptions: the load-time options of one model (ctx_size,
+// llamacpp_backend, llamacpp_args, whispercpp_backend, sd-cpp_backend, steps,
+// cfg_scale, width, height), restricted to the keys its recipe understands.
+//
+// Layering (issue #2 §5, seed 001 "Load Endpoint"): the load request, then the
+// per-model recipe_options.json entry, then the CLI/environment value, then the
+// built-in default. `-1` and `""` mean "unset" at every layer, as in Lemonade.
+//
+// Thread-safety: value type.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lemon/core/error.h"
+
+namespace lemon {
+
+class RecipeOptions {
+ public:
+  RecipeOptions() = default;
+
+  // Every option key any recipe understands, in a stable order.
+  static const std::vector<std::string>& all_keys();
+  // The keys `recipe` understands (llamacpp: ctx_size, llamacpp_backend,
+  // llamacpp_args; flm and ryzenai-llm/oga-*: ctx_size; whispercpp:
+  // whispercpp_backend; sd-cpp: sd-cpp_backend, steps, cfg_scale, width,
+  // height). Empty for an unknown recipe.
+  static std::vector<std::string> keys_for_recipe(std::string_view recipe);
+
+  // Builds options from a JSON object, keeping only keys of `recipe` (or all
+  // keys when recipe is empty) and dropping unset values. Fails with
+  // kInvalidOption (param = key) when a value has the wrong JSON type or an
+  // out-of-range value (ctx_size < 1, unknown backend name, ...).
+  static Result<RecipeOptions> from_json(std::string_view recipe, const nlohmann::json& j);
+
+  // The built-in defaults for every key (ctx_size 4096, llamacpp_backend per
+  // platform, ...). Not restricted to a recipe.
+  static RecipeOptions defaults();
+
+  // Returns a copy where keys unset here are taken from `lower`.
+  RecipeOptions inherit(const RecipeOptions& lower) const;
+  // Returns a copy holding only `recipe`'s keys.
+  RecipeOptions restricted_to(std::string_view recipe) const;
+
+  bool has(std::string_view key) const { return values_.contains(std::string(key)); }
+  const nlohmann::json& raw() const { return values_; }
+  nlohmann::json to_json() const { return values_; }
+
+  int ctx_size(int fallback = 4096) const;
+  std::string string_value(std::string_view key) const;  // "" when unset
+
+  bool operator==(const RecipeOptions& other) const { return values_ == other.values_; }
+
+ private:
+  nlohmann::json values_ = nlohmann::json::object();
+};
+
+// Valid backend names per option key; used to validate CLI and /load values.
+const std::vector<std::string>& valid_llamacpp_backends();    // vulkan rocm metal cpu
+const std::vector<std::string>& valid_whispercpp_backends();  // cpu npu vulkan
+const std::vector<std::string>& valid_sdcpp_backends();       // cpu rocm
+
+}  // namespace lemon

@@ -1,0 +1,47 @@
+// ProcessLauncher: spawns backend programs from an argv, never through a
+// shell (DEVELOPERS.md "No shells").
+//
+// The POSIX launcher forks from a dedicated spawner thread (so that
+// PR_SET_PDEATHSIG, which fires when the *thread* that forked exits, only
+// fires when the router itself dies), puts each child in a new process group,
+// closes every inherited descriptor, and reports exec failures as typed errors
+// through a close-on-exec pipe: ENOENT/EACCES/ENOEXEC -> kBackendBinaryMissing,
+// anything else -> kSpawnFailed. One monitor thread watches every child's
+// output pipes and pidfd.
+//
+// Thread-safety: spawn() may be called from any thread, concurrently.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "lemon/core/error.h"
+#include "lemon/process/child_process.h"
+
+namespace lemon {
+
+struct SpawnSpec {
+  std::string executable;         // absolute path
+  std::vector<std::string> args;  // argv[1..]
+  // Variables to set (or override) on top of the router's environment.
+  std::vector<std::pair<std::string, std::string>> env;
+  std::string log_tag;  // prefix for the child's lines in the router log
+  // Output lines containing any of these are neither buffered nor logged
+  // (health-poll access-log lines).
+  std::vector<std::string> drop_lines_containing;
+  std::size_t kept_lines = 200;  // bound of the per-child line buffer
+};
+
+class ProcessLauncher {
+ public:
+  virtual ~ProcessLauncher() = default;
+  virtual Result<std::shared_ptr<ChildProcess>> spawn(const SpawnSpec& spec) = 0;
+};
+
+// The real launcher. Owns the spawner and monitor threads; destroying it kills
+// every child still running.
+std::unique_ptr<ProcessLauncher> make_posix_process_launcher();
+
+}  // namespace lemon

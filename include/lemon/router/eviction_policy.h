@@ -1,0 +1,69 @@
+// The router's decisions, as pure functions over a snapshot of the slot
+// table: which servers a load must evict, and what to do when a load fails.
+// No locks, clocks, I/O or logging here; inputs are sorted so results are
+// deterministic. The Router calls these under its lock and then acts.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lemon/core/error.h"
+#include "lemon/core/model_types.h"
+#include "lemon/router/slot_limits.h"
+
+namespace lemon {
+
+// One loaded server as the policy sees it.
+struct SlotView {
+  std::string model;
+  ModelType type = ModelType::kLlm;
+  Device device = Device::kNone;
+  int in_flight = 0;
+  std::uint64_t last_use = 0;  // logical LRU clock: larger is more recent
+};
+
+// The server a load wants to start.
+struct LoadTarget {
+  std::string model;
+  ModelType type = ModelType::kLlm;
+  Device device = Device::kNone;
+};
+
+enum class EvictionReason { kReload, kNpuExclusive, kSlotLimit };
+const char* eviction_reason_name(EvictionReason reason);
+
+struct Eviction {
+  std::string model;
+  EvictionReason reason;
+};
+
+// Which servers must go before `target` starts, in the order they were chosen:
+//  (1) the target model itself, when it is loaded (a reload with new options);
+//  (2) if the target uses the NPU, every other server that uses the NPU,
+//      whatever its type and the limits (seed 000 "NPU Exclusivity");
+//  (3) while the target's type is at its limit, the least recently used
+//      server of that type; idle servers are chosen before busy ones, so a
+//      busy server is only evicted (after draining) when every server of the
+//      type is busy. Types never evict each other.
+std::vector<Eviction> plan_eviction(const std::vector<SlotView>& slots, const LoadTarget& target,
+                                    const SlotLimits& limits);
+
+// The least recently used server of `type` among `slots`, skipping names in
+// `exclude`; idle before busy; ties broken by name. Empty if none.
+std::string choose_lru_victim(const std::vector<SlotView>& slots, ModelType type,
+                              const std::vector<std::string>& exclude);
+
+enum class FailureAction {
+  kFail,              // report the error; nothing is evicted
+  kEvictAllAndRetry,  // evict every server (after draining), then retry once
+};
+
+// Seed 000 "Error Handling", with typed classification: only failures a
+// retry may fix (the backend exited or hung while starting, spawn ran out of
+// resources) evict everything, and only on the first attempt.
+FailureAction on_load_failure(ErrorCode code, int attempt);
+
+}  // namespace lemon

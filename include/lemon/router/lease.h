@@ -1,0 +1,44 @@
+// Lease: the right to send requests to one loaded server. While any Lease on
+// a server exists, the router never stops it (busy protection); the count of
+// live Leases is the server's exact in-flight count. Destroying (or
+// release()-ing) a Lease decrements it and touches the LRU clock.
+//
+// Move-only. A Lease must not outlive the Router that granted it.
+// Thread-safety: one Lease is used by one thread; different Leases freely.
+#pragma once
+
+#include <memory>
+
+#include "lemon/router/server_slot.h"
+
+namespace lemon {
+
+class Router;
+
+class Lease {
+ public:
+  Lease() = default;
+  ~Lease() { release(); }
+  Lease(Lease&& other) noexcept
+      : router_(std::exchange(other.router_, nullptr)), slot_(std::move(other.slot_)) {}
+  Lease& operator=(Lease&& other) noexcept;
+  Lease(const Lease&) = delete;
+  Lease& operator=(const Lease&) = delete;
+
+  explicit operator bool() const { return slot_ != nullptr; }
+  WrappedServer& server() const { return *slot_->server; }
+  const std::string& model_name() const { return slot_->server->model_name(); }
+
+  // Ends the lease early. Idempotent.
+  void release();
+
+ private:
+  friend class Router;
+  Lease(Router* router, std::shared_ptr<ServerSlot> slot)
+      : router_(router), slot_(std::move(slot)) {}
+
+  Router* router_ = nullptr;
+  std::shared_ptr<ServerSlot> slot_;
+};
+
+}  // namespace lemon

@@ -1,0 +1,45 @@
+// RequestStats: what /stats reports about the most recent inference request,
+// attributed to the server that served it (issue #2 §5; Lemonade recorded it
+// on the "most recently used" server instead, research/lemonade.md §8 #14).
+//
+// StatsStore keeps the latest record overall and per model.
+// Thread-safety: StatsStore methods may be called from any thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace lemon {
+
+struct RequestStats {
+  std::string model;
+  double time_to_first_token = 0.0;  // seconds
+  double tokens_per_second = 0.0;
+  int input_tokens = 0;
+  int output_tokens = 0;
+  int prompt_tokens = 0;
+  std::vector<double> decode_token_times;  // seconds between streamed tokens
+  std::int64_t finished_ms = 0;            // Unix ms
+
+  nlohmann::json to_json() const;
+};
+
+class StatsStore {
+ public:
+  void record(RequestStats stats);
+  std::optional<RequestStats> last() const;
+  std::optional<RequestStats> last_for(const std::string& model) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::optional<RequestStats> last_;              // guarded by mu_
+  std::map<std::string, RequestStats> by_model_;  // guarded by mu_
+};
+
+}  // namespace lemon

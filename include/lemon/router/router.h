@@ -1,0 +1,179 @@
+// Router: which WrappedServers are loaded, and the only place that loads,
+// evicts and stops them (seed 000, issue #2 §3).
+//
+// - acquire(model) returns a Lease on a ready server, loading it first when
+//   needed. The Lease is granted in the same critical section that publishes
+//   the new server, so nothing can evict it before the request starts
+//   (Lemonade #1836 cannot happen).
+// - Loads run one at a time on the loader thread, in FIFO order; concurrent
+//   requests for the same model share one load. Eviction decisions are made
+//   when a load leaves the queue (plan_eviction over a snapshot).
+// - A server with Leases is never stopped: eviction marks it draining (no new
+//   Leases) and waits for its in-flight count to reach zero, however long.
+// - No wait holds mu_: waits use a condition variable (which releases it), and
+//   spawning, readiness polling and stopping run with mu_ released, so
+//   loaded(), stats and unrelated requests are never blocked.
+// - A failed load evicts everything and retries once only for failures a
+//   retry can fix (typed ErrorCode); missing files, bad arguments, unknown
+//   recipe and missing binary evict nothing.
+// - A backend that exits unexpectedly is dropped from the table at once; the
+//   next request loads it again.
+//
+// Thread-safety: every public method may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "lemon/backends/server_factory.h"
+#include "lemon/models/catalogue.h"
+#include "lemon/router/eviction_policy.h"
+#include "lemon/router/lease.h"
+#include "lemon/router/slot_limits.h"
+
+namespace lemon {
+
+// What a waiting caller lets the router do while it waits for a load.
+struct WaitHooks {
+  // Polled about every tick_interval; true means the caller is gone: stop
+  // waiting (the load itself continues) and return kCancelled.
+  std::function<bool()> cancelled;
+  // Called about every tick_interval while waiting (SSE keepalives).
+  std::function<void()> on_tick;
+  std::chrono::milliseconds tick_interval{1000};
+};
+
+// Things the router did, for logs and tests (tests wait on them instead of
+// sleeping). Delivered on the thread that did the thing, never under mu_.
+struct RouterEvent {
+  enum class Kind {
+    kLoadQueued,      // model (a new load entered the queue)
+    kLoadJoined,      // model (a caller joined a queued or running load)
+    kLoadStarted,     // model (a load left the queue)
+    kEvictionPlanned, // model = victim, detail = reason
+    kDrainWaiting,    // model = victim with requests in flight
+    kServerStopped,   // model
+    kServerCrashed,   // model
+    kLoadSucceeded,   // model
+    kLoadFailed,      // model, code
+    kRetryingAfterEvictAll,  // model, code of the first failure
+  };
+  Kind kind;
+  std::string model;
+  std::string detail;
+  std::optional<ErrorCode> code;
+};
+const char* router_event_name(RouterEvent::Kind kind);
+
+// One loaded server as /health reports it.
+struct LoadedServerInfo {
+  std::string model_name;
+  std::string checkpoint;
+  std::string recipe;
+  ModelType type = ModelType::kLlm;
+  Device device = Device::kNone;
+  std::string backend_url;
+  nlohmann::json recipe_options;
+  std::optional<int> pid;
+  int in_flight = 0;
+  std::int64_t last_use_ms = 0;  // Unix time in milliseconds
+  bool draining = false;
+};
+
+struct RouterConfig {
+  SlotLimits limits;
+  // CLI/environment layer of the load options (already inheriting defaults).
+  RecipeOptions cli_options;
+  std::function<void(const RouterEvent&)> on_event;
+};
+
+class Router {
+ public:
+  Router(const ModelResolver& models, ServerFactory& factory, RouterConfig config);
+  ~Router();  // shutdown()
+  Router(const Router&) = delete;
+  Router& operator=(const Router&) = delete;
+
+  // A Lease on the loaded server for `model_name`, auto-loading it with its
+  // default options (recipe_options.json > CLI > defaults) when needed.
+  // Errors: kModelNotFound, kModelFilesMissing, load failures (typed), or
+  // kCancelled if hooks.cancelled() turned true while waiting.
+  Result<Lease> acquire(std::string_view model_name, const WaitHooks& hooks = {});
+
+  // Explicit load: options layered as request > recipe_options.json > CLI >
+  // defaults. Already loaded with the same effective options: no-op that
+  // refreshes the LRU clock. Loaded with different options: an atomic reload
+  // (requests that arrive meanwhile wait for the new server).
+  Status load(std::string_view model_name, const RecipeOptions& request_options,
+              const WaitHooks& hooks = {});
+
+  // Unloads one model after it drains. kModelNotLoaded if it is not loaded.
+  Status unload(std::string_view model_name);
+  // Unloads every loaded model, each after it drains.
+  void unload_all();
+
+  std::vector<LoadedServerInfo> loaded() const;
+  // The most recently loaded server still loaded (health's model_loaded).
+  std::optional<LoadedServerInfo> most_recently_loaded() const;
+  const SlotLimits& limits() const { return config_.limits; }
+
+  // Fails queued loads with kShuttingDown, cancels the running one, and stops
+  // every server. Idempotent.
+  void shutdown();
+
+ private:
+  friend class Lease;
+  struct LoadWaiter;
+  struct LoadJob;
+
+  void release(ServerSlot& slot);
+  void touch(ServerSlot& slot);  // REQUIRES: mu_ held
+  std::shared_ptr<LoadJob> find_job(std::string_view model,
+                                    const std::optional<RecipeOptions>& options) const;
+  Result<std::shared_ptr<LoadJob>> make_job(std::string_view model_name,
+                                            const std::optional<RecipeOptions>& request_options);
+  Status wait_for_job(std::unique_lock<std::mutex>& lock, const std::shared_ptr<LoadJob>& job,
+                      const std::shared_ptr<LoadWaiter>& waiter, const WaitHooks& hooks);
+
+  // Loader thread.
+  void loader_loop();
+  Status run_job(LoadJob& job);
+  Result<std::shared_ptr<WrappedServer>> make_server(const LoadJob& job);
+  Status start_and_publish(LoadJob& job, const std::shared_ptr<WrappedServer>& server);
+  void retire(const std::vector<std::shared_ptr<ServerSlot>>& victims, const char* reason);
+  void finish_job(LoadJob& job, const Status& result,
+                  const std::shared_ptr<ServerSlot>& slot);  // REQUIRES: mu_ held
+  void on_server_exit(const std::weak_ptr<ServerSlot>& slot);
+  void emit(RouterEvent event) const;
+  std::vector<SlotView> snapshot() const;  // REQUIRES: mu_ held
+  LoadedServerInfo describe(const ServerSlot& slot) const;  // REQUIRES: mu_ held
+
+  const ModelResolver& models_;
+  ServerFactory& factory_;
+  const RouterConfig config_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;  // slots, in-flight counts and jobs changed
+  std::map<std::string, std::shared_ptr<ServerSlot>, std::less<>> slots_;  // guarded by mu_
+  std::deque<std::shared_ptr<LoadJob>> queue_;                             // guarded by mu_
+  std::shared_ptr<LoadJob> current_job_;                                   // guarded by mu_
+  std::uint64_t lru_clock_ = 0;                                            // guarded by mu_
+  std::uint64_t next_slot_id_ = 1;                                         // guarded by mu_
+  std::string last_loaded_;                                                // guarded by mu_
+  std::atomic<bool> shutting_down_{false};
+  std::thread loader_;
+};
+
+}  // namespace lemon

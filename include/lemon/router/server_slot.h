@@ -1,0 +1,39 @@
+// ServerSlot: the router's record of one loaded WrappedServer. Shared between
+// the router's table and the Leases of in-flight requests, so a server that
+// is removed from the table (evicted, crashed) stays valid for requests that
+// still hold it.
+//
+// Thread-safety: the const members are immutable; everything else is guarded
+// by Router::mu_ (Lease touches it only through the Router).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "lemon/backends/wrapped_server.h"
+
+namespace lemon {
+
+enum class SlotState {
+  kReady,     // serving; new leases are granted
+  kDraining,  // chosen for eviction or unload: no new leases, waits for in_flight == 0
+  kGone,      // stopped or crashed, removed from the table
+};
+
+struct ServerSlot {
+  ServerSlot(std::uint64_t slot_id, std::shared_ptr<WrappedServer> srv)
+      : id(slot_id), server(std::move(srv)) {}
+
+  const std::uint64_t id;
+  const std::shared_ptr<WrappedServer> server;
+
+  // Guarded by Router::mu_.
+  SlotState state = SlotState::kReady;
+  int in_flight = 0;              // exact count of live Leases
+  std::uint64_t lru_tick = 0;     // logical clock of the last touch
+  std::int64_t last_use_ms = 0;   // wall clock (Unix ms) of the last touch
+  bool retire_owned = false;      // someone is draining/stopping it
+};
+
+}  // namespace lemon

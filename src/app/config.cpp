@@ -1,0 +1,209 @@
+#include "lemon/app/config.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+
+#include "lemon/core/log.h"
+
+namespace lemon {
+namespace {
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::string(v) : fallback;
+}
+
+std::string home_dir() { return env_or("HOME", "/tmp"); }
+
+std::string default_cache_dir() {
+  return env_or("LEMONADE_CACHE_DIR", home_dir() + "/.cache/lemonade");
+}
+
+std::string default_hf_hub_cache() {
+  if (const char* hub = std::getenv("HF_HUB_CACHE"); hub != nullptr && *hub != '\0') {
+    return hub;
+  }
+  if (const char* hf_home = std::getenv("HF_HOME"); hf_home != nullptr && *hf_home != '\0') {
+    return std::string(hf_home) + "/hub";
+  }
+  return home_dir() + "/.cache/huggingface/hub";
+}
+
+// resources/ next to the executable (the build copies it there), else the
+// source tree's.
+std::string default_resources_dir() {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    auto beside = exe.parent_path() / "resources";
+    if (std::filesystem::exists(beside / "server_models.json", ec)) {
+      return beside.string();
+    }
+  }
+  return LEMON_RESOURCES_DIR;
+}
+
+ParsedConfig fail(std::string message) {
+  ParsedConfig p;
+  p.exit_now = true;
+  p.exit_code = 2;
+  p.message = std::move(message);
+  return p;
+}
+
+std::chrono::milliseconds seconds_to_ms(double s) {
+  return std::chrono::milliseconds(static_cast<long long>(std::llround(s * 1000.0)));
+}
+
+}  // namespace
+
+ParsedConfig parse_config(int argc, const char* const* argv) {
+  ParsedConfig parsed;
+  Config& c = parsed.config;
+  RecipeOptions defaults = RecipeOptions::defaults();
+
+  std::vector<std::string> max_models = {"1"};
+  int ctx_size = defaults.ctx_size();
+  std::string llamacpp = defaults.string_value("llamacpp_backend");
+  std::string llamacpp_args;
+  std::string sdcpp = defaults.string_value("sd-cpp_backend");
+  std::string whispercpp = defaults.string_value("whispercpp_backend");
+  int steps = defaults.raw().value("steps", 20);
+  double cfg_scale = defaults.raw().value("cfg_scale", 7.0);
+  int width = defaults.raw().value("width", 512);
+  int height = defaults.raw().value("height", 512);
+  double load_timeout_s = 600.0;
+  double stop_grace_s = 5.0;
+  double max_body_mb = 64.0;
+
+  CLI::App app("lemonade-router: serves local AI models behind one OpenAI-compatible API",
+               "lemonade-router");
+  app.set_version_flag("-v,--version", std::string("lemonade-router ") + LEMON_ROUTER_VERSION +
+                                           " (Lemonade API " + LEMON_API_VERSION + ")");
+  app.add_option("--host", c.host, "Address to listen on (localhost = 127.0.0.1 and ::1)")
+      ->envname("LEMONADE_HOST")
+      ->capture_default_str();
+  app.add_option("--port", c.port, "Port to listen on")
+      ->envname("LEMONADE_PORT")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  app.add_option("--log-level", c.log_level, "critical, error, warning, info, debug or trace")
+      ->envname("LEMONADE_LOG_LEVEL")
+      ->check(CLI::IsMember({"critical", "error", "warning", "info", "debug", "trace"}))
+      ->capture_default_str();
+  app.add_option("--max-loaded-models", max_models,
+                 "Models per type: N for every type, or LLM [EMBEDDING [RERANKING [AUDIO "
+                 "[IMAGE]]]]; -1 = unlimited")
+      ->envname("LEMONADE_MAX_LOADED_MODELS")
+      ->expected(1, 5)
+      ->allow_extra_args(false);
+  app.add_option("--ctx-size", ctx_size, "Default context size")
+      ->envname("LEMONADE_CTX_SIZE")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--llamacpp", llamacpp, "llama.cpp backend: vulkan, rocm, metal or cpu")
+      ->envname("LEMONADE_LLAMACPP")
+      ->check(CLI::IsMember(valid_llamacpp_backends()))
+      ->capture_default_str();
+  app.add_option("--llamacpp-args", llamacpp_args, "Extra llama-server arguments")
+      ->envname("LEMONADE_LLAMACPP_ARGS");
+  app.add_option("--sdcpp", sdcpp, "stable-diffusion.cpp backend: cpu or rocm")
+      ->envname("LEMONADE_SDCPP")
+      ->check(CLI::IsMember(valid_sdcpp_backends()))
+      ->capture_default_str();
+  app.add_option("--whispercpp", whispercpp, "whisper.cpp backend: cpu, npu or vulkan")
+      ->envname("LEMONADE_WHISPERCPP")
+      ->check(CLI::IsMember(valid_whispercpp_backends()))
+      ->capture_default_str();
+  app.add_option("--steps", steps, "Image generation steps")
+      ->envname("LEMONADE_STEPS")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--cfg-scale", cfg_scale, "Image generation CFG scale")
+      ->envname("LEMONADE_CFG_SCALE")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--width", width, "Image width")->envname("LEMONADE_WIDTH")->check(CLI::PositiveNumber);
+  app.add_option("--height", height, "Image height")
+      ->envname("LEMONADE_HEIGHT")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--extra-models-dir", c.extra_models_dir, "Directory of extra GGUF models")
+      ->envname("LEMONADE_EXTRA_MODELS_DIR");
+  app.add_option("--load-timeout", load_timeout_s, "Seconds a backend may take to become ready")
+      ->envname("LEMONADE_LOAD_TIMEOUT")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--stop-grace", stop_grace_s, "Seconds between SIGTERM and SIGKILL")
+      ->envname("LEMONADE_STOP_GRACE")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_flag("--no-broadcast", c.no_broadcast,
+               "Accepted for compatibility: lemonade-router never broadcasts")
+      ->envname("LEMONADE_NO_BROADCAST");
+  app.add_option("--max-body-size", max_body_mb, "Largest request body in MiB")
+      ->envname("LEMONADE_MAX_BODY_SIZE")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-connections", c.max_connections,
+                 "Concurrent client connections (one thread each)")
+      ->envname("LEMONADE_MAX_CONNECTIONS")
+      ->check(CLI::Range(16, 65536))
+      ->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    parsed.exit_now = true;
+    return parsed;
+  } catch (const CLI::CallForAllHelp&) {
+    std::cout << app.help("", CLI::AppFormatMode::All);
+    parsed.exit_now = true;
+    return parsed;
+  } catch (const CLI::CallForVersion&) {
+    std::cout << app.version() << "\n";
+    parsed.exit_now = true;
+    return parsed;
+  } catch (const CLI::ParseError& e) {
+    std::string what = e.what();
+    std::replace(what.begin(), what.end(), '\n', ' ');
+    return fail(what);
+  }
+
+  std::string joined;
+  for (const auto& m : max_models) {
+    joined += m + " ";
+  }
+  auto limits = SlotLimits::parse(joined);
+  if (!limits.ok()) {
+    return fail(limits.error().message());
+  }
+  c.limits = *limits;
+
+  nlohmann::json layer = {{"ctx_size", ctx_size},      {"llamacpp_backend", llamacpp},
+                          {"llamacpp_args", llamacpp_args}, {"sd-cpp_backend", sdcpp},
+                          {"whispercpp_backend", whispercpp}, {"steps", steps},
+                          {"cfg_scale", cfg_scale},    {"width", width},
+                          {"height", height}};
+  auto cli = RecipeOptions::from_json("", layer);
+  if (!cli.ok()) {
+    return fail(cli.error().message());
+  }
+  c.cli_options = cli->inherit(defaults);
+  c.load_timeout = seconds_to_ms(load_timeout_s);
+  c.stop_grace = seconds_to_ms(stop_grace_s);
+  c.max_body_bytes = static_cast<std::size_t>(max_body_mb * 1024.0 * 1024.0);
+  c.cache_dir = default_cache_dir();
+  c.hf_hub_cache = default_hf_hub_cache();
+  c.resources_dir = default_resources_dir();
+  if (!c.extra_models_dir.empty() && !std::filesystem::is_directory(c.extra_models_dir)) {
+    return fail("--extra-models-dir: '" + c.extra_models_dir + "' is not a directory");
+  }
+  return parsed;
+}
+
+}  // namespace lemon

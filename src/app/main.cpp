@@ -1,0 +1,108 @@
+// lemonade-router: wires the layers together and runs until SIGINT/SIGTERM.
+//
+// Signals are blocked in every thread and taken by one sigwait() thread, which
+// only asks the HTTP server to stop; shutdown then stops every backend
+// (children also die with the router through PR_SET_PDEATHSIG).
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <thread>
+
+#include "lemon/app/config.h"
+#include "lemon/backends/server_factory.h"
+#include "lemon/core/log.h"
+#include "lemon/http/api_server.h"
+#include "lemon/models/catalogue.h"
+#include "lemon/process/port_allocator.h"
+#include "lemon/process/process_launcher.h"
+#include "lemon/router/router.h"
+
+namespace {
+
+sigset_t shutdown_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
+  return set;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace lemon;
+  ParsedConfig parsed = parse_config(argc, argv);
+  if (parsed.exit_now) {
+    if (parsed.exit_code != 0) {
+      std::cerr << "lemonade-router: " << parsed.message << "\n";
+    }
+    return parsed.exit_code;
+  }
+  const Config& cfg = parsed.config;
+  init_logging(cfg.log_level);
+  auto log = logger("app");
+
+  // Before any thread starts, so every thread inherits the mask.
+  sigset_t signals = shutdown_signals();
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  CatalogueSources sources;
+  sources.server_models_json = cfg.resources_dir + "/server_models.json";
+  sources.cache_dir = cfg.cache_dir;
+  sources.hf_hub_cache = cfg.hf_hub_cache;
+  sources.extra_models_dir = cfg.extra_models_dir;
+  auto catalogue = ModelCatalogue::open(sources);
+  if (!catalogue.ok()) {
+    std::cerr << "lemonade-router: " << catalogue.error().message() << "\n";
+    return 1;
+  }
+
+  auto launcher = make_posix_process_launcher();
+  PortAllocator ports;
+  BackendEnvironment env;
+  env.launcher = launcher.get();
+  env.ports = &ports;
+  env.load_timeout = cfg.load_timeout;
+  env.stop_grace = cfg.stop_grace;
+  env.cache_dir = cfg.cache_dir;
+  env.verbose = cfg.log_level == "debug" || cfg.log_level == "trace";
+  RecipeServerFactory factory(env);
+
+  RouterConfig router_config;
+  router_config.limits = cfg.limits;
+  router_config.cli_options = cfg.cli_options;
+  Router router(**catalogue, factory, router_config);
+  StatsStore stats;
+
+  http::ApiSettings settings;
+  settings.host = cfg.host;
+  settings.port = cfg.port;
+  settings.server.max_body_bytes = cfg.max_body_bytes;
+  settings.server.max_connections = cfg.max_connections;
+  http::ApiServer api(settings, **catalogue, router, stats);
+  auto port = api.bind();
+  if (!port.ok()) {
+    std::cerr << "lemonade-router: cannot listen on " << cfg.host << ":" << cfg.port << ": "
+              << port.error().message() << "\n";
+    return 1;
+  }
+  log->info("lemonade-router {} listening on http://{}:{} (models: {}, cache: {})",
+            LEMON_ROUTER_VERSION, cfg.host, *port, sources.server_models_json, cfg.cache_dir);
+
+  std::thread signal_thread([&api, signals, log] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    log->info("received signal {}; shutting down", sig);
+    api.stop();
+  });
+
+  api.run();
+  router.shutdown();
+  log->info("stopped");
+  // The signal thread is still in sigwait() if the server stopped for another
+  // reason; it would be killed by exit() anyway, so detach rather than hang.
+  signal_thread.detach();
+  return 0;
+}

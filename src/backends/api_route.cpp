@@ -1,0 +1,43 @@
+#include "lemon/backends/wrapped_server.h"
+
+namespace lemon {
+
+ModelType model_type_for_route(ApiRoute route) {
+  switch (route) {
+    case ApiRoute::kEmbeddings:
+      return ModelType::kEmbedding;
+    case ApiRoute::kReranking:
+      return ModelType::kReranking;
+    case ApiRoute::kTranscriptions:
+      return ModelType::kAudio;
+    case ApiRoute::kImageGenerations:
+      return ModelType::kImage;
+    case ApiRoute::kChatCompletions:
+    case ApiRoute::kCompletions:
+    case ApiRoute::kResponses:
+      return ModelType::kLlm;
+  }
+  return ModelType::kLlm;
+}
+
+const char* api_route_name(ApiRoute route) {
+  switch (route) {
+    case ApiRoute::kChatCompletions:
+      return "chat/completions";
+    case ApiRoute::kCompletions:
+      return "completions";
+    case ApiRoute::kResponses:
+      return "responses";
+    case ApiRoute::kEmbeddings:
+      return "embeddings";
+    case ApiRoute::kReranking:
+      return "reranking";
+    case ApiRoute::kTranscriptions:
+      return "audio/transcriptions";
+    case ApiRoute::kImageGenerations:
+      return "images/generations";
+  }
+  return "";
+}
+
+}  // namespace lemon

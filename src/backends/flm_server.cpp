@@ -1,0 +1,46 @@
+#include "lemon/backends/flm_server.h"
+
+namespace lemon {
+
+FlmServer::FlmServer(ModelInfo model, RecipeOptions options, const BackendEnvironment& env)
+    : ProcessServer(std::move(model), std::move(options), Device::kNpu, env) {}
+
+Result<std::vector<std::string>> FlmServer::build_args(int port) const {
+  std::vector<std::string> args = {"serve", model().checkpoint()};
+  if (options().has("ctx_size")) {
+    args.insert(args.end(), {"--ctx-len", std::to_string(options().ctx_size())});
+  }
+  args.insert(args.end(),
+              {"--port", std::to_string(port), "--host", "127.0.0.1", "--quiet"});
+  return args;
+}
+
+std::optional<std::string> FlmServer::upstream_path(ApiRoute route) const {
+  switch (route) {
+    case ApiRoute::kChatCompletions:
+      return "/v1/chat/completions";
+    case ApiRoute::kCompletions:
+      return "/v1/completions";
+    case ApiRoute::kEmbeddings:
+      return "/v1/embeddings";
+    case ApiRoute::kResponses:
+    case ApiRoute::kReranking:
+    case ApiRoute::kTranscriptions:
+    case ApiRoute::kImageGenerations:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> FlmServer::rewrite_body(ApiRoute route,
+                                                   const nlohmann::json& body) const {
+  (void)route;
+  if (!body.is_object()) {
+    return std::nullopt;
+  }
+  nlohmann::json copy = body;
+  copy["model"] = model().checkpoint();
+  return copy.dump();
+}
+
+}  // namespace lemon

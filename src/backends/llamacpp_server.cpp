@@ -1,0 +1,123 @@
+#include "lemon/backends/llamacpp_server.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include "lemon/backends/user_args.h"
+
+namespace lemon {
+namespace {
+
+constexpr int kEmbeddingMinContext = 8192;
+
+}  // namespace
+
+LlamaCppServer::LlamaCppServer(ModelInfo model, RecipeOptions options,
+                               const BackendEnvironment& env)
+    : ProcessServer(model, options, device_for_recipe("llamacpp", options.string_value("llamacpp_backend")), env) {}
+
+std::string LlamaCppServer::backend() const {
+  std::string b = options().string_value("llamacpp_backend");
+  return b.empty() ? "cpu" : b;
+}
+
+BinaryQuery LlamaCppServer::binary_query() const { return {"llamacpp", backend(), "llama-server"}; }
+
+std::vector<std::string> LlamaCppServer::required_roles() const {
+  std::vector<std::string> roles = {"main"};
+  if (model().checkpoints.count("mmproj") != 0) {
+    roles.emplace_back("mmproj");
+  }
+  return roles;
+}
+
+const std::vector<std::string>& LlamaCppServer::reserved_flags() {
+  static const std::vector<std::string> kReserved = {
+      "-m",          "--model",           "-mu",          "--model-url",  "-hf",
+      "--hf-repo",   "--port",            "--host",       "-c",           "--ctx-size",
+      "--embeddings", "--embedding",      "--reranking",  "--rerank",     "--mmproj",
+      "-mm",         "-mmu",              "--mmproj-url", "--no-mmproj",  "--mmproj-auto",
+      "--no-mmproj-auto", "--mmproj-offload", "--no-mmproj-offload", "-ngl", "--gpu-layers",
+      "--n-gpu-layers", "--api-key",      "--api-key-file"};
+  return kReserved;
+}
+
+Result<std::vector<std::string>> LlamaCppServer::build_args(int port) const {
+  auto user = split_user_args(options().string_value("llamacpp_args"));
+  if (!user.ok()) {
+    return std::move(user).error();
+  }
+  if (auto reserved = check_reserved_flags(*user, reserved_flags()); !reserved.ok()) {
+    return std::move(reserved).error();
+  }
+  const std::string be = backend();
+  const bool gpu = be != "cpu";
+  int ctx = options().ctx_size();
+  if (type() == ModelType::kEmbedding) {
+    ctx = std::max(ctx, kEmbeddingMinContext);
+  }
+  std::vector<std::string> args = {"-m",     model().resolved_path("main"), "--ctx-size",
+                                    std::to_string(ctx), "--port", std::to_string(port),
+                                    "--host",  "127.0.0.1"};
+  // Defaults the user may override by naming the flag (or its opposite).
+  auto add_default = [&](std::vector<std::string> names, std::vector<std::string> values) {
+    if (!has_any_flag(*user, names)) {
+      args.insert(args.end(), values.begin(), values.end());
+    }
+  };
+  add_default({"--jinja", "--no-jinja"}, {"--jinja"});
+  if (std::string mmproj = model().resolved_path("mmproj"); !mmproj.empty()) {
+    args.insert(args.end(), {"--mmproj", mmproj});
+    if (!gpu) {
+      args.emplace_back("--no-mmproj-offload");
+    }
+  }
+  if (be == "vulkan" || be == "rocm") {
+    add_default({"--context-shift", "--no-context-shift"}, {"--context-shift"});
+  }
+  add_default({"--keep"}, {"--keep", "16"});
+  add_default({"--reasoning-format"}, {"--reasoning-format", "auto"});
+  add_default({"--no-webui", "--webui"}, {"--no-webui"});
+  if (type() == ModelType::kEmbedding) {
+    args.emplace_back("--embeddings");
+  } else if (type() == ModelType::kReranking) {
+    args.emplace_back("--reranking");
+  }
+  args.insert(args.end(), {"-ngl", gpu ? "99" : "0"});
+  args.insert(args.end(), user->begin(), user->end());
+  return args;
+}
+
+std::optional<std::string> LlamaCppServer::upstream_path(ApiRoute route) const {
+  switch (route) {
+    case ApiRoute::kChatCompletions:
+      return "/v1/chat/completions";
+    case ApiRoute::kCompletions:
+      return "/v1/completions";
+    case ApiRoute::kResponses:
+      return "/v1/responses";
+    case ApiRoute::kEmbeddings:
+      return "/v1/embeddings";
+    case ApiRoute::kReranking:
+      return "/v1/rerank";
+    case ApiRoute::kTranscriptions:
+    case ApiRoute::kImageGenerations:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::pair<std::string, std::string>> LlamaCppServer::child_env(
+    const std::string& executable) const {
+  if (backend() != "rocm") {
+    return {};
+  }
+  // ROCm builds ship their runtime libraries next to the binary.
+  std::string dir = std::filesystem::path(executable).parent_path().string();
+  const char* existing = std::getenv("LD_LIBRARY_PATH");
+  return {{"LD_LIBRARY_PATH",
+           existing != nullptr && *existing != '\0' ? dir + ":" + existing : dir}};
+}
+
+}  // namespace lemon

@@ -1,0 +1,234 @@
+#include "lemon/backends/process_server.h"
+
+#include <filesystem>
+#include <sstream>
+#include <thread>
+
+#include "lemon/core/log.h"
+
+namespace lemon {
+namespace {
+
+constexpr auto kReadyPollInterval = std::chrono::milliseconds(20);
+constexpr int kPortAttempts = 3;
+constexpr std::size_t kErrorTailLines = 20;
+
+std::string join_lines(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines) {
+    out += l;
+    out += '\n';
+  }
+  return out;
+}
+
+}  // namespace
+
+ProcessServer::ProcessServer(ModelInfo model, RecipeOptions options, Device device,
+                             const BackendEnvironment& env)
+    : WrappedServer(std::move(model), std::move(options), device), env_(env) {}
+
+ProcessServer::~ProcessServer() { stop(); }
+
+std::vector<std::string> ProcessServer::required_roles() const { return {"main"}; }
+
+std::vector<std::pair<std::string, std::string>> ProcessServer::child_env(
+    const std::string& executable) const {
+  (void)executable;
+  return {};
+}
+
+Status ProcessServer::prepare() {
+  for (const auto& role : required_roles()) {
+    if (model().resolved_path(role).empty()) {
+      std::string what = model().missing_paths.empty()
+                             ? "no file resolved for checkpoint '" + model().checkpoint() + "'"
+                             : model().missing_paths.front();
+      return Error(ErrorCode::kModelFilesMissing,
+                   "model '" + model_name() + "' is not downloaded: missing " + what, "model");
+    }
+  }
+  for (const auto& [role, path] : model().resolved_paths) {
+    std::error_code ec;
+    if (model().recipe != "flm" && !std::filesystem::exists(path, ec)) {
+      return Error(ErrorCode::kModelFilesMissing,
+                   "model '" + model_name() + "' file is missing: " + path, "model");
+    }
+  }
+  auto exe = locate_backend_binary(binary_query(), env_.cache_dir);
+  if (!exe.ok()) {
+    return std::move(exe).error();
+  }
+  executable_ = *exe;
+  auto args = build_args(0);  // validates user arguments
+  if (!args.ok()) {
+    return std::move(args).error();
+  }
+  return ok_status();
+}
+
+Error ProcessServer::exited_error(const ChildProcess& child) const {
+  auto status = child.exit_status();
+  std::string how = status ? status->describe() : std::string("unknown status");
+  auto tail = child.last_lines(kErrorTailLines);
+  std::string message = binary_query().binary + " for model '" + model_name() +
+                        "' exited during startup (" + how + ")";
+  if (!tail.empty()) {
+    message += ": " + tail.back();
+  }
+  return Error(ErrorCode::kBackendExited, message).with_detail(join_lines(tail));
+}
+
+ProcessServer::ReadyOutcome ProcessServer::wait_ready(
+    ChildProcess& child, http::UpstreamClient& client,
+    std::chrono::steady_clock::time_point deadline,
+    const std::function<bool()>& cancelled) const {
+  const std::string path = health_path();
+  for (;;) {
+    auto probe = client.probe(path, std::chrono::milliseconds(1000));
+    if (probe.ok() && *probe == 200) {
+      return child.running() ? ReadyOutcome::kReady : ReadyOutcome::kExited;
+    }
+    auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) {
+      return ReadyOutcome::kTimedOut;
+    }
+    if (cancelled && cancelled()) {
+      return ReadyOutcome::kCancelled;
+    }
+    // Sleeps only until the next poll, and wakes at once if the child exits.
+    if (child.wait_exit_until(std::min(deadline, now + kReadyPollInterval))) {
+      return ReadyOutcome::kExited;
+    }
+  }
+}
+
+Status ProcessServer::start(const std::function<bool()>& cancelled) {
+  if (executable_.empty()) {
+    if (auto prepared = prepare(); !prepared.ok()) {
+      return prepared;
+    }
+  }
+  auto log = logger("backend");
+  const auto deadline = std::chrono::steady_clock::now() + env_.load_timeout;
+  for (int attempt = 1; attempt <= kPortAttempts; ++attempt) {
+    auto port = env_.ports->acquire();
+    if (!port.ok()) {
+      return std::move(port).error();
+    }
+    auto args = build_args(*port);
+    if (!args.ok()) {
+      env_.ports->release(*port);
+      return std::move(args).error();
+    }
+    SpawnSpec spec;
+    spec.executable = executable_;
+    spec.args = std::move(*args);
+    spec.env = child_env(executable_);
+    spec.log_tag = model_name() + ":" + std::to_string(*port);
+    spec.drop_lines_containing = {"GET " + health_path() + " ", "GET /health ",
+                                  "GET /v1/health "};
+    if (log->should_log(spdlog::level::info)) {
+      std::ostringstream cmd;
+      cmd << spec.executable;
+      for (const auto& a : spec.args) {
+        cmd << ' ' << a;
+      }
+      log->info("starting {}: {}", model_name(), cmd.str());
+    }
+    auto spawned = env_.launcher->spawn(spec);
+    if (!spawned.ok()) {
+      env_.ports->release(*port);
+      return std::move(spawned).error();
+    }
+    std::shared_ptr<ChildProcess> child = *spawned;
+    auto client = std::make_unique<http::UpstreamClient>("127.0.0.1", *port);
+    ReadyOutcome outcome = wait_ready(*child, *client, deadline, cancelled);
+    if (outcome == ReadyOutcome::kReady) {
+      {
+        std::lock_guard lock(mu_);
+        child_ = child;
+        port_ = *port;
+        client_ = std::move(client);
+      }
+      child->on_exit([this](const ExitStatus& status) {
+        if (!stopping_.load()) {
+          logger("backend")->warn("{} exited unexpectedly ({})", model_name(), status.describe());
+          notify_unexpected_exit();
+        }
+      });
+      return ok_status();
+    }
+    child->terminate(env_.stop_grace);
+    env_.ports->release(*port);
+    switch (outcome) {
+      case ReadyOutcome::kCancelled:
+        return Error(ErrorCode::kCancelled, "load of '" + model_name() + "' was cancelled");
+      case ReadyOutcome::kTimedOut:
+        return Error(ErrorCode::kBackendStartTimeout,
+                     binary_query().binary + " for model '" + model_name() +
+                         "' did not become ready within " +
+                         std::to_string(env_.load_timeout.count() / 1000) + " s")
+            .with_detail(join_lines(child->last_lines(kErrorTailLines)));
+      case ReadyOutcome::kExited:
+      case ReadyOutcome::kReady:
+        break;
+    }
+    // Someone else took the port between our probe and the child's bind:
+    // not the model's fault, so try another port (no eviction, no retry cost).
+    if (port_in_use(*port) && attempt < kPortAttempts) {
+      log->warn("port {} was taken while {} started; retrying on another port", *port,
+                model_name());
+      continue;
+    }
+    return exited_error(*child);
+  }
+  return Error(ErrorCode::kSpawnFailed, "could not find a free port for '" + model_name() + "'");
+}
+
+void ProcessServer::stop() {
+  stopping_.store(true);
+  std::shared_ptr<ChildProcess> child;
+  int port = 0;
+  {
+    std::lock_guard lock(mu_);
+    child = child_;
+    port = port_;
+  }
+  if (child) {
+    child->terminate(env_.stop_grace);
+  }
+  if (client_) {
+    client_->close_idle();
+  }
+  if (port != 0) {
+    env_.ports->release(port);
+  }
+}
+
+bool ProcessServer::exited() const {
+  std::lock_guard lock(mu_);
+  return child_ == nullptr || !child_->running();
+}
+
+std::string ProcessServer::base_url() const {
+  std::lock_guard lock(mu_);
+  return "http://127.0.0.1:" + std::to_string(port_);
+}
+
+std::optional<int> ProcessServer::pid() const {
+  std::lock_guard lock(mu_);
+  if (!child_) {
+    return std::nullopt;
+  }
+  return static_cast<int>(child_->pid());
+}
+
+http::UpstreamClient& ProcessServer::client() { return *client_; }
+
+std::vector<std::string> ProcessServer::last_output(std::size_t n) const {
+  std::lock_guard lock(mu_);
+  return child_ ? child_->last_lines(n) : std::vector<std::string>{};
+}
+
+}  // namespace lemon

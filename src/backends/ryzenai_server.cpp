@@ -1,0 +1,30 @@
+#include "lemon/backends/ryzenai_server.h"
+
+namespace lemon {
+
+RyzenAiServer::RyzenAiServer(ModelInfo model, RecipeOptions options,
+                             const BackendEnvironment& env)
+    : ProcessServer(model, options, device_for_recipe(model.recipe, "npu"), env) {}
+
+Result<std::vector<std::string>> RyzenAiServer::build_args(int port) const {
+  std::vector<std::string> args = {"-m", model().resolved_path("main"), "--port",
+                                   std::to_string(port), "--ctx-size",
+                                   std::to_string(options().ctx_size())};
+  if (verbose()) {
+    args.emplace_back("--verbose");
+  }
+  return args;
+}
+
+std::optional<std::string> RyzenAiServer::upstream_path(ApiRoute route) const {
+  switch (route) {
+    case ApiRoute::kChatCompletions:
+      return "/v1/chat/completions";
+    case ApiRoute::kCompletions:
+      return "/v1/completions";
+    default:
+      return std::nullopt;
+  }
+}
+
+}  // namespace lemon

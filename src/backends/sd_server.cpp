@@ -1,0 +1,66 @@
+#include "lemon/backends/sd_server.h"
+
+#include <cstdlib>
+#include <filesystem>
+
+namespace lemon {
+namespace {
+
+std::string sd_backend(const RecipeOptions& options) {
+  std::string b = options.string_value("sd-cpp_backend");
+  return b.empty() ? "cpu" : b;
+}
+
+}  // namespace
+
+SdServer::SdServer(ModelInfo model, RecipeOptions options, const BackendEnvironment& env)
+    : ProcessServer(model, options, device_for_recipe("sd-cpp", sd_backend(options)), env) {}
+
+BinaryQuery SdServer::binary_query() const { return {"sd-cpp", sd_backend(options()), "sd-server"}; }
+
+std::vector<std::string> SdServer::required_roles() const {
+  std::vector<std::string> roles = {"main"};
+  for (const char* role : {"text_encoder", "vae", "llm"}) {
+    if (model().checkpoints.count(role) != 0) {
+      roles.emplace_back(role);
+    }
+  }
+  return roles;
+}
+
+Result<std::vector<std::string>> SdServer::build_args(int port) const {
+  std::vector<std::string> args = {"--listen-ip", "127.0.0.1", "--listen-port",
+                                   std::to_string(port)};
+  std::string text_encoder = model().resolved_path("text_encoder");
+  if (text_encoder.empty()) {
+    text_encoder = model().resolved_path("llm");
+  }
+  std::string vae = model().resolved_path("vae");
+  if (text_encoder.empty() || vae.empty()) {
+    args.insert(args.end(), {"-m", model().resolved_path("main")});
+  } else {
+    args.insert(args.end(), {"--diffusion-model", model().resolved_path("main"), "--llm",
+                             text_encoder, "--vae", vae});
+  }
+  if (verbose()) {
+    args.emplace_back("-v");
+  }
+  return args;
+}
+
+std::optional<std::string> SdServer::upstream_path(ApiRoute route) const {
+  if (route == ApiRoute::kImageGenerations) {
+    return "/v1/images/generations";
+  }
+  return std::nullopt;
+}
+
+std::vector<std::pair<std::string, std::string>> SdServer::child_env(
+    const std::string& executable) const {
+  std::string dir = std::filesystem::path(executable).parent_path().string();
+  const char* existing = std::getenv("LD_LIBRARY_PATH");
+  return {{"LD_LIBRARY_PATH",
+           existing != nullptr && *existing != '\0' ? dir + ":" + existing : dir}};
+}
+
+}  // namespace lemon

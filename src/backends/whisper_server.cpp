@@ -1,0 +1,45 @@
+#include "lemon/backends/whisper_server.h"
+
+#include <cstdlib>
+#include <filesystem>
+
+namespace lemon {
+namespace {
+
+std::string whisper_backend(const RecipeOptions& options) {
+  std::string b = options.string_value("whispercpp_backend");
+  return b.empty() ? "cpu" : b;
+}
+
+}  // namespace
+
+WhisperServer::WhisperServer(ModelInfo model, RecipeOptions options,
+                             const BackendEnvironment& env)
+    : ProcessServer(model, options, device_for_recipe("whispercpp", whisper_backend(options)),
+                    env) {}
+
+BinaryQuery WhisperServer::binary_query() const {
+  return {"whispercpp", whisper_backend(options()), "whisper-server"};
+}
+
+Result<std::vector<std::string>> WhisperServer::build_args(int port) const {
+  return std::vector<std::string>{"-m",     model().resolved_path("main"), "--port",
+                                  std::to_string(port), "--host", "127.0.0.1"};
+}
+
+std::optional<std::string> WhisperServer::upstream_path(ApiRoute route) const {
+  if (route == ApiRoute::kTranscriptions) {
+    return "/inference";
+  }
+  return std::nullopt;
+}
+
+std::vector<std::pair<std::string, std::string>> WhisperServer::child_env(
+    const std::string& executable) const {
+  std::string dir = std::filesystem::path(executable).parent_path().string();
+  const char* existing = std::getenv("LD_LIBRARY_PATH");
+  return {{"LD_LIBRARY_PATH",
+           existing != nullptr && *existing != '\0' ? dir + ":" + existing : dir}};
+}
+
+}  // namespace lemon

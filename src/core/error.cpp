@@ -1,0 +1,68 @@
+#include "lemon/core/error.h"
+
+namespace lemon {
+
+const char* error_code_name(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kInvalidRequest:
+      return "invalid_request";
+    case ErrorCode::kUnauthorized:
+      return "unauthorized";
+    case ErrorCode::kForbidden:
+      return "forbidden";
+    case ErrorCode::kModelNotFound:
+      return "model_not_found";
+    case ErrorCode::kModelNotLoaded:
+      return "model_not_loaded";
+    case ErrorCode::kUnsupportedOperation:
+      return "unsupported_operation";
+    case ErrorCode::kRouteNotFound:
+      return "route_not_found";
+    case ErrorCode::kMethodNotAllowed:
+      return "method_not_allowed";
+    case ErrorCode::kPayloadTooLarge:
+      return "payload_too_large";
+    case ErrorCode::kModelFilesMissing:
+      return "model_files_missing";
+    case ErrorCode::kInvalidUserArgs:
+      return "invalid_user_args";
+    case ErrorCode::kUnknownRecipe:
+      return "unknown_recipe";
+    case ErrorCode::kBackendBinaryMissing:
+      return "backend_binary_missing";
+    case ErrorCode::kInvalidOption:
+      return "invalid_option";
+    case ErrorCode::kBackendExited:
+      return "backend_exited";
+    case ErrorCode::kBackendStartTimeout:
+      return "backend_start_timeout";
+    case ErrorCode::kSpawnFailed:
+      return "spawn_failed";
+    case ErrorCode::kBackendUnavailable:
+      return "backend_unavailable";
+    case ErrorCode::kBackendCrashed:
+      return "backend_crashed";
+    case ErrorCode::kUpstreamProtocol:
+      return "upstream_protocol";
+    case ErrorCode::kCancelled:
+      return "cancelled";
+    case ErrorCode::kShuttingDown:
+      return "shutting_down";
+    case ErrorCode::kInternal:
+      return "internal";
+  }
+  return "internal";
+}
+
+bool is_retryable_load_failure(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kBackendExited:
+    case ErrorCode::kBackendStartTimeout:
+    case ErrorCode::kSpawnFailed:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace lemon

@@ -1,0 +1,76 @@
+#include "lemon/http/error_response.h"
+
+namespace lemon::http {
+
+ErrorShape error_shape(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kInvalidRequest:
+    case ErrorCode::kInvalidOption:
+      return {400, "invalid_request_error", "invalid_request_error"};
+    case ErrorCode::kInvalidUserArgs:
+      return {400, "invalid_request_error", "invalid_llamacpp_args"};
+    case ErrorCode::kUnsupportedOperation:
+      return {400, "invalid_request_error", "unsupported_operation"};
+    case ErrorCode::kUnauthorized:
+      return {401, "authentication_error", "invalid_api_key"};
+    case ErrorCode::kForbidden:
+      return {403, "permission_error", "forbidden"};
+    case ErrorCode::kModelNotFound:
+      return {404, "invalid_request_error", "model_not_found"};
+    case ErrorCode::kModelNotLoaded:
+      return {404, "invalid_request_error", "model_not_loaded"};
+    case ErrorCode::kRouteNotFound:
+      return {404, "invalid_request_error", "not_found"};
+    case ErrorCode::kMethodNotAllowed:
+      return {405, "invalid_request_error", "method_not_allowed"};
+    case ErrorCode::kPayloadTooLarge:
+      return {413, "invalid_request_error", "payload_too_large"};
+    case ErrorCode::kModelFilesMissing:
+      return {404, "invalid_request_error", "model_not_downloaded"};
+    case ErrorCode::kUnknownRecipe:
+    case ErrorCode::kBackendBinaryMissing:
+    case ErrorCode::kBackendExited:
+    case ErrorCode::kBackendStartTimeout:
+    case ErrorCode::kSpawnFailed:
+      return {500, "server_error", "model_load_error"};
+    case ErrorCode::kBackendUnavailable:
+    case ErrorCode::kBackendCrashed:
+    case ErrorCode::kShuttingDown:
+      return {503, "server_error", "backend_unavailable"};
+    case ErrorCode::kUpstreamProtocol:
+      return {502, "server_error", "bad_gateway"};
+    case ErrorCode::kCancelled:
+      return {499, "invalid_request_error", "client_closed_request"};
+    case ErrorCode::kInternal:
+      return {500, "server_error", "internal_error"};
+  }
+  return {500, "server_error", "internal_error"};
+}
+
+int error_status(const Error& error) {
+  if (auto upstream = error.upstream_status(); upstream && *upstream >= 400 && *upstream < 600) {
+    return *upstream;
+  }
+  return error_shape(error.code()).status;
+}
+
+nlohmann::json error_body(const Error& error) {
+  ErrorShape shape = error_shape(error.code());
+  std::string message = error.message();
+  if (!error.detail().empty()) {
+    message += "\n\n" + error.detail();
+  }
+  nlohmann::json param =
+      error.param().empty() ? nlohmann::json(nullptr) : nlohmann::json(error.param());
+  return {{"error",
+           {{"message", std::move(message)},
+            {"type", shape.type},
+            {"param", std::move(param)},
+            {"code", shape.code}}}};
+}
+
+Headers json_headers() {
+  return Headers{{"Content-Type", "application/json"}};
+}
+
+}  // namespace lemon::http

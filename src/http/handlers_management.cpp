@@ -1,0 +1,174 @@
+// Management routes: health, live, stats, models, load, unload.
+#include <chrono>
+
+#include "lemon/http/api_server.h"
+#include "lemon/http/error_response.h"
+#include "lemon/http/inference_proxy.h"
+#include "lemon/http/json_request.h"
+
+namespace lemon::http {
+namespace {
+
+void send_json(ResponseWriter& w, int status, const nlohmann::json& j) {
+  w.send(status, json_headers(), j.dump());
+}
+
+nlohmann::json loaded_entry(const LoadedServerInfo& s) {
+  return {{"model_name", s.model_name},
+          {"checkpoint", s.checkpoint},
+          {"last_use", static_cast<double>(s.last_use_ms) / 1000.0},
+          {"type", model_type_name(s.type)},
+          {"device", device_name(s.device)},
+          {"backend_url", s.backend_url},
+          {"recipe", s.recipe},
+          {"recipe_options", s.recipe_options},
+          {"pid", s.pid ? nlohmann::json(*s.pid) : nlohmann::json(nullptr)},
+          {"in_flight", s.in_flight},
+          {"state", s.draining ? "draining" : "ready"}};
+}
+
+Error model_not_found(const ModelCatalogue& catalogue, std::string_view name) {
+  std::string message = "model '" + std::string(name) + "' was not found";
+  auto some = catalogue.some_available_names(3);
+  if (!some.empty()) {
+    message += "; available models include";
+    for (std::size_t i = 0; i < some.size(); ++i) {
+      message += (i == 0 ? " " : ", ") + some[i];
+    }
+  }
+  message += ". See GET /api/v1/models?show_all=true";
+  return Error(ErrorCode::kModelNotFound, message, "model");
+}
+
+}  // namespace
+
+void ApiServer::handle_health(ResponseWriter& w) {
+  auto loaded = router_.loaded();
+  auto latest = router_.most_recently_loaded();
+  nlohmann::json all = nlohmann::json::array();
+  for (const auto& s : loaded) {
+    all.push_back(loaded_entry(s));
+  }
+  nlohmann::json max_models = nlohmann::json::object();
+  for (ModelType t : kAllModelTypes) {
+    max_models[model_type_name(t)] = router_.limits().limit(t);
+  }
+  nlohmann::json body = {
+      {"status", "ok"},
+      {"version", LEMON_API_VERSION},
+      {"router_version", LEMON_ROUTER_VERSION},
+      {"model_loaded", latest ? nlohmann::json(latest->model_name) : nlohmann::json(nullptr)},
+      {"checkpoint_loaded", latest ? nlohmann::json(latest->checkpoint) : nlohmann::json(nullptr)},
+      {"all_models_loaded", std::move(all)},
+      {"max_models", std::move(max_models)}};
+  send_json(w, 200, body);
+}
+
+void ApiServer::handle_live(ResponseWriter& w) {
+  send_json(w, 200, {{"status", "ok"}});
+}
+
+void ApiServer::handle_stats(ResponseWriter& w) {
+  auto last = stats_.last();
+  send_json(w, 200, last ? last->to_json() : RequestStats{}.to_json());
+}
+
+void ApiServer::handle_models(Request& r, ResponseWriter& w) {
+  auto show_all = r.query_param("show_all");
+  bool all = show_all && (*show_all == "true" || *show_all == "1");
+  nlohmann::json data = nlohmann::json::array();
+  for (const auto& m : catalogue_.list(all)) {
+    data.push_back(m.to_api_json());
+  }
+  send_json(w, 200, {{"object", "list"}, {"data", std::move(data)}});
+}
+
+void ApiServer::handle_model(std::string_view id, ResponseWriter& w) {
+  std::string name = url_decode(id, false);
+  auto m = catalogue_.resolve(name);
+  if (!m.ok()) {
+    write_error(w, m.error().code() == ErrorCode::kModelNotFound ? model_not_found(catalogue_, name)
+                                                                 : m.error());
+    return;
+  }
+  send_json(w, 200, m->to_api_json());
+}
+
+void ApiServer::handle_load(Request& r, ResponseWriter& w) {
+  auto body = parse_json_object(r.body);
+  if (!body.ok()) {
+    write_error(w, body.error());
+    return;
+  }
+  auto name = string_field(*body, "model_name", false);
+  if (name.ok() && name->empty()) {
+    name = string_field(*body, "model", true);
+    if (!name.ok()) {
+      name = Error(ErrorCode::kInvalidRequest, "'model_name' is required", "model_name");
+    }
+  }
+  if (!name.ok()) {
+    write_error(w, name.error());
+    return;
+  }
+  auto info = catalogue_.find(*name);
+  if (!info) {
+    write_error(w, model_not_found(catalogue_, *name));
+    return;
+  }
+  auto options = RecipeOptions::from_json("", *body);
+  if (!options.ok()) {
+    write_error(w, options.error());
+    return;
+  }
+  WaitHooks hooks;
+  hooks.cancelled = [&w] { return !w.client_connected(); };
+  Status loaded = router_.load(*name, *options, hooks);
+  if (!loaded.ok()) {
+    if (loaded.error().code() != ErrorCode::kCancelled) {
+      write_error(w, loaded.error());
+    }
+    return;
+  }
+  send_json(w, 200,
+            {{"status", "success"},
+             {"message", "Loaded model: " + *name},
+             {"model_name", *name},
+             {"checkpoint", info->checkpoint()},
+             {"recipe", info->recipe}});
+}
+
+void ApiServer::handle_unload(Request& r, ResponseWriter& w) {
+  std::string name;
+  if (r.body.find_first_not_of(" \t\r\n") != std::string::npos) {
+    auto body = parse_json_object(r.body);
+    if (!body.ok()) {
+      write_error(w, body.error());
+      return;
+    }
+    auto field = string_field(*body, "model_name", false);
+    if (field.ok() && field->empty()) {
+      field = string_field(*body, "model", false);
+    }
+    if (!field.ok()) {
+      write_error(w, field.error());
+      return;
+    }
+    name = *field;
+  }
+  if (name.empty()) {
+    router_.unload_all();
+    send_json(w, 200, {{"status", "success"}, {"message", "All models unloaded successfully"}});
+    return;
+  }
+  Status done = router_.unload(name);
+  if (!done.ok()) {
+    write_error(w, done.error());
+    return;
+  }
+  send_json(
+      w, 200,
+      {{"status", "success"}, {"message", "Model unloaded successfully"}, {"model_name", name}});
+}
+
+}  // namespace lemon::http

@@ -1,0 +1,224 @@
+#include "lemon/http/inference_proxy.h"
+
+#include <chrono>
+
+#include "lemon/core/log.h"
+#include "lemon/http/error_response.h"
+#include "lemon/http/sse_scanner.h"
+#include "lemon/http/upstream_client.h"
+
+namespace lemon::http {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr std::size_t kMaxErrorBody = 64u << 10;
+
+std::int64_t unix_ms_now() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+template <typename T>
+void take(const nlohmann::json& j, const char* key, T& out, bool only_if_unset) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) {
+    return;
+  }
+  if (only_if_unset && out != T{}) {
+    return;
+  }
+  out = it->get<T>();
+}
+
+Error backend_failure(const Lease& lease, Error e) {
+  if (e.code() == ErrorCode::kBackendCrashed || e.code() == ErrorCode::kBackendUnavailable) {
+    return Error(e.code(), "backend for model '" + lease.model_name() + "' failed: " + e.message());
+  }
+  return e;
+}
+
+Headers sse_headers(std::string_view content_type) {
+  return Headers{
+      {"Content-Type", content_type.empty() ? "text/event-stream" : std::string(content_type)},
+      {"Cache-Control", "no-cache"},
+      {"X-Accel-Buffering", "no"}};
+}
+
+void record(StatsStore& stats, const Lease& lease, const std::optional<nlohmann::json>& usage,
+            const SseScanner* scanner) {
+  RequestStats s;
+  s.model = lease.model_name();
+  if (usage) {
+    stats_from_backend_json(*usage, s);
+  }
+  if (scanner != nullptr) {
+    if (s.time_to_first_token == 0.0) {
+      s.time_to_first_token = scanner->first_event_latency().value_or(0.0);
+    }
+    if (s.tokens_per_second == 0.0 && scanner->generation_seconds() > 0.0) {
+      int tokens = s.output_tokens > 0 ? s.output_tokens : static_cast<int>(scanner->data_events());
+      s.tokens_per_second = tokens / scanner->generation_seconds();
+    }
+    s.decode_token_times = scanner->gaps();
+  }
+  s.finished_ms = unix_ms_now();
+  stats.record(std::move(s));
+}
+
+void forward_whole(Lease& lease, const ProxyCall& call, ResponseWriter& writer, StatsStore& stats) {
+  UpstreamRequest req;
+  req.path = call.path;
+  req.content_type = call.content_type;
+  req.body = call.body;
+  CallOptions opts;
+  opts.watch_fd = writer.client_fd();
+  auto resp = lease.server().client().send(req, opts);
+  if (!resp.ok()) {
+    if (resp.error().code() != ErrorCode::kCancelled) {
+      write_error(writer, backend_failure(lease, std::move(resp).error()));
+    }
+    return;
+  }
+  if (resp->status >= 400) {
+    writer.send(resp->status, json_headers(),
+                normalize_backend_error(resp->body, resp->status).dump());
+    return;
+  }
+  Headers headers;
+  headers.add("Content-Type",
+              std::string(resp->headers.get("Content-Type").value_or("application/json")));
+  writer.send(resp->status, headers, resp->body);
+  std::optional<nlohmann::json> usage;
+  if (resp->body.find("\"usage\"") != std::string::npos ||
+      resp->body.find("\"timings\"") != std::string::npos) {
+    auto j = nlohmann::json::parse(resp->body, nullptr, false);
+    if (!j.is_discarded() && j.is_object()) {
+      usage = std::move(j);
+    }
+  }
+  record(stats, lease, usage, nullptr);
+}
+
+void forward_stream(Lease& lease, const ProxyCall& call, ResponseWriter& writer,
+                    StatsStore& stats) {
+  UpstreamRequest req;
+  req.path = call.path;
+  req.content_type = call.content_type;
+  req.body = call.body;
+  CallOptions opts;
+  opts.watch_fd = writer.client_fd();
+  SseScanner scanner(Clock::now());
+  int status = 0;
+  std::string error_body;
+  bool client_gone = false;
+  Status result = lease.server().client().stream(
+      req, opts,
+      [&](const UpstreamHead& head) {
+        status = head.status;
+        if (status >= 400 || writer.headers_sent()) {
+          return true;
+        }
+        if (!writer.begin_chunked(200,
+                                  sse_headers(head.headers.get("Content-Type").value_or("")))) {
+          client_gone = true;
+          return false;
+        }
+        return true;
+      },
+      [&](std::string_view data) {
+        if (status >= 400) {
+          if (error_body.size() < kMaxErrorBody) {
+            error_body.append(data.substr(0, kMaxErrorBody - error_body.size()));
+          }
+          return true;
+        }
+        std::optional<std::string> rewritten;
+        if (scanner.at_boundary()) {
+          rewritten = normalize_sse_error_events(data);
+        }
+        scanner.feed(data, Clock::now());
+        if (!writer.write_chunk(rewritten ? std::string_view(*rewritten) : data)) {
+          client_gone = true;
+          return false;
+        }
+        return true;
+      });
+  if (client_gone || (!result.ok() && result.error().code() == ErrorCode::kCancelled)) {
+    logger("http")->debug("client left a stream from '{}'", lease.model_name());
+    return;
+  }
+  if (status >= 400) {
+    auto envelope = normalize_backend_error(error_body, status);
+    if (!writer.headers_sent()) {
+      writer.send(status, json_headers(), envelope.dump());
+    } else {
+      writer.write_chunk("data: " + envelope.dump() + "\n\n");
+      writer.write_chunk("data: [DONE]\n\n");
+      writer.finish();
+    }
+    return;
+  }
+  if (!result.ok()) {
+    write_error(writer, backend_failure(lease, std::move(result).error()));
+    return;
+  }
+  if (call.append_done && !scanner.saw_done()) {
+    writer.write_chunk("data: [DONE]\n\n");
+  }
+  writer.finish();
+  record(stats, lease, scanner.last_usage(), &scanner);
+}
+
+}  // namespace
+
+void stats_from_backend_json(const nlohmann::json& j, RequestStats& s) {
+  if (auto t = j.find("timings"); t != j.end() && t->is_object()) {
+    take(*t, "prompt_n", s.input_tokens, false);
+    take(*t, "predicted_n", s.output_tokens, false);
+    double prompt_ms = 0.0;
+    take(*t, "prompt_ms", prompt_ms, false);
+    if (prompt_ms > 0.0) {
+      s.time_to_first_token = prompt_ms / 1000.0;
+    }
+    take(*t, "predicted_per_second", s.tokens_per_second, false);
+  }
+  if (auto u = j.find("usage"); u != j.end() && u->is_object()) {
+    take(*u, "prompt_tokens", s.prompt_tokens, false);
+    take(*u, "input_tokens", s.prompt_tokens, true);  // Responses API naming
+    take(*u, "prompt_tokens", s.input_tokens, true);
+    take(*u, "input_tokens", s.input_tokens, true);
+    take(*u, "completion_tokens", s.output_tokens, true);
+    take(*u, "output_tokens", s.output_tokens, true);
+    take(*u, "prefill_duration_ttft", s.time_to_first_token, true);
+    take(*u, "decoding_speed_tps", s.tokens_per_second, true);
+  }
+  if (auto r = j.find("response"); r != j.end() && r->is_object()) {
+    stats_from_backend_json(*r, s);  // response.completed events nest the usage
+  }
+  if (s.prompt_tokens == 0) {
+    s.prompt_tokens = s.input_tokens;
+  }
+}
+
+void write_error(ResponseWriter& writer, const Error& error) {
+  std::string body = error_body(error).dump();
+  if (!writer.headers_sent()) {
+    writer.send(error_status(error), json_headers(), body);
+    return;
+  }
+  writer.write_chunk("data: " + body + "\n\n");
+  writer.write_chunk("data: [DONE]\n\n");
+  writer.finish();
+}
+
+void forward_to_backend(Lease& lease, const ProxyCall& call, ResponseWriter& writer,
+                        StatsStore& stats) {
+  if (call.stream) {
+    forward_stream(lease, call, writer, stats);
+  } else {
+    forward_whole(lease, call, writer, stats);
+  }
+}
+
+}  // namespace lemon::http

@@ -1,0 +1,239 @@
+#include "lemon/http/message.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace lemon::http {
+namespace {
+
+char lower(char c) {
+  return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') {
+    return c - '0';
+  }
+  if (c >= 'a' && c <= 'f') {
+    return c - 'a' + 10;
+  }
+  if (c >= 'A' && c <= 'F') {
+    return c - 'A' + 10;
+  }
+  return -1;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+}  // namespace
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) {
+    return false;
+  }
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (lower(a[i]) != lower(b[i])) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::optional<std::string_view> Headers::get(std::string_view name) const {
+  for (const auto& [key, value] : fields_) {
+    if (iequals(key, name)) {
+      return std::string_view(value);
+    }
+  }
+  return std::nullopt;
+}
+
+void Headers::add(std::string name, std::string value) {
+  fields_.emplace_back(std::move(name), std::move(value));
+}
+
+void Headers::set(std::string name, std::string value) {
+  auto first = std::find_if(fields_.begin(), fields_.end(),
+                            [&](const auto& f) { return iequals(f.first, name); });
+  if (first == fields_.end()) {
+    fields_.emplace_back(std::move(name), std::move(value));
+    return;
+  }
+  first->first = std::move(name);
+  first->second = std::move(value);
+  const std::string& kept = first->first;
+  auto index = first - fields_.begin();
+  fields_.erase(std::remove_if(fields_.begin() + index + 1, fields_.end(),
+                               [&](const auto& f) { return iequals(f.first, kept); }),
+                fields_.end());
+}
+
+void Headers::remove(std::string_view name) {
+  fields_.erase(std::remove_if(fields_.begin(), fields_.end(),
+                               [&](const auto& f) { return iequals(f.first, name); }),
+                fields_.end());
+}
+
+std::optional<std::string> Request::query_param(std::string_view key) const {
+  std::string_view rest = query;
+  while (!rest.empty()) {
+    auto amp = rest.find('&');
+    std::string_view pair = rest.substr(0, amp);
+    rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
+    if (pair.empty()) {
+      continue;
+    }
+    auto eq = pair.find('=');
+    std::string_view raw_key = pair.substr(0, eq);
+    if (url_decode(raw_key, true) != key) {
+      continue;
+    }
+    if (eq == std::string_view::npos) {
+      return std::string();
+    }
+    return url_decode(pair.substr(eq + 1), true);
+  }
+  return std::nullopt;
+}
+
+std::string Request::media_type() const {
+  auto value = headers.get("Content-Type");
+  if (!value) {
+    return {};
+  }
+  std::string_view type = trim(value->substr(0, value->find(';')));
+  std::string out(type);
+  std::transform(out.begin(), out.end(), out.begin(), lower);
+  return out;
+}
+
+std::string url_decode(std::string_view in, bool plus_as_space) {
+  std::string out;
+  out.reserve(in.size());
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    char c = in[i];
+    if (c == '%' && i + 2 < in.size()) {
+      int hi = hex_value(in[i + 1]);
+      int lo = hex_value(in[i + 2]);
+      if (hi >= 0 && lo >= 0) {
+        out.push_back(static_cast<char>(hi * 16 + lo));
+        i += 2;
+        continue;
+      }
+    }
+    out.push_back(plus_as_space && c == '+' ? ' ' : c);
+  }
+  return out;
+}
+
+const char* status_reason(int status) {
+  switch (status) {
+    case 100:
+      return "Continue";
+    case 101:
+      return "Switching Protocols";
+    case 200:
+      return "OK";
+    case 201:
+      return "Created";
+    case 202:
+      return "Accepted";
+    case 204:
+      return "No Content";
+    case 206:
+      return "Partial Content";
+    case 301:
+      return "Moved Permanently";
+    case 302:
+      return "Found";
+    case 303:
+      return "See Other";
+    case 304:
+      return "Not Modified";
+    case 307:
+      return "Temporary Redirect";
+    case 308:
+      return "Permanent Redirect";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 406:
+      return "Not Acceptable";
+    case 408:
+      return "Request Timeout";
+    case 409:
+      return "Conflict";
+    case 410:
+      return "Gone";
+    case 411:
+      return "Length Required";
+    case 412:
+      return "Precondition Failed";
+    case 413:
+      return "Payload Too Large";
+    case 414:
+      return "URI Too Long";
+    case 415:
+      return "Unsupported Media Type";
+    case 416:
+      return "Range Not Satisfiable";
+    case 417:
+      return "Expectation Failed";
+    case 422:
+      return "Unprocessable Entity";
+    case 426:
+      return "Upgrade Required";
+    case 429:
+      return "Too Many Requests";
+    case 431:
+      return "Request Header Fields Too Large";
+    case 499:
+      return "Client Closed Request";
+    case 500:
+      return "Internal Server Error";
+    case 501:
+      return "Not Implemented";
+    case 502:
+      return "Bad Gateway";
+    case 503:
+      return "Service Unavailable";
+    case 504:
+      return "Gateway Timeout";
+    case 505:
+      return "HTTP Version Not Supported";
+    case 507:
+      return "Insufficient Storage";
+    default:
+      break;
+  }
+  if (status >= 100 && status < 200) {
+    return "Informational";
+  }
+  if (status >= 200 && status < 300) {
+    return "Success";
+  }
+  if (status >= 300 && status < 400) {
+    return "Redirection";
+  }
+  if (status >= 400 && status < 500) {
+    return "Client Error";
+  }
+  return "Server Error";
+}
+
+}  // namespace lemon::http

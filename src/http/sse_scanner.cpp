@@ -1,0 +1,182 @@
+#include "lemon/http/sse_scanner.h"
+
+namespace lemon::http {
+namespace {
+
+constexpr std::size_t kMaxEventBytes = 1u << 20;
+
+// Position just past the next blank line ("\n\n" or "\r\n\r\n") at or after
+// `from`, or npos.
+std::size_t next_boundary(std::string_view s, std::size_t from) {
+  for (std::size_t i = s.find('\n', from); i != std::string_view::npos; i = s.find('\n', i + 1)) {
+    if (i + 1 < s.size() && s[i + 1] == '\n') {
+      return i + 2;
+    }
+    if (i + 2 < s.size() && s[i + 1] == '\r' && s[i + 2] == '\n') {
+      return i + 3;
+    }
+  }
+  return std::string_view::npos;
+}
+
+}  // namespace
+
+std::optional<std::string> sse_event_data(std::string_view event) {
+  std::optional<std::string> data;
+  std::size_t pos = 0;
+  while (pos < event.size()) {
+    std::size_t eol = event.find('\n', pos);
+    std::string_view line = event.substr(pos, eol == std::string_view::npos ? eol : eol - pos);
+    pos = eol == std::string_view::npos ? event.size() : eol + 1;
+    if (!line.empty() && line.back() == '\r') {
+      line.remove_suffix(1);
+    }
+    if (line.substr(0, 5) != "data:") {
+      continue;
+    }
+    line.remove_prefix(5);
+    if (!line.empty() && line.front() == ' ') {
+      line.remove_prefix(1);
+    }
+    if (data) {
+      *data += '\n';
+      *data += line;
+    } else {
+      data = std::string(line);
+    }
+  }
+  return data;
+}
+
+void SseScanner::feed(std::string_view bytes, Clock::time_point now) {
+  std::string_view view = bytes;
+  if (!pending_.empty()) {
+    pending_.append(bytes);
+    view = pending_;
+  }
+  std::size_t start = 0;
+  for (std::size_t end; (end = next_boundary(view, start)) != std::string_view::npos; start = end) {
+    if (!overflowed_) {
+      on_event(view.substr(start, end - start), now);
+    }
+    overflowed_ = false;
+  }
+  std::string rest(view.substr(start));
+  if (rest.size() > kMaxEventBytes) {
+    rest.clear();
+    overflowed_ = true;  // too large to matter for stats; skip to the next event
+  }
+  pending_ = std::move(rest);
+}
+
+void SseScanner::on_event(std::string_view event, Clock::time_point now) {
+  auto data = sse_event_data(event);
+  if (!data) {
+    return;  // a comment or keepalive
+  }
+  if (*data == "[DONE]") {
+    saw_done_ = true;
+    return;
+  }
+  ++data_events_;
+  if (last_event_ && gaps_.size() < max_gaps_) {
+    gaps_.push_back(std::chrono::duration<double>(now - *last_event_).count());
+  }
+  if (!first_event_) {
+    first_event_ = now;
+  }
+  last_event_ = now;
+  if (data->find("\"timings\"") != std::string::npos ||
+      data->find("\"usage\"") != std::string::npos) {
+    last_usage_data_ = std::move(*data);
+  }
+}
+
+std::optional<nlohmann::json> SseScanner::last_usage() const {
+  if (last_usage_data_.empty()) {
+    return std::nullopt;
+  }
+  auto j = nlohmann::json::parse(last_usage_data_, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    return std::nullopt;
+  }
+  return j;
+}
+
+std::optional<double> SseScanner::first_event_latency() const {
+  if (!first_event_) {
+    return std::nullopt;
+  }
+  return std::chrono::duration<double>(*first_event_ - request_sent_).count();
+}
+
+double SseScanner::generation_seconds() const {
+  if (!first_event_ || !last_event_) {
+    return 0.0;
+  }
+  return std::chrono::duration<double>(*last_event_ - *first_event_).count();
+}
+
+nlohmann::json normalize_backend_error(std::string_view body, int status) {
+  const char* fallback_type = status >= 500 ? "server_error" : "invalid_request_error";
+  nlohmann::json out = {{"message", std::string(body)},
+                        {"type", fallback_type},
+                        {"param", nullptr},
+                        {"code", "backend_error"}};
+  auto parsed = nlohmann::json::parse(body, nullptr, false);
+  if (!parsed.is_discarded() && parsed.is_object() && parsed.contains("error")) {
+    const auto& e = parsed["error"];
+    if (e.is_string()) {
+      out["message"] = e;
+    } else if (e.is_object()) {
+      if (e.contains("message") && e["message"].is_string()) {
+        out["message"] = e["message"];
+      } else {
+        out["message"] = e.dump();
+      }
+      if (e.contains("type") && e["type"].is_string()) {
+        out["type"] = e["type"];
+        out["code"] = e["type"];
+      }
+      if (e.contains("code") && e["code"].is_string()) {
+        out["code"] = e["code"];
+      }
+      if (e.contains("param") && e["param"].is_string()) {
+        out["param"] = e["param"];
+      }
+    }
+  } else if (!parsed.is_discarded() && parsed.is_object() && parsed.contains("message") &&
+             parsed["message"].is_string()) {
+    out["message"] = parsed["message"];
+  }
+  if (out["message"].get_ref<const std::string&>().empty()) {
+    out["message"] = "backend answered HTTP " + std::to_string(status);
+  }
+  return {{"error", std::move(out)}};
+}
+
+std::optional<std::string> normalize_sse_error_events(std::string_view chunk) {
+  if (chunk.find("\"error\"") == std::string_view::npos) {
+    return std::nullopt;
+  }
+  std::string out;
+  bool changed = false;
+  std::size_t start = 0;
+  for (std::size_t end; (end = next_boundary(chunk, start)) != std::string_view::npos;
+       start = end) {
+    std::string_view event = chunk.substr(start, end - start);
+    auto data = sse_event_data(event);
+    if (data && data->rfind("{\"error\"", 0) == 0) {
+      out += "data: " + normalize_backend_error(*data, 500).dump() + "\n\n";
+      changed = true;
+    } else {
+      out.append(event);
+    }
+  }
+  if (start != chunk.size() || !changed) {
+    return std::nullopt;  // not whole events, or nothing to rewrite
+  }
+  return out;
+}
+
+}  // namespace lemon::http

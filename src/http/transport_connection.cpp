@@ -1,0 +1,79 @@
+#include "transport_connection.h"
+
+#include <exception>
+
+#include "lemon/core/log.h"
+#include "transport_io.h"
+#include "transport_request_reader.h"
+#include "transport_response_writer.h"
+
+namespace lemon::http::transport {
+namespace {
+
+// How long an error response waits for the client to stop sending before the
+// connection is closed (closing with unread data would reset the connection
+// and could destroy the response before the client reads it).
+constexpr std::chrono::milliseconds kErrorLinger{1000};
+
+}  // namespace
+
+void serve_connection(PendingConnection& connection, const ConnectionContext& context) {
+  UniqueFd fd(connection.fd);
+  connection.fd = -1;
+  const ServerOptions& options = *context.options;
+  RequestReader reader(fd.get(), options, context.stop_fd);
+  for (;;) {
+    Request request;
+    ReadOutcome outcome = reader.read(request);
+    if (outcome.kind == ReadOutcome::Kind::kClosed) {
+      break;
+    }
+    if (outcome.kind == ReadOutcome::Kind::kReject) {
+      logger("http")->debug("rejecting request from {}: {} {}", connection.remote_addr,
+                            outcome.status, outcome.message);
+      SocketResponseWriter writer(fd.get(), ResponseMode{false, false, false}, nullptr);
+      writer.send_error(outcome.status, outcome.code, outcome.message);
+      connection.release();
+      lingering_close(fd, kErrorLinger, context.stop_fd);
+      return;
+    }
+    request.remote_addr = connection.remote_addr;
+    const bool stopping = context.stopping->load(std::memory_order_relaxed);
+    ResponseMode mode{outcome.head_request, outcome.http10, outcome.keep_alive && !stopping};
+    SocketResponseWriter writer(fd.get(), mode, context.stopping);
+    bool threw = false;
+    try {
+      (*context.handler)(request, writer);
+    } catch (const std::exception& e) {
+      threw = true;
+      logger("http")->error("handler for {} {} threw: {}", request.method, request.path, e.what());
+    } catch (...) {
+      threw = true;
+      logger("http")->error("handler for {} {} threw a non-standard exception", request.method,
+                            request.path);
+    }
+    if (!writer.headers_sent()) {
+      if (!threw) {
+        logger("http")->error("handler for {} {} wrote no response", request.method, request.path);
+      }
+      writer.send_error(500, "internal_error",
+                        threw ? "internal server error" : "the handler wrote no response");
+    }
+    if (!writer.reusable()) {
+      break;
+    }
+  }
+  // Discard anything unread (a pipelined request after Connection: close)
+  // so the close is a FIN, not a reset.
+  connection.release();
+  lingering_close(fd, std::chrono::milliseconds(0), -1);
+}
+
+void reject_busy(int raw_fd) {
+  UniqueFd fd(raw_fd);
+  SocketResponseWriter writer(fd.get(), ResponseMode{false, false, false}, nullptr);
+  writer.send_error(503, "server_busy", "server is busy: too many open connections");
+  lingering_close(fd, std::chrono::milliseconds(0), -1);
+}
+
+}  // namespace lemon::http::transport

@@ -1,0 +1,220 @@
+#include "transport_response_writer.h"
+
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "lemon/core/log.h"
+#include "transport_io.h"
+#include "wire_parser.h"
+
+namespace lemon::http::transport {
+namespace {
+
+constexpr std::chrono::seconds kWriteTimeout{60};
+
+bool safe_field(std::string_view s) {
+  return s.find_first_of("\r\n") == std::string_view::npos && !s.empty();
+}
+
+bool status_has_body(int status) {
+  return !(status < 200 || status == 204 || status == 304);
+}
+
+}  // namespace
+
+std::string error_envelope(int status, std::string_view code, std::string_view message) {
+  // ordered_json keeps the documented key order: message, type, param, code.
+  nlohmann::ordered_json error = {
+      {"message", message},
+      {"type", status >= 500 ? "server_error" : "invalid_request_error"},
+      {"param", nullptr},
+      {"code", code},
+  };
+  return nlohmann::ordered_json({{"error", std::move(error)}}).dump();
+}
+
+SocketResponseWriter::SocketResponseWriter(int fd, ResponseMode mode,
+                                           const std::atomic<bool>* stopping)
+    : fd_(fd), mode_(mode), stopping_(stopping), keep_alive_(mode.keep_alive) {}
+
+std::string SocketResponseWriter::build_head(int status, const Headers& headers,
+                                             std::optional<std::size_t> content_length,
+                                             bool chunked) {
+  if (stopping_ != nullptr && stopping_->load(std::memory_order_relaxed)) {
+    keep_alive_ = false;
+  }
+  if (wire::has_token(headers, "Connection", "close")) {
+    keep_alive_ = false;
+  }
+  std::string head;
+  head.reserve(256);
+  head += "HTTP/1.1 ";
+  head += std::to_string(status);
+  head += ' ';
+  head += status_reason(status);
+  head += "\r\n";
+  bool has_server = false;
+  for (const auto& [name, value] : headers.fields()) {
+    if (iequals(name, "Content-Length") || iequals(name, "Transfer-Encoding") ||
+        iequals(name, "Connection")) {
+      continue;
+    }
+    if (!safe_field(name) || value.find_first_of("\r\n") != std::string::npos) {
+      logger("http")->warn("dropping response header with CR/LF: {}", name);
+      continue;
+    }
+    has_server = has_server || iequals(name, "Server");
+    head += name;
+    head += ": ";
+    head += value;
+    head += "\r\n";
+  }
+  if (!has_server) {
+    head += "Server: lemonade-router\r\n";
+  }
+  if (content_length) {
+    head += "Content-Length: ";
+    head += std::to_string(*content_length);
+    head += "\r\n";
+  }
+  if (chunked) {
+    head += "Transfer-Encoding: chunked\r\n";
+  }
+  if (!keep_alive_) {
+    head += "Connection: close\r\n";
+  } else if (mode_.http10) {
+    head += "Connection: keep-alive\r\n";
+  }
+  head += "\r\n";
+  return head;
+}
+
+bool SocketResponseWriter::write(iovec* iov, int count) {
+  int err = send_all(fd_, iov, count, Clock::now() + kWriteTimeout);
+  if (err != 0) {
+    logger("http")->debug("write to client failed: {}", errno_text(err));
+    state_ = State::kFailed;
+    return false;
+  }
+  return true;
+}
+
+bool SocketResponseWriter::send(int status, const Headers& headers, std::string_view body) {
+  if (state_ != State::kIdle) {
+    if (state_ != State::kFailed) {
+      logger("http")->error("response already started; send({}) ignored", status);
+    }
+    return false;
+  }
+  const bool body_allowed = status_has_body(status);
+  std::optional<std::size_t> length;
+  if (body_allowed) {
+    length = body.size();
+  }
+  std::string head = build_head(status, headers, length, false);
+  const bool write_body = body_allowed && !mode_.head_request && !body.empty();
+  iovec iov[2] = {{head.data(), head.size()},
+                  {const_cast<char*>(body.data()), write_body ? body.size() : 0}};
+  if (!write(iov, 2)) {
+    return false;
+  }
+  state_ = State::kDone;
+  return true;
+}
+
+bool SocketResponseWriter::begin_chunked(int status, const Headers& headers) {
+  if (state_ != State::kIdle) {
+    if (state_ != State::kFailed) {
+      logger("http")->error("response already started; begin_chunked({}) ignored", status);
+    }
+    return false;
+  }
+  no_body_ = mode_.head_request || !status_has_body(status);
+  if (mode_.http10 && !no_body_) {
+    // HTTP/1.0 has no chunked coding: stream plain bytes and close to end.
+    raw_stream_ = true;
+    keep_alive_ = false;
+  }
+  std::string head =
+      build_head(status, headers, std::nullopt, !raw_stream_ && status_has_body(status));
+  iovec iov{head.data(), head.size()};
+  if (!write(&iov, 1)) {
+    return false;
+  }
+  state_ = State::kChunked;
+  return true;
+}
+
+bool SocketResponseWriter::write_chunk(std::string_view data) {
+  if (state_ != State::kChunked) {
+    return false;
+  }
+  if (data.empty() || no_body_) {
+    return true;
+  }
+  if (raw_stream_) {
+    iovec iov{const_cast<char*>(data.data()), data.size()};
+    return write(&iov, 1);
+  }
+  char size_line[24];
+  int n = std::snprintf(size_line, sizeof size_line, "%zx\r\n", data.size());
+  char crlf[] = "\r\n";
+  iovec iov[3] = {{size_line, static_cast<std::size_t>(n)},
+                  {const_cast<char*>(data.data()), data.size()},
+                  {crlf, 2}};
+  return write(iov, 3);
+}
+
+bool SocketResponseWriter::finish() {
+  if (state_ == State::kDone) {
+    return true;
+  }
+  if (state_ != State::kChunked) {
+    return false;
+  }
+  if (!no_body_ && !raw_stream_) {
+    char last[] = "0\r\n\r\n";
+    iovec iov{last, 5};
+    if (!write(&iov, 1)) {
+      return false;
+    }
+  }
+  state_ = State::kDone;
+  return true;
+}
+
+bool SocketResponseWriter::client_connected() {
+  if (state_ == State::kFailed || fd_ < 0) {
+    return false;
+  }
+  pollfd p{fd_, static_cast<short>(POLLIN | POLLRDHUP), 0};
+  if (::poll(&p, 1, 0) <= 0) {
+    return true;
+  }
+  if ((p.revents & (POLLHUP | POLLERR | POLLRDHUP | POLLNVAL)) != 0) {
+    return false;
+  }
+  if ((p.revents & POLLIN) != 0) {
+    char c;
+    ssize_t n = ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0) {
+      return false;
+    }
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool SocketResponseWriter::send_error(int status, std::string_view code, std::string_view message) {
+  Headers headers{{"Content-Type", "application/json"}};
+  return send(status, headers, error_envelope(status, code, message));
+}
+
+}  // namespace lemon::http::transport

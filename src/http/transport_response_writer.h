@@ -1,0 +1,65 @@
+// The ResponseWriter behind every server connection: writes one response to
+// a blocking client socket. Each response head goes out with its body (or
+// each chunk with its framing) in one sendmsg, so TCP_NODELAY never splits a
+// logical write into several segments waiting on each other.
+//
+// Internal to src/http. Thread-safety: owned by the connection thread.
+#pragma once
+
+#include <sys/uio.h>
+
+#include <atomic>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "lemon/http/server.h"
+
+namespace lemon::http::transport {
+
+struct ResponseMode {
+  bool head_request = false;  // HEAD: write no body
+  bool http10 = false;        // HTTP/1.0 client: no chunked coding
+  bool keep_alive = true;     // the connection may serve another request
+};
+
+// The JSON error envelope the server answers with itself.
+std::string error_envelope(int status, std::string_view code, std::string_view message);
+
+class SocketResponseWriter final : public ResponseWriter {
+ public:
+  // `stopping` (may be null) turns keep-alive off for heads written after it
+  // becomes true.
+  SocketResponseWriter(int fd, ResponseMode mode, const std::atomic<bool>* stopping);
+
+  bool send(int status, const Headers& headers, std::string_view body) override;
+  bool begin_chunked(int status, const Headers& headers) override;
+  bool write_chunk(std::string_view data) override;
+  bool finish() override;
+  bool headers_sent() const override { return state_ != State::kIdle; }
+  bool client_connected() override;
+  int client_fd() const override { return fd_; }
+
+  // Sends the server's own error envelope (Content-Type application/json).
+  bool send_error(int status, std::string_view code, std::string_view message);
+
+  // A complete response was written and the connection may serve another.
+  bool reusable() const { return state_ == State::kDone && keep_alive_; }
+
+ private:
+  enum class State { kIdle, kChunked, kDone, kFailed };
+
+  std::string build_head(int status, const Headers& headers,
+                         std::optional<std::size_t> content_length, bool chunked);
+  bool write(iovec* iov, int count);
+
+  int fd_;
+  ResponseMode mode_;
+  const std::atomic<bool>* stopping_;
+  State state_ = State::kIdle;
+  bool keep_alive_;
+  bool raw_stream_ = false;  // HTTP/1.0 "chunked": plain bytes, then close
+  bool no_body_ = false;     // HEAD or a status without a body
+};
+
+}  // namespace lemon::http::transport

@@ -1,0 +1,93 @@
+// The server's connection threads. Each accepted connection goes to an idle
+// thread, or to a new one when none is idle, up to a limit; a thread serves
+// its connection until it closes. Up to `spare_threads` idle threads wait for
+// work indefinitely; extra idle threads exit after kIdleExit. Threads are
+// plain pthreads with a chosen stack size; exited ones are joined lazily.
+//
+// Internal to src/http. Thread-safety: submit() from the acceptor threads,
+// shutdown() from any thread, join_all() from the thread running the server.
+#pragma once
+
+#include <pthread.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace lemon::http::transport {
+
+struct PendingConnection {
+  int fd = -1;
+  std::string remote_addr;
+  std::atomic<int>* open_count = nullptr;  // set by the pool
+
+  // Stops counting this connection as open. Called just before its socket is
+  // shut down, so a client that saw the close also sees the slot free; the
+  // pool calls it after serving if nothing did earlier.
+  void release() {
+    if (open_count != nullptr) {
+      open_count->fetch_sub(1, std::memory_order_relaxed);
+      open_count = nullptr;
+    }
+  }
+};
+
+class ConnectionThreadPool {
+ public:
+  // Serves one connection and closes its fd.
+  using Serve = std::function<void(PendingConnection&)>;
+
+  static constexpr std::chrono::seconds kIdleExit{30};
+
+  ConnectionThreadPool(int max_connections, int spare_threads, std::size_t stack_bytes,
+                       Serve serve);
+  ~ConnectionThreadPool();  // shutdown() and join_all()
+  ConnectionThreadPool(const ConnectionThreadPool&) = delete;
+  ConnectionThreadPool& operator=(const ConnectionThreadPool&) = delete;
+
+  enum class Admit {
+    kAccepted,  // the pool owns the fd now
+    kFull,      // max_connections reached; the caller still owns the fd
+    kFailed,    // stopping or no thread could be created; caller owns the fd
+  };
+  Admit submit(PendingConnection& connection);
+
+  // Wakes idle threads so they exit once nothing is queued. Never blocks for
+  // long. Busy threads exit after their connection closes.
+  void shutdown();
+
+  // Blocks until every thread has exited, then joins them.
+  void join_all();
+
+  int open_connections() const { return open_.load(std::memory_order_relaxed); }
+  int threads() const;
+
+ private:
+  static void* thread_main(void* self);
+  void worker();
+  bool start_thread();
+  void reap();  // joins threads that announced their exit
+
+  const int max_connections_;
+  const int spare_threads_;
+  const std::size_t stack_bytes_;
+  const Serve serve_;
+
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;  // queued work or shutdown
+  std::condition_variable exit_cv_;  // a thread exited
+  std::deque<PendingConnection> queue_;
+  std::vector<pthread_t> exited_;  // exited (or exiting) threads to join
+  int threads_ = 0;
+  int idle_ = 0;
+  bool stopping_ = false;
+  std::atomic<int> open_{0};
+};
+
+}  // namespace lemon::http::transport

@@ -1,0 +1,71 @@
+// One request/response exchange with a backend on an already connected,
+// non-blocking socket: writes the request with one gathered send, reads the
+// response head (skipping 1xx), then the body by Content-Length, chunked
+// coding or until close, handing every piece to the caller as soon as it is
+// read. Every wait polls the backend socket together with the downstream
+// client's socket (CallOptions::watch_fd), so a client hang-up aborts the
+// exchange at once.
+//
+// Internal to src/http. Thread-safety: one exchange per calling thread.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "lemon/core/error.h"
+#include "lemon/http/upstream_client.h"
+#include "transport_io.h"
+
+namespace lemon::http::transport {
+
+struct ExchangeOutcome {
+  Status status;
+  bool reusable = false;   // complete response on a keep-alive connection
+  bool retryable = false;  // failed before the backend answered a single byte
+};
+
+class UpstreamExchange {
+ public:
+  // `endpoint` ("127.0.0.1:8001") is used for the Host header and messages.
+  // `deadline`, when set, bounds the whole exchange (probes).
+  UpstreamExchange(int fd, const std::string& endpoint, const CallOptions& options,
+                   std::optional<Clock::time_point> deadline);
+
+  ExchangeOutcome run(const UpstreamRequest& request,
+                      const std::function<bool(const UpstreamHead&)>& on_head,
+                      const std::function<bool(std::string_view)>& on_data);
+
+ private:
+  enum class Wait { kReady, kCancelled, kTickCancelled, kTimedOut, kError };
+  enum class Recv { kData, kEof, kFailed };
+
+  Wait wait(short events);
+  // Receives into scratch_; on kFailed, failure_ holds the error.
+  Recv receive(std::size_t max, std::string_view& got);
+  Error wait_error(Wait w) const;
+  Error lost(std::string_view when, int err) const;
+  Error protocol(std::string_view why) const;
+
+  Status send_request(const UpstreamRequest& request);
+  Status read_head(UpstreamHead& head, int& minor_version);
+  Status read_length_body(std::uint64_t length, bool& extra);
+  Status read_chunked_body(bool& extra);
+  Status read_until_close();
+
+  int fd_;
+  const std::string& endpoint_;
+  const CallOptions& options_;
+  std::optional<Clock::time_point> deadline_;
+  std::optional<Clock::time_point> idle_deadline_;
+  Clock::time_point next_tick_;
+  std::chrono::milliseconds tick_interval_;
+  const std::function<bool(std::string_view)>* on_data_ = nullptr;
+  std::string buf_;      // received, not yet consumed
+  std::string scratch_;  // recv buffer
+  bool got_bytes_ = false;
+  std::optional<Error> failure_;
+};
+
+}  // namespace lemon::http::transport

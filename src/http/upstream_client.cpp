@@ -1,0 +1,274 @@
+#include "lemon/http/upstream_client.h"
+
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <array>
+#include <cerrno>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "lemon/core/log.h"
+#include "transport_io.h"
+#include "transport_upstream_exchange.h"
+
+namespace lemon::http {
+namespace {
+
+using transport::Clock;
+using transport::UniqueFd;
+
+// An idle pooled connection is usable only if nothing arrived on it: a
+// readable or hung-up idle connection was closed by the backend (or carries
+// garbage).
+bool idle_connection_alive(int fd) {
+  pollfd p{fd, static_cast<short>(POLLIN | POLLRDHUP), 0};
+  int rc = ::poll(&p, 1, 0);
+  return rc == 0;
+}
+
+}  // namespace
+
+class UpstreamClient::Impl {
+ public:
+  Impl(std::string host, int port, std::size_t max_idle)
+      : host_(std::move(host)),
+        port_(port),
+        max_idle_(max_idle),
+        endpoint_((host_.find(':') != std::string::npos ? "[" + host_ + "]" : host_) + ":" +
+                  std::to_string(port_)) {}
+
+  ~Impl() { close_idle(); }
+
+  Status call(const UpstreamRequest& request, const CallOptions& options,
+              const std::function<bool(const UpstreamHead&)>& on_head,
+              const std::function<bool(std::string_view)>& on_data, bool pooled,
+              std::optional<Clock::time_point> deadline);
+
+  void close_idle() {
+    std::vector<UniqueFd> closing;
+    std::lock_guard lock(mu_);
+    closing.swap(idle_);
+  }
+
+  const std::string host_;
+  const int port_;
+  const std::size_t max_idle_;
+  const std::string endpoint_;
+
+ private:
+  Result<UniqueFd> connect(const CallOptions& options,
+                           std::optional<Clock::time_point> deadline) const;
+  Status connect_one(const addrinfo& ai, const CallOptions& options, Clock::time_point deadline,
+                     std::chrono::milliseconds budget, UniqueFd& out) const;
+  UniqueFd take_idle();
+  void give_back(UniqueFd fd);
+
+  std::mutex mu_;
+  std::vector<UniqueFd> idle_;  // most recently used last
+};
+
+UniqueFd UpstreamClient::Impl::take_idle() {
+  std::lock_guard lock(mu_);
+  while (!idle_.empty()) {
+    UniqueFd fd = std::move(idle_.back());
+    idle_.pop_back();
+    if (idle_connection_alive(fd.get())) {
+      return fd;
+    }
+  }
+  return UniqueFd();
+}
+
+void UpstreamClient::Impl::give_back(UniqueFd fd) {
+  std::lock_guard lock(mu_);
+  if (idle_.size() < max_idle_) {
+    idle_.push_back(std::move(fd));
+  }
+}
+
+Status UpstreamClient::Impl::connect_one(const addrinfo& ai, const CallOptions& options,
+                                         Clock::time_point deadline,
+                                         std::chrono::milliseconds budget, UniqueFd& out) const {
+  const std::string prefix = "cannot connect to backend " + endpoint_ + ": ";
+  UniqueFd fd(::socket(ai.ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (!fd.valid()) {
+    return Error(ErrorCode::kBackendUnavailable, prefix + transport::errno_text(errno));
+  }
+  if (::connect(fd.get(), ai.ai_addr, ai.ai_addrlen) != 0) {
+    if (errno != EINPROGRESS && errno != EINTR) {
+      return Error(ErrorCode::kBackendUnavailable, prefix + transport::errno_text(errno));
+    }
+    for (;;) {
+      auto w = transport::wait_fd(fd.get(), POLLOUT, transport::millis_until(deadline),
+                                  options.watch_fd, POLLRDHUP);
+      if (w == transport::Wait::kInterrupted) {
+        return Error(ErrorCode::kCancelled, "client disconnected");
+      }
+      if (w == transport::Wait::kTimeout) {
+        return Error(ErrorCode::kBackendUnavailable,
+                     prefix + "timed out after " + std::to_string(budget.count()) + " ms");
+      }
+      if (w == transport::Wait::kError) {
+        return Error(ErrorCode::kBackendUnavailable, prefix + transport::errno_text(errno));
+      }
+      break;
+    }
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) {
+      err = errno;
+    }
+    if (err != 0) {
+      return Error(ErrorCode::kBackendUnavailable, prefix + transport::errno_text(err));
+    }
+  }
+  transport::set_nodelay(fd.get());
+  out = std::move(fd);
+  return ok_status();
+}
+
+Result<UniqueFd> UpstreamClient::Impl::connect(const CallOptions& options,
+                                               std::optional<Clock::time_point> deadline) const {
+  auto budget = options.connect_timeout;
+  auto connect_deadline = Clock::now() + budget;
+  if (deadline && *deadline < connect_deadline) {
+    connect_deadline = *deadline;
+  }
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(port_);
+  int rc = ::getaddrinfo(host_.c_str(), service.c_str(), &hints, &found);
+  if (rc != 0) {
+    return Error(ErrorCode::kBackendUnavailable,
+                 "cannot connect to backend " + endpoint_ + ": " + ::gai_strerror(rc));
+  }
+  std::optional<Error> last;
+  UniqueFd fd;
+  for (addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
+    auto status = connect_one(*ai, options, connect_deadline, budget, fd);
+    if (status.ok()) {
+      break;
+    }
+    last = std::move(status).error();
+    if (last->code() == ErrorCode::kCancelled) {
+      break;
+    }
+  }
+  ::freeaddrinfo(found);
+  if (fd.valid()) {
+    return fd;
+  }
+  if (last) {
+    return std::move(*last);
+  }
+  return Error(ErrorCode::kBackendUnavailable,
+               "cannot connect to backend " + endpoint_ + ": no address");
+}
+
+Status UpstreamClient::Impl::call(const UpstreamRequest& request, const CallOptions& options,
+                                  const std::function<bool(const UpstreamHead&)>& on_head,
+                                  const std::function<bool(std::string_view)>& on_data, bool pooled,
+                                  std::optional<Clock::time_point> deadline) {
+  for (int attempt = 0;; ++attempt) {
+    UniqueFd fd;
+    if (pooled && attempt == 0) {
+      fd = take_idle();
+    }
+    const bool reused = fd.valid();
+    if (!reused) {
+      auto connected = connect(options, deadline);
+      if (!connected.ok()) {
+        return std::move(connected).error();
+      }
+      fd = std::move(*connected);
+    }
+    transport::UpstreamExchange exchange(fd.get(), endpoint_, options, deadline);
+    auto outcome = exchange.run(request, on_head, on_data);
+    if (outcome.status.ok()) {
+      if (pooled && outcome.reusable) {
+        give_back(std::move(fd));
+      }
+      return ok_status();
+    }
+    if (reused && outcome.retryable && attempt == 0) {
+      // The backend closed the idle connection as we reused it; it never saw
+      // the request, so one retry on a fresh connection is safe.
+      logger("http")->debug("pooled connection to {} was stale ({}); retrying", endpoint_,
+                            outcome.status.error().message());
+      continue;
+    }
+    return std::move(outcome.status);
+  }
+}
+
+UpstreamClient::UpstreamClient(std::string host, int port, std::size_t max_idle_connections)
+    : impl_(std::make_unique<Impl>(std::move(host), port, max_idle_connections)) {}
+
+UpstreamClient::~UpstreamClient() = default;
+
+const std::string& UpstreamClient::host() const {
+  return impl_->host_;
+}
+
+int UpstreamClient::port() const {
+  return impl_->port_;
+}
+
+Result<UpstreamResponse> UpstreamClient::send(const UpstreamRequest& request,
+                                              const CallOptions& options) {
+  UpstreamResponse response;
+  auto status = impl_->call(
+      request, options,
+      [&response](const UpstreamHead& head) {
+        response.status = head.status;
+        response.headers = head.headers;
+        return true;
+      },
+      [&response](std::string_view piece) {
+        response.body.append(piece);
+        return true;
+      },
+      true, std::nullopt);
+  if (!status.ok()) {
+    return std::move(status).error();
+  }
+  return response;
+}
+
+Status UpstreamClient::stream(const UpstreamRequest& request, const CallOptions& options,
+                              const std::function<bool(const UpstreamHead&)>& on_head,
+                              const std::function<bool(std::string_view)>& on_data) {
+  return impl_->call(request, options, on_head, on_data, true, std::nullopt);
+}
+
+Result<int> UpstreamClient::probe(const std::string& path, std::chrono::milliseconds timeout) {
+  UpstreamRequest request;
+  request.method = "GET";
+  request.path = path;
+  CallOptions options;
+  options.connect_timeout = timeout;
+  int status_code = 0;
+  auto status = impl_->call(
+      request, options,
+      [&status_code](const UpstreamHead& head) {
+        status_code = head.status;
+        return true;
+      },
+      [](std::string_view) { return true; }, false, Clock::now() + timeout);
+  if (!status.ok()) {
+    return std::move(status).error();
+  }
+  return status_code;
+}
+
+void UpstreamClient::close_idle() {
+  impl_->close_idle();
+}
+
+}  // namespace lemon::http

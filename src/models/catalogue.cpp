@@ -1,0 +1,307 @@
+#include "lemon/models/catalogue.h"
+
+#include <exception>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <unordered_map>
+
+#include "lemon/core/log.h"
+#include "lemon/models/extra_models.h"
+#include "lemon/models/hf_cache.h"
+#include "lemon/models/model_files.h"
+#include "lemon/models/registry_entry.h"
+#include "lemon/models/user_models.h"
+
+namespace lemon {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::string_view kExtraPrefix = "extra.";
+
+// Entries of one source in catalogue order, with a name index.
+struct EntryList {
+  std::vector<ModelInfo> entries;
+  std::unordered_map<std::string, std::size_t> index;
+
+  void assign(std::vector<ModelInfo> list) {
+    entries = std::move(list);
+    index.clear();
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      index.emplace(entries[i].name, i);
+    }
+  }
+  const ModelInfo* find(const std::string& name) const {
+    auto it = index.find(name);
+    return it == index.end() ? nullptr : &entries[it->second];
+  }
+};
+
+Result<std::vector<ModelInfo>> read_server_models(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return Error(ErrorCode::kInvalidOption, "cannot read the model catalogue " + path);
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::ordered_json j;
+  try {
+    j = nlohmann::ordered_json::parse(text.str());
+  } catch (const nlohmann::json::exception& e) {
+    return Error(ErrorCode::kInvalidOption,
+                 "the model catalogue " + path + " is not valid JSON: " + e.what());
+  }
+  if (!j.is_object()) {
+    return Error(ErrorCode::kInvalidOption,
+                 "the model catalogue " + path + " must be a JSON object keyed by model name");
+  }
+  std::vector<ModelInfo> out;
+  for (const auto& [name, entry] : j.items()) {
+    auto info = parse_registry_entry(name, entry, ModelSource::kBuiltIn);
+    if (!info.ok()) {
+      return Error(ErrorCode::kInvalidOption,
+                   "the model catalogue " + path + " is malformed: " + info.error().message());
+    }
+    out.push_back(std::move(info).value());
+  }
+  return out;
+}
+
+// True while every file an extra-dir entry was discovered with is present.
+bool extra_files_present(const ModelInfo& info) {
+  for (const auto& [role, path] : info.resolved_paths) {
+    if (hf::file_state(path) != hf::FileState::kPresent) {
+      return false;
+    }
+  }
+  return !info.resolved_paths.empty();
+}
+
+}  // namespace
+
+struct ModelCatalogue::State {
+  explicit State(const CatalogueSources& s)
+      : sources(s),
+        user_file(cache_file(s, "user_models.json")),
+        options_file(cache_file(s, "recipe_options.json")) {}
+
+  // No cache dir means no user files (never a path relative to the cwd).
+  static fs::path cache_file(const CatalogueSources& s, const char* name) {
+    return s.cache_dir.empty() ? fs::path() : fs::path(s.cache_dir) / name;
+  }
+
+  const CatalogueSources& sources;  // the owning catalogue's; outlives State
+
+  // Guards the entry lists and the saved options. Held only for lookups and
+  // swaps; file reading and resolution happen outside it.
+  std::mutex mu;
+  EntryList builtin;
+  EntryList user;
+  EntryList extra;
+  nlohmann::json saved_options = nlohmann::json::object();
+
+  // Serializes re-reading user_models.json / recipe_options.json.
+  std::mutex reload_mu;
+  WatchedJsonFile user_file;
+  WatchedJsonFile options_file;
+
+  // Serializes rescans of the extra models dir.
+  std::mutex scan_mu;
+
+  // A copy of a registered entry with its saved options. Caller holds `mu`.
+  ModelInfo with_options(const ModelInfo& entry) const {
+    ModelInfo info = entry;
+    auto saved = saved_options.find(info.name);
+    info.saved_options =
+        saved_options_for(info, saved == saved_options.end() ? nlohmann::json() : *saved, nullptr);
+    return info;
+  }
+
+  // Registered entry (no resolution) with its saved options, or nullopt.
+  std::optional<ModelInfo> registered(const std::string& name) {
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto* list : {&builtin, &user, &extra}) {
+      if (const ModelInfo* found = list->find(name)) {
+        return with_options(*found);
+      }
+    }
+    return std::nullopt;
+  }
+
+  // Every registered entry in catalogue order, with saved options.
+  std::vector<ModelInfo> all_registered() {
+    std::lock_guard<std::mutex> lock(mu);
+    std::vector<ModelInfo> out;
+    out.reserve(builtin.entries.size() + user.entries.size() + extra.entries.size());
+    for (const auto* list : {&builtin, &user, &extra}) {
+      for (const auto& e : list->entries) {
+        out.push_back(with_options(e));
+      }
+    }
+    return out;
+  }
+
+  // Re-reads user_models.json / recipe_options.json if they changed.
+  void refresh_files() {
+    std::lock_guard<std::mutex> reload(reload_mu);
+    const bool users_changed = user_file.refresh();
+    const bool options_changed = options_file.refresh();
+    if (users_changed) {
+      auto users = parse_user_models(user_file.value());
+      std::lock_guard<std::mutex> lock(mu);
+      user.assign(std::move(users));
+    }
+    if (options_changed) {
+      nlohmann::json saved = options_file.value();  // ordered -> plain object
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        saved_options = saved;
+      }
+      report_option_problems(saved);
+    }
+  }
+
+  // Logs bad recipe_options.json entries once per change of the file.
+  void report_option_problems(const nlohmann::json& saved) {
+    for (const auto& [name, entry] : saved.items()) {
+      auto info = registered(name);
+      if (!info) {
+        logger("models")->debug("recipe_options.json: '{}' is not a known model", name);
+        continue;
+      }
+      std::vector<std::string> problems;
+      (void)saved_options_for(*info, entry, &problems);
+      for (const auto& p : problems) {
+        logger("models")->warn("recipe_options.json: '{}': {} (ignored)", name, p);
+      }
+    }
+  }
+
+  void rescan_extra() {
+    if (sources.extra_models_dir.empty()) {
+      return;
+    }
+    std::lock_guard<std::mutex> scan(scan_mu);
+    auto found = scan_extra_models_dir(sources.extra_models_dir);
+    std::lock_guard<std::mutex> lock(mu);
+    extra.assign(std::move(found));
+  }
+
+  // Registered entry after the reload check; an unknown "extra." name
+  // triggers one rescan of the extra models dir.
+  std::optional<ModelInfo> lookup(std::string_view name) {
+    refresh_files();
+    const std::string key(name);
+    auto info = registered(key);
+    if (!info && key.starts_with(kExtraPrefix)) {
+      rescan_extra();
+      info = registered(key);
+    }
+    return info;
+  }
+
+  std::optional<std::vector<std::string>> flm_list() const {
+    if (!sources.flm_installed) {
+      return std::nullopt;
+    }
+    try {
+      return sources.flm_installed();
+    } catch (const std::exception& e) {
+      logger("models")->warn("cannot list installed FLM models: {}", e.what());
+      return std::nullopt;
+    }
+  }
+
+  void resolve(ModelInfo& info, const std::optional<std::vector<std::string>>& flm) const {
+    if (info.source == ModelSource::kExtraDir) {
+      return;  // resolved by discovery
+    }
+    ResolveContext ctx{sources.hf_hub_cache, flm};
+    resolve_model_files(info, ctx);
+  }
+};
+
+ModelCatalogue::ModelCatalogue(CatalogueSources sources)
+    : sources_(std::move(sources)), state_(std::make_unique<State>(sources_)) {}
+
+ModelCatalogue::~ModelCatalogue() = default;
+
+Result<std::unique_ptr<ModelCatalogue>> ModelCatalogue::open(CatalogueSources sources) {
+  auto builtin = read_server_models(sources.server_models_json);
+  if (!builtin.ok()) {
+    return std::move(builtin).error();
+  }
+  std::unique_ptr<ModelCatalogue> cat(new ModelCatalogue(std::move(sources)));
+  State& s = *cat->state_;
+  s.builtin.assign(std::move(builtin).value());
+  s.refresh_files();
+  s.rescan_extra();
+  logger("models")->info("catalogue: {} built-in, {} user, {} extra models",
+                         s.builtin.entries.size(), s.user.entries.size(), s.extra.entries.size());
+  return cat;
+}
+
+std::optional<ModelInfo> ModelCatalogue::find(std::string_view name) const {
+  auto info = state_->lookup(name);
+  if (info) {
+    info->resolved_paths.clear();
+    info->missing_paths.clear();
+    info->downloaded = false;
+  }
+  return info;
+}
+
+Result<ModelInfo> ModelCatalogue::resolve(std::string_view name) const {
+  State& s = *state_;
+  auto info = s.lookup(name);
+  if (info && info->source == ModelSource::kExtraDir && !extra_files_present(*info)) {
+    // The files moved or vanished since the last scan.
+    s.rescan_extra();
+    info = s.registered(std::string(name));
+  }
+  if (!info) {
+    return Error(ErrorCode::kModelNotFound, "model '" + std::string(name) + "' not found", "model");
+  }
+  s.resolve(*info, info->recipe == "flm" ? s.flm_list() : std::nullopt);
+  return std::move(*info);
+}
+
+std::vector<ModelInfo> ModelCatalogue::list(bool include_not_downloaded) const {
+  State& s = *state_;
+  s.refresh_files();
+  s.rescan_extra();
+  auto entries = s.all_registered();
+  std::optional<std::vector<std::string>> flm;
+  bool flm_asked = false;
+  std::vector<ModelInfo> out;
+  out.reserve(entries.size());
+  for (auto& info : entries) {
+    if (info.recipe == "flm" && !flm_asked) {
+      flm = s.flm_list();  // once per listing: it may run `flm list`
+      flm_asked = true;
+    }
+    s.resolve(info, flm);
+    if (include_not_downloaded || info.downloaded) {
+      out.push_back(std::move(info));
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> ModelCatalogue::some_available_names(std::size_t n) const {
+  std::vector<std::string> names;
+  if (n == 0) {
+    return names;
+  }
+  for (const auto& info : list(/*include_not_downloaded=*/false)) {
+    names.push_back(info.name);
+    if (names.size() >= n) {
+      break;
+    }
+  }
+  return names;
+}
+
+}  // namespace lemon

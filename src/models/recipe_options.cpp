@@ -1,0 +1,237 @@
+#include "lemon/models/recipe_options.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <limits>
+#include <system_error>
+
+namespace lemon {
+namespace {
+
+using nlohmann::json;
+
+// Lemonade treats -1 (numbers) and "" (strings) as "not set" at every layer.
+// JSON null is treated the same way so that a client sending `"ctx_size": null`
+// gets the layered value rather than an error.
+bool is_unset_value(const json& v) {
+  if (v.is_null()) {
+    return true;
+  }
+  if (v.is_number_integer()) {
+    return v.get<long long>() == -1;
+  }
+  if (v.is_number_float()) {
+    return v.get<double>() == -1.0;
+  }
+  return v.is_string() && v.get_ref<const std::string&>().empty();
+}
+
+bool contains(const std::vector<std::string>& list, const std::string& value) {
+  return std::find(list.begin(), list.end(), value) != list.end();
+}
+
+std::string join(const std::vector<std::string>& list) {
+  std::string out;
+  for (const auto& s : list) {
+    out += out.empty() ? "" : ", ";
+    out += s;
+  }
+  return out;
+}
+
+Error invalid(const std::string& key, const std::string& what) {
+  return Error(ErrorCode::kInvalidOption, "invalid value for '" + key + "': " + what, key);
+}
+
+// A positive integer that fits in an int (ctx_size, steps, width, height).
+Result<json> positive_int(const std::string& key, const json& v) {
+  if (!v.is_number_integer()) {
+    return invalid(key, "expected an integer, got " + v.dump());
+  }
+  // JSON text parses non-negative integers as unsigned; compare as such.
+  if (v.is_number_unsigned()) {
+    auto u = v.get<unsigned long long>();
+    if (u < 1) {
+      return invalid(key, "must be an integer >= 1, got " + v.dump());
+    }
+    if (u > static_cast<unsigned long long>(std::numeric_limits<int>::max())) {
+      return invalid(key, "value " + v.dump() + " is too large");
+    }
+    return json(static_cast<int>(u));
+  }
+  long long n = v.get<long long>();
+  if (n < 1) {
+    return invalid(key, "must be an integer >= 1, got " + v.dump());
+  }
+  if (n > std::numeric_limits<int>::max()) {
+    return invalid(key, "value " + v.dump() + " is too large");
+  }
+  return json(static_cast<int>(n));
+}
+
+Result<json> one_of(const std::string& key, const json& v, const std::vector<std::string>& valid) {
+  if (!v.is_string()) {
+    return invalid(key, "expected a string, got " + v.dump());
+  }
+  const auto& s = v.get_ref<const std::string&>();
+  if (!contains(valid, s)) {
+    return invalid(key, "unknown backend '" + s + "' (valid: " + join(valid) + ")");
+  }
+  return v;
+}
+
+// Checks one set value and returns it in canonical form.
+Result<json> validate(const std::string& key, const json& v) {
+  if (key == "ctx_size" || key == "steps" || key == "width" || key == "height") {
+    return positive_int(key, v);
+  }
+  if (key == "cfg_scale") {
+    if (!v.is_number()) {
+      return invalid(key, "expected a number, got " + v.dump());
+    }
+    return json(v.get<double>());
+  }
+  if (key == "llamacpp_backend") {
+    return one_of(key, v, valid_llamacpp_backends());
+  }
+  if (key == "whispercpp_backend") {
+    return one_of(key, v, valid_whispercpp_backends());
+  }
+  if (key == "sd-cpp_backend") {
+    return one_of(key, v, valid_sdcpp_backends());
+  }
+  if (key == "llamacpp_args") {
+    if (!v.is_string()) {
+      return invalid(key, "expected a string, got " + v.dump());
+    }
+    return v;
+  }
+  return invalid(key, "unknown option");
+}
+
+}  // namespace
+
+const std::vector<std::string>& RecipeOptions::all_keys() {
+  static const std::vector<std::string> keys = {"ctx_size",       "llamacpp_backend",
+                                                "llamacpp_args",  "whispercpp_backend",
+                                                "sd-cpp_backend", "steps",
+                                                "cfg_scale",      "width",
+                                                "height"};
+  return keys;
+}
+
+std::vector<std::string> RecipeOptions::keys_for_recipe(std::string_view recipe) {
+  if (recipe == "llamacpp") {
+    return {"ctx_size", "llamacpp_backend", "llamacpp_args"};
+  }
+  if (recipe == "flm" || recipe == "ryzenai-llm" || recipe.starts_with("oga-")) {
+    return {"ctx_size"};
+  }
+  if (recipe == "whispercpp") {
+    return {"whispercpp_backend"};
+  }
+  if (recipe == "sd-cpp") {
+    return {"sd-cpp_backend", "steps", "cfg_scale", "width", "height"};
+  }
+  return {};
+}
+
+Result<RecipeOptions> RecipeOptions::from_json(std::string_view recipe, const json& j) {
+  RecipeOptions out;
+  if (j.is_null()) {
+    return out;
+  }
+  if (!j.is_object()) {
+    return Error(ErrorCode::kInvalidOption, "recipe options must be a JSON object, got " + j.dump(),
+                 "recipe_options");
+  }
+  const std::vector<std::string> keys = recipe.empty() ? all_keys() : keys_for_recipe(recipe);
+  for (const auto& key : keys) {
+    auto it = j.find(key);
+    if (it == j.end() || is_unset_value(*it)) {
+      continue;
+    }
+    auto value = validate(key, *it);
+    if (!value.ok()) {
+      return std::move(value).error();
+    }
+    out.values_[key] = std::move(value).value();
+  }
+  return out;
+}
+
+RecipeOptions RecipeOptions::defaults() {
+  RecipeOptions out;
+  out.values_["ctx_size"] = 4096;
+  // Platform choice for llama.cpp: a DRM render node means a GPU that Vulkan
+  // can drive, so prefer it (Lemonade's default on Linux is vulkan too); a
+  // machine without one (containers, CI, headless servers) gets the CPU build,
+  // which always works. ROCm is never chosen automatically: it needs a
+  // specific AMD GPU and runtime, so users opt in with --llamacpp rocm.
+  std::error_code ec;
+  bool has_render_node = std::filesystem::exists("/dev/dri/renderD128", ec);
+  out.values_["llamacpp_backend"] = has_render_node ? "vulkan" : "cpu";
+  out.values_["llamacpp_args"] = "";
+  out.values_["whispercpp_backend"] = "cpu";
+  out.values_["sd-cpp_backend"] = "cpu";
+  out.values_["steps"] = 20;
+  out.values_["cfg_scale"] = 7.0;
+  out.values_["width"] = 512;
+  out.values_["height"] = 512;
+  return out;
+}
+
+RecipeOptions RecipeOptions::inherit(const RecipeOptions& lower) const {
+  RecipeOptions out = *this;
+  for (const auto& [key, value] : lower.values_.items()) {
+    auto mine = out.values_.find(key);
+    if (mine == out.values_.end() || is_unset_value(*mine)) {
+      out.values_[key] = value;
+    }
+  }
+  return out;
+}
+
+RecipeOptions RecipeOptions::restricted_to(std::string_view recipe) const {
+  RecipeOptions out;
+  for (const auto& key : keys_for_recipe(recipe)) {
+    auto it = values_.find(key);
+    if (it != values_.end()) {
+      out.values_[key] = *it;
+    }
+  }
+  return out;
+}
+
+int RecipeOptions::ctx_size(int fallback) const {
+  auto it = values_.find("ctx_size");
+  if (it == values_.end() || !it->is_number_integer() || is_unset_value(*it)) {
+    return fallback;
+  }
+  return it->get<int>();
+}
+
+std::string RecipeOptions::string_value(std::string_view key) const {
+  auto it = values_.find(std::string(key));
+  if (it == values_.end() || is_unset_value(*it)) {
+    return "";
+  }
+  return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
+const std::vector<std::string>& valid_llamacpp_backends() {
+  static const std::vector<std::string> v = {"vulkan", "rocm", "metal", "cpu"};
+  return v;
+}
+
+const std::vector<std::string>& valid_whispercpp_backends() {
+  static const std::vector<std::string> v = {"cpu", "npu", "vulkan"};
+  return v;
+}
+
+const std::vector<std::string>& valid_sdcpp_backends() {
+  static const std::vector<std::string> v = {"cpu", "rocm"};
+  return v;
+}
+
+}  // namespace lemon

@@ -1,0 +1,142 @@
+#include "posix_child.h"
+
+#include <csignal>
+#include <cstring>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "lemon/core/log.h"
+
+namespace lemon {
+
+std::string ExitStatus::describe() const {
+  if (!signaled) {
+    return "exit code " + std::to_string(code);
+  }
+  const char* name = sigabbrev_np(code);
+  return "killed by signal " + std::to_string(code) +
+         (name != nullptr ? std::string(" (SIG") + name + ")" : std::string());
+}
+
+namespace process_detail {
+namespace {
+
+int pidfd_signal(int pidfd, int sig) {
+  return static_cast<int>(::syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0));
+}
+
+}  // namespace
+
+PosixChild::PosixChild(pid_t pid, int pidfd, const SpawnSpec& spec)
+    : pid_(pid),
+      pidfd_(pidfd),
+      tag_(spec.log_tag),
+      drop_(spec.drop_lines_containing),
+      kept_lines_(spec.kept_lines) {}
+
+PosixChild::~PosixChild() { ::close(pidfd_); }
+
+std::optional<ExitStatus> PosixChild::exit_status() const {
+  std::lock_guard lock(mu_);
+  return status_;
+}
+
+bool PosixChild::wait_exit_until(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock lock(mu_);
+  return exited_cv_.wait_until(lock, deadline, [&] { return status_.has_value(); });
+}
+
+void PosixChild::signal_group(int sig) {
+  // The leader is not reaped while status_ is unset (reap() sets it under
+  // mu_), so its pid is still its process-group id and cannot be reused.
+  pidfd_signal(pidfd_, sig);
+  ::kill(-pid_, sig);
+}
+
+void PosixChild::terminate(std::chrono::milliseconds grace) {
+  {
+    std::lock_guard lock(mu_);
+    if (status_) {
+      return;
+    }
+    signal_group(SIGTERM);
+  }
+  if (wait_exit_until(std::chrono::steady_clock::now() + grace)) {
+    return;
+  }
+  {
+    std::lock_guard lock(mu_);
+    if (status_) {
+      return;
+    }
+    logger("process")->warn("{} (pid {}) ignored SIGTERM for {} ms; sending SIGKILL", tag_, pid_,
+                            grace.count());
+    signal_group(SIGKILL);
+  }
+  std::unique_lock lock(mu_);
+  exited_cv_.wait(lock, [&] { return status_.has_value(); });
+}
+
+std::vector<std::string> PosixChild::last_lines(std::size_t n) const {
+  std::lock_guard lock(mu_);
+  std::size_t start = lines_.size() > n ? lines_.size() - n : 0;
+  return {lines_.begin() + static_cast<std::ptrdiff_t>(start), lines_.end()};
+}
+
+void PosixChild::on_exit(std::function<void(const ExitStatus&)> callback) {
+  std::unique_lock lock(mu_);
+  if (status_) {
+    ExitStatus status = *status_;
+    lock.unlock();
+    callback(status);
+    return;
+  }
+  on_exit_ = std::move(callback);
+}
+
+void PosixChild::append_line(std::string line) {
+  for (const auto& needle : drop_) {
+    if (line.find(needle) != std::string::npos) {
+      return;
+    }
+  }
+  logger("backend")->debug("[{}] {}", tag_, line);
+  std::lock_guard lock(mu_);
+  lines_.push_back(std::move(line));
+  while (lines_.size() > kept_lines_) {
+    lines_.pop_front();
+  }
+}
+
+void PosixChild::reap() {
+  std::function<void(const ExitStatus&)> callback;
+  ExitStatus status;
+  {
+    std::lock_guard lock(mu_);
+    if (status_) {
+      return;
+    }
+    siginfo_t info{};
+    if (::waitid(P_PIDFD, static_cast<id_t>(pidfd_), &info, WEXITED | WNOWAIT) != 0) {
+      return;
+    }
+    // Whatever the leader left behind in its group dies with it.
+    ::kill(-pid_, SIGKILL);
+    siginfo_t reaped{};
+    ::waitid(P_PIDFD, static_cast<id_t>(pidfd_), &reaped, WEXITED);
+    status.signaled = info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED;
+    status.code = info.si_status;
+    status_ = status;
+    callback = std::move(on_exit_);
+    on_exit_ = nullptr;
+  }
+  exited_cv_.notify_all();
+  logger("process")->debug("{} (pid {}) {}", tag_, pid_, status.describe());
+  if (callback) {
+    callback(status);
+  }
+}
+
+}  // namespace process_detail
+}  // namespace lemon

@@ -1,0 +1,102 @@
+#include "lemon/router/eviction_policy.h"
+
+#include <algorithm>
+
+namespace lemon {
+
+const char* eviction_reason_name(EvictionReason reason) {
+  switch (reason) {
+    case EvictionReason::kReload:
+      return "reload";
+    case EvictionReason::kNpuExclusive:
+      return "npu_exclusive";
+    case EvictionReason::kSlotLimit:
+      return "slot_limit";
+  }
+  return "";
+}
+
+std::string choose_lru_victim(const std::vector<SlotView>& slots, ModelType type,
+                              const std::vector<std::string>& exclude) {
+  const SlotView* best = nullptr;
+  auto better = [](const SlotView& a, const SlotView& b) {
+    bool a_idle = a.in_flight == 0;
+    bool b_idle = b.in_flight == 0;
+    if (a_idle != b_idle) {
+      return a_idle;
+    }
+    if (a.last_use != b.last_use) {
+      return a.last_use < b.last_use;
+    }
+    return a.model < b.model;
+  };
+  for (const auto& s : slots) {
+    if (s.type != type ||
+        std::find(exclude.begin(), exclude.end(), s.model) != exclude.end()) {
+      continue;
+    }
+    if (best == nullptr || better(s, *best)) {
+      best = &s;
+    }
+  }
+  return best != nullptr ? best->model : std::string();
+}
+
+std::vector<Eviction> plan_eviction(const std::vector<SlotView>& slots, const LoadTarget& target,
+                                    const SlotLimits& limits) {
+  std::vector<Eviction> plan;
+  std::vector<std::string> chosen;
+  auto choose = [&](const std::string& model, EvictionReason reason) {
+    plan.push_back({model, reason});
+    chosen.push_back(model);
+  };
+  // Sorted by name so that the NPU rule lists victims deterministically.
+  std::vector<const SlotView*> by_name;
+  by_name.reserve(slots.size());
+  for (const auto& s : slots) {
+    by_name.push_back(&s);
+  }
+  std::sort(by_name.begin(), by_name.end(),
+            [](const SlotView* a, const SlotView* b) { return a->model < b->model; });
+
+  // (1) Reload: the old server of the same model goes first.
+  for (const SlotView* s : by_name) {
+    if (s->model == target.model) {
+      choose(s->model, EvictionReason::kReload);
+    }
+  }
+  // (2) NPU exclusivity, across every type and regardless of the limits.
+  if (target.device & Device::kNpu) {
+    for (const SlotView* s : by_name) {
+      if ((s->device & Device::kNpu) &&
+          std::find(chosen.begin(), chosen.end(), s->model) == chosen.end()) {
+        choose(s->model, EvictionReason::kNpuExclusive);
+      }
+    }
+  }
+  // (3) The per-type limit, LRU first (idle before busy).
+  if (!limits.unlimited(target.type)) {
+    auto remaining = static_cast<int>(std::count_if(slots.begin(), slots.end(), [&](const auto& s) {
+      return s.type == target.type &&
+             std::find(chosen.begin(), chosen.end(), s.model) == chosen.end();
+    }));
+    while (remaining >= limits.limit(target.type)) {
+      std::string victim = choose_lru_victim(slots, target.type, chosen);
+      if (victim.empty()) {
+        break;
+      }
+      choose(victim, EvictionReason::kSlotLimit);
+      --remaining;
+    }
+  }
+  return plan;
+}
+
+FailureAction on_load_failure(ErrorCode code, int attempt) {
+  if (attempt == 1 && is_retryable_load_failure(code)) {
+    return FailureAction::kEvictAllAndRetry;
+  }
+  return FailureAction::kFail;
+}
+
+}  // namespace lemon

@@ -1,0 +1,24 @@
+#include "lemon/router/lease.h"
+
+#include "lemon/router/router.h"
+
+namespace lemon {
+
+Lease& Lease::operator=(Lease&& other) noexcept {
+  if (this != &other) {
+    release();
+    router_ = std::exchange(other.router_, nullptr);
+    slot_ = std::move(other.slot_);
+  }
+  return *this;
+}
+
+void Lease::release() {
+  if (slot_ && router_ != nullptr) {
+    router_->release(*slot_);
+  }
+  router_ = nullptr;
+  slot_.reset();
+}
+
+}  // namespace lemon

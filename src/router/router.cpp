@@ -1,0 +1,308 @@
+// Router: the request-facing half (acquire, load, unload, queries). The
+// loader thread's half is in router_loader.cpp.
+#include "lemon/router/router.h"
+
+#include <algorithm>
+
+#include "load_job.h"
+#include "lemon/core/log.h"
+
+namespace lemon {
+namespace {
+
+std::int64_t unix_ms_now() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+const char* router_event_name(RouterEvent::Kind kind) {
+  switch (kind) {
+    case RouterEvent::Kind::kLoadQueued:
+      return "load_queued";
+    case RouterEvent::Kind::kLoadJoined:
+      return "load_joined";
+    case RouterEvent::Kind::kLoadStarted:
+      return "load_started";
+    case RouterEvent::Kind::kEvictionPlanned:
+      return "eviction_planned";
+    case RouterEvent::Kind::kDrainWaiting:
+      return "drain_waiting";
+    case RouterEvent::Kind::kServerStopped:
+      return "server_stopped";
+    case RouterEvent::Kind::kServerCrashed:
+      return "server_crashed";
+    case RouterEvent::Kind::kLoadSucceeded:
+      return "load_succeeded";
+    case RouterEvent::Kind::kLoadFailed:
+      return "load_failed";
+    case RouterEvent::Kind::kRetryingAfterEvictAll:
+      return "retrying_after_evict_all";
+  }
+  return "";
+}
+
+Router::Router(const ModelResolver& models, ServerFactory& factory, RouterConfig config)
+    : models_(models), factory_(factory), config_(std::move(config)) {
+  loader_ = std::thread([this] { loader_loop(); });
+}
+
+Router::~Router() { shutdown(); }
+
+void Router::emit(RouterEvent event) const {
+  if (config_.on_event) {
+    config_.on_event(event);
+  }
+}
+
+void Router::touch(ServerSlot& slot) {
+  slot.lru_tick = ++lru_clock_;
+  slot.last_use_ms = unix_ms_now();
+}
+
+void Router::release(ServerSlot& slot) {
+  std::lock_guard lock(mu_);
+  touch(slot);
+  if (--slot.in_flight == 0 && slot.state == SlotState::kDraining) {
+    cv_.notify_all();
+  }
+}
+
+std::shared_ptr<Router::LoadJob> Router::find_job(
+    std::string_view model, const std::optional<RecipeOptions>& options) const {
+  auto joinable = [&](const std::shared_ptr<LoadJob>& job) {
+    return job && !job->done && job->model == model && (!options || job->options == *options);
+  };
+  if (joinable(current_job_)) {
+    return current_job_;
+  }
+  for (const auto& job : queue_) {
+    if (joinable(job)) {
+      return job;
+    }
+  }
+  return nullptr;
+}
+
+Result<std::shared_ptr<Router::LoadJob>> Router::make_job(
+    std::string_view model_name, const std::optional<RecipeOptions>& request_options) {
+  auto info = models_.resolve(model_name);
+  if (!info.ok()) {
+    return std::move(info).error();
+  }
+  if (!info->downloaded) {
+    std::string missing = info->missing_paths.empty() ? info->checkpoint()
+                                                      : info->missing_paths.front();
+    return Error(ErrorCode::kModelFilesMissing,
+                 "model '" + info->name + "' is not downloaded: missing " + missing, "model");
+  }
+  RecipeOptions layered = request_options ? request_options->inherit(info->saved_options)
+                                          : info->saved_options;
+  auto job = std::make_shared<LoadJob>();
+  job->model = info->name;
+  job->options = layered.inherit(config_.cli_options).restricted_to(info->recipe);
+  job->explicit_options = request_options.has_value();
+  job->info = std::move(info.value());
+  return job;
+}
+
+Status Router::wait_for_job(std::unique_lock<std::mutex>& lock,
+                            const std::shared_ptr<LoadJob>& job,
+                            const std::shared_ptr<LoadWaiter>& waiter, const WaitHooks& hooks) {
+  const bool ticking = hooks.cancelled || hooks.on_tick;
+  auto next_tick = std::chrono::steady_clock::now() + hooks.tick_interval;
+  while (!waiter->done) {
+    if (!ticking) {
+      cv_.wait(lock);
+      continue;
+    }
+    cv_.wait_until(lock, next_tick);
+    if (waiter->done || std::chrono::steady_clock::now() < next_tick) {
+      continue;
+    }
+    next_tick += hooks.tick_interval;
+    lock.unlock();
+    bool gone = hooks.cancelled && hooks.cancelled();
+    if (!gone && hooks.on_tick) {
+      hooks.on_tick();
+    }
+    lock.lock();
+    if (gone && !waiter->done) {
+      auto& ws = job->waiters;
+      ws.erase(std::remove(ws.begin(), ws.end(), waiter), ws.end());
+      return Error(ErrorCode::kCancelled, "client went away while '" + job->model + "' loaded");
+    }
+  }
+  if (waiter->error) {
+    return *waiter->error;
+  }
+  return ok_status();
+}
+
+Result<Lease> Router::acquire(std::string_view model_name, const WaitHooks& hooks) {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    if (shutting_down_) {
+      return Error(ErrorCode::kShuttingDown, "lemonade-router is shutting down");
+    }
+    // (1) Loaded and ready: lease it.
+    if (auto it = slots_.find(model_name);
+        it != slots_.end() && it->second->state == SlotState::kReady) {
+      ++it->second->in_flight;
+      touch(*it->second);
+      return Lease(this, it->second);
+    }
+    // (2) A load of this model is queued or running: join it.
+    auto job = find_job(model_name, std::nullopt);
+    bool created = false;
+    if (!job) {
+      // (3) Otherwise queue one. Resolving reads the disk, so not under mu_.
+      lock.unlock();
+      auto made = make_job(model_name, std::nullopt);
+      lock.lock();
+      if (!made.ok()) {
+        return std::move(made).error();
+      }
+      auto now_loaded = slots_.find(model_name);
+      if ((now_loaded != slots_.end() && now_loaded->second->state == SlotState::kReady) ||
+          find_job(model_name, std::nullopt)) {
+        continue;  // someone loaded or queued it meanwhile
+      }
+      job = *made;
+      queue_.push_back(job);
+      created = true;
+      cv_.notify_all();
+    }
+    auto waiter = std::make_shared<LoadWaiter>(true);
+    job->waiters.push_back(waiter);
+    // The waiter is registered, so its outcome is recorded even while mu_ is
+    // released to report the event.
+    lock.unlock();
+    emit({created ? RouterEvent::Kind::kLoadQueued : RouterEvent::Kind::kLoadJoined,
+          job->model, {}, {}});
+    lock.lock();
+    auto waited = wait_for_job(lock, job, waiter, hooks);
+    if (!waited.ok()) {
+      return std::move(waited).error();
+    }
+    return Lease(this, waiter->granted);
+  }
+}
+
+Status Router::load(std::string_view model_name, const RecipeOptions& request_options,
+                    const WaitHooks& hooks) {
+  auto made = make_job(model_name, request_options);
+  if (!made.ok()) {
+    return std::move(made).error();
+  }
+  std::shared_ptr<LoadJob> job = *made;
+  std::unique_lock lock(mu_);
+  if (shutting_down_) {
+    return Error(ErrorCode::kShuttingDown, "lemonade-router is shutting down");
+  }
+  if (auto it = slots_.find(job->model); it != slots_.end() &&
+                                         it->second->state == SlotState::kReady &&
+                                         it->second->server->options() == job->options) {
+    touch(*it->second);  // same options: a no-op that refreshes the LRU clock
+    return ok_status();
+  }
+  bool created = false;
+  if (auto existing = find_job(job->model, job->options)) {
+    job = existing;
+  } else {
+    queue_.push_back(job);
+    created = true;
+    cv_.notify_all();
+  }
+  auto waiter = std::make_shared<LoadWaiter>(false);
+  job->waiters.push_back(waiter);
+  lock.unlock();
+  emit({created ? RouterEvent::Kind::kLoadQueued : RouterEvent::Kind::kLoadJoined, job->model,
+        {}, {}});
+  lock.lock();
+  return wait_for_job(lock, job, waiter, hooks);
+}
+
+Status Router::unload(std::string_view model_name) {
+  std::shared_ptr<ServerSlot> slot;
+  {
+    std::lock_guard lock(mu_);
+    auto it = slots_.find(model_name);
+    if (it == slots_.end()) {
+      return Error(ErrorCode::kModelNotLoaded,
+                   "model '" + std::string(model_name) + "' is not loaded", "model_name");
+    }
+    slot = it->second;
+  }
+  retire({slot}, "unload");
+  return ok_status();
+}
+
+void Router::unload_all() {
+  std::vector<std::shared_ptr<ServerSlot>> all;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [name, slot] : slots_) {
+      all.push_back(slot);
+    }
+  }
+  retire(all, "unload");
+}
+
+LoadedServerInfo Router::describe(const ServerSlot& slot) const {
+  const WrappedServer& s = *slot.server;
+  LoadedServerInfo info;
+  info.model_name = s.model_name();
+  info.checkpoint = s.model().checkpoint();
+  info.recipe = s.model().recipe;
+  info.type = s.type();
+  info.device = s.device();
+  info.backend_url = s.base_url();
+  info.recipe_options = s.options().to_json();
+  info.pid = s.pid();
+  info.in_flight = slot.in_flight;
+  info.last_use_ms = slot.last_use_ms;
+  info.draining = slot.state == SlotState::kDraining;
+  return info;
+}
+
+std::vector<LoadedServerInfo> Router::loaded() const {
+  std::lock_guard lock(mu_);
+  std::vector<LoadedServerInfo> out;
+  out.reserve(slots_.size());
+  for (const auto& [name, slot] : slots_) {
+    out.push_back(describe(*slot));
+  }
+  return out;
+}
+
+std::optional<LoadedServerInfo> Router::most_recently_loaded() const {
+  std::lock_guard lock(mu_);
+  if (auto it = slots_.find(last_loaded_); it != slots_.end()) {
+    return describe(*it->second);
+  }
+  const ServerSlot* newest = nullptr;
+  for (const auto& [name, slot] : slots_) {
+    if (newest == nullptr || slot->id > newest->id) {
+      newest = slot.get();
+    }
+  }
+  if (newest == nullptr) {
+    return std::nullopt;
+  }
+  return describe(*newest);
+}
+
+std::vector<SlotView> Router::snapshot() const {
+  std::vector<SlotView> views;
+  views.reserve(slots_.size());
+  for (const auto& [name, slot] : slots_) {
+    views.push_back({name, slot->server->type(), slot->server->device(), slot->in_flight,
+                     slot->lru_tick});
+  }
+  return views;
+}
+
+}  // namespace lemon

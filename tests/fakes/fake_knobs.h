@@ -1,0 +1,55 @@
+// Fault-injection knobs (tests/fakes/README.md). Read once at startup from the
+// LEMON_FAKE_CONFIG environment variable and then from a sidecar JSON file
+// (later sources override earlier ones, key by key).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace fake {
+
+struct ExitSpec {
+  int code = 1;
+  std::string message;
+};
+
+struct ErrorSpec {
+  int status = 500;
+  std::string message;
+};
+
+struct Knobs {
+  int startup_delay_ms = 0;
+  std::optional<ExitSpec> exit_at_start;
+  bool ignore_model_check = false;
+  bool hang_at_start = false;
+  std::optional<int> crash_on_request;
+  std::optional<int> crash_mid_stream_after_chunks;
+  bool hang_requests = false;
+  int response_delay_ms = 0;
+  int stream_chunk_delay_ms = 0;
+  std::optional<int> tokens;
+  bool ignore_sigterm = false;
+  std::optional<ErrorSpec> error_status;
+  std::optional<int> stream_error_after_chunks;
+};
+
+// Loads the knobs; `sidecar_path` may be empty or name a missing file. A
+// malformed configuration prints an error to stderr and exits 1.
+Knobs load_knobs(const std::string& sidecar_path);
+
+// Timing of one inference request after per-request overrides.
+struct GenParams {
+  int response_delay_ms = 0;
+  int stream_chunk_delay_ms = 0;
+  std::optional<int> tokens;  // forced token count, if any
+  bool hang = false;
+};
+
+// Knob defaults, overridden by a "lemon_fake" object in the request body
+// (keys response_delay_ms, stream_chunk_delay_ms, tokens). Never throws.
+GenParams request_params(const Knobs& knobs, const nlohmann::json& body);
+
+}  // namespace fake

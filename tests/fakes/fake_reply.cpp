@@ -1,0 +1,199 @@
+#include "fake_reply.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "fake_runtime.h"
+#include "fake_util.h"
+
+namespace fake {
+namespace {
+
+constexpr int kPollMs = 5;
+
+enum class Wait { kDone, kClientGone, kStopping };
+
+// Sleeps `ms` milliseconds (forever when ms < 0) while watching the client.
+Wait wait_watching(httplib::DataSink& sink, int ms) {
+  const Runtime& rt = runtime();
+  int64_t until = mono_ns() + static_cast<int64_t>(ms) * 1000000LL;
+  while (ms < 0 || mono_ns() < until) {
+    if (rt.stopping) {
+      return Wait::kStopping;
+    }
+    if (!sink.is_writable()) {
+      return Wait::kClientGone;
+    }
+    int64_t left_ms = ms < 0 ? kPollMs : (until - mono_ns()) / 1000000LL + 1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(left_ms < kPollMs ? left_ms : kPollMs));
+  }
+  return rt.stopping ? Wait::kStopping : Wait::kDone;
+}
+
+bool write_event(httplib::DataSink& sink, const std::string& event) {
+  return !runtime().stopping && sink.write(event.data(), event.size());
+}
+
+[[noreturn]] void crash(const char* why) {
+  std::printf("fake: crashing (%s)\n", why);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  _exit(134);
+}
+
+std::string default_stream_error() {
+  return sse_data(json{{"error",
+                        {{"code", 500},
+                         {"message", "Context size has been exceeded."},
+                         {"type", "exceed_context_size_error"}}}});
+}
+
+enum class StreamFault { kNone, kError };
+
+// Applies crash_mid_stream_after_chunks / stream_error_after_chunks once
+// `sent` token chunks have been written. Returns kError when the error event
+// must be sent now.
+StreamFault after_chunks(int sent) {
+  const Knobs& knobs = runtime().knobs;
+  if (knobs.crash_mid_stream_after_chunks == sent) {
+    crash("crash_mid_stream_after_chunks");
+  }
+  return knobs.stream_error_after_chunks == sent ? StreamFault::kError : StreamFault::kNone;
+}
+
+// Body of reply_stream's content provider; returns false to abort the connection.
+bool run_stream(Job& job, httplib::DataSink& sink, const GenParams& params,
+                const StreamPlan& plan) {
+  if (wait_watching(sink, params.hang ? -1 : params.response_delay_ms) != Wait::kDone) {
+    return false;
+  }
+  if (plan.head) {
+    for (const std::string& ev : plan.head()) {
+      if (!write_event(sink, ev)) {
+        return false;
+      }
+    }
+  }
+  for (int i = 0; i <= plan.tokens; ++i) {
+    if (after_chunks(i) == StreamFault::kError) {
+      std::printf("fake: sending mid-stream error after %d chunks\n", i);
+      if (!write_event(sink, plan.error_event ? plan.error_event() : default_stream_error())) {
+        return false;
+      }
+      job.mark_answered();
+      sink.done();
+      return true;
+    }
+    if (i == plan.tokens) {
+      break;
+    }
+    if (i > 0 && params.stream_chunk_delay_ms > 0 &&
+        wait_watching(sink, params.stream_chunk_delay_ms) != Wait::kDone) {
+      return false;
+    }
+    if (params.stream_chunk_delay_ms <= 0 && !sink.is_writable()) {
+      return false;
+    }
+    if (!write_event(sink, plan.token_event(i, token_piece(i)))) {
+      return false;
+    }
+  }
+  if (plan.tail) {
+    for (const std::string& ev : plan.tail()) {
+      if (!write_event(sink, ev)) {
+        return false;
+      }
+    }
+  }
+  job.mark_answered();
+  sink.done();
+  return true;
+}
+
+}  // namespace
+
+Job::Job() {
+  runtime().counters.active++;
+}
+
+void Job::mark_answered() {
+  if (answered_) {
+    return;
+  }
+  answered_ = true;
+  Counters& c = runtime().counters;
+  c.completed++;
+  c.active--;
+}
+
+Job::~Job() {
+  if (answered_) {
+    return;
+  }
+  Counters& c = runtime().counters;
+  if (!runtime().stopping) {
+    c.cancelled++;
+    std::printf("fake: client disconnected\n");
+  }
+  c.active--;
+}
+
+JobPtr admit(httplib::Response& res) {
+  Runtime& rt = runtime();
+  if (!is_ready()) {
+    reply_loading(res);
+    return nullptr;
+  }
+  long n = ++rt.counters.requests;
+  if (rt.knobs.crash_on_request && *rt.knobs.crash_on_request == n) {
+    crash("crash_on_request");
+  }
+  auto job = std::make_shared<Job>();
+  if (rt.knobs.error_status) {
+    int status = rt.knobs.error_status->status;
+    std::string type = status >= 500 ? "server_error" : "invalid_request_error";
+    reply_now(job, res, status, llama_error_json(status, rt.knobs.error_status->message, type));
+    return nullptr;
+  }
+  return job;
+}
+
+void reply_now(const JobPtr& job, httplib::Response& res, int status, const std::string& body,
+               const char* content_type) {
+  res.status = status;
+  res.set_content(body, content_type);
+  job->mark_answered();
+}
+
+void reply_later(const JobPtr& job, httplib::Response& res, const GenParams& params,
+                 int extra_delay_ms, std::string body, std::string content_type) {
+  int delay = params.hang ? -1 : params.response_delay_ms + extra_delay_ms;
+  res.set_chunked_content_provider(
+      content_type, [job, delay, body = std::move(body)](size_t, httplib::DataSink& sink) {
+        if (wait_watching(sink, delay) != Wait::kDone || !write_event(sink, body)) {
+          return false;
+        }
+        job->mark_answered();
+        sink.done();
+        return true;
+      });
+}
+
+void reply_stream(const JobPtr& job, httplib::Response& res, const GenParams& params,
+                  StreamPlan plan) {
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream", [job, params, plan = std::move(plan)](size_t, httplib::DataSink& sink) {
+        try {
+          return run_stream(*job, sink, params, plan);
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "fake: stream error: %s\n", e.what());
+          return false;
+        }
+      });
+}
+
+}  // namespace fake

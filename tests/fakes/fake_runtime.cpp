@@ -1,0 +1,263 @@
+#include "fake_runtime.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "fake_util.h"
+
+extern char** environ;
+
+namespace fake {
+namespace {
+
+std::atomic<httplib::Server*> g_server{nullptr};
+
+json env_snapshot() {
+  json env = json::object();
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string entry(*e);
+    if (entry.rfind("LEMON_FAKE_", 0) != 0) {
+      continue;
+    }
+    size_t eq = entry.find('=');
+    if (eq != std::string::npos) {
+      env[entry.substr(0, eq)] = entry.substr(eq + 1);
+    }
+  }
+  return env;
+}
+
+void state_handler(const httplib::Request&, httplib::Response& res) {
+  Runtime& rt = runtime();
+  json state = {{"program", rt.program},
+                {"pid", static_cast<long>(getpid())},
+                {"argv", rt.argv},
+                {"model", rt.model},
+                {"host", rt.host},
+                {"port", rt.port},
+                {"requests", rt.counters.requests.load()},
+                {"completed", rt.counters.completed.load()},
+                {"active", rt.counters.active.load()},
+                {"cancelled", rt.counters.cancelled.load()},
+                {"ready", is_ready()},
+                {"ready_after_ms", ready_after_ms()},
+                {"env", env_snapshot()}};
+  res.set_content(dump(state), "application/json");
+}
+
+// Waits for SIGTERM/SIGINT (blocked in every other thread), then stops the
+// server and exits 0 shortly after, without waiting for idle keep-alive
+// connections or for streams (which observe `stopping`).
+void signal_thread(sigset_t set) {
+  int sig = 0;
+  while (sigwait(&set, &sig) != 0) {
+  }
+  Runtime& rt = runtime();
+  std::printf("main: received signal %d (%s), shutting down\n", sig, strsignal(sig));
+  rt.stopping = true;
+  if (httplib::Server* svr = g_server.load()) {
+    svr->stop();
+  }
+  for (int i = 0; i < 100 && rt.counters.active.load() > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  std::printf("main: exiting\n");
+  std::fflush(stdout);
+  std::fflush(stderr);
+  _exit(0);
+}
+
+void install_signal_handling(bool ignore_sigterm) {
+  std::signal(SIGPIPE, SIG_IGN);
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  if (ignore_sigterm) {
+    std::signal(SIGTERM, SIG_IGN);
+  } else {
+    sigaddset(&set, SIGTERM);
+  }
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  std::thread(signal_thread, set).detach();
+}
+
+void configure(httplib::Server& svr) {
+  svr.set_tcp_nodelay(true);
+  // httplib's default also sets SO_REUSEPORT, which would let two fakes share
+  // a port; like the real servers, a busy port must make the bind fail.
+  svr.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
+  svr.set_keep_alive_max_count(100000);
+  svr.set_keep_alive_timeout(30);
+  svr.new_task_queue = [] { return new httplib::ThreadPool(320); };
+  svr.set_logger([](const httplib::Request& req, const httplib::Response& res) {
+    std::printf("srv  log_server_r: request: %s %s %s %d\n", req.method.c_str(), req.path.c_str(),
+                req.remote_addr.c_str(), res.status);
+  });
+  svr.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+    if (res.body.empty() && res.status == 404) {
+      res.set_content(llama_error_json(404, "File Not Found", "not_found_error"),
+                      "application/json");
+    }
+  });
+  svr.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+        std::string what = "unknown error";
+        try {
+          std::rethrow_exception(ep);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        std::fprintf(stderr, "fake: handler exception: %s\n", what.c_str());
+        res.status = 500;
+        res.set_content(llama_error_json(500, what, "server_error"), "application/json");
+      });
+  svr.Get("/fake/state", state_handler);
+}
+
+// Ends the simulated model load after startup_delay_ms (never with hang_at_start).
+void start_loading_timer(int64_t listen_ns) {
+  Runtime& rt = runtime();
+  if (rt.knobs.hang_at_start) {
+    std::printf("main: loading model (hang_at_start: will never finish)\n");
+    return;
+  }
+  int64_t ready_at = listen_ns + static_cast<int64_t>(rt.knobs.startup_delay_ms) * 1000000LL;
+  if (ready_at == 0) {
+    ready_at = 1;
+  }
+  rt.ready_at_ns = ready_at;
+  std::thread([ready_at] {
+    int64_t wait_ns = ready_at - mono_ns();
+    if (wait_ns > 0) {
+      std::this_thread::sleep_for(std::chrono::nanoseconds(wait_ns));
+    }
+    std::printf("main: model loaded\n");
+  }).detach();
+}
+
+void replace_all(std::string& text, const std::string& from, const std::string& to) {
+  for (size_t pos = text.find(from); pos != std::string::npos;
+       pos = text.find(from, pos + to.size())) {
+    text.replace(pos, from.size(), to);
+  }
+}
+
+}  // namespace
+
+Runtime& runtime() {
+  static Runtime rt;
+  return rt;
+}
+
+void init_runtime(const char* program, int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  Runtime& rt = runtime();
+  rt.program = program;
+  rt.start_ns = mono_ns();
+  rt.argv.assign(argv, argv + argc);
+}
+
+void apply_exit_at_start() {
+  const Knobs& k = runtime().knobs;
+  if (!k.exit_at_start) {
+    return;
+  }
+  std::fprintf(stderr, "%s\n", k.exit_at_start->message.c_str());
+  std::fflush(stdout);
+  std::fflush(stderr);
+  _exit(k.exit_at_start->code);
+}
+
+bool is_ready() {
+  int64_t at = runtime().ready_at_ns.load();
+  return at != 0 && mono_ns() >= at;
+}
+
+long ready_after_ms() {
+  if (!is_ready()) {
+    return -1;
+  }
+  const Runtime& rt = runtime();
+  return static_cast<long>((rt.ready_at_ns.load() - rt.start_ns) / 1000000LL);
+}
+
+std::string llama_error_json(int code, const std::string& message, const std::string& type) {
+  return dump(json{{"error", {{"code", code}, {"message", message}, {"type", type}}}});
+}
+
+void reply_loading(httplib::Response& res) {
+  res.status = 503;
+  res.set_content(llama_error_json(503, "Loading model", "unavailable_error"), "application/json");
+}
+
+void health_handler(const httplib::Request&, httplib::Response& res) {
+  if (!is_ready()) {
+    reply_loading(res);
+    return;
+  }
+  res.set_content(R"({"status":"ok"})", "application/json");
+}
+
+void get_routes(httplib::Server& svr, const std::vector<std::string>& paths,
+                const httplib::Server::Handler& handler) {
+  for (const std::string& p : paths) {
+    svr.Get(p, handler);
+  }
+}
+
+void post_routes(httplib::Server& svr, const std::vector<std::string>& paths,
+                 const httplib::Server::Handler& handler) {
+  for (const std::string& p : paths) {
+    svr.Post(p, handler);
+  }
+}
+
+void serve(httplib::Server& svr, const std::vector<std::string>& banner) {
+  Runtime& rt = runtime();
+  install_signal_handling(rt.knobs.ignore_sigterm);
+  configure(svr);
+  bool bound = false;
+  if (rt.port == 0) {
+    int port = svr.bind_to_any_port(rt.host);
+    bound = port > 0;
+    rt.port = bound ? port : 0;
+  } else {
+    bound = svr.bind_to_port(rt.host, rt.port);
+  }
+  if (!bound) {
+    std::fprintf(stderr, "couldn't bind HTTP server socket, hostname: %s, port: %d\n",
+                 rt.host.c_str(), rt.port);
+    std::fflush(stdout);
+    _exit(1);
+  }
+  g_server = &svr;
+  std::printf("main: HTTP server is listening, hostname: %s, port: %d, http threads: 320\n",
+              rt.host.c_str(), rt.port);
+  for (std::string line : banner) {
+    replace_all(line, "{host}", rt.host);
+    replace_all(line, "{port}", std::to_string(rt.port));
+    std::printf("%s\n", line.c_str());
+  }
+  start_loading_timer(mono_ns());
+  std::printf("main: server is listening on http://%s:%d - starting the main loop\n",
+              rt.host.c_str(), rt.port);
+  svr.listen_after_bind();
+  std::printf("main: server stopped\n");
+  std::fflush(stdout);
+  std::fflush(stderr);
+  _exit(0);
+}
+
+}  // namespace fake

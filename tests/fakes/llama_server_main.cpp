@@ -1,0 +1,156 @@
+// Fake llama-server (llama.cpp's HTTP server): same command line, the
+// OpenAI-compatible routes plus /health, /props, /v1/models, embeddings,
+// reranking and the Responses API, driven by the knobs in README.md.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "fake_args.h"
+#include "fake_embed.h"
+#include "fake_openai.h"
+#include "fake_responses.h"
+#include "fake_runtime.h"
+#include "fake_util.h"
+
+namespace {
+
+using fake::ArgKind;
+using fake::ArgSpec;
+
+const std::vector<ArgSpec>& llama_args() {
+  static const std::vector<ArgSpec> kSpecs = {
+      {{"-m", "--model"}, ArgKind::kValue},
+      {{"-c", "--ctx-size"}, ArgKind::kInt},
+      {{"--port"}, ArgKind::kInt},
+      {{"--host"}, ArgKind::kValue},
+      {{"--jinja"}, ArgKind::kFlag},
+      {{"--no-jinja"}, ArgKind::kFlag},
+      {{"--mmproj"}, ArgKind::kValue},
+      {{"--no-mmproj-offload"}, ArgKind::kFlag},
+      {{"--context-shift"}, ArgKind::kFlag},
+      {{"--keep"}, ArgKind::kInt},
+      {{"--reasoning-format"}, ArgKind::kValue},
+      {{"--no-webui"}, ArgKind::kFlag},
+      {{"--no-mmap"}, ArgKind::kFlag},
+      {{"--embeddings", "--embedding"}, ArgKind::kFlag},
+      {{"--reranking", "--rerank"}, ArgKind::kFlag},
+      {{"-ngl", "--gpu-layers", "--n-gpu-layers"}, ArgKind::kInt},
+      {{"-np", "--parallel"}, ArgKind::kInt},
+      {{"-t", "--threads"}, ArgKind::kInt},
+      {{"-b", "--batch-size"}, ArgKind::kInt},
+      {{"-ub", "--ubatch-size"}, ArgKind::kInt},
+      {{"-fa", "--flash-attn"}, ArgKind::kOptionalValue, {"on", "off", "auto"}},
+      {{"-kvu", "--kv-unified"}, ArgKind::kFlag},
+      {{"--cache-type-k"}, ArgKind::kValue},
+      {{"--cache-type-v"}, ArgKind::kValue},
+      {{"--temp"}, ArgKind::kValue},
+      {{"--alias"}, ArgKind::kValue},
+      {{"--api-key"}, ArgKind::kValue},
+      {{"--log-verbose"}, ArgKind::kFlag},
+      {{"-v", "--verbose"}, ArgKind::kFlag},
+      {{"--no-warmup"}, ArgKind::kFlag},
+      {{"--seed"}, ArgKind::kInt},
+      {{"--chat-template"}, ArgKind::kValue},
+      {{"--version"}, ArgKind::kFlag},
+  };
+  return kSpecs;
+}
+
+[[noreturn]] void model_load_failure(const std::string& path) {
+  std::fprintf(stderr, "llama_model_load: error loading model: failed to open %s\n", path.c_str());
+  std::fprintf(stderr, "main: exiting due to model loading failure\n");
+  std::exit(1);
+}
+
+// Like llama-server with --api-key: everything but health, models and
+// /fake/state needs "Authorization: Bearer <key>".
+void require_api_key(httplib::Server& svr, const std::string& key) {
+  svr.set_pre_routing_handler([key](const httplib::Request& req, httplib::Response& res) {
+    static const std::vector<std::string> kPublic = {"/health", "/v1/health", "/models",
+                                                     "/v1/models", "/fake/state"};
+    for (const std::string& p : kPublic) {
+      if (req.path == p) {
+        return httplib::Server::HandlerResponse::Unhandled;
+      }
+    }
+    if (req.get_header_value("Authorization") == "Bearer " + key) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    res.status = 401;
+    res.set_content(fake::llama_error_json(401, "Invalid API Key", "authentication_error"),
+                    "application/json");
+    return httplib::Server::HandlerResponse::Handled;
+  });
+}
+
+std::string props_json(const fake::ParsedArgs& args, int n_ctx, int slots) {
+  fake::json props = {
+      {"default_generation_settings", {{"n_ctx", n_ctx}, {"params", {{"n_predict", -1}}}}},
+      {"model_path", fake::runtime().model},
+      {"total_slots", slots},
+      {"chat_template", args.has("--chat-template") ? args.get("--chat-template") : "chatml"},
+      {"modalities", {{"vision", args.has("--mmproj")}, {"audio", false}}},
+      {"build_info", "b6000-fake"}};
+  return fake::dump(props);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  fake::init_runtime("llama-server", argc, argv);
+  fake::ParsedArgs args =
+      fake::parse_args(std::vector<std::string>(argv + 1, argv + argc), llama_args());
+  if (args.has("--version")) {
+    std::fprintf(stderr, "version: 6000 (fake0000)\nbuilt with c++ for x86_64-linux-gnu\n");
+    return 0;
+  }
+  fake::Runtime& rt = fake::runtime();
+  rt.model = args.get("-m", "models/7B/ggml-model-f16.gguf");
+  rt.host = args.get("--host", "127.0.0.1");
+  rt.port = args.get_int("--port", 8080);
+  rt.knobs = fake::load_knobs(rt.model + ".fake.json");
+  fake::apply_exit_at_start();
+  if (!rt.knobs.ignore_model_check) {
+    if (!fake::is_regular_file(rt.model)) {
+      model_load_failure(rt.model);
+    }
+    if (args.has("--mmproj") && !fake::is_regular_file(args.get("--mmproj"))) {
+      model_load_failure(args.get("--mmproj"));
+    }
+  }
+  int n_ctx = args.get_int("-c", 0) > 0 ? args.get_int("-c", 0) : 4096;
+  int slots = args.get_int("-np", 0) > 0 ? args.get_int("-np", 0) : 4;
+  std::string model_id = args.get("--alias", rt.model);
+
+  fake::OpenAiOptions openai{fake::StatsStyle::kLlama, model_id, "llamacpp"};
+  std::string meta = fake::dump(fake::json{{"vocab_type", 2},
+                                           {"n_vocab", 32000},
+                                           {"n_ctx_train", n_ctx},
+                                           {"n_embd", fake::kEmbeddingDim},
+                                           {"n_params", 1000000},
+                                           {"size", 1000000}});
+  std::string props = props_json(args, n_ctx, slots);
+
+  httplib::Server svr;
+  if (args.has("--api-key")) {
+    require_api_key(svr, args.get("--api-key"));
+  }
+  fake::get_routes(svr, {"/health", "/v1/health"}, fake::health_handler);
+  fake::get_routes(svr, {"/models", "/v1/models"}, fake::models_handler(openai, meta));
+  svr.Get("/props", [props](const httplib::Request&, httplib::Response& res) {
+    res.set_content(props, "application/json");
+  });
+  fake::post_routes(svr, {"/chat/completions", "/v1/chat/completions"},
+                    fake::chat_completions_handler(openai));
+  fake::post_routes(svr, {"/completions", "/v1/completions"}, fake::completions_handler(openai));
+  fake::post_routes(svr, {"/embeddings", "/v1/embeddings"},
+                    fake::embeddings_handler(model_id, args.has("--embeddings")));
+  fake::post_routes(svr, {"/rerank", "/reranking", "/v1/rerank", "/v1/reranking"},
+                    fake::rerank_handler(model_id, args.has("--reranking")));
+  fake::post_routes(svr, {"/responses", "/v1/responses"}, fake::responses_handler(model_id));
+
+  fake::serve(svr, {"build: 6000 (fake0000) with c++ for x86_64-linux-gnu",
+                    "llama_model_loader: loaded meta data from " + rt.model,
+                    "llama_context: n_ctx = " + std::to_string(n_ctx),
+                    "srv    load_model: loading model '" + rt.model + "'"});
+}

@@ -1,0 +1,410 @@
+// http::Server threading behaviour: streaming, client disconnect detection,
+// stop(), concurrency beyond the spare threads, and the connection limit.
+// Synchronisation is by gates and counters, never by sleeping.
+#include "lemon/http/server.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace lemon::http {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr int kIoTimeoutMs = 10000;  // guard against hangs, never a sync mechanism
+
+class Gate {
+ public:
+  void open() {
+    std::lock_guard lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  bool wait(std::chrono::milliseconds timeout = 10s) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, timeout, [this] { return open_; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+};
+
+class Counter {
+ public:
+  void arrive() {
+    std::lock_guard lock(mu_);
+    ++count_;
+    cv_.notify_all();
+  }
+  bool wait_for(int n, std::chrono::milliseconds timeout = 10s) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] { return count_ >= n; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int count_ = 0;
+};
+
+class RawClient {
+ public:
+  explicit RawClient(int port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  }
+  ~RawClient() { close(); }
+  RawClient(const RawClient&) = delete;
+  RawClient& operator=(const RawClient&) = delete;
+
+  bool connected() const { return connected_; }
+  void close() {
+    if (fd_ >= 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+  }
+  bool send(std::string_view data) {
+    return ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(data.size());
+  }
+  bool fill() {
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, kIoTimeoutMs) <= 0) {
+      return false;
+    }
+    char buf[65536];
+    ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+    if (n <= 0) {
+      eof_ = true;
+      return false;
+    }
+    buf_.append(buf, static_cast<std::size_t>(n));
+    return true;
+  }
+  std::string read_until(std::string_view marker) {
+    for (;;) {
+      auto pos = buf_.find(marker);
+      if (pos != std::string::npos) {
+        std::string out = buf_.substr(0, pos + marker.size());
+        buf_.erase(0, pos + marker.size());
+        return out;
+      }
+      if (!fill()) {
+        return {};
+      }
+    }
+  }
+  // Status of a Content-Length response, whose body is returned in `body`.
+  int read_response(std::string* body = nullptr) {
+    std::string head = read_until("\r\n\r\n");
+    if (head.size() < 12) {
+      return 0;
+    }
+    auto pos = head.find("Content-Length: ");
+    std::size_t n = pos == std::string::npos ? 0 : std::stoul(head.substr(pos + 16));
+    while (buf_.size() < n && fill()) {
+    }
+    if (body != nullptr) {
+      *body = buf_.substr(0, n);
+    }
+    buf_.erase(0, std::min(n, buf_.size()));
+    return std::stoi(head.substr(9, 3));
+  }
+  bool read_to_eof(std::string* out = nullptr) {
+    while (fill()) {
+    }
+    if (out != nullptr) {
+      *out = buf_;
+    }
+    return eof_;
+  }
+  const std::string& buffered() const { return buf_; }
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
+  bool eof_ = false;
+  std::string buf_;
+};
+
+class RunningServer {
+ public:
+  RunningServer(ServerOptions options, Handler handler) : server_(options, std::move(handler)) {
+    auto bound = server_.bind("127.0.0.1", 0);
+    EXPECT_TRUE(bound.ok());
+    port_ = bound.ok() ? *bound : 0;
+    thread_ = std::thread([this] { server_.run(); });
+  }
+  ~RunningServer() { stop_and_join(); }
+  void stop_and_join() {
+    server_.stop();
+    if (thread_.joinable()) {
+      thread_.join();
+    }
+  }
+  int port() const { return port_; }
+  Server& server() { return server_; }
+
+ private:
+  Server server_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+TEST(HttpServerThreads, ChunksReachTheClientOneByOne) {
+  Gate first_seen;
+  Gate second_seen;
+  RunningServer s({}, [&](Request&, ResponseWriter& w) {
+    ASSERT_TRUE(w.begin_chunked(200, Headers{{"Content-Type", "text/event-stream"}}));
+    EXPECT_TRUE(w.headers_sent());
+    EXPECT_TRUE(w.write_chunk("data: 1\n\n"));
+    EXPECT_TRUE(w.write_chunk(""));  // no-op, writes nothing
+    ASSERT_TRUE(first_seen.wait());
+    EXPECT_TRUE(w.write_chunk("data: 2\n\n"));
+    ASSERT_TRUE(second_seen.wait());
+    EXPECT_TRUE(w.finish());
+  });
+  RawClient c(s.port());
+  c.send("POST /stream HTTP/1.1\r\n\r\n");
+  std::string head = c.read_until("\r\n\r\n");
+  EXPECT_NE(head.find("Transfer-Encoding: chunked\r\n"), std::string::npos);
+  EXPECT_NE(head.find("Content-Type: text/event-stream\r\n"), std::string::npos);
+  EXPECT_EQ(c.read_until("data: 1\n\n\r\n"), "9\r\ndata: 1\n\n\r\n");
+  EXPECT_TRUE(c.buffered().empty());  // nothing else was written yet
+  first_seen.open();
+  EXPECT_EQ(c.read_until("data: 2\n\n\r\n"), "9\r\ndata: 2\n\n\r\n");
+  second_seen.open();
+  EXPECT_EQ(c.read_until("0\r\n\r\n"), "0\r\n\r\n");
+  // Keep-alive still works after a chunked response.
+  c.send("GET / HTTP/1.1\r\nConnection: close\r\n\r\n");
+}
+
+TEST(HttpServerThreads, Http10StreamingHasNoChunkFramingAndCloses) {
+  RunningServer s({}, [](Request&, ResponseWriter& w) {
+    w.begin_chunked(200, {});
+    w.write_chunk("abc");
+    w.write_chunk("def");
+    w.finish();
+  });
+  RawClient c(s.port());
+  c.send("GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+  std::string all;
+  EXPECT_TRUE(c.read_to_eof(&all));
+  auto body_at = all.find("\r\n\r\n");
+  ASSERT_NE(body_at, std::string::npos);
+  EXPECT_EQ(all.substr(body_at + 4), "abcdef");
+  EXPECT_EQ(all.find("Transfer-Encoding"), std::string::npos);
+  EXPECT_NE(all.find("Connection: close"), std::string::npos);
+}
+
+TEST(HttpServerThreads, ClientConnectedTurnsFalseAfterClientCloses) {
+  Gate entered;
+  Gate client_closed;
+  std::promise<std::pair<bool, bool>> seen;  // before, after
+  RunningServer s({}, [&](Request&, ResponseWriter& w) {
+    bool before = w.client_connected();
+    entered.open();
+    client_closed.wait();
+    // Wait for the hang-up to be visible on the socket (event-driven).
+    pollfd p{w.client_fd(), POLLRDHUP, 0};
+    ::poll(&p, 1, kIoTimeoutMs);
+    seen.set_value({before, w.client_connected()});
+    w.send(200, {}, "late");
+  });
+  auto result = seen.get_future();
+  {
+    RawClient c(s.port());
+    c.send("GET / HTTP/1.1\r\n\r\n");
+    ASSERT_TRUE(entered.wait());
+  }
+  client_closed.open();
+  ASSERT_EQ(result.wait_for(10s), std::future_status::ready);
+  auto [before, after] = result.get();
+  EXPECT_TRUE(before);
+  EXPECT_FALSE(after);
+}
+
+TEST(HttpServerThreads, ClientConnectedStaysTrueWithPipelinedData) {
+  Gate entered;
+  Gate second_sent;
+  std::promise<bool> seen;
+  RunningServer s({}, [&](Request& req, ResponseWriter& w) {
+    if (req.path == "/first") {
+      entered.open();
+      second_sent.wait();
+      // The second request is waiting, unread, on the socket.
+      pollfd p{w.client_fd(), POLLIN, 0};
+      ::poll(&p, 1, kIoTimeoutMs);
+      seen.set_value(w.client_connected());
+    }
+    w.send(200, {}, req.path);
+  });
+  auto result = seen.get_future();
+  RawClient c(s.port());
+  c.send("GET /first HTTP/1.1\r\n\r\n");
+  ASSERT_TRUE(entered.wait());
+  c.send("GET /second HTTP/1.1\r\n\r\n");
+  second_sent.open();
+  ASSERT_EQ(result.wait_for(10s), std::future_status::ready);
+  EXPECT_TRUE(result.get());
+  std::string body;
+  EXPECT_EQ(c.read_response(&body), 200);
+  EXPECT_EQ(body, "/first");
+  EXPECT_EQ(c.read_response(&body), 200);
+  EXPECT_EQ(body, "/second");
+}
+
+TEST(HttpServerThreads, StopReturnsWithIdleKeepAliveConnections) {
+  auto s = std::make_unique<RunningServer>(
+      ServerOptions{}, [](Request&, ResponseWriter& w) { w.send(200, {}, "ok"); });
+  std::vector<std::unique_ptr<RawClient>> clients;
+  for (int i = 0; i < 3; ++i) {
+    clients.push_back(std::make_unique<RawClient>(s->port()));
+    clients.back()->send("GET / HTTP/1.1\r\n\r\n");
+    ASSERT_EQ(clients.back()->read_response(), 200);
+  }
+  EXPECT_EQ(s->server().open_connections(), 3);
+  const auto start = std::chrono::steady_clock::now();
+  s->stop_and_join();  // keep_alive_timeout is 60 s: only stop() can end these
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  EXPECT_EQ(s->server().open_connections(), 0);
+  for (auto& c : clients) {
+    EXPECT_TRUE(c->read_to_eof());
+  }
+}
+
+TEST(HttpServerThreads, StopLetsInFlightHandlersFinish) {
+  Gate entered;
+  Gate release;
+  RunningServer s({}, [&](Request&, ResponseWriter& w) {
+    entered.open();
+    release.wait();
+    w.send(200, {}, "finished");
+  });
+  RawClient c(s.port());
+  c.send("GET / HTTP/1.1\r\n\r\n");
+  ASSERT_TRUE(entered.wait());
+  s.server().stop();
+  release.open();
+  std::string body;
+  std::string all;
+  ASSERT_TRUE(c.read_to_eof(&all));
+  EXPECT_NE(all.find("Connection: close"), std::string::npos);
+  EXPECT_NE(all.find("finished"), std::string::npos);
+  s.stop_and_join();
+}
+
+TEST(HttpServerThreads, ManyMoreSlowRequestsThanSpareThreadsRunConcurrently) {
+  constexpr int kRequests = 50;
+  ServerOptions options;
+  options.spare_threads = 2;
+  Counter arrived;
+  RunningServer s(options, [&](Request&, ResponseWriter& w) {
+    arrived.arrive();
+    // Every handler blocks until all of them are in: only possible if each
+    // connection got its own thread.
+    bool all_in = arrived.wait_for(kRequests, 20s);
+    w.send(all_in ? 200 : 500, {}, "");
+  });
+  std::vector<std::unique_ptr<RawClient>> clients;
+  for (int i = 0; i < kRequests; ++i) {
+    clients.push_back(std::make_unique<RawClient>(s.port()));
+    ASSERT_TRUE(clients.back()->connected());
+    clients.back()->send("POST /slow HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
+  }
+  for (auto& c : clients) {
+    EXPECT_EQ(c->read_response(), 200);
+  }
+}
+
+TEST(HttpServerThreads, BeyondMaxConnectionsGets503) {
+  ServerOptions options;
+  options.max_connections = 2;
+  Counter arrived;
+  Gate release;
+  RunningServer s(options, [&](Request&, ResponseWriter& w) {
+    arrived.arrive();
+    release.wait();
+    w.send(200, {}, "ok");
+  });
+  RawClient a(s.port());
+  RawClient b(s.port());
+  a.send("GET / HTTP/1.1\r\n\r\n");
+  b.send("GET / HTTP/1.1\r\n\r\n");
+  ASSERT_TRUE(arrived.wait_for(2));
+  EXPECT_EQ(s.server().open_connections(), 2);
+
+  RawClient c(s.port());
+  c.send("GET / HTTP/1.1\r\n\r\n");
+  std::string all;
+  c.read_to_eof(&all);  // the reset after the close may replace the EOF
+  EXPECT_EQ(all.rfind("HTTP/1.1 503 Service Unavailable\r\n", 0), 0u) << all;
+  EXPECT_NE(all.find("\"code\":\"server_busy\""), std::string::npos);
+  EXPECT_NE(all.find("\"type\":\"server_error\""), std::string::npos);
+  EXPECT_NE(all.find("Connection: close"), std::string::npos);
+
+  release.open();
+  EXPECT_EQ(a.read_response(), 200);
+  EXPECT_EQ(b.read_response(), 200);
+}
+
+TEST(HttpServerThreads, ConnectionsAreServedAgainAfterTheLimitClears) {
+  ServerOptions options;
+  options.max_connections = 1;
+  RunningServer s(options, [](Request&, ResponseWriter& w) { w.send(200, {}, "ok"); });
+  for (int i = 0; i < 5; ++i) {
+    RawClient c(s.port());
+    c.send("GET / HTTP/1.1\r\nConnection: close\r\n\r\n");
+    std::string all;
+    // The server closes first, so its slot is free before this read ends.
+    EXPECT_TRUE(c.read_to_eof(&all));
+    EXPECT_EQ(all.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << all;
+  }
+}
+
+TEST(HttpServerThreads, DestructorStopsAServerThatNeverRan) {
+  Server s({}, [](Request&, ResponseWriter&) {});
+  ASSERT_TRUE(s.bind("127.0.0.1", 0).ok());
+  s.stop();
+  s.run();  // returns at once after stop()
+  EXPECT_EQ(s.open_connections(), 0);
+}
+
+TEST(HttpServerThreads, LocalhostBindsAtLeastOneFamily) {
+  Server s({}, [](Request&, ResponseWriter& w) { w.send(200, {}, "ok"); });
+  auto port = s.bind("localhost", 0);
+  ASSERT_TRUE(port.ok()) << port.error().message();
+  EXPECT_GT(*port, 0);
+  std::thread t([&] { s.run(); });
+  {
+    RawClient c(*port);  // 127.0.0.1
+    ASSERT_TRUE(c.connected());
+    c.send("GET / HTTP/1.1\r\n\r\n");
+    EXPECT_EQ(c.read_response(), 200);
+  }
+  s.stop();
+  t.join();
+}
+
+}  // namespace
+}  // namespace lemon::http

@@ -1,0 +1,581 @@
+// http::UpstreamClient against our own http::Server as the backend (and a
+// scripted raw socket backend where exact wire behaviour matters).
+#include "lemon/http/upstream_client.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <future>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "lemon/http/server.h"
+
+namespace lemon::http {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr int kIoTimeoutMs = 10000;  // guard against hangs, never a sync mechanism
+
+class Gate {
+ public:
+  void open() {
+    std::lock_guard lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  bool wait(std::chrono::milliseconds timeout = 10s) {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, timeout, [this] { return open_; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = false;
+};
+
+class RunningServer {
+ public:
+  explicit RunningServer(Handler handler, int port = 0)
+      : server_(ServerOptions{}, std::move(handler)) {
+    auto bound = server_.bind("127.0.0.1", port);
+    EXPECT_TRUE(bound.ok()) << (bound.ok() ? "" : bound.error().message());
+    port_ = bound.ok() ? *bound : 0;
+    thread_ = std::thread([this] { server_.run(); });
+  }
+  ~RunningServer() { stop(); }
+  void stop() {
+    server_.stop();
+    if (thread_.joinable()) {
+      thread_.join();
+    }
+  }
+  int port() const { return port_; }
+
+ private:
+  Server server_;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+// The client's port as seen by the server, identifying the connection.
+int peer_port(int fd) {
+  sockaddr_in addr{};
+  socklen_t len = sizeof addr;
+  ::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  return ntohs(addr.sin_port);
+}
+
+// A listening socket on 127.0.0.1:<ephemeral> whose connections a test
+// script handles byte by byte on its own thread.
+class RawBackend {
+ public:
+  explicit RawBackend(std::function<void(RawBackend&)> script) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    ::listen(fd_, 16);
+    socklen_t len = sizeof addr;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this, script = std::move(script)] { script(*this); });
+  }
+  ~RawBackend() {
+    thread_.join();
+    ::close(fd_);
+  }
+  int port() const { return port_; }
+
+  int accept_one() {
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, kIoTimeoutMs) <= 0) {
+      return -1;
+    }
+    return ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+  }
+  // Reads one request head (and nothing after it).
+  static std::string read_head(int fd) {
+    std::string head;
+    char c;
+    while (head.find("\r\n\r\n") == std::string::npos) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, kIoTimeoutMs) <= 0 || ::recv(fd, &c, 1, 0) != 1) {
+        break;
+      }
+      head.push_back(c);
+    }
+    return head;
+  }
+  static void write(int fd, std::string_view data) {
+    ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+  }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+UpstreamRequest get(std::string path) {
+  UpstreamRequest r;
+  r.method = "GET";
+  r.path = std::move(path);
+  return r;
+}
+
+TEST(HttpUpstreamClient, SendReadsContentLengthResponse) {
+  RunningServer backend([](Request& req, ResponseWriter& w) {
+    EXPECT_EQ(req.method, "POST");
+    EXPECT_EQ(req.path, "/v1/chat/completions");
+    EXPECT_EQ(req.media_type(), "application/json");
+    EXPECT_EQ(*req.headers.get("X-Extra"), "1");
+    EXPECT_EQ(req.headers.get("Host")->substr(0, 10), "127.0.0.1:");
+    EXPECT_EQ(*req.headers.get("Content-Length"), std::to_string(req.body.size()));
+    w.send(201, Headers{{"Content-Type", "application/json"}, {"X-Reply", "r"}},
+           "{\"echo\":" + req.body + "}");
+  });
+  UpstreamClient client("127.0.0.1", backend.port());
+  EXPECT_EQ(client.host(), "127.0.0.1");
+  EXPECT_EQ(client.port(), backend.port());
+  UpstreamRequest req;
+  req.path = "/v1/chat/completions";
+  req.content_type = "application/json";
+  req.body = "{\"a\":1}";
+  req.headers.add("X-Extra", "1");
+  auto res = client.send(req, {});
+  ASSERT_TRUE(res.ok()) << res.error().message();
+  EXPECT_EQ(res->status, 201);
+  EXPECT_EQ(res->body, "{\"echo\":{\"a\":1}}");
+  EXPECT_EQ(*res->headers.get("x-reply"), "r");
+}
+
+TEST(HttpUpstreamClient, SendDecodesChunkedResponse) {
+  RunningServer backend([](Request&, ResponseWriter& w) {
+    w.begin_chunked(200, Headers{{"Content-Type", "text/plain"}});
+    w.write_chunk("hello ");
+    w.write_chunk(std::string(100000, 'x'));
+    w.write_chunk(" world");
+    w.finish();
+  });
+  UpstreamClient client("127.0.0.1", backend.port());
+  auto res = client.send(get("/"), {});
+  ASSERT_TRUE(res.ok()) << res.error().message();
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->body, "hello " + std::string(100000, 'x') + " world");
+}
+
+TEST(HttpUpstreamClient, StreamDeliversPiecesAsTheServerWritesThem) {
+  Gate got_a;
+  Gate got_b;
+  RunningServer backend([&](Request&, ResponseWriter& w) {
+    w.begin_chunked(200, Headers{{"Content-Type", "text/event-stream"}});
+    w.write_chunk("a");
+    // The next piece is written only once the client has seen this one.
+    if (!got_a.wait()) {
+      return;
+    }
+    w.write_chunk("b");
+    if (!got_b.wait()) {
+      return;
+    }
+    w.write_chunk("c");
+    w.finish();
+  });
+  UpstreamClient client("127.0.0.1", backend.port());
+  std::vector<std::string> pieces;
+  int head_status = 0;
+  auto status = client.stream(
+      get("/stream"), {},
+      [&](const UpstreamHead& head) {
+        head_status = head.status;
+        EXPECT_EQ(*head.headers.get("content-type"), "text/event-stream");
+        return true;
+      },
+      [&](std::string_view piece) {
+        pieces.emplace_back(piece);
+        if (piece == "a") {
+          got_a.open();
+        } else if (piece == "b") {
+          got_b.open();
+        }
+        return true;
+      });
+  ASSERT_TRUE(status.ok()) << status.error().message();
+  EXPECT_EQ(head_status, 200);
+  EXPECT_EQ(pieces, (std::vector<std::string>{"a", "b", "c"}));
+}
+
+TEST(HttpUpstreamClient, SequentialRequestsReuseOneConnection) {
+  std::mutex mu;
+  std::set<int> ports;
+  RunningServer backend([&](Request& req, ResponseWriter& w) {
+    {
+      std::lock_guard lock(mu);
+      ports.insert(peer_port(w.client_fd()));
+    }
+    if (req.path == "/chunked") {
+      w.begin_chunked(200, {});
+      w.write_chunk("x");
+      w.finish();
+    } else {
+      w.send(200, {}, "ok");
+    }
+  });
+  UpstreamClient client("127.0.0.1", backend.port());
+  for (const char* path : {"/a", "/chunked", "/b", "/chunked", "/c"}) {
+    auto res = client.send(get(path), {});
+    ASSERT_TRUE(res.ok()) << res.error().message();
+  }
+  UpstreamRequest head = get("/head");
+  head.method = "HEAD";
+  ASSERT_TRUE(client.send(head, {}).ok());
+  ASSERT_TRUE(client.send(get("/after-head"), {}).ok());
+  std::lock_guard lock(mu);
+  EXPECT_EQ(ports.size(), 1u);
+}
+
+TEST(HttpUpstreamClient, ClosedPooledConnectionIsReplacedTransparently) {
+  auto first = std::make_unique<RunningServer>(
+      [](Request&, ResponseWriter& w) { w.send(200, {}, "first"); });
+  const int port = first->port();
+  UpstreamClient client("127.0.0.1", port);
+  auto r1 = client.send(get("/"), {});
+  ASSERT_TRUE(r1.ok());
+  EXPECT_EQ(r1->body, "first");
+  first->stop();  // closes the idle keep-alive connection the client pooled
+  first.reset();
+  RunningServer second([](Request&, ResponseWriter& w) { w.send(200, {}, "second"); }, port);
+  auto r2 = client.send(get("/"), {});
+  ASSERT_TRUE(r2.ok()) << r2.error().message();
+  EXPECT_EQ(r2->body, "second");
+}
+
+TEST(HttpUpstreamClient, RequestOnConnectionClosedUnderneathIsRetriedOnce) {
+  // The backend reads the second request on the pooled connection and closes
+  // it without a byte of answer; the client must retry on a new connection.
+  RawBackend backend([](RawBackend& b) {
+    int c1 = b.accept_one();
+    RawBackend::read_head(c1);
+    RawBackend::write(c1, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+    RawBackend::read_head(c1);
+    ::close(c1);
+    int c2 = b.accept_one();
+    RawBackend::read_head(c2);
+    RawBackend::write(c2, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nagain");
+    ::close(c2);
+  });
+  UpstreamClient client("127.0.0.1", backend.port());
+  auto r1 = client.send(get("/1"), {});
+  ASSERT_TRUE(r1.ok()) << r1.error().message();
+  EXPECT_EQ(r1->body, "ok");
+  auto r2 = client.send(get("/2"), {});
+  ASSERT_TRUE(r2.ok()) << r2.error().message();
+  EXPECT_EQ(r2->body, "again");
+}
+
+TEST(HttpUpstreamClient, FreshConnectionClosedBeforeAnswerIsCrashedNotRetried) {
+  RawBackend backend([](RawBackend& b) {
+    int c = b.accept_one();
+    RawBackend::read_head(c);
+    ::close(c);
+  });
+  UpstreamClient client("127.0.0.1", backend.port());
+  auto r = client.send(get("/"), {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), ErrorCode::kBackendCrashed);
+  EXPECT_NE(r.error().message().find("lost"), std::string::npos) << r.error().message();
+}
+
+TEST(HttpUpstreamClient, RefusedPortIsBackendUnavailable) {
+  // A bound but not listening socket reserves a port nobody accepts on.
+  int holder = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(holder, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(holder, reinterpret_cast<sockaddr*>(&addr), &len);
+  const int port = ntohs(addr.sin_port);
+
+  UpstreamClient client("127.0.0.1", port);
+  auto r = client.send(get("/"), {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), ErrorCode::kBackendUnavailable);
+  EXPECT_EQ(r.error().message(),
+            "cannot connect to backend 127.0.0.1:" + std::to_string(port) + ": Connection refused");
+  auto p = client.probe("/health", 500ms);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.error().code(), ErrorCode::kBackendUnavailable);
+  ::close(holder);
+}
+
+TEST(HttpUpstreamClient, ServerClosingMidBodyIsBackendCrashed) {
+  RunningServer backend([](Request&, ResponseWriter& w) {
+    w.begin_chunked(200, {});
+    w.write_chunk("partial");
+    throw std::runtime_error("backend died");  // the server closes mid-body
+  });
+  UpstreamClient client("127.0.0.1", backend.port());
+  std::string got;
+  auto status = client.stream(
+      get("/"), {}, [](const UpstreamHead&) { return true; },
+      [&](std::string_view piece) {
+        got.append(piece);
+        return true;
+      });
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.error().code(), ErrorCode::kBackendCrashed);
+  EXPECT_NE(status.error().message().find("lost"), std::string::npos);
+  EXPECT_EQ(got, "partial");
+}
+
+TEST(HttpUpstreamClient, ShortContentLengthBodyIsBackendCrashed) {
+  RawBackend backend([](RawBackend& b) {
+    int c = b.accept_one();
+    RawBackend::read_head(c);
+    RawBackend::write(c, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc");
+    ::close(c);
+  });
+  UpstreamClient client("127.0.0.1", backend.port());
+  auto r = client.send(get("/"), {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), ErrorCode::kBackendCrashed);
+}
+
+// A connected TCP pair standing in for the downstream client connection.
+struct TcpPair {
+  int server_side = -1;  // what the router would watch
+  int client_side = -1;  // what the downstream client would close
+};
+
+TcpPair make_tcp_pair() {
+  TcpPair pair;
+  int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  ::listen(listener, 1);
+  socklen_t len = sizeof addr;
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  pair.client_side = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ::connect(pair.client_side, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  pair.server_side = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
+  ::close(listener);
+  return pair;
+}
+
+class WatchFdCancellation : public ::testing::TestWithParam<bool> {};
+
+TEST_P(WatchFdCancellation, ClientHangUpCancelsAndTheBackendSeesItsClientLeave) {
+  const bool use_tcp = GetParam();
+  Gate entered;
+  std::promise<bool> backend_saw_disconnect;
+  RunningServer backend([&](Request&, ResponseWriter& w) {
+    w.begin_chunked(200, {});
+    w.write_chunk("data: first\n\n");
+    entered.open();
+    // Blocks (like prompt processing) until the router drops the connection.
+    pollfd p{w.client_fd(), POLLRDHUP, 0};
+    ::poll(&p, 1, kIoTimeoutMs);
+    backend_saw_disconnect.set_value(!w.client_connected());
+  });
+  int watched = -1;
+  int closer = -1;
+  if (use_tcp) {
+    auto pair = make_tcp_pair();
+    watched = pair.server_side;
+    closer = pair.client_side;
+  } else {
+    int sv[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    watched = sv[0];
+    closer = sv[1];
+  }
+  UpstreamClient client("127.0.0.1", backend.port());
+  CallOptions options;
+  options.watch_fd = watched;
+  std::string got;
+  auto result = std::async(std::launch::async, [&] {
+    return client.stream(
+        get("/v1/chat/completions"), options, [](const UpstreamHead&) { return true; },
+        [&](std::string_view piece) {
+          got.append(piece);
+          return true;
+        });
+  });
+  ASSERT_TRUE(entered.wait());
+  const auto closed_at = std::chrono::steady_clock::now();
+  ::close(closer);
+  ASSERT_EQ(result.wait_for(5s), std::future_status::ready);
+  EXPECT_LT(std::chrono::steady_clock::now() - closed_at, 2s);
+  Status status = result.get();
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.error().code(), ErrorCode::kCancelled);
+  auto saw = backend_saw_disconnect.get_future();
+  ASSERT_EQ(saw.wait_for(5s), std::future_status::ready);
+  EXPECT_TRUE(saw.get());
+  ::close(watched);
+}
+
+INSTANTIATE_TEST_SUITE_P(HttpUpstreamClient, WatchFdCancellation, ::testing::Values(false, true),
+                         [](const auto& param_info) {
+                           return param_info.param ? "Tcp" : "SocketPair";
+                         });
+
+TEST(HttpUpstreamClient, OnTickReturningFalseCancels) {
+  Gate release;
+  RunningServer backend([&](Request&, ResponseWriter& w) {
+    release.wait();
+    w.send(200, {}, "late");
+  });
+  UpstreamClient client("127.0.0.1", backend.port());
+  CallOptions options;
+  options.tick_interval = 20ms;
+  int ticks = 0;
+  options.on_tick = [&] { return ++ticks < 3; };
+  auto r = client.send(get("/"), options);
+  release.open();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), ErrorCode::kCancelled);
+  EXPECT_EQ(ticks, 3);
+}
+
+TEST(HttpUpstreamClient, IdleTimeoutIsBackendUnavailable) {
+  Gate release;
+  RunningServer backend([&](Request&, ResponseWriter& w) {
+    release.wait();
+    w.send(200, {}, "late");
+  });
+  UpstreamClient client("127.0.0.1", backend.port());
+  CallOptions options;
+  options.idle_timeout = 100ms;
+  auto r = client.send(get("/"), options);
+  release.open();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), ErrorCode::kBackendUnavailable);
+  EXPECT_NE(r.error().message().find("timed out"), std::string::npos);
+}
+
+TEST(HttpUpstreamClient, CallbackReturningFalseCancelsAndDropsTheConnection) {
+  std::mutex mu;
+  std::set<int> ports;
+  RunningServer backend([&](Request&, ResponseWriter& w) {
+    {
+      std::lock_guard lock(mu);
+      ports.insert(peer_port(w.client_fd()));
+    }
+    w.send(200, {}, "body");
+  });
+  UpstreamClient client("127.0.0.1", backend.port());
+  auto status = client.stream(
+      get("/"), {}, [](const UpstreamHead&) { return true; },
+      [](std::string_view) { return false; });
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.error().code(), ErrorCode::kCancelled);
+  auto head_cancel = client.stream(
+      get("/"), {}, [](const UpstreamHead&) { return false; },
+      [](std::string_view) { return true; });
+  EXPECT_EQ(head_cancel.error().code(), ErrorCode::kCancelled);
+  ASSERT_TRUE(client.send(get("/"), {}).ok());
+  std::lock_guard lock(mu);
+  EXPECT_EQ(ports.size(), 3u);  // neither cancelled connection was reused
+}
+
+TEST(HttpUpstreamClient, ProbeReturnsStatus) {
+  RunningServer backend(
+      [](Request& req, ResponseWriter& w) { w.send(req.path == "/health" ? 200 : 503, {}, "{}"); });
+  UpstreamClient client("127.0.0.1", backend.port());
+  auto ok = client.probe("/health", 1000ms);
+  ASSERT_TRUE(ok.ok()) << ok.error().message();
+  EXPECT_EQ(*ok, 200);
+  auto busy = client.probe("/other", 1000ms);
+  ASSERT_TRUE(busy.ok());
+  EXPECT_EQ(*busy, 503);
+}
+
+TEST(HttpUpstreamClient, ProbeTimesOutOnASilentBackend) {
+  Gate release;
+  RunningServer backend([&](Request&, ResponseWriter& w) {
+    release.wait();
+    w.send(200, {}, "");
+  });
+  UpstreamClient client("127.0.0.1", backend.port());
+  auto r = client.probe("/health", 100ms);
+  release.open();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), ErrorCode::kBackendUnavailable);
+}
+
+TEST(HttpUpstreamClient, SkipsInterimResponsesAndReadsUntilClose) {
+  RawBackend backend([](RawBackend& b) {
+    int c = b.accept_one();
+    RawBackend::read_head(c);
+    RawBackend::write(c, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nX: y\r\n\r\nuntil");
+    RawBackend::write(c, " close");
+    ::close(c);
+  });
+  UpstreamClient client("127.0.0.1", backend.port());
+  auto r = client.send(get("/"), {});
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->body, "until close");
+  EXPECT_EQ(*r->headers.get("x"), "y");
+}
+
+TEST(HttpUpstreamClient, GarbageIsUpstreamProtocolError) {
+  RawBackend backend([](RawBackend& b) {
+    for (const char* reply :
+         {"SSH-2.0-OpenSSH\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\n",
+          "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"}) {
+      int c = b.accept_one();
+      RawBackend::read_head(c);
+      RawBackend::write(c, reply);
+      ::close(c);
+    }
+  });
+  UpstreamClient client("127.0.0.1", backend.port());
+  for (int i = 0; i < 3; ++i) {
+    auto r = client.send(get("/"), {});
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code(), ErrorCode::kUpstreamProtocol) << r.error().message();
+  }
+}
+
+TEST(HttpUpstreamClient, CloseIdleDropsPooledConnections) {
+  std::mutex mu;
+  std::set<int> ports;
+  RunningServer backend([&](Request&, ResponseWriter& w) {
+    {
+      std::lock_guard lock(mu);
+      ports.insert(peer_port(w.client_fd()));
+    }
+    w.send(204, {}, "");
+  });
+  UpstreamClient client("127.0.0.1", backend.port());
+  ASSERT_TRUE(client.send(get("/"), {}).ok());
+  client.close_idle();
+  auto r = client.send(get("/"), {});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->status, 204);
+  std::lock_guard lock(mu);
+  EXPECT_EQ(ports.size(), 2u);
+}
+
+}  // namespace
+}  // namespace lemon::http

@@ -1,0 +1,180 @@
+// The router's pure decisions (seed 000 rules), tested without threads,
+// processes or clocks.
+#include <gtest/gtest.h>
+
+#include "lemon/router/eviction_policy.h"
+#include "lemon/router/slot_limits.h"
+
+namespace lemon {
+namespace {
+
+SlotView slot(const std::string& model, ModelType type, std::uint64_t last_use,
+              int in_flight = 0, Device device = Device::kGpu) {
+  return SlotView{model, type, device, in_flight, last_use};
+}
+
+std::vector<std::string> victims(const std::vector<Eviction>& plan) {
+  std::vector<std::string> out;
+  for (const auto& e : plan) {
+    out.push_back(e.model);
+  }
+  return out;
+}
+
+TEST(EvictionPolicy, FreeSlotEvictsNothing) {
+  std::vector<SlotView> slots = {slot("a", ModelType::kLlm, 1)};
+  auto plan = plan_eviction(slots, {"b", ModelType::kLlm, Device::kGpu}, SlotLimits::uniform(2));
+  EXPECT_TRUE(plan.empty());
+}
+
+TEST(EvictionPolicy, FullTypeEvictsLeastRecentlyUsedOfThatType) {
+  std::vector<SlotView> slots = {slot("old", ModelType::kLlm, 1), slot("new", ModelType::kLlm, 5),
+                                 slot("emb", ModelType::kEmbedding, 0)};
+  auto plan = plan_eviction(slots, {"c", ModelType::kLlm, Device::kGpu}, SlotLimits::uniform(2));
+  ASSERT_EQ(victims(plan), std::vector<std::string>{"old"});
+  EXPECT_EQ(plan[0].reason, EvictionReason::kSlotLimit);
+}
+
+TEST(EvictionPolicy, TypesAreIndependent) {
+  std::vector<SlotView> slots = {slot("llm", ModelType::kLlm, 1),
+                                 slot("rerank", ModelType::kReranking, 2)};
+  for (ModelType t : {ModelType::kEmbedding, ModelType::kAudio, ModelType::kImage}) {
+    EXPECT_TRUE(plan_eviction(slots, {"x", t, Device::kCpu}, SlotLimits::uniform(1)).empty())
+        << model_type_name(t);
+  }
+  auto plan = plan_eviction(slots, {"r2", ModelType::kReranking, Device::kGpu},
+                            SlotLimits::uniform(1));
+  EXPECT_EQ(victims(plan), std::vector<std::string>{"rerank"});
+}
+
+TEST(EvictionPolicy, UnlimitedNeverEvictsForCount) {
+  std::vector<SlotView> slots;
+  for (int i = 0; i < 50; ++i) {
+    slots.push_back(slot("m" + std::to_string(i), ModelType::kLlm, static_cast<std::uint64_t>(i)));
+  }
+  auto plan = plan_eviction(slots, {"new", ModelType::kLlm, Device::kGpu},
+                            SlotLimits::uniform(SlotLimits::kUnlimited));
+  EXPECT_TRUE(plan.empty());
+}
+
+TEST(EvictionPolicy, IdleServerIsChosenBeforeBusyOne) {
+  std::vector<SlotView> slots = {slot("busy-old", ModelType::kLlm, 1, /*in_flight=*/2),
+                                 slot("idle-new", ModelType::kLlm, 9)};
+  auto plan = plan_eviction(slots, {"c", ModelType::kLlm, Device::kGpu}, SlotLimits::uniform(2));
+  EXPECT_EQ(victims(plan), std::vector<std::string>{"idle-new"});
+}
+
+TEST(EvictionPolicy, AllBusyStillChoosesLeastRecentlyUsed) {
+  std::vector<SlotView> slots = {slot("b", ModelType::kLlm, 7, 1), slot("a", ModelType::kLlm, 3, 1)};
+  auto plan = plan_eviction(slots, {"c", ModelType::kLlm, Device::kGpu}, SlotLimits::uniform(2));
+  EXPECT_EQ(victims(plan), std::vector<std::string>{"a"});
+}
+
+TEST(EvictionPolicy, LowerLimitEvictsSeveral) {
+  // A limit can be lower than what is loaded only transiently, but the plan
+  // must still bring the type under it.
+  std::vector<SlotView> slots = {slot("a", ModelType::kLlm, 1), slot("b", ModelType::kLlm, 2),
+                                 slot("c", ModelType::kLlm, 3)};
+  auto plan = plan_eviction(slots, {"d", ModelType::kLlm, Device::kGpu}, SlotLimits::uniform(2));
+  EXPECT_EQ(victims(plan), (std::vector<std::string>{"a", "b"}));
+}
+
+TEST(EvictionPolicy, NpuLoadEvictsEveryNpuServerAcrossTypes) {
+  std::vector<SlotView> slots = {
+      slot("flm-llm", ModelType::kLlm, 5, 0, Device::kNpu),
+      slot("whisper-npu", ModelType::kAudio, 6, 0, Device::kNpu),
+      slot("hybrid", ModelType::kEmbedding, 7, 0, Device::kGpu | Device::kNpu),
+      slot("gpu-llm", ModelType::kLlm, 1, 0, Device::kGpu)};
+  // Unlimited slots: only NPU exclusivity applies.
+  auto plan = plan_eviction(slots, {"ryzen", ModelType::kLlm, Device::kNpu},
+                            SlotLimits::uniform(SlotLimits::kUnlimited));
+  EXPECT_EQ(victims(plan), (std::vector<std::string>{"flm-llm", "hybrid", "whisper-npu"}));
+  for (const auto& e : plan) {
+    EXPECT_EQ(e.reason, EvictionReason::kNpuExclusive);
+  }
+}
+
+TEST(EvictionPolicy, NpuVictimAlsoFreesItsTypeSlot) {
+  std::vector<SlotView> slots = {slot("flm", ModelType::kLlm, 9, 0, Device::kNpu),
+                                 slot("gpu", ModelType::kLlm, 1, 0, Device::kGpu)};
+  auto plan = plan_eviction(slots, {"npu2", ModelType::kLlm, Device::kNpu}, SlotLimits::uniform(2));
+  // Evicting the NPU server leaves one LLM, under the limit of 2.
+  EXPECT_EQ(victims(plan), std::vector<std::string>{"flm"});
+}
+
+TEST(EvictionPolicy, GpuLoadIgnoresNpuServersOfOtherTypes) {
+  std::vector<SlotView> slots = {slot("flm", ModelType::kLlm, 1, 0, Device::kNpu)};
+  auto plan = plan_eviction(slots, {"emb", ModelType::kEmbedding, Device::kGpu},
+                            SlotLimits::uniform(1));
+  EXPECT_TRUE(plan.empty());
+}
+
+TEST(EvictionPolicy, ReloadEvictsTheOldServerOfTheSameModel) {
+  std::vector<SlotView> slots = {slot("m", ModelType::kLlm, 1), slot("other", ModelType::kLlm, 2)};
+  auto plan = plan_eviction(slots, {"m", ModelType::kLlm, Device::kGpu}, SlotLimits::uniform(2));
+  ASSERT_EQ(victims(plan), std::vector<std::string>{"m"});
+  EXPECT_EQ(plan[0].reason, EvictionReason::kReload);
+}
+
+TEST(EvictionPolicy, TiesAreBrokenByName) {
+  std::vector<SlotView> slots = {slot("b", ModelType::kLlm, 4), slot("a", ModelType::kLlm, 4)};
+  EXPECT_EQ(choose_lru_victim(slots, ModelType::kLlm, {}), "a");
+  EXPECT_EQ(choose_lru_victim(slots, ModelType::kLlm, {"a"}), "b");
+  EXPECT_EQ(choose_lru_victim(slots, ModelType::kAudio, {}), "");
+}
+
+TEST(FailurePolicy, OnlyRetryableFailuresEvictAllAndOnlyOnce) {
+  for (ErrorCode c : {ErrorCode::kBackendExited, ErrorCode::kBackendStartTimeout,
+                      ErrorCode::kSpawnFailed}) {
+    EXPECT_EQ(on_load_failure(c, 1), FailureAction::kEvictAllAndRetry) << error_code_name(c);
+    EXPECT_EQ(on_load_failure(c, 2), FailureAction::kFail) << error_code_name(c);
+  }
+  for (ErrorCode c : {ErrorCode::kModelFilesMissing, ErrorCode::kInvalidUserArgs,
+                      ErrorCode::kUnknownRecipe, ErrorCode::kBackendBinaryMissing,
+                      ErrorCode::kInvalidOption, ErrorCode::kCancelled}) {
+    EXPECT_EQ(on_load_failure(c, 1), FailureAction::kFail) << error_code_name(c);
+  }
+}
+
+TEST(SlotLimits, SingleValueAppliesToEveryType) {
+  auto l = SlotLimits::parse("3");
+  ASSERT_TRUE(l.ok());
+  for (ModelType t : kAllModelTypes) {
+    EXPECT_EQ(l->limit(t), 3);
+  }
+}
+
+TEST(SlotLimits, MinusOneIsUnlimited) {
+  auto l = SlotLimits::parse("-1");
+  ASSERT_TRUE(l.ok());
+  for (ModelType t : kAllModelTypes) {
+    EXPECT_TRUE(l->unlimited(t));
+  }
+}
+
+TEST(SlotLimits, ListFormIsPaddedWithOne) {
+  auto l = SlotLimits::parse("5 2");
+  ASSERT_TRUE(l.ok());
+  EXPECT_EQ(l->limit(ModelType::kLlm), 5);
+  EXPECT_EQ(l->limit(ModelType::kEmbedding), 2);
+  EXPECT_EQ(l->limit(ModelType::kReranking), 1);
+  EXPECT_EQ(l->limit(ModelType::kAudio), 1);
+  EXPECT_EQ(l->limit(ModelType::kImage), 1);
+  auto full = SlotLimits::parse("4,3,2,-1,6");
+  ASSERT_TRUE(full.ok());
+  EXPECT_TRUE(full->unlimited(ModelType::kAudio));
+  EXPECT_EQ(full->limit(ModelType::kImage), 6);
+}
+
+TEST(SlotLimits, RejectsZeroBelowMinusOneGarbageAndTooMany) {
+  for (const char* bad : {"0", "-2", "abc", "1 2 3 4 5 6", "", "2 0"}) {
+    auto l = SlotLimits::parse(bad);
+    EXPECT_FALSE(l.ok()) << bad;
+    if (!l.ok()) {
+      EXPECT_EQ(l.error().code(), ErrorCode::kInvalidOption);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace lemon
