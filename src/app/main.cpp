@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "lemon/app/config.h"
+#include "lemon/backends/flm_inventory.h"
 #include "lemon/backends/server_factory.h"
 #include "lemon/core/log.h"
 #include "lemon/http/api_server.h"
@@ -48,18 +49,21 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 
+  auto launcher = make_posix_process_launcher();
+  FlmInventory flm_inventory(*launcher, cfg.cache_dir);
+
   CatalogueSources sources;
   sources.server_models_json = cfg.resources_dir + "/server_models.json";
   sources.cache_dir = cfg.cache_dir;
   sources.hf_hub_cache = cfg.hf_hub_cache;
   sources.extra_models_dir = cfg.extra_models_dir;
+  sources.flm_installed = [&flm_inventory] { return flm_inventory.installed(); };
   auto catalogue = ModelCatalogue::open(sources);
   if (!catalogue.ok()) {
     std::cerr << "lemonade-router: " << catalogue.error().message() << "\n";
     return 1;
   }
 
-  auto launcher = make_posix_process_launcher();
   PortAllocator ports;
   BackendEnvironment env;
   env.launcher = launcher.get();

@@ -1,0 +1,40 @@
+// FlmInventory: which FLM checkpoints are installed, as FastFlowLM itself
+// reports them (`flm list --filter installed --quiet`, run with an argv, no
+// shell). FLM keeps its own model files, so this is how the catalogue tells
+// "downloaded" for flm models. No flm binary means nothing is installed.
+// Answers are cached for `ttl` so GET /models does not spawn a process each
+// time.
+//
+// Thread-safety: installed() may be called from any thread; concurrent
+// callers during a refresh wait for the same answer.
+#pragma once
+
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "lemon/process/process_launcher.h"
+
+namespace lemon {
+
+class FlmInventory {
+ public:
+  FlmInventory(ProcessLauncher& launcher, std::string cache_dir,
+               std::chrono::seconds ttl = std::chrono::seconds(10));
+
+  std::vector<std::string> installed();
+
+ private:
+  std::vector<std::string> query();
+
+  ProcessLauncher& launcher_;
+  const std::string cache_dir_;
+  const std::chrono::seconds ttl_;
+  std::mutex mu_;
+  std::vector<std::string> cached_;                   // guarded by mu_
+  std::chrono::steady_clock::time_point fetched_{};   // guarded by mu_
+  bool valid_ = false;                                // guarded by mu_
+};
+
+}  // namespace lemon
