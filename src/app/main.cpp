@@ -95,11 +95,14 @@ int main(int argc, char** argv) {
   log->info("lemonade-router {} listening on http://{}:{} (models: {}, cache: {})",
             LEMON_ROUTER_VERSION, cfg.host, *port, sources.server_models_json, cfg.cache_dir);
 
-  std::thread signal_thread([&api, signals, log] {
+  // Stopping the backends breaks any stream still open, so connection
+  // threads finish promptly and run() can return.
+  std::thread signal_thread([&api, &router, signals, log] {
     int sig = 0;
     sigwait(&signals, &sig);
     log->info("received signal {}; shutting down", sig);
     api.stop();
+    router.shutdown();
   });
 
   api.run();

@@ -233,12 +233,13 @@ void Router::on_server_exit(const std::weak_ptr<ServerSlot>& weak) {
 }
 
 void Router::shutdown() {
-  if (shutting_down_.exchange(true)) {
-    if (loader_.joinable() && loader_.get_id() != std::this_thread::get_id()) {
-      loader_.join();
-    }
-    return;
-  }
+  // Every caller returns only once shutdown is complete (call_once blocks
+  // concurrent callers), so a signal thread and main may both call it.
+  std::call_once(shutdown_once_, [this] { shutdown_now(); });
+}
+
+void Router::shutdown_now() {
+  shutting_down_.store(true);
   std::vector<std::shared_ptr<ServerSlot>> all;
   {
     std::lock_guard lock(mu_);

@@ -130,7 +130,7 @@ class Router {
   const SlotLimits& limits() const { return config_.limits; }
 
   // Fails queued loads with kShuttingDown, cancels the running one, and stops
-  // every server. Idempotent.
+  // every server. Idempotent; every caller returns once it is complete.
   void shutdown();
 
  private:
@@ -157,6 +157,7 @@ class Router {
                   const std::shared_ptr<ServerSlot>& slot);  // REQUIRES: mu_ held
   void on_server_exit(const std::weak_ptr<ServerSlot>& slot);
   void emit(RouterEvent event) const;
+  void shutdown_now();
   std::vector<SlotView> snapshot() const;  // REQUIRES: mu_ held
   LoadedServerInfo describe(const ServerSlot& slot) const;  // REQUIRES: mu_ held
 
@@ -173,6 +174,7 @@ class Router {
   std::uint64_t next_slot_id_ = 1;                                         // guarded by mu_
   std::string last_loaded_;                                                // guarded by mu_
   std::atomic<bool> shutting_down_{false};
+  std::once_flag shutdown_once_;
   std::thread loader_;
 };
 
