@@ -19,7 +19,9 @@ std::string env_or(const char* name, const std::string& fallback) {
   return v != nullptr && *v != '\0' ? std::string(v) : fallback;
 }
 
-std::string home_dir() { return env_or("HOME", "/tmp"); }
+std::string home_dir() {
+  return env_or("HOME", "/tmp");
+}
 
 std::string default_cache_dir() {
   return env_or("LEMONADE_CACHE_DIR", home_dir() + "/.cache/lemonade");
@@ -127,7 +129,9 @@ ParsedConfig parse_config(int argc, const char* const* argv) {
   app.add_option("--cfg-scale", cfg_scale, "Image generation CFG scale")
       ->envname("LEMONADE_CFG_SCALE")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--width", width, "Image width")->envname("LEMONADE_WIDTH")->check(CLI::PositiveNumber);
+  app.add_option("--width", width, "Image width")
+      ->envname("LEMONADE_WIDTH")
+      ->check(CLI::PositiveNumber);
   app.add_option("--height", height, "Image height")
       ->envname("LEMONADE_HEIGHT")
       ->check(CLI::PositiveNumber);
@@ -153,6 +157,17 @@ ParsedConfig parse_config(int argc, const char* const* argv) {
       ->envname("LEMONADE_MAX_CONNECTIONS")
       ->check(CLI::Range(16, 65536))
       ->capture_default_str();
+
+  app.add_option("--api-key", c.api_key,
+                 "Require 'Authorization: Bearer <key>' on every route but /live")
+      ->envname("LEMONADE_API_KEY");
+  app.add_flag("--health-without-auth", c.health_without_auth,
+               "Let /health answer without the API key")
+      ->envname("LEMONADE_HEALTH_WITHOUT_AUTH");
+  std::string cors;
+  app.add_option("--cors-origins", cors,
+                 "Comma-separated origins allowed to call the API from a browser ('*' for any)")
+      ->envname("LEMONADE_CORS_ORIGINS");
 
   try {
     app.parse(argc, argv);
@@ -184,10 +199,14 @@ ParsedConfig parse_config(int argc, const char* const* argv) {
   }
   c.limits = *limits;
 
-  nlohmann::json layer = {{"ctx_size", ctx_size},      {"llamacpp_backend", llamacpp},
-                          {"llamacpp_args", llamacpp_args}, {"sd-cpp_backend", sdcpp},
-                          {"whispercpp_backend", whispercpp}, {"steps", steps},
-                          {"cfg_scale", cfg_scale},    {"width", width},
+  nlohmann::json layer = {{"ctx_size", ctx_size},
+                          {"llamacpp_backend", llamacpp},
+                          {"llamacpp_args", llamacpp_args},
+                          {"sd-cpp_backend", sdcpp},
+                          {"whispercpp_backend", whispercpp},
+                          {"steps", steps},
+                          {"cfg_scale", cfg_scale},
+                          {"width", width},
                           {"height", height}};
   auto cli = RecipeOptions::from_json("", layer);
   if (!cli.ok()) {
@@ -197,6 +216,14 @@ ParsedConfig parse_config(int argc, const char* const* argv) {
   c.load_timeout = seconds_to_ms(load_timeout_s);
   c.stop_grace = seconds_to_ms(stop_grace_s);
   c.max_body_bytes = static_cast<std::size_t>(max_body_mb * 1024.0 * 1024.0);
+  std::stringstream origins(cors);
+  for (std::string origin; std::getline(origins, origin, ',');) {
+    auto start = origin.find_first_not_of(" \t");
+    auto end = origin.find_last_not_of(" \t/");
+    if (start != std::string::npos) {
+      c.cors_origins.push_back(origin.substr(start, end - start + 1));
+    }
+  }
   c.cache_dir = default_cache_dir();
   c.hf_hub_cache = default_hf_hub_cache();
   c.resources_dir = default_resources_dir();

@@ -85,6 +85,11 @@ int main(int argc, char** argv) {
   settings.port = cfg.port;
   settings.server.max_body_bytes = cfg.max_body_bytes;
   settings.server.max_connections = cfg.max_connections;
+  settings.access.api_key = cfg.api_key;
+  settings.access.health_without_auth = cfg.health_without_auth;
+  settings.access.cors_origins = cfg.cors_origins;
+  settings.cache_dir = cfg.cache_dir;
+  settings.cli_options = cfg.cli_options;
   http::ApiServer api(settings, **catalogue, router, stats);
   auto port = api.bind();
   if (!port.ok()) {

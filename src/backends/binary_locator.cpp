@@ -73,9 +73,9 @@ Result<std::string> locate_backend_binary(const BinaryQuery& query, const std::s
       }
     }
   }
-  return Error(ErrorCode::kBackendBinaryMissing,
-               query.binary + " not found: set " + var + ", put it on PATH, or install it under " +
-                   install.string());
+  return Error(ErrorCode::kBackendBinaryMissing, query.binary + " not found: set " + var +
+                                                     ", put it on PATH, or install it under " +
+                                                     install.string());
 }
 
 }  // namespace lemon

@@ -10,8 +10,7 @@ Result<std::vector<std::string>> FlmServer::build_args(int port) const {
   if (options().has("ctx_size")) {
     args.insert(args.end(), {"--ctx-len", std::to_string(options().ctx_size())});
   }
-  args.insert(args.end(),
-              {"--port", std::to_string(port), "--host", "127.0.0.1", "--quiet"});
+  args.insert(args.end(), {"--port", std::to_string(port), "--host", "127.0.0.1", "--quiet"});
   return args;
 }
 

@@ -15,14 +15,17 @@ constexpr int kEmbeddingMinContext = 8192;
 
 LlamaCppServer::LlamaCppServer(ModelInfo model, RecipeOptions options,
                                const BackendEnvironment& env)
-    : ProcessServer(model, options, device_for_recipe("llamacpp", options.string_value("llamacpp_backend")), env) {}
+    : ProcessServer(model, options,
+                    device_for_recipe("llamacpp", options.string_value("llamacpp_backend")), env) {}
 
 std::string LlamaCppServer::backend() const {
   std::string b = options().string_value("llamacpp_backend");
   return b.empty() ? "cpu" : b;
 }
 
-BinaryQuery LlamaCppServer::binary_query() const { return {"llamacpp", backend(), "llama-server"}; }
+BinaryQuery LlamaCppServer::binary_query() const {
+  return {"llamacpp", backend(), "llama-server"};
+}
 
 std::vector<std::string> LlamaCppServer::required_roles() const {
   std::vector<std::string> roles = {"main"};
@@ -33,13 +36,34 @@ std::vector<std::string> LlamaCppServer::required_roles() const {
 }
 
 const std::vector<std::string>& LlamaCppServer::reserved_flags() {
-  static const std::vector<std::string> kReserved = {
-      "-m",          "--model",           "-mu",          "--model-url",  "-hf",
-      "--hf-repo",   "--port",            "--host",       "-c",           "--ctx-size",
-      "--embeddings", "--embedding",      "--reranking",  "--rerank",     "--mmproj",
-      "-mm",         "-mmu",              "--mmproj-url", "--no-mmproj",  "--mmproj-auto",
-      "--no-mmproj-auto", "--mmproj-offload", "--no-mmproj-offload", "-ngl", "--gpu-layers",
-      "--n-gpu-layers", "--api-key",      "--api-key-file"};
+  static const std::vector<std::string> kReserved = {"-m",
+                                                     "--model",
+                                                     "-mu",
+                                                     "--model-url",
+                                                     "-hf",
+                                                     "--hf-repo",
+                                                     "--port",
+                                                     "--host",
+                                                     "-c",
+                                                     "--ctx-size",
+                                                     "--embeddings",
+                                                     "--embedding",
+                                                     "--reranking",
+                                                     "--rerank",
+                                                     "--mmproj",
+                                                     "-mm",
+                                                     "-mmu",
+                                                     "--mmproj-url",
+                                                     "--no-mmproj",
+                                                     "--mmproj-auto",
+                                                     "--no-mmproj-auto",
+                                                     "--mmproj-offload",
+                                                     "--no-mmproj-offload",
+                                                     "-ngl",
+                                                     "--gpu-layers",
+                                                     "--n-gpu-layers",
+                                                     "--api-key",
+                                                     "--api-key-file"};
   return kReserved;
 }
 
@@ -57,9 +81,9 @@ Result<std::vector<std::string>> LlamaCppServer::build_args(int port) const {
   if (type() == ModelType::kEmbedding) {
     ctx = std::max(ctx, kEmbeddingMinContext);
   }
-  std::vector<std::string> args = {"-m",     model().resolved_path("main"), "--ctx-size",
-                                    std::to_string(ctx), "--port", std::to_string(port),
-                                    "--host",  "127.0.0.1"};
+  std::vector<std::string> args = {
+      "-m",     model().resolved_path("main"), "--ctx-size", std::to_string(ctx),
+      "--port", std::to_string(port),          "--host",     "127.0.0.1"};
   // Defaults the user may override by naming the flag (or its opposite).
   auto add_default = [&](std::vector<std::string> names, std::vector<std::string> values) {
     if (!has_any_flag(*user, names)) {
@@ -116,8 +140,8 @@ std::vector<std::pair<std::string, std::string>> LlamaCppServer::child_env(
   // ROCm builds ship their runtime libraries next to the binary.
   std::string dir = std::filesystem::path(executable).parent_path().string();
   const char* existing = std::getenv("LD_LIBRARY_PATH");
-  return {{"LD_LIBRARY_PATH",
-           existing != nullptr && *existing != '\0' ? dir + ":" + existing : dir}};
+  return {
+      {"LD_LIBRARY_PATH", existing != nullptr && *existing != '\0' ? dir + ":" + existing : dir}};
 }
 
 }  // namespace lemon

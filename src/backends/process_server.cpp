@@ -28,9 +28,13 @@ ProcessServer::ProcessServer(ModelInfo model, RecipeOptions options, Device devi
                              const BackendEnvironment& env)
     : WrappedServer(std::move(model), std::move(options), device), env_(env) {}
 
-ProcessServer::~ProcessServer() { stop(); }
+ProcessServer::~ProcessServer() {
+  stop();
+}
 
-std::vector<std::string> ProcessServer::required_roles() const { return {"main"}; }
+std::vector<std::string> ProcessServer::required_roles() const {
+  return {"main"};
+}
 
 std::vector<std::pair<std::string, std::string>> ProcessServer::child_env(
     const std::string& executable) const {
@@ -81,8 +85,7 @@ Error ProcessServer::exited_error(const ChildProcess& child) const {
 
 ProcessServer::ReadyOutcome ProcessServer::wait_ready(
     ChildProcess& child, http::UpstreamClient& client,
-    std::chrono::steady_clock::time_point deadline,
-    const std::function<bool()>& cancelled) const {
+    std::chrono::steady_clock::time_point deadline, const std::function<bool()>& cancelled) const {
   const std::string path = health_path();
   for (;;) {
     auto probe = client.probe(path, std::chrono::milliseconds(1000));
@@ -126,8 +129,7 @@ Status ProcessServer::start(const std::function<bool()>& cancelled) {
     spec.args = std::move(*args);
     spec.env = child_env(executable_);
     spec.log_tag = model_name() + ":" + std::to_string(*port);
-    spec.drop_lines_containing = {"GET " + health_path() + " ", "GET /health ",
-                                  "GET /v1/health "};
+    spec.drop_lines_containing = {"GET " + health_path() + " ", "GET /health ", "GET /v1/health "};
     if (log->should_log(spdlog::level::info)) {
       std::ostringstream cmd;
       cmd << spec.executable;
@@ -224,7 +226,9 @@ std::optional<int> ProcessServer::pid() const {
   return static_cast<int>(child_->pid());
 }
 
-http::UpstreamClient& ProcessServer::client() { return *client_; }
+http::UpstreamClient& ProcessServer::client() {
+  return *client_;
+}
 
 std::vector<std::string> ProcessServer::last_output(std::size_t n) const {
   std::lock_guard lock(mu_);

@@ -2,14 +2,13 @@
 
 namespace lemon {
 
-RyzenAiServer::RyzenAiServer(ModelInfo model, RecipeOptions options,
-                             const BackendEnvironment& env)
+RyzenAiServer::RyzenAiServer(ModelInfo model, RecipeOptions options, const BackendEnvironment& env)
     : ProcessServer(model, options, device_for_recipe(model.recipe, "npu"), env) {}
 
 Result<std::vector<std::string>> RyzenAiServer::build_args(int port) const {
-  std::vector<std::string> args = {"-m", model().resolved_path("main"), "--port",
-                                   std::to_string(port), "--ctx-size",
-                                   std::to_string(options().ctx_size())};
+  std::vector<std::string> args = {"-m",         model().resolved_path("main"),
+                                   "--port",     std::to_string(port),
+                                   "--ctx-size", std::to_string(options().ctx_size())};
   if (verbose()) {
     args.emplace_back("--verbose");
   }

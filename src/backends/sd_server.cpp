@@ -16,7 +16,9 @@ std::string sd_backend(const RecipeOptions& options) {
 SdServer::SdServer(ModelInfo model, RecipeOptions options, const BackendEnvironment& env)
     : ProcessServer(model, options, device_for_recipe("sd-cpp", sd_backend(options)), env) {}
 
-BinaryQuery SdServer::binary_query() const { return {"sd-cpp", sd_backend(options()), "sd-server"}; }
+BinaryQuery SdServer::binary_query() const {
+  return {"sd-cpp", sd_backend(options()), "sd-server"};
+}
 
 std::vector<std::string> SdServer::required_roles() const {
   std::vector<std::string> roles = {"main"};
@@ -55,12 +57,36 @@ std::optional<std::string> SdServer::upstream_path(ApiRoute route) const {
   return std::nullopt;
 }
 
+std::optional<std::string> SdServer::rewrite_body(ApiRoute route,
+                                                  const nlohmann::json& body) const {
+  if (route != ApiRoute::kImageGenerations || !body.is_object()) {
+    return std::nullopt;
+  }
+  const nlohmann::json& opts = options().raw();
+  nlohmann::json extra = {
+      {"steps", body.contains("steps") ? body["steps"] : opts.value("steps", nlohmann::json(20))},
+      {"cfg_scale", body.contains("cfg_scale") ? body["cfg_scale"]
+                                               : opts.value("cfg_scale", nlohmann::json(7.0))}};
+  if (body.contains("seed")) {
+    extra["seed"] = body["seed"];
+  }
+  nlohmann::json out = body;
+  out["prompt"] =
+      body.value("prompt", "") + " <sd_cpp_extra_args>" + extra.dump() + "</sd_cpp_extra_args>";
+  if (!out.contains("size")) {
+    out["size"] =
+        std::to_string(opts.value("width", 512)) + "x" + std::to_string(opts.value("height", 512));
+  }
+  out["response_format"] = "b64_json";
+  return out.dump();
+}
+
 std::vector<std::pair<std::string, std::string>> SdServer::child_env(
     const std::string& executable) const {
   std::string dir = std::filesystem::path(executable).parent_path().string();
   const char* existing = std::getenv("LD_LIBRARY_PATH");
-  return {{"LD_LIBRARY_PATH",
-           existing != nullptr && *existing != '\0' ? dir + ":" + existing : dir}};
+  return {
+      {"LD_LIBRARY_PATH", existing != nullptr && *existing != '\0' ? dir + ":" + existing : dir}};
 }
 
 }  // namespace lemon

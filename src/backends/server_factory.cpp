@@ -42,10 +42,10 @@ Result<std::shared_ptr<WrappedServer>> RecipeServerFactory::create(const ModelIn
   if (r == "sd-cpp") {
     return std::shared_ptr<WrappedServer>(std::make_shared<SdServer>(model, options, env_));
   }
-  return Error(ErrorCode::kUnknownRecipe,
-               "model '" + model.name + "' uses recipe '" + r +
-                   "', which lemonade-router cannot serve",
-               "model");
+  return Error(
+      ErrorCode::kUnknownRecipe,
+      "model '" + model.name + "' uses recipe '" + r + "', which lemonade-router cannot serve",
+      "model");
 }
 
 }  // namespace lemon

@@ -23,7 +23,8 @@ Result<std::vector<std::string>> split_user_args(std::string_view text) {
       case Quote::kDouble:
         if (c == '"') {
           quote = Quote::kNone;
-        } else if (c == '\\' && i + 1 < text.size() && (text[i + 1] == '"' || text[i + 1] == '\\')) {
+        } else if (c == '\\' && i + 1 < text.size() &&
+                   (text[i + 1] == '"' || text[i + 1] == '\\')) {
           word += text[++i];
         } else {
           word += c;

@@ -13,8 +13,7 @@ std::string whisper_backend(const RecipeOptions& options) {
 
 }  // namespace
 
-WhisperServer::WhisperServer(ModelInfo model, RecipeOptions options,
-                             const BackendEnvironment& env)
+WhisperServer::WhisperServer(ModelInfo model, RecipeOptions options, const BackendEnvironment& env)
     : ProcessServer(model, options, device_for_recipe("whispercpp", whisper_backend(options)),
                     env) {}
 
@@ -23,8 +22,8 @@ BinaryQuery WhisperServer::binary_query() const {
 }
 
 Result<std::vector<std::string>> WhisperServer::build_args(int port) const {
-  return std::vector<std::string>{"-m",     model().resolved_path("main"), "--port",
-                                  std::to_string(port), "--host", "127.0.0.1"};
+  return std::vector<std::string>{
+      "-m", model().resolved_path("main"), "--port", std::to_string(port), "--host", "127.0.0.1"};
 }
 
 std::optional<std::string> WhisperServer::upstream_path(ApiRoute route) const {
@@ -38,8 +37,8 @@ std::vector<std::pair<std::string, std::string>> WhisperServer::child_env(
     const std::string& executable) const {
   std::string dir = std::filesystem::path(executable).parent_path().string();
   const char* existing = std::getenv("LD_LIBRARY_PATH");
-  return {{"LD_LIBRARY_PATH",
-           existing != nullptr && *existing != '\0' ? dir + ":" + existing : dir}};
+  return {
+      {"LD_LIBRARY_PATH", existing != nullptr && *existing != '\0' ? dir + ":" + existing : dir}};
 }
 
 }  // namespace lemon

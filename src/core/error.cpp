@@ -22,6 +22,8 @@ const char* error_code_name(ErrorCode code) {
       return "method_not_allowed";
     case ErrorCode::kPayloadTooLarge:
       return "payload_too_large";
+    case ErrorCode::kUnsupportedMediaType:
+      return "unsupported_media_type";
     case ErrorCode::kModelFilesMissing:
       return "model_files_missing";
     case ErrorCode::kInvalidUserArgs:

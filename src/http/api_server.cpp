@@ -1,6 +1,9 @@
 #include "lemon/http/api_server.h"
 
+#include "cors_writer.h"
 #include "lemon/core/log.h"
+#include "lemon/http/error_response.h"
+#include "lemon/http/inference_proxy.h"
 
 namespace lemon::http {
 
@@ -8,8 +11,8 @@ ApiServer::ApiServer(ApiSettings settings, ModelCatalogue& catalogue, Router& ro
                      StatsStore& stats)
     : settings_(std::move(settings)), catalogue_(catalogue), router_(router), stats_(stats) {
   register_routes();
-  server_ = std::make_unique<Server>(
-      settings_.server, [this](Request& r, ResponseWriter& w) { routes_.dispatch(r, w); });
+  server_ = std::make_unique<Server>(settings_.server,
+                                     [this](Request& r, ResponseWriter& w) { handle(r, w); });
 }
 
 ApiServer::~ApiServer() {
@@ -30,41 +33,77 @@ void ApiServer::stop() {
   }
 }
 
+void ApiServer::handle(Request& r, ResponseWriter& raw) {
+  CorsWriter w(raw, cors_headers(r, settings_.access));
+  if (r.method == "OPTIONS") {
+    // CORS preflight: never needs the key (browsers do not send it here).
+    if (!origin_allowed(r, settings_.access)) {
+      write_error(w, Error(ErrorCode::kForbidden, "requests from origin '" +
+                                                      std::string(*r.headers.get("Origin")) +
+                                                      "' are not allowed (see --cors-origins)"));
+      return;
+    }
+    w.send(204, Headers{{"Allow", "GET, POST, OPTIONS"}}, "");
+    return;
+  }
+  routes_.dispatch(r, w);
+}
+
+void ApiServer::route(const std::string& method, const std::string& suffix, RouteAccess access,
+                      std::function<void(Request&, ResponseWriter&, std::string_view)> handler) {
+  routes_.add_api(method, suffix,
+                  [this, access, handler = std::move(handler)](Request& r, ResponseWriter& w,
+                                                               std::string_view param) {
+                    if (auto denied = check_access(r, settings_.access, access)) {
+                      write_error(w, *denied);
+                      return;
+                    }
+                    handler(r, w, param);
+                  });
+}
+
 void ApiServer::register_routes() {
-  auto get = [this](const std::string& path, auto fn) {
-    routes_.add_api("GET", path, [this, fn](Request& r, ResponseWriter& w, std::string_view p) {
-      fn(this, r, w, p);
-    });
+  using P = std::string_view;
+  route("GET", "health", RouteAccess::kHealth,
+        [this](Request&, ResponseWriter& w, P) { handle_health(w); });
+  route("GET", "live", RouteAccess::kPublic,
+        [this](Request&, ResponseWriter& w, P) { handle_live(w); });
+  route("GET", "stats", RouteAccess::kRead,
+        [this](Request&, ResponseWriter& w, P) { handle_stats(w); });
+  route("GET", "system-info", RouteAccess::kRead,
+        [this](Request&, ResponseWriter& w, P) { handle_system_info(w); });
+  route("GET", "models", RouteAccess::kRead,
+        [this](Request& r, ResponseWriter& w, P) { handle_models(r, w); });
+  route("GET", "models/{id}", RouteAccess::kRead,
+        [this](Request&, ResponseWriter& w, P id) { handle_model(id, w); });
+  route("POST", "load", RouteAccess::kJsonPost,
+        [this](Request& r, ResponseWriter& w, P) { handle_load(r, w); });
+  route("POST", "unload", RouteAccess::kJsonPost,
+        [this](Request& r, ResponseWriter& w, P) { handle_unload(r, w); });
+  const std::pair<const char*, ApiRoute> json_routes[] = {
+      {"chat/completions", ApiRoute::kChatCompletions},
+      {"completions", ApiRoute::kCompletions},
+      {"responses", ApiRoute::kResponses},
+      {"embeddings", ApiRoute::kEmbeddings},
+      {"reranking", ApiRoute::kReranking},
+      {"rerank", ApiRoute::kReranking},
+      {"images/generations", ApiRoute::kImageGenerations},
   };
-  auto post = [this](const std::string& path, auto fn) {
-    routes_.add_api("POST", path, [this, fn](Request& r, ResponseWriter& w, std::string_view p) {
-      fn(this, r, w, p);
-    });
-  };
-  get("health",
-      [](ApiServer* s, Request&, ResponseWriter& w, std::string_view) { s->handle_health(w); });
-  get("stats",
-      [](ApiServer* s, Request&, ResponseWriter& w, std::string_view) { s->handle_stats(w); });
-  get("models", [](ApiServer* s, Request& r, ResponseWriter& w, std::string_view) {
-    s->handle_models(r, w);
+  for (const auto& [path, api] : json_routes) {
+    ApiRoute which = api;
+    route("POST", path, RouteAccess::kJsonPost,
+          [this, which](Request& r, ResponseWriter& w, P) { handle_json_inference(which, r, w); });
+  }
+  route("POST", "audio/transcriptions", RouteAccess::kMultipartPost,
+        [this](Request& r, ResponseWriter& w, P) { handle_transcription(r, w); });
+  // Liveness also at the root, and never behind the key.
+  routes_.add_root("GET", "/live", [this](Request& r, ResponseWriter& w, std::string_view) {
+    if (auto denied = check_access(r, settings_.access, RouteAccess::kPublic)) {
+      write_error(w, *denied);
+      return;
+    }
+    handle_live(w);
   });
-  get("models/{id}", [](ApiServer* s, Request&, ResponseWriter& w, std::string_view id) {
-    s->handle_model(id, w);
-  });
-  post("load",
-       [](ApiServer* s, Request& r, ResponseWriter& w, std::string_view) { s->handle_load(r, w); });
-  post("unload", [](ApiServer* s, Request& r, ResponseWriter& w, std::string_view) {
-    s->handle_unload(r, w);
-  });
-  post("chat/completions",
-       [](ApiServer* s, Request& r, ResponseWriter& w, std::string_view) { s->handle_chat(r, w); });
-  post("completions", [](ApiServer* s, Request& r, ResponseWriter& w, std::string_view) {
-    s->handle_completions(r, w);
-  });
-  routes_.add_root("GET", "/live",
-                   [this](Request&, ResponseWriter& w, std::string_view) { handle_live(w); });
-  routes_.add_api("GET", "live",
-                  [this](Request&, ResponseWriter& w, std::string_view) { handle_live(w); });
 }
 
 }  // namespace lemon::http

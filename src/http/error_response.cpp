@@ -25,6 +25,8 @@ ErrorShape error_shape(ErrorCode code) {
       return {405, "invalid_request_error", "method_not_allowed"};
     case ErrorCode::kPayloadTooLarge:
       return {413, "invalid_request_error", "payload_too_large"};
+    case ErrorCode::kUnsupportedMediaType:
+      return {415, "invalid_request_error", "unsupported_media_type"};
     case ErrorCode::kModelFilesMissing:
       return {404, "invalid_request_error", "model_not_downloaded"};
     case ErrorCode::kUnknownRecipe:

@@ -1,109 +1,134 @@
-// Inference routes: validate the body, then run_inference() does the model
-// lookup, type check, auto-load and forwarding for every route alike.
+// Inference routes. Each handler only checks its body; forward_inference()
+// does the rest for every route alike: model lookup and type check (before
+// anything loads), acquire (auto-load, keepalives, cancellation), forward.
 #include "lemon/http/api_server.h"
+#include "lemon/http/embedding_format.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/inference_proxy.h"
 #include "lemon/http/json_request.h"
+#include "lemon/http/multipart.h"
+#include "lemon/http/request_checks.h"
 
 namespace lemon::http {
 namespace {
 
-Status check_messages(const nlohmann::json& body) {
-  auto it = body.find("messages");
-  if (it == body.end() || !it->is_array() || it->empty()) {
-    return Error(ErrorCode::kInvalidRequest, "'messages' must be a non-empty array", "messages");
+Error model_not_found(const ModelCatalogue& catalogue, const std::string& name) {
+  std::string message = "model '" + name + "' was not found";
+  auto some = catalogue.some_available_names(3);
+  for (std::size_t i = 0; i < some.size(); ++i) {
+    message += (i == 0 ? "; available models include " : ", ") + some[i];
   }
-  for (const auto& m : *it) {
-    if (!m.is_object()) {
-      return Error(ErrorCode::kInvalidRequest, "each entry of 'messages' must be an object",
-                   "messages");
-    }
-  }
-  return ok_status();
+  return Error(ErrorCode::kModelNotFound, message, "model");
 }
 
-Status check_prompt(const nlohmann::json& body) {
-  auto it = body.find("prompt");
-  if (it == body.end() || !(it->is_string() || it->is_array())) {
-    return Error(ErrorCode::kInvalidRequest, "'prompt' must be a string or an array", "prompt");
-  }
-  return ok_status();
-}
-
-// OpenAI's newer name for max_tokens; backends know max_tokens.
-bool map_max_completion_tokens(nlohmann::json& body) {
-  auto it = body.find("max_completion_tokens");
-  if (it == body.end() || it->is_null() || body.contains("max_tokens")) {
-    return false;
-  }
-  body["max_tokens"] = *it;
-  return true;
-}
+const char* kTranscriptionFormats[] = {"json", "text", "srt", "verbose_json", "vtt"};
 
 }  // namespace
 
-void ApiServer::handle_chat(Request& r, ResponseWriter& w) {
+void ApiServer::handle_json_inference(ApiRoute route, Request& r, ResponseWriter& w) {
   auto body = parse_json_object(r.body);
   if (!body.ok()) {
     write_error(w, body.error());
     return;
   }
-  if (auto ok = check_messages(*body); !ok.ok()) {
-    write_error(w, ok.error());
-    return;
-  }
-  run_inference(ApiRoute::kChatCompletions, *body, r, w);
-}
-
-void ApiServer::handle_completions(Request& r, ResponseWriter& w) {
-  auto body = parse_json_object(r.body);
-  if (!body.ok()) {
-    write_error(w, body.error());
-    return;
-  }
-  if (auto ok = check_prompt(*body); !ok.ok()) {
-    write_error(w, ok.error());
-    return;
-  }
-  run_inference(ApiRoute::kCompletions, *body, r, w);
-}
-
-void ApiServer::run_inference(ApiRoute route, nlohmann::json& body, Request& r, ResponseWriter& w) {
-  auto model = string_field(body, "model", true);
+  auto model = string_field(*body, "model", true);
   if (!model.ok()) {
     write_error(w, model.error());
     return;
   }
-  auto stream = bool_field(body, "stream", false);
+  auto stream = bool_field(*body, "stream", false);
   if (!stream.ok()) {
     write_error(w, stream.error());
     return;
   }
-  auto info = catalogue_.find(*model);
-  if (!info) {
-    auto some = catalogue_.some_available_names(3);
-    std::string message = "model '" + *model + "' was not found";
-    for (std::size_t i = 0; i < some.size(); ++i) {
-      message += (i == 0 ? "; available models include " : ", ") + some[i];
+  if (auto checked = check_request(route, *body); !checked.ok()) {
+    write_error(w, checked.error());
+    return;
+  }
+  if (*stream && (route == ApiRoute::kEmbeddings || route == ApiRoute::kReranking ||
+                  route == ApiRoute::kImageGenerations)) {
+    write_error(
+        w, Error(ErrorCode::kInvalidRequest,
+                 std::string("'stream' is not supported on ") + api_route_name(route), "stream"));
+    return;
+  }
+  InferenceRequest req;
+  req.route = route;
+  req.model = *model;
+  req.stream = *stream;
+  req.json = &*body;
+  req.body_changed = map_max_completion_tokens(*body);
+  req.raw_body = r.body;
+  req.content_type = "application/json";
+  if (route == ApiRoute::kEmbeddings && body->value("encoding_format", "float") == "base64") {
+    req.transform = [](std::string_view answer) { return embeddings_as_base64(answer); };
+  }
+  forward_inference(req, w);
+}
+
+void ApiServer::handle_transcription(Request& r, ResponseWriter& w) {
+  auto content_type = r.headers.get("Content-Type").value_or("");
+  auto boundary = multipart_boundary(content_type);
+  if (!boundary) {
+    write_error(w, Error(ErrorCode::kInvalidRequest,
+                         "audio/transcriptions takes multipart/form-data with a boundary"));
+    return;
+  }
+  auto parts = parse_multipart(r.body, *boundary);
+  if (!parts.ok()) {
+    write_error(w, parts.error());
+    return;
+  }
+  const MultipartPart* file = find_part(*parts, "file");
+  if (file == nullptr || file->data.empty()) {
+    write_error(w, Error(ErrorCode::kInvalidRequest, "'file' (the audio) is required", "file"));
+    return;
+  }
+  const MultipartPart* model = find_part(*parts, "model");
+  if (model == nullptr || model->data.empty()) {
+    write_error(w, Error(ErrorCode::kInvalidRequest, "'model' is required", "model"));
+    return;
+  }
+  if (const MultipartPart* fmt = find_part(*parts, "response_format")) {
+    bool known = false;
+    for (const char* f : kTranscriptionFormats) {
+      known = known || fmt->data == f;
     }
-    write_error(w, Error(ErrorCode::kModelNotFound, message, "model"));
+    if (!known) {
+      write_error(w, Error(ErrorCode::kInvalidRequest,
+                           "'response_format' must be json, text, srt, verbose_json or vtt",
+                           "response_format"));
+      return;
+    }
+  }
+  InferenceRequest req;
+  req.route = ApiRoute::kTranscriptions;
+  req.model = std::string(model->data);
+  req.raw_body = r.body;
+  req.content_type = std::string(content_type);
+  forward_inference(req, w);
+}
+
+void ApiServer::forward_inference(InferenceRequest& req, ResponseWriter& w) {
+  auto info = catalogue_.find(req.model);
+  if (!info) {
+    write_error(w, model_not_found(catalogue_, req.model));
     return;
   }
-  ModelType needed = model_type_for_route(route);
+  ModelType needed = model_type_for_route(req.route);
   if (info->type != needed) {
-    write_error(w,
-                Error(ErrorCode::kUnsupportedOperation,
-                      "model '" + *model + "' is a " + model_type_name(info->type) + " model; " +
-                          api_route_name(route) + " needs a " + model_type_name(needed) + " model",
-                      "model"));
+    write_error(w, Error(ErrorCode::kUnsupportedOperation,
+                         "model '" + req.model + "' has type '" + model_type_name(info->type) +
+                             "'; " + api_route_name(req.route) + " needs a model of type '" +
+                             model_type_name(needed) + "'",
+                         "model"));
     return;
   }
-  const bool rewritten = map_max_completion_tokens(body);
 
   WaitHooks hooks;
   hooks.tick_interval = settings_.keepalive_interval;
   hooks.cancelled = [&w] { return !w.client_connected(); };
-  if (*stream) {
+  if (req.stream) {
     // Keep a streaming client informed while its model loads.
     hooks.on_tick = [&w] {
       if (!w.headers_sent()) {
@@ -114,7 +139,7 @@ void ApiServer::run_inference(ApiRoute route, nlohmann::json& body, Request& r, 
       w.write_chunk(": loading\n\n");
     };
   }
-  auto lease = router_.acquire(*model, hooks);
+  auto lease = router_.acquire(req.model, hooks);
   if (!lease.ok()) {
     if (lease.error().code() != ErrorCode::kCancelled) {
       write_error(w, lease.error());
@@ -122,26 +147,32 @@ void ApiServer::run_inference(ApiRoute route, nlohmann::json& body, Request& r, 
     return;
   }
   WrappedServer& server = lease->server();
-  auto path = server.upstream_path(route);
+  auto path = server.upstream_path(req.route);
   if (!path) {
     write_error(w, Error(ErrorCode::kUnsupportedOperation,
-                         std::string(api_route_name(route)) + " is not supported by recipe '" +
+                         std::string(api_route_name(req.route)) + " is not supported by recipe '" +
                              server.model().recipe + "'",
                          "model"));
     return;
   }
   std::string owned_body;
-  if (auto custom = server.rewrite_body(route, body)) {
-    owned_body = std::move(*custom);
-  } else if (rewritten) {
-    owned_body = body.dump();
+  std::string_view body = req.raw_body;
+  if (req.json != nullptr) {
+    if (auto custom = server.rewrite_body(req.route, *req.json)) {
+      owned_body = std::move(*custom);
+      body = owned_body;
+    } else if (req.body_changed) {
+      owned_body = req.json->dump();
+      body = owned_body;
+    }
   }
   ProxyCall call;
   call.path = *path;
-  call.body =
-      rewritten || !owned_body.empty() ? std::string_view(owned_body) : std::string_view(r.body);
-  call.stream = *stream;
-  call.append_done = route != ApiRoute::kResponses;
+  call.body = body;
+  call.content_type = req.content_type;
+  call.stream = req.stream;
+  call.append_done = req.route != ApiRoute::kResponses;
+  call.transform = req.transform;
   forward_to_backend(*lease, call, w, stats_);
 }
 

@@ -1,6 +1,7 @@
 // Management routes: health, live, stats, models, load, unload.
 #include <chrono>
 
+#include "lemon/backends/system_info.h"
 #include "lemon/http/api_server.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/inference_proxy.h"
@@ -66,6 +67,10 @@ void ApiServer::handle_health(ResponseWriter& w) {
 
 void ApiServer::handle_live(ResponseWriter& w) {
   send_json(w, 200, {{"status", "ok"}});
+}
+
+void ApiServer::handle_system_info(ResponseWriter& w) {
+  send_json(w, 200, system_info_json(settings_.cache_dir, settings_.cli_options));
 }
 
 void ApiServer::handle_stats(ResponseWriter& w) {

@@ -88,7 +88,11 @@ void forward_whole(Lease& lease, const ProxyCall& call, ResponseWriter& writer, 
   Headers headers;
   headers.add("Content-Type",
               std::string(resp->headers.get("Content-Type").value_or("application/json")));
-  writer.send(resp->status, headers, resp->body);
+  std::optional<std::string> transformed;
+  if (call.transform) {
+    transformed = call.transform(resp->body);
+  }
+  writer.send(resp->status, headers, transformed ? *transformed : resp->body);
   std::optional<nlohmann::json> usage;
   if (resp->body.find("\"usage\"") != std::string::npos ||
       resp->body.find("\"timings\"") != std::string::npos) {

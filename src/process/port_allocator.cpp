@@ -1,11 +1,11 @@
 #include "lemon/process/port_allocator.h"
 
 #include <arpa/inet.h>
-#include <cerrno>
-#include <cstring>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <cerrno>
+#include <cstring>
 
 #include <string>
 
@@ -74,6 +74,8 @@ void PortAllocator::release(int port) {
   in_use_.erase(port);
 }
 
-bool port_in_use(int port) { return !bindable(port); }
+bool port_in_use(int port) {
+  return !bindable(port);
+}
 
 }  // namespace lemon

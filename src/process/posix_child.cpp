@@ -1,10 +1,10 @@
 #include "posix_child.h"
 
-#include <csignal>
-#include <cstring>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <csignal>
+#include <cstring>
 
 #include "lemon/core/log.h"
 
@@ -35,7 +35,9 @@ PosixChild::PosixChild(pid_t pid, int pidfd, const SpawnSpec& spec)
       drop_(spec.drop_lines_containing),
       kept_lines_(spec.kept_lines) {}
 
-PosixChild::~PosixChild() { ::close(pidfd_); }
+PosixChild::~PosixChild() {
+  ::close(pidfd_);
+}
 
 std::optional<ExitStatus> PosixChild::exit_status() const {
   std::lock_guard lock(mu_);

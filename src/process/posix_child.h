@@ -50,9 +50,9 @@ class PosixChild final : public ChildProcess {
 
   mutable std::mutex mu_;
   std::condition_variable exited_cv_;
-  std::optional<ExitStatus> status_;                  // guarded by mu_
-  std::deque<std::string> lines_;                     // guarded by mu_
-  std::function<void(const ExitStatus&)> on_exit_;    // guarded by mu_
+  std::optional<ExitStatus> status_;                // guarded by mu_
+  std::deque<std::string> lines_;                   // guarded by mu_
+  std::function<void(const ExitStatus&)> on_exit_;  // guarded by mu_
 };
 
 }  // namespace lemon::process_detail

@@ -200,7 +200,8 @@ Result<Spawned> fork_exec(const SpawnSpec& spec) {
 
 class PosixLauncher final : public ProcessLauncher {
  public:
-  PosixLauncher() : wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)), epoll_(::epoll_create1(EPOLL_CLOEXEC)) {
+  PosixLauncher()
+      : wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)), epoll_(::epoll_create1(EPOLL_CLOEXEC)) {
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.fd = wake_.get();
@@ -398,9 +399,9 @@ class PosixLauncher final : public ProcessLauncher {
   Fd epoll_;
   std::mutex mu_;
   std::condition_variable spawn_cv_;
-  bool stopping_ = false;                          // guarded by mu_
-  std::deque<std::shared_ptr<SpawnJob>> jobs_;     // guarded by mu_
-  std::map<int, Watched> watched_;                 // guarded by mu_
+  bool stopping_ = false;                       // guarded by mu_
+  std::deque<std::shared_ptr<SpawnJob>> jobs_;  // guarded by mu_
+  std::map<int, Watched> watched_;              // guarded by mu_
   std::thread spawner_;
   std::thread monitor_;
 };

@@ -31,8 +31,7 @@ std::string choose_lru_victim(const std::vector<SlotView>& slots, ModelType type
     return a.model < b.model;
   };
   for (const auto& s : slots) {
-    if (s.type != type ||
-        std::find(exclude.begin(), exclude.end(), s.model) != exclude.end()) {
+    if (s.type != type || std::find(exclude.begin(), exclude.end(), s.model) != exclude.end()) {
       continue;
     }
     if (best == nullptr || better(s, *best)) {

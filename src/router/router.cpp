@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "load_job.h"
 #include "lemon/core/log.h"
+#include "load_job.h"
 
 namespace lemon {
 namespace {
@@ -49,7 +49,9 @@ Router::Router(const ModelResolver& models, ServerFactory& factory, RouterConfig
   loader_ = std::thread([this] { loader_loop(); });
 }
 
-Router::~Router() { shutdown(); }
+Router::~Router() {
+  shutdown();
+}
 
 void Router::emit(RouterEvent event) const {
   if (config_.on_event) {
@@ -93,13 +95,13 @@ Result<std::shared_ptr<Router::LoadJob>> Router::make_job(
     return std::move(info).error();
   }
   if (!info->downloaded) {
-    std::string missing = info->missing_paths.empty() ? info->checkpoint()
-                                                      : info->missing_paths.front();
+    std::string missing =
+        info->missing_paths.empty() ? info->checkpoint() : info->missing_paths.front();
     return Error(ErrorCode::kModelFilesMissing,
                  "model '" + info->name + "' is not downloaded: missing " + missing, "model");
   }
-  RecipeOptions layered = request_options ? request_options->inherit(info->saved_options)
-                                          : info->saved_options;
+  RecipeOptions layered =
+      request_options ? request_options->inherit(info->saved_options) : info->saved_options;
   auto job = std::make_shared<LoadJob>();
   job->model = info->name;
   job->options = layered.inherit(config_.cli_options).restricted_to(info->recipe);
@@ -108,8 +110,7 @@ Result<std::shared_ptr<Router::LoadJob>> Router::make_job(
   return job;
 }
 
-Status Router::wait_for_job(std::unique_lock<std::mutex>& lock,
-                            const std::shared_ptr<LoadJob>& job,
+Status Router::wait_for_job(std::unique_lock<std::mutex>& lock, const std::shared_ptr<LoadJob>& job,
                             const std::shared_ptr<LoadWaiter>& waiter, const WaitHooks& hooks) {
   const bool ticking = hooks.cancelled || hooks.on_tick;
   auto next_tick = std::chrono::steady_clock::now() + hooks.tick_interval;
@@ -181,7 +182,9 @@ Result<Lease> Router::acquire(std::string_view model_name, const WaitHooks& hook
     // released to report the event.
     lock.unlock();
     emit({created ? RouterEvent::Kind::kLoadQueued : RouterEvent::Kind::kLoadJoined,
-          job->model, {}, {}});
+          job->model,
+          {},
+          {}});
     lock.lock();
     auto waited = wait_for_job(lock, job, waiter, hooks);
     if (!waited.ok()) {
@@ -219,8 +222,10 @@ Status Router::load(std::string_view model_name, const RecipeOptions& request_op
   auto waiter = std::make_shared<LoadWaiter>(false);
   job->waiters.push_back(waiter);
   lock.unlock();
-  emit({created ? RouterEvent::Kind::kLoadQueued : RouterEvent::Kind::kLoadJoined, job->model,
-        {}, {}});
+  emit({created ? RouterEvent::Kind::kLoadQueued : RouterEvent::Kind::kLoadJoined,
+        job->model,
+        {},
+        {}});
   lock.lock();
   return wait_for_job(lock, job, waiter, hooks);
 }
@@ -299,8 +304,8 @@ std::vector<SlotView> Router::snapshot() const {
   std::vector<SlotView> views;
   views.reserve(slots_.size());
   for (const auto& [name, slot] : slots_) {
-    views.push_back({name, slot->server->type(), slot->server->device(), slot->in_flight,
-                     slot->lru_tick});
+    views.push_back(
+        {name, slot->server->type(), slot->server->device(), slot->in_flight, slot->lru_tick});
   }
   return views;
 }

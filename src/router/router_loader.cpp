@@ -186,8 +186,8 @@ void Router::retire(const std::vector<std::shared_ptr<ServerSlot>>& victims, con
       std::string name = v->server->model_name();
       int busy = v->in_flight;
       lock.unlock();
-      logger("router")->info("waiting for '{}' to finish {} request(s) before stopping it",
-                             name, busy);
+      logger("router")->info("waiting for '{}' to finish {} request(s) before stopping it", name,
+                             busy);
       emit({RouterEvent::Kind::kDrainWaiting, name, std::to_string(busy), {}});
       lock.lock();
       cv_.wait(lock, [&] { return drained(*v); });

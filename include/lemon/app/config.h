@@ -28,12 +28,16 @@ struct Config {
   std::chrono::milliseconds stop_grace{5'000};
   bool no_broadcast = false;  // accepted for compatibility; we never broadcast
 
-  std::string cache_dir;     // LEMONADE_CACHE_DIR or ~/.cache/lemonade
-  std::string hf_hub_cache;  // HF_HUB_CACHE, $HF_HOME/hub, or ~/.cache/huggingface/hub
-  std::string resources_dir; // where server_models.json lives
+  std::string cache_dir;      // LEMONADE_CACHE_DIR or ~/.cache/lemonade
+  std::string hf_hub_cache;   // HF_HUB_CACHE, $HF_HOME/hub, or ~/.cache/huggingface/hub
+  std::string resources_dir;  // where server_models.json lives
 
   std::size_t max_body_bytes = 64u << 20;
   int max_connections = 1024;
+
+  std::string api_key;  // --api-key / LEMONADE_API_KEY; empty: no authentication
+  bool health_without_auth = false;
+  std::vector<std::string> cors_origins;  // --cors-origins; "*" only when given
 };
 
 // The outcome of parsing: a Config, or a request to exit (help/version was

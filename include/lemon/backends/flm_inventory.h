@@ -32,9 +32,9 @@ class FlmInventory {
   const std::string cache_dir_;
   const std::chrono::seconds ttl_;
   std::mutex mu_;
-  std::vector<std::string> cached_;                   // guarded by mu_
-  std::chrono::steady_clock::time_point fetched_{};   // guarded by mu_
-  bool valid_ = false;                                // guarded by mu_
+  std::vector<std::string> cached_;                  // guarded by mu_
+  std::chrono::steady_clock::time_point fetched_{};  // guarded by mu_
+  bool valid_ = false;                               // guarded by mu_
 };
 
 }  // namespace lemon

@@ -17,8 +17,8 @@
 #include "lemon/backends/binary_locator.h"
 #include "lemon/backends/wrapped_server.h"
 #include "lemon/http/upstream_client.h"
-#include "lemon/process/process_launcher.h"
 #include "lemon/process/port_allocator.h"
+#include "lemon/process/process_launcher.h"
 
 namespace lemon {
 
@@ -75,9 +75,9 @@ class ProcessServer : public WrappedServer {
   std::string executable_;  // set by prepare()
 
   mutable std::mutex mu_;
-  std::shared_ptr<ChildProcess> child_;            // guarded by mu_
-  std::unique_ptr<http::UpstreamClient> client_;   // set once by start()
-  int port_ = 0;                                   // guarded by mu_
+  std::shared_ptr<ChildProcess> child_;           // guarded by mu_
+  std::unique_ptr<http::UpstreamClient> client_;  // set once by start()
+  int port_ = 0;                                  // guarded by mu_
   std::atomic<bool> stopping_{false};
 };
 

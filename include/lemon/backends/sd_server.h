@@ -15,6 +15,11 @@ class SdServer final : public ProcessServer {
 
   Result<std::vector<std::string>> build_args(int port) const override;
   std::optional<std::string> upstream_path(ApiRoute route) const override;
+  // sd-server takes steps, cfg_scale and seed inside the prompt as
+  // <sd_cpp_extra_args>{...}</sd_cpp_extra_args>; missing values come from the
+  // load options, and a missing size from width x height.
+  std::optional<std::string> rewrite_body(ApiRoute route,
+                                          const nlohmann::json& body) const override;
 
  protected:
   BinaryQuery binary_query() const override;

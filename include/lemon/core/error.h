@@ -27,13 +27,14 @@ enum class ErrorCode {
   kRouteNotFound,         // unknown path
   kMethodNotAllowed,      // known path, wrong method
   kPayloadTooLarge,       // body over the configured limit
+  kUnsupportedMediaType,  // POST body without the Content-Type the route takes
 
   // Load failures that a retry cannot fix: never trigger evict-all.
-  kModelFilesMissing,    // resolved file(s) absent on disk
-  kInvalidUserArgs,      // llamacpp_args names a router-owned flag, bad quoting
-  kUnknownRecipe,        // recipe we have no WrappedServer for
-  kBackendBinaryMissing, // no executable found for recipe/backend
-  kInvalidOption,        // bad option value (unknown backend name, ...)
+  kModelFilesMissing,     // resolved file(s) absent on disk
+  kInvalidUserArgs,       // llamacpp_args names a router-owned flag, bad quoting
+  kUnknownRecipe,         // recipe we have no WrappedServer for
+  kBackendBinaryMissing,  // no executable found for recipe/backend
+  kInvalidOption,         // bad option value (unknown backend name, ...)
 
   // Load failures that evict-all-then-retry may fix.
   kBackendExited,        // child exited before becoming ready
@@ -92,8 +93,8 @@ class Error {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}       // NOLINT(google-explicit-constructor)
-  Result(Error error) : v_(std::move(error)) {}   // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}      // NOLINT(google-explicit-constructor)
+  Result(Error error) : v_(std::move(error)) {}  // NOLINT(google-explicit-constructor)
 
   bool ok() const { return v_.index() == 0; }
   explicit operator bool() const { return ok(); }
@@ -131,6 +132,8 @@ class [[nodiscard]] Result<void> {
 
 using Status = Result<void>;
 
-inline Status ok_status() { return Status{}; }
+inline Status ok_status() {
+  return Status{};
+}
 
 }  // namespace lemon

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "lemon/backends/wrapped_server.h"
+#include "lemon/http/access_policy.h"
 #include "lemon/http/route_table.h"
 #include "lemon/http/server.h"
 #include "lemon/models/catalogue.h"
@@ -27,6 +28,22 @@ struct ApiSettings {
   ServerOptions server;
   // How often a streaming client waiting for a load gets ": loading".
   std::chrono::milliseconds keepalive_interval{1000};
+  AccessSettings access;
+  std::string cache_dir;      // for /system-info's backend lookup
+  RecipeOptions cli_options;  // for /system-info's default backends
+};
+
+// One inference request on its way to a backend.
+struct InferenceRequest {
+  ApiRoute route = ApiRoute::kChatCompletions;
+  std::string model;
+  bool stream = false;
+  nlohmann::json* json = nullptr;  // parsed body of JSON routes (may be rewritten)
+  bool body_changed = false;       // json differs from raw_body
+  std::string_view raw_body;
+  std::string content_type;
+  // Optional rewrite of a successful non-streaming answer.
+  std::function<std::optional<std::string>(std::string_view)> transform;
 };
 
 class ApiServer {
@@ -40,6 +57,11 @@ class ApiServer {
 
  private:
   void register_routes();
+  // Every request: CORS headers, OPTIONS preflight, then the route table.
+  void handle(Request& r, ResponseWriter& w);
+  // Registers an API route whose access is checked before `handler` runs.
+  void route(const std::string& method, const std::string& suffix, RouteAccess access,
+             std::function<void(Request&, ResponseWriter&, std::string_view)> handler);
 
   // Management (handlers_management.cpp).
   void handle_health(ResponseWriter& w);
@@ -49,13 +71,14 @@ class ApiServer {
   void handle_model(std::string_view id, ResponseWriter& w);
   void handle_load(Request& r, ResponseWriter& w);
   void handle_unload(Request& r, ResponseWriter& w);
+  void handle_system_info(ResponseWriter& w);
 
   // Inference (handlers_inference.cpp).
-  void handle_chat(Request& r, ResponseWriter& w);
-  void handle_completions(Request& r, ResponseWriter& w);
-  // Shared tail of every JSON inference route: model lookup and type check,
+  void handle_json_inference(ApiRoute route, Request& r, ResponseWriter& w);
+  void handle_transcription(Request& r, ResponseWriter& w);
+  // Shared tail of every inference route: model lookup and type check,
   // acquire (auto-load, keepalives, cancellation), then forward.
-  void run_inference(ApiRoute route, nlohmann::json& body, Request& r, ResponseWriter& w);
+  void forward_inference(InferenceRequest& req, ResponseWriter& w);
 
   ApiSettings settings_;
   ModelCatalogue& catalogue_;

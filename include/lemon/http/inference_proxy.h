@@ -12,6 +12,8 @@
 // Thread-safety: runs on the request's connection thread.
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -22,11 +24,13 @@
 namespace lemon::http {
 
 struct ProxyCall {
-  std::string path;          // backend path, e.g. "/v1/chat/completions"
-  std::string_view body;     // bytes to send (must outlive the call)
+  std::string path;       // backend path, e.g. "/v1/chat/completions"
+  std::string_view body;  // bytes to send (must outlive the call)
   std::string content_type = "application/json";
   bool stream = false;
-  bool append_done = true;   // end SSE streams with data: [DONE] if the backend did not
+  bool append_done = true;  // end SSE streams with data: [DONE] if the backend did not
+  // Optional rewrite of a successful non-streaming answer (nullopt: as is).
+  std::function<std::optional<std::string>(std::string_view)> transform;
 };
 
 void forward_to_backend(Lease& lease, const ProxyCall& call, ResponseWriter& writer,

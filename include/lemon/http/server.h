@@ -60,10 +60,10 @@ class ResponseWriter {
 using Handler = std::function<void(Request& request, ResponseWriter& writer)>;
 
 struct ServerOptions {
-  std::size_t max_body_bytes = 64u << 20;      // larger bodies get 413
-  std::size_t max_header_bytes = 64u << 10;    // larger heads get 431
-  int max_connections = 1024;                  // concurrent connections (= threads)
-  int spare_threads = 4;                       // idle threads kept warm
+  std::size_t max_body_bytes = 64u << 20;       // larger bodies get 413
+  std::size_t max_header_bytes = 64u << 10;     // larger heads get 431
+  int max_connections = 1024;                   // concurrent connections (= threads)
+  int spare_threads = 4;                        // idle threads kept warm
   std::chrono::seconds keep_alive_timeout{60};  // idle keep-alive connection
   std::chrono::seconds read_timeout{60};        // while a request is half-read
   std::size_t thread_stack_bytes = 512u << 10;

@@ -27,10 +27,10 @@ namespace lemon::http {
 
 struct UpstreamRequest {
   std::string method = "POST";
-  std::string path;                // "/v1/chat/completions"
-  std::string content_type;        // "" for no body
-  std::string_view body;           // must outlive the call
-  Headers headers;                 // extra request headers
+  std::string path;          // "/v1/chat/completions"
+  std::string content_type;  // "" for no body
+  std::string_view body;     // must outlive the call
+  Headers headers;           // extra request headers
 };
 
 struct CallOptions {

@@ -13,18 +13,18 @@
 // Thread-safety: every method may be called from any thread.
 #pragma once
 
+#include <sys/types.h>
 #include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
-#include <sys/types.h>
 #include <vector>
 
 namespace lemon {
 
 struct ExitStatus {
-  bool signaled = false;  // killed by a signal
-  int code = 0;           // exit code, or the signal number when signaled
+  bool signaled = false;         // killed by a signal
+  int code = 0;                  // exit code, or the signal number when signaled
   std::string describe() const;  // "exit code 1" / "killed by signal 9 (SIGKILL)"
 };
 

@@ -59,15 +59,15 @@ struct WaitHooks {
 // sleeping). Delivered on the thread that did the thing, never under mu_.
 struct RouterEvent {
   enum class Kind {
-    kLoadQueued,      // model (a new load entered the queue)
-    kLoadJoined,      // model (a caller joined a queued or running load)
-    kLoadStarted,     // model (a load left the queue)
-    kEvictionPlanned, // model = victim, detail = reason
-    kDrainWaiting,    // model = victim with requests in flight
-    kServerStopped,   // model
-    kServerCrashed,   // model
-    kLoadSucceeded,   // model
-    kLoadFailed,      // model, code
+    kLoadQueued,             // model (a new load entered the queue)
+    kLoadJoined,             // model (a caller joined a queued or running load)
+    kLoadStarted,            // model (a load left the queue)
+    kEvictionPlanned,        // model = victim, detail = reason
+    kDrainWaiting,           // model = victim with requests in flight
+    kServerStopped,          // model
+    kServerCrashed,          // model
+    kLoadSucceeded,          // model
+    kLoadFailed,             // model, code
     kRetryingAfterEvictAll,  // model, code of the first failure
   };
   Kind kind;
@@ -158,7 +158,7 @@ class Router {
   void on_server_exit(const std::weak_ptr<ServerSlot>& slot);
   void emit(RouterEvent event) const;
   void shutdown_now();
-  std::vector<SlotView> snapshot() const;  // REQUIRES: mu_ held
+  std::vector<SlotView> snapshot() const;                   // REQUIRES: mu_ held
   LoadedServerInfo describe(const ServerSlot& slot) const;  // REQUIRES: mu_ held
 
   const ModelResolver& models_;

@@ -30,10 +30,10 @@ struct ServerSlot {
 
   // Guarded by Router::mu_.
   SlotState state = SlotState::kReady;
-  int in_flight = 0;              // exact count of live Leases
-  std::uint64_t lru_tick = 0;     // logical clock of the last touch
-  std::int64_t last_use_ms = 0;   // wall clock (Unix ms) of the last touch
-  bool retire_owned = false;      // someone is draining/stopping it
+  int in_flight = 0;             // exact count of live Leases
+  std::uint64_t lru_tick = 0;    // logical clock of the last touch
+  std::int64_t last_use_ms = 0;  // wall clock (Unix ms) of the last touch
+  bool retire_owned = false;     // someone is draining/stopping it
 };
 
 }  // namespace lemon

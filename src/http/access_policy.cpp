@@ -1,0 +1,95 @@
+#include "lemon/http/access_policy.h"
+
+#include <algorithm>
+
+namespace lemon::http {
+
+bool constant_time_equals(std::string_view a, std::string_view b) {
+  // Always walk the longer input so the loop length does not depend on
+  // where the first mismatch is.
+  std::size_t n = std::max(a.size(), b.size());
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (std::size_t i = 0; i < n; ++i) {
+    auto x = static_cast<unsigned char>(i < a.size() ? a[i] : 0);
+    auto y = static_cast<unsigned char>(i < b.size() ? b[i] : 0);
+    diff |= static_cast<unsigned char>(x ^ y);
+  }
+  return diff == 0;
+}
+
+bool origin_allowed(const Request& request, const AccessSettings& settings) {
+  auto origin = request.headers.get("Origin");
+  if (!origin) {
+    return true;  // not a browser cross-origin request
+  }
+  for (const auto& allowed : settings.cors_origins) {
+    if (allowed == "*" || iequals(allowed, *origin)) {
+      return true;
+    }
+  }
+  auto host = request.headers.get("Host");
+  return host && (iequals(*origin, "http://" + std::string(*host)) ||
+                  iequals(*origin, "https://" + std::string(*host)));
+}
+
+Headers cors_headers(const Request& request, const AccessSettings& settings) {
+  Headers h;
+  auto origin = request.headers.get("Origin");
+  if (!origin) {
+    return h;
+  }
+  bool wildcard = false;
+  bool listed = false;
+  for (const auto& allowed : settings.cors_origins) {
+    wildcard = wildcard || allowed == "*";
+    listed = listed || iequals(allowed, *origin);
+  }
+  if (!wildcard && !listed) {
+    return h;
+  }
+  h.add("Access-Control-Allow-Origin", wildcard && !listed ? "*" : std::string(*origin));
+  h.add("Vary", "Origin");
+  h.add("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+  h.add("Access-Control-Allow-Headers", "Authorization, Content-Type");
+  h.add("Access-Control-Max-Age", "600");
+  return h;
+}
+
+std::optional<Error> check_access(const Request& request, const AccessSettings& settings,
+                                  RouteAccess access) {
+  if (!origin_allowed(request, settings)) {
+    return Error(ErrorCode::kForbidden, "requests from origin '" +
+                                            std::string(*request.headers.get("Origin")) +
+                                            "' are not allowed (see --cors-origins)");
+  }
+  bool needs_key = !settings.api_key.empty() && access != RouteAccess::kPublic &&
+                   !(access == RouteAccess::kHealth && settings.health_without_auth);
+  if (needs_key) {
+    auto auth = request.headers.get("Authorization").value_or("");
+    constexpr std::string_view kBearer = "Bearer ";
+    bool ok = auth.size() > kBearer.size() && iequals(auth.substr(0, kBearer.size()), kBearer) &&
+              constant_time_equals(auth.substr(kBearer.size()), settings.api_key);
+    if (!ok) {
+      return Error(ErrorCode::kUnauthorized,
+                   "missing or invalid API key: send 'Authorization: Bearer <key>'");
+    }
+  }
+  if (access == RouteAccess::kJsonPost || access == RouteAccess::kMultipartPost) {
+    std::string media = request.media_type();
+    bool empty = request.body.empty();
+    bool json = media == "application/json";
+    bool multipart = media == "multipart/form-data";
+    bool accepted =
+        access == RouteAccess::kJsonPost ? (json || (empty && media.empty())) : multipart;
+    if (!accepted) {
+      return Error(
+          ErrorCode::kUnsupportedMediaType,
+          std::string("this route takes Content-Type: ") +
+              (access == RouteAccess::kJsonPost ? "application/json" : "multipart/form-data") +
+              (media.empty() ? std::string(" (none was sent)") : " (got " + media + ")"));
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace lemon::http

@@ -1,0 +1,41 @@
+// CorsWriter: a ResponseWriter that adds the request's CORS headers to
+// whatever response the handler writes. Internal to src/http.
+#pragma once
+
+#include "lemon/http/server.h"
+
+namespace lemon::http {
+
+class CorsWriter final : public ResponseWriter {
+ public:
+  CorsWriter(ResponseWriter& inner, Headers cors) : inner_(inner), cors_(std::move(cors)) {}
+
+  bool send(int status, const Headers& headers, std::string_view body) override {
+    return inner_.send(status, with_cors(headers), body);
+  }
+  bool begin_chunked(int status, const Headers& headers) override {
+    return inner_.begin_chunked(status, with_cors(headers));
+  }
+  bool write_chunk(std::string_view data) override { return inner_.write_chunk(data); }
+  bool finish() override { return inner_.finish(); }
+  bool headers_sent() const override { return inner_.headers_sent(); }
+  bool client_connected() override { return inner_.client_connected(); }
+  int client_fd() const override { return inner_.client_fd(); }
+
+ private:
+  Headers with_cors(const Headers& headers) const {
+    if (cors_.empty()) {
+      return headers;
+    }
+    Headers merged = headers;
+    for (const auto& [k, v] : cors_.fields()) {
+      merged.set(k, v);
+    }
+    return merged;
+  }
+
+  ResponseWriter& inner_;
+  Headers cors_;
+};
+
+}  // namespace lemon::http
