@@ -102,7 +102,9 @@ bool FakeServer::exited() const {
   return !running_;
 }
 
-http::UpstreamClient& FakeServer::client() { std::abort(); }
+http::UpstreamClient& FakeServer::client() {
+  std::abort();
+}
 
 std::optional<std::string> FakeServer::upstream_path(ApiRoute route) const {
   return std::string("/fake/") + api_route_name(route);

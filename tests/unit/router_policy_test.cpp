@@ -8,8 +8,8 @@
 namespace lemon {
 namespace {
 
-SlotView slot(const std::string& model, ModelType type, std::uint64_t last_use,
-              int in_flight = 0, Device device = Device::kGpu) {
+SlotView slot(const std::string& model, ModelType type, std::uint64_t last_use, int in_flight = 0,
+              Device device = Device::kGpu) {
   return SlotView{model, type, device, in_flight, last_use};
 }
 
@@ -42,8 +42,8 @@ TEST(EvictionPolicy, TypesAreIndependent) {
     EXPECT_TRUE(plan_eviction(slots, {"x", t, Device::kCpu}, SlotLimits::uniform(1)).empty())
         << model_type_name(t);
   }
-  auto plan = plan_eviction(slots, {"r2", ModelType::kReranking, Device::kGpu},
-                            SlotLimits::uniform(1));
+  auto plan =
+      plan_eviction(slots, {"r2", ModelType::kReranking, Device::kGpu}, SlotLimits::uniform(1));
   EXPECT_EQ(victims(plan), std::vector<std::string>{"rerank"});
 }
 
@@ -65,7 +65,8 @@ TEST(EvictionPolicy, IdleServerIsChosenBeforeBusyOne) {
 }
 
 TEST(EvictionPolicy, AllBusyStillChoosesLeastRecentlyUsed) {
-  std::vector<SlotView> slots = {slot("b", ModelType::kLlm, 7, 1), slot("a", ModelType::kLlm, 3, 1)};
+  std::vector<SlotView> slots = {slot("b", ModelType::kLlm, 7, 1),
+                                 slot("a", ModelType::kLlm, 3, 1)};
   auto plan = plan_eviction(slots, {"c", ModelType::kLlm, Device::kGpu}, SlotLimits::uniform(2));
   EXPECT_EQ(victims(plan), std::vector<std::string>{"a"});
 }
@@ -104,8 +105,8 @@ TEST(EvictionPolicy, NpuVictimAlsoFreesItsTypeSlot) {
 
 TEST(EvictionPolicy, GpuLoadIgnoresNpuServersOfOtherTypes) {
   std::vector<SlotView> slots = {slot("flm", ModelType::kLlm, 1, 0, Device::kNpu)};
-  auto plan = plan_eviction(slots, {"emb", ModelType::kEmbedding, Device::kGpu},
-                            SlotLimits::uniform(1));
+  auto plan =
+      plan_eviction(slots, {"emb", ModelType::kEmbedding, Device::kGpu}, SlotLimits::uniform(1));
   EXPECT_TRUE(plan.empty());
 }
 
@@ -124,14 +125,14 @@ TEST(EvictionPolicy, TiesAreBrokenByName) {
 }
 
 TEST(FailurePolicy, OnlyRetryableFailuresEvictAllAndOnlyOnce) {
-  for (ErrorCode c : {ErrorCode::kBackendExited, ErrorCode::kBackendStartTimeout,
-                      ErrorCode::kSpawnFailed}) {
+  for (ErrorCode c :
+       {ErrorCode::kBackendExited, ErrorCode::kBackendStartTimeout, ErrorCode::kSpawnFailed}) {
     EXPECT_EQ(on_load_failure(c, 1), FailureAction::kEvictAllAndRetry) << error_code_name(c);
     EXPECT_EQ(on_load_failure(c, 2), FailureAction::kFail) << error_code_name(c);
   }
-  for (ErrorCode c : {ErrorCode::kModelFilesMissing, ErrorCode::kInvalidUserArgs,
-                      ErrorCode::kUnknownRecipe, ErrorCode::kBackendBinaryMissing,
-                      ErrorCode::kInvalidOption, ErrorCode::kCancelled}) {
+  for (ErrorCode c :
+       {ErrorCode::kModelFilesMissing, ErrorCode::kInvalidUserArgs, ErrorCode::kUnknownRecipe,
+        ErrorCode::kBackendBinaryMissing, ErrorCode::kInvalidOption, ErrorCode::kCancelled}) {
     EXPECT_EQ(on_load_failure(c, 1), FailureAction::kFail) << error_code_name(c);
   }
 }

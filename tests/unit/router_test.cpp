@@ -14,9 +14,9 @@ namespace lemon {
 namespace {
 
 using testing::EventLog;
+using testing::fake_model;
 using testing::FakeResolver;
 using testing::FakeServerFactory;
-using testing::fake_model;
 using Kind = RouterEvent::Kind;
 
 class RouterTest : public ::testing::Test {
@@ -173,8 +173,8 @@ TEST_F(RouterTest, LoadsLeaveTheQueueInFifoOrderAndDecideOnDequeue) {
       starts.push_back(e);
     }
   }
-  EXPECT_EQ(starts, (std::vector<std::string>{"start:llm-a", "start:llm-b", "start:llm-c",
-                                              "start:llm-d"}));
+  EXPECT_EQ(starts,
+            (std::vector<std::string>{"start:llm-a", "start:llm-b", "start:llm-c", "start:llm-d"}));
   // When llm-b was queued the llm slot was free; the eviction of llm-a was
   // decided only when llm-b left the queue.
   EXPECT_EQ(factory.count("stop:llm-a"), 1);
