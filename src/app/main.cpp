@@ -1,8 +1,11 @@
 // lemonade-router: wires the layers together and runs until SIGINT/SIGTERM.
 //
 // Signals are blocked in every thread and taken by one sigwait() thread, which
-// only asks the HTTP server to stop; shutdown then stops every backend
-// (children also die with the router through PR_SET_PDEATHSIG).
+// stops the HTTP server and then every backend (so open streams end and
+// connection threads finish). Children also die with the router through
+// PR_SET_PDEATHSIG, even after kill -9.
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -64,7 +67,7 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  PortAllocator ports;
+  PortAllocator ports(8001, static_cast<int>(::getpid() % 1000));
   BackendEnvironment env;
   env.launcher = launcher.get();
   env.ports = &ports;

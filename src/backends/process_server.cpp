@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "lemon/core/log.h"
+#include "lemon/process/socket_owner.h"
 
 namespace lemon {
 namespace {
@@ -90,6 +91,11 @@ ProcessServer::ReadyOutcome ProcessServer::wait_ready(
   for (;;) {
     auto probe = client.probe(path, std::chrono::milliseconds(1000));
     if (probe.ok() && *probe == 200) {
+      // The answer must come from our child, not from another program that
+      // took the port first (e.g. a second router's backend).
+      if (!process_listens_on(child.pid(), client.port())) {
+        return ReadyOutcome::kPortTaken;
+      }
       return child.running() ? ReadyOutcome::kReady : ReadyOutcome::kExited;
     }
     auto now = std::chrono::steady_clock::now();
@@ -164,6 +170,10 @@ Status ProcessServer::start(const std::function<bool()>& cancelled) {
     child->terminate(env_.stop_grace);
     env_.ports->release(*port);
     switch (outcome) {
+      case ReadyOutcome::kPortTaken:
+        log->warn("port {} answers for another program; retrying {} on another port", *port,
+                  model_name());
+        continue;
       case ReadyOutcome::kCancelled:
         return Error(ErrorCode::kCancelled, "load of '" + model_name() + "' was cancelled");
       case ReadyOutcome::kTimedOut:

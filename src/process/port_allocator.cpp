@@ -51,7 +51,12 @@ bool bindable(int port) {
 
 }  // namespace
 
-PortAllocator::PortAllocator(int first_port) : first_port_(first_port), next_(first_port) {}
+PortAllocator::PortAllocator(int first_port, int start_offset)
+    : first_port_(first_port), next_(first_port + start_offset) {
+  if (next_ > 32767 || next_ < first_port_) {
+    next_ = first_port_;
+  }
+}
 
 Result<int> PortAllocator::acquire() {
   constexpr int kLastPort = 32767;  // stay below Linux's ephemeral range

@@ -65,7 +65,7 @@ class ProcessServer : public WrappedServer {
   bool verbose() const { return env_.verbose; }
 
  private:
-  enum class ReadyOutcome { kReady, kExited, kTimedOut, kCancelled };
+  enum class ReadyOutcome { kReady, kExited, kTimedOut, kCancelled, kPortTaken };
   ReadyOutcome wait_ready(ChildProcess& child, http::UpstreamClient& client,
                           std::chrono::steady_clock::time_point deadline,
                           const std::function<bool()>& cancelled) const;

@@ -102,6 +102,7 @@ class [[nodiscard]] Result {
   T& value() & { return std::get<0>(v_); }
   const T& value() const& { return std::get<0>(v_); }
   T&& value() && { return std::get<0>(std::move(v_)); }
+  T value_or(T fallback) const& { return ok() ? std::get<0>(v_) : std::move(fallback); }
   T* operator->() { return &std::get<0>(v_); }
   const T* operator->() const { return &std::get<0>(v_); }
   T& operator*() & { return std::get<0>(v_); }

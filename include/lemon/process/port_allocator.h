@@ -1,7 +1,8 @@
 // PortAllocator: hands out loopback TCP ports for backends.
 //
 // Ports are scanned round-robin from `first_port` (8001, as Lemonade does) up
-// to 32767, below Linux's ephemeral range so that the router's own outgoing
+// to 32767, from a start offset (the router derives it from its pid, so two
+// routers rarely collide), staying below Linux's ephemeral range so that the router's own outgoing
 // connections never hold a backend's port. A port is handed out only if it is
 // not already handed out and 127.0.0.1:port can be bound right now. The probe
 // socket is closed before the child binds, so another program can still take
@@ -20,10 +21,14 @@ namespace lemon {
 
 class PortAllocator {
  public:
-  explicit PortAllocator(int first_port = 8001);
-  // kSpawnFailed if no port could be obtained.
-  Result<int> acquire();
-  void release(int port);
+  // The scan starts at first_port + start_offset (the router passes an offset
+  // derived from its pid).
+  explicit PortAllocator(int first_port = 8001, int start_offset = 0);
+  virtual ~PortAllocator() = default;
+  // kSpawnFailed if no port could be obtained. Virtual so tests can hand out
+  // a port that is already taken.
+  virtual Result<int> acquire();
+  virtual void release(int port);
 
  private:
   const int first_port_;

@@ -1,0 +1,18 @@
+// Which process is listening on a loopback TCP port, from /proc (Linux).
+//
+// A backend's readiness probe must reach *that* backend: if another program
+// took the port between our check and the child's bind, the probe would get
+// its answer instead. WrappedServer asks this before trusting a probe.
+//
+// Thread-safety: pure apart from reading /proc.
+#pragma once
+
+#include <sys/types.h>
+
+namespace lemon {
+
+// True when a socket listening on TCP `port` (IPv4 or IPv6) is open in
+// process `pid` or in any process of the process group `pid` leads.
+bool process_listens_on(pid_t pid, int port);
+
+}  // namespace lemon

@@ -1,0 +1,69 @@
+// Requests during a load that waits for a busy server to drain (issue #2
+// §7.10): the router keeps answering /health, /models and /stats quickly, and
+// the load completes as soon as the busy stream ends.
+#include <future>
+
+#include <gtest/gtest.h>
+
+#include "support/http_client.h"
+#include "support/process_watch.h"
+#include "support/router_fixture.h"
+#include "support/sse_reader.h"
+
+namespace lemon::testing {
+namespace {
+
+using ConcurrencyTest = RouterTest;
+using Names = std::vector<std::string>;
+
+TEST_F(ConcurrencyTest, TheRouterStaysResponsiveWhileALoadWaitsForADrain) {
+  env_.add_llm("m1");
+  env_.add_llm("m2");
+  ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "1"}));
+  const int m1 = load_ok("user.m1");
+  ASSERT_GT(m1, 0);
+  PidWatch m1_watch(m1);
+
+  // Declared before the stream so that, if an assertion fails, the stream is
+  // closed first and the pending load can finish instead of blocking teardown.
+  std::future<HttpReply> loading;
+  SseStream s(
+      port(), "/api/v1/chat/completions",
+      chat_body("user.m1", {{"stream", true},
+                            {"lemon_fake", {{"tokens", 100000}, {"stream_chunk_delay_ms", 50}}}})
+          .dump());
+  ASSERT_TRUE(s.read_head());
+  ASSERT_TRUE(s.next().has_value());
+
+  loading = std::async(std::launch::async, [&] { return load(port(), "user.m2"); });
+  ASSERT_TRUE(router().wait_for_log("waiting for 'user.m1' to finish"));
+
+  for (int i = 0; i < 5; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    HttpReply h = http_get(port(), "/api/v1/health");
+    auto took = std::chrono::steady_clock::now() - start;
+    ASSERT_EQ(h.status, 200);
+    EXPECT_LT(took, std::chrono::milliseconds(50))
+        << "GET /health took "
+        << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
+    auto j = h.json();
+    EXPECT_EQ(loaded_field(j, "user.m1", "in_flight"), 1) << j.dump();
+    EXPECT_EQ(loaded_field(j, "user.m1", "state"), "draining") << j.dump();
+  }
+  HttpReply models = http_get(port(), "/api/v1/models");
+  EXPECT_EQ(models.status, 200);
+  EXPECT_NE(models.body.find("user.m2"), std::string::npos) << models.body;
+  EXPECT_EQ(http_get(port(), "/api/v1/stats").status, 200);
+  // The load is still waiting: the stream holds m1.
+  EXPECT_EQ(loading.wait_for(std::chrono::milliseconds(0)), std::future_status::timeout);
+
+  s.disconnect();
+  ASSERT_EQ(loading.wait_for(kWait), std::future_status::ready) << "the load never completed";
+  HttpReply loaded = loading.get();
+  EXPECT_EQ(loaded.status, 200) << loaded.body;
+  EXPECT_TRUE(m1_watch.wait_exit(kWait));
+  EXPECT_EQ(loaded_names(health(port())), (Names{"user.m2"}));
+}
+
+}  // namespace
+}  // namespace lemon::testing

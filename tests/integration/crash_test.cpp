@@ -1,0 +1,70 @@
+// A backend that dies in the middle of a stream (issue #2 §7.7): the client
+// gets the chunks sent so far, one error event in the envelope shape and
+// [DONE], and a cleanly ended HTTP stream; the router drops the model and the
+// next request loads it again.
+#include <gtest/gtest.h>
+
+#include "support/http_client.h"
+#include "support/process_watch.h"
+#include "support/router_fixture.h"
+#include "support/sse_reader.h"
+
+namespace lemon::testing {
+namespace {
+
+using CrashTest = RouterTest;
+
+TEST_F(CrashTest, ACrashMidStreamEndsTheStreamWithAnErrorEventAndTheModelReloads) {
+  const std::string a = env_.add_llm("a");
+  env_.write_sidecar(a, {{"crash_mid_stream_after_chunks", 2}});
+  ASSERT_NO_FATAL_FAILURE(start_router());
+  const int crashed = load_ok("user.a");
+  ASSERT_GT(crashed, 0);
+  PidWatch crashed_watch(crashed);
+
+  SseStream s(port(), "/api/v1/chat/completions",
+              chat_body("user.a", {{"stream", true}, {"max_tokens", 6}}).dump());
+  ASSERT_TRUE(s.read_head());
+  ASSERT_EQ(s.status(), 200);
+  auto events = s.rest();
+  EXPECT_TRUE(s.ended_cleanly()) << "the HTTP stream must end with its last chunk";
+  ASSERT_EQ(events.size(), 4u) << "2 chunks, an error event and [DONE]";
+  for (int i = 0; i < 2; ++i) {
+    auto chunk = nlohmann::json::parse(events[i].data, nullptr, false);
+    EXPECT_EQ(chunk["object"], "chat.completion.chunk") << events[i].data;
+  }
+  auto error = nlohmann::json::parse(events[2].data, nullptr, false);
+  EXPECT_TRUE(is_error_envelope(error)) << events[2].data;
+  EXPECT_EQ(error["error"]["type"], "server_error") << events[2].data;
+  EXPECT_NE(error["error"]["message"].get<std::string>().find("user.a"), std::string::npos)
+      << events[2].data;
+  EXPECT_TRUE(events[3].is_done());
+
+  EXPECT_TRUE(router().wait_for_log("exited unexpectedly"));
+  EXPECT_TRUE(crashed_watch.wait_exit(kWait));
+  // The exit is logged just before the model is dropped from the table.
+  EXPECT_TRUE(eventually([&] { return !loaded_entry(health(port()), "user.a").has_value(); }));
+
+  env_.write_sidecar(a, nlohmann::json::object());
+  HttpReply r = chat(port(), "user.a", {{"max_tokens", 2}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json()["choices"][0]["message"]["content"], "The quick");
+  const int reloaded = loaded_pid(port(), "user.a");
+  EXPECT_GT(reloaded, 0);
+  EXPECT_NE(reloaded, crashed);
+  EXPECT_EQ(router().count_log("starting user.a:"), 2);
+}
+
+TEST_F(CrashTest, ACrashDuringANonStreamingRequestIsAnErrorEnvelope) {
+  const std::string a = env_.add_llm("a");
+  env_.write_sidecar(a, {{"crash_on_request", 1}});
+  ASSERT_NO_FATAL_FAILURE(start_router());
+  HttpReply r = chat(port(), "user.a");
+  EXPECT_GE(r.status, 500) << r.body;
+  EXPECT_TRUE(is_error_envelope(r.json())) << r.body;
+  EXPECT_TRUE(router().wait_for_log("exited unexpectedly"));
+  EXPECT_TRUE(eventually([&] { return !loaded_entry(health(port()), "user.a").has_value(); }));
+}
+
+}  // namespace
+}  // namespace lemon::testing

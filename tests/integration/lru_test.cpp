@@ -1,0 +1,107 @@
+// Per-type LRU slots (issue #2 §7.2): the least recently used server of the
+// type being loaded is evicted and its process exits; other types keep their
+// own slots; the list form of --max-loaded-models sets each type's limit.
+#include <gtest/gtest.h>
+
+#include "support/http_client.h"
+#include "support/process_watch.h"
+#include "support/router_fixture.h"
+
+namespace lemon::testing {
+namespace {
+
+using LruTest = RouterTest;
+using Names = std::vector<std::string>;
+
+// Lemonade's test_021: load m1, load m2, chat with m2, load m3.
+TEST_F(LruTest, LoadingAThirdLlmEvictsTheLeastRecentlyUsed) {
+  env_.add_llm("m1");
+  env_.add_llm("m2");
+  env_.add_llm("m3");
+  ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "2"}));
+  const int m1 = load_ok("user.m1");
+  const int m2 = load_ok("user.m2");
+  ASSERT_GT(m1, 0);
+  ASSERT_GT(m2, 0);
+  ASSERT_EQ(chat(port(), "user.m2").status, 200);
+  PidWatch m1_watch(m1);
+
+  load_ok("user.m3");
+  auto h = health(port());
+  EXPECT_EQ(loaded_names(h), (Names{"user.m2", "user.m3"}));
+  EXPECT_EQ(loaded_field(h, "user.m2", "pid"), m2);
+  EXPECT_TRUE(m1_watch.wait_exit(kWait)) << "the evicted backend is still running";
+  EXPECT_TRUE(router().wait_for_log("evicting 'user.m1' (slot_limit)"));
+}
+
+TEST_F(LruTest, ChatRefreshesTheLruClock) {
+  env_.add_llm("m1");
+  env_.add_llm("m2");
+  env_.add_llm("m3");
+  ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "2"}));
+  const int m1 = load_ok("user.m1");
+  const int m2 = load_ok("user.m2");
+  ASSERT_EQ(chat(port(), "user.m1").status, 200);  // m2 is now the least recently used
+  PidWatch m2_watch(m2);
+
+  // Auto-load through chat evicts like an explicit load.
+  ASSERT_EQ(chat(port(), "user.m3").status, 200);
+  auto h = health(port());
+  EXPECT_EQ(loaded_names(h), (Names{"user.m1", "user.m3"}));
+  EXPECT_EQ(loaded_field(h, "user.m1", "pid"), m1);
+  EXPECT_TRUE(m2_watch.wait_exit(kWait)) << "the evicted backend is still running";
+}
+
+TEST_F(LruTest, AnEmbeddingModelDoesNotEvictLlms) {
+  env_.add_llm("l1");
+  env_.add_llm("l2");
+  env_.add_embedding("e1");
+  ASSERT_NO_FATAL_FAILURE(start_router());  // one model of each type
+  const int l1 = load_ok("user.l1");
+  const int e1 = load_ok("user.e1");
+  auto h = health(port());
+  EXPECT_EQ(loaded_names(h), (Names{"user.e1", "user.l1"}));
+  EXPECT_EQ(loaded_field(h, "user.e1", "type"), "embedding");
+  EXPECT_EQ(loaded_field(h, "user.l1", "pid"), l1);
+
+  // The next LLM takes the LLM slot; the embedding model stays.
+  PidWatch l1_watch(l1);
+  load_ok("user.l2");
+  h = health(port());
+  EXPECT_EQ(loaded_names(h), (Names{"user.e1", "user.l2"}));
+  EXPECT_EQ(loaded_field(h, "user.e1", "pid"), e1);
+  EXPECT_TRUE(l1_watch.wait_exit(kWait));
+}
+
+TEST_F(LruTest, ListFormSetsALimitPerType) {
+  env_.add_llm("l1");
+  env_.add_llm("l2");
+  env_.add_embedding("e1");
+  env_.add_embedding("e2");
+  env_.add_embedding("e3");
+  ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "1", "2"}));
+  EXPECT_EQ(
+      health(port())["max_models"],
+      (nlohmann::json{{"llm", 1}, {"embedding", 2}, {"reranking", 1}, {"audio", 1}, {"image", 1}}));
+
+  const int e1 = load_ok("user.e1");
+  const int e2 = load_ok("user.e2");
+  const int l1 = load_ok("user.l1");
+  EXPECT_EQ(loaded_names(health(port())), (Names{"user.e1", "user.e2", "user.l1"}));
+
+  PidWatch e1_watch(e1);
+  load_ok("user.e3");
+  auto h = health(port());
+  EXPECT_EQ(loaded_names(h), (Names{"user.e2", "user.e3", "user.l1"}));
+  EXPECT_EQ(loaded_field(h, "user.e2", "pid"), e2);
+  EXPECT_EQ(loaded_field(h, "user.l1", "pid"), l1);
+  EXPECT_TRUE(e1_watch.wait_exit(kWait));
+
+  PidWatch l1_watch(l1);
+  load_ok("user.l2");
+  EXPECT_EQ(loaded_names(health(port())), (Names{"user.e2", "user.e3", "user.l2"}));
+  EXPECT_TRUE(l1_watch.wait_exit(kWait));
+}
+
+}  // namespace
+}  // namespace lemon::testing

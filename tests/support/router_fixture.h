@@ -1,0 +1,42 @@
+// RouterTest: the base fixture of the integration tests. Each test gets its
+// own TestEnv (temp dir, cache, models) and its own router process, started
+// with --port 0 --llamacpp cpu and the fakes injected, killed at teardown
+// (which also checks that its backends exit). On failure the router's log is
+// printed.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "support/router_process.h"
+#include "support/test_env.h"
+
+namespace lemon::testing {
+
+class RouterTest : public ::testing::Test {
+ protected:
+  void TearDown() override;
+
+  // Starts the router (`--port 0 --llamacpp cpu` then `args`) with
+  // env_.router_env() plus `extra_env`, and waits until it listens. Use as
+  // ASSERT_NO_FATAL_FAILURE(start_router(...)).
+  void start_router(const std::vector<std::string>& args = {},
+                    const std::map<std::string, std::string>& extra_env = {});
+  // Starts the router with exactly `args` (no defaults); does not wait.
+  RouterProcess& launch_router(const std::vector<std::string>& args,
+                               const std::map<std::string, std::string>& extra_env = {});
+  RouterProcess& router() { return *router_; }
+  int port() const { return router_->port(); }
+
+  // POST /api/v1/load and expect 200; returns the model's pid from /health.
+  int load_ok(const std::string& model);
+
+  TestEnv env_;
+  std::unique_ptr<RouterProcess> router_;  // destroyed first
+};
+
+}  // namespace lemon::testing

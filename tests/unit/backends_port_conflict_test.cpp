@@ -1,0 +1,142 @@
+// A readiness probe is trusted only when our own child owns the port
+// (process/socket_owner.h). Regression for two routers adopting each other's
+// backends: the allocator here hands out a port another server already
+// listens on, as happens when someone takes it between the check and the
+// child's bind.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "lemon/backends/llamacpp_server.h"
+#include "lemon/process/socket_owner.h"
+
+namespace lemon {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Hands out `taken` first, then whatever the real allocator finds.
+class TakenFirstAllocator final : public PortAllocator {
+ public:
+  explicit TakenFirstAllocator(int taken) : PortAllocator(20000), taken_(taken) {}
+  Result<int> acquire() override {
+    if (!handed_out_) {
+      handed_out_ = true;
+      return taken_;
+    }
+    return PortAllocator::acquire();
+  }
+  void release(int port) override {
+    if (port != taken_) {
+      PortAllocator::release(port);
+    }
+  }
+
+ private:
+  int taken_;
+  bool handed_out_ = false;
+};
+
+// A listening socket owned by this test process.
+class Listener {
+ public:
+  Listener() : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+    ::listen(fd_, 16);
+    socklen_t len = sizeof addr;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+    port_ = ntohs(addr.sin_port);
+  }
+  ~Listener() { ::close(fd_); }
+  int port() const { return port_; }
+
+ private:
+  int fd_;
+  int port_ = 0;
+};
+
+TEST(SocketOwner, FindsTheListeningProcess) {
+  Listener l;
+  EXPECT_TRUE(process_listens_on(::getpid(), l.port()));
+  EXPECT_FALSE(process_listens_on(1, l.port()));
+}
+
+TEST(SocketOwner, NothingListeningMeansNoOwner) {
+  int port = 0;
+  {
+    Listener l;
+    port = l.port();
+  }
+  EXPECT_FALSE(process_listens_on(::getpid(), port));
+}
+
+TEST(PortConflict, AProbeAnsweredByAnotherProgramIsNotTrusted) {
+  fs::path dir = fs::temp_directory_path() / ("lemon-port-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  fs::path gguf = dir / "m.gguf";
+  std::ofstream(gguf) << "GGUF";
+  const std::string fake = std::string(LEMON_FAKES_DIR) + "/llama-server";
+
+  auto launcher = make_posix_process_launcher();
+  // The intruder: a healthy server of someone else's on the port we will be
+  // handed first.
+  PortAllocator intruder_ports(21000);
+  auto intruder_port = intruder_ports.acquire();
+  ASSERT_TRUE(intruder_port.ok());
+  SpawnSpec intruder;
+  intruder.executable = fake;
+  intruder.args = {"-m", gguf.string(), "--port", std::to_string(*intruder_port)};
+  auto other = launcher->spawn(intruder);
+  ASSERT_TRUE(other.ok()) << other.error().message();
+  {
+    http::UpstreamClient probe("127.0.0.1", *intruder_port);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!(probe.probe("/health", std::chrono::milliseconds(500)).value_or(0) == 200) &&
+           !(*other)->wait_exit_until(std::min(
+               deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(10)))) {
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "intruder never became ready";
+    }
+  }
+
+  TakenFirstAllocator ports(*intruder_port);
+  BackendEnvironment env;
+  env.launcher = launcher.get();
+  env.ports = &ports;
+  env.load_timeout = std::chrono::seconds(20);
+  env.stop_grace = std::chrono::milliseconds(500);
+  setenv("LEMONADE_LLAMACPP_CPU_BIN", fake.c_str(), 1);
+  ModelInfo model;
+  model.name = "m";
+  model.recipe = "llamacpp";
+  model.checkpoints["main"] = gguf.string();
+  model.resolved_paths["main"] = gguf.string();
+  model.downloaded = true;
+  auto options = RecipeOptions::from_json("llamacpp", {{"llamacpp_backend", "cpu"}});
+  ASSERT_TRUE(options.ok());
+  LlamaCppServer server(model,
+                        options->inherit(RecipeOptions::defaults()).restricted_to("llamacpp"), env);
+  ASSERT_TRUE(server.prepare().ok());
+  Status started = server.start({});
+  ASSERT_TRUE(started.ok()) << started.error().message();
+  // It must not have adopted the intruder.
+  EXPECT_NE(server.base_url(), "http://127.0.0.1:" + std::to_string(*intruder_port));
+  ASSERT_TRUE(server.pid().has_value());
+  EXPECT_NE(*server.pid(), (*other)->pid());
+  EXPECT_TRUE(process_listens_on(*server.pid(), server.client().port()));
+  server.stop();
+  (*other)->terminate(std::chrono::milliseconds(500));
+  unsetenv("LEMONADE_LLAMACPP_CPU_BIN");
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace lemon
