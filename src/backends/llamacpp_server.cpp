@@ -11,16 +11,21 @@ namespace {
 
 constexpr int kEmbeddingMinContext = 8192;
 
+// An unset backend means the CPU build, for the command line and the device.
+std::string llamacpp_backend(const RecipeOptions& options) {
+  std::string b = options.string_value("llamacpp_backend");
+  return b.empty() ? "cpu" : b;
+}
+
 }  // namespace
 
 LlamaCppServer::LlamaCppServer(ModelInfo model, RecipeOptions options,
                                const BackendEnvironment& env)
-    : ProcessServer(model, options,
-                    device_for_recipe("llamacpp", options.string_value("llamacpp_backend")), env) {}
+    : ProcessServer(model, options, device_for_recipe("llamacpp", llamacpp_backend(options)), env) {
+}
 
 std::string LlamaCppServer::backend() const {
-  std::string b = options().string_value("llamacpp_backend");
-  return b.empty() ? "cpu" : b;
+  return llamacpp_backend(options());
 }
 
 BinaryQuery LlamaCppServer::binary_query() const {

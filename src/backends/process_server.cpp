@@ -159,11 +159,28 @@ Status ProcessServer::start(const std::function<bool()>& cancelled) {
         port_ = *port;
         client_ = std::move(client);
       }
-      child->on_exit([this](const ExitStatus& status) {
-        if (!stopping_.load()) {
-          logger("backend")->warn("{} exited unexpectedly ({})", model_name(), status.describe());
-          notify_unexpected_exit();
+      {
+        std::lock_guard lock(exit_watch_->mu);
+        exit_watch_->listener = exit_listener();
+      }
+      child->on_exit([watch = exit_watch_, name = model_name()](const ExitStatus& status) {
+        std::function<void()> listener;
+        {
+          std::lock_guard lock(watch->mu);
+          if (watch->stopping) {
+            return;
+          }
+          ++watch->running;
+          watch->running_thread = std::this_thread::get_id();
+          listener = watch->listener;
         }
+        logger("backend")->warn("{} exited unexpectedly ({})", name, status.describe());
+        if (listener) {
+          listener();
+        }
+        std::lock_guard lock(watch->mu);
+        --watch->running;
+        watch->cv.notify_all();
       });
       return ok_status();
     }
@@ -199,7 +216,13 @@ Status ProcessServer::start(const std::function<bool()>& cancelled) {
 }
 
 void ProcessServer::stop() {
-  stopping_.store(true);
+  {
+    std::unique_lock lock(exit_watch_->mu);
+    exit_watch_->stopping = true;
+    exit_watch_->cv.wait(lock, [&] {
+      return exit_watch_->running == 0 || exit_watch_->running_thread == std::this_thread::get_id();
+    });
+  }
   std::shared_ptr<ChildProcess> child;
   int port = 0;
   {

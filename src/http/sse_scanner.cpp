@@ -63,8 +63,10 @@ void SseScanner::feed(std::string_view bytes, Clock::time_point now) {
   }
   std::string rest(view.substr(start));
   if (rest.size() > kMaxEventBytes) {
-    rest.clear();
-    overflowed_ = true;  // too large to matter for stats; skip to the next event
+    // Too large to matter for stats: drop it, but keep its last bytes so a
+    // blank line split across two feeds still ends it.
+    rest.erase(0, rest.size() - 3);
+    overflowed_ = true;
   }
   pending_ = std::move(rest);
 }

@@ -174,7 +174,11 @@ class RunningServer {
 TEST(HttpServerThreads, ChunksReachTheClientOneByOne) {
   Gate first_seen;
   Gate second_seen;
-  RunningServer s({}, [&](Request&, ResponseWriter& w) {
+  RunningServer s({}, [&](Request& r, ResponseWriter& w) {
+    if (r.path != "/stream") {
+      w.send(200, {}, "ok");  // the keep-alive follow-up request
+      return;
+    }
     ASSERT_TRUE(w.begin_chunked(200, Headers{{"Content-Type", "text/event-stream"}}));
     EXPECT_TRUE(w.headers_sent());
     EXPECT_TRUE(w.write_chunk("data: 1\n\n"));
@@ -197,6 +201,7 @@ TEST(HttpServerThreads, ChunksReachTheClientOneByOne) {
   EXPECT_EQ(c.read_until("0\r\n\r\n"), "0\r\n\r\n");
   // Keep-alive still works after a chunked response.
   c.send("GET / HTTP/1.1\r\nConnection: close\r\n\r\n");
+  EXPECT_NE(c.read_until("ok").find("HTTP/1.1 200"), std::string::npos);
 }
 
 TEST(HttpServerThreads, Http10StreamingHasNoChunkFramingAndCloses) {

@@ -7,11 +7,12 @@
 // Thread-safety: as WrappedServer.
 #pragma once
 
-#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "lemon/backends/binary_locator.h"
@@ -71,14 +72,27 @@ class ProcessServer : public WrappedServer {
                           const std::function<bool()>& cancelled) const;
   Error exited_error(const ChildProcess& child) const;
 
+  // Shared with the child's exit callback, which may run on the monitor
+  // thread after this object is gone: the callback never touches `this`, and
+  // stop() waits for a callback that is already running (unless stop() runs
+  // inside it).
+  struct ExitWatch {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool stopping = false;           // guarded by mu
+    int running = 0;                 // callbacks in progress; guarded by mu
+    std::thread::id running_thread;  // guarded by mu
+    std::function<void()> listener;  // guarded by mu
+  };
+
   const BackendEnvironment& env_;
   std::string executable_;  // set by prepare()
+  std::shared_ptr<ExitWatch> exit_watch_ = std::make_shared<ExitWatch>();
 
   mutable std::mutex mu_;
   std::shared_ptr<ChildProcess> child_;           // guarded by mu_
   std::unique_ptr<http::UpstreamClient> client_;  // set once by start()
   int port_ = 0;                                  // guarded by mu_
-  std::atomic<bool> stopping_{false};
 };
 
 }  // namespace lemon

@@ -100,6 +100,7 @@ class WrappedServer {
   virtual std::vector<std::string> last_output(std::size_t n) const = 0;
 
  protected:
+  const std::function<void()>& exit_listener() const { return exit_listener_; }
   void notify_unexpected_exit() const {
     if (exit_listener_) {
       exit_listener_();
