@@ -1,0 +1,442 @@
+// parse_config: defaults, every `lemonade-server serve` flag, the
+// --max-loaded-models forms, one-line errors with exit code 2, flag > env >
+// default layering, cache directories, --help and --version.
+#include <gtest/gtest.h>
+
+#include <stdlib.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lemon/app/config.h"
+
+namespace lemon {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+
+// Every variable parse_config reads.
+const char* const kEnvVars[] = {"LEMONADE_HOST",
+                                "LEMONADE_PORT",
+                                "LEMONADE_LOG_LEVEL",
+                                "LEMONADE_MAX_LOADED_MODELS",
+                                "LEMONADE_CTX_SIZE",
+                                "LEMONADE_LLAMACPP",
+                                "LEMONADE_LLAMACPP_ARGS",
+                                "LEMONADE_SDCPP",
+                                "LEMONADE_WHISPERCPP",
+                                "LEMONADE_STEPS",
+                                "LEMONADE_CFG_SCALE",
+                                "LEMONADE_WIDTH",
+                                "LEMONADE_HEIGHT",
+                                "LEMONADE_EXTRA_MODELS_DIR",
+                                "LEMONADE_LOAD_TIMEOUT",
+                                "LEMONADE_STOP_GRACE",
+                                "LEMONADE_NO_BROADCAST",
+                                "LEMONADE_MAX_BODY_SIZE",
+                                "LEMONADE_MAX_CONNECTIONS",
+                                "LEMONADE_CACHE_DIR",
+                                "HF_HUB_CACHE",
+                                "HF_HOME",
+                                "HOME"};
+
+class ConfigTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* name : kEnvVars) {
+      const char* v = std::getenv(name);
+      saved_.emplace_back(name, v ? std::optional<std::string>(v) : std::nullopt);
+      ::unsetenv(name);
+    }
+    ::setenv("HOME", "/home/lemon-test", 1);
+    std::string tmpl = ::testing::TempDir();
+    if (tmpl.empty() || tmpl.back() != '/') {
+      tmpl += '/';
+    }
+    tmpl += "lemon-config-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    for (const auto& [name, value] : saved_) {
+      if (value) {
+        ::setenv(name.c_str(), value->c_str(), 1);
+      } else {
+        ::unsetenv(name.c_str());
+      }
+    }
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+
+  static ParsedConfig parse(std::vector<std::string> args) {
+    args.insert(args.begin(), "lemonade-router");
+    std::vector<const char*> argv;
+    for (const auto& a : args) {
+      argv.push_back(a.c_str());
+    }
+    argv.push_back(nullptr);
+    return parse_config(static_cast<int>(args.size()), argv.data());
+  }
+
+  static Config parse_ok(std::vector<std::string> args) {
+    std::string joined;
+    for (const auto& a : args) {
+      joined += " " + a;
+    }
+    ParsedConfig p = parse(std::move(args));
+    EXPECT_FALSE(p.exit_now) << joined << " -> " << p.message;
+    return p.config;
+  }
+
+  // Invalid input: exit code 2 and a single-line message.
+  static void expect_usage_error(std::vector<std::string> args) {
+    std::string joined;
+    for (const auto& a : args) {
+      joined += " " + a;
+    }
+    ParsedConfig p = parse(std::move(args));
+    EXPECT_TRUE(p.exit_now) << joined;
+    EXPECT_EQ(p.exit_code, 2) << joined;
+    EXPECT_FALSE(p.message.empty()) << joined;
+    EXPECT_EQ(p.message.find('\n'), std::string::npos) << joined << " -> " << p.message;
+  }
+
+  static void expect_limits(const SlotLimits& l, std::initializer_list<int> want) {
+    ASSERT_EQ(want.size(), kModelTypeCount);
+    std::size_t i = 0;
+    for (int w : want) {
+      EXPECT_EQ(l.limit(kAllModelTypes[i]), w) << model_type_name(kAllModelTypes[i]);
+      ++i;
+    }
+  }
+
+  fs::path dir_;
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+// ---- defaults -----------------------------------------------------------------------------
+
+TEST_F(ConfigTest, Defaults) {
+  Config c = parse_ok({});
+  EXPECT_EQ(c.host, "127.0.0.1");
+  EXPECT_EQ(c.port, 8000);
+  EXPECT_EQ(c.log_level, "info");
+  expect_limits(c.limits, {1, 1, 1, 1, 1});
+  EXPECT_EQ(c.cli_options.ctx_size(-1), 4096);
+  EXPECT_EQ(c.load_timeout, 600s);
+  EXPECT_EQ(c.stop_grace, 5s);
+  EXPECT_FALSE(c.no_broadcast);
+  EXPECT_EQ(c.extra_models_dir, "");
+  const auto& backends = valid_llamacpp_backends();
+  EXPECT_NE(
+      std::find(backends.begin(), backends.end(), c.cli_options.string_value("llamacpp_backend")),
+      backends.end());
+  EXPECT_EQ(c.cli_options.string_value("llamacpp_args"), "");
+  EXPECT_EQ(c.cli_options.string_value("sd-cpp_backend"), "cpu");
+  EXPECT_EQ(c.cli_options.string_value("whispercpp_backend"), "cpu");
+  EXPECT_EQ(c.cli_options.raw().value("steps", 0), 20);
+  EXPECT_DOUBLE_EQ(c.cli_options.raw().value("cfg_scale", 0.0), 7.0);
+  EXPECT_EQ(c.cli_options.raw().value("width", 0), 512);
+  EXPECT_EQ(c.cli_options.raw().value("height", 0), 512);
+}
+
+// ---- every serve flag -----------------------------------------------------------------------
+
+TEST_F(ConfigTest, AcceptsEveryServeFlag) {
+  Config c = parse_ok({"--host",
+                       "0.0.0.0",
+                       "--port",
+                       "9123",
+                       "--log-level",
+                       "debug",
+                       "--no-broadcast",
+                       "--max-loaded-models",
+                       "2",
+                       "--ctx-size",
+                       "8192",
+                       "--llamacpp",
+                       "cpu",
+                       "--llamacpp-args",
+                       "-np 2",
+                       "--sdcpp",
+                       "cpu",
+                       "--whispercpp",
+                       "npu",
+                       "--steps",
+                       "30",
+                       "--cfg-scale",
+                       "4.5",
+                       "--width",
+                       "768",
+                       "--height",
+                       "640",
+                       "--extra-models-dir",
+                       dir_.string(),
+                       "--load-timeout",
+                       "90",
+                       "--stop-grace",
+                       "1.5"});
+  EXPECT_EQ(c.host, "0.0.0.0");
+  EXPECT_EQ(c.port, 9123);
+  EXPECT_EQ(c.log_level, "debug");
+  EXPECT_TRUE(c.no_broadcast);
+  expect_limits(c.limits, {2, 2, 2, 2, 2});
+  EXPECT_EQ(c.cli_options.ctx_size(), 8192);
+  EXPECT_EQ(c.cli_options.string_value("llamacpp_backend"), "cpu");
+  EXPECT_EQ(c.cli_options.string_value("llamacpp_args"), "-np 2");
+  EXPECT_EQ(c.cli_options.string_value("sd-cpp_backend"), "cpu");
+  EXPECT_EQ(c.cli_options.string_value("whispercpp_backend"), "npu");
+  EXPECT_EQ(c.cli_options.raw().value("steps", 0), 30);
+  EXPECT_DOUBLE_EQ(c.cli_options.raw().value("cfg_scale", 0.0), 4.5);
+  EXPECT_EQ(c.cli_options.raw().value("width", 0), 768);
+  EXPECT_EQ(c.cli_options.raw().value("height", 0), 640);
+  EXPECT_EQ(c.extra_models_dir, dir_.string());
+  EXPECT_EQ(c.load_timeout, 90s);
+  EXPECT_EQ(c.stop_grace, 1500ms);
+}
+
+TEST_F(ConfigTest, EqualsFormIsAccepted) {
+  Config c = parse_ok({"--port=9124", "--llamacpp-args=-np 4 --no-mmap", "--sdcpp=rocm"});
+  EXPECT_EQ(c.port, 9124);
+  EXPECT_EQ(c.cli_options.string_value("llamacpp_args"), "-np 4 --no-mmap");
+  EXPECT_EQ(c.cli_options.string_value("sd-cpp_backend"), "rocm");
+}
+
+TEST_F(ConfigTest, EveryLlamacppBackendIsAccepted) {
+  for (const auto& b : valid_llamacpp_backends()) {
+    Config c = parse_ok({"--llamacpp", b});
+    EXPECT_EQ(c.cli_options.string_value("llamacpp_backend"), b);
+  }
+}
+
+// ---- --max-loaded-models --------------------------------------------------------------------
+
+TEST_F(ConfigTest, MaxLoadedModelsSingleValue) {
+  expect_limits(parse_ok({"--max-loaded-models", "3"}).limits, {3, 3, 3, 3, 3});
+}
+
+TEST_F(ConfigTest, MaxLoadedModelsUnlimited) {
+  expect_limits(parse_ok({"--max-loaded-models", "-1"}).limits, {-1, -1, -1, -1, -1});
+}
+
+TEST_F(ConfigTest, MaxLoadedModelsTwoArgvItemsPadWithOne) {
+  expect_limits(parse_ok({"--max-loaded-models", "2", "1"}).limits, {2, 1, 1, 1, 1});
+}
+
+TEST_F(ConfigTest, MaxLoadedModelsFiveArgvItems) {
+  expect_limits(parse_ok({"--max-loaded-models", "5", "2", "4", "1", "1"}).limits, {5, 2, 4, 1, 1});
+}
+
+TEST_F(ConfigTest, MaxLoadedModelsOneQuotedArgument) {
+  expect_limits(parse_ok({"--max-loaded-models", "5 2 4 1 1"}).limits, {5, 2, 4, 1, 1});
+}
+
+TEST_F(ConfigTest, MaxLoadedModelsFollowedByAnotherFlag) {
+  Config c = parse_ok({"--max-loaded-models", "2", "-1", "--port", "9001"});
+  expect_limits(c.limits, {2, -1, 1, 1, 1});
+  EXPECT_EQ(c.port, 9001);
+}
+
+// ---- invalid input ------------------------------------------------------------------------------
+
+TEST_F(ConfigTest, MaxLoadedModelsZeroIsRefused) {
+  expect_usage_error({"--max-loaded-models", "0"});
+}
+TEST_F(ConfigTest, MaxLoadedModelsMinusTwoIsRefused) {
+  expect_usage_error({"--max-loaded-models", "-2"});
+}
+TEST_F(ConfigTest, MaxLoadedModelsSixValuesIsRefused) {
+  expect_usage_error({"--max-loaded-models", "1", "1", "1", "1", "1", "1"});
+}
+TEST_F(ConfigTest, MaxLoadedModelsNonNumberIsRefused) {
+  expect_usage_error({"--max-loaded-models", "many"});
+}
+TEST_F(ConfigTest, NegativePortIsRefused) {
+  expect_usage_error({"--port", "-1"});
+}
+TEST_F(ConfigTest, NonNumericPortIsRefused) {
+  expect_usage_error({"--port", "abc"});
+}
+TEST_F(ConfigTest, PortAbove65535IsRefused) {
+  expect_usage_error({"--port", "65536"});
+}
+TEST_F(ConfigTest, UnknownLlamacppBackendIsRefused) {
+  expect_usage_error({"--llamacpp", "foo"});
+}
+TEST_F(ConfigTest, UnknownSdcppBackendIsRefused) {
+  expect_usage_error({"--sdcpp", "vulkan"});
+}
+TEST_F(ConfigTest, UnknownWhispercppBackendIsRefused) {
+  expect_usage_error({"--whispercpp", "rocm"});
+}
+TEST_F(ConfigTest, UnknownLogLevelIsRefused) {
+  expect_usage_error({"--log-level", "loud"});
+}
+TEST_F(ConfigTest, ZeroCtxSizeIsRefused) {
+  expect_usage_error({"--ctx-size", "0"});
+}
+TEST_F(ConfigTest, ZeroLoadTimeoutIsRefused) {
+  expect_usage_error({"--load-timeout", "0"});
+}
+TEST_F(ConfigTest, NegativeStopGraceIsRefused) {
+  expect_usage_error({"--stop-grace", "-1"});
+}
+TEST_F(ConfigTest, MissingExtraModelsDirIsRefused) {
+  expect_usage_error({"--extra-models-dir", "/nonexistent/lemon-extra-models"});
+}
+TEST_F(ConfigTest, ExtraModelsDirThatIsAFileIsRefused) {
+  std::string file = (dir_ / "file").string();
+  std::ofstream(file) << "x";
+  expect_usage_error({"--extra-models-dir", file});
+}
+TEST_F(ConfigTest, UnknownFlagIsRefused) {
+  expect_usage_error({"--no-such-flag"});
+}
+TEST_F(ConfigTest, StrayPositionalIsRefused) {
+  expect_usage_error({"serve"});
+}
+TEST_F(ConfigTest, MissingValueIsRefused) {
+  expect_usage_error({"--port"});
+}
+
+TEST_F(ConfigTest, ZeroStopGraceIsAllowed) {
+  EXPECT_EQ(parse_ok({"--stop-grace", "0"}).stop_grace, 0ms);
+}
+
+TEST_F(ConfigTest, FractionalLoadTimeout) {
+  EXPECT_EQ(parse_ok({"--load-timeout", "0.25"}).load_timeout, 250ms);
+}
+
+// ---- flag > environment > default ---------------------------------------------------------------
+
+TEST_F(ConfigTest, PortFromEnvironmentAndFlag) {
+  ::setenv("LEMONADE_PORT", "9201", 1);
+  EXPECT_EQ(parse_ok({}).port, 9201);
+  EXPECT_EQ(parse_ok({"--port", "9202"}).port, 9202);
+}
+
+TEST_F(ConfigTest, CtxSizeFromEnvironmentAndFlag) {
+  ::setenv("LEMONADE_CTX_SIZE", "16384", 1);
+  EXPECT_EQ(parse_ok({}).cli_options.ctx_size(), 16384);
+  EXPECT_EQ(parse_ok({"--ctx-size", "2048"}).cli_options.ctx_size(), 2048);
+}
+
+TEST_F(ConfigTest, MaxLoadedModelsFromEnvironmentAndFlag) {
+  ::setenv("LEMONADE_MAX_LOADED_MODELS", "3", 1);
+  expect_limits(parse_ok({}).limits, {3, 3, 3, 3, 3});
+  expect_limits(parse_ok({"--max-loaded-models", "2"}).limits, {2, 2, 2, 2, 2});
+}
+
+TEST_F(ConfigTest, MaxLoadedModelsListFromEnvironment) {
+  ::setenv("LEMONADE_MAX_LOADED_MODELS", "2 1 3", 1);
+  expect_limits(parse_ok({}).limits, {2, 1, 3, 1, 1});
+}
+
+TEST_F(ConfigTest, LlamacppBackendFromEnvironmentAndFlag) {
+  ::setenv("LEMONADE_LLAMACPP", "rocm", 1);
+  EXPECT_EQ(parse_ok({}).cli_options.string_value("llamacpp_backend"), "rocm");
+  EXPECT_EQ(parse_ok({"--llamacpp", "cpu"}).cli_options.string_value("llamacpp_backend"), "cpu");
+}
+
+TEST_F(ConfigTest, LoadTimeoutFromEnvironmentAndFlag) {
+  ::setenv("LEMONADE_LOAD_TIMEOUT", "12", 1);
+  EXPECT_EQ(parse_ok({}).load_timeout, 12s);
+  EXPECT_EQ(parse_ok({"--load-timeout", "30"}).load_timeout, 30s);
+}
+
+TEST_F(ConfigTest, StopGraceFromEnvironmentAndFlag) {
+  ::setenv("LEMONADE_STOP_GRACE", "0.5", 1);
+  EXPECT_EQ(parse_ok({}).stop_grace, 500ms);
+  EXPECT_EQ(parse_ok({"--stop-grace", "2"}).stop_grace, 2s);
+}
+
+TEST_F(ConfigTest, InvalidEnvironmentValueIsAUsageError) {
+  ::setenv("LEMONADE_PORT", "not-a-port", 1);
+  expect_usage_error({});
+}
+
+TEST_F(ConfigTest, InvalidEnvironmentValueIsIgnoredWhenTheFlagIsGiven) {
+  ::setenv("LEMONADE_LLAMACPP", "bogus", 1);
+  EXPECT_EQ(parse_ok({"--llamacpp", "vulkan"}).cli_options.string_value("llamacpp_backend"),
+            "vulkan");
+}
+
+// ---- cache directories
+// -----------------------------------------------------------------------------
+
+TEST_F(ConfigTest, CacheDirDefaultsUnderHome) {
+  Config c = parse_ok({});
+  EXPECT_EQ(c.cache_dir, "/home/lemon-test/.cache/lemonade");
+  EXPECT_EQ(c.hf_hub_cache, "/home/lemon-test/.cache/huggingface/hub");
+}
+
+TEST_F(ConfigTest, LemonadeCacheDirFromEnvironment) {
+  ::setenv("LEMONADE_CACHE_DIR", "/srv/lemonade-cache", 1);
+  EXPECT_EQ(parse_ok({}).cache_dir, "/srv/lemonade-cache");
+}
+
+TEST_F(ConfigTest, HfHomeGivesItsHubDir) {
+  ::setenv("HF_HOME", "/srv/hf", 1);
+  EXPECT_EQ(parse_ok({}).hf_hub_cache, "/srv/hf/hub");
+}
+
+TEST_F(ConfigTest, HfHubCacheWinsOverHfHome) {
+  ::setenv("HF_HOME", "/srv/hf", 1);
+  ::setenv("HF_HUB_CACHE", "/srv/hub-cache", 1);
+  EXPECT_EQ(parse_ok({}).hf_hub_cache, "/srv/hub-cache");
+}
+
+TEST_F(ConfigTest, EmptyVariablesCountAsUnset) {
+  ::setenv("HF_HUB_CACHE", "", 1);
+  ::setenv("HF_HOME", "", 1);
+  ::setenv("LEMONADE_CACHE_DIR", "", 1);
+  Config c = parse_ok({});
+  EXPECT_EQ(c.hf_hub_cache, "/home/lemon-test/.cache/huggingface/hub");
+  EXPECT_EQ(c.cache_dir, "/home/lemon-test/.cache/lemonade");
+}
+
+TEST_F(ConfigTest, ResourcesDirHoldsTheModelRegistry) {
+  Config c = parse_ok({});
+  EXPECT_TRUE(fs::exists(fs::path(c.resources_dir) / "server_models.json")) << c.resources_dir;
+}
+
+// ---- --help and --version
+// --------------------------------------------------------------------------
+
+TEST_F(ConfigTest, HelpExitsWithZero) {
+  ::testing::internal::CaptureStdout();
+  ParsedConfig p = parse({"--help"});
+  std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_TRUE(p.exit_now);
+  EXPECT_EQ(p.exit_code, 0);
+  EXPECT_NE(out.find("--max-loaded-models"), std::string::npos) << out;
+}
+
+TEST_F(ConfigTest, VersionExitsWithZero) {
+  ::testing::internal::CaptureStdout();
+  ParsedConfig p = parse({"--version"});
+  std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_TRUE(p.exit_now);
+  EXPECT_EQ(p.exit_code, 0);
+  EXPECT_NE(out.find("lemonade-router"), std::string::npos) << out;
+}
+
+TEST_F(ConfigTest, HelpWinsOverOtherFlags) {
+  ::testing::internal::CaptureStdout();
+  ParsedConfig p = parse({"--port", "9000", "--help"});
+  ::testing::internal::GetCapturedStdout();
+  EXPECT_TRUE(p.exit_now);
+  EXPECT_EQ(p.exit_code, 0);
+}
+
+}  // namespace
+}  // namespace lemon

@@ -1,0 +1,281 @@
+// The error envelope (error_shape table, error_status, error_body) and the
+// JSON request helpers (parse_json_object, string_field, bool_field).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "lemon/http/error_response.h"
+#include "lemon/http/json_request.h"
+
+namespace lemon::http {
+namespace {
+
+using nlohmann::json;
+
+const std::vector<ErrorCode> kAllCodes = {ErrorCode::kInvalidRequest,
+                                          ErrorCode::kUnauthorized,
+                                          ErrorCode::kForbidden,
+                                          ErrorCode::kModelNotFound,
+                                          ErrorCode::kModelNotLoaded,
+                                          ErrorCode::kUnsupportedOperation,
+                                          ErrorCode::kRouteNotFound,
+                                          ErrorCode::kMethodNotAllowed,
+                                          ErrorCode::kPayloadTooLarge,
+                                          ErrorCode::kModelFilesMissing,
+                                          ErrorCode::kInvalidUserArgs,
+                                          ErrorCode::kUnknownRecipe,
+                                          ErrorCode::kBackendBinaryMissing,
+                                          ErrorCode::kInvalidOption,
+                                          ErrorCode::kBackendExited,
+                                          ErrorCode::kBackendStartTimeout,
+                                          ErrorCode::kSpawnFailed,
+                                          ErrorCode::kBackendUnavailable,
+                                          ErrorCode::kBackendCrashed,
+                                          ErrorCode::kUpstreamProtocol,
+                                          ErrorCode::kCancelled,
+                                          ErrorCode::kShuttingDown,
+                                          ErrorCode::kInternal};
+
+// ---- the table ---------------------------------------------------------------------------
+
+struct ShapeCase {
+  ErrorCode code;
+  int status;
+  const char* type;
+  const char* code_name;
+};
+
+class HttpApiErrorShape : public ::testing::TestWithParam<ShapeCase> {};
+
+TEST_P(HttpApiErrorShape, Row) {
+  const ShapeCase& c = GetParam();
+  ErrorShape s = error_shape(c.code);
+  EXPECT_EQ(s.status, c.status) << error_code_name(c.code);
+  EXPECT_STREQ(s.type, c.type) << error_code_name(c.code);
+  EXPECT_STREQ(s.code, c.code_name) << error_code_name(c.code);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, HttpApiErrorShape,
+    ::testing::Values(
+        ShapeCase{ErrorCode::kModelNotFound, 404, "invalid_request_error", "model_not_found"},
+        ShapeCase{ErrorCode::kInvalidRequest, 400, "invalid_request_error",
+                  "invalid_request_error"},
+        ShapeCase{ErrorCode::kInvalidOption, 400, "invalid_request_error", "invalid_request_error"},
+        ShapeCase{ErrorCode::kInvalidUserArgs, 400, "invalid_request_error",
+                  "invalid_llamacpp_args"},
+        ShapeCase{ErrorCode::kUnsupportedOperation, 400, "invalid_request_error",
+                  "unsupported_operation"},
+        ShapeCase{ErrorCode::kUnauthorized, 401, "authentication_error", "invalid_api_key"},
+        ShapeCase{ErrorCode::kForbidden, 403, "permission_error", "forbidden"},
+        ShapeCase{ErrorCode::kModelNotLoaded, 404, "invalid_request_error", "model_not_loaded"},
+        ShapeCase{ErrorCode::kRouteNotFound, 404, "invalid_request_error", "not_found"},
+        ShapeCase{ErrorCode::kMethodNotAllowed, 405, "invalid_request_error", "method_not_allowed"},
+        ShapeCase{ErrorCode::kPayloadTooLarge, 413, "invalid_request_error", "payload_too_large"},
+        ShapeCase{ErrorCode::kModelFilesMissing, 404, "invalid_request_error",
+                  "model_not_downloaded"},
+        ShapeCase{ErrorCode::kBackendExited, 500, "server_error", "model_load_error"},
+        ShapeCase{ErrorCode::kBackendStartTimeout, 500, "server_error", "model_load_error"},
+        ShapeCase{ErrorCode::kBackendBinaryMissing, 500, "server_error", "model_load_error"},
+        ShapeCase{ErrorCode::kUnknownRecipe, 500, "server_error", "model_load_error"},
+        ShapeCase{ErrorCode::kSpawnFailed, 500, "server_error", "model_load_error"},
+        ShapeCase{ErrorCode::kBackendUnavailable, 503, "server_error", "backend_unavailable"},
+        ShapeCase{ErrorCode::kBackendCrashed, 503, "server_error", "backend_unavailable"},
+        ShapeCase{ErrorCode::kShuttingDown, 503, "server_error", "backend_unavailable"},
+        ShapeCase{ErrorCode::kUpstreamProtocol, 502, "server_error", "bad_gateway"},
+        ShapeCase{ErrorCode::kInternal, 500, "server_error", "internal_error"}),
+    [](const ::testing::TestParamInfo<ShapeCase>& p) {
+      return std::string(error_code_name(p.param.code));
+    });
+
+TEST(HttpApiErrorTable, EveryCodeHasAStatusTypeAndCode) {
+  for (ErrorCode c : kAllCodes) {
+    ErrorShape s = error_shape(c);
+    EXPECT_GE(s.status, 400) << error_code_name(c);
+    EXPECT_LT(s.status, 600) << error_code_name(c);
+    ASSERT_NE(s.type, nullptr);
+    ASSERT_NE(s.code, nullptr);
+    EXPECT_STRNE(s.type, "") << error_code_name(c);
+    EXPECT_STRNE(s.code, "") << error_code_name(c);
+    // Client errors are invalid_request_error-ish, server errors server_error.
+    if (s.status >= 500) {
+      EXPECT_STREQ(s.type, "server_error") << error_code_name(c);
+    }
+  }
+}
+
+// ---- error_status ----------------------------------------------------------------------------
+
+TEST(HttpApiErrorStatus, PrefersTheUpstreamStatus) {
+  EXPECT_EQ(error_status(Error(ErrorCode::kBackendUnavailable, "x").with_upstream_status(429)),
+            429);
+  EXPECT_EQ(error_status(Error(ErrorCode::kInvalidRequest, "x").with_upstream_status(422)), 422);
+  EXPECT_EQ(error_status(Error(ErrorCode::kInternal, "x").with_upstream_status(501)), 501);
+}
+
+TEST(HttpApiErrorStatus, FallsBackToTheTable) {
+  EXPECT_EQ(error_status(Error(ErrorCode::kModelNotFound, "x")), 404);
+  EXPECT_EQ(error_status(Error(ErrorCode::kPayloadTooLarge, "x")), 413);
+  // An upstream status that is not an error status is not used.
+  EXPECT_EQ(error_status(Error(ErrorCode::kUpstreamProtocol, "x").with_upstream_status(200)), 502);
+  EXPECT_EQ(error_status(Error(ErrorCode::kUpstreamProtocol, "x").with_upstream_status(600)), 502);
+  EXPECT_EQ(error_status(Error(ErrorCode::kUpstreamProtocol, "x").with_upstream_status(0)), 502);
+}
+
+// ---- error_body
+// ----------------------------------------------------------------------------------
+
+TEST(HttpApiErrorBody, HasExactlyMessageTypeParamCode) {
+  json j = error_body(Error(ErrorCode::kModelNotFound, "model 'x' not found", "model"));
+  ASSERT_EQ(j.size(), 1u) << j.dump();
+  const json& e = j.at("error");
+  ASSERT_EQ(e.size(), 4u) << e.dump();
+  EXPECT_EQ(e.at("message"), "model 'x' not found");
+  EXPECT_EQ(e.at("type"), "invalid_request_error");
+  EXPECT_EQ(e.at("param"), "model");
+  EXPECT_EQ(e.at("code"), "model_not_found");
+}
+
+TEST(HttpApiErrorBody, EmptyParamIsNull) {
+  json j = error_body(Error(ErrorCode::kInternal, "oops"));
+  ASSERT_TRUE(j["error"].contains("param"));
+  EXPECT_TRUE(j["error"]["param"].is_null());
+}
+
+TEST(HttpApiErrorBody, DetailFollowsTheMessageAfterABlankLine) {
+  json j = error_body(Error(ErrorCode::kBackendExited, "llama-server exited (exit code 1)")
+                          .with_detail("line 1\nline 2\n"));
+  EXPECT_EQ(j["error"]["message"], "llama-server exited (exit code 1)\n\nline 1\nline 2\n");
+  EXPECT_EQ(j["error"]["code"], "model_load_error");
+}
+
+TEST(HttpApiErrorBody, UpstreamStatusDoesNotChangeTheShape) {
+  json j = error_body(Error(ErrorCode::kBackendUnavailable, "busy").with_upstream_status(429));
+  EXPECT_EQ(j["error"]["type"], "server_error");
+  EXPECT_EQ(j["error"]["code"], "backend_unavailable");
+}
+
+TEST(HttpApiErrorBody, JsonHeaders) {
+  Headers h = json_headers();
+  ASSERT_TRUE(h.get("content-type").has_value());
+  EXPECT_EQ(*h.get("Content-Type"), "application/json");
+}
+
+// ---- parse_json_object
+// ---------------------------------------------------------------------------
+
+TEST(HttpApiJsonRequest, ParsesAnObject) {
+  auto r = parse_json_object(R"({"model":"m","n":2})");
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ((*r)["model"], "m");
+  EXPECT_EQ((*r)["n"], 2);
+}
+
+TEST(HttpApiJsonRequest, BadJsonNamesTheParseError) {
+  auto r = parse_json_object(R"({"model": )");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), ErrorCode::kInvalidRequest);
+  EXPECT_NE(r.error().message().find("not valid JSON"), std::string::npos) << r.error().message();
+  EXPECT_NE(r.error().message().find("parse error"), std::string::npos) << r.error().message();
+}
+
+TEST(HttpApiJsonRequest, EmptyBodyIsInvalid) {
+  auto r = parse_json_object("");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), ErrorCode::kInvalidRequest);
+}
+
+TEST(HttpApiJsonRequest, NonObjectsAreRefused) {
+  for (const char* body : {"[1,2]", "\"text\"", "42", "null", "true"}) {
+    auto r = parse_json_object(body);
+    ASSERT_FALSE(r.ok()) << body;
+    EXPECT_EQ(r.error().code(), ErrorCode::kInvalidRequest) << body;
+    EXPECT_NE(r.error().message().find("object"), std::string::npos) << r.error().message();
+  }
+}
+
+std::string nested(int depth) {
+  std::string s;
+  for (int i = 0; i < depth; ++i) {
+    s += "{\"a\":";
+  }
+  s += "1";
+  for (int i = 0; i < depth; ++i) {
+    s += "}";
+  }
+  return s;
+}
+
+TEST(HttpApiJsonRequest, Depth256IsAccepted) {
+  auto r = parse_json_object(nested(256));
+  EXPECT_TRUE(r.ok()) << r.error().message();
+}
+
+TEST(HttpApiJsonRequest, DepthOver256IsRefused) {
+  auto r = parse_json_object(nested(257));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), ErrorCode::kInvalidRequest);
+  EXPECT_NE(r.error().message().find("256"), std::string::npos) << r.error().message();
+  // A deep array inside an object counts too, and no stack is spent on it.
+  std::string deep = "{\"a\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  auto d = parse_json_object(deep);
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.error().code(), ErrorCode::kInvalidRequest);
+}
+
+TEST(HttpApiJsonRequest, BracketsInsideStringsDoNotCount) {
+  std::string body =
+      "{\"content\":\"" + std::string(1000, '[') + "\\\"" + std::string(1000, '{') + "\"}";
+  auto r = parse_json_object(body);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ((*r)["content"].get<std::string>().size(), 2001u);
+}
+
+// ---- string_field / bool_field ---------------------------------------------------------------
+
+TEST(HttpApiJsonRequest, StringFieldRequired) {
+  json body = {{"model", "m"}, {"n", 3}, {"empty", ""}, {"nothing", nullptr}};
+  auto ok = string_field(body, "model", true);
+  ASSERT_TRUE(ok.ok());
+  EXPECT_EQ(*ok, "m");
+
+  for (const char* name : {"absent", "nothing", "n", "empty"}) {
+    auto r = string_field(body, name, true);
+    ASSERT_FALSE(r.ok()) << name;
+    EXPECT_EQ(r.error().code(), ErrorCode::kInvalidRequest) << name;
+    EXPECT_EQ(r.error().param(), name);
+    EXPECT_NE(r.error().message().find(std::string("'") + name + "'"), std::string::npos)
+        << r.error().message();
+  }
+}
+
+TEST(HttpApiJsonRequest, StringFieldOptional) {
+  json body = {{"s", "v"}, {"n", 3}, {"empty", ""}, {"nothing", nullptr}};
+  EXPECT_EQ(*string_field(body, "absent", false), "");
+  EXPECT_EQ(*string_field(body, "nothing", false), "");
+  EXPECT_EQ(*string_field(body, "empty", false), "");
+  EXPECT_EQ(*string_field(body, "s", false), "v");
+  auto wrong = string_field(body, "n", false);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_EQ(wrong.error().param(), "n");
+}
+
+TEST(HttpApiJsonRequest, BoolField) {
+  json body = {{"stream", true}, {"off", false}, {"nothing", nullptr}, {"text", "yes"}, {"one", 1}};
+  EXPECT_EQ(*bool_field(body, "stream", false), true);
+  EXPECT_EQ(*bool_field(body, "off", true), false);
+  EXPECT_EQ(*bool_field(body, "absent", true), true);
+  EXPECT_EQ(*bool_field(body, "absent", false), false);
+  EXPECT_EQ(*bool_field(body, "nothing", true), true);
+  for (const char* name : {"text", "one"}) {
+    auto r = bool_field(body, name, false);
+    ASSERT_FALSE(r.ok()) << name;
+    EXPECT_EQ(r.error().code(), ErrorCode::kInvalidRequest);
+    EXPECT_EQ(r.error().param(), name);
+    EXPECT_NE(r.error().message().find("boolean"), std::string::npos) << r.error().message();
+  }
+}
+
+}  // namespace
+}  // namespace lemon::http

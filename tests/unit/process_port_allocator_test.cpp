@@ -1,0 +1,226 @@
+// PortAllocator and port_in_use(): unique ports while held, reuse after
+// release, ports someone else listens on are skipped.
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "lemon/process/port_allocator.h"
+
+namespace lemon {
+namespace {
+
+// A TCP socket bound to 127.0.0.1:port, optionally listening. Closed on
+// destruction.
+class Bound {
+ public:
+  static std::optional<Bound> on(int port, bool listen = true) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      return std::nullopt;
+    }
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        (listen && ::listen(fd, 4) != 0)) {
+      ::close(fd);
+      return std::nullopt;
+    }
+    return Bound(fd, port);
+  }
+  Bound(Bound&& o) noexcept : fd_(o.fd_), port_(o.port_) { o.fd_ = -1; }
+  Bound& operator=(Bound&&) = delete;
+  ~Bound() { close(); }
+  void close() {
+    if (fd_ >= 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+  }
+  int port() const { return port_; }
+
+ private:
+  Bound(int fd, int port) : fd_(fd), port_(port) {}
+  int fd_;
+  int port_;
+};
+
+// A port in [from, to] that we could listen on just now, with its listener.
+std::optional<Bound> listen_somewhere(int from, int to) {
+  for (int p = from; p <= to; ++p) {
+    if (auto b = Bound::on(p)) {
+      return b;
+    }
+  }
+  return std::nullopt;
+}
+
+// A base port for this process, away from 8001 and other test runs.
+int base_port() {
+  return 20000 + static_cast<int>(::getpid() % 10000);
+}
+
+TEST(PortInUse, TrueWhileListeningFalseAfterClose) {
+  auto listener = listen_somewhere(base_port(), base_port() + 500);
+  ASSERT_TRUE(listener.has_value());
+  const int port = listener->port();
+  EXPECT_TRUE(port_in_use(port));
+  listener->close();
+  EXPECT_FALSE(port_in_use(port));
+}
+
+TEST(PortInUse, TrueForABoundButNotListeningSocket) {
+  auto listener = listen_somewhere(base_port(), base_port() + 500);
+  ASSERT_TRUE(listener.has_value());
+  const int port = listener->port();
+  listener->close();
+  auto bound = Bound::on(port, /*listen=*/false);
+  ASSERT_TRUE(bound.has_value());
+  EXPECT_TRUE(port_in_use(port));
+}
+
+TEST(PortAllocator, SkipsAPortSomeoneElseListensOn) {
+  auto listener = listen_somewhere(base_port(), base_port() + 500);
+  ASSERT_TRUE(listener.has_value());
+  const int taken = listener->port();
+  PortAllocator ports(taken);  // the first port it would hand out is taken
+  auto p = ports.acquire();
+  ASSERT_TRUE(p.ok()) << p.error().message();
+  EXPECT_NE(*p, taken);
+  EXPECT_GT(*p, taken);
+  EXPECT_FALSE(port_in_use(*p));  // it was bindable when handed out
+  ports.release(*p);
+}
+
+TEST(PortAllocator, PortsAreUniqueWhileHeld) {
+  PortAllocator ports(base_port());
+  std::set<int> held;
+  for (int i = 0; i < 50; ++i) {
+    auto p = ports.acquire();
+    ASSERT_TRUE(p.ok()) << p.error().message();
+    EXPECT_TRUE(held.insert(*p).second) << "port " << *p << " handed out twice";
+    EXPECT_GE(*p, base_port());
+    EXPECT_LE(*p, 32767);
+  }
+  for (int p : held) {
+    ports.release(p);
+  }
+}
+
+TEST(PortAllocator, ConcurrentAcquiresAreUnique) {
+  PortAllocator ports(base_port());
+  constexpr int kThreads = 8;
+  constexpr int kEach = 10;
+  std::vector<std::vector<int>> got(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kEach; ++i) {
+        auto p = ports.acquire();
+        if (p.ok()) {
+          got[static_cast<std::size_t>(t)].push_back(*p);
+        }
+      }
+    });
+  }
+  for (auto& th : threads) {
+    th.join();
+  }
+  std::set<int> all;
+  std::size_t total = 0;
+  for (const auto& v : got) {
+    total += v.size();
+    all.insert(v.begin(), v.end());
+  }
+  EXPECT_EQ(total, static_cast<std::size_t>(kThreads * kEach));
+  EXPECT_EQ(all.size(), total);
+}
+
+// The allocator scans first_port..32767 round-robin; starting near the top
+// makes the range small enough to exhaust.
+TEST(PortAllocator, ExhaustionFailsAndReleasedPortsAreReused) {
+  PortAllocator ports(32760);
+  std::vector<int> held;
+  for (;;) {
+    auto p = ports.acquire();
+    if (!p.ok()) {
+      EXPECT_EQ(p.error().code(), ErrorCode::kSpawnFailed);
+      break;
+    }
+    held.push_back(*p);
+    ASSERT_LE(held.size(), 8u) << "more ports than the range holds";
+  }
+  ASSERT_FALSE(held.empty()) << "no bindable port in 32760-32767 on this machine";
+  std::set<int> unique(held.begin(), held.end());
+  EXPECT_EQ(unique.size(), held.size());
+
+  const int released = held[held.size() / 2];
+  ports.release(released);
+  auto again = ports.acquire();
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  EXPECT_EQ(*again, released);
+  // Still nothing else free.
+  auto none = ports.acquire();
+  EXPECT_FALSE(none.ok());
+  for (int p : held) {
+    ports.release(p);
+  }
+}
+
+TEST(PortAllocator, ScanStartsAtTheOffsetAndWrapsToFirstPort) {
+  for (int p = 32760; p <= 32767; ++p) {
+    if (port_in_use(p)) {
+      GTEST_SKIP() << "port " << p << " is in use on this machine";
+    }
+  }
+  PortAllocator ports(32760, 6);
+  std::vector<int> got;
+  for (int i = 0; i < 4; ++i) {
+    auto p = ports.acquire();
+    ASSERT_TRUE(p.ok()) << p.error().message();
+    got.push_back(*p);
+  }
+  EXPECT_EQ(got, (std::vector<int>{32766, 32767, 32760, 32761}));
+  for (int p : got) {
+    ports.release(p);
+  }
+}
+
+TEST(PortAllocator, OffsetBeyondTheRangeStartsAtFirstPort) {
+  for (int p = 32760; p <= 32767; ++p) {
+    if (port_in_use(p)) {
+      GTEST_SKIP() << "port " << p << " is in use on this machine";
+    }
+  }
+  PortAllocator ports(32760, 1000);
+  auto p = ports.acquire();
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(*p, 32760);
+  PortAllocator negative(32760, -5);
+  auto q = negative.acquire();
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(*q, 32760);
+}
+
+TEST(PortAllocator, ReleasingAPortNotHeldIsHarmless) {
+  PortAllocator ports(base_port());
+  ports.release(12345);
+  auto p = ports.acquire();
+  ASSERT_TRUE(p.ok());
+  auto q = ports.acquire();
+  ASSERT_TRUE(q.ok());
+  EXPECT_NE(*p, *q);
+}
+
+}  // namespace
+}  // namespace lemon

@@ -1,0 +1,192 @@
+// process_listens_on: whether a process (or its process group) holds the
+// socket listening on a loopback port, read from /proc.
+#include <gtest/gtest.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "lemon/process/process_launcher.h"
+#include "lemon/process/socket_owner.h"
+
+namespace lemon {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+// A socket bound to the loopback address (v4 or v6) on a free port chosen by
+// the kernel, optionally listening.
+class Socket {
+ public:
+  static std::optional<Socket> bound(bool v6, bool listen) {
+    int fd = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+      return std::nullopt;
+    }
+    int rc;
+    if (v6) {
+      sockaddr_in6 a{};
+      a.sin6_family = AF_INET6;
+      a.sin6_addr = in6addr_loopback;
+      rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    } else {
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    }
+    if (rc != 0 || (listen && ::listen(fd, 4) != 0)) {
+      ::close(fd);
+      return std::nullopt;
+    }
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
+    int port = v6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port)
+                  : ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
+    return Socket(fd, port);
+  }
+  Socket(Socket&& o) noexcept : fd_(o.fd_), port_(o.port_) { o.fd_ = -1; }
+  Socket& operator=(Socket&&) = delete;
+  ~Socket() { close(); }
+  void close() {
+    if (fd_ >= 0) {
+      ::close(fd_);
+      fd_ = -1;
+    }
+  }
+  int port() const { return port_; }
+
+ private:
+  Socket(int fd, int port) : fd_(fd), port_(port) {}
+  int fd_;
+  int port_;
+};
+
+TEST(ProcessSocketOwner, OwnListenerIsFound) {
+  auto s = Socket::bound(false, true);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_TRUE(process_listens_on(::getpid(), s->port()));
+}
+
+TEST(ProcessSocketOwner, Ipv6ListenerIsFound) {
+  auto s = Socket::bound(true, true);
+  if (!s.has_value()) {
+    GTEST_SKIP() << "no IPv6 loopback on this machine";
+  }
+  EXPECT_TRUE(process_listens_on(::getpid(), s->port()));
+}
+
+TEST(ProcessSocketOwner, ClosedListenerIsNotFound) {
+  auto s = Socket::bound(false, true);
+  ASSERT_TRUE(s.has_value());
+  const int port = s->port();
+  s->close();
+  EXPECT_FALSE(process_listens_on(::getpid(), port));
+}
+
+TEST(ProcessSocketOwner, BoundButNotListeningIsNotFound) {
+  auto s = Socket::bound(false, false);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_FALSE(process_listens_on(::getpid(), s->port()));
+}
+
+TEST(ProcessSocketOwner, OtherPortIsNotFound) {
+  auto s = Socket::bound(false, true);
+  auto other = Socket::bound(false, false);  // reserves a port nobody listens on
+  ASSERT_TRUE(s.has_value());
+  ASSERT_TRUE(other.has_value());
+  EXPECT_FALSE(process_listens_on(::getpid(), other->port()));
+}
+
+TEST(ProcessSocketOwner, NonexistentProcessIsFalse) {
+  auto s = Socket::bound(false, true);
+  ASSERT_TRUE(s.has_value());
+  EXPECT_FALSE(process_listens_on(0x3fffffff, s->port()));
+}
+
+class ProcessSocketOwnerChildren : public ::testing::Test {
+ protected:
+  void SetUp() override { launcher_ = make_posix_process_launcher(); }
+
+  std::shared_ptr<ChildProcess> spawn_perl(const std::string& script) {
+    SpawnSpec spec;
+    spec.executable = "/usr/bin/perl";
+    spec.args = {"-e", script};
+    auto r = launcher_->spawn(spec);
+    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message());
+    return r.ok() ? *r : nullptr;
+  }
+
+  // The first line starting with `prefix`, waited for with the child's own
+  // blocking wait as pacing (10 s at most).
+  static std::string wait_line(ChildProcess& c, const std::string& prefix) {
+    const auto deadline = Clock::now() + 10s;
+    for (;;) {
+      for (const auto& l : c.last_lines(50)) {
+        if (l.rfind(prefix, 0) == 0) {
+          return l;
+        }
+      }
+      if (Clock::now() >= deadline || !c.running()) {
+        return "";
+      }
+      c.wait_exit_until(Clock::now() + 5ms);
+    }
+  }
+
+  std::unique_ptr<ProcessLauncher> launcher_;
+};
+
+// Perl listens on a kernel-chosen loopback port and prints it.
+const char* const kListen =
+    "use Socket; $| = 1; socket(S, PF_INET, SOCK_STREAM, 0) or die; "
+    "bind(S, pack_sockaddr_in(0, inet_aton('127.0.0.1'))) or die; listen(S, 5) or die; "
+    "my ($port) = unpack_sockaddr_in(getsockname(S)); ";
+
+TEST_F(ProcessSocketOwnerChildren, ChildListenerBelongsToTheChildOnly) {
+  auto c = spawn_perl(std::string(kListen) + "print \"port $port\\n\"; sleep 30;");
+  ASSERT_NE(c, nullptr);
+  std::string line = wait_line(*c, "port ");
+  ASSERT_FALSE(line.empty()) << "perl did not listen";
+  const int port = std::stoi(line.substr(5));
+  EXPECT_TRUE(process_listens_on(c->pid(), port));
+  EXPECT_FALSE(process_listens_on(::getpid(), port));  // not inherited by us
+  c->terminate(1s);
+  EXPECT_FALSE(process_listens_on(c->pid(), port));
+}
+
+TEST_F(ProcessSocketOwnerChildren, ListenerOfAGroupMemberCountsForTheLeader) {
+  // The leader forks; the grandchild (same process group) listens.
+  auto c = spawn_perl("$| = 1; my $pid = fork(); if ($pid == 0) { " + std::string(kListen) +
+                      "print \"port $port\\n\"; sleep 30; exit 0; } sleep 30;");
+  ASSERT_NE(c, nullptr);
+  std::string line = wait_line(*c, "port ");
+  ASSERT_FALSE(line.empty()) << "perl did not listen";
+  const int port = std::stoi(line.substr(5));
+  EXPECT_TRUE(process_listens_on(c->pid(), port));
+  c->terminate(1s);
+}
+
+TEST_F(ProcessSocketOwnerChildren, ListenerOfAnUnrelatedChildDoesNotCount) {
+  auto listener = spawn_perl(std::string(kListen) + "print \"port $port\\n\"; sleep 30;");
+  auto other = spawn_perl("sleep 30;");
+  ASSERT_NE(listener, nullptr);
+  ASSERT_NE(other, nullptr);
+  std::string line = wait_line(*listener, "port ");
+  ASSERT_FALSE(line.empty());
+  const int port = std::stoi(line.substr(5));
+  EXPECT_FALSE(process_listens_on(other->pid(), port));
+  listener->terminate(1s);
+  other->terminate(1s);
+}
+
+}  // namespace
+}  // namespace lemon
