@@ -10,7 +10,10 @@
 namespace lemon {
 namespace {
 
-constexpr auto kReadyPollInterval = std::chrono::milliseconds(20);
+// Readiness polls start 1 ms apart and back off to 20 ms: a backend that is
+// up in a few milliseconds is noticed at once, a slow one costs few probes.
+constexpr auto kFirstReadyPoll = std::chrono::milliseconds(1);
+constexpr auto kMaxReadyPoll = std::chrono::milliseconds(20);
 constexpr int kPortAttempts = 3;
 constexpr std::size_t kErrorTailLines = 20;
 
@@ -88,6 +91,7 @@ ProcessServer::ReadyOutcome ProcessServer::wait_ready(
     ChildProcess& child, http::UpstreamClient& client,
     std::chrono::steady_clock::time_point deadline, const std::function<bool()>& cancelled) const {
   const std::string path = health_path();
+  auto interval = kFirstReadyPoll;
   for (;;) {
     auto probe = client.probe(path, std::chrono::milliseconds(1000));
     if (probe.ok() && *probe == 200) {
@@ -106,9 +110,10 @@ ProcessServer::ReadyOutcome ProcessServer::wait_ready(
       return ReadyOutcome::kCancelled;
     }
     // Sleeps only until the next poll, and wakes at once if the child exits.
-    if (child.wait_exit_until(std::min(deadline, now + kReadyPollInterval))) {
+    if (child.wait_exit_until(std::min(deadline, now + interval))) {
       return ReadyOutcome::kExited;
     }
+    interval = std::min(interval * 2, kMaxReadyPoll);
   }
 }
 
@@ -230,11 +235,13 @@ void ProcessServer::stop() {
     child = child_;
     port = port_;
   }
-  if (child) {
-    child->terminate(env_.stop_grace);
-  }
+  // Idle keep-alive connections first: a backend may wait for open
+  // connections before it exits on SIGTERM.
   if (client_) {
     client_->close_idle();
+  }
+  if (child) {
+    child->terminate(env_.stop_grace);
   }
   if (port != 0) {
     env_.ports->release(port);
