@@ -10,10 +10,12 @@
 namespace lemon {
 namespace {
 
-// Readiness polls start 1 ms apart and back off to 20 ms: a backend that is
-// up in a few milliseconds is noticed at once, a slow one costs few probes.
-constexpr auto kFirstReadyPoll = std::chrono::milliseconds(1);
-constexpr auto kMaxReadyPoll = std::chrono::milliseconds(20);
+// Readiness polls are 2 ms apart for the first 200 ms (a backend that is up
+// in a few milliseconds is noticed at once; a refused probe costs about
+// 20 us), then 20 ms apart for slow loads.
+constexpr auto kFastReadyPoll = std::chrono::milliseconds(2);
+constexpr auto kFastReadyPeriod = std::chrono::milliseconds(200);
+constexpr auto kSlowReadyPoll = std::chrono::milliseconds(20);
 constexpr int kPortAttempts = 3;
 constexpr std::size_t kErrorTailLines = 20;
 
@@ -91,7 +93,7 @@ ProcessServer::ReadyOutcome ProcessServer::wait_ready(
     ChildProcess& child, http::UpstreamClient& client,
     std::chrono::steady_clock::time_point deadline, const std::function<bool()>& cancelled) const {
   const std::string path = health_path();
-  auto interval = kFirstReadyPoll;
+  const auto started = std::chrono::steady_clock::now();
   for (;;) {
     auto probe = client.probe(path, std::chrono::milliseconds(1000));
     if (probe.ok() && *probe == 200) {
@@ -110,10 +112,10 @@ ProcessServer::ReadyOutcome ProcessServer::wait_ready(
       return ReadyOutcome::kCancelled;
     }
     // Sleeps only until the next poll, and wakes at once if the child exits.
+    auto interval = now - started < kFastReadyPeriod ? kFastReadyPoll : kSlowReadyPoll;
     if (child.wait_exit_until(std::min(deadline, now + interval))) {
       return ReadyOutcome::kExited;
     }
-    interval = std::min(interval * 2, kMaxReadyPoll);
   }
 }
 

@@ -110,21 +110,6 @@ void ApiServer::handle_transcription(Request& r, ResponseWriter& w) {
 }
 
 void ApiServer::forward_inference(InferenceRequest& req, ResponseWriter& w) {
-  auto info = catalogue_.find(req.model);
-  if (!info) {
-    write_error(w, model_not_found(catalogue_, req.model));
-    return;
-  }
-  ModelType needed = model_type_for_route(req.route);
-  if (info->type != needed) {
-    write_error(w, Error(ErrorCode::kUnsupportedOperation,
-                         "model '" + req.model + "' has type '" + model_type_name(info->type) +
-                             "'; " + api_route_name(req.route) + " needs a model of type '" +
-                             model_type_name(needed) + "'",
-                         "model"));
-    return;
-  }
-
   WaitHooks hooks;
   hooks.tick_interval = settings_.keepalive_interval;
   hooks.cancelled = [&w] { return !w.client_connected(); };
@@ -139,9 +124,13 @@ void ApiServer::forward_inference(InferenceRequest& req, ResponseWriter& w) {
       w.write_chunk(": loading\n\n");
     };
   }
-  auto lease = router_.acquire(req.model, hooks);
+  // The router checks the model's type (before loading anything) and leases
+  // a loaded model without touching the catalogue.
+  auto lease = router_.acquire(req.model, hooks, model_type_for_route(req.route));
   if (!lease.ok()) {
-    if (lease.error().code() != ErrorCode::kCancelled) {
+    if (lease.error().code() == ErrorCode::kModelNotFound) {
+      write_error(w, model_not_found(catalogue_, req.model));
+    } else if (lease.error().code() != ErrorCode::kCancelled) {
       write_error(w, lease.error());
     }
     return;

@@ -66,6 +66,58 @@ void record(StatsStore& stats, const Lease& lease, const std::optional<nlohmann:
   stats.record(std::move(s));
 }
 
+// The object that follows the last `"key":` in `body`, as text (string-aware
+// brace matching), or empty.
+std::string_view object_after(std::string_view body, std::string_view key) {
+  std::size_t at = body.rfind(key);
+  if (at == std::string_view::npos) {
+    return {};
+  }
+  std::size_t open = body.find_first_not_of(" \t\r\n", at + key.size());
+  if (open == std::string_view::npos || body[open] != '{') {
+    return {};
+  }
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = open; i < body.size(); ++i) {
+    char c = body[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{') {
+      ++depth;
+    } else if (c == '}' && --depth == 0) {
+      return body.substr(open, i - open + 1);
+    }
+  }
+  return {};
+}
+
+// Only the `timings` and `usage` objects of a whole response are parsed, not
+// the response itself: the stats need nothing else.
+std::optional<nlohmann::json> usage_objects(std::string_view body) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const char* key : {"timings", "usage"}) {
+    std::string_view text = object_after(body, std::string("\"") + key + "\":");
+    if (text.empty()) {
+      continue;
+    }
+    auto j = nlohmann::json::parse(text, nullptr, false);
+    if (!j.is_discarded()) {
+      out[key] = std::move(j);
+    }
+  }
+  if (out.empty()) {
+    return std::nullopt;
+  }
+  return out;
+}
+
 void forward_whole(Lease& lease, const ProxyCall& call, ResponseWriter& writer, StatsStore& stats) {
   UpstreamRequest req;
   req.path = call.path;
@@ -93,15 +145,7 @@ void forward_whole(Lease& lease, const ProxyCall& call, ResponseWriter& writer, 
     transformed = call.transform(resp->body);
   }
   writer.send(resp->status, headers, transformed ? *transformed : resp->body);
-  std::optional<nlohmann::json> usage;
-  if (resp->body.find("\"usage\"") != std::string::npos ||
-      resp->body.find("\"timings\"") != std::string::npos) {
-    auto j = nlohmann::json::parse(resp->body, nullptr, false);
-    if (!j.is_discarded() && j.is_object()) {
-      usage = std::move(j);
-    }
-  }
-  record(stats, lease, usage, nullptr);
+  record(stats, lease, usage_objects(resp->body), nullptr);
 }
 
 void forward_stream(Lease& lease, const ProxyCall& call, ResponseWriter& writer,

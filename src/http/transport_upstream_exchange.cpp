@@ -122,18 +122,19 @@ Error UpstreamExchange::protocol(std::string_view why) const {
 }
 
 UpstreamExchange::Recv UpstreamExchange::receive(std::size_t max, std::string_view& got) {
-  if (scratch_.size() < kRecvChunk) {
-    scratch_.resize(kRecvChunk);
-  }
-  max = std::min(max, scratch_.size());
+  // One receive buffer per thread, reused by every exchange that thread
+  // runs: no per-request allocation or zero-filling (a thread runs one
+  // exchange at a time, and `got` is consumed before the next receive).
+  thread_local const std::unique_ptr<char[]> scratch(new char[kRecvChunk]);
+  max = std::min(max, kRecvChunk);
   for (;;) {
-    ssize_t n = ::recv(fd_, scratch_.data(), max, MSG_DONTWAIT);
+    ssize_t n = ::recv(fd_, scratch.get(), max, MSG_DONTWAIT);
     if (n > 0) {
       got_bytes_ = true;
       if (options_.idle_timeout.count() > 0) {
         idle_deadline_ = Clock::now() + options_.idle_timeout;
       }
-      got = std::string_view(scratch_.data(), static_cast<std::size_t>(n));
+      got = std::string_view(scratch.get(), static_cast<std::size_t>(n));
       return Recv::kData;
     }
     if (n == 0) {
@@ -304,7 +305,7 @@ Status UpstreamExchange::read_chunked_body(bool& extra) {
     }
     switch (receive(kRecvChunk, in)) {
       case Recv::kData:
-        break;  // `in` views scratch_, consumed before the next receive
+        break;  // `in` views the receive buffer, consumed before the next receive
       case Recv::kEof:
         return lost("mid-response", 0);
       case Recv::kFailed:

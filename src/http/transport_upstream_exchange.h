@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <optional>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -42,7 +43,7 @@ class UpstreamExchange {
   enum class Recv { kData, kEof, kFailed };
 
   Wait wait(short events);
-  // Receives into scratch_; on kFailed, failure_ holds the error.
+  // Receives into this thread's buffer; on kFailed, failure_ holds the error.
   Recv receive(std::size_t max, std::string_view& got);
   Error wait_error(Wait w) const;
   Error lost(std::string_view when, int err) const;
@@ -63,7 +64,6 @@ class UpstreamExchange {
   std::chrono::milliseconds tick_interval_;
   const std::function<bool(std::string_view)>* on_data_ = nullptr;
   std::string buf_;      // received, not yet consumed
-  std::string scratch_;  // recv buffer
   bool got_bytes_ = false;
   std::optional<Error> failure_;
 };

@@ -11,7 +11,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <deque>
 #include <future>
@@ -132,6 +134,11 @@ struct Pipe {
   Fd write;
 };
 
+// Output pipes are enlarged so a backend never blocks on its logging while
+// the monitor reads in batches (see kOutputBatchInterval).
+constexpr int kPipeBytes = 1 << 20;
+constexpr auto kOutputBatchInterval = std::chrono::milliseconds(5);
+
 Result<Pipe> make_pipe(int read_flags) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
@@ -139,6 +146,7 @@ Result<Pipe> make_pipe(int read_flags) {
   }
   if (read_flags != 0) {
     ::fcntl(fds[0], F_SETFL, ::fcntl(fds[0], F_GETFL) | read_flags);
+    ::fcntl(fds[0], F_SETPIPE_SZ, kPipeBytes);  // best effort (limited by pipe-max-size)
   }
   return Pipe{Fd(fds[0]), Fd(fds[1])};
 }
@@ -353,6 +361,7 @@ class PosixLauncher final : public ProcessLauncher {
       if (n < 0 && errno == EINTR) {
         continue;
       }
+      bool only_output = n > 0;
       std::unique_lock lock(mu_);
       for (int i = 0; i < n; ++i) {
         int fd = events[i].data.fd;
@@ -366,6 +375,7 @@ class PosixLauncher final : public ProcessLauncher {
         if (it == watched_.end()) {
           continue;
         }
+        only_output = only_output && !it->second.is_pidfd;
         if (!it->second.is_pidfd) {
           if (!drain(fd, it->second)) {
             unwatch(fd, true);
@@ -391,6 +401,14 @@ class PosixLauncher final : public ProcessLauncher {
         }
         watched_.clear();
         return;
+      }
+      lock.unlock();
+      if (only_output) {
+        // Backends log a line per request; reading each line as it comes
+        // would wake this thread (and take a core) once per request. Output
+        // is read in batches instead; the large pipes (kPipeBytes) absorb
+        // it meanwhile. Exits are still noticed within milliseconds.
+        std::this_thread::sleep_for(kOutputBatchInterval);
       }
     }
   }

@@ -1,7 +1,15 @@
 #include "lemon/process/socket_owner.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <cstdint>
 
 #include <cstdio>
 #include <fstream>
@@ -12,34 +20,53 @@
 namespace lemon {
 namespace {
 
-constexpr int kTcpListen = 0x0A;
+constexpr int kTcpListen = 10;  // TCP_LISTEN in the kernel's state numbering
 
-// Inodes of sockets in LISTEN state on `port`, from /proc/net/tcp{,6}.
+// Inodes of TCP sockets in LISTEN state on `port`, asked of the kernel with
+// sock_diag (netlink). Unlike parsing /proc/net/tcp, the cost does not grow
+// with the number of connections on the machine: only listening sockets are
+// dumped.
 std::set<unsigned long> listening_inodes(int port) {
   std::set<unsigned long> inodes;
-  for (const char* table : {"/proc/net/tcp", "/proc/net/tcp6"}) {
-    std::ifstream in(table);
-    std::string line;
-    std::getline(in, line);  // header
-    while (std::getline(in, line)) {
-      std::istringstream fields(line);
-      std::string slot, local, remote, state, queues, timer, retr;
-      unsigned long uid = 0, timeout = 0, inode = 0;
-      if (!(fields >> slot >> local >> remote >> state >> queues >> timer >> retr >> uid >>
-            timeout >> inode)) {
-        continue;
+  int fd = ::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+  if (fd < 0) {
+    return inodes;
+  }
+  for (int family : {AF_INET, AF_INET6}) {
+    struct {
+      nlmsghdr header;
+      inet_diag_req_v2 request;
+    } msg{};
+    msg.header.nlmsg_len = sizeof msg;
+    msg.header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+    msg.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+    msg.request.sdiag_family = static_cast<std::uint8_t>(family);
+    msg.request.sdiag_protocol = IPPROTO_TCP;
+    msg.request.idiag_states = 1u << kTcpListen;
+    if (::send(fd, &msg, sizeof msg, 0) < 0) {
+      continue;
+    }
+    alignas(nlmsghdr) char buf[16384];
+    bool done = false;
+    while (!done) {
+      ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) {
+        break;
       }
-      auto colon = local.rfind(':');
-      if (colon == std::string::npos) {
-        continue;
-      }
-      int local_port = static_cast<int>(std::stoul(local.substr(colon + 1), nullptr, 16));
-      int st = static_cast<int>(std::stoul(state, nullptr, 16));
-      if (local_port == port && st == kTcpListen && inode != 0) {
-        inodes.insert(inode);
+      auto len = static_cast<unsigned int>(n);
+      for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
+        if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR) {
+          done = true;
+          break;
+        }
+        auto* d = static_cast<inet_diag_msg*>(NLMSG_DATA(h));
+        if (ntohs(d->id.idiag_sport) == port && d->idiag_inode != 0) {
+          inodes.insert(d->idiag_inode);
+        }
       }
     }
   }
+  ::close(fd);
   return inodes;
 }
 

@@ -88,11 +88,26 @@ std::shared_ptr<Router::LoadJob> Router::find_job(
   return nullptr;
 }
 
+namespace {
+
+Error wrong_type(const std::string& model, ModelType actual, ModelType required) {
+  return Error(ErrorCode::kUnsupportedOperation,
+               "model '" + model + "' has type '" + model_type_name(actual) +
+                   "', but this route needs a model of type '" + model_type_name(required) + "'",
+               "model");
+}
+
+}  // namespace
+
 Result<std::shared_ptr<Router::LoadJob>> Router::make_job(
-    std::string_view model_name, const std::optional<RecipeOptions>& request_options) {
+    std::string_view model_name, const std::optional<RecipeOptions>& request_options,
+    std::optional<ModelType> required) {
   auto info = models_.resolve(model_name);
   if (!info.ok()) {
     return std::move(info).error();
+  }
+  if (required && info->type != *required) {
+    return wrong_type(info->name, info->type, *required);
   }
   if (!info->downloaded) {
     std::string missing =
@@ -142,7 +157,8 @@ Status Router::wait_for_job(std::unique_lock<std::mutex>& lock, const std::share
   return ok_status();
 }
 
-Result<Lease> Router::acquire(std::string_view model_name, const WaitHooks& hooks) {
+Result<Lease> Router::acquire(std::string_view model_name, const WaitHooks& hooks,
+                              std::optional<ModelType> required) {
   std::unique_lock lock(mu_);
   for (;;) {
     if (shutting_down_) {
@@ -151,6 +167,10 @@ Result<Lease> Router::acquire(std::string_view model_name, const WaitHooks& hook
     // (1) Loaded and ready: lease it.
     if (auto it = slots_.find(model_name);
         it != slots_.end() && it->second->state == SlotState::kReady) {
+      ModelType type = it->second->server->type();
+      if (required && type != *required) {
+        return wrong_type(std::string(model_name), type, *required);
+      }
       ++it->second->in_flight;
       touch(*it->second);
       return Lease(this, it->second);
@@ -161,7 +181,7 @@ Result<Lease> Router::acquire(std::string_view model_name, const WaitHooks& hook
     if (!job) {
       // (3) Otherwise queue one. Resolving reads the disk, so not under mu_.
       lock.unlock();
-      auto made = make_job(model_name, std::nullopt);
+      auto made = make_job(model_name, std::nullopt, required);
       lock.lock();
       if (!made.ok()) {
         return std::move(made).error();

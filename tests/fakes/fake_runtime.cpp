@@ -1,5 +1,7 @@
 #include "fake_runtime.h"
 
+#include "fake_task_queue.h"
+
 #include <pthread.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -17,6 +19,9 @@ extern char** environ;
 
 namespace fake {
 namespace {
+
+// The listening socket, captured when httplib creates it.
+int g_listen_fd = -1;
 
 std::atomic<httplib::Server*> g_server{nullptr};
 
@@ -96,10 +101,11 @@ void configure(httplib::Server& svr) {
   svr.set_socket_options([](socket_t sock) {
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    g_listen_fd = sock;
   });
   svr.set_keep_alive_max_count(100000);
   svr.set_keep_alive_timeout(30);
-  svr.new_task_queue = [] { return new httplib::ThreadPool(320); };
+  svr.new_task_queue = [] { return new GrowingTaskQueue(320); };
   svr.set_logger([](const httplib::Request& req, const httplib::Response& res) {
     std::printf("srv  log_server_r: request: %s %s %s %d\n", req.method.c_str(), req.path.c_str(),
                 req.remote_addr.c_str(), res.status);
@@ -243,6 +249,12 @@ void serve(httplib::Server& svr, const std::vector<std::string>& banner) {
     _exit(1);
   }
   g_server = &svr;
+  // Debian's compiled httplib listens with a backlog of 5; a burst of
+  // connections (benchmarks, 256 streams) would then wait for SYN
+  // retransmits. Listening again on the same socket raises the backlog.
+  if (g_listen_fd >= 0) {
+    ::listen(g_listen_fd, SOMAXCONN);
+  }
   std::printf("main: HTTP server is listening, hostname: %s, port: %d, http threads: 320\n",
               rt.host.c_str(), rt.port);
   for (std::string line : banner) {

@@ -1,7 +1,7 @@
 // ProcessServer: the WrappedServer behaviour shared by every recipe that runs
 // a child process: find the binary, pick a port, spawn with an argv, poll the
-// health route (1 ms apart at first, backing off to 20 ms, while watching the
-// child), stop with SIGTERM ->
+// health route (2 ms apart for the first 200 ms, then 20 ms, while watching
+// the child), stop with SIGTERM ->
 // grace -> SIGKILL. Recipes supply only their command line, binary name,
 // health path and routes (one subclass per recipe).
 //

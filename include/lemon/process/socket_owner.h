@@ -1,4 +1,5 @@
-// Which process is listening on a loopback TCP port, from /proc (Linux).
+// Which process is listening on a loopback TCP port (Linux: sock_diag for
+// the listening sockets, /proc/<pid>/fd for who holds them).
 //
 // A backend's readiness probe must reach *that* backend: if another program
 // took the port between our check and the child's bind, the probe would get

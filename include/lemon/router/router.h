@@ -108,9 +108,14 @@ class Router {
 
   // A Lease on the loaded server for `model_name`, auto-loading it with its
   // default options (recipe_options.json > CLI > defaults) when needed.
-  // Errors: kModelNotFound, kModelFilesMissing, load failures (typed), or
-  // kCancelled if hooks.cancelled() turned true while waiting.
-  Result<Lease> acquire(std::string_view model_name, const WaitHooks& hooks = {});
+  // When `required` is given, a model of another type is refused with
+  // kUnsupportedOperation before anything is loaded. A loaded model is
+  // leased without touching the catalogue or the disk.
+  // Errors: kModelNotFound, kUnsupportedOperation, kModelFilesMissing, load
+  // failures (typed), or kCancelled if hooks.cancelled() turned true while
+  // waiting.
+  Result<Lease> acquire(std::string_view model_name, const WaitHooks& hooks = {},
+                        std::optional<ModelType> required = std::nullopt);
 
   // Explicit load: options layered as request > recipe_options.json > CLI >
   // defaults. Already loaded with the same effective options: no-op that
@@ -143,7 +148,8 @@ class Router {
   std::shared_ptr<LoadJob> find_job(std::string_view model,
                                     const std::optional<RecipeOptions>& options) const;
   Result<std::shared_ptr<LoadJob>> make_job(std::string_view model_name,
-                                            const std::optional<RecipeOptions>& request_options);
+                                            const std::optional<RecipeOptions>& request_options,
+                                            std::optional<ModelType> required = std::nullopt);
   Status wait_for_job(std::unique_lock<std::mutex>& lock, const std::shared_ptr<LoadJob>& job,
                       const std::shared_ptr<LoadWaiter>& waiter, const WaitHooks& hooks);
 

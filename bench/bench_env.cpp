@@ -1,0 +1,203 @@
+#include "bench_env.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <thread>
+
+namespace bench {
+namespace fs = std::filesystem;
+
+long long mono_ns() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<long long>(ts.tv_sec) * 1'000'000'000LL + ts.tv_nsec;
+}
+
+long rss_kib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string key;
+  while (in >> key) {
+    if (key == "VmRSS:") {
+      long kib = -1;
+      in >> kib;
+      return kib;
+    }
+    in.ignore(4096, '\n');
+  }
+  return -1;
+}
+
+double cpu_seconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string content;
+  std::getline(in, content);
+  auto close = content.rfind(')');
+  if (close == std::string::npos) {
+    return -1;
+  }
+  std::istringstream rest(content.substr(close + 2));
+  std::string field;
+  long long utime = 0;
+  long long stime = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i == 14) {
+      utime = std::stoll(field);
+    } else if (i == 15) {
+      stime = std::stoll(field);
+    }
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+nlohmann::json get_json(int port, const std::string& path) {
+  lemon::http::UpstreamClient client("127.0.0.1", port);
+  lemon::http::UpstreamRequest req;
+  req.method = "GET";
+  req.path = path;
+  auto resp = client.send(req, {});
+  if (!resp.ok()) {
+    throw std::runtime_error("GET " + path + ": " + resp.error().message());
+  }
+  return nlohmann::json::parse(resp->body);
+}
+
+int post_json(int port, const std::string& path, const nlohmann::json& body) {
+  lemon::http::UpstreamClient client("127.0.0.1", port);
+  std::string text = body.dump();
+  lemon::http::UpstreamRequest req;
+  req.path = path;
+  req.content_type = "application/json";
+  req.body = text;
+  auto resp = client.send(req, {});
+  if (!resp.ok()) {
+    throw std::runtime_error("POST " + path + ": " + resp.error().message());
+  }
+  return resp->status;
+}
+
+BenchEnv::BenchEnv(Paths paths)
+    : paths_(std::move(paths)), launcher_(lemon::make_posix_process_launcher()) {
+  char tmpl[] = "/tmp/lemon-bench-XXXXXX";
+  if (::mkdtemp(tmpl) == nullptr) {
+    throw std::runtime_error("mkdtemp failed");
+  }
+  root_ = tmpl;
+  fs::create_directories(root_ + "/cache");
+  fs::create_directories(root_ + "/hf");
+}
+
+BenchEnv::~BenchEnv() {
+  stop_router();
+  stop_direct_backend();
+  std::error_code ec;
+  fs::remove_all(root_, ec);
+}
+
+void BenchEnv::add_model(const std::string& name) {
+  models_[name] = {
+      {"checkpoint", paths_.model_file}, {"recipe", "llamacpp"}, {"source", "local_path"}};
+  std::ofstream(root_ + "/cache/user_models.json") << models_.dump(2);
+}
+
+int BenchEnv::free_port() const {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+void BenchEnv::wait_ready(int port, const std::string& path, lemon::ChildProcess& child) const {
+  lemon::http::UpstreamClient client("127.0.0.1", port);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto status = client.probe(path, std::chrono::milliseconds(500));
+    if (status.ok() && *status == 200) {
+      return;
+    }
+    if (child.wait_exit_until(std::chrono::steady_clock::now() + std::chrono::milliseconds(2))) {
+      std::string tail;
+      for (const auto& l : child.last_lines(20)) {
+        tail += l + "\n";
+      }
+      throw std::runtime_error("process exited while starting:\n" + tail);
+    }
+  }
+  throw std::runtime_error("process did not become ready on port " + std::to_string(port));
+}
+
+int BenchEnv::start_router(const std::vector<std::string>& args) {
+  stop_router();
+  router_port_ = free_port();
+  lemon::SpawnSpec spec;
+  spec.executable = paths_.router;
+  spec.args = {"--port", std::to_string(router_port_), "--llamacpp", "cpu"};
+  spec.args.insert(spec.args.end(), args.begin(), args.end());
+  spec.env = {{"LEMONADE_CACHE_DIR", root_ + "/cache"},
+              {"HF_HUB_CACHE", root_ + "/hf"},
+              {"LEMONADE_LLAMACPP_CPU_BIN", paths_.llama_server}};
+  spec.log_tag = "router";
+  spec.kept_lines = 2000;
+  auto child = launcher_->spawn(spec);
+  if (!child.ok()) {
+    throw std::runtime_error("cannot start the router: " + child.error().message());
+  }
+  router_ = *child;
+  wait_ready(router_port_, "/live", *router_);
+  return router_port_;
+}
+
+void BenchEnv::stop_router() {
+  if (router_) {
+    router_->terminate(std::chrono::seconds(10));
+    router_.reset();
+  }
+}
+
+pid_t BenchEnv::router_pid() const {
+  return router_ ? router_->pid() : -1;
+}
+
+std::vector<std::string> BenchEnv::router_log(std::size_t n) const {
+  return router_ ? router_->last_lines(n) : std::vector<std::string>{};
+}
+
+int BenchEnv::start_direct_backend() {
+  stop_direct_backend();
+  int port = free_port();
+  lemon::SpawnSpec spec;
+  spec.executable = paths_.llama_server;
+  spec.args = {"-m",         paths_.model_file,
+               "--port",     std::to_string(port),
+               "--host",     "127.0.0.1",
+               "--ctx-size", "4096",
+               "-ngl",       "0"};
+  spec.log_tag = "direct";
+  auto child = launcher_->spawn(spec);
+  if (!child.ok()) {
+    throw std::runtime_error("cannot start the backend: " + child.error().message());
+  }
+  direct_ = *child;
+  wait_ready(port, "/health", *direct_);
+  return port;
+}
+
+void BenchEnv::stop_direct_backend() {
+  if (direct_) {
+    direct_->terminate(std::chrono::seconds(10));
+    direct_.reset();
+  }
+}
+
+}  // namespace bench

@@ -1,0 +1,76 @@
+// The processes a benchmark needs: a temp dir with model files and
+// user_models.json, the lemonade-router binary on a free port, and fake (or
+// real) backends started directly for the "direct" baseline. Everything is
+// spawned with lemon's own ProcessLauncher and killed at the end.
+//
+// Thread-safety: set up and tear down from one thread; the accessors are
+// read-only afterwards.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lemon/http/upstream_client.h"
+#include "lemon/process/process_launcher.h"
+
+namespace bench {
+
+struct Paths {
+  std::string router;        // lemonade-router binary
+  std::string fakes_dir;     // directory with the fake llama-server
+  std::string llama_server;  // backend binary for llamacpp models (fake or real)
+  std::string model_file;    // GGUF for every model (a placeholder for the fake)
+};
+
+class BenchEnv {
+ public:
+  explicit BenchEnv(Paths paths);
+  ~BenchEnv();
+
+  const Paths& paths() const { return paths_; }
+
+  // Registers user.<name> (llamacpp) pointing at the model file.
+  void add_model(const std::string& name);
+
+  // Starts a router with these extra arguments; returns its port.
+  int start_router(const std::vector<std::string>& args);
+  void stop_router();
+  int router_port() const { return router_port_; }
+  pid_t router_pid() const;
+  std::vector<std::string> router_log(std::size_t n) const;
+
+  // Starts the backend binary directly (the "direct" baseline); returns its port.
+  int start_direct_backend();
+  void stop_direct_backend();
+
+ private:
+  int free_port() const;
+  void wait_ready(int port, const std::string& path, lemon::ChildProcess& child) const;
+
+  Paths paths_;
+  std::string root_;
+  nlohmann::json models_ = nlohmann::json::object();
+  std::unique_ptr<lemon::ProcessLauncher> launcher_;
+  std::shared_ptr<lemon::ChildProcess> router_;
+  std::shared_ptr<lemon::ChildProcess> direct_;
+  int router_port_ = 0;
+};
+
+// Resident set size of a process in KiB (VmRSS), or -1.
+long rss_kib(pid_t pid);
+// User + system CPU time of a process in seconds, or -1.
+double cpu_seconds(pid_t pid);
+// CLOCK_MONOTONIC in ns (the clock the fakes stamp chunks with).
+long long mono_ns();
+
+// GET a JSON document from 127.0.0.1:port.
+nlohmann::json get_json(int port, const std::string& path);
+// POST a JSON document; returns the status code.
+int post_json(int port, const std::string& path, const nlohmann::json& body);
+
+}  // namespace bench

@@ -1,0 +1,137 @@
+// lemon-bench: measures what lemonade-router costs, side by side with going
+// directly to the same backend (issue #4). Prints a table and writes JSON.
+//
+//   lemon-bench [--quick] [--out FILE] [--router BIN] [--fakes DIR]
+//   lemon-bench --validate FILE      (checks a report; used by the smoke test)
+//
+// With LLAMA_SERVER (a real llama-server) and BENCH_MODEL (a GGUF) set, the
+// request and streaming measurements also run against the real backend,
+// labelled as such.
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "bench_env.h"
+#include "lemon/core/log.h"
+#include "report.h"
+#include "scenarios.h"
+
+namespace {
+
+nlohmann::json machine() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  std::string cpu = "unknown";
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      cpu = line.substr(line.find(':') + 2);
+      break;
+    }
+  }
+  utsname u{};
+  ::uname(&u);
+  return {{"cpu", cpu}, {"cores", ::sysconf(_SC_NPROCESSORS_ONLN)}, {"kernel", u.release}};
+}
+
+void run_suite(bench::BenchEnv& env, const bench::Settings& s, bench::Report& report) {
+  for (const char* m : {"bench", "a", "b", "m1", "m2", "m3", "m4", "m5"}) {
+    env.add_model(m);
+  }
+  bench::measure_non_streaming(env, s, report);
+  bench::measure_streaming(env, s, report);
+  if (s.fake) {
+    bench::measure_model_switch(env, s, report);
+    bench::measure_control_plane(env, s, report);
+    bench::measure_memory(env, s, report);
+  }
+  env.stop_router();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("lemon-bench: lemonade-router versus going direct");
+  bench::Settings s;
+  std::string out = "bench/results/latest.json";
+  std::string validate;
+  std::string router_bin = LEMON_BENCH_ROUTER;
+  std::string fakes = LEMON_BENCH_FAKES;
+  app.add_flag("--quick", s.quick, "Tiny counts (smoke test); figures are meaningless");
+  app.add_option("--out", out, "Where to write the JSON report");
+  app.add_option("--router", router_bin, "lemonade-router binary");
+  app.add_option("--fakes", fakes, "Directory of the fake backends");
+  app.add_option("--validate", validate, "Check a JSON report and exit");
+  CLI11_PARSE(app, argc, argv);
+  lemon::init_logging("error");
+
+  if (!validate.empty()) {
+    std::ifstream in(validate);
+    auto j = nlohmann::json::parse(in, nullptr, false);
+    std::string problem = j.is_discarded() ? "not JSON" : bench::validate_report(j);
+    if (!problem.empty()) {
+      std::cerr << validate << ": " << problem << "\n";
+      return 1;
+    }
+    std::cout << validate << ": well-formed report\n";
+    return 0;
+  }
+  if (s.quick) {
+    s.duration = std::chrono::milliseconds(150);
+    s.streams = 8;
+    s.switches = 2;
+  }
+
+  std::filesystem::path placeholder = std::filesystem::temp_directory_path() /
+                                      ("lemon-bench-model-" + std::to_string(::getpid()) + ".gguf");
+  std::ofstream(placeholder) << "GGUF";
+  nlohmann::json runs = nlohmann::json::array();
+  int status = 0;
+  try {
+    bench::Report fake_report;
+    {
+      bench::BenchEnv env({router_bin, fakes, fakes + "/llama-server", placeholder.string()});
+      run_suite(env, s, fake_report);
+    }
+    fake_report.data()["machine"] = machine();
+    fake_report.data()["mode"] = s.quick ? "quick" : "full";
+    fake_report.data()["backend"] = "fake llama-server";
+    std::cout << "== lemonade-router vs direct, fake llama-server"
+              << (s.quick ? " (quick: figures are meaningless)" : "") << " ==\n";
+    fake_report.print();
+    nlohmann::json doc = fake_report.to_json();
+
+    const char* real = std::getenv("LLAMA_SERVER");
+    const char* model = std::getenv("BENCH_MODEL");
+    if (real != nullptr && model != nullptr) {
+      bench::Settings rs = s;
+      rs.fake = false;
+      bench::Report real_report;
+      {
+        bench::BenchEnv env({router_bin, fakes, real, model});
+        run_suite(env, rs, real_report);
+      }
+      std::cout << "\n== lemonade-router vs direct, real llama-server (" << real << ", " << model
+                << ") ==\n";
+      real_report.print();
+      real_report.data()["backend"] = std::string("real llama-server: ") + real;
+      doc["real_llama_server"] = real_report.to_json();
+    }
+    std::filesystem::path out_path(out);
+    if (out_path.has_parent_path()) {
+      std::filesystem::create_directories(out_path.parent_path());
+    }
+    std::ofstream(out_path) << doc.dump(2) << "\n";
+    std::cout << "\nwrote " << out << "\n";
+  } catch (const std::exception& e) {
+    std::cerr << "lemon-bench: " << e.what() << "\n";
+    status = 1;
+  }
+  std::filesystem::remove(placeholder);
+  return status;
+}

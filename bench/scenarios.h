@@ -1,0 +1,26 @@
+// The measurements of issue #4, each comparing the router with the same
+// backend addressed directly, in the same run.
+#pragma once
+
+#include <chrono>
+
+#include "bench_env.h"
+#include "report.h"
+
+namespace bench {
+
+struct Settings {
+  bool quick = false;                        // tiny counts for the smoke test
+  bool fake = true;                          // fake backends (false: a real llama-server)
+  std::chrono::milliseconds duration{2000};  // per load measurement
+  int streams = 256;                         // concurrent streams for the control-plane test
+  int switches = 20;                         // model switches measured
+};
+
+void measure_non_streaming(BenchEnv& env, const Settings& s, Report& report);
+void measure_streaming(BenchEnv& env, const Settings& s, Report& report);
+void measure_model_switch(BenchEnv& env, const Settings& s, Report& report);
+void measure_control_plane(BenchEnv& env, const Settings& s, Report& report);
+void measure_memory(BenchEnv& env, const Settings& s, Report& report);
+
+}  // namespace bench
