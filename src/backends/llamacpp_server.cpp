@@ -19,7 +19,7 @@ std::string llamacpp_backend(const RecipeOptions& options) {
 
 }  // namespace
 
-LlamaCppServer::LlamaCppServer(ModelInfo model, RecipeOptions options,
+LlamaCppServer::LlamaCppServer(const ModelInfo& model, const RecipeOptions& options,
                                const BackendEnvironment& env)
     : ProcessServer(model, options, device_for_recipe("llamacpp", llamacpp_backend(options)), env) {
 }
@@ -90,7 +90,8 @@ Result<std::vector<std::string>> LlamaCppServer::build_args(int port) const {
       "-m",     model().resolved_path("main"), "--ctx-size", std::to_string(ctx),
       "--port", std::to_string(port),          "--host",     "127.0.0.1"};
   // Defaults the user may override by naming the flag (or its opposite).
-  auto add_default = [&](std::vector<std::string> names, std::vector<std::string> values) {
+  auto add_default = [&](const std::vector<std::string>& names,
+                         const std::vector<std::string>& values) {
     if (!has_any_flag(*user, names)) {
       args.insert(args.end(), values.begin(), values.end());
     }

@@ -2,7 +2,8 @@
 
 namespace lemon {
 
-RyzenAiServer::RyzenAiServer(ModelInfo model, RecipeOptions options, const BackendEnvironment& env)
+RyzenAiServer::RyzenAiServer(const ModelInfo& model, const RecipeOptions& options,
+                             const BackendEnvironment& env)
     : ProcessServer(model, options, device_for_recipe(model.recipe, "npu"), env) {}
 
 Result<std::vector<std::string>> RyzenAiServer::build_args(int port) const {

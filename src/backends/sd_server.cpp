@@ -13,7 +13,8 @@ std::string sd_backend(const RecipeOptions& options) {
 
 }  // namespace
 
-SdServer::SdServer(ModelInfo model, RecipeOptions options, const BackendEnvironment& env)
+SdServer::SdServer(const ModelInfo& model, const RecipeOptions& options,
+                   const BackendEnvironment& env)
     : ProcessServer(model, options, device_for_recipe("sd-cpp", sd_backend(options)), env) {}
 
 BinaryQuery SdServer::binary_query() const {

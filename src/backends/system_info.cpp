@@ -61,7 +61,10 @@ nlohmann::json cpu_info() {
     } else if (key == "physical id") {
       physical = value;
     } else if (key == "core id") {
-      cores.insert(physical + ":" + value);
+      std::string core = physical;
+      core += ':';
+      core += value;
+      cores.insert(std::move(core));
     }
   }
   int core_count = cores.empty() ? threads : static_cast<int>(cores.size());
@@ -98,7 +101,8 @@ nlohmann::json gpu_list() {
                               : vendor == "0x10de" ? "nvidia"
                               : vendor == "0x8086" ? "intel"
                                                    : "other";
-    gpus.push_back({{"card", name}, {"vendor", vendor_name}, {"pci_id", vendor + ":" + device}});
+    gpus.push_back(
+        {{"card", name}, {"vendor", vendor_name}, {"pci_id", vendor.append(":").append(device)}});
   }
   return gpus;
 }

@@ -13,7 +13,8 @@ std::string whisper_backend(const RecipeOptions& options) {
 
 }  // namespace
 
-WhisperServer::WhisperServer(ModelInfo model, RecipeOptions options, const BackendEnvironment& env)
+WhisperServer::WhisperServer(const ModelInfo& model, const RecipeOptions& options,
+                             const BackendEnvironment& env)
     : ProcessServer(model, options, device_for_recipe("whispercpp", whisper_backend(options)),
                     env) {}
 

@@ -1,5 +1,7 @@
 #include "lemon/core/error.h"
 
+#include <cstring>
+
 namespace lemon {
 
 const char* error_code_name(ErrorCode code) {
@@ -54,6 +56,13 @@ const char* error_code_name(ErrorCode code) {
       return "internal";
   }
   return "internal";
+}
+
+std::string errno_message(int err) {
+  char buf[256];
+  // GNU strerror_r returns the message (maybe a static string, maybe buf).
+  const char* text = ::strerror_r(err, buf, sizeof buf);
+  return text != nullptr ? std::string(text) : "error " + std::to_string(err);
 }
 
 bool is_retryable_load_failure(ErrorCode code) {

@@ -29,7 +29,7 @@ void RouteTable::add(const std::string& method, const std::string& path, RouteHa
 }
 
 void RouteTable::add_api(const std::string& method, const std::string& suffix,
-                         RouteHandler handler) {
+                         const RouteHandler& handler) {
   for (const auto& prefix : api_prefixes()) {
     add(method, prefix + suffix, handler);
   }

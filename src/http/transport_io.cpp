@@ -1,5 +1,7 @@
 #include "transport_io.h"
 
+#include "lemon/core/error.h"
+
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -123,10 +125,7 @@ int send_all(int fd, std::string_view data, Clock::time_point deadline) {
 }
 
 std::string errno_text(int err) {
-  char buf[256];
-  // GNU strerror_r returns the message pointer (maybe not buf).
-  const char* text = ::strerror_r(err, buf, sizeof buf);
-  return text != nullptr ? std::string(text) : std::string("error ") + std::to_string(err);
+  return errno_message(err);
 }
 
 void set_nodelay(int fd) {

@@ -25,8 +25,6 @@
 #include "lemon/process/process_launcher.h"
 #include "posix_child.h"
 
-extern char** environ;
-
 namespace lemon {
 namespace {
 
@@ -87,7 +85,8 @@ ExecImage build_exec_image(const SpawnSpec& spec) {
     }
   }
   for (const auto& [key, value] : spec.env) {
-    img.storage.push_back(key + "=" + value);
+    img.storage.push_back(key);
+    img.storage.back().append("=").append(value);
   }
   for (std::size_t i = 0; i < img.storage.size(); ++i) {
     (i < argc ? img.argv : img.envp).push_back(img.storage[i].data());
@@ -142,7 +141,7 @@ constexpr auto kOutputBatchInterval = std::chrono::milliseconds(5);
 Result<Pipe> make_pipe(int read_flags) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
-    return Error(ErrorCode::kSpawnFailed, std::string("pipe2(): ") + std::strerror(errno));
+    return Error(ErrorCode::kSpawnFailed, "pipe2(): " + errno_message(errno));
   }
   if (read_flags != 0) {
     ::fcntl(fds[0], F_SETFL, ::fcntl(fds[0], F_GETFL) | read_flags);
@@ -174,7 +173,7 @@ Result<Spawned> fork_exec(const SpawnSpec& spec) {
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
-    return Error(ErrorCode::kSpawnFailed, std::string("fork(): ") + std::strerror(errno));
+    return Error(ErrorCode::kSpawnFailed, "fork(): " + errno_message(errno));
   }
   if (pid == 0) {
     exec_child(img, parent, out->write.get(), err->write.get(), report->write.get());
@@ -189,7 +188,10 @@ Result<Spawned> fork_exec(const SpawnSpec& spec) {
   } while (n < 0 && errno == EINTR);
   if (n > 0) {
     ::waitpid(pid, nullptr, 0);
-    std::string what = "cannot execute " + spec.executable + ": " + std::strerror(exec_errno);
+    std::string what = "cannot execute ";
+    what += spec.executable;
+    what += ": ";
+    what += errno_message(exec_errno);
     bool missing = exec_errno == ENOENT || exec_errno == EACCES || exec_errno == ENOEXEC ||
                    exec_errno == ENOTDIR;
     return Error(missing ? ErrorCode::kBackendBinaryMissing : ErrorCode::kSpawnFailed, what);
@@ -199,7 +201,7 @@ Result<Spawned> fork_exec(const SpawnSpec& spec) {
     int e = errno;
     ::kill(-pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);
-    return Error(ErrorCode::kSpawnFailed, std::string("pidfd_open(): ") + std::strerror(e));
+    return Error(ErrorCode::kSpawnFailed, "pidfd_open(): " + errno_message(e));
   }
   Spawned s{std::make_shared<PosixChild>(pid, pidfd, spec), std::move(out->read),
             std::move(err->read)};

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstring>
 
 #include <cstdio>
 #include <fstream>
@@ -46,23 +47,32 @@ std::set<unsigned long> listening_inodes(int port) {
     if (::send(fd, &msg, sizeof msg, 0) < 0) {
       continue;
     }
-    alignas(nlmsghdr) char buf[16384];
+    char buf[16384];
     bool done = false;
     while (!done) {
       ssize_t n = ::recv(fd, buf, sizeof buf, 0);
       if (n <= 0) {
         break;
       }
-      auto len = static_cast<unsigned int>(n);
-      for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
-        if (h->nlmsg_type == NLMSG_DONE || h->nlmsg_type == NLMSG_ERROR) {
+      // Walk the messages by offset, copying headers out (no unaligned casts).
+      const auto len = static_cast<std::size_t>(n);
+      std::size_t off = 0;
+      while (off + sizeof(nlmsghdr) <= len) {
+        nlmsghdr h{};
+        std::memcpy(&h, buf + off, sizeof h);
+        if (h.nlmsg_len < sizeof h || off + h.nlmsg_len > len || h.nlmsg_type == NLMSG_DONE ||
+            h.nlmsg_type == NLMSG_ERROR) {
           done = true;
           break;
         }
-        auto* d = static_cast<inet_diag_msg*>(NLMSG_DATA(h));
-        if (ntohs(d->id.idiag_sport) == port && d->idiag_inode != 0) {
-          inodes.insert(d->idiag_inode);
+        if (h.nlmsg_len >= NLMSG_LENGTH(sizeof(inet_diag_msg))) {
+          inet_diag_msg d{};
+          std::memcpy(&d, buf + off + NLMSG_HDRLEN, sizeof d);
+          if (ntohs(d.id.idiag_sport) == port && d.idiag_inode != 0) {
+            inodes.insert(d.idiag_inode);
+          }
         }
+        off += NLMSG_ALIGN(h.nlmsg_len);
       }
     }
   }

@@ -53,7 +53,7 @@ Router::~Router() {
   shutdown();
 }
 
-void Router::emit(RouterEvent event) const {
+void Router::emit(const RouterEvent& event) const {
   if (config_.on_event) {
     config_.on_event(event);
   }

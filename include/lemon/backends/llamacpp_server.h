@@ -17,7 +17,8 @@ namespace lemon {
 
 class LlamaCppServer final : public ProcessServer {
  public:
-  LlamaCppServer(ModelInfo model, RecipeOptions options, const BackendEnvironment& env);
+  LlamaCppServer(const ModelInfo& model, const RecipeOptions& options,
+                 const BackendEnvironment& env);
 
   Result<std::vector<std::string>> build_args(int port) const override;
   std::optional<std::string> upstream_path(ApiRoute route) const override;

@@ -10,7 +10,8 @@ namespace lemon {
 
 class RyzenAiServer final : public ProcessServer {
  public:
-  RyzenAiServer(ModelInfo model, RecipeOptions options, const BackendEnvironment& env);
+  RyzenAiServer(const ModelInfo& model, const RecipeOptions& options,
+                const BackendEnvironment& env);
 
   Result<std::vector<std::string>> build_args(int port) const override;
   std::optional<std::string> upstream_path(ApiRoute route) const override;

@@ -11,7 +11,7 @@ namespace lemon {
 
 class SdServer final : public ProcessServer {
  public:
-  SdServer(ModelInfo model, RecipeOptions options, const BackendEnvironment& env);
+  SdServer(const ModelInfo& model, const RecipeOptions& options, const BackendEnvironment& env);
 
   Result<std::vector<std::string>> build_args(int port) const override;
   std::optional<std::string> upstream_path(ApiRoute route) const override;

@@ -10,7 +10,8 @@ namespace lemon {
 
 class WhisperServer final : public ProcessServer {
  public:
-  WhisperServer(ModelInfo model, RecipeOptions options, const BackendEnvironment& env);
+  WhisperServer(const ModelInfo& model, const RecipeOptions& options,
+                const BackendEnvironment& env);
 
   Result<std::vector<std::string>> build_args(int port) const override;
   std::optional<std::string> upstream_path(ApiRoute route) const override;

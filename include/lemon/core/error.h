@@ -53,6 +53,9 @@ enum class ErrorCode {
 // Stable snake_case name, e.g. "model_files_missing". Used in logs and tests.
 const char* error_code_name(ErrorCode code);
 
+// The text for an errno value (thread-safe, unlike strerror).
+std::string errno_message(int err);
+
 // True for load failures where evicting every server and retrying once may
 // help (resource exhaustion, a crashed or hung start). False for failures a
 // retry cannot fix (missing files, bad arguments, unknown recipe, missing

@@ -28,7 +28,7 @@ class RouteTable {
 
   // Registers `suffix` under every API prefix. A suffix ending in "/{id}"
   // matches any non-empty remainder (model ids may contain '/').
-  void add_api(const std::string& method, const std::string& suffix, RouteHandler handler);
+  void add_api(const std::string& method, const std::string& suffix, const RouteHandler& handler);
   // Registers an exact path such as "/live".
   void add_root(const std::string& method, const std::string& path, RouteHandler handler);
 

@@ -162,7 +162,7 @@ class Router {
   void finish_job(LoadJob& job, const Status& result,
                   const std::shared_ptr<ServerSlot>& slot);  // REQUIRES: mu_ held
   void on_server_exit(const std::weak_ptr<ServerSlot>& slot);
-  void emit(RouterEvent event) const;
+  void emit(const RouterEvent& event) const;
   void shutdown_now();
   std::vector<SlotView> snapshot() const;                   // REQUIRES: mu_ held
   LoadedServerInfo describe(const ServerSlot& slot) const;  // REQUIRES: mu_ held
