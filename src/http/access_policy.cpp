@@ -17,6 +17,23 @@ bool constant_time_equals(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
+void bind_access_to(AccessSettings& settings, const std::string& host, int port) {
+  const std::string p = ":" + std::to_string(port);
+  const bool loopback = host == "127.0.0.1" || host == "localhost" || host == "::1";
+  settings.own_origins.clear();
+  settings.allowed_hosts.clear();
+  for (const char* name : {"127.0.0.1", "localhost", "[::1]"}) {
+    settings.own_origins.push_back(std::string("http://") + name + p);
+    if (loopback) {
+      settings.allowed_hosts.push_back(name + p);
+    }
+  }
+  if (!loopback && host != "0.0.0.0" && host != "::") {
+    std::string h = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+    settings.own_origins.push_back("http://" + h + p);
+  }
+}
+
 bool origin_allowed(const Request& request, const AccessSettings& settings) {
   auto origin = request.headers.get("Origin");
   if (!origin) {
@@ -27,10 +44,33 @@ bool origin_allowed(const Request& request, const AccessSettings& settings) {
       return true;
     }
   }
-  auto host = request.headers.get("Host");
-  return host && (iequals(*origin, "http://" + std::string(*host)) ||
-                  iequals(*origin, "https://" + std::string(*host)));
+  for (const auto& own : settings.own_origins) {
+    if (iequals(own, *origin)) {
+      return true;
+    }
+  }
+  return false;
 }
+
+namespace {
+
+bool host_allowed(const Request& request, const AccessSettings& settings) {
+  if (settings.allowed_hosts.empty()) {
+    return true;
+  }
+  auto host = request.headers.get("Host");
+  if (!host) {
+    return true;  // HTTP/1.0 clients; browsers always send Host
+  }
+  for (const auto& allowed : settings.allowed_hosts) {
+    if (iequals(allowed, *host)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
 
 Headers cors_headers(const Request& request, const AccessSettings& settings) {
   Headers h;
@@ -57,6 +97,11 @@ Headers cors_headers(const Request& request, const AccessSettings& settings) {
 
 std::optional<Error> check_access(const Request& request, const AccessSettings& settings,
                                   RouteAccess access) {
+  if (!host_allowed(request, settings)) {
+    return Error(ErrorCode::kForbidden,
+                 "Host '" + std::string(*request.headers.get("Host")) +
+                     "' does not name this server (lemonade-router listens on loopback only)");
+  }
   if (!origin_allowed(request, settings)) {
     return Error(ErrorCode::kForbidden, "requests from origin '" +
                                             std::string(*request.headers.get("Origin")) +

@@ -20,7 +20,11 @@ ApiServer::~ApiServer() {
 }
 
 Result<int> ApiServer::bind() {
-  return server_->bind(settings_.host, settings_.port);
+  auto port = server_->bind(settings_.host, settings_.port);
+  if (port.ok()) {
+    bind_access_to(settings_.access, settings_.host, *port);
+  }
+  return port;
 }
 
 void ApiServer::run() {
@@ -37,10 +41,8 @@ void ApiServer::handle(Request& r, ResponseWriter& raw) {
   CorsWriter w(raw, cors_headers(r, settings_.access));
   if (r.method == "OPTIONS") {
     // CORS preflight: never needs the key (browsers do not send it here).
-    if (!origin_allowed(r, settings_.access)) {
-      write_error(w, Error(ErrorCode::kForbidden, "requests from origin '" +
-                                                      std::string(*r.headers.get("Origin")) +
-                                                      "' are not allowed (see --cors-origins)"));
+    if (auto denied = check_access(r, settings_.access, RouteAccess::kPublic)) {
+      write_error(w, *denied);
       return;
     }
     w.send(204, Headers{{"Allow", "GET, POST, OPTIONS"}}, "");

@@ -8,6 +8,7 @@
 #include "lemon/http/json_request.h"
 #include "lemon/http/multipart.h"
 #include "lemon/http/request_checks.h"
+#include "lemon/http/rerank_format.h"
 
 namespace lemon::http {
 namespace {
@@ -62,6 +63,8 @@ void ApiServer::handle_json_inference(ApiRoute route, Request& r, ResponseWriter
   req.content_type = "application/json";
   if (route == ApiRoute::kEmbeddings && body->value("encoding_format", "float") == "base64") {
     req.transform = [](std::string_view answer) { return embeddings_as_base64(answer); };
+  } else if (route == ApiRoute::kReranking) {
+    req.transform = [](std::string_view answer) { return rerank_in_input_order(answer); };
   }
   forward_inference(req, w);
 }

@@ -4,7 +4,12 @@
 //   unless health_without_auth.
 // - Origin: a request carrying an Origin header from another site is refused
 //   (403) unless that origin is configured; CORS headers are sent only for
-//   configured origins, and `*` only when the user configured `*`.
+//   configured origins, and `*` only when the user configured `*`. The
+//   router's own origins are fixed when it binds, never taken from the
+//   request's Host header (which an attacker controls).
+// - Host: when listening on loopback only, the Host header must name the
+//   router (127.0.0.1, localhost or [::1] with its port), so a page whose
+//   DNS name was re-pointed at 127.0.0.1 (DNS rebinding) is refused (403).
 // - CSRF: a POST body must be JSON (or multipart/form-data where the route
 //   takes uploads), so a cross-site "simple" form post cannot reach a route.
 //
@@ -24,7 +29,14 @@ struct AccessSettings {
   std::string api_key;  // empty: no authentication
   bool health_without_auth = false;
   std::vector<std::string> cors_origins;  // exact origins ("http://localhost:3000") or "*"
+  // Filled by bind_access_to(): the router's own origins, and the Host
+  // values accepted (empty: any Host, when listening beyond loopback).
+  std::vector<std::string> own_origins;
+  std::vector<std::string> allowed_hosts;
 };
+
+// Fills own_origins and allowed_hosts for a router listening on host:port.
+void bind_access_to(AccessSettings& settings, const std::string& host, int port);
 
 // What a route accepts, for the checks above.
 enum class RouteAccess {
@@ -44,7 +56,7 @@ std::optional<Error> check_access(const Request& request, const AccessSettings& 
 Headers cors_headers(const Request& request, const AccessSettings& settings);
 
 // True when the request has no Origin, the origin is configured (or `*` is),
-// or it is the router's own origin (same host and port).
+// or it is one of the router's own origins.
 bool origin_allowed(const Request& request, const AccessSettings& settings);
 
 // Compares without an early exit, so the time taken does not reveal how much

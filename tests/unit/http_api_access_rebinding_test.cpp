@@ -1,0 +1,71 @@
+// The router's own origins and accepted Host values come from where it
+// listens, never from the request (DNS rebinding); rerank results are put in
+// input order.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "lemon/http/access_policy.h"
+#include "lemon/http/rerank_format.h"
+
+namespace lemon::http {
+namespace {
+
+Request request_with(std::initializer_list<std::pair<std::string, std::string>> headers) {
+  Request r;
+  r.method = "GET";
+  r.path = "/api/v1/health";
+  for (const auto& [k, v] : headers) {
+    r.headers.add(k, v);
+  }
+  return r;
+}
+
+TEST(AccessRebinding, LoopbackRouterAcceptsOnlyItsOwnHostNames) {
+  AccessSettings s;
+  bind_access_to(s, "127.0.0.1", 8000);
+  for (const char* host : {"127.0.0.1:8000", "localhost:8000", "[::1]:8000"}) {
+    EXPECT_FALSE(check_access(request_with({{"Host", host}}), s, RouteAccess::kRead)) << host;
+  }
+  for (const char* host : {"evil.example:8000", "127.0.0.1:9000", "localhost"}) {
+    auto denied = check_access(request_with({{"Host", host}}), s, RouteAccess::kRead);
+    ASSERT_TRUE(denied) << host;
+    EXPECT_EQ(denied->code(), ErrorCode::kForbidden);
+  }
+}
+
+TEST(AccessRebinding, AnOriginMatchingAForeignHostIsNotOurs) {
+  AccessSettings s;
+  bind_access_to(s, "localhost", 8000);
+  auto rebound =
+      request_with({{"Host", "evil.example:8000"}, {"Origin", "http://evil.example:8000"}});
+  EXPECT_FALSE(origin_allowed(rebound, s));
+  auto own = request_with({{"Host", "localhost:8000"}, {"Origin", "http://localhost:8000"}});
+  EXPECT_TRUE(origin_allowed(own, s));
+}
+
+TEST(AccessRebinding, AllInterfacesSkipsTheHostCheckButKeepsOriginRules) {
+  AccessSettings s;
+  bind_access_to(s, "0.0.0.0", 8000);
+  EXPECT_TRUE(s.allowed_hosts.empty());
+  EXPECT_FALSE(check_access(request_with({{"Host", "mybox.lan:8000"}}), s, RouteAccess::kRead));
+  auto foreign = request_with({{"Host", "mybox.lan:8000"}, {"Origin", "http://evil.example"}});
+  EXPECT_TRUE(check_access(foreign, s, RouteAccess::kRead));
+}
+
+TEST(RerankFormat, ResultsAreSortedByIndex) {
+  auto out = rerank_in_input_order(
+      R"({"object":"list","results":[{"index":2,"relevance_score":0.9},{"index":0,"relevance_score":0.5},{"index":1,"relevance_score":0.1}]})");
+  ASSERT_TRUE(out);
+  auto j = nlohmann::json::parse(*out);
+  ASSERT_EQ(j["results"].size(), 3u);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(j["results"][i]["index"], i);
+  }
+  EXPECT_EQ(j["results"][0]["relevance_score"], 0.5);
+  EXPECT_FALSE(rerank_in_input_order(R"({"results":[{"index":0},{"index":1}]})"));
+  EXPECT_FALSE(rerank_in_input_order("not json"));
+}
+
+}  // namespace
+}  // namespace lemon::http
