@@ -72,13 +72,17 @@ void SseScanner::feed(std::string_view bytes, Clock::time_point now) {
 }
 
 void SseScanner::on_event(std::string_view event, Clock::time_point now) {
-  auto data = sse_event_data(event);
-  if (!data) {
+  // Runs once per streamed token: look at the raw event first and copy its
+  // data out only for the rare events that matter ([DONE], usage/timings).
+  if (event.find("data:") == std::string_view::npos) {
     return;  // a comment or keepalive
   }
-  if (*data == "[DONE]") {
-    saw_done_ = true;
-    return;
+  if (event.find("[DONE]") != std::string_view::npos) {
+    auto data = sse_event_data(event);
+    if (data && *data == "[DONE]") {
+      saw_done_ = true;
+      return;
+    }
   }
   ++data_events_;
   if (last_event_ && gaps_.size() < max_gaps_) {
@@ -88,9 +92,11 @@ void SseScanner::on_event(std::string_view event, Clock::time_point now) {
     first_event_ = now;
   }
   last_event_ = now;
-  if (data->find("\"timings\"") != std::string::npos ||
-      data->find("\"usage\"") != std::string::npos) {
-    last_usage_data_ = std::move(*data);
+  if (event.find("\"timings\"") != std::string_view::npos ||
+      event.find("\"usage\"") != std::string_view::npos) {
+    if (auto data = sse_event_data(event)) {
+      last_usage_data_ = std::move(*data);
+    }
   }
 }
 
