@@ -9,6 +9,7 @@
 // Thread-safety: values; no shared state.
 #pragma once
 
+#include <iterator>
 #include <optional>
 #include <string>
 #include <utility>
@@ -49,6 +50,24 @@ enum class ErrorCode {
   kShuttingDown,        // router is stopping
   kInternal,
 };
+
+// Every ErrorCode, in declaration order (for tables and their tests).
+inline constexpr ErrorCode kAllErrorCodes[] = {
+    ErrorCode::kInvalidRequest,       ErrorCode::kUnauthorized,
+    ErrorCode::kForbidden,            ErrorCode::kModelNotFound,
+    ErrorCode::kModelNotLoaded,       ErrorCode::kUnsupportedOperation,
+    ErrorCode::kRouteNotFound,        ErrorCode::kMethodNotAllowed,
+    ErrorCode::kPayloadTooLarge,      ErrorCode::kUnsupportedMediaType,
+    ErrorCode::kModelFilesMissing,    ErrorCode::kInvalidUserArgs,
+    ErrorCode::kUnknownRecipe,        ErrorCode::kBackendBinaryMissing,
+    ErrorCode::kInvalidOption,        ErrorCode::kBackendExited,
+    ErrorCode::kBackendStartTimeout,  ErrorCode::kSpawnFailed,
+    ErrorCode::kBackendUnavailable,   ErrorCode::kBackendCrashed,
+    ErrorCode::kUpstreamProtocol,     ErrorCode::kCancelled,
+    ErrorCode::kShuttingDown,         ErrorCode::kInternal,
+};
+static_assert(std::size(kAllErrorCodes) == static_cast<std::size_t>(ErrorCode::kInternal) + 1,
+              "kAllErrorCodes must list every ErrorCode");
 
 // Stable snake_case name, e.g. "model_files_missing". Used in logs and tests.
 const char* error_code_name(ErrorCode code);
