@@ -47,20 +47,6 @@ std::vector<Route> every_route() {
 
 class AccessTest : public RouterTest {
  protected:
-  void add_models() {
-    env_.add_llm("a");
-    env_.add_embedding("e");
-    env_.add_user_model("r", {{"checkpoint", env_.make_model_file("r.gguf")},
-                              {"recipe", "llamacpp"},
-                              {"labels", {"reranking"}},
-                              {"source", "local_path"}});
-    env_.add_whisper("w");
-    env_.add_user_model("i", {{"checkpoint", env_.make_model_file("i.safetensors")},
-                              {"recipe", "sd-cpp"},
-                              {"labels", {"image"}},
-                              {"source", "local_path"}});
-  }
-
   HttpReply send(const Route& route, HeaderList headers) {
     if (!route.content_type.empty()) {
       headers.emplace_back("Content-Type", route.content_type);
@@ -74,6 +60,26 @@ class AccessTest : public RouterTest {
 
   HttpReply post_json(const std::string& path, const std::string& body, HeaderList headers = {}) {
     headers.emplace_back("Content-Type", "application/json");
+    return raw_request(port(), "POST", path, headers, body);
+  }
+
+  // A CORS preflight (OPTIONS) from `origin` for `method` on `path`, asking
+  // for `request_headers` unless that is empty.
+  HttpReply preflight(const std::string& path, const std::string& origin, const std::string& method,
+                      const std::string& request_headers = "") {
+    HeaderList headers = {{"Origin", origin}, {"Access-Control-Request-Method", method}};
+    if (!request_headers.empty()) {
+      headers.emplace_back("Access-Control-Request-Headers", request_headers);
+    }
+    return raw_request(port(), "OPTIONS", path, headers);
+  }
+
+  // POST with Content-Type `type`, or with none if `type` is empty.
+  HttpReply post_typed(const std::string& path, const std::string& type, const std::string& body) {
+    HeaderList headers;
+    if (!type.empty()) {
+      headers.emplace_back("Content-Type", type);
+    }
     return raw_request(port(), "POST", path, headers, body);
   }
 
@@ -101,7 +107,7 @@ class AccessTest : public RouterTest {
 // ---- API key --------------------------------------------------------------
 
 TEST_F(AccessTest, EveryRouteNeedsTheKey) {
-  add_models();
+  env_.add_every_type();
   ASSERT_NO_FATAL_FAILURE(start_router({"--api-key", kKey}));
   const std::vector<std::pair<std::string, HeaderList>> bad = {
       {"no Authorization", {}},
@@ -205,10 +211,8 @@ TEST_F(AccessTest, AForeignOriginIsRefusedByDefault) {
   HttpReply live = get("/live", evil);
   expect_error(live, 403, "forbidden", "live from evil.example");
 
-  HttpReply pre = raw_request(port(), "OPTIONS", "/api/v1/chat/completions",
-                              {{"Origin", "http://evil.example"},
-                               {"Access-Control-Request-Method", "POST"},
-                               {"Access-Control-Request-Headers", "content-type"}});
+  HttpReply pre =
+      preflight("/api/v1/chat/completions", "http://evil.example", "POST", "content-type");
   expect_error(pre, 403, "forbidden", "preflight from evil.example");
   EXPECT_FALSE(pre.has_header("Access-Control-Allow-Origin"));
   EXPECT_FALSE(pre.has_header("Access-Control-Allow-Methods"));
@@ -223,8 +227,7 @@ TEST_F(AccessTest, TheRoutersOwnOriginIsAllowed) {
   HttpReply c =
       post_json("/api/v1/chat/completions", chat_body("user.a", {{"max_tokens", 1}}).dump(), same);
   EXPECT_EQ(c.status, 200) << c.body;
-  HttpReply pre = raw_request(port(), "OPTIONS", "/api/v1/chat/completions",
-                              {same[0], {"Access-Control-Request-Method", "POST"}});
+  HttpReply pre = preflight("/api/v1/chat/completions", same[0].second, "POST");
   EXPECT_EQ(pre.status, 204) << pre.body;
 }
 
@@ -278,10 +281,8 @@ TEST_F(AccessTest, AListedOriginGetsCorsHeaders) {
   EXPECT_EQ(nf.status, 404);
   EXPECT_EQ(nf.header("Access-Control-Allow-Origin"), "http://app.example");
 
-  HttpReply pre = raw_request(port(), "OPTIONS", "/api/v1/chat/completions",
-                              {{"Origin", "http://app.example"},
-                               {"Access-Control-Request-Method", "POST"},
-                               {"Access-Control-Request-Headers", "authorization, content-type"}});
+  HttpReply pre = preflight("/api/v1/chat/completions", "http://app.example", "POST",
+                            "authorization, content-type");
   EXPECT_EQ(pre.status, 204) << pre.body;
   EXPECT_EQ(pre.header("Access-Control-Allow-Origin"), "http://app.example");
   EXPECT_NE(pre.header("Access-Control-Allow-Methods").find("POST"), std::string::npos)
@@ -294,8 +295,7 @@ TEST_F(AccessTest, AListedOriginGetsCorsHeaders) {
   HttpReply o = get("/api/v1/health", other);
   expect_error(o, 403, "forbidden", "health from other.example");
   EXPECT_FALSE(o.has_header("Access-Control-Allow-Origin"));
-  HttpReply opre = raw_request(port(), "OPTIONS", "/api/v1/chat/completions",
-                               {other[0], {"Access-Control-Request-Method", "POST"}});
+  HttpReply opre = preflight("/api/v1/chat/completions", other[0].second, "POST");
   expect_error(opre, 403, "forbidden", "preflight from other.example");
   // A listed origin is matched whole, not as a prefix.
   expect_error(get("/api/v1/health", {{"Origin", "http://app.example.evil.example"}}), 403,
@@ -307,9 +307,7 @@ TEST_F(AccessTest, AWildcardAllowsAnyOrigin) {
   HttpReply h = get("/api/v1/health", {{"Origin", "http://anything.example"}});
   EXPECT_EQ(h.status, 200) << h.body;
   EXPECT_EQ(h.header("Access-Control-Allow-Origin"), "*");
-  HttpReply pre =
-      raw_request(port(), "OPTIONS", "/api/v1/models",
-                  {{"Origin", "http://else.example"}, {"Access-Control-Request-Method", "GET"}});
+  HttpReply pre = preflight("/api/v1/models", "http://else.example", "GET");
   EXPECT_EQ(pre.status, 204) << pre.body;
   EXPECT_EQ(pre.header("Access-Control-Allow-Origin"), "*");
 }
@@ -317,10 +315,8 @@ TEST_F(AccessTest, AWildcardAllowsAnyOrigin) {
 TEST_F(AccessTest, APreflightNeverNeedsTheKey) {
   ASSERT_NO_FATAL_FAILURE(
       start_router({"--api-key", kKey, "--cors-origins", "http://app.example"}));
-  HttpReply pre = raw_request(port(), "OPTIONS", "/api/v1/chat/completions",
-                              {{"Origin", "http://app.example"},
-                               {"Access-Control-Request-Method", "POST"},
-                               {"Access-Control-Request-Headers", "authorization, content-type"}});
+  HttpReply pre = preflight("/api/v1/chat/completions", "http://app.example", "POST",
+                            "authorization, content-type");
   EXPECT_EQ(pre.status, 204) << pre.body;
   EXPECT_EQ(pre.header("Access-Control-Allow-Origin"), "http://app.example");
   HttpReply pre_same = raw_request(port(), "OPTIONS", "/api/v1/models", {});
@@ -352,11 +348,7 @@ TEST_F(AccessTest, ChatAndLoadRefuseNonJsonBodies) {
   };
   for (const auto& [path, body] : posts) {
     for (const auto& type : kSimpleTypes) {
-      HeaderList headers;
-      if (!type.empty()) {
-        headers.emplace_back("Content-Type", type);
-      }
-      HttpReply r = raw_request(port(), "POST", path, headers, body);
+      HttpReply r = post_typed(path, type, body);
       expect_error(r, 415, "unsupported_media_type", path + " with Content-Type '" + type + "'");
     }
   }
@@ -374,11 +366,7 @@ TEST_F(AccessTest, UnloadRefusesNonJsonBodiesButAnEmptyOneUnloadsEverything) {
   load_ok("user.a");
   for (const std::string body : {R"({"model_name":"user.a"})", "{}"}) {
     for (const auto& type : kSimpleTypes) {
-      HeaderList headers;
-      if (!type.empty()) {
-        headers.emplace_back("Content-Type", type);
-      }
-      HttpReply r = raw_request(port(), "POST", "/api/v1/unload", headers, body);
+      HttpReply r = post_typed("/api/v1/unload", type, body);
       expect_error(r, 415, "unsupported_media_type",
                    "unload " + body + " with Content-Type '" + type + "'");
     }
@@ -396,12 +384,8 @@ TEST_F(AccessTest, TranscriptionsTakeOnlyMultipart) {
   env_.add_whisper("w");
   ASSERT_NO_FATAL_FAILURE(start_router());
   for (const std::string type : {"application/json", "text/plain", ""}) {
-    HeaderList headers;
-    if (!type.empty()) {
-      headers.emplace_back("Content-Type", type);
-    }
-    HttpReply r = raw_request(port(), "POST", "/api/v1/audio/transcriptions", headers,
-                              R"({"model":"user.w","file":"AAAA"})");
+    HttpReply r =
+        post_typed("/api/v1/audio/transcriptions", type, R"({"model":"user.w","file":"AAAA"})");
     expect_error(r, 415, "unsupported_media_type", "transcriptions with '" + type + "'");
   }
   expect_nothing_started();

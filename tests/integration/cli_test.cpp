@@ -1,51 +1,18 @@
 // The command line (issue #2 §7.13): invalid values exit 2 with one line on
 // stderr; a flag beats its environment variable, which beats the default;
 // every flag Lemonade's CLI passes is accepted.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <filesystem>
 
 #include <gtest/gtest.h>
 
 #include "support/http_client.h"
+#include "support/loopback_listener.h"
 #include "support/router_fixture.h"
 
 namespace lemon::testing {
 namespace {
 
 using CliTest = RouterTest;
-
-// A socket listening on a loopback port chosen by the kernel.
-class Listener {
- public:
-  Listener() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof addr;
-    if (::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-        ::listen(fd_, 1) == 0 &&
-        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-      port_ = ntohs(addr.sin_port);
-    }
-  }
-  ~Listener() { close(); }
-  void close() {
-    if (fd_ >= 0) {
-      ::close(fd_);
-      fd_ = -1;
-    }
-  }
-  int port() const { return port_; }
-
- private:
-  int fd_ = -1;
-  int port_ = 0;
-};
 
 struct BadArgs {
   const char* name;
@@ -84,7 +51,8 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<BadArgs>& p) { return std::string(p.param.name); });
 
 TEST_F(CliTest, LemonadePortIsUsedWithoutAFlag) {
-  Listener probe;
+  LoopbackListener probe;
+  ASSERT_TRUE(probe.is_open());
   const int wanted = probe.port();
   ASSERT_GT(wanted, 0);
   probe.close();
@@ -95,7 +63,8 @@ TEST_F(CliTest, LemonadePortIsUsedWithoutAFlag) {
 }
 
 TEST_F(CliTest, ThePortFlagBeatsLemonadePort) {
-  Listener taken;  // the environment's port is busy: using it would fail
+  LoopbackListener taken;  // the environment's port is busy: using it would fail
+  ASSERT_TRUE(taken.is_open());
   ASSERT_GT(taken.port(), 0);
   ASSERT_NO_FATAL_FAILURE(start_router({}, {{"LEMONADE_PORT", std::to_string(taken.port())}}));
   EXPECT_NE(port(), taken.port());

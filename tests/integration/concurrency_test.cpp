@@ -14,7 +14,6 @@ namespace lemon::testing {
 namespace {
 
 using ConcurrencyTest = RouterTest;
-using Names = std::vector<std::string>;
 
 TEST_F(ConcurrencyTest, TheRouterStaysResponsiveWhileALoadWaitsForADrain) {
   env_.add_llm("m1");
@@ -27,11 +26,7 @@ TEST_F(ConcurrencyTest, TheRouterStaysResponsiveWhileALoadWaitsForADrain) {
   // Declared before the stream so that, if an assertion fails, the stream is
   // closed first and the pending load can finish instead of blocking teardown.
   std::future<HttpReply> loading;
-  SseStream s(
-      port(), "/api/v1/chat/completions",
-      chat_body("user.m1", {{"stream", true},
-                            {"lemon_fake", {{"tokens", 100000}, {"stream_chunk_delay_ms", 50}}}})
-          .dump());
+  SseStream s(port(), "/api/v1/chat/completions", stream_body("user.m1", 100000, 50).dump());
   ASSERT_TRUE(s.read_head());
   ASSERT_TRUE(s.next().has_value());
 

@@ -21,12 +21,26 @@ constexpr std::chrono::milliseconds kPrompt{5000};
 
 class DisconnectTest : public RouterTest {
  protected:
-  // Loads user.a and returns its backend URL.
-  std::string load_a() {
+  // Starts the router with user.a loaded; its backend URL goes to url_.
+  void start_with_a_loaded() {
+    env_.add_llm("a");
+    ASSERT_NO_FATAL_FAILURE(start_router());
     load_ok("user.a");
     auto url = loaded_field(health(port()), "user.a", "backend_url");
     EXPECT_TRUE(url.is_string());
-    return url.is_string() ? url.get<std::string>() : std::string();
+    url_ = url.is_string() ? url.get<std::string>() : std::string();
+    ASSERT_FALSE(url_.empty());
+  }
+
+  // Sends `body` to chat/completions, leaves while the backend is still busy
+  // with it (before any answer), and expects the backend request cancelled.
+  void leave_while_the_backend_works(const nlohmann::json& body) {
+    SseStream s(port(), "/api/v1/chat/completions", body.dump());
+    ASSERT_TRUE(s.connected());
+    ASSERT_TRUE(wait_active(url_, 1)) << fake_state(url_).dump();
+    EXPECT_EQ(loaded_field(health(port()), "user.a", "in_flight"), 1);
+    s.disconnect();
+    expect_cancelled(url_, Clock::now());
   }
 
   // Waits until the fake reports `active` requests in progress.
@@ -61,10 +75,13 @@ class DisconnectTest : public RouterTest {
     RecordProperty("cancel_ms", static_cast<int>(took.count()));
   }
 
-  // A client leaves while its model is still loading: the load is not
-  // abandoned, the request is never sent to the backend, and nothing stays in
-  // flight.
+  // With user.a slow to start, a client leaves while it is still loading:
+  // the load is not abandoned, the request is never sent to the backend, and
+  // nothing stays in flight.
   void leave_during_load(bool stream) {
+    const std::string a = env_.add_llm("a");
+    env_.write_sidecar(a, {{"startup_delay_ms", 3000}});
+    ASSERT_NO_FATAL_FAILURE(start_router());
     SseStream s(port(), "/api/v1/chat/completions",
                 chat_body("user.a", {{"stream", stream}}).dump());
     ASSERT_TRUE(s.connected());
@@ -87,51 +104,25 @@ class DisconnectTest : public RouterTest {
     EXPECT_EQ(r.status, 200) << r.body;
     EXPECT_EQ(router().count_log("starting user.a"), 1);
   }
+
+  std::string url_;  // user.a's backend, after start_with_a_loaded()
 };
 
 TEST_F(DisconnectTest, AStreamingClientLeavingDuringPromptProcessingCancelsTheBackend) {
-  env_.add_llm("a");
-  ASSERT_NO_FATAL_FAILURE(start_router());
-  const std::string url = load_a();
-  ASSERT_FALSE(url.empty());
-
-  SseStream s(
-      port(), "/api/v1/chat/completions",
-      chat_body("user.a", {{"stream", true}, {"lemon_fake", {{"response_delay_ms", 30000}}}})
-          .dump());
-  ASSERT_TRUE(s.connected());
-  ASSERT_TRUE(wait_active(url, 1)) << fake_state(url).dump();
-  EXPECT_EQ(loaded_field(health(port()), "user.a", "in_flight"), 1);
-  s.disconnect();
-  expect_cancelled(url, Clock::now());
+  ASSERT_NO_FATAL_FAILURE(start_with_a_loaded());
+  leave_while_the_backend_works(
+      chat_body("user.a", {{"stream", true}, {"lemon_fake", {{"response_delay_ms", 30000}}}}));
 }
 
 TEST_F(DisconnectTest, ANonStreamingClientLeavingCancelsTheBackend) {
-  env_.add_llm("a");
-  ASSERT_NO_FATAL_FAILURE(start_router());
-  const std::string url = load_a();
-  ASSERT_FALSE(url.empty());
-
-  SseStream s(port(), "/api/v1/chat/completions",
-              chat_body("user.a", {{"lemon_fake", {{"response_delay_ms", 30000}}}}).dump());
-  ASSERT_TRUE(s.connected());
-  ASSERT_TRUE(wait_active(url, 1)) << fake_state(url).dump();
-  EXPECT_EQ(loaded_field(health(port()), "user.a", "in_flight"), 1);
-  s.disconnect();
-  expect_cancelled(url, Clock::now());
+  ASSERT_NO_FATAL_FAILURE(start_with_a_loaded());
+  leave_while_the_backend_works(
+      chat_body("user.a", {{"lemon_fake", {{"response_delay_ms", 30000}}}}));
 }
 
 TEST_F(DisconnectTest, AClientLeavingMidStreamCancelsTheBackend) {
-  env_.add_llm("a");
-  ASSERT_NO_FATAL_FAILURE(start_router());
-  const std::string url = load_a();
-  ASSERT_FALSE(url.empty());
-
-  SseStream s(
-      port(), "/api/v1/chat/completions",
-      chat_body("user.a", {{"stream", true},
-                           {"lemon_fake", {{"stream_chunk_delay_ms", 200}, {"tokens", 100000}}}})
-          .dump());
+  ASSERT_NO_FATAL_FAILURE(start_with_a_loaded());
+  SseStream s(port(), "/api/v1/chat/completions", stream_body("user.a", 100000, 200).dump());
   ASSERT_TRUE(s.read_head());
   ASSERT_EQ(s.status(), 200);
   for (int i = 0; i < 2; ++i) {
@@ -139,22 +130,16 @@ TEST_F(DisconnectTest, AClientLeavingMidStreamCancelsTheBackend) {
     ASSERT_TRUE(ev.has_value()) << "chunk " << i;
     ASSERT_FALSE(ev->data.empty()) << "chunk " << i;
   }
-  EXPECT_EQ(fake_state(url)["active"], 1);
+  EXPECT_EQ(fake_state(url_)["active"], 1);
   s.disconnect();
-  expect_cancelled(url, Clock::now());
+  expect_cancelled(url_, Clock::now());
 }
 
 TEST_F(DisconnectTest, AClientLeavingDuringALoadDoesNotStopTheLoad) {
-  const std::string a = env_.add_llm("a");
-  env_.write_sidecar(a, {{"startup_delay_ms", 3000}});
-  ASSERT_NO_FATAL_FAILURE(start_router());
   leave_during_load(false);
 }
 
 TEST_F(DisconnectTest, AStreamingClientLeavingDuringALoadDoesNotStopTheLoad) {
-  const std::string a = env_.add_llm("a");
-  env_.write_sidecar(a, {{"startup_delay_ms", 3000}});
-  ASSERT_NO_FATAL_FAILURE(start_router());
   leave_during_load(true);
 }
 

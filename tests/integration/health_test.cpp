@@ -132,11 +132,7 @@ TEST_F(HealthTest, ModelLoadedIsTheMostRecentlyLoadedServer) {
 TEST_F(HealthTest, InFlightCountsAnOpenStream) {
   env_.add_llm("a");
   ASSERT_NO_FATAL_FAILURE(start_router());
-  SseStream stream(
-      port(), "/api/v1/chat/completions",
-      chat_body("user.a", {{"stream", true},
-                           {"lemon_fake", {{"stream_chunk_delay_ms", 100}, {"tokens", 1000}}}})
-          .dump());
+  SseStream stream(port(), "/api/v1/chat/completions", stream_body("user.a", 1000, 100).dump());
   ASSERT_TRUE(stream.read_head());
   ASSERT_EQ(stream.status(), 200);
   auto first = stream.next();

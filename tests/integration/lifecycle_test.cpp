@@ -54,11 +54,7 @@ TEST_F(LifecycleTest, SigtermExitsZeroAndStopsEveryBackend) {
 TEST_F(LifecycleTest, SigtermWithAStreamOpenStillExitsPromptly) {
   env_.add_llm("a");
   ASSERT_NO_FATAL_FAILURE(start_router());
-  SseStream s(
-      port(), "/api/v1/chat/completions",
-      chat_body("user.a", {{"stream", true},
-                           {"lemon_fake", {{"tokens", 100000}, {"stream_chunk_delay_ms", 50}}}})
-          .dump());
+  SseStream s(port(), "/api/v1/chat/completions", stream_body("user.a", 100000, 50).dump());
   ASSERT_TRUE(s.read_head());
   ASSERT_TRUE(s.next().has_value());
   PidWatch a_watch(loaded_pid(port(), "user.a"));

@@ -12,7 +12,6 @@ namespace lemon::testing {
 namespace {
 
 using LoadFailuresTest = RouterTest;
-using Names = std::vector<std::string>;
 
 TEST_F(LoadFailuresTest, AMissingModelFileIsNamedAndEvictsNothing) {
   env_.add_llm("a");

@@ -14,8 +14,6 @@
 namespace lemon::testing {
 namespace {
 
-using Names = std::vector<std::string>;
-
 class LoadOptionsTest : public RouterTest {
  protected:
   void SetUp() override {

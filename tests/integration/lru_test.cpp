@@ -10,45 +10,49 @@
 namespace lemon::testing {
 namespace {
 
-using LruTest = RouterTest;
-using Names = std::vector<std::string>;
+class LruTest : public RouterTest {
+ protected:
+  // Two LLM slots and three LLMs, m1..m3, of which m1 and then m2 are loaded;
+  // their backends' pids go to m1_ and m2_.
+  void start_with_m1_and_m2_loaded() {
+    env_.add_llm("m1");
+    env_.add_llm("m2");
+    env_.add_llm("m3");
+    ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "2"}));
+    m1_ = load_ok("user.m1");
+    m2_ = load_ok("user.m2");
+  }
+
+  int m1_ = -1;
+  int m2_ = -1;
+};
 
 // Lemonade's test_021: load m1, load m2, chat with m2, load m3.
 TEST_F(LruTest, LoadingAThirdLlmEvictsTheLeastRecentlyUsed) {
-  env_.add_llm("m1");
-  env_.add_llm("m2");
-  env_.add_llm("m3");
-  ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "2"}));
-  const int m1 = load_ok("user.m1");
-  const int m2 = load_ok("user.m2");
-  ASSERT_GT(m1, 0);
-  ASSERT_GT(m2, 0);
+  ASSERT_NO_FATAL_FAILURE(start_with_m1_and_m2_loaded());
+  ASSERT_GT(m1_, 0);
+  ASSERT_GT(m2_, 0);
   ASSERT_EQ(chat(port(), "user.m2").status, 200);
-  PidWatch m1_watch(m1);
+  PidWatch m1_watch(m1_);
 
   load_ok("user.m3");
   auto h = health(port());
   EXPECT_EQ(loaded_names(h), (Names{"user.m2", "user.m3"}));
-  EXPECT_EQ(loaded_field(h, "user.m2", "pid"), m2);
+  EXPECT_EQ(loaded_field(h, "user.m2", "pid"), m2_);
   EXPECT_TRUE(m1_watch.wait_exit(kWait)) << "the evicted backend is still running";
   EXPECT_TRUE(router().wait_for_log("evicting 'user.m1' (slot_limit)"));
 }
 
 TEST_F(LruTest, ChatRefreshesTheLruClock) {
-  env_.add_llm("m1");
-  env_.add_llm("m2");
-  env_.add_llm("m3");
-  ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "2"}));
-  const int m1 = load_ok("user.m1");
-  const int m2 = load_ok("user.m2");
+  ASSERT_NO_FATAL_FAILURE(start_with_m1_and_m2_loaded());
   ASSERT_EQ(chat(port(), "user.m1").status, 200);  // m2 is now the least recently used
-  PidWatch m2_watch(m2);
+  PidWatch m2_watch(m2_);
 
   // Auto-load through chat evicts like an explicit load.
   ASSERT_EQ(chat(port(), "user.m3").status, 200);
   auto h = health(port());
   EXPECT_EQ(loaded_names(h), (Names{"user.m1", "user.m3"}));
-  EXPECT_EQ(loaded_field(h, "user.m1", "pid"), m1);
+  EXPECT_EQ(loaded_field(h, "user.m1", "pid"), m1_);
   EXPECT_TRUE(m2_watch.wait_exit(kWait)) << "the evicted backend is still running";
 }
 

@@ -35,10 +35,7 @@ TEST_F(ManyStreamsTest, HealthAndANewRequestStayFastWith256OpenStreams) {
 
   // A token every 200 ms, far more tokens than the test lasts: every stream
   // stays open until the test closes it.
-  const std::string body =
-      chat_body("user.a", {{"stream", true},
-                           {"lemon_fake", {{"stream_chunk_delay_ms", 200}, {"tokens", 100000}}}})
-          .dump();
+  const std::string body = stream_body("user.a", 100000, 200).dump();
   std::vector<std::unique_ptr<SseStream>> streams;
   streams.reserve(kStreams);
   for (int i = 0; i < kStreams; ++i) {

@@ -10,7 +10,6 @@ namespace lemon::testing {
 namespace {
 
 using NpuTest = RouterTest;
-using Names = std::vector<std::string>;
 
 const std::map<std::string, std::string> kFlmInstalled = {
     {"LEMON_FAKE_FLM_INSTALLED", "llama3.2:1b"}};

@@ -73,22 +73,6 @@ std::uint32_t big_endian32(const std::string& s, std::size_t at) {
 
 class RoutesTest : public RouterTest {
  protected:
-  // One model of every type: user.a (llm), user.e (embedding), user.r
-  // (reranking), user.w (whisper), user.i (sd-cpp image).
-  void add_every_type() {
-    env_.add_llm("a");
-    env_.add_embedding("e");
-    env_.add_user_model("r", {{"checkpoint", env_.make_model_file("r.gguf")},
-                              {"recipe", "llamacpp"},
-                              {"labels", {"reranking"}},
-                              {"source", "local_path"}});
-    env_.add_whisper("w");
-    env_.add_user_model("i", {{"checkpoint", env_.make_model_file("i.safetensors")},
-                              {"recipe", "sd-cpp"},
-                              {"labels", {"image"}},
-                              {"source", "local_path"}});
-  }
-
   // Expects the error envelope with `status`, `code` and (unless empty) `param`.
   void expect_error(const HttpReply& r, int status, const std::string& code,
                     const std::string& param, const std::string& what) {
@@ -292,10 +276,7 @@ TEST_F(RoutesTest, EmbeddingsRejectABadInputOrEncodingFormat) {
 // ---- reranking / rerank ---------------------------------------------------
 
 TEST_F(RoutesTest, RerankingAndRerankBehaveTheSame) {
-  env_.add_user_model("r", {{"checkpoint", env_.make_model_file("r.gguf")},
-                            {"recipe", "llamacpp"},
-                            {"labels", {"reranking"}},
-                            {"source", "local_path"}});
+  env_.add_reranker("r");
   ASSERT_NO_FATAL_FAILURE(start_router());
   const nlohmann::json body = {{"model", "user.r"},
                                {"query", "a cat"},
@@ -322,10 +303,7 @@ TEST_F(RoutesTest, RerankingAndRerankBehaveTheSame) {
 }
 
 TEST_F(RoutesTest, RerankingRejectsAMissingQueryOrBadDocuments) {
-  env_.add_user_model("r", {{"checkpoint", env_.make_model_file("r.gguf")},
-                            {"recipe", "llamacpp"},
-                            {"labels", {"reranking"}},
-                            {"source", "local_path"}});
+  env_.add_reranker("r");
   ASSERT_NO_FATAL_FAILURE(start_router());
   for (const char* path : {"/api/v1/reranking", "/api/v1/rerank"}) {
     expect_error(
@@ -384,10 +362,7 @@ TEST_F(RoutesTest, TranscriptionRejectsMissingFieldsAndBadFormats) {
 // ---- images/generations ---------------------------------------------------
 
 TEST_F(RoutesTest, ImageGenerationReturnsPngs) {
-  env_.add_user_model("i", {{"checkpoint", env_.make_model_file("i.safetensors")},
-                            {"recipe", "sd-cpp"},
-                            {"labels", {"image"}},
-                            {"source", "local_path"}});
+  env_.add_image("i");
   ASSERT_NO_FATAL_FAILURE(start_router());
   HttpReply r =
       http_post(port(), "/api/v1/images/generations",
@@ -418,10 +393,7 @@ TEST_F(RoutesTest, ImageGenerationReturnsPngs) {
 }
 
 TEST_F(RoutesTest, ImageGenerationRejectsBadRequests) {
-  env_.add_user_model("i", {{"checkpoint", env_.make_model_file("i.safetensors")},
-                            {"recipe", "sd-cpp"},
-                            {"labels", {"image"}},
-                            {"source", "local_path"}});
+  env_.add_image("i");
   ASSERT_NO_FATAL_FAILURE(start_router());
   const std::string path = "/api/v1/images/generations";
   expect_error(http_post(port(), path, nlohmann::json{{"model", "user.i"}}), 400,
@@ -511,7 +483,7 @@ TEST_F(RoutesTest, LiveAnswersWhileALoadIsInProgress) {
 // ---- model type ------------------------------------------------------------
 
 TEST_F(RoutesTest, AModelOfTheWrongTypeIs400OnEveryRouteBeforeAnythingLoads) {
-  add_every_type();
+  env_.add_every_type();
   ASSERT_NO_FATAL_FAILURE(start_router());
   struct Case {
     const char* path;

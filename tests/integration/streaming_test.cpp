@@ -15,18 +15,23 @@ namespace {
 
 using StreamingTest = RouterTest;
 
-nlohmann::json stream_body(const std::string& model, int tokens, int chunk_delay_ms) {
-  return chat_body(
-      model, {{"stream", true},
-              {"lemon_fake", {{"tokens", tokens}, {"stream_chunk_delay_ms", chunk_delay_ms}}}});
-}
-
 // Reads a whole stream; fails the test unless it is 200 text/event-stream.
 std::vector<SseEvent> read_stream(SseStream& s) {
   EXPECT_TRUE(s.read_head());
   EXPECT_EQ(s.status(), 200);
   EXPECT_NE(s.header("content-type").find("text/event-stream"), std::string::npos);
   return s.rest();
+}
+
+// /stats once it describes a request to `model` (it is recorded just after the
+// response's last byte is written); fails the test if it never does.
+nlohmann::json stats_of(int port, const std::string& model) {
+  nlohmann::json stats;
+  EXPECT_TRUE(eventually([&] {
+    stats = http_get(port, "/api/v1/stats").json();
+    return stats.is_object() && stats["model"] == model;
+  })) << stats.dump();
+  return stats;
 }
 
 TEST_F(StreamingTest, EachChunkArrivesBeforeTheBackendWritesTheNext) {
@@ -65,12 +70,7 @@ TEST_F(StreamingTest, StatsDescribeTheStreamedRequest) {
   auto events = read_stream(s);
   ASSERT_FALSE(events.empty());
   EXPECT_TRUE(events.back().is_done());
-  nlohmann::json stats;
-  // Stats are recorded just after the stream's last byte is written.
-  EXPECT_TRUE(eventually([&] {
-    stats = http_get(port(), "/api/v1/stats").json();
-    return stats.is_object() && stats["model"] == "user.a";
-  })) << stats.dump();
+  nlohmann::json stats = stats_of(port(), "user.a");
   EXPECT_EQ(stats["output_tokens"], 5);
   EXPECT_GT(stats["input_tokens"].get<int>(), 0);
   EXPECT_GT(stats["tokens_per_second"].get<double>(), 0.0);
@@ -89,20 +89,13 @@ TEST_F(StreamingTest, StatsFollowTheRequestThatFinishedLast) {
   ASSERT_TRUE(s.next().has_value());
   HttpReply r = chat(port(), "user.b", {{"max_tokens", 3}});
   ASSERT_EQ(r.status, 200) << r.body;
-  nlohmann::json stats;
-  EXPECT_TRUE(eventually([&] {
-    stats = http_get(port(), "/api/v1/stats").json();
-    return stats.is_object() && stats["model"] == "user.b";
-  })) << stats.dump();
+  nlohmann::json stats = stats_of(port(), "user.b");
   EXPECT_EQ(stats["output_tokens"], 3);
 
   auto rest = s.rest();
   ASSERT_FALSE(rest.empty());
   EXPECT_TRUE(rest.back().is_done());
-  EXPECT_TRUE(eventually([&] {
-    stats = http_get(port(), "/api/v1/stats").json();
-    return stats.is_object() && stats["model"] == "user.a";
-  })) << stats.dump();
+  stats = stats_of(port(), "user.a");
   EXPECT_EQ(stats["output_tokens"], 5);
 }
 

@@ -10,7 +10,6 @@ namespace lemon::testing {
 namespace {
 
 using UnloadTest = RouterTest;
-using Names = std::vector<std::string>;
 
 TEST_F(UnloadTest, AModelThatIsNotLoadedIs404ModelNotLoaded) {
   env_.add_llm("a");

@@ -91,6 +91,12 @@ nlohmann::json chat_body(const std::string& model, const nlohmann::json& extra) 
   return body;
 }
 
+nlohmann::json stream_body(const std::string& model, int tokens, int chunk_delay_ms) {
+  return chat_body(
+      model, {{"stream", true},
+              {"lemon_fake", {{"tokens", tokens}, {"stream_chunk_delay_ms", chunk_delay_ms}}}});
+}
+
 HttpReply chat(int port, const std::string& model, const nlohmann::json& extra,
                const std::string& path) {
   return http_post(port, path, chat_body(model, extra));
@@ -133,7 +139,7 @@ nlohmann::json loaded_field(const nlohmann::json& health, const std::string& mod
   return (*entry)[key];
 }
 
-std::vector<std::string> loaded_names(const nlohmann::json& health) {
+Names loaded_names(const nlohmann::json& health) {
   std::vector<std::string> names;
   if (health.is_object() && health.contains("all_models_loaded")) {
     for (const auto& e : health["all_models_loaded"]) {

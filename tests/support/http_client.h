@@ -42,6 +42,9 @@ HttpReply url_get(const std::string& base_url, const std::string& path);
 // A chat request body for `model` ("hi", non-streaming) merged with `extra`.
 nlohmann::json chat_body(const std::string& model,
                          const nlohmann::json& extra = nlohmann::json::object());
+// A streaming chat body for `model` whose fake backend sends `tokens` tokens,
+// `chunk_delay_ms` apart.
+nlohmann::json stream_body(const std::string& model, int tokens, int chunk_delay_ms);
 HttpReply chat(int port, const std::string& model,
                const nlohmann::json& extra = nlohmann::json::object(),
                const std::string& path = "/api/v1/chat/completions");
@@ -55,8 +58,10 @@ std::optional<nlohmann::json> loaded_entry(const nlohmann::json& health, const s
 // Field `key` of that entry, or null if `model` is not loaded.
 nlohmann::json loaded_field(const nlohmann::json& health, const std::string& model,
                             const std::string& key);
+// A list of model names (for comparing with loaded_names()).
+using Names = std::vector<std::string>;
 // The loaded models' names, sorted.
-std::vector<std::string> loaded_names(const nlohmann::json& health);
+Names loaded_names(const nlohmann::json& health);
 // The pid /health reports for `model`, or -1 if it is not loaded.
 int loaded_pid(int port, const std::string& model);
 

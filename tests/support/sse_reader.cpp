@@ -1,8 +1,5 @@
 #include "support/sse_reader.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -12,6 +9,8 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+
+#include "support/loopback_connect.h"
 
 namespace lemon::testing {
 namespace {
@@ -46,18 +45,8 @@ std::int64_t monotonic_ns() {
 }
 
 SseStream::SseStream(int port, const std::string& path, const std::string& body) {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int fd = connect_loopback(port);
   if (fd < 0) {
-    return;
-  }
-  int one = 1;
-  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<std::uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
     return;
   }
   std::string request = "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +

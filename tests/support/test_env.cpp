@@ -1,8 +1,5 @@
 #include "support/test_env.h"
 
-#include <stdlib.h>
-
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
@@ -27,22 +24,10 @@ void write_file_atomically(const std::string& path, const std::string& text) {
 }
 
 TestEnv::TestEnv() {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string pattern =
-      std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/lemon-it-XXXXXX";
-  if (::mkdtemp(pattern.data()) == nullptr) {
-    throw std::runtime_error("mkdtemp failed for " + pattern);
-  }
-  root_ = pattern;
   fs::create_directories(cache_dir());
   fs::create_directories(hf_cache());
   fs::create_directories(models_dir());
   fs::create_directories(root_ + "/home");
-}
-
-TestEnv::~TestEnv() {
-  std::error_code ec;
-  fs::remove_all(root_, ec);
 }
 
 std::string TestEnv::make_model_file(const std::string& file) {
@@ -57,28 +42,44 @@ void TestEnv::add_user_model(const std::string& key, nlohmann::json entry) {
   write_file_atomically(cache_dir() + "/user_models.json", user_models_.dump(2));
 }
 
-std::string TestEnv::add_llm(const std::string& key) {
-  std::string path = make_model_file(key + ".gguf");
-  add_user_model(key, {{"checkpoint", path}, {"recipe", "llamacpp"}, {"source", "local_path"}});
+std::string TestEnv::add_local_model(const std::string& key, const std::string& file,
+                                     const std::string& recipe, const std::string& label) {
+  std::string path = make_model_file(file);
+  nlohmann::json entry = {{"checkpoint", path}, {"recipe", recipe}};
+  if (!label.empty()) {
+    entry["labels"] = {label};
+  }
+  entry["source"] = "local_path";
+  add_user_model(key, std::move(entry));
   return path;
+}
+
+std::string TestEnv::add_llm(const std::string& key) {
+  return add_local_model(key, key + ".gguf", "llamacpp", "");
 }
 
 std::string TestEnv::add_embedding(const std::string& key) {
-  std::string path = make_model_file(key + ".gguf");
-  add_user_model(key, {{"checkpoint", path},
-                       {"recipe", "llamacpp"},
-                       {"labels", {"embeddings"}},
-                       {"source", "local_path"}});
-  return path;
+  return add_local_model(key, key + ".gguf", "llamacpp", "embeddings");
 }
 
 std::string TestEnv::add_whisper(const std::string& key) {
-  std::string path = make_model_file(key + ".bin");
-  add_user_model(key, {{"checkpoint", path},
-                       {"recipe", "whispercpp"},
-                       {"labels", {"audio"}},
-                       {"source", "local_path"}});
-  return path;
+  return add_local_model(key, key + ".bin", "whispercpp", "audio");
+}
+
+std::string TestEnv::add_reranker(const std::string& key) {
+  return add_local_model(key, key + ".gguf", "llamacpp", "reranking");
+}
+
+std::string TestEnv::add_image(const std::string& key) {
+  return add_local_model(key, key + ".safetensors", "sd-cpp", "image");
+}
+
+void TestEnv::add_every_type() {
+  add_llm("a");
+  add_embedding("e");
+  add_reranker("r");
+  add_whisper("w");
+  add_image("i");
 }
 
 std::string TestEnv::add_missing_llm(const std::string& key) {

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/temp_dir.h"
+
 namespace lemon::testing {
 
 // The deadline of every wait in the integration tests: generous, so that a
@@ -21,8 +23,7 @@ std::string fake_bin(const std::string& program);
 
 class TestEnv {
  public:
-  TestEnv();  // creates a fresh directory under $TMPDIR (or /tmp)
-  ~TestEnv();
+  TestEnv();  // creates a fresh TempDir
   TestEnv(const TestEnv&) = delete;
   TestEnv& operator=(const TestEnv&) = delete;
 
@@ -40,6 +41,11 @@ class TestEnv {
   std::string add_llm(const std::string& key);
   std::string add_embedding(const std::string& key);
   std::string add_whisper(const std::string& key);
+  std::string add_reranker(const std::string& key);
+  std::string add_image(const std::string& key);  // sd-cpp
+  // One model of every type: user.a (llm), user.e (embedding), user.r
+  // (reranking), user.w (whisper), user.i (sd-cpp image).
+  void add_every_type();
   // A llamacpp model whose file does not exist.
   std::string add_missing_llm(const std::string& key);
   // An flm model; remember to list `checkpoint` in LEMON_FAKE_FLM_INSTALLED.
@@ -55,7 +61,12 @@ class TestEnv {
   std::map<std::string, std::string> router_env() const;
 
  private:
-  std::string root_;
+  // models/<file> as a local_path model of `recipe`, labelled `label` unless empty.
+  std::string add_local_model(const std::string& key, const std::string& file,
+                              const std::string& recipe, const std::string& label);
+
+  TempDir dir_{"lemon-it"};
+  std::string root_ = dir_.path().string();
   nlohmann::json user_models_ = nlohmann::json::object();
 };
 

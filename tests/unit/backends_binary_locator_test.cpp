@@ -3,23 +3,22 @@
 // points nowhere is an error, and "not found" names every place searched.
 #include <gtest/gtest.h>
 
-#include <stdlib.h>
 #include <sys/stat.h>
 
-#include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <optional>
 #include <string>
-#include <vector>
 
 #include "lemon/backends/binary_locator.h"
+#include "support/scoped_env.h"
+#include "support/temp_dir.h"
 
 namespace lemon {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::ScopedEnv;
+using testing::TempDir;
 
 TEST(BinaryEnvVar, Names) {
   EXPECT_EQ(binary_env_var({"llamacpp", "cpu", "llama-server"}), "LEMONADE_LLAMACPP_CPU_BIN");
@@ -34,50 +33,14 @@ TEST(BinaryEnvVar, Names) {
 class BinaryLocator : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = ::testing::TempDir();
-    if (tmpl.empty() || tmpl.back() != '/') {
-      tmpl += '/';
-    }
-    tmpl += "lemon-locator-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    root_ = fs::path(tmpl);
-    cache_ = root_ / "cache";
     fs::create_directories(cache_);
     // A PATH of our own, holding nothing yet, and no *_BIN variables.
-    path_dir_ = root_ / "path";
     fs::create_directories(path_dir_);
-    set_env("PATH", path_dir_.string());
+    env_.set("PATH", path_dir_.string());
     for (const char* v : {"LEMONADE_LLAMACPP_VULKAN_BIN", "LEMONADE_LLAMACPP_CPU_BIN",
                           "LEMONADE_FLM_BIN", "LEMONADE_SDCPP_ROCM_BIN"}) {
-      unset_env(v);
+      env_.unset(v);
     }
-  }
-  void TearDown() override {
-    for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) {
-      if (it->second) {
-        ::setenv(it->first.c_str(), it->second->c_str(), 1);
-      } else {
-        ::unsetenv(it->first.c_str());
-      }
-    }
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
-
-  void remember(const std::string& name) {
-    if (std::any_of(saved_.begin(), saved_.end(), [&](const auto& p) { return p.first == name; })) {
-      return;
-    }
-    const char* old = std::getenv(name.c_str());
-    saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
-  }
-  void set_env(const std::string& name, const std::string& value) {
-    remember(name);
-    ::setenv(name.c_str(), value.c_str(), 1);
-  }
-  void unset_env(const std::string& name) {
-    remember(name);
-    ::unsetenv(name.c_str());
   }
 
   // Creates a file (and its directories) with the given mode.
@@ -95,29 +58,30 @@ class BinaryLocator : public ::testing::Test {
   }
 
   const BinaryQuery vulkan_{"llamacpp", "vulkan", "llama-server"};
-  fs::path root_;
-  fs::path cache_;
-  fs::path path_dir_;
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+  TempDir dir_{"lemon-locator"};
+  const fs::path root_ = dir_.path();
+  const fs::path cache_ = root_ / "cache";
+  const fs::path path_dir_ = root_ / "path";
+  ScopedEnv env_;
 };
 
 TEST_F(BinaryLocator, EnvVarWinsOverPathAndCache) {
   fs::path from_env = make_exe(root_ / "env" / "llama-server");
   make_exe(path_dir_ / "llama-server");
   make_exe(cache_ / "bin" / "llamacpp" / "vulkan" / "llama-server");
-  set_env("LEMONADE_LLAMACPP_VULKAN_BIN", from_env.string());
+  env_.set("LEMONADE_LLAMACPP_VULKAN_BIN", from_env.string());
   EXPECT_EQ(located(locate_backend_binary(vulkan_, cache_.string())), from_env.string());
 }
 
 TEST_F(BinaryLocator, EnvVarMayNameAnyFileName) {
   fs::path from_env = make_exe(root_ / "env" / "my-custom-llama");
-  set_env("LEMONADE_LLAMACPP_VULKAN_BIN", from_env.string());
+  env_.set("LEMONADE_LLAMACPP_VULKAN_BIN", from_env.string());
   EXPECT_EQ(located(locate_backend_binary(vulkan_, cache_.string())), from_env.string());
 }
 
 TEST_F(BinaryLocator, EnvVarToMissingFileIsAnErrorNotAFallThrough) {
   make_exe(path_dir_ / "llama-server");  // would be found if the lookup fell through
-  set_env("LEMONADE_LLAMACPP_VULKAN_BIN", (root_ / "typo" / "llama-server").string());
+  env_.set("LEMONADE_LLAMACPP_VULKAN_BIN", (root_ / "typo" / "llama-server").string());
   auto r = locate_backend_binary(vulkan_, cache_.string());
   ASSERT_FALSE(r.ok()) << *r;
   EXPECT_EQ(r.error().code(), ErrorCode::kBackendBinaryMissing);
@@ -130,7 +94,7 @@ TEST_F(BinaryLocator, EnvVarToMissingFileIsAnErrorNotAFallThrough) {
 TEST_F(BinaryLocator, EnvVarToNonExecutableFileIsAnError) {
   fs::path not_exe = make_file(root_ / "env" / "llama-server", 0644);
   make_exe(cache_ / "bin" / "llamacpp" / "vulkan" / "llama-server");
-  set_env("LEMONADE_LLAMACPP_VULKAN_BIN", not_exe.string());
+  env_.set("LEMONADE_LLAMACPP_VULKAN_BIN", not_exe.string());
   auto r = locate_backend_binary(vulkan_, cache_.string());
   ASSERT_FALSE(r.ok()) << *r;
   EXPECT_EQ(r.error().code(), ErrorCode::kBackendBinaryMissing);
@@ -140,7 +104,7 @@ TEST_F(BinaryLocator, EnvVarToNonExecutableFileIsAnError) {
 
 TEST_F(BinaryLocator, EnvVarToDirectoryIsAnError) {
   fs::create_directories(root_ / "a-dir");
-  set_env("LEMONADE_LLAMACPP_VULKAN_BIN", (root_ / "a-dir").string());
+  env_.set("LEMONADE_LLAMACPP_VULKAN_BIN", (root_ / "a-dir").string());
   auto r = locate_backend_binary(vulkan_, cache_.string());
   ASSERT_FALSE(r.ok()) << *r;
   EXPECT_EQ(r.error().code(), ErrorCode::kBackendBinaryMissing);
@@ -149,12 +113,12 @@ TEST_F(BinaryLocator, EnvVarToDirectoryIsAnError) {
 
 TEST_F(BinaryLocator, EmptyEnvVarCountsAsUnset) {
   fs::path on_path = make_exe(path_dir_ / "llama-server");
-  set_env("LEMONADE_LLAMACPP_VULKAN_BIN", "");
+  env_.set("LEMONADE_LLAMACPP_VULKAN_BIN", "");
   EXPECT_EQ(located(locate_backend_binary(vulkan_, cache_.string())), on_path.string());
 }
 
 TEST_F(BinaryLocator, OtherBackendsVariableIsIgnored) {
-  set_env("LEMONADE_LLAMACPP_CPU_BIN", make_exe(root_ / "cpu" / "llama-server").string());
+  env_.set("LEMONADE_LLAMACPP_CPU_BIN", make_exe(root_ / "cpu" / "llama-server").string());
   fs::path on_path = make_exe(path_dir_ / "llama-server");
   EXPECT_EQ(located(locate_backend_binary(vulkan_, cache_.string())), on_path.string());
 }
@@ -173,8 +137,8 @@ TEST_F(BinaryLocator, PathIsSearchedInOrderSkippingNonExecutables) {
   fs::create_directories(second);           // no binary here
   fs::path found = make_exe(third / "llama-server");
   make_exe(root_ / "p4" / "llama-server");  // later entry: not reached
-  set_env("PATH", "::" + first.string() + ":" + second.string() + ":" + third.string() + ":" +
-                      (root_ / "p4").string());
+  env_.set("PATH", "::" + first.string() + ":" + second.string() + ":" + third.string() + ":" +
+                       (root_ / "p4").string());
   EXPECT_EQ(located(locate_backend_binary(vulkan_, cache_.string())), found.string());
 }
 
@@ -212,7 +176,7 @@ TEST_F(BinaryLocator, NotFoundNamesEveryPlaceSearched) {
 }
 
 TEST_F(BinaryLocator, NotFoundWhenPathIsUnset) {
-  unset_env("PATH");
+  env_.unset("PATH");
   auto r = locate_backend_binary({"sd-cpp", "rocm", "sd-server"}, cache_.string());
   ASSERT_FALSE(r.ok()) << *r;
   EXPECT_EQ(r.error().code(), ErrorCode::kBackendBinaryMissing);

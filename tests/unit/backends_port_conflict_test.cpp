@@ -3,69 +3,31 @@
 // backends: the allocator here hands out a port another server already
 // listens on, as happens when someone takes it between the check and the
 // child's bind.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 
 #include <gtest/gtest.h>
 
 #include "lemon/backends/llamacpp_server.h"
 #include "lemon/process/socket_owner.h"
+#include "support/loopback_listener.h"
+#include "support/scoped_env.h"
+#include "support/taken_first_ports.h"
+#include "support/temp_dir.h"
 
 namespace lemon {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Hands out `taken` first, then whatever the real allocator finds.
-class TakenFirstAllocator final : public PortAllocator {
- public:
-  explicit TakenFirstAllocator(int taken) : PortAllocator(20000), taken_(taken) {}
-  Result<int> acquire() override {
-    if (!handed_out_) {
-      handed_out_ = true;
-      return taken_;
-    }
-    return PortAllocator::acquire();
-  }
-  void release(int port) override {
-    if (port != taken_) {
-      PortAllocator::release(port);
-    }
-  }
-
- private:
-  int taken_;
-  bool handed_out_ = false;
-};
-
-// A listening socket owned by this test process.
-class Listener {
- public:
-  Listener() : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-    ::listen(fd_, 16);
-    socklen_t len = sizeof addr;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
-  }
-  ~Listener() { ::close(fd_); }
-  int port() const { return port_; }
-
- private:
-  int fd_;
-  int port_ = 0;
-};
+using testing::LoopbackListener;
+using testing::ScopedEnv;
+using testing::TakenFirstPorts;
+using testing::TempDir;
 
 TEST(SocketOwner, FindsTheListeningProcess) {
-  Listener l;
+  LoopbackListener l;
+  ASSERT_TRUE(l.is_open());
   EXPECT_TRUE(process_listens_on(::getpid(), l.port()));
   EXPECT_FALSE(process_listens_on(1, l.port()));
 }
@@ -73,17 +35,16 @@ TEST(SocketOwner, FindsTheListeningProcess) {
 TEST(SocketOwner, NothingListeningMeansNoOwner) {
   int port = 0;
   {
-    Listener l;
+    LoopbackListener l;
+    ASSERT_TRUE(l.is_open());
     port = l.port();
   }
   EXPECT_FALSE(process_listens_on(::getpid(), port));
 }
 
 TEST(PortConflict, AProbeAnsweredByAnotherProgramIsNotTrusted) {
-  fs::path dir = fs::temp_directory_path() / ("lemon-port-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  fs::path gguf = dir / "m.gguf";
-  std::ofstream(gguf) << "GGUF";
+  TempDir dir("lemon-port");
+  fs::path gguf = dir.write("m.gguf", "GGUF");
   const std::string fake = std::string(LEMON_FAKES_DIR) + "/llama-server";
 
   auto launcher = make_posix_process_launcher();
@@ -107,13 +68,14 @@ TEST(PortConflict, AProbeAnsweredByAnotherProgramIsNotTrusted) {
     }
   }
 
-  TakenFirstAllocator ports(*intruder_port);
+  TakenFirstPorts ports(20000, *intruder_port);
   BackendEnvironment env;
   env.launcher = launcher.get();
   env.ports = &ports;
   env.load_timeout = std::chrono::seconds(20);
   env.stop_grace = std::chrono::milliseconds(500);
-  setenv("LEMONADE_LLAMACPP_CPU_BIN", fake.c_str(), 1);
+  ScopedEnv vars;
+  vars.set("LEMONADE_LLAMACPP_CPU_BIN", fake);
   ModelInfo model;
   model.name = "m";
   model.recipe = "llamacpp";
@@ -134,8 +96,6 @@ TEST(PortConflict, AProbeAnsweredByAnotherProgramIsNotTrusted) {
   EXPECT_TRUE(process_listens_on(*server.pid(), server.client().port()));
   server.stop();
   (*other)->terminate(std::chrono::milliseconds(500));
-  unsetenv("LEMONADE_LLAMACPP_CPU_BIN");
-  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
-#include <stdlib.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -26,6 +25,9 @@
 #include "lemon/http/upstream_client.h"
 #include "lemon/process/port_allocator.h"
 #include "lemon/process/process_launcher.h"
+#include "support/scoped_env.h"
+#include "support/taken_first_ports.h"
+#include "support/temp_dir.h"
 
 namespace lemon {
 namespace {
@@ -33,6 +35,9 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using namespace std::chrono_literals;
+using testing::ScopedEnv;
+using testing::TakenFirstPorts;
+using testing::TempDir;
 
 const std::string kFakeLlamaServer = std::string(LEMON_FAKES_DIR) + "/llama-server";
 
@@ -146,19 +151,7 @@ class HeldExitLauncher final : public ProcessLauncher {
 class ProcessServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = ::testing::TempDir();
-    if (tmpl.empty() || tmpl.back() != '/') {
-      tmpl += '/';
-    }
-    tmpl += "lemon-procserver-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-    gguf_ = dir_ / "model.gguf";
-    std::ofstream(gguf_) << "GGUF";
-
-    const char* old = std::getenv(kBinVar);
-    saved_bin_ = old ? std::optional<std::string>(old) : std::nullopt;
-    ::setenv(kBinVar, kFakeLlamaServer.c_str(), 1);
+    vars_.set(kBinVar, kFakeLlamaServer);
 
     real_launcher_ = make_posix_process_launcher();
     spy_ = std::make_unique<SpyLauncher>(*real_launcher_);
@@ -177,13 +170,6 @@ class ProcessServerTest : public ::testing::Test {
     // left and joins the launcher's threads.
     spy_.reset();
     real_launcher_.reset();
-    if (saved_bin_) {
-      ::setenv(kBinVar, saved_bin_->c_str(), 1);
-    } else {
-      ::unsetenv(kBinVar);
-    }
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
   }
 
   // Waits for every pending exit callback: the launcher's destructor joins
@@ -228,6 +214,29 @@ class ProcessServerTest : public ::testing::Test {
     return s.start([] { return false; });
   }
 
+  // prepare() fails with `code` and a message naming `named`; start() then
+  // fails with `code` too, and nothing was spawned.
+  void expect_refused_before_spawning(LlamaCppServer& s, ErrorCode code, const std::string& named) {
+    auto st = s.prepare();
+    ASSERT_FALSE(st.ok());
+    EXPECT_EQ(st.error().code(), code);
+    EXPECT_NE(st.error().message().find(named), std::string::npos) << st.error().message();
+
+    auto started = start(s);
+    ASSERT_FALSE(started.ok());
+    EXPECT_EQ(started.error().code(), code);
+    EXPECT_EQ(spy_->spawn_calls(), 0);
+    EXPECT_EQ(s.pid(), std::nullopt);
+  }
+
+  // GET /fake/state from the backend behind `s`.
+  static Result<http::UpstreamResponse> fake_state(WrappedServer& s) {
+    http::UpstreamRequest req;
+    req.method = "GET";
+    req.path = "/fake/state";
+    return s.client().send(req, http::CallOptions{});
+  }
+
   static int port_of(const std::string& base_url) {
     const std::string prefix = "http://127.0.0.1:";
     EXPECT_EQ(base_url.rfind(prefix, 0), 0u) << base_url;
@@ -235,9 +244,10 @@ class ProcessServerTest : public ::testing::Test {
   }
 
   static constexpr const char* kBinVar = "LEMONADE_LLAMACPP_CPU_BIN";
-  fs::path dir_;
-  fs::path gguf_;
-  std::optional<std::string> saved_bin_;
+  TempDir tmp_{"lemon-procserver"};
+  const fs::path dir_ = tmp_.path();
+  const fs::path gguf_ = tmp_.write("model.gguf", "GGUF");
+  ScopedEnv vars_;
   std::unique_ptr<ProcessLauncher> real_launcher_;
   std::unique_ptr<SpyLauncher> spy_;
   std::unique_ptr<PortAllocator> ports_;
@@ -311,32 +321,14 @@ TEST_F(ProcessServerTest, DeletedMmprojIsModelFilesMissingNamingThePath) {
 }
 
 TEST_F(ProcessServerTest, MissingBinaryIsBackendBinaryMissingAndNothingIsSpawned) {
-  ::setenv(kBinVar, (dir_ / "no-llama-server").c_str(), 1);
+  vars_.set(kBinVar, (dir_ / "no-llama-server").string());
   auto s = make_server();
-  auto st = s->prepare();
-  ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.error().code(), ErrorCode::kBackendBinaryMissing);
-  EXPECT_NE(st.error().message().find(kBinVar), std::string::npos) << st.error().message();
-
-  auto started = start(*s);
-  ASSERT_FALSE(started.ok());
-  EXPECT_EQ(started.error().code(), ErrorCode::kBackendBinaryMissing);
-  EXPECT_EQ(spy_->spawn_calls(), 0);
-  EXPECT_EQ(s->pid(), std::nullopt);
+  expect_refused_before_spawning(*s, ErrorCode::kBackendBinaryMissing, kBinVar);
 }
 
 TEST_F(ProcessServerTest, ReservedUserArgIsInvalidUserArgsBeforeAnythingIsSpawned) {
   auto s = make_server(model(), options("-np 2 --port 9999"));
-  auto st = s->prepare();
-  ASSERT_FALSE(st.ok());
-  EXPECT_EQ(st.error().code(), ErrorCode::kInvalidUserArgs);
-  EXPECT_NE(st.error().message().find("'--port'"), std::string::npos) << st.error().message();
-
-  auto started = start(*s);
-  ASSERT_FALSE(started.ok());
-  EXPECT_EQ(started.error().code(), ErrorCode::kInvalidUserArgs);
-  EXPECT_EQ(spy_->spawn_calls(), 0);
-  EXPECT_EQ(s->pid(), std::nullopt);
+  expect_refused_before_spawning(*s, ErrorCode::kInvalidUserArgs, "'--port'");
 }
 
 TEST_F(ProcessServerTest, BadQuotingIsInvalidUserArgsBeforeAnythingIsSpawned) {
@@ -385,10 +377,7 @@ TEST_F(ProcessServerLive, StartServesAndStopEndsTheProcess) {
   auto health = probe_client.probe("/health", 2000ms);
   ASSERT_TRUE(health.ok()) << health.error().message();
   EXPECT_EQ(*health, 200);
-  http::UpstreamRequest req;
-  req.method = "GET";
-  req.path = "/fake/state";
-  auto state = s->client().send(req, http::CallOptions{});
+  auto state = fake_state(*s);
   ASSERT_TRUE(state.ok()) << state.error().message();
   ASSERT_EQ(state->status, 200);
   json j = json::parse(state->body);
@@ -557,27 +546,6 @@ TEST_F(ProcessServerLive, ExitCallbackDoesNotReachAServerDestroyedAfterStop) {
 // Another program took the port between the allocator's check and the
 // child's bind, and answers the health route: the server must not take that
 // answer for its own backend, and retries on another port.
-class TakenFirstPorts final : public PortAllocator {
- public:
-  TakenFirstPorts(int first_port, int taken) : PortAllocator(first_port), taken_(taken) {}
-  Result<int> acquire() override {
-    if (!handed_taken_) {
-      handed_taken_ = true;
-      return taken_;
-    }
-    return PortAllocator::acquire();
-  }
-  void release(int port) override {
-    if (port != taken_) {
-      PortAllocator::release(port);
-    }
-  }
-
- private:
-  const int taken_;
-  bool handed_taken_ = false;
-};
-
 TEST_F(ProcessServerLive, PortTakenByAnotherProgramIsRetriedOnAnotherPort) {
   // The other program: a second fake llama-server, spawned directly.
   PortAllocator other_ports(20000 + static_cast<int>((::getpid() + 5000) % 10000));
@@ -610,10 +578,7 @@ TEST_F(ProcessServerLive, PortTakenByAnotherProgramIsRetriedOnAnotherPort) {
   EXPECT_NE(port, *taken);
 
   // base_url reaches our backend, not the other program.
-  http::UpstreamRequest req;
-  req.method = "GET";
-  req.path = "/fake/state";
-  auto state = s->client().send(req, http::CallOptions{});
+  auto state = fake_state(*s);
   ASSERT_TRUE(state.ok()) << state.error().message();
   EXPECT_EQ(json::parse(state->body)["pid"], *s->pid());
   EXPECT_TRUE((*other)->running()) << "the other program must be left alone";
@@ -631,10 +596,7 @@ TEST_F(ProcessServerLive, LastOutputHoldsTheBackendsLinesWithoutHealthPolls) {
   ASSERT_EQ(children.size(), 1u);
   // One request after the health polls: its access-log line comes after
   // theirs on the fake's stdout.
-  http::UpstreamRequest req;
-  req.method = "GET";
-  req.path = "/fake/state";
-  auto state = s->client().send(req, http::CallOptions{});
+  auto state = fake_state(*s);
   ASSERT_TRUE(state.ok()) << state.error().message();
   auto has_line = [&](const std::string& needle) {
     for (const auto& l : s->last_output(200)) {

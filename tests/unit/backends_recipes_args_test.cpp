@@ -3,11 +3,7 @@
 // the production factory that picks the class per recipe.
 #include <gtest/gtest.h>
 
-#include <stdlib.h>
-
-#include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,6 +15,8 @@
 #include "lemon/backends/sd_server.h"
 #include "lemon/backends/server_factory.h"
 #include "lemon/backends/whisper_server.h"
+#include "support/scoped_env.h"
+#include "support/temp_dir.h"
 
 namespace lemon {
 namespace {
@@ -26,6 +24,8 @@ namespace {
 namespace fs = std::filesystem;
 using Args = std::vector<std::string>;
 using nlohmann::json;
+using testing::ScopedEnv;
+using testing::TempDir;
 
 constexpr int kPort = 8123;
 
@@ -245,40 +245,10 @@ TEST_F(RecipeArgs, SdRouteAndDevice) {
 
 class RecipeBinaryQuery : public ::testing::Test {
  protected:
-  void SetUp() override {
-    std::string tmpl = ::testing::TempDir();
-    if (tmpl.empty() || tmpl.back() != '/') {
-      tmpl += '/';
-    }
-    tmpl += "lemon-recipe-bin-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-    model_file_ = dir_ / "model.bin";
-    std::ofstream(model_file_) << "x";
-    env_.cache_dir = (dir_ / "cache").string();
-  }
-  void TearDown() override {
-    for (const auto& [name, value] : saved_) {
-      if (value) {
-        ::setenv(name.c_str(), value->c_str(), 1);
-      } else {
-        ::unsetenv(name.c_str());
-      }
-    }
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
-  }
-  void set_env(const std::string& name, const std::string& value) {
-    if (std::none_of(saved_.begin(), saved_.end(),
-                     [&](const auto& p) { return p.first == name; })) {
-      const char* old = std::getenv(name.c_str());
-      saved_.emplace_back(name, old ? std::optional<std::string>(old) : std::nullopt);
-    }
-    ::setenv(name.c_str(), value.c_str(), 1);
-  }
+  void SetUp() override { env_.cache_dir = (dir_.path() / "cache").string(); }
   // prepare() with `var` pointing at a missing file must name `var`.
   void expect_consults(WrappedServer& s, const std::string& var) {
-    set_env(var, (dir_ / "no-such-binary").string());
+    vars_.set(var, (dir_.path() / "no-such-binary").string());
     auto st = s.prepare();
     ASSERT_FALSE(st.ok()) << var;
     EXPECT_EQ(st.error().code(), ErrorCode::kBackendBinaryMissing) << st.error().message();
@@ -288,10 +258,10 @@ class RecipeBinaryQuery : public ::testing::Test {
     return make_model(recipe, {{"main", "org/repo:file"}}, {{"main", model_file_.string()}}, type);
   }
 
-  fs::path dir_;
-  fs::path model_file_;
+  TempDir dir_{"lemon-recipe-bin"};
+  const fs::path model_file_ = dir_.write("model.bin");
   BackendEnvironment env_;
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+  ScopedEnv vars_;
 };
 
 TEST_F(RecipeBinaryQuery, LlamaCppUsesItsBackend) {

@@ -3,25 +3,24 @@
 // default layering, cache directories, --help and --version.
 #include <gtest/gtest.h>
 
-#include <stdlib.h>
-
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <initializer_list>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "lemon/app/config.h"
+#include "support/scoped_env.h"
+#include "support/temp_dir.h"
 
 namespace lemon {
 namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
+using testing::ScopedEnv;
+using testing::TempDir;
 
 // Every variable parse_config reads.
 const char* const kEnvVars[] = {"LEMONADE_HOST",
@@ -52,29 +51,9 @@ class ConfigTest : public ::testing::Test {
  protected:
   void SetUp() override {
     for (const char* name : kEnvVars) {
-      const char* v = std::getenv(name);
-      saved_.emplace_back(name, v ? std::optional<std::string>(v) : std::nullopt);
-      ::unsetenv(name);
+      env_.unset(name);
     }
-    ::setenv("HOME", "/home/lemon-test", 1);
-    std::string tmpl = ::testing::TempDir();
-    if (tmpl.empty() || tmpl.back() != '/') {
-      tmpl += '/';
-    }
-    tmpl += "lemon-config-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    for (const auto& [name, value] : saved_) {
-      if (value) {
-        ::setenv(name.c_str(), value->c_str(), 1);
-      } else {
-        ::unsetenv(name.c_str());
-      }
-    }
-    std::error_code ec;
-    fs::remove_all(dir_, ec);
+    env_.set("HOME", "/home/lemon-test");
   }
 
   static ParsedConfig parse(std::vector<std::string> args) {
@@ -110,6 +89,16 @@ class ConfigTest : public ::testing::Test {
     EXPECT_EQ(p.message.find('\n'), std::string::npos) << joined << " -> " << p.message;
   }
 
+  // --help and --version: exit now with code 0. Returns what was printed.
+  static std::string expect_exit_zero(std::vector<std::string> args) {
+    ::testing::internal::CaptureStdout();
+    ParsedConfig p = parse(std::move(args));
+    std::string out = ::testing::internal::GetCapturedStdout();
+    EXPECT_TRUE(p.exit_now);
+    EXPECT_EQ(p.exit_code, 0);
+    return out;
+  }
+
   static void expect_limits(const SlotLimits& l, std::initializer_list<int> want) {
     ASSERT_EQ(want.size(), kModelTypeCount);
     std::size_t i = 0;
@@ -119,8 +108,9 @@ class ConfigTest : public ::testing::Test {
     }
   }
 
-  fs::path dir_;
-  std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+  TempDir tmp_{"lemon-config"};
+  const fs::path dir_ = tmp_.path();
+  ScopedEnv env_;
 };
 
 // ---- defaults -----------------------------------------------------------------------------
@@ -294,9 +284,7 @@ TEST_F(ConfigTest, MissingExtraModelsDirIsRefused) {
   expect_usage_error({"--extra-models-dir", "/nonexistent/lemon-extra-models"});
 }
 TEST_F(ConfigTest, ExtraModelsDirThatIsAFileIsRefused) {
-  std::string file = (dir_ / "file").string();
-  std::ofstream(file) << "x";
-  expect_usage_error({"--extra-models-dir", file});
+  expect_usage_error({"--extra-models-dir", tmp_.write("file").string()});
 }
 TEST_F(ConfigTest, UnknownFlagIsRefused) {
   expect_usage_error({"--no-such-flag"});
@@ -319,53 +307,53 @@ TEST_F(ConfigTest, FractionalLoadTimeout) {
 // ---- flag > environment > default ---------------------------------------------------------------
 
 TEST_F(ConfigTest, PortFromEnvironmentAndFlag) {
-  ::setenv("LEMONADE_PORT", "9201", 1);
+  env_.set("LEMONADE_PORT", "9201");
   EXPECT_EQ(parse_ok({}).port, 9201);
   EXPECT_EQ(parse_ok({"--port", "9202"}).port, 9202);
 }
 
 TEST_F(ConfigTest, CtxSizeFromEnvironmentAndFlag) {
-  ::setenv("LEMONADE_CTX_SIZE", "16384", 1);
+  env_.set("LEMONADE_CTX_SIZE", "16384");
   EXPECT_EQ(parse_ok({}).cli_options.ctx_size(), 16384);
   EXPECT_EQ(parse_ok({"--ctx-size", "2048"}).cli_options.ctx_size(), 2048);
 }
 
 TEST_F(ConfigTest, MaxLoadedModelsFromEnvironmentAndFlag) {
-  ::setenv("LEMONADE_MAX_LOADED_MODELS", "3", 1);
+  env_.set("LEMONADE_MAX_LOADED_MODELS", "3");
   expect_limits(parse_ok({}).limits, {3, 3, 3, 3, 3});
   expect_limits(parse_ok({"--max-loaded-models", "2"}).limits, {2, 2, 2, 2, 2});
 }
 
 TEST_F(ConfigTest, MaxLoadedModelsListFromEnvironment) {
-  ::setenv("LEMONADE_MAX_LOADED_MODELS", "2 1 3", 1);
+  env_.set("LEMONADE_MAX_LOADED_MODELS", "2 1 3");
   expect_limits(parse_ok({}).limits, {2, 1, 3, 1, 1});
 }
 
 TEST_F(ConfigTest, LlamacppBackendFromEnvironmentAndFlag) {
-  ::setenv("LEMONADE_LLAMACPP", "rocm", 1);
+  env_.set("LEMONADE_LLAMACPP", "rocm");
   EXPECT_EQ(parse_ok({}).cli_options.string_value("llamacpp_backend"), "rocm");
   EXPECT_EQ(parse_ok({"--llamacpp", "cpu"}).cli_options.string_value("llamacpp_backend"), "cpu");
 }
 
 TEST_F(ConfigTest, LoadTimeoutFromEnvironmentAndFlag) {
-  ::setenv("LEMONADE_LOAD_TIMEOUT", "12", 1);
+  env_.set("LEMONADE_LOAD_TIMEOUT", "12");
   EXPECT_EQ(parse_ok({}).load_timeout, 12s);
   EXPECT_EQ(parse_ok({"--load-timeout", "30"}).load_timeout, 30s);
 }
 
 TEST_F(ConfigTest, StopGraceFromEnvironmentAndFlag) {
-  ::setenv("LEMONADE_STOP_GRACE", "0.5", 1);
+  env_.set("LEMONADE_STOP_GRACE", "0.5");
   EXPECT_EQ(parse_ok({}).stop_grace, 500ms);
   EXPECT_EQ(parse_ok({"--stop-grace", "2"}).stop_grace, 2s);
 }
 
 TEST_F(ConfigTest, InvalidEnvironmentValueIsAUsageError) {
-  ::setenv("LEMONADE_PORT", "not-a-port", 1);
+  env_.set("LEMONADE_PORT", "not-a-port");
   expect_usage_error({});
 }
 
 TEST_F(ConfigTest, InvalidEnvironmentValueIsIgnoredWhenTheFlagIsGiven) {
-  ::setenv("LEMONADE_LLAMACPP", "bogus", 1);
+  env_.set("LEMONADE_LLAMACPP", "bogus");
   EXPECT_EQ(parse_ok({"--llamacpp", "vulkan"}).cli_options.string_value("llamacpp_backend"),
             "vulkan");
 }
@@ -380,25 +368,25 @@ TEST_F(ConfigTest, CacheDirDefaultsUnderHome) {
 }
 
 TEST_F(ConfigTest, LemonadeCacheDirFromEnvironment) {
-  ::setenv("LEMONADE_CACHE_DIR", "/srv/lemonade-cache", 1);
+  env_.set("LEMONADE_CACHE_DIR", "/srv/lemonade-cache");
   EXPECT_EQ(parse_ok({}).cache_dir, "/srv/lemonade-cache");
 }
 
 TEST_F(ConfigTest, HfHomeGivesItsHubDir) {
-  ::setenv("HF_HOME", "/srv/hf", 1);
+  env_.set("HF_HOME", "/srv/hf");
   EXPECT_EQ(parse_ok({}).hf_hub_cache, "/srv/hf/hub");
 }
 
 TEST_F(ConfigTest, HfHubCacheWinsOverHfHome) {
-  ::setenv("HF_HOME", "/srv/hf", 1);
-  ::setenv("HF_HUB_CACHE", "/srv/hub-cache", 1);
+  env_.set("HF_HOME", "/srv/hf");
+  env_.set("HF_HUB_CACHE", "/srv/hub-cache");
   EXPECT_EQ(parse_ok({}).hf_hub_cache, "/srv/hub-cache");
 }
 
 TEST_F(ConfigTest, EmptyVariablesCountAsUnset) {
-  ::setenv("HF_HUB_CACHE", "", 1);
-  ::setenv("HF_HOME", "", 1);
-  ::setenv("LEMONADE_CACHE_DIR", "", 1);
+  env_.set("HF_HUB_CACHE", "");
+  env_.set("HF_HOME", "");
+  env_.set("LEMONADE_CACHE_DIR", "");
   Config c = parse_ok({});
   EXPECT_EQ(c.hf_hub_cache, "/home/lemon-test/.cache/huggingface/hub");
   EXPECT_EQ(c.cache_dir, "/home/lemon-test/.cache/lemonade");
@@ -413,29 +401,17 @@ TEST_F(ConfigTest, ResourcesDirHoldsTheModelRegistry) {
 // --------------------------------------------------------------------------
 
 TEST_F(ConfigTest, HelpExitsWithZero) {
-  ::testing::internal::CaptureStdout();
-  ParsedConfig p = parse({"--help"});
-  std::string out = ::testing::internal::GetCapturedStdout();
-  EXPECT_TRUE(p.exit_now);
-  EXPECT_EQ(p.exit_code, 0);
+  std::string out = expect_exit_zero({"--help"});
   EXPECT_NE(out.find("--max-loaded-models"), std::string::npos) << out;
 }
 
 TEST_F(ConfigTest, VersionExitsWithZero) {
-  ::testing::internal::CaptureStdout();
-  ParsedConfig p = parse({"--version"});
-  std::string out = ::testing::internal::GetCapturedStdout();
-  EXPECT_TRUE(p.exit_now);
-  EXPECT_EQ(p.exit_code, 0);
+  std::string out = expect_exit_zero({"--version"});
   EXPECT_NE(out.find("lemonade-router"), std::string::npos) << out;
 }
 
 TEST_F(ConfigTest, HelpWinsOverOtherFlags) {
-  ::testing::internal::CaptureStdout();
-  ParsedConfig p = parse({"--port", "9000", "--help"});
-  ::testing::internal::GetCapturedStdout();
-  EXPECT_TRUE(p.exit_now);
-  EXPECT_EQ(p.exit_code, 0);
+  expect_exit_zero({"--port", "9000", "--help"});
 }
 
 }  // namespace

@@ -4,40 +4,15 @@
 
 #include <set>
 #include <string>
-#include <vector>
 
 #include "lemon/core/error.h"
 
 namespace lemon {
 namespace {
 
-const std::vector<ErrorCode> kAllCodes = {ErrorCode::kInvalidRequest,
-                                          ErrorCode::kUnauthorized,
-                                          ErrorCode::kForbidden,
-                                          ErrorCode::kModelNotFound,
-                                          ErrorCode::kModelNotLoaded,
-                                          ErrorCode::kUnsupportedOperation,
-                                          ErrorCode::kRouteNotFound,
-                                          ErrorCode::kMethodNotAllowed,
-                                          ErrorCode::kPayloadTooLarge,
-                                          ErrorCode::kModelFilesMissing,
-                                          ErrorCode::kInvalidUserArgs,
-                                          ErrorCode::kUnknownRecipe,
-                                          ErrorCode::kBackendBinaryMissing,
-                                          ErrorCode::kInvalidOption,
-                                          ErrorCode::kBackendExited,
-                                          ErrorCode::kBackendStartTimeout,
-                                          ErrorCode::kSpawnFailed,
-                                          ErrorCode::kBackendUnavailable,
-                                          ErrorCode::kBackendCrashed,
-                                          ErrorCode::kUpstreamProtocol,
-                                          ErrorCode::kCancelled,
-                                          ErrorCode::kShuttingDown,
-                                          ErrorCode::kInternal};
-
 TEST(CoreError, NamesAreStableAndUnique) {
   std::set<std::string> names;
-  for (ErrorCode c : kAllCodes) {
+  for (ErrorCode c : kAllErrorCodes) {
     std::string n = error_code_name(c);
     EXPECT_FALSE(n.empty());
     EXPECT_TRUE(names.insert(n).second) << "duplicate name " << n;
@@ -48,11 +23,12 @@ TEST(CoreError, NamesAreStableAndUnique) {
   EXPECT_STREQ(error_code_name(ErrorCode::kModelFilesMissing), "model_files_missing");
   EXPECT_STREQ(error_code_name(ErrorCode::kBackendStartTimeout), "backend_start_timeout");
   EXPECT_STREQ(error_code_name(ErrorCode::kInvalidUserArgs), "invalid_user_args");
+  EXPECT_STREQ(error_code_name(ErrorCode::kUnsupportedMediaType), "unsupported_media_type");
 }
 
 TEST(CoreError, OnlyResourceLikeLoadFailuresAreRetryable) {
   std::set<ErrorCode> retryable;
-  for (ErrorCode c : kAllCodes) {
+  for (ErrorCode c : kAllErrorCodes) {
     if (is_retryable_load_failure(c)) {
       retryable.insert(c);
     }

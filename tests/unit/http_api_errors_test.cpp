@@ -2,8 +2,9 @@
 // JSON request helpers (parse_json_object, string_field, bool_field).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <iterator>
 #include <string>
-#include <vector>
 
 #include "lemon/http/error_response.h"
 #include "lemon/http/json_request.h"
@@ -12,30 +13,6 @@ namespace lemon::http {
 namespace {
 
 using nlohmann::json;
-
-const std::vector<ErrorCode> kAllCodes = {ErrorCode::kInvalidRequest,
-                                          ErrorCode::kUnauthorized,
-                                          ErrorCode::kForbidden,
-                                          ErrorCode::kModelNotFound,
-                                          ErrorCode::kModelNotLoaded,
-                                          ErrorCode::kUnsupportedOperation,
-                                          ErrorCode::kRouteNotFound,
-                                          ErrorCode::kMethodNotAllowed,
-                                          ErrorCode::kPayloadTooLarge,
-                                          ErrorCode::kModelFilesMissing,
-                                          ErrorCode::kInvalidUserArgs,
-                                          ErrorCode::kUnknownRecipe,
-                                          ErrorCode::kBackendBinaryMissing,
-                                          ErrorCode::kInvalidOption,
-                                          ErrorCode::kBackendExited,
-                                          ErrorCode::kBackendStartTimeout,
-                                          ErrorCode::kSpawnFailed,
-                                          ErrorCode::kBackendUnavailable,
-                                          ErrorCode::kBackendCrashed,
-                                          ErrorCode::kUpstreamProtocol,
-                                          ErrorCode::kCancelled,
-                                          ErrorCode::kShuttingDown,
-                                          ErrorCode::kInternal};
 
 // ---- the table ---------------------------------------------------------------------------
 
@@ -56,41 +33,49 @@ TEST_P(HttpApiErrorShape, Row) {
   EXPECT_STREQ(s.code, c.code_name) << error_code_name(c.code);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Table, HttpApiErrorShape,
-    ::testing::Values(
-        ShapeCase{ErrorCode::kModelNotFound, 404, "invalid_request_error", "model_not_found"},
-        ShapeCase{ErrorCode::kInvalidRequest, 400, "invalid_request_error",
-                  "invalid_request_error"},
-        ShapeCase{ErrorCode::kInvalidOption, 400, "invalid_request_error", "invalid_request_error"},
-        ShapeCase{ErrorCode::kInvalidUserArgs, 400, "invalid_request_error",
-                  "invalid_llamacpp_args"},
-        ShapeCase{ErrorCode::kUnsupportedOperation, 400, "invalid_request_error",
-                  "unsupported_operation"},
-        ShapeCase{ErrorCode::kUnauthorized, 401, "authentication_error", "invalid_api_key"},
-        ShapeCase{ErrorCode::kForbidden, 403, "permission_error", "forbidden"},
-        ShapeCase{ErrorCode::kModelNotLoaded, 404, "invalid_request_error", "model_not_loaded"},
-        ShapeCase{ErrorCode::kRouteNotFound, 404, "invalid_request_error", "not_found"},
-        ShapeCase{ErrorCode::kMethodNotAllowed, 405, "invalid_request_error", "method_not_allowed"},
-        ShapeCase{ErrorCode::kPayloadTooLarge, 413, "invalid_request_error", "payload_too_large"},
-        ShapeCase{ErrorCode::kModelFilesMissing, 404, "invalid_request_error",
-                  "model_not_downloaded"},
-        ShapeCase{ErrorCode::kBackendExited, 500, "server_error", "model_load_error"},
-        ShapeCase{ErrorCode::kBackendStartTimeout, 500, "server_error", "model_load_error"},
-        ShapeCase{ErrorCode::kBackendBinaryMissing, 500, "server_error", "model_load_error"},
-        ShapeCase{ErrorCode::kUnknownRecipe, 500, "server_error", "model_load_error"},
-        ShapeCase{ErrorCode::kSpawnFailed, 500, "server_error", "model_load_error"},
-        ShapeCase{ErrorCode::kBackendUnavailable, 503, "server_error", "backend_unavailable"},
-        ShapeCase{ErrorCode::kBackendCrashed, 503, "server_error", "backend_unavailable"},
-        ShapeCase{ErrorCode::kShuttingDown, 503, "server_error", "backend_unavailable"},
-        ShapeCase{ErrorCode::kUpstreamProtocol, 502, "server_error", "bad_gateway"},
-        ShapeCase{ErrorCode::kInternal, 500, "server_error", "internal_error"}),
-    [](const ::testing::TestParamInfo<ShapeCase>& p) {
-      return std::string(error_code_name(p.param.code));
-    });
+// One row for every ErrorCode (checked below).
+const ShapeCase kShapes[] = {
+    {ErrorCode::kModelNotFound, 404, "invalid_request_error", "model_not_found"},
+    {ErrorCode::kInvalidRequest, 400, "invalid_request_error", "invalid_request_error"},
+    {ErrorCode::kInvalidOption, 400, "invalid_request_error", "invalid_request_error"},
+    {ErrorCode::kInvalidUserArgs, 400, "invalid_request_error", "invalid_llamacpp_args"},
+    {ErrorCode::kUnsupportedOperation, 400, "invalid_request_error", "unsupported_operation"},
+    {ErrorCode::kUnauthorized, 401, "authentication_error", "invalid_api_key"},
+    {ErrorCode::kForbidden, 403, "permission_error", "forbidden"},
+    {ErrorCode::kModelNotLoaded, 404, "invalid_request_error", "model_not_loaded"},
+    {ErrorCode::kRouteNotFound, 404, "invalid_request_error", "not_found"},
+    {ErrorCode::kMethodNotAllowed, 405, "invalid_request_error", "method_not_allowed"},
+    {ErrorCode::kPayloadTooLarge, 413, "invalid_request_error", "payload_too_large"},
+    {ErrorCode::kUnsupportedMediaType, 415, "invalid_request_error", "unsupported_media_type"},
+    {ErrorCode::kModelFilesMissing, 404, "invalid_request_error", "model_not_downloaded"},
+    {ErrorCode::kBackendExited, 500, "server_error", "model_load_error"},
+    {ErrorCode::kBackendStartTimeout, 500, "server_error", "model_load_error"},
+    {ErrorCode::kBackendBinaryMissing, 500, "server_error", "model_load_error"},
+    {ErrorCode::kUnknownRecipe, 500, "server_error", "model_load_error"},
+    {ErrorCode::kSpawnFailed, 500, "server_error", "model_load_error"},
+    {ErrorCode::kBackendUnavailable, 503, "server_error", "backend_unavailable"},
+    {ErrorCode::kBackendCrashed, 503, "server_error", "backend_unavailable"},
+    {ErrorCode::kShuttingDown, 503, "server_error", "backend_unavailable"},
+    {ErrorCode::kUpstreamProtocol, 502, "server_error", "bad_gateway"},
+    {ErrorCode::kCancelled, 499, "invalid_request_error", "client_closed_request"},
+    {ErrorCode::kInternal, 500, "server_error", "internal_error"},
+};
+
+INSTANTIATE_TEST_SUITE_P(Table, HttpApiErrorShape, ::testing::ValuesIn(kShapes),
+                         [](const ::testing::TestParamInfo<ShapeCase>& p) {
+                           return std::string(error_code_name(p.param.code));
+                         });
+
+TEST(HttpApiErrorTable, EveryCodeHasExactlyOneRow) {
+  for (ErrorCode c : kAllErrorCodes) {
+    auto rows = std::count_if(std::begin(kShapes), std::end(kShapes),
+                              [c](const ShapeCase& row) { return row.code == c; });
+    EXPECT_EQ(rows, 1) << error_code_name(c);
+  }
+}
 
 TEST(HttpApiErrorTable, EveryCodeHasAStatusTypeAndCode) {
-  for (ErrorCode c : kAllCodes) {
+  for (ErrorCode c : kAllErrorCodes) {
     ErrorShape s = error_shape(c);
     EXPECT_GE(s.status, 400) << error_code_name(c);
     EXPECT_LT(s.status, 600) << error_code_name(c);

@@ -14,10 +14,13 @@
 #include <chrono>
 #include <cstring>
 #include <string>
-#include <thread>
+
+#include "support/running_server.h"
 
 namespace lemon::http {
 namespace {
+
+using testing::RunningServer;
 
 constexpr int kIoTimeoutMs = 10000;  // guard against hangs, never a sync mechanism
 
@@ -154,28 +157,6 @@ class RawClient {
   bool connected_ = false;
   bool eof_ = false;
   std::string buf_;
-};
-
-// Server on 127.0.0.1:<ephemeral> running on its own thread.
-class RunningServer {
- public:
-  RunningServer(ServerOptions options, Handler handler) : server_(options, std::move(handler)) {
-    auto bound = server_.bind("127.0.0.1", 0);
-    EXPECT_TRUE(bound.ok());
-    port_ = bound.ok() ? *bound : 0;
-    thread_ = std::thread([this] { server_.run(); });
-  }
-  ~RunningServer() {
-    server_.stop();
-    thread_.join();
-  }
-  int port() const { return port_; }
-  Server& server() { return server_; }
-
- private:
-  Server server_;
-  int port_ = 0;
-  std::thread thread_;
 };
 
 // Echoes method, path, query and body.

@@ -20,30 +20,18 @@
 #include <thread>
 #include <vector>
 
+#include "support/gate.h"
+#include "support/running_server.h"
+
 namespace lemon::http {
 namespace {
+
+using testing::Gate;
+using testing::RunningServer;
 
 using namespace std::chrono_literals;
 
 constexpr int kIoTimeoutMs = 10000;  // guard against hangs, never a sync mechanism
-
-class Gate {
- public:
-  void open() {
-    std::lock_guard lock(mu_);
-    open_ = true;
-    cv_.notify_all();
-  }
-  bool wait(std::chrono::milliseconds timeout = 10s) {
-    std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, timeout, [this] { return open_; });
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool open_ = false;
-};
 
 class Counter {
  public:
@@ -145,30 +133,6 @@ class RawClient {
   bool connected_ = false;
   bool eof_ = false;
   std::string buf_;
-};
-
-class RunningServer {
- public:
-  RunningServer(ServerOptions options, Handler handler) : server_(options, std::move(handler)) {
-    auto bound = server_.bind("127.0.0.1", 0);
-    EXPECT_TRUE(bound.ok());
-    port_ = bound.ok() ? *bound : 0;
-    thread_ = std::thread([this] { server_.run(); });
-  }
-  ~RunningServer() { stop_and_join(); }
-  void stop_and_join() {
-    server_.stop();
-    if (thread_.joinable()) {
-      thread_.join();
-    }
-  }
-  int port() const { return port_; }
-  Server& server() { return server_; }
-
- private:
-  Server server_;
-  int port_ = 0;
-  std::thread thread_;
 };
 
 TEST(HttpServerThreads, ChunksReachTheClientOneByOne) {
@@ -290,7 +254,7 @@ TEST(HttpServerThreads, StopReturnsWithIdleKeepAliveConnections) {
   }
   EXPECT_EQ(s->server().open_connections(), 3);
   const auto start = std::chrono::steady_clock::now();
-  s->stop_and_join();  // keep_alive_timeout is 60 s: only stop() can end these
+  s->stop();  // keep_alive_timeout is 60 s: only stop() can end these
   EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
   EXPECT_EQ(s->server().open_connections(), 0);
   for (auto& c : clients) {
@@ -316,7 +280,7 @@ TEST(HttpServerThreads, StopLetsInFlightHandlersFinish) {
   ASSERT_TRUE(c.read_to_eof(&all));
   EXPECT_NE(all.find("Connection: close"), std::string::npos);
   EXPECT_NE(all.find("finished"), std::string::npos);
-  s.stop_and_join();
+  s.stop();
 }
 
 TEST(HttpServerThreads, ManyMoreSlowRequestsThanSpareThreadsRunConcurrently) {

@@ -11,7 +11,6 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <future>
 #include <mutex>
@@ -21,55 +20,22 @@
 #include <vector>
 
 #include "lemon/http/server.h"
+#include "support/gate.h"
+#include "support/loopback_connect.h"
+#include "support/loopback_listener.h"
+#include "support/running_server.h"
 
 namespace lemon::http {
 namespace {
 
+using testing::connect_loopback;
+using testing::Gate;
+using testing::LoopbackListener;
+using testing::RunningServer;
+
 using namespace std::chrono_literals;
 
 constexpr int kIoTimeoutMs = 10000;  // guard against hangs, never a sync mechanism
-
-class Gate {
- public:
-  void open() {
-    std::lock_guard lock(mu_);
-    open_ = true;
-    cv_.notify_all();
-  }
-  bool wait(std::chrono::milliseconds timeout = 10s) {
-    std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, timeout, [this] { return open_; });
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool open_ = false;
-};
-
-class RunningServer {
- public:
-  explicit RunningServer(Handler handler, int port = 0)
-      : server_(ServerOptions{}, std::move(handler)) {
-    auto bound = server_.bind("127.0.0.1", port);
-    EXPECT_TRUE(bound.ok()) << (bound.ok() ? "" : bound.error().message());
-    port_ = bound.ok() ? *bound : 0;
-    thread_ = std::thread([this] { server_.run(); });
-  }
-  ~RunningServer() { stop(); }
-  void stop() {
-    server_.stop();
-    if (thread_.joinable()) {
-      thread_.join();
-    }
-  }
-  int port() const { return port_; }
-
- private:
-  Server server_;
-  int port_ = 0;
-  std::thread thread_;
-};
 
 // The client's port as seen by the server, identifying the connection.
 int peer_port(int fd) {
@@ -84,29 +50,18 @@ int peer_port(int fd) {
 class RawBackend {
  public:
   explicit RawBackend(std::function<void(RawBackend&)> script) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-    ::listen(fd_, 16);
-    socklen_t len = sizeof addr;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
+    EXPECT_TRUE(listener_.is_open());
     thread_ = std::thread([this, script = std::move(script)] { script(*this); });
   }
-  ~RawBackend() {
-    thread_.join();
-    ::close(fd_);
-  }
-  int port() const { return port_; }
+  ~RawBackend() { thread_.join(); }
+  int port() const { return listener_.port(); }
 
   int accept_one() {
-    pollfd p{fd_, POLLIN, 0};
+    pollfd p{listener_.fd(), POLLIN, 0};
     if (::poll(&p, 1, kIoTimeoutMs) <= 0) {
       return -1;
     }
-    return ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    return ::accept4(listener_.fd(), nullptr, nullptr, SOCK_CLOEXEC);
   }
   // Reads one request head (and nothing after it).
   static std::string read_head(int fd) {
@@ -126,8 +81,7 @@ class RawBackend {
   }
 
  private:
-  int fd_ = -1;
-  int port_ = 0;
+  LoopbackListener listener_;
   std::thread thread_;
 };
 
@@ -303,14 +257,9 @@ TEST(HttpUpstreamClient, FreshConnectionClosedBeforeAnswerIsCrashedNotRetried) {
 
 TEST(HttpUpstreamClient, RefusedPortIsBackendUnavailable) {
   // A bound but not listening socket reserves a port nobody accepts on.
-  int holder = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::bind(holder, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  socklen_t len = sizeof addr;
-  ::getsockname(holder, reinterpret_cast<sockaddr*>(&addr), &len);
-  const int port = ntohs(addr.sin_port);
+  auto holder = LoopbackListener::bound_only();
+  ASSERT_TRUE(holder.is_open());
+  const int port = holder.port();
 
   UpstreamClient client("127.0.0.1", port);
   auto r = client.send(get("/"), {});
@@ -321,7 +270,6 @@ TEST(HttpUpstreamClient, RefusedPortIsBackendUnavailable) {
   auto p = client.probe("/health", 500ms);
   ASSERT_FALSE(p.ok());
   EXPECT_EQ(p.error().code(), ErrorCode::kBackendUnavailable);
-  ::close(holder);
 }
 
 TEST(HttpUpstreamClient, ServerClosingMidBodyIsBackendCrashed) {
@@ -365,18 +313,9 @@ struct TcpPair {
 
 TcpPair make_tcp_pair() {
   TcpPair pair;
-  int listener = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  ::listen(listener, 1);
-  socklen_t len = sizeof addr;
-  ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
-  pair.client_side = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  ::connect(pair.client_side, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  pair.server_side = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
-  ::close(listener);
+  LoopbackListener listener;
+  pair.client_side = connect_loopback(listener.port());
+  pair.server_side = ::accept4(listener.fd(), nullptr, nullptr, SOCK_CLOEXEC);
   return pair;
 }
 

@@ -2,8 +2,6 @@
 // layering and reload, extra models dir, find/resolve/list.
 #include <gtest/gtest.h>
 
-#include <stdlib.h>
-
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -14,52 +12,25 @@
 #include <thread>
 
 #include "lemon/models/catalogue.h"
+#include "support/temp_dir.h"
 
 namespace lemon {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+using testing::TempDir;
 
 const std::string kServerModels = std::string(LEMON_RESOURCES_DIR) + "/server_models.json";
-
-class TempTree {
- public:
-  TempTree() {
-    std::string base = ::testing::TempDir();
-    if (base.empty() || base.back() != '/') {
-      base += '/';
-    }
-    std::string tmpl = base + "lemon-models-XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr) {
-      ADD_FAILURE() << "mkdtemp failed for " << tmpl;
-    }
-    root_ = tmpl;
-  }
-  ~TempTree() {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
-  const fs::path& root() const { return root_; }
-  fs::path write(const fs::path& rel, const std::string& content = "x") const {
-    fs::path p = root_ / rel;
-    fs::create_directories(p.parent_path());
-    std::ofstream(p, std::ios::trunc) << content;
-    return p;
-  }
-
- private:
-  fs::path root_;
-};
 
 class ModelsCatalogue : public ::testing::Test {
  protected:
   CatalogueSources sources(const std::string& server_models = kServerModels) const {
     CatalogueSources s;
     s.server_models_json = server_models;
-    s.cache_dir = (t_.root() / "cache").string();
-    s.hf_hub_cache = (t_.root() / "hub").string();
-    s.extra_models_dir = (t_.root() / "extra").string();
+    s.cache_dir = (t_.path() / "cache").string();
+    s.hf_hub_cache = (t_.path() / "hub").string();
+    s.extra_models_dir = (t_.path() / "extra").string();
     s.flm_installed = [] { return std::vector<std::string>{}; };
     return s;
   }
@@ -75,13 +46,13 @@ class ModelsCatalogue : public ::testing::Test {
     fs::last_write_time(p, fs::file_time_type::clock::now() - std::chrono::hours(100 - stamp));
   }
   fs::path hub_snapshot(const std::string& dir) const {
-    fs::path snap = t_.root() / "hub" / dir / "snapshots" / "sha";
+    fs::path snap = t_.path() / "hub" / dir / "snapshots" / "sha";
     fs::create_directories(snap);
     t_.write(fs::path("hub") / dir / "refs" / "main", "sha");
     return snap;
   }
 
-  TempTree t_;
+  TempDir t_{"lemon-models"};
 };
 
 TEST_F(ModelsCatalogue, BuiltInCatalogueLoadsFromResources) {
@@ -138,7 +109,7 @@ TEST_F(ModelsCatalogue, BuiltInCatalogueLoadsFromResources) {
 }
 
 TEST_F(ModelsCatalogue, OpenFailsOnUnreadableOrMalformedCatalogue) {
-  auto missing = ModelCatalogue::open(sources((t_.root() / "absent.json").string()));
+  auto missing = ModelCatalogue::open(sources((t_.path() / "absent.json").string()));
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error().code(), ErrorCode::kInvalidOption);
   EXPECT_NE(missing.error().message().find("absent.json"), std::string::npos);
@@ -156,7 +127,7 @@ TEST_F(ModelsCatalogue, OpenFailsOnUnreadableOrMalformedCatalogue) {
 
 TEST_F(ModelsCatalogue, FindDoesNotResolveButResolveDoes) {
   fs::path snap = hub_snapshot("models--unsloth--Qwen3-0.6B-GGUF");
-  t_.write(fs::relative(snap / "Qwen3-0.6B-Q4_0.gguf", t_.root()));
+  t_.write(fs::relative(snap / "Qwen3-0.6B-Q4_0.gguf", t_.path()));
   auto cat = open(sources());
   auto found = cat->find("Qwen3-0.6B-GGUF");
   EXPECT_FALSE(found->downloaded);
@@ -218,7 +189,7 @@ TEST_F(ModelsCatalogue, UserModels) {
       {"local",
        {{"checkpoint", local_file.string()}, {"recipe", "llamacpp"}, {"source", "local_path"}}},
       {"localdir",
-       {{"checkpoint", (t_.root() / "models/dir").string()},
+       {{"checkpoint", (t_.path() / "models/dir").string()},
         {"recipe", "llamacpp"},
         {"source", "local_path"}}},
       {"upload",
@@ -243,11 +214,11 @@ TEST_F(ModelsCatalogue, UserModels) {
   EXPECT_EQ(local->resolved_path(), local_file.string());
   auto dir = cat->resolve("user.localdir");
   EXPECT_TRUE(dir->downloaded);
-  EXPECT_EQ(dir->resolved_path(), (t_.root() / "models/dir/a-model.gguf").string());
+  EXPECT_EQ(dir->resolved_path(), (t_.path() / "models/dir/a-model.gguf").string());
   auto upload = cat->resolve("user.upload");
   EXPECT_EQ(upload->source, ModelSource::kUserLocalUpload);
   EXPECT_TRUE(upload->downloaded);
-  EXPECT_EQ(upload->resolved_path(), (t_.root() / "hub/models--up/w.gguf").string());
+  EXPECT_EQ(upload->resolved_path(), (t_.path() / "hub/models--up/w.gguf").string());
 
   // User models come after every built-in one, in file order.
   auto all = cat->list(true);
@@ -292,7 +263,7 @@ TEST_F(ModelsCatalogue, RecipeOptionsLayeringAndReload) {
   EXPECT_FALSE(cat->find("user.mine").has_value());
 
   // Deleted files read as empty; malformed ones too.
-  fs::remove(t_.root() / "cache/user_models.json");
+  fs::remove(t_.path() / "cache/user_models.json");
   EXPECT_FALSE(cat->find("user.other").has_value());
   t_.write("cache/recipe_options.json", "{not json");
   EXPECT_TRUE(cat->find("Qwen3-0.6B-GGUF")->saved_options.raw().empty());
@@ -344,7 +315,7 @@ TEST_F(ModelsCatalogue, SmallCatalogueKeepsFileOrderAndDefaults) {
   EXPECT_EQ(all[1].type, ModelType::kAudio);
   EXPECT_FALSE(all[1].downloaded);
   EXPECT_EQ(all[1].missing_paths,
-            (std::vector<std::string>{(t_.root() / "hub/models--a--b").string()}));
+            (std::vector<std::string>{(t_.path() / "hub/models--a--b").string()}));
 }
 
 TEST_F(ModelsCatalogue, ConcurrentReadersWhileFilesChange) {

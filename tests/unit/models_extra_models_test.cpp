@@ -2,46 +2,21 @@
 // shards, mmproj-only folders.
 #include <gtest/gtest.h>
 
-#include <stdlib.h>
-
 #include <filesystem>
-#include <fstream>
 
 #include "lemon/models/extra_models.h"
+#include "support/temp_dir.h"
 
 namespace lemon {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::TempDir;
 
-class TempTree {
- public:
-  TempTree() {
-    std::string base = ::testing::TempDir();
-    if (base.empty() || base.back() != '/') {
-      base += '/';
-    }
-    std::string tmpl = base + "lemon-models-XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr) {
-      ADD_FAILURE() << "mkdtemp failed for " << tmpl;
-    }
-    root_ = tmpl;
-  }
-  ~TempTree() {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
-  const fs::path& root() const { return root_; }
-  fs::path write(const fs::path& rel, std::size_t bytes = 1) const {
-    fs::path p = root_ / rel;
-    fs::create_directories(p.parent_path());
-    std::ofstream(p) << std::string(bytes, 'x');
-    return p;
-  }
-
- private:
-  fs::path root_;
-};
+// File content of `n` bytes.
+std::string bytes(std::size_t n) {
+  return std::string(n, 'x');
+}
 
 const ModelInfo* by_name(const std::vector<ModelInfo>& list, const std::string& name) {
   for (const auto& m : list) {
@@ -55,18 +30,18 @@ const ModelInfo* by_name(const std::vector<ModelInfo>& list, const std::string& 
 constexpr double kGb = 1024.0 * 1024.0 * 1024.0;
 
 TEST(ModelsExtraModels, DiscoversFilesAndFolders) {
-  TempTree t;
-  fs::path single = t.write("Qwen3-8B-Q4_K_M.gguf", 1000);
+  TempDir t{"lemon-models"};
+  fs::path single = t.write("Qwen3-8B-Q4_K_M.gguf", bytes(1000));
   t.write("MMPROJ-loose.gguf");
   t.write("notes.txt");
-  fs::path gemma_main = t.write("gemma-3-4b-it-Q8_0/gemma-Q8_0.gguf", 3000);
-  fs::path gemma_proj = t.write("gemma-3-4b-it-Q8_0/mmproj-gemma-f16.gguf", 500);
-  fs::path shard1 = t.write("big/model-00001-of-00002.gguf", 10);
-  t.write("big/model-00002-of-00002.gguf", 10);
+  fs::path gemma_main = t.write("gemma-3-4b-it-Q8_0/gemma-Q8_0.gguf", bytes(3000));
+  fs::path gemma_proj = t.write("gemma-3-4b-it-Q8_0/mmproj-gemma-f16.gguf", bytes(500));
+  fs::path shard1 = t.write("big/model-00001-of-00002.gguf", bytes(10));
+  t.write("big/model-00002-of-00002.gguf", bytes(10));
   t.write("only-proj/mmproj.gguf");
   t.write("publisher/nested-model/nested.gguf");
 
-  auto found = scan_extra_models_dir(t.root());
+  auto found = scan_extra_models_dir(t.path());
   std::vector<std::string> names;
   for (const auto& m : found) {
     names.push_back(m.name);
@@ -102,17 +77,17 @@ TEST(ModelsExtraModels, DiscoversFilesAndFolders) {
 }
 
 TEST(ModelsExtraModels, MissingOrEmptyDirFindsNothing) {
-  TempTree t;
-  EXPECT_TRUE(scan_extra_models_dir(t.root()).empty());
-  EXPECT_TRUE(scan_extra_models_dir(t.root() / "absent").empty());
+  TempDir t{"lemon-models"};
+  EXPECT_TRUE(scan_extra_models_dir(t.path()).empty());
+  EXPECT_TRUE(scan_extra_models_dir(t.path() / "absent").empty());
   EXPECT_TRUE(scan_extra_models_dir("").empty());
 }
 
 TEST(ModelsExtraModels, SameFolderNameTwiceKeepsTheFirst) {
-  TempTree t;
+  TempDir t{"lemon-models"};
   fs::path first = t.write("a/model/x.gguf");
   t.write("b/model/y.gguf");
-  auto found = scan_extra_models_dir(t.root());
+  auto found = scan_extra_models_dir(t.path());
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].name, "extra.model");
   EXPECT_EQ(found[0].resolved_path(), first.string());

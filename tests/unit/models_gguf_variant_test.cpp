@@ -2,14 +2,12 @@
 // helpers (snapshot choice, manifest, .partial, symlinks into blobs/).
 #include <gtest/gtest.h>
 
-#include <stdlib.h>
-
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 
 #include "lemon/models/gguf_variant.h"
 #include "lemon/models/hf_cache.h"
+#include "support/temp_dir.h"
 
 namespace lemon {
 namespace {
@@ -17,36 +15,7 @@ namespace {
 namespace fs = std::filesystem;
 using hf::FileState;
 using hf::SnapshotFile;
-
-// A unique directory under the test temp dir, removed at the end.
-class TempTree {
- public:
-  TempTree() {
-    std::string base = ::testing::TempDir();
-    if (base.empty() || base.back() != '/') {
-      base += '/';
-    }
-    std::string tmpl = base + "lemon-models-XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr) {
-      ADD_FAILURE() << "mkdtemp failed for " << tmpl;
-    }
-    root_ = tmpl;
-  }
-  ~TempTree() {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
-  const fs::path& root() const { return root_; }
-  fs::path write(const fs::path& rel, const std::string& content = "x") const {
-    fs::path p = root_ / rel;
-    fs::create_directories(p.parent_path());
-    std::ofstream(p) << content;
-    return p;
-  }
-
- private:
-  fs::path root_;
-};
+using testing::TempDir;
 
 std::vector<SnapshotFile> present(std::initializer_list<const char*> rels) {
   std::vector<SnapshotFile> out;
@@ -163,8 +132,8 @@ TEST(ModelsHfCache, CheckpointAndRepoDir) {
 }
 
 TEST(ModelsHfCache, RefsMainWinsOverNewestSnapshot) {
-  TempTree t;
-  fs::path repo = t.root() / "models--org--repo";
+  TempDir t{"lemon-models"};
+  fs::path repo = t.path() / "models--org--repo";
   t.write("models--org--repo/snapshots/old/a.gguf");
   t.write("models--org--repo/snapshots/new/a.gguf");
   auto now = fs::file_time_type::clock::now();
@@ -178,17 +147,17 @@ TEST(ModelsHfCache, RefsMainWinsOverNewestSnapshot) {
   t.write("models--org--repo/refs/main", "gone");  // names no snapshot: newest
   EXPECT_EQ(hf::current_snapshot(repo), repo / "snapshots/new");
 
-  EXPECT_FALSE(hf::current_snapshot(t.root() / "models--none--here").has_value());
+  EXPECT_FALSE(hf::current_snapshot(t.path() / "models--none--here").has_value());
 }
 
 TEST(ModelsHfCache, FileStatesAndListing) {
-  TempTree t;
-  fs::path snap = t.root() / "snap";
+  TempDir t{"lemon-models"};
+  fs::path snap = t.path() / "snap";
   t.write("blobs/abc", "weights");
   t.write("snap/real.gguf");
   fs::create_directories(snap / "sub");
-  fs::create_symlink(t.root() / "blobs/abc", snap / "sub/linked.gguf");
-  fs::create_symlink(t.root() / "blobs/missing", snap / "dangling.gguf");
+  fs::create_symlink(t.path() / "blobs/abc", snap / "sub/linked.gguf");
+  fs::create_symlink(t.path() / "blobs/missing", snap / "dangling.gguf");
   t.write("snap/half.gguf");
   t.write("snap/half.gguf.partial");
   t.write("snap/only-partial.gguf.partial");
@@ -201,7 +170,7 @@ TEST(ModelsHfCache, FileStatesAndListing) {
   EXPECT_EQ(hf::file_state(snap / "nothing.gguf"), FileState::kMissing);
   EXPECT_EQ(hf::file_state(snap / "sub"), FileState::kNotAFile);
   EXPECT_TRUE(hf::has_download_manifest(snap));
-  EXPECT_FALSE(hf::has_download_manifest(t.root() / "blobs"));
+  EXPECT_FALSE(hf::has_download_manifest(t.path() / "blobs"));
 
   auto listing = hf::list_files(snap);
   std::vector<std::pair<std::string, FileState>> got;
@@ -214,7 +183,7 @@ TEST(ModelsHfCache, FileStatesAndListing) {
                                                          {"real.gguf", FileState::kPresent},
                                                          {"sub/linked.gguf", FileState::kPresent}};
   EXPECT_EQ(got, want);
-  EXPECT_TRUE(hf::list_files(t.root() / "does-not-exist").empty());
+  EXPECT_TRUE(hf::list_files(t.path() / "does-not-exist").empty());
 }
 
 }  // namespace

@@ -1,47 +1,18 @@
 // ModelInfo accessors and the /models object shape (to_api_json).
 #include <gtest/gtest.h>
 
-#include <stdlib.h>
-
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 
 #include "lemon/models/model_info.h"
+#include "support/temp_dir.h"
 
 namespace lemon {
 namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-class TempTree {
- public:
-  TempTree() {
-    std::string base = ::testing::TempDir();
-    if (base.empty() || base.back() != '/') {
-      base += '/';
-    }
-    std::string tmpl = base + "lemon-models-XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr) {
-      ADD_FAILURE() << "mkdtemp failed for " << tmpl;
-    }
-    root_ = tmpl;
-  }
-  ~TempTree() {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
-  fs::path write(const fs::path& rel) const {
-    fs::path p = root_ / rel;
-    fs::create_directories(p.parent_path());
-    std::ofstream(p) << "x";
-    return p;
-  }
-
- private:
-  fs::path root_;
-};
+using testing::TempDir;
 
 ModelInfo vision_model() {
   ModelInfo info;
@@ -66,7 +37,7 @@ TEST(ModelsModelInfo, Accessors) {
 }
 
 TEST(ModelsModelInfo, ApiJsonShapeForDownloadedModel) {
-  TempTree t;
+  TempDir t{"lemon-models"};
   fs::path main = t.write("model.gguf");
   const long long when = 1700000000;
   fs::last_write_time(main, std::chrono::file_clock::from_sys(

@@ -2,51 +2,22 @@
 // reported missing, and when a model counts as downloaded.
 #include <gtest/gtest.h>
 
-#include <stdlib.h>
-
 #include <filesystem>
 #include <fstream>
 
 #include "lemon/models/model_files.h"
+#include "support/temp_dir.h"
 
 namespace lemon {
 namespace {
 
 namespace fs = std::filesystem;
-
-class TempTree {
- public:
-  TempTree() {
-    std::string base = ::testing::TempDir();
-    if (base.empty() || base.back() != '/') {
-      base += '/';
-    }
-    std::string tmpl = base + "lemon-models-XXXXXX";
-    if (::mkdtemp(tmpl.data()) == nullptr) {
-      ADD_FAILURE() << "mkdtemp failed for " << tmpl;
-    }
-    root_ = tmpl;
-  }
-  ~TempTree() {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
-  const fs::path& root() const { return root_; }
-  fs::path write(const fs::path& rel, const std::string& content = "x") const {
-    fs::path p = root_ / rel;
-    fs::create_directories(p.parent_path());
-    std::ofstream(p) << content;
-    return p;
-  }
-
- private:
-  fs::path root_;
-};
+using testing::TempDir;
 
 // A hub cache under <tmp>/hub with helpers to lay out repositories.
 class ModelsResolve : public ::testing::Test {
  protected:
-  fs::path hub() const { return tree_.root() / "hub"; }
+  fs::path hub() const { return tree_.path() / "hub"; }
   // Creates snapshots/<sha> of `repo` and points refs/main at it.
   fs::path snapshot(const std::string& repo, const std::string& sha = "abc123") const {
     std::string dir = "models--" + repo;
@@ -74,7 +45,7 @@ class ModelsResolve : public ::testing::Test {
     return info;
   }
 
-  TempTree tree_;
+  TempDir tree_{"lemon-models"};
 };
 
 TEST_F(ModelsResolve, LlamacppVariantFound) {
@@ -279,16 +250,16 @@ TEST_F(ModelsResolve, LocalPathFileAndDirectory) {
   tree_.write("local/dir/model-00002-of-00002.gguf");
   tree_.write("local/dir/model-00001-of-00002.gguf");
   tree_.write("local/dir/mmproj-model.gguf");
-  fs::path dir = tree_.root() / "local/dir";
+  fs::path dir = tree_.path() / "local/dir";
   auto folder = resolved(model("llamacpp", {{"main", dir.string()}}, ModelSource::kUserLocalPath));
   EXPECT_TRUE(folder.downloaded);
   EXPECT_EQ(folder.resolved_path(), (dir / "model-00001-of-00002.gguf").string());
   EXPECT_EQ(folder.resolved_path("mmproj"), (dir / "mmproj-model.gguf").string());
 
-  auto gone = resolved(model("llamacpp", {{"main", (tree_.root() / "nope.gguf").string()}},
+  auto gone = resolved(model("llamacpp", {{"main", (tree_.path() / "nope.gguf").string()}},
                              ModelSource::kUserLocalPath));
   EXPECT_FALSE(gone.downloaded);
-  EXPECT_EQ(gone.missing_paths, (std::vector<std::string>{(tree_.root() / "nope.gguf").string()}));
+  EXPECT_EQ(gone.missing_paths, (std::vector<std::string>{(tree_.path() / "nope.gguf").string()}));
 }
 
 TEST_F(ModelsResolve, LocalPathLegacyMmprojIsNextToTheMainFile) {
@@ -300,7 +271,7 @@ TEST_F(ModelsResolve, LocalPathLegacyMmprojIsNextToTheMainFile) {
   tree_.write("local/proj.gguf");
   auto found = resolved(model("llamacpp", ckpts, ModelSource::kUserLocalPath));
   EXPECT_TRUE(found.downloaded);
-  EXPECT_EQ(found.resolved_path("mmproj"), (tree_.root() / "local/proj.gguf").string());
+  EXPECT_EQ(found.resolved_path("mmproj"), (tree_.path() / "local/proj.gguf").string());
 }
 
 TEST_F(ModelsResolve, LocalUploadIsRelativeToTheHub) {

@@ -8,7 +8,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -19,7 +18,6 @@
 #include <cerrno>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <future>
 #include <memory>
@@ -28,6 +26,8 @@
 #include <vector>
 
 #include "lemon/process/process_launcher.h"
+#include "support/scoped_env.h"
+#include "support/temp_dir.h"
 
 namespace lemon {
 namespace {
@@ -36,6 +36,8 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using Lines = std::vector<std::string>;
+using testing::ScopedEnv;
+using testing::TempDir;
 
 bool process_gone(pid_t pid) {
   return ::kill(pid, 0) != 0 && errno == ESRCH;
@@ -172,20 +174,12 @@ TEST_F(Launcher, NonexistentExecutableIsBackendBinaryMissing) {
 }
 
 TEST_F(Launcher, NonExecutableFileIsBackendBinaryMissing) {
-  std::string tmpl = ::testing::TempDir();
-  if (tmpl.empty() || tmpl.back() != '/') {
-    tmpl += '/';
-  }
-  tmpl += "lemon-launcher-XXXXXX";
-  ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-  fs::path file = fs::path(tmpl) / "not-executable";
-  std::ofstream(file) << "#!/bin/sh\n";
+  TempDir dir("lemon-launcher");
+  fs::path file = dir.write("not-executable", "#!/bin/sh\n");
   ::chmod(file.c_str(), 0644);
   SpawnSpec spec;
   spec.executable = file.string();
   auto r = launcher_->spawn(spec);
-  std::error_code ec;
-  fs::remove_all(tmpl, ec);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code(), ErrorCode::kBackendBinaryMissing) << r.error().message();
 }
@@ -229,14 +223,16 @@ TEST_F(Launcher, DroppedLinesDoNotUseUpTheBound) {
 // ---- environment -------------------------------------------------------------------------------
 
 TEST_F(Launcher, EnvOverridesAreVisibleToTheChild) {
-  ASSERT_EQ(::setenv("LEMON_LAUNCHER_TEST_INHERITED", "from-parent", 1), 0);
-  ASSERT_EQ(::setenv("LEMON_LAUNCHER_TEST_OVERRIDDEN", "old", 1), 0);
-  SpawnSpec spec;
-  spec.env = {{"LEMON_LAUNCHER_TEST_NEW", "hello world"},
-              {"LEMON_LAUNCHER_TEST_OVERRIDDEN", "new"}};
-  auto c = spawn("/usr/bin/env", {}, spec);
-  ::unsetenv("LEMON_LAUNCHER_TEST_INHERITED");
-  ::unsetenv("LEMON_LAUNCHER_TEST_OVERRIDDEN");
+  std::shared_ptr<ChildProcess> c;
+  {
+    ScopedEnv vars;
+    ASSERT_TRUE(vars.set("LEMON_LAUNCHER_TEST_INHERITED", "from-parent"));
+    ASSERT_TRUE(vars.set("LEMON_LAUNCHER_TEST_OVERRIDDEN", "old"));
+    SpawnSpec spec;
+    spec.env = {{"LEMON_LAUNCHER_TEST_NEW", "hello world"},
+                {"LEMON_LAUNCHER_TEST_OVERRIDDEN", "new"}};
+    c = spawn("/usr/bin/env", {}, spec);
+  }
   ASSERT_NE(c, nullptr);
   Lines lines = run_to_end(*c);
   auto count = [&](const std::string& entry) {
@@ -255,11 +251,14 @@ TEST_F(Launcher, EnvOverridesAreVisibleToTheChild) {
 }
 
 TEST_F(Launcher, EnvOverrideDoesNotDropVariablesSharingAPrefix) {
-  ASSERT_EQ(::setenv("LEMON_LAUNCHER_TEST_AB", "keep-me", 1), 0);
-  SpawnSpec spec;
-  spec.env = {{"LEMON_LAUNCHER_TEST_A", "x"}};
-  auto c = spawn("/usr/bin/env", {}, spec);
-  ::unsetenv("LEMON_LAUNCHER_TEST_AB");
+  std::shared_ptr<ChildProcess> c;
+  {
+    ScopedEnv vars;
+    ASSERT_TRUE(vars.set("LEMON_LAUNCHER_TEST_AB", "keep-me"));
+    SpawnSpec spec;
+    spec.env = {{"LEMON_LAUNCHER_TEST_A", "x"}};
+    c = spawn("/usr/bin/env", {}, spec);
+  }
   ASSERT_NE(c, nullptr);
   Lines lines = run_to_end(*c);
   EXPECT_NE(std::find(lines.begin(), lines.end(), "LEMON_LAUNCHER_TEST_AB=keep-me"), lines.end());

@@ -2,9 +2,6 @@
 // release, ports someone else listens on are skipped.
 #include <gtest/gtest.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <optional>
@@ -14,52 +11,28 @@
 #include <vector>
 
 #include "lemon/process/port_allocator.h"
+#include "support/loopback_listener.h"
 
 namespace lemon {
 namespace {
 
-// A TCP socket bound to 127.0.0.1:port, optionally listening. Closed on
-// destruction.
-class Bound {
- public:
-  static std::optional<Bound> on(int port, bool listen = true) {
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-      return std::nullopt;
-    }
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-        (listen && ::listen(fd, 4) != 0)) {
-      ::close(fd);
-      return std::nullopt;
-    }
-    return Bound(fd, port);
-  }
-  Bound(Bound&& o) noexcept : fd_(o.fd_), port_(o.port_) { o.fd_ = -1; }
-  Bound& operator=(Bound&&) = delete;
-  ~Bound() { close(); }
-  void close() {
-    if (fd_ >= 0) {
-      ::close(fd_);
-      fd_ = -1;
-    }
-  }
-  int port() const { return port_; }
-
- private:
-  Bound(int fd, int port) : fd_(fd), port_(port) {}
-  int fd_;
-  int port_;
-};
+using testing::LoopbackListener;
 
 // A port in [from, to] that we could listen on just now, with its listener.
-std::optional<Bound> listen_somewhere(int from, int to) {
+std::optional<LoopbackListener> listen_somewhere(int from, int to) {
   for (int p = from; p <= to; ++p) {
-    if (auto b = Bound::on(p)) {
-      return b;
+    if (LoopbackListener l(p); l.is_open()) {
+      return l;
+    }
+  }
+  return std::nullopt;
+}
+
+// The first port in [from, to] that something holds on this machine.
+std::optional<int> first_port_in_use(int from, int to) {
+  for (int p = from; p <= to; ++p) {
+    if (port_in_use(p)) {
+      return p;
     }
   }
   return std::nullopt;
@@ -84,8 +57,8 @@ TEST(PortInUse, TrueForABoundButNotListeningSocket) {
   ASSERT_TRUE(listener.has_value());
   const int port = listener->port();
   listener->close();
-  auto bound = Bound::on(port, /*listen=*/false);
-  ASSERT_TRUE(bound.has_value());
+  auto bound = LoopbackListener::bound_only(port);
+  ASSERT_TRUE(bound.is_open());
   EXPECT_TRUE(port_in_use(port));
 }
 
@@ -178,10 +151,8 @@ TEST(PortAllocator, ExhaustionFailsAndReleasedPortsAreReused) {
 }
 
 TEST(PortAllocator, ScanStartsAtTheOffsetAndWrapsToFirstPort) {
-  for (int p = 32760; p <= 32767; ++p) {
-    if (port_in_use(p)) {
-      GTEST_SKIP() << "port " << p << " is in use on this machine";
-    }
+  if (auto busy = first_port_in_use(32760, 32767)) {
+    GTEST_SKIP() << "port " << *busy << " is in use on this machine";
   }
   PortAllocator ports(32760, 6);
   std::vector<int> got;
@@ -197,10 +168,8 @@ TEST(PortAllocator, ScanStartsAtTheOffsetAndWrapsToFirstPort) {
 }
 
 TEST(PortAllocator, OffsetBeyondTheRangeStartsAtFirstPort) {
-  for (int p = 32760; p <= 32767; ++p) {
-    if (port_in_use(p)) {
-      GTEST_SKIP() << "port " << p << " is in use on this machine";
-    }
+  if (auto busy = first_port_in_use(32760, 32767)) {
+    GTEST_SKIP() << "port " << *busy << " is in use on this machine";
   }
   PortAllocator ports(32760, 1000);
   auto p = ports.acquire();

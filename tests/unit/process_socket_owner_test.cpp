@@ -2,114 +2,63 @@
 // socket listening on a loopback port, read from /proc.
 #include <gtest/gtest.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "lemon/process/process_launcher.h"
 #include "lemon/process/socket_owner.h"
+#include "support/loopback_listener.h"
 
 namespace lemon {
 namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
-
-// A socket bound to the loopback address (v4 or v6) on a free port chosen by
-// the kernel, optionally listening.
-class Socket {
- public:
-  static std::optional<Socket> bound(bool v6, bool listen) {
-    int fd = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-      return std::nullopt;
-    }
-    int rc;
-    if (v6) {
-      sockaddr_in6 a{};
-      a.sin6_family = AF_INET6;
-      a.sin6_addr = in6addr_loopback;
-      rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    } else {
-      sockaddr_in a{};
-      a.sin_family = AF_INET;
-      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    }
-    if (rc != 0 || (listen && ::listen(fd, 4) != 0)) {
-      ::close(fd);
-      return std::nullopt;
-    }
-    sockaddr_storage ss{};
-    socklen_t len = sizeof ss;
-    ::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len);
-    int port = v6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port)
-                  : ntohs(reinterpret_cast<sockaddr_in*>(&ss)->sin_port);
-    return Socket(fd, port);
-  }
-  Socket(Socket&& o) noexcept : fd_(o.fd_), port_(o.port_) { o.fd_ = -1; }
-  Socket& operator=(Socket&&) = delete;
-  ~Socket() { close(); }
-  void close() {
-    if (fd_ >= 0) {
-      ::close(fd_);
-      fd_ = -1;
-    }
-  }
-  int port() const { return port_; }
-
- private:
-  Socket(int fd, int port) : fd_(fd), port_(port) {}
-  int fd_;
-  int port_;
-};
+using testing::LoopbackListener;
 
 TEST(ProcessSocketOwner, OwnListenerIsFound) {
-  auto s = Socket::bound(false, true);
-  ASSERT_TRUE(s.has_value());
-  EXPECT_TRUE(process_listens_on(::getpid(), s->port()));
+  LoopbackListener s;
+  ASSERT_TRUE(s.is_open());
+  EXPECT_TRUE(process_listens_on(::getpid(), s.port()));
 }
 
 TEST(ProcessSocketOwner, Ipv6ListenerIsFound) {
-  auto s = Socket::bound(true, true);
-  if (!s.has_value()) {
+  auto s = LoopbackListener::ipv6();
+  if (!s.is_open()) {
     GTEST_SKIP() << "no IPv6 loopback on this machine";
   }
-  EXPECT_TRUE(process_listens_on(::getpid(), s->port()));
+  EXPECT_TRUE(process_listens_on(::getpid(), s.port()));
 }
 
 TEST(ProcessSocketOwner, ClosedListenerIsNotFound) {
-  auto s = Socket::bound(false, true);
-  ASSERT_TRUE(s.has_value());
-  const int port = s->port();
-  s->close();
+  LoopbackListener s;
+  ASSERT_TRUE(s.is_open());
+  const int port = s.port();
+  s.close();
   EXPECT_FALSE(process_listens_on(::getpid(), port));
 }
 
 TEST(ProcessSocketOwner, BoundButNotListeningIsNotFound) {
-  auto s = Socket::bound(false, false);
-  ASSERT_TRUE(s.has_value());
-  EXPECT_FALSE(process_listens_on(::getpid(), s->port()));
+  auto s = LoopbackListener::bound_only();
+  ASSERT_TRUE(s.is_open());
+  EXPECT_FALSE(process_listens_on(::getpid(), s.port()));
 }
 
 TEST(ProcessSocketOwner, OtherPortIsNotFound) {
-  auto s = Socket::bound(false, true);
-  auto other = Socket::bound(false, false);  // reserves a port nobody listens on
-  ASSERT_TRUE(s.has_value());
-  ASSERT_TRUE(other.has_value());
-  EXPECT_FALSE(process_listens_on(::getpid(), other->port()));
+  LoopbackListener s;
+  auto other = LoopbackListener::bound_only();  // reserves a port nobody listens on
+  ASSERT_TRUE(s.is_open());
+  ASSERT_TRUE(other.is_open());
+  EXPECT_FALSE(process_listens_on(::getpid(), other.port()));
 }
 
 TEST(ProcessSocketOwner, NonexistentProcessIsFalse) {
-  auto s = Socket::bound(false, true);
-  ASSERT_TRUE(s.has_value());
-  EXPECT_FALSE(process_listens_on(0x3fffffff, s->port()));
+  LoopbackListener s;
+  ASSERT_TRUE(s.is_open());
+  EXPECT_FALSE(process_listens_on(0x3fffffff, s.port()));
 }
 
 class ProcessSocketOwnerChildren : public ::testing::Test {
