@@ -149,20 +149,29 @@ int BenchEnv::start_router(const std::vector<std::string>& args) {
               {"LEMONADE_LLAMACPP_CPU_BIN", paths_.llama_server}};
   spec.log_tag = "router";
   spec.kept_lines = 2000;
-  auto child = launcher_->spawn(spec);
-  if (!child.ok()) {
-    throw std::runtime_error("cannot start the router: " + child.error().message());
-  }
-  router_ = *child;
-  wait_ready(router_port_, "/live", *router_);
+  router_ = spawn_ready(spec, router_port_, "/live");
   return router_port_;
 }
 
-void BenchEnv::stop_router() {
-  if (router_) {
-    router_->terminate(std::chrono::seconds(10));
-    router_.reset();
+std::shared_ptr<lemon::ChildProcess> BenchEnv::spawn_ready(const lemon::SpawnSpec& spec, int port,
+                                                           const std::string& ready_path) {
+  auto child = launcher_->spawn(spec);
+  if (!child.ok()) {
+    throw std::runtime_error("cannot start " + spec.log_tag + ": " + child.error().message());
   }
+  wait_ready(port, ready_path, **child);
+  return *child;
+}
+
+void BenchEnv::stop(std::shared_ptr<lemon::ChildProcess>& child) {
+  if (child) {
+    child->terminate(std::chrono::seconds(10));
+    child.reset();
+  }
+}
+
+void BenchEnv::stop_router() {
+  stop(router_);
 }
 
 pid_t BenchEnv::router_pid() const {
@@ -183,21 +192,13 @@ int BenchEnv::start_direct_backend() {
                "--host",     "127.0.0.1",
                "--ctx-size", "4096",
                "-ngl",       "0"};
-  spec.log_tag = "direct";
-  auto child = launcher_->spawn(spec);
-  if (!child.ok()) {
-    throw std::runtime_error("cannot start the backend: " + child.error().message());
-  }
-  direct_ = *child;
-  wait_ready(port, "/health", *direct_);
+  spec.log_tag = "direct backend";
+  direct_ = spawn_ready(spec, port, "/health");
   return port;
 }
 
 void BenchEnv::stop_direct_backend() {
-  if (direct_) {
-    direct_->terminate(std::chrono::seconds(10));
-    direct_.reset();
-  }
+  stop(direct_);
 }
 
 }  // namespace bench

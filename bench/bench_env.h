@@ -51,6 +51,10 @@ class BenchEnv {
  private:
   int free_port() const;
   void wait_ready(int port, const std::string& path, lemon::ChildProcess& child) const;
+  // Spawns `spec` and waits until `ready_path` answers 200 on `port`.
+  std::shared_ptr<lemon::ChildProcess> spawn_ready(const lemon::SpawnSpec& spec, int port,
+                                                   const std::string& ready_path);
+  static void stop(std::shared_ptr<lemon::ChildProcess>& child);
 
   Paths paths_;
   std::string root_;

@@ -37,6 +37,16 @@ void ApiServer::stop() {
   }
 }
 
+Error ApiServer::model_not_found(std::string_view name) const {
+  std::string message = "model '" + std::string(name) + "' was not found";
+  auto some = catalogue_.some_available_names(3);
+  for (std::size_t i = 0; i < some.size(); ++i) {
+    message += (i == 0 ? "; available models include " : ", ") + some[i];
+  }
+  message += ". See GET /api/v1/models?show_all=true";
+  return Error(ErrorCode::kModelNotFound, message, "model");
+}
+
 void ApiServer::handle(Request& r, ResponseWriter& raw) {
   CorsWriter w(raw, cors_headers(r, settings_.access));
   if (r.method == "OPTIONS") {

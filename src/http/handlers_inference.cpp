@@ -13,15 +13,6 @@
 namespace lemon::http {
 namespace {
 
-Error model_not_found(const ModelCatalogue& catalogue, const std::string& name) {
-  std::string message = "model '" + name + "' was not found";
-  auto some = catalogue.some_available_names(3);
-  for (std::size_t i = 0; i < some.size(); ++i) {
-    message += (i == 0 ? "; available models include " : ", ") + some[i];
-  }
-  return Error(ErrorCode::kModelNotFound, message, "model");
-}
-
 const char* kTranscriptionFormats[] = {"json", "text", "srt", "verbose_json", "vtt"};
 
 }  // namespace
@@ -132,7 +123,7 @@ void ApiServer::forward_inference(InferenceRequest& req, ResponseWriter& w) {
   auto lease = router_.acquire(req.model, hooks, model_type_for_route(req.route));
   if (!lease.ok()) {
     if (lease.error().code() == ErrorCode::kModelNotFound) {
-      write_error(w, model_not_found(catalogue_, req.model));
+      write_error(w, model_not_found(req.model));
     } else if (lease.error().code() != ErrorCode::kCancelled) {
       write_error(w, lease.error());
     }

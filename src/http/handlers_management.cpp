@@ -28,19 +28,6 @@ nlohmann::json loaded_entry(const LoadedServerInfo& s) {
           {"state", s.draining ? "draining" : "ready"}};
 }
 
-Error model_not_found(const ModelCatalogue& catalogue, std::string_view name) {
-  std::string message = "model '" + std::string(name) + "' was not found";
-  auto some = catalogue.some_available_names(3);
-  if (!some.empty()) {
-    message += "; available models include";
-    for (std::size_t i = 0; i < some.size(); ++i) {
-      message += (i == 0 ? " " : ", ") + some[i];
-    }
-  }
-  message += ". See GET /api/v1/models?show_all=true";
-  return Error(ErrorCode::kModelNotFound, message, "model");
-}
-
 }  // namespace
 
 void ApiServer::handle_health(ResponseWriter& w) {
@@ -92,8 +79,8 @@ void ApiServer::handle_model(std::string_view id, ResponseWriter& w) {
   std::string name = url_decode(id, false);
   auto m = catalogue_.resolve(name);
   if (!m.ok()) {
-    write_error(w, m.error().code() == ErrorCode::kModelNotFound ? model_not_found(catalogue_, name)
-                                                                 : m.error());
+    write_error(w,
+                m.error().code() == ErrorCode::kModelNotFound ? model_not_found(name) : m.error());
     return;
   }
   send_json(w, 200, m->to_api_json());
@@ -118,7 +105,7 @@ void ApiServer::handle_load(Request& r, ResponseWriter& w) {
   }
   auto info = catalogue_.find(*name);
   if (!info) {
-    write_error(w, model_not_found(catalogue_, *name));
+    write_error(w, model_not_found(*name));
     return;
   }
   auto options = RecipeOptions::from_json("", *body);

@@ -57,6 +57,8 @@ class ApiServer {
 
  private:
   void register_routes();
+  // kModelNotFound for `name`, naming a few models that are available.
+  Error model_not_found(std::string_view name) const;
   // Every request: CORS headers, OPTIONS preflight, then the route table.
   void handle(Request& r, ResponseWriter& w);
   // Registers an API route whose access is checked before `handler` runs.
