@@ -4,7 +4,8 @@
 #   scripts/install-deps.sh --test   also build and run the test suite
 set -euo pipefail
 
-packages=(build-essential cmake pkg-config nlohmann-json3-dev libcli11-dev libspdlog-dev)
+packages=(build-essential cmake pkg-config nlohmann-json3-dev libcli11-dev libspdlog-dev
+          libcurl4-openssl-dev libssl-dev libarchive-dev)
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(libgtest-dev libgmock-dev libcpp-httplib-dev)
   # The SDK end-to-end tests need Node.js and npm; keep a newer Node if present.

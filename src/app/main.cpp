@@ -17,6 +17,8 @@
 #include "lemon/core/log.h"
 #include "lemon/http/api_server.h"
 #include "lemon/models/catalogue.h"
+#include "lemon/models/hub_client.h"
+#include "lemon/models/model_store.h"
 #include "lemon/process/port_allocator.h"
 #include "lemon/process/process_launcher.h"
 #include "lemon/router/router.h"
@@ -93,7 +95,8 @@ int main(int argc, char** argv) {
   settings.access.cors_origins = cfg.cors_origins;
   settings.cache_dir = cfg.cache_dir;
   settings.cli_options = cfg.cli_options;
-  http::ApiServer api(settings, **catalogue, router, stats);
+  ModelStore store(**catalogue, HubClient(HubSettings::from_environment()));
+  http::ApiServer api(settings, **catalogue, store, router, stats);
   auto port = api.bind();
   if (!port.ok()) {
     std::cerr << "lemonade-router: cannot listen on " << cfg.host << ":" << cfg.port << ": "
@@ -105,15 +108,17 @@ int main(int argc, char** argv) {
 
   // Stopping the backends breaks any stream still open, so connection
   // threads finish promptly and run() can return.
-  std::thread signal_thread([&api, &router, signals, log] {
+  std::thread signal_thread([&api, &router, &store, signals, log] {
     int sig = 0;
     sigwait(&signals, &sig);
     log->info("received signal {}; shutting down", sig);
+    store.shutdown();
     api.stop();
     router.shutdown();
   });
 
   api.run();
+  store.shutdown();
   router.shutdown();
   log->info("stopped");
   // The signal thread is still in sigwait() if the server stopped for another

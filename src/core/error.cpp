@@ -52,6 +52,22 @@ const char* error_code_name(ErrorCode code) {
       return "cancelled";
     case ErrorCode::kShuttingDown:
       return "shutting_down";
+    case ErrorCode::kConflict:
+      return "conflict";
+    case ErrorCode::kRemoteNotFound:
+      return "remote_not_found";
+    case ErrorCode::kRemoteUnauthorized:
+      return "remote_unauthorized";
+    case ErrorCode::kRemoteForbidden:
+      return "remote_forbidden";
+    case ErrorCode::kNetworkError:
+      return "network_error";
+    case ErrorCode::kChecksumMismatch:
+      return "checksum_mismatch";
+    case ErrorCode::kInsufficientStorage:
+      return "insufficient_storage";
+    case ErrorCode::kOffline:
+      return "offline";
     case ErrorCode::kInternal:
       return "internal";
   }

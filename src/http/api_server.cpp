@@ -7,9 +7,13 @@
 
 namespace lemon::http {
 
-ApiServer::ApiServer(ApiSettings settings, ModelCatalogue& catalogue, Router& router,
-                     StatsStore& stats)
-    : settings_(std::move(settings)), catalogue_(catalogue), router_(router), stats_(stats) {
+ApiServer::ApiServer(ApiSettings settings, ModelCatalogue& catalogue, ModelStore& store,
+                     Router& router, StatsStore& stats)
+    : settings_(std::move(settings)),
+      catalogue_(catalogue),
+      store_(store),
+      router_(router),
+      stats_(stats) {
   register_routes();
   server_ = std::make_unique<Server>(settings_.server,
                                      [this](Request& r, ResponseWriter& w) { handle(r, w); });
@@ -92,6 +96,10 @@ void ApiServer::register_routes() {
         [this](Request& r, ResponseWriter& w, P) { handle_load(r, w); });
   route("POST", "unload", RouteAccess::kJsonPost,
         [this](Request& r, ResponseWriter& w, P) { handle_unload(r, w); });
+  route("POST", "pull", RouteAccess::kJsonPost,
+        [this](Request& r, ResponseWriter& w, P) { handle_pull(r, w); });
+  route("POST", "delete", RouteAccess::kJsonPost,
+        [this](Request& r, ResponseWriter& w, P) { handle_delete(r, w); });
   const std::pair<const char*, ApiRoute> json_routes[] = {
       {"chat/completions", ApiRoute::kChatCompletions},
       {"completions", ApiRoute::kCompletions},

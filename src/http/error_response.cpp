@@ -43,6 +43,22 @@ ErrorShape error_shape(ErrorCode code) {
       return {502, "server_error", "bad_gateway"};
     case ErrorCode::kCancelled:
       return {499, "invalid_request_error", "client_closed_request"};
+    case ErrorCode::kConflict:
+      return {409, "invalid_request_error", "conflict"};
+    case ErrorCode::kRemoteNotFound:
+      return {404, "invalid_request_error", "remote_not_found"};
+    case ErrorCode::kRemoteUnauthorized:
+      return {401, "authentication_error", "remote_unauthorized"};
+    case ErrorCode::kRemoteForbidden:
+      return {403, "permission_error", "remote_forbidden"};
+    case ErrorCode::kNetworkError:
+      return {502, "server_error", "network_error"};
+    case ErrorCode::kChecksumMismatch:
+      return {502, "server_error", "checksum_mismatch"};
+    case ErrorCode::kInsufficientStorage:
+      return {507, "server_error", "insufficient_storage"};
+    case ErrorCode::kOffline:
+      return {404, "invalid_request_error", "offline"};
     case ErrorCode::kInternal:
       return {500, "server_error", "internal_error"};
   }

@@ -121,6 +121,17 @@ void ApiServer::forward_inference(InferenceRequest& req, ResponseWriter& w) {
   // The router checks the model's type (before loading anything) and leases
   // a loaded model without touching the catalogue.
   auto lease = router_.acquire(req.model, hooks, model_type_for_route(req.route));
+  if (!lease.ok() && lease.error().code() == ErrorCode::kModelFilesMissing) {
+    // Registered but not on disk: download it (streams keep their ": loading"
+    // comments meanwhile), then load it.
+    if (Status fetched = download_if_missing(req.model, hooks); !fetched.ok()) {
+      if (fetched.error().code() != ErrorCode::kCancelled) {
+        write_error(w, fetched.error());
+      }
+      return;
+    }
+    lease = router_.acquire(req.model, hooks, model_type_for_route(req.route));
+  }
   if (!lease.ok()) {
     if (lease.error().code() == ErrorCode::kModelNotFound) {
       write_error(w, model_not_found(req.model));

@@ -116,6 +116,16 @@ void ApiServer::handle_load(Request& r, ResponseWriter& w) {
   WaitHooks hooks;
   hooks.cancelled = [&w] { return !w.client_connected(); };
   Status loaded = router_.load(*name, *options, hooks);
+  if (!loaded.ok() && loaded.error().code() == ErrorCode::kModelFilesMissing) {
+    // Registered but not on disk: download it first (Lemonade does too).
+    if (Status fetched = download_if_missing(*name, hooks); !fetched.ok()) {
+      if (fetched.error().code() != ErrorCode::kCancelled) {
+        write_error(w, fetched.error());
+      }
+      return;
+    }
+    loaded = router_.load(*name, *options, hooks);
+  }
   if (!loaded.ok()) {
     if (loaded.error().code() != ErrorCode::kCancelled) {
       write_error(w, loaded.error());

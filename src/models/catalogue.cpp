@@ -1,5 +1,7 @@
 #include "lemon/models/catalogue.h"
 
+#include <unistd.h>
+
 #include <exception>
 #include <fstream>
 #include <mutex>
@@ -79,6 +81,55 @@ bool extra_files_present(const ModelInfo& info) {
   return !info.resolved_paths.empty();
 }
 
+// Reads a JSON object file for rewriting: a missing file is an empty
+// object; an unreadable or malformed one is an error (never overwritten).
+Result<nlohmann::ordered_json> read_for_update(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    return nlohmann::ordered_json::object();
+  }
+  std::ifstream in(path);
+  if (!in) {
+    return Error(ErrorCode::kInternal, "cannot read " + path.string());
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  if (text.str().find_first_not_of(" \t\r\n") == std::string::npos) {
+    return nlohmann::ordered_json::object();
+  }
+  try {
+    auto j = nlohmann::ordered_json::parse(text.str());
+    if (j.is_object()) {
+      return j;
+    }
+  } catch (const nlohmann::json::exception&) {
+  }
+  return Error(ErrorCode::kInternal,
+               path.string() + " is not a JSON object; fix or remove it before changing models");
+}
+
+Status write_atomically(const fs::path& path, const std::string& text) {
+  std::error_code ec;
+  fs::create_directories(path.parent_path(), ec);
+  fs::path tmp = path;
+  tmp += ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) {
+      fs::remove(tmp, ec);
+      return Error(ErrorCode::kInternal, "cannot write " + tmp.string());
+    }
+  }
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    return Error(ErrorCode::kInternal, "cannot replace " + path.string() + ": " + ec.message());
+  }
+  return ok_status();
+}
+
 }  // namespace
 
 struct ModelCatalogue::State {
@@ -109,6 +160,9 @@ struct ModelCatalogue::State {
 
   // Serializes rescans of the extra models dir.
   std::mutex scan_mu;
+
+  // Serializes writes of user_models.json.
+  std::mutex write_mu;
 
   // A copy of a registered entry with its saved options. Caller holds `mu`.
   ModelInfo with_options(const ModelInfo& entry) const {
@@ -288,6 +342,47 @@ std::vector<ModelInfo> ModelCatalogue::list(bool include_not_downloaded) const {
     }
   }
   return out;
+}
+
+std::vector<ModelInfo> ModelCatalogue::registered() const {
+  State& s = *state_;
+  s.refresh_files();
+  s.rescan_extra();
+  return s.all_registered();
+}
+
+Status ModelCatalogue::put_user_model(const std::string& key, const nlohmann::ordered_json& entry) {
+  State& s = *state_;
+  if (s.user_file.path().empty()) {
+    return Error(ErrorCode::kInternal, "no cache directory: cannot register user models");
+  }
+  std::lock_guard<std::mutex> write(s.write_mu);
+  auto file = read_for_update(s.user_file.path());
+  if (!file.ok()) {
+    return std::move(file).error();
+  }
+  (*file)[key] = entry;
+  Status written = write_atomically(s.user_file.path(), file->dump(2) + "\n");
+  s.refresh_files();
+  return written;
+}
+
+Status ModelCatalogue::remove_user_model(const std::string& key) {
+  State& s = *state_;
+  if (s.user_file.path().empty()) {
+    return ok_status();
+  }
+  std::lock_guard<std::mutex> write(s.write_mu);
+  auto file = read_for_update(s.user_file.path());
+  if (!file.ok()) {
+    return std::move(file).error();
+  }
+  if (file->erase(key) == 0) {
+    return ok_status();
+  }
+  Status written = write_atomically(s.user_file.path(), file->dump(2) + "\n");
+  s.refresh_files();
+  return written;
 }
 
 std::vector<std::string> ModelCatalogue::some_available_names(std::size_t n) const {

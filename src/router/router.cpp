@@ -99,6 +99,29 @@ Error wrong_type(const std::string& model, ModelType actual, ModelType required)
 
 }  // namespace
 
+Error Router::blocked_error(std::string_view model) {
+  return Error(ErrorCode::kConflict,
+               "model '" + std::string(model) + "' is being deleted; try again when that ends",
+               "model");
+}
+
+Router::LoadBlock Router::block_loads(std::string_view model) {
+  std::lock_guard lock(mu_);
+  blocked_.emplace(model);
+  return LoadBlock(this, std::string(model));
+}
+
+Router::LoadBlock::~LoadBlock() {
+  if (router_ == nullptr) {
+    return;
+  }
+  std::lock_guard lock(router_->mu_);
+  auto it = router_->blocked_.find(model_);
+  if (it != router_->blocked_.end()) {
+    router_->blocked_.erase(it);
+  }
+}
+
 Result<std::shared_ptr<Router::LoadJob>> Router::make_job(
     std::string_view model_name, const std::optional<RecipeOptions>& request_options,
     std::optional<ModelType> required) {
@@ -186,6 +209,9 @@ Result<Lease> Router::acquire(std::string_view model_name, const WaitHooks& hook
       if (!made.ok()) {
         return std::move(made).error();
       }
+      if (blocked_.contains(model_name)) {
+        return blocked_error(model_name);
+      }
       auto now_loaded = slots_.find(model_name);
       if ((now_loaded != slots_.end() && now_loaded->second->state == SlotState::kReady) ||
           find_job(model_name, std::nullopt)) {
@@ -224,6 +250,9 @@ Status Router::load(std::string_view model_name, const RecipeOptions& request_op
   std::unique_lock lock(mu_);
   if (shutting_down_) {
     return Error(ErrorCode::kShuttingDown, "lemonade-router is shutting down");
+  }
+  if (blocked_.contains(job->model)) {
+    return blocked_error(job->model);
   }
   if (auto it = slots_.find(job->model); it != slots_.end() &&
                                          it->second->state == SlotState::kReady &&

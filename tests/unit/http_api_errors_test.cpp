@@ -58,6 +58,14 @@ const ShapeCase kShapes[] = {
     {ErrorCode::kShuttingDown, 503, "server_error", "backend_unavailable"},
     {ErrorCode::kUpstreamProtocol, 502, "server_error", "bad_gateway"},
     {ErrorCode::kCancelled, 499, "invalid_request_error", "client_closed_request"},
+    {ErrorCode::kConflict, 409, "invalid_request_error", "conflict"},
+    {ErrorCode::kRemoteNotFound, 404, "invalid_request_error", "remote_not_found"},
+    {ErrorCode::kRemoteUnauthorized, 401, "authentication_error", "remote_unauthorized"},
+    {ErrorCode::kRemoteForbidden, 403, "permission_error", "remote_forbidden"},
+    {ErrorCode::kNetworkError, 502, "server_error", "network_error"},
+    {ErrorCode::kChecksumMismatch, 502, "server_error", "checksum_mismatch"},
+    {ErrorCode::kInsufficientStorage, 507, "server_error", "insufficient_storage"},
+    {ErrorCode::kOffline, 404, "invalid_request_error", "offline"},
     {ErrorCode::kInternal, 500, "server_error", "internal_error"},
 };
 

@@ -48,23 +48,53 @@ enum class ErrorCode {
   kUpstreamProtocol,    // backend answered something that is not HTTP/JSON
   kCancelled,           // the waiting client went away
   kShuttingDown,        // router is stopping
+  kConflict,            // the model is busy with a conflicting operation (delete vs pull)
+
+  // Download failures (model store, backend installer).
+  kRemoteNotFound,       // the hub/release server has no such repository, revision or file
+  kRemoteUnauthorized,   // 401: gated or private, no (valid) token
+  kRemoteForbidden,      // 403: token lacks access
+  kNetworkError,         // DNS, connect, TLS, reset, stall, unexpected HTTP status
+  kChecksumMismatch,     // a downloaded file does not match its published hash
+  kInsufficientStorage,  // not enough free disk space, or ENOSPC while writing
+  kOffline,              // LEMONADE_OFFLINE: the operation needs the network
   kInternal,
 };
 
 // Every ErrorCode, in declaration order (for tables and their tests).
 inline constexpr ErrorCode kAllErrorCodes[] = {
-    ErrorCode::kInvalidRequest,       ErrorCode::kUnauthorized,
-    ErrorCode::kForbidden,            ErrorCode::kModelNotFound,
-    ErrorCode::kModelNotLoaded,       ErrorCode::kUnsupportedOperation,
-    ErrorCode::kRouteNotFound,        ErrorCode::kMethodNotAllowed,
-    ErrorCode::kPayloadTooLarge,      ErrorCode::kUnsupportedMediaType,
-    ErrorCode::kModelFilesMissing,    ErrorCode::kInvalidUserArgs,
-    ErrorCode::kUnknownRecipe,        ErrorCode::kBackendBinaryMissing,
-    ErrorCode::kInvalidOption,        ErrorCode::kBackendExited,
-    ErrorCode::kBackendStartTimeout,  ErrorCode::kSpawnFailed,
-    ErrorCode::kBackendUnavailable,   ErrorCode::kBackendCrashed,
-    ErrorCode::kUpstreamProtocol,     ErrorCode::kCancelled,
-    ErrorCode::kShuttingDown,         ErrorCode::kInternal,
+    ErrorCode::kInvalidRequest,
+    ErrorCode::kUnauthorized,
+    ErrorCode::kForbidden,
+    ErrorCode::kModelNotFound,
+    ErrorCode::kModelNotLoaded,
+    ErrorCode::kUnsupportedOperation,
+    ErrorCode::kRouteNotFound,
+    ErrorCode::kMethodNotAllowed,
+    ErrorCode::kPayloadTooLarge,
+    ErrorCode::kUnsupportedMediaType,
+    ErrorCode::kModelFilesMissing,
+    ErrorCode::kInvalidUserArgs,
+    ErrorCode::kUnknownRecipe,
+    ErrorCode::kBackendBinaryMissing,
+    ErrorCode::kInvalidOption,
+    ErrorCode::kBackendExited,
+    ErrorCode::kBackendStartTimeout,
+    ErrorCode::kSpawnFailed,
+    ErrorCode::kBackendUnavailable,
+    ErrorCode::kBackendCrashed,
+    ErrorCode::kUpstreamProtocol,
+    ErrorCode::kCancelled,
+    ErrorCode::kShuttingDown,
+    ErrorCode::kConflict,
+    ErrorCode::kRemoteNotFound,
+    ErrorCode::kRemoteUnauthorized,
+    ErrorCode::kRemoteForbidden,
+    ErrorCode::kNetworkError,
+    ErrorCode::kChecksumMismatch,
+    ErrorCode::kInsufficientStorage,
+    ErrorCode::kOffline,
+    ErrorCode::kInternal,
 };
 static_assert(std::size(kAllErrorCodes) == static_cast<std::size_t>(ErrorCode::kInternal) + 1,
               "kAllErrorCodes must list every ErrorCode");

@@ -17,6 +17,7 @@
 #include "lemon/http/route_table.h"
 #include "lemon/http/server.h"
 #include "lemon/models/catalogue.h"
+#include "lemon/models/model_store.h"
 #include "lemon/router/request_stats.h"
 #include "lemon/router/router.h"
 
@@ -48,7 +49,8 @@ struct InferenceRequest {
 
 class ApiServer {
  public:
-  ApiServer(ApiSettings settings, ModelCatalogue& catalogue, Router& router, StatsStore& stats);
+  ApiServer(ApiSettings settings, ModelCatalogue& catalogue, ModelStore& store, Router& router,
+            StatsStore& stats);
   ~ApiServer();
 
   Result<int> bind();
@@ -75,6 +77,14 @@ class ApiServer {
   void handle_unload(Request& r, ResponseWriter& w);
   void handle_system_info(ResponseWriter& w);
 
+  // Model store (handlers_store.cpp).
+  void handle_pull(Request& r, ResponseWriter& w);
+  void handle_delete(Request& r, ResponseWriter& w);
+  // Downloads `model` when it is registered but not on disk (auto-load,
+  // /load), following `hooks` (cancellation, keepalive ticks). OK when there
+  // is nothing to download.
+  Status download_if_missing(std::string_view model, const WaitHooks& hooks);
+
   // Inference (handlers_inference.cpp).
   void handle_json_inference(ApiRoute route, Request& r, ResponseWriter& w);
   void handle_transcription(Request& r, ResponseWriter& w);
@@ -84,6 +94,7 @@ class ApiServer {
 
   ApiSettings settings_;
   ModelCatalogue& catalogue_;
+  ModelStore& store_;
   Router& router_;
   StatsStore& stats_;
   RouteTable routes_;

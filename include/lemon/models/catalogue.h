@@ -65,6 +65,19 @@ class ModelCatalogue final : public ModelResolver {
   // Up to `n` downloaded model names, for "model not found" messages.
   std::vector<std::string> some_available_names(std::size_t n) const;
 
+  // Every registered entry in catalogue order, without file resolution.
+  std::vector<ModelInfo> registered() const;
+
+  // Adds or replaces `key` ("user.<key>") in user_models.json, or removes it.
+  // The file is rewritten atomically (a temporary file, then rename) and
+  // re-read at once; other entries and their order are kept. A malformed
+  // file is never overwritten: kInternal, as for write errors. Writers are
+  // serialized; readers see the old or the new file, never a mix.
+  Status put_user_model(const std::string& key, const nlohmann::ordered_json& entry);
+  Status remove_user_model(const std::string& key);
+
+  const CatalogueSources& sources() const { return sources_; }
+
  private:
   struct State;
   explicit ModelCatalogue(CatalogueSources sources);

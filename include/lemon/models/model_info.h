@@ -18,11 +18,11 @@ namespace lemon {
 
 // Where an entry came from; decides the name prefix and how it resolves.
 enum class ModelSource {
-  kBuiltIn,         // resources/server_models.json, no prefix
-  kUser,            // user_models.json, "user." prefix, checkpoint in the HF cache
-  kUserLocalPath,   // user_models.json with "source":"local_path": absolute path
-  kUserLocalUpload, // user_models.json with "source":"local_upload": relative to the HF cache
-  kExtraDir,        // --extra-models-dir, "extra." prefix
+  kBuiltIn,          // resources/server_models.json, no prefix
+  kUser,             // user_models.json, "user." prefix, checkpoint in the HF cache
+  kUserLocalPath,    // user_models.json with "source":"local_path": absolute path
+  kUserLocalUpload,  // user_models.json with "source":"local_upload": relative to the HF cache
+  kExtraDir,         // --extra-models-dir, "extra." prefix
 };
 
 struct ModelInfo {
@@ -50,7 +50,7 @@ struct ModelInfo {
   std::vector<std::string> missing_paths;
   bool downloaded = false;
 
-  const std::string& checkpoint() const;           // checkpoints["main"] or ""
+  const std::string& checkpoint() const;                              // checkpoints["main"] or ""
   std::string resolved_path(const std::string& role = "main") const;  // "" if absent
 
   // The object served by GET /models and /models/{id} (Lemonade's shape:

@@ -32,9 +32,11 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "lemon/backends/server_factory.h"
@@ -126,6 +128,27 @@ class Router {
 
   // Unloads one model after it drains. kModelNotLoaded if it is not loaded.
   Status unload(std::string_view model_name);
+
+  // While a LoadBlock lives, new loads of its model (explicit or automatic)
+  // fail with kConflict; leases on a loaded server are not affected. The
+  // model store holds one while it deletes a model's files (block, unload,
+  // delete). Blocks of the same model nest.
+  class LoadBlock {
+   public:
+    LoadBlock(LoadBlock&& other) noexcept
+        : router_(std::exchange(other.router_, nullptr)), model_(std::move(other.model_)) {}
+    LoadBlock& operator=(LoadBlock&&) = delete;
+    LoadBlock(const LoadBlock&) = delete;
+    LoadBlock& operator=(const LoadBlock&) = delete;
+    ~LoadBlock();
+
+   private:
+    friend class Router;
+    LoadBlock(Router* router, std::string model) : router_(router), model_(std::move(model)) {}
+    Router* router_;
+    std::string model_;
+  };
+  LoadBlock block_loads(std::string_view model_name);
   // Unloads every loaded model, each after it drains.
   void unload_all();
 
@@ -143,6 +166,7 @@ class Router {
   struct LoadWaiter;
   struct LoadJob;
 
+  static Error blocked_error(std::string_view model);
   void release(ServerSlot& slot);
   void touch(ServerSlot& slot);  // REQUIRES: mu_ held
   std::shared_ptr<LoadJob> find_job(std::string_view model,
@@ -179,6 +203,7 @@ class Router {
   std::uint64_t lru_clock_ = 0;                                            // guarded by mu_
   std::uint64_t next_slot_id_ = 1;                                         // guarded by mu_
   std::string last_loaded_;                                                // guarded by mu_
+  std::multiset<std::string, std::less<>> blocked_;                        // guarded by mu_
   std::atomic<bool> shutting_down_{false};
   std::once_flag shutdown_once_;
   std::thread loader_;

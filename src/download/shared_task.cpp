@@ -1,0 +1,167 @@
+#include "lemon/download/shared_task.h"
+
+#include <atomic>
+#include <exception>
+
+namespace lemon::download {
+
+struct SharedTasks::Task final : TaskContext {
+  mutable std::mutex mu;
+  mutable std::condition_variable cv;
+  TaskProgress progress;         // guarded by mu
+  std::uint64_t version = 0;     // guarded by mu
+  std::optional<Status> result;  // guarded by mu
+  int followers = 0;             // guarded by mu
+  bool pinned = false;           // guarded by mu
+  std::atomic<bool> cancel{false};
+  std::atomic<bool> thread_done{false};
+
+  void publish(const TaskProgress& p) override {
+    {
+      std::lock_guard lock(mu);
+      progress = p;
+      ++version;
+    }
+    cv.notify_all();
+  }
+  bool cancelled() const override { return cancel.load(); }
+
+  void leave() {
+    std::lock_guard lock(mu);
+    if (--followers == 0 && !pinned && !result) {
+      cancel = true;
+    }
+  }
+};
+
+SharedTasks::Follower::~Follower() {
+  if (task_) {
+    task_->leave();
+  }
+}
+
+SharedTasks::Follower::Follower(Follower&& other) noexcept
+    : task_(std::move(other.task_)), started_(other.started_) {
+  other.task_.reset();
+}
+
+SharedTasks::Follower& SharedTasks::Follower::operator=(Follower&& other) noexcept {
+  if (this != &other) {
+    if (task_) {
+      task_->leave();
+    }
+    task_ = std::move(other.task_);
+    other.task_.reset();
+    started_ = other.started_;
+  }
+  return *this;
+}
+
+std::pair<TaskProgress, std::uint64_t> SharedTasks::Follower::wait_progress(
+    std::uint64_t seen_version, std::chrono::milliseconds timeout) const {
+  if (!task_) {
+    return {TaskProgress{}, 0};
+  }
+  std::unique_lock lock(task_->mu);
+  task_->cv.wait_for(lock, timeout,
+                     [&] { return task_->version > seen_version || task_->result.has_value(); });
+  return {task_->progress, task_->version};
+}
+
+std::optional<Status> SharedTasks::Follower::result() const {
+  if (!task_) {
+    return Status(Error(ErrorCode::kCancelled, "not following a task"));
+  }
+  std::lock_guard lock(task_->mu);
+  return task_->result;
+}
+
+void SharedTasks::Follower::pin() {
+  if (task_) {
+    std::lock_guard lock(task_->mu);
+    task_->pinned = true;
+  }
+}
+
+SharedTasks::~SharedTasks() {
+  std::vector<std::pair<std::shared_ptr<Task>, std::thread>> threads;
+  {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+    for (auto& [key, task] : running_) {
+      task->cancel = true;
+    }
+    threads.swap(threads_);
+  }
+  for (auto& [task, thread] : threads) {
+    thread.join();
+  }
+}
+
+SharedTasks::Follower SharedTasks::run_or_join(const std::string& key, TaskFn fn) {
+  Follower f;
+  std::lock_guard lock(mu_);
+  if (auto it = running_.find(key); it != running_.end()) {
+    std::lock_guard task_lock(it->second->mu);
+    ++it->second->followers;
+    f.task_ = it->second;
+    return f;
+  }
+  auto task = std::make_shared<Task>();
+  task->followers = 1;
+  f.task_ = task;
+  f.started_ = true;
+  if (closed_) {
+    task->result = Status(Error(ErrorCode::kShuttingDown, "shutting down"));
+    return f;
+  }
+  running_[key] = task;
+  // Join the threads of tasks that have ended (their join is immediate).
+  for (auto it = threads_.begin(); it != threads_.end();) {
+    if (it->first->thread_done) {
+      it->second.join();
+      it = threads_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  auto body = [this, key, task, fn = std::move(fn)] {
+    Status result;
+    try {
+      result = fn(*task);
+    } catch (const std::exception& e) {
+      result = Error(ErrorCode::kInternal, std::string("task failed: ") + e.what());
+    } catch (...) {
+      result = Error(ErrorCode::kInternal, "task failed with an unknown exception");
+    }
+    {
+      std::lock_guard map_lock(mu_);
+      if (auto it = running_.find(key); it != running_.end() && it->second == task) {
+        running_.erase(it);
+      }
+    }
+    {
+      std::lock_guard task_lock(task->mu);
+      task->result = std::move(result);
+    }
+    task->cv.notify_all();
+    task->thread_done = true;
+  };
+  try {
+    threads_.reserve(threads_.size() + 1);  // so that emplace_back cannot throw below
+    std::thread thread(std::move(body));
+    threads_.emplace_back(task, std::move(thread));
+  } catch (const std::exception& e) {
+    running_.erase(key);
+    std::lock_guard task_lock(task->mu);
+    task->result = Status(Error(ErrorCode::kInternal, std::string("cannot start a task: ") + e.what()));
+  }
+  return f;
+}
+
+bool SharedTasks::running(const std::string& key) const {
+  std::lock_guard lock(mu_);
+  return running_.contains(key);
+}
+
+}  // namespace lemon::download

@@ -1,0 +1,213 @@
+// Model store routes: /pull, /delete, and the download step of auto-load
+// (issue #7). Streaming /pull speaks Lemonade 9.4.1's SSE events.
+#include <chrono>
+
+#include "lemon/http/api_server.h"
+#include "lemon/http/error_response.h"
+#include "lemon/http/inference_proxy.h"
+#include "lemon/http/json_request.h"
+#include "lemon/models/user_registration.h"
+
+namespace lemon::http {
+namespace {
+
+void send_json(ResponseWriter& w, int status, const nlohmann::json& j) {
+  w.send(status, json_headers(), j.dump());
+}
+
+// "model_name", else "model" (Lemonade accepts both).
+Result<std::string> model_name_field(const nlohmann::json& body) {
+  auto name = string_field(body, "model_name", false);
+  if (name.ok() && name->empty()) {
+    name = string_field(body, "model", false);
+  }
+  if (name.ok() && name->empty()) {
+    return Error(ErrorCode::kInvalidRequest, "'model_name' is required", "model_name");
+  }
+  return name;
+}
+
+// Lemonade's progress event data; file_index is 1-based.
+nlohmann::json progress_data(const download::TaskProgress& p) {
+  int percent =
+      p.file_bytes_total > 0 ? static_cast<int>(p.file_bytes_done * 100 / p.file_bytes_total) : 100;
+  return {{"file", p.file},
+          {"file_index", p.file_index + 1},
+          {"total_files", p.total_files},
+          {"bytes_downloaded", p.file_bytes_done},
+          {"bytes_total", p.file_bytes_total},
+          {"percent", percent}};
+}
+
+std::string sse_event(const char* event, const nlohmann::json& data) {
+  return std::string("event: ") + event + "\ndata: " + data.dump() + "\n\n";
+}
+
+void begin_event_stream(ResponseWriter& w) {
+  if (!w.headers_sent()) {
+    w.begin_chunked(200, Headers{{"Content-Type", "text/event-stream"},
+                                 {"Cache-Control", "no-cache"},
+                                 {"X-Accel-Buffering", "no"}});
+  }
+}
+
+}  // namespace
+
+void ApiServer::handle_pull(Request& r, ResponseWriter& w) {
+  auto body = parse_json_object(r.body);
+  if (!body.ok()) {
+    write_error(w, body.error());
+    return;
+  }
+  auto name = model_name_field(*body);
+  if (!name.ok()) {
+    write_error(w, name.error());
+    return;
+  }
+  auto stream = bool_field(*body, "stream", false);
+  if (!stream.ok()) {
+    write_error(w, stream.error());
+    return;
+  }
+  if (has_registration_fields(*body)) {
+    // Registration is kept even when the download fails, so a retry needs
+    // only the name.
+    auto reg = parse_user_registration(*name, *body);
+    if (!reg.ok()) {
+      write_error(w, reg.error());
+      return;
+    }
+    if (Status saved = catalogue_.put_user_model(reg->key, reg->entry); !saved.ok()) {
+      write_error(w, saved.error());
+      return;
+    }
+  } else if (!catalogue_.find(*name)) {
+    if (name->starts_with("user.")) {
+      write_error(w, Error(ErrorCode::kModelNotFound,
+                           "model '" + *name +
+                               "' is not registered; give 'checkpoint' and 'recipe' to register "
+                               "and download it",
+                           "model_name"));
+    } else {
+      write_error(w, model_not_found(*name));
+    }
+    return;
+  }
+
+  auto download = store_.download(*name);
+  if (!download.ok()) {
+    write_error(w, download.error());
+    return;
+  }
+  DownloadWait wait;
+  wait.cancelled = [&w] { return !w.client_connected(); };
+  int total_files = 0;
+  if (*stream) {
+    // Headers go out with the first progress event, so failures found
+    // before any file is fetched (hub 404/401, disk space) keep their status.
+    wait.on_progress = [&w, &total_files](const download::TaskProgress& p) {
+      total_files = p.total_files;
+      begin_event_stream(w);
+      w.write_chunk(sse_event("progress", progress_data(p)));
+    };
+  }
+  Status done = store_.wait(*download, wait);
+  if (!done.ok() && done.error().code() == ErrorCode::kCancelled) {
+    // The client left; close the response properly all the same.
+    if (w.headers_sent()) {
+      w.finish();
+    } else {
+      write_error(w, done.error());
+    }
+    return;
+  }
+  if (!*stream) {
+    if (!done.ok()) {
+      write_error(w, done.error());
+      return;
+    }
+    send_json(w, 200, {{"status", "success"}, {"model_name", *name}});
+    return;
+  }
+  if (!done.ok() && !w.headers_sent()) {
+    write_error(w, done.error());
+    return;
+  }
+  begin_event_stream(w);
+  if (done.ok()) {
+    w.write_chunk(sse_event("complete", {{"file", ""},
+                                         {"file_index", total_files},
+                                         {"total_files", total_files},
+                                         {"bytes_downloaded", 0},
+                                         {"bytes_total", 0},
+                                         {"percent", 100}}));
+  } else {
+    // "error" stays a string (Lemonade's CLI prints it); the typed fields
+    // follow the envelope's names.
+    ErrorShape shape = error_shape(done.error().code());
+    w.write_chunk(sse_event("error", {{"error", done.error().message()},
+                                      {"type", shape.type},
+                                      {"code", shape.code},
+                                      {"status", error_status(done.error())}}));
+  }
+  w.finish();
+}
+
+void ApiServer::handle_delete(Request& r, ResponseWriter& w) {
+  auto body = parse_json_object(r.body);
+  if (!body.ok()) {
+    write_error(w, body.error());
+    return;
+  }
+  auto name = model_name_field(*body);
+  if (!name.ok()) {
+    write_error(w, name.error());
+    return;
+  }
+  auto info = catalogue_.find(*name);
+  if (!info) {
+    write_error(w, model_not_found(*name));
+    return;
+  }
+  if (store_.downloading(*name)) {
+    write_error(w, Error(ErrorCode::kConflict,
+                         "model '" + *name + "' is downloading; delete it when the pull ends",
+                         "model_name"));
+    return;
+  }
+  // No new loads while the files go; a loaded server drains, then stops.
+  auto block = router_.block_loads(*name);
+  if (Status unloaded = router_.unload(*name);
+      !unloaded.ok() && unloaded.error().code() != ErrorCode::kModelNotLoaded) {
+    write_error(w, unloaded.error());
+    return;
+  }
+  const bool is_user = name->starts_with("user.");
+  Status removed = store_.remove_files(*name);
+  if (!removed.ok()) {
+    // A user model's registration goes even when it has no files to delete.
+    const bool nothing_to_delete = removed.error().code() == ErrorCode::kModelFilesMissing ||
+                                   removed.error().code() == ErrorCode::kUnsupportedOperation;
+    if (!is_user || !nothing_to_delete) {
+      write_error(w, removed.error());
+      return;
+    }
+  }
+  if (is_user) {
+    if (Status gone = catalogue_.remove_user_model(name->substr(5)); !gone.ok()) {
+      write_error(w, gone.error());
+      return;
+    }
+  }
+  send_json(w, 200, {{"status", "success"}, {"message", "Deleted model: " + *name}});
+}
+
+Status ApiServer::download_if_missing(std::string_view model, const WaitHooks& hooks) {
+  DownloadWait wait;
+  wait.cancelled = hooks.cancelled;
+  wait.on_tick = hooks.on_tick;
+  wait.tick_interval = hooks.tick_interval;
+  return store_.ensure_downloaded(model, wait);
+}
+
+}  // namespace lemon::http
