@@ -96,6 +96,7 @@ BenchEnv::BenchEnv(Paths paths)
 BenchEnv::~BenchEnv() {
   stop_router();
   stop_direct_backend();
+  stop_fake_hub();
   std::error_code ec;
   fs::remove_all(root_, ec);
 }
@@ -137,7 +138,8 @@ void BenchEnv::wait_ready(int port, const std::string& path, lemon::ChildProcess
   throw std::runtime_error("process did not become ready on port " + std::to_string(port));
 }
 
-int BenchEnv::start_router(const std::vector<std::string>& args) {
+int BenchEnv::start_router(const std::vector<std::string>& args,
+                           const std::vector<std::pair<std::string, std::string>>& env) {
   stop_router();
   router_port_ = free_port();
   lemon::SpawnSpec spec;
@@ -147,6 +149,7 @@ int BenchEnv::start_router(const std::vector<std::string>& args) {
   spec.env = {{"LEMONADE_CACHE_DIR", root_ + "/cache"},
               {"HF_HUB_CACHE", root_ + "/hf"},
               {"LEMONADE_LLAMACPP_CPU_BIN", paths_.llama_server}};
+  spec.env.insert(spec.env.end(), env.begin(), env.end());
   spec.log_tag = "router";
   spec.kept_lines = 2000;
   router_ = spawn_ready(spec, router_port_, "/live");
@@ -172,6 +175,35 @@ void BenchEnv::stop(std::shared_ptr<lemon::ChildProcess>& child) {
 
 void BenchEnv::stop_router() {
   stop(router_);
+}
+
+int BenchEnv::start_fake_hub(const std::string& root) {
+  stop_fake_hub();
+  int port = free_port();
+  lemon::SpawnSpec spec;
+  spec.executable = paths_.fakes_dir + "/fake-hub";
+  spec.args = {"--root", root, "--port", std::to_string(port)};
+  spec.log_tag = "fake-hub";
+  hub_ = spawn_ready(spec, port, "/_fake/log");
+  return port;
+}
+
+void BenchEnv::stop_fake_hub() {
+  stop(hub_);
+}
+
+int BenchEnv::run_to_end(const std::string& executable, const std::vector<std::string>& args) {
+  lemon::SpawnSpec spec;
+  spec.executable = executable;
+  spec.args = args;
+  spec.log_tag = executable;
+  auto child = launcher_->spawn(spec);
+  if (!child.ok()) {
+    return -1;
+  }
+  (*child)->wait_exit_until(std::chrono::steady_clock::now() + std::chrono::hours(1));
+  auto status = (*child)->exit_status();
+  return status && !status->signaled ? status->code : -1;
 }
 
 pid_t BenchEnv::router_pid() const {

@@ -37,8 +37,19 @@ class BenchEnv {
   // Registers user.<name> (llamacpp) pointing at the model file.
   void add_model(const std::string& name);
 
-  // Starts a router with these extra arguments; returns its port.
-  int start_router(const std::vector<std::string>& args);
+  // Starts a router with these extra arguments (and environment); returns
+  // its port.
+  int start_router(const std::vector<std::string>& args,
+                   const std::vector<std::pair<std::string, std::string>>& env = {});
+
+  // Starts the fake hub (fake-hub in the fakes dir) over `root`; returns its
+  // port.
+  int start_fake_hub(const std::string& root);
+  void stop_fake_hub();
+  // Runs `executable args...` to its end; returns its exit code (-1 if it
+  // could not start or was killed).
+  int run_to_end(const std::string& executable, const std::vector<std::string>& args);
+  const std::string& root() const { return root_; }
   void stop_router();
   int router_port() const { return router_port_; }
   pid_t router_pid() const;
@@ -62,6 +73,7 @@ class BenchEnv {
   std::unique_ptr<lemon::ProcessLauncher> launcher_;
   std::shared_ptr<lemon::ChildProcess> router_;
   std::shared_ptr<lemon::ChildProcess> direct_;
+  std::shared_ptr<lemon::ChildProcess> hub_;
   int router_port_ = 0;
 };
 

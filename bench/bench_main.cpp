@@ -49,6 +49,7 @@ void run_suite(bench::BenchEnv& env, const bench::Settings& s, bench::Report& re
     bench::measure_model_switch(env, s, report);
     bench::measure_control_plane(env, s, report);
     bench::measure_memory(env, s, report);
+    bench::measure_download(env, s, report);
   }
   env.stop_router();
 }

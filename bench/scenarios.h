@@ -22,5 +22,7 @@ void measure_streaming(BenchEnv& env, const Settings& s, Report& report);
 void measure_model_switch(BenchEnv& env, const Settings& s, Report& report);
 void measure_control_plane(BenchEnv& env, const Settings& s, Report& report);
 void measure_memory(BenchEnv& env, const Settings& s, Report& report);
+// Issue #7: pulling a large file from the fake hub, against curl -o.
+void measure_download(BenchEnv& env, const Settings& s, Report& report);
 
 }  // namespace bench

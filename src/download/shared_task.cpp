@@ -154,7 +154,8 @@ SharedTasks::Follower SharedTasks::run_or_join(const std::string& key, TaskFn fn
   } catch (const std::exception& e) {
     running_.erase(key);
     std::lock_guard task_lock(task->mu);
-    task->result = Status(Error(ErrorCode::kInternal, std::string("cannot start a task: ") + e.what()));
+    task->result =
+        Status(Error(ErrorCode::kInternal, std::string("cannot start a task: ") + e.what()));
   }
   return f;
 }

@@ -18,6 +18,8 @@
 
 #include <curl/curl.h>
 
+#include "curl_attempt.h"
+#include "hash_pipe.h"
 #include "lemon/core/log.h"
 
 namespace lemon::download {
@@ -78,259 +80,6 @@ Result<SlotGuard> take_slot(const CancelledFn& cancelled) {
   }
   ++s.used;
   return SlotGuard(true);
-}
-
-// ---- one attempt -------------------------------------------------------------------------
-
-// What the callbacks of one curl transfer share.
-struct Attempt {
-  CURL* curl = nullptr;
-  // File transfers.
-  int fd = -1;
-  Hasher* hasher = nullptr;
-  Checksum::Kind kind = Checksum::Kind::kNone;
-  std::uint64_t hash_size = 0;  // for git's header
-  std::uint64_t offset = 0;     // bytes in the file before this attempt's first byte
-  std::uint64_t received = 0;   // bytes written this attempt
-  // Text transfers.
-  std::string* text = nullptr;
-  std::size_t max_text = 0;
-  bool too_big = false;
-  // Both.
-  long status = 0;
-  std::optional<std::uint64_t> range_start;  // from Content-Range of the current response
-  bool bad_range = false;  // a 206 that does not start where the file ends
-  bool body_started = false;
-  bool restarted = false;  // a 200 answered a Range request: the file was truncated
-  int write_errno = 0;
-  const CancelledFn* cancelled = nullptr;
-  bool was_cancelled = false;
-  const ProgressFn* progress = nullptr;
-  std::uint64_t total = 0;
-  Clock::time_point last_progress{};
-};
-
-bool ok_status_code(long status) {
-  return status == 200 || status == 206;
-}
-
-// Called for every header line of every response (redirect hops included).
-std::size_t on_header(char* data, std::size_t size, std::size_t n, void* user) {
-  auto& a = *static_cast<Attempt*>(user);
-  const std::size_t bytes = size * n;
-  std::string_view line(data, bytes);
-  if (line.starts_with("HTTP/")) {
-    a.range_start.reset();  // a new response (after a redirect or a 100)
-    return bytes;
-  }
-  constexpr std::string_view kName = "content-range:";
-  if (line.size() > kName.size() &&
-      std::equal(kName.begin(), kName.end(), line.begin(),
-                 [](char x, char y) { return x == std::tolower(static_cast<unsigned char>(y)); })) {
-    std::string_view v = line.substr(kName.size());
-    while (!v.empty() && v.front() == ' ') {
-      v.remove_prefix(1);
-    }
-    if (v.starts_with("bytes ")) {
-      v.remove_prefix(6);
-      std::uint64_t start = 0;
-      auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), start);
-      if (ec == std::errc() && end != v.data()) {
-        a.range_start = start;
-      }
-    }
-  }
-  return bytes;
-}
-
-// The first body byte of the final response: check its status and range.
-// False aborts the transfer.
-bool begin_body(Attempt& a) {
-  a.body_started = true;
-  curl_easy_getinfo(a.curl, CURLINFO_RESPONSE_CODE, &a.status);
-  if (a.fd < 0 || !ok_status_code(a.status)) {
-    return true;
-  }
-  if (a.status == 200 && a.offset > 0) {
-    // The server ignored the Range request: start the file over.
-    if (::ftruncate(a.fd, 0) != 0 || ::lseek(a.fd, 0, SEEK_SET) < 0) {
-      a.write_errno = errno;
-      return false;
-    }
-    *a.hasher = Hasher(a.kind, a.hash_size);
-    a.offset = 0;
-    a.restarted = true;
-  } else if (a.status == 206 && a.range_start.value_or(a.offset) != a.offset) {
-    a.bad_range = true;  // bytes for another place of the file
-    return false;
-  }
-  if (a.total == 0) {
-    curl_off_t length = -1;
-    curl_easy_getinfo(a.curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
-    if (length > 0) {
-      a.total = a.offset + static_cast<std::uint64_t>(length);
-    }
-  }
-  return true;
-}
-
-std::size_t on_write(char* data, std::size_t size, std::size_t n, void* user) {
-  auto& a = *static_cast<Attempt*>(user);
-  const std::size_t bytes = size * n;
-  if (!a.body_started && !begin_body(a)) {
-    return 0;
-  }
-  if (!ok_status_code(a.status)) {
-    return bytes;  // an error body: read and drop it, never into the file
-  }
-  if (a.text != nullptr) {
-    if (a.text->size() + bytes > a.max_text) {
-      a.too_big = true;
-      return 0;
-    }
-    a.text->append(data, bytes);
-    return bytes;
-  }
-  std::size_t done = 0;
-  while (done < bytes) {
-    ssize_t w = ::write(a.fd, data + done, bytes - done);
-    if (w < 0) {
-      if (errno == EINTR) {
-        continue;
-      }
-      a.write_errno = errno;
-      return 0;
-    }
-    done += static_cast<std::size_t>(w);
-  }
-  a.hasher->update(data, bytes);
-  a.received += bytes;
-  return bytes;
-}
-
-int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
-  auto& a = *static_cast<Attempt*>(user);
-  if (a.cancelled != nullptr && *a.cancelled && (*a.cancelled)()) {
-    a.was_cancelled = true;
-    return 1;  // aborts with CURLE_ABORTED_BY_CALLBACK
-  }
-  if (a.progress != nullptr && *a.progress && a.text == nullptr) {
-    auto now = Clock::now();
-    if (now - a.last_progress >= std::chrono::milliseconds(50)) {
-      a.last_progress = now;
-      (*a.progress)(FileProgress{a.offset + a.received, a.total});
-    }
-  }
-  return 0;
-}
-
-std::string without_query(const std::string& url) {
-  return url.substr(0, url.find('?'));
-}
-
-struct CurlHandle {
-  CURL* h = curl_easy_init();
-  curl_slist* headers = nullptr;
-  ~CurlHandle() {
-    curl_slist_free_all(headers);
-    curl_easy_cleanup(h);
-  }
-};
-
-void configure(CurlHandle& c, const std::string& url, const std::string& token,
-               const TransferOptions& options, Attempt& a) {
-  CURL* h = c.h;
-  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
-  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
-                   static_cast<long>(options.connect_timeout.count()));
-  curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  long stall_s =
-      static_cast<long>(std::max<long long>(1, (options.stall_timeout.count() + 999) / 1000));
-  curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, stall_s);
-  curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 512L * 1024L);
-  curl_easy_setopt(h, CURLOPT_USERAGENT, options.user_agent.c_str());
-  curl_easy_setopt(h, CURLOPT_FAILONERROR, 0L);  // statuses are mapped here
-  if (a.text != nullptr) {
-    // Listings may come compressed; files never (Range covers the raw bytes).
-    curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
-  }
-  if (!token.empty()) {
-    // Sent to the hub only: curl drops it when a redirect leaves the host.
-    curl_easy_setopt(h, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
-    curl_easy_setopt(h, CURLOPT_XOAUTH2_BEARER, token.c_str());
-    curl_easy_setopt(h, CURLOPT_UNRESTRICTED_AUTH, 0L);
-  }
-  curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-  curl_easy_setopt(h, CURLOPT_HEADERDATA, &a);
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &a);
-  curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
-  curl_easy_setopt(h, CURLOPT_XFERINFODATA, &a);
-  curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-  a.curl = h;
-}
-
-// The outcome of one attempt, as a Status; `retryable` says whether another
-// attempt may help.
-Status classify(CURLcode rc, const Attempt& a, const std::string& url, bool& retryable) {
-  retryable = false;
-  const std::string host = url_host(url);
-  if (a.was_cancelled) {
-    return Error(ErrorCode::kCancelled, "download of " + without_query(url) + " was cancelled");
-  }
-  if (a.write_errno != 0) {
-    if (a.write_errno == ENOSPC || a.write_errno == EDQUOT) {
-      return Error(ErrorCode::kInsufficientStorage,
-                   "the disk is full: " + errno_message(a.write_errno));
-    }
-    return Error(ErrorCode::kInternal,
-                 "cannot write the download: " + errno_message(a.write_errno));
-  }
-  if (a.bad_range) {
-    retryable = true;
-    return Error(ErrorCode::kNetworkError,
-                 host + " answered a resume request with the wrong range for " + without_query(url));
-  }
-  if (a.too_big) {
-    return Error(ErrorCode::kNetworkError, host + " sent an answer that is too large");
-  }
-  long status = a.status;
-  if (status == 0 && a.curl != nullptr) {
-    curl_easy_getinfo(a.curl, CURLINFO_RESPONSE_CODE, &status);
-  }
-  if (rc != CURLE_OK && status == 0) {
-    retryable = true;
-    return Error(ErrorCode::kNetworkError,
-                 "cannot download from " + host + ": " + curl_easy_strerror(rc));
-  }
-  switch (status) {
-    case 200:
-    case 206:
-      if (rc != CURLE_OK) {
-        retryable = true;
-        return Error(ErrorCode::kNetworkError,
-                     "the download from " + host + " broke off: " + curl_easy_strerror(rc));
-      }
-      return ok_status();
-    case 404:
-    case 410:
-      return Error(ErrorCode::kRemoteNotFound, without_query(url) + " was not found on " + host);
-    case 401:
-      return Error(ErrorCode::kRemoteUnauthorized,
-                   host + " requires authentication for " + without_query(url));
-    case 403:
-      return Error(ErrorCode::kRemoteForbidden, host + " refused access to " + without_query(url));
-    default:
-      retryable = status >= 500 || status == 408 || status == 429;
-      return Error(ErrorCode::kNetworkError, host + " answered HTTP " + std::to_string(status) +
-                                                 " for " + without_query(url));
-  }
 }
 
 // Sleeps up to `d`, returning early (true) when cancelled.
@@ -464,9 +213,11 @@ std::string url_host(const std::string& url) {
   return out;
 }
 
-Status fetch_file(const FileRequest& request, const TransferOptions& options,
+namespace {
+
+// fetch_file() less the cleanup of an empty partial file.
+Status fetch_into(const FileRequest& request, const TransferOptions& options,
                   const ProgressFn& on_progress_fn, const CancelledFn& cancelled) {
-  global_init();
   std::error_code ec;
   if (Status made = make_parent(request.partial_path); !made.ok()) {
     return made;
@@ -521,6 +272,8 @@ Status fetch_file(const FileRequest& request, const TransferOptions& options,
     Attempt a;
     a.fd = fd.get();
     a.hasher = &hasher;
+    HashPipe pipe(hasher);  // hashes on its own thread while bytes arrive
+    a.pipe = &pipe;
     a.kind = request.checksum.kind;
     a.hash_size = hash_size;
     a.offset = have;
@@ -535,6 +288,7 @@ Status fetch_file(const FileRequest& request, const TransferOptions& options,
       curl_easy_setopt(curl.h, CURLOPT_RANGE, range.c_str());
     }
     CURLcode rc = curl_easy_perform(curl.h);
+    pipe.stop();  // every received byte is hashed
     if (a.status == 0) {
       curl_easy_getinfo(curl.h, CURLINFO_RESPONSE_CODE, &a.status);
     }
@@ -582,6 +336,22 @@ Status fetch_file(const FileRequest& request, const TransferOptions& options,
     }
   }
   return last;
+}
+
+}  // namespace
+
+Status fetch_file(const FileRequest& request, const TransferOptions& options,
+                  const ProgressFn& on_progress, const CancelledFn& cancelled) {
+  global_init();
+  Status result = fetch_into(request, options, on_progress, cancelled);
+  if (!result.ok() && result.error().code() != ErrorCode::kCancelled &&
+      file_size_or_zero(request.partial_path) == 0) {
+    // A failed transfer leaves no empty file behind (a cancelled one keeps
+    // its partial file, whatever its size, as documented).
+    std::error_code ec;
+    fs::remove(request.partial_path, ec);
+  }
+  return result;
 }
 
 Result<std::string> fetch_text(const std::string& url, const std::string& bearer_token,
