@@ -20,7 +20,7 @@ namespace lemon::download {
 
 class HashPipe {
  public:
-  static constexpr std::size_t kMaxQueued = 16u << 20;
+  static constexpr std::size_t kMaxQueued = 4u << 20;
 
   explicit HashPipe(Hasher& hasher) : hasher_(hasher), worker_([this] { run(); }) {}
   ~HashPipe() { stop(); }

@@ -87,44 +87,35 @@ void ApiServer::handle_model(std::string_view id, ResponseWriter& w) {
 }
 
 void ApiServer::handle_load(Request& r, ResponseWriter& w) {
-  auto body = parse_json_object(r.body);
-  if (!body.ok()) {
-    write_error(w, body.error());
+  auto request = parse_model_request(r.body);
+  if (!request.ok()) {
+    write_error(w, request.error());
     return;
   }
-  auto name = string_field(*body, "model_name", false);
-  if (name.ok() && name->empty()) {
-    name = string_field(*body, "model", true);
-    if (!name.ok()) {
-      name = Error(ErrorCode::kInvalidRequest, "'model_name' is required", "model_name");
-    }
-  }
-  if (!name.ok()) {
-    write_error(w, name.error());
-    return;
-  }
-  auto info = catalogue_.find(*name);
+  const nlohmann::json& body = request->body;
+  const std::string& name = request->model;
+  auto info = catalogue_.find(name);
   if (!info) {
-    write_error(w, model_not_found(*name));
+    write_error(w, model_not_found(name));
     return;
   }
-  auto options = RecipeOptions::from_json("", *body);
+  auto options = RecipeOptions::from_json("", body);
   if (!options.ok()) {
     write_error(w, options.error());
     return;
   }
   WaitHooks hooks;
   hooks.cancelled = [&w] { return !w.client_connected(); };
-  Status loaded = router_.load(*name, *options, hooks);
+  Status loaded = router_.load(name, *options, hooks);
   if (!loaded.ok() && loaded.error().code() == ErrorCode::kModelFilesMissing) {
     // Registered but not on disk: download it first (Lemonade does too).
-    if (Status fetched = download_if_missing(*name, hooks); !fetched.ok()) {
+    if (Status fetched = download_if_missing(name, hooks); !fetched.ok()) {
       if (fetched.error().code() != ErrorCode::kCancelled) {
         write_error(w, fetched.error());
       }
       return;
     }
-    loaded = router_.load(*name, *options, hooks);
+    loaded = router_.load(name, *options, hooks);
   }
   if (!loaded.ok()) {
     if (loaded.error().code() != ErrorCode::kCancelled) {
@@ -134,8 +125,8 @@ void ApiServer::handle_load(Request& r, ResponseWriter& w) {
   }
   send_json(w, 200,
             {{"status", "success"},
-             {"message", "Loaded model: " + *name},
-             {"model_name", *name},
+             {"message", "Loaded model: " + name},
+             {"model_name", name},
              {"checkpoint", info->checkpoint()},
              {"recipe", info->recipe}});
 }

@@ -15,18 +15,6 @@ void send_json(ResponseWriter& w, int status, const nlohmann::json& j) {
   w.send(status, json_headers(), j.dump());
 }
 
-// "model_name", else "model" (Lemonade accepts both).
-Result<std::string> model_name_field(const nlohmann::json& body) {
-  auto name = string_field(body, "model_name", false);
-  if (name.ok() && name->empty()) {
-    name = string_field(body, "model", false);
-  }
-  if (name.ok() && name->empty()) {
-    return Error(ErrorCode::kInvalidRequest, "'model_name' is required", "model_name");
-  }
-  return name;
-}
-
 // Lemonade's progress event data; file_index is 1-based.
 nlohmann::json progress_data(const download::TaskProgress& p) {
   int percent =
@@ -54,25 +42,22 @@ void begin_event_stream(ResponseWriter& w) {
 }  // namespace
 
 void ApiServer::handle_pull(Request& r, ResponseWriter& w) {
-  auto body = parse_json_object(r.body);
-  if (!body.ok()) {
-    write_error(w, body.error());
+  auto request = parse_model_request(r.body);
+  if (!request.ok()) {
+    write_error(w, request.error());
     return;
   }
-  auto name = model_name_field(*body);
-  if (!name.ok()) {
-    write_error(w, name.error());
-    return;
-  }
-  auto stream = bool_field(*body, "stream", false);
+  const nlohmann::json& body = request->body;
+  const std::string& name = request->model;
+  auto stream = bool_field(body, "stream", false);
   if (!stream.ok()) {
     write_error(w, stream.error());
     return;
   }
-  if (has_registration_fields(*body)) {
+  if (has_registration_fields(body)) {
     // Registration is kept even when the download fails, so a retry needs
     // only the name.
-    auto reg = parse_user_registration(*name, *body);
+    auto reg = parse_user_registration(name, body);
     if (!reg.ok()) {
       write_error(w, reg.error());
       return;
@@ -81,20 +66,20 @@ void ApiServer::handle_pull(Request& r, ResponseWriter& w) {
       write_error(w, saved.error());
       return;
     }
-  } else if (!catalogue_.find(*name)) {
-    if (name->starts_with("user.")) {
+  } else if (!catalogue_.find(name)) {
+    if (name.starts_with("user.")) {
       write_error(w, Error(ErrorCode::kModelNotFound,
-                           "model '" + *name +
+                           "model '" + name +
                                "' is not registered; give 'checkpoint' and 'recipe' to register "
                                "and download it",
                            "model_name"));
     } else {
-      write_error(w, model_not_found(*name));
+      write_error(w, model_not_found(name));
     }
     return;
   }
 
-  auto download = store_.download(*name);
+  auto download = store_.download(name);
   if (!download.ok()) {
     write_error(w, download.error());
     return;
@@ -126,7 +111,7 @@ void ApiServer::handle_pull(Request& r, ResponseWriter& w) {
       write_error(w, done.error());
       return;
     }
-    send_json(w, 200, {{"status", "success"}, {"model_name", *name}});
+    send_json(w, 200, {{"status", "success"}, {"model_name", name}});
     return;
   }
   if (!done.ok() && !w.headers_sent()) {
@@ -154,36 +139,32 @@ void ApiServer::handle_pull(Request& r, ResponseWriter& w) {
 }
 
 void ApiServer::handle_delete(Request& r, ResponseWriter& w) {
-  auto body = parse_json_object(r.body);
-  if (!body.ok()) {
-    write_error(w, body.error());
+  auto request = parse_model_request(r.body);
+  if (!request.ok()) {
+    write_error(w, request.error());
     return;
   }
-  auto name = model_name_field(*body);
-  if (!name.ok()) {
-    write_error(w, name.error());
-    return;
-  }
-  auto info = catalogue_.find(*name);
+  const std::string& name = request->model;
+  auto info = catalogue_.find(name);
   if (!info) {
-    write_error(w, model_not_found(*name));
+    write_error(w, model_not_found(name));
     return;
   }
-  if (store_.downloading(*name)) {
+  if (store_.downloading(name)) {
     write_error(w, Error(ErrorCode::kConflict,
-                         "model '" + *name + "' is downloading; delete it when the pull ends",
+                         "model '" + name + "' is downloading; delete it when the pull ends",
                          "model_name"));
     return;
   }
   // No new loads while the files go; a loaded server drains, then stops.
-  auto block = router_.block_loads(*name);
-  if (Status unloaded = router_.unload(*name);
+  auto block = router_.block_loads(name);
+  if (Status unloaded = router_.unload(name);
       !unloaded.ok() && unloaded.error().code() != ErrorCode::kModelNotLoaded) {
     write_error(w, unloaded.error());
     return;
   }
-  const bool is_user = name->starts_with("user.");
-  Status removed = store_.remove_files(*name);
+  const bool is_user = name.starts_with("user.");
+  Status removed = store_.remove_files(name);
   if (!removed.ok()) {
     // A user model's registration goes even when it has no files to delete.
     const bool nothing_to_delete = removed.error().code() == ErrorCode::kModelFilesMissing ||
@@ -194,12 +175,12 @@ void ApiServer::handle_delete(Request& r, ResponseWriter& w) {
     }
   }
   if (is_user) {
-    if (Status gone = catalogue_.remove_user_model(name->substr(5)); !gone.ok()) {
+    if (Status gone = catalogue_.remove_user_model(name.substr(5)); !gone.ok()) {
       write_error(w, gone.error());
       return;
     }
   }
-  send_json(w, 200, {{"status", "success"}, {"message", "Deleted model: " + *name}});
+  send_json(w, 200, {{"status", "success"}, {"message", "Deleted model: " + name}});
 }
 
 Status ApiServer::download_if_missing(std::string_view model, const WaitHooks& hooks) {

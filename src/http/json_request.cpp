@@ -79,4 +79,22 @@ Result<bool> bool_field(const nlohmann::json& body, const char* name, bool fallb
   return it->get<bool>();
 }
 
+Result<ModelRequest> parse_model_request(std::string_view body) {
+  auto parsed = parse_json_object(body);
+  if (!parsed.ok()) {
+    return std::move(parsed).error();
+  }
+  auto name = string_field(*parsed, "model_name", false);
+  if (name.ok() && name->empty()) {
+    name = string_field(*parsed, "model", false);
+  }
+  if (!name.ok()) {
+    return std::move(name).error();
+  }
+  if (name->empty()) {
+    return Error(ErrorCode::kInvalidRequest, "'model_name' is required", "model_name");
+  }
+  return ModelRequest{std::move(parsed).value(), std::move(name).value()};
+}
+
 }  // namespace lemon::http

@@ -1,13 +1,12 @@
 #include "lemon/models/catalogue.h"
 
-#include <unistd.h>
-
 #include <exception>
 #include <fstream>
 #include <mutex>
 #include <sstream>
 #include <unordered_map>
 
+#include "lemon/core/atomic_file.h"
 #include "lemon/core/log.h"
 #include "lemon/models/extra_models.h"
 #include "lemon/models/hf_cache.h"
@@ -106,28 +105,6 @@ Result<nlohmann::ordered_json> read_for_update(const fs::path& path) {
   }
   return Error(ErrorCode::kInternal,
                path.string() + " is not a JSON object; fix or remove it before changing models");
-}
-
-Status write_atomically(const fs::path& path, const std::string& text) {
-  std::error_code ec;
-  fs::create_directories(path.parent_path(), ec);
-  fs::path tmp = path;
-  tmp += ".tmp" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) {
-      fs::remove(tmp, ec);
-      return Error(ErrorCode::kInternal, "cannot write " + tmp.string());
-    }
-  }
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    return Error(ErrorCode::kInternal, "cannot replace " + path.string() + ": " + ec.message());
-  }
-  return ok_status();
 }
 
 }  // namespace
@@ -362,7 +339,7 @@ Status ModelCatalogue::put_user_model(const std::string& key, const nlohmann::or
     return std::move(file).error();
   }
   (*file)[key] = entry;
-  Status written = write_atomically(s.user_file.path(), file->dump(2) + "\n");
+  Status written = write_file_atomically(s.user_file.path(), file->dump(2) + "\n");
   s.refresh_files();
   return written;
 }
@@ -380,7 +357,7 @@ Status ModelCatalogue::remove_user_model(const std::string& key) {
   if (file->erase(key) == 0) {
     return ok_status();
   }
-  Status written = write_atomically(s.user_file.path(), file->dump(2) + "\n");
+  Status written = write_file_atomically(s.user_file.path(), file->dump(2) + "\n");
   s.refresh_files();
   return written;
 }

@@ -12,6 +12,8 @@
 #include <fstream>
 #include <system_error>
 
+#include "lemon/core/atomic_file.h"
+
 namespace lemon::hf {
 
 namespace fs = std::filesystem;
@@ -129,28 +131,8 @@ Status link_snapshot_entry(const fs::path& repo_dir, std::string_view commit, st
 }
 
 Status write_ref(const fs::path& repo_dir, std::string_view ref, std::string_view commit) {
-  fs::path file = repo_dir / "refs" / std::string(ref);
-  std::error_code ec;
-  fs::create_directories(file.parent_path(), ec);
-  if (ec) {
-    return fs_error("create", file.parent_path(), ec);
-  }
-  fs::path tmp = aside(file);
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << commit;
-    out.flush();
-    if (!out) {
-      fs::remove(tmp, ec);
-      return Error(ErrorCode::kInternal, "cannot write " + tmp.string());
-    }
-  }
-  fs::rename(tmp, file, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    return fs_error("write", file, ec);
-  }
-  return ok_status();
+  // No newline after the commit, as huggingface_hub writes it.
+  return write_file_atomically(repo_dir / "refs" / std::string(ref), commit);
 }
 
 }  // namespace lemon::hf

@@ -67,20 +67,8 @@ std::string hub_token() {
   return read_token_file(hf_home + "/token");
 }
 
-bool is_hex40(std::string_view s) {
-  if (s.size() != 40) {
-    return false;
-  }
-  for (char c : s) {
-    if (std::isxdigit(static_cast<unsigned char>(c)) == 0) {
-      return false;
-    }
-  }
-  return true;
-}
-
-bool is_hex64(std::string_view s) {
-  if (s.size() != 64) {
+bool is_hex(std::string_view s, std::size_t digits) {
+  if (s.size() != digits) {
     return false;
   }
   for (char c : s) {
@@ -185,7 +173,7 @@ Result<RepoListing> parse_repo_listing(std::string_view repo, std::string_view b
   RepoListing listing;
   listing.repo = std::string(repo);
   auto sha = j.find("sha");
-  if (sha == j.end() || !sha->is_string() || !is_hex40(sha->get<std::string>())) {
+  if (sha == j.end() || !sha->is_string() || !is_hex(sha->get<std::string>(), 40)) {
     return bad_listing(repo, "no commit sha");
   }
   listing.commit = lower(sha->get<std::string>());
@@ -210,7 +198,7 @@ Result<RepoListing> parse_repo_listing(std::string_view repo, std::string_view b
     }
     if (auto lfs = s.find("lfs"); lfs != s.end() && lfs->is_object()) {
       auto sha256 = lfs->find("sha256");
-      if (sha256 == lfs->end() || !sha256->is_string() || !is_hex64(sha256->get<std::string>())) {
+      if (sha256 == lfs->end() || !sha256->is_string() || !is_hex(sha256->get<std::string>(), 64)) {
         return bad_listing(repo, "LFS file '" + f.path + "' has no sha256");
       }
       f.sha256 = lower(sha256->get<std::string>());
@@ -218,7 +206,7 @@ Result<RepoListing> parse_repo_listing(std::string_view repo, std::string_view b
         f.size = size->get<std::uint64_t>();
       }
     }
-    if (!f.sha256 && !is_hex40(f.blob_id)) {
+    if (!f.sha256 && !is_hex(f.blob_id, 40)) {
       return bad_listing(repo, "file '" + f.path + "' has neither an LFS sha256 nor a blobId");
     }
     listing.files.push_back(std::move(f));

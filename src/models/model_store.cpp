@@ -1,5 +1,8 @@
 #include "lemon/models/model_store.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <map>
 
@@ -73,6 +76,10 @@ Result<ModelStore::Download> ModelStore::download(std::string_view name) {
   }
   std::string key(name);
   return tasks_.run_or_join(key, [this, key](download::TaskContext& ctx) {
+    // A download is background work: its threads (this one, and the hashing
+    // thread it starts, which inherits the value) yield the CPU to request
+    // threads, so /health stays fast on a small machine.
+    ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);
     Status result = run_pull(key, ctx);
     if (!result.ok()) {
       logger("models")->info("pull {} ended: {}: {}", key, error_code_name(result.error().code()),

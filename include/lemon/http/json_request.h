@@ -25,4 +25,12 @@ Result<nlohmann::json> parse_json_object(std::string_view body);
 Result<std::string> string_field(const nlohmann::json& body, const char* name, bool required);
 Result<bool> bool_field(const nlohmann::json& body, const char* name, bool fallback);
 
+// A management request: a JSON object body naming a model in "model_name"
+// (or "model", as Lemonade accepts both); the name is required.
+struct ModelRequest {
+  nlohmann::json body;
+  std::string model;
+};
+Result<ModelRequest> parse_model_request(std::string_view body);
+
 }  // namespace lemon::http
