@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "lemon/app/config.h"
+#include "lemon/backends/backend_installer.h"
 #include "lemon/backends/flm_inventory.h"
 #include "lemon/backends/server_factory.h"
 #include "lemon/core/log.h"
@@ -95,8 +96,16 @@ int main(int argc, char** argv) {
   settings.access.cors_origins = cfg.cors_origins;
   settings.cache_dir = cfg.cache_dir;
   settings.cli_options = cfg.cli_options;
-  ModelStore store(**catalogue, HubClient(HubSettings::from_environment()));
-  http::ApiServer api(settings, **catalogue, store, router, stats);
+  HubSettings hub = HubSettings::from_environment();
+  ModelStore store(**catalogue, HubClient(hub));
+  InstallerSettings install;
+  install.cache_dir = cfg.cache_dir;
+  install.resources_dir = cfg.resources_dir;
+  install.releases_base = releases_base_url();
+  install.offline = hub.offline;
+  install.transfer = hub.transfer;
+  BackendInstaller installer(install);
+  http::ApiServer api(settings, **catalogue, store, installer, router, stats);
   auto port = api.bind();
   if (!port.ok()) {
     std::cerr << "lemonade-router: cannot listen on " << cfg.host << ":" << cfg.port << ": "
@@ -108,17 +117,19 @@ int main(int argc, char** argv) {
 
   // Stopping the backends breaks any stream still open, so connection
   // threads finish promptly and run() can return.
-  std::thread signal_thread([&api, &router, &store, signals, log] {
+  std::thread signal_thread([&api, &router, &store, &installer, signals, log] {
     int sig = 0;
     sigwait(&signals, &sig);
     log->info("received signal {}; shutting down", sig);
     store.shutdown();
+    installer.shutdown();
     api.stop();
     router.shutdown();
   });
 
   api.run();
   store.shutdown();
+  installer.shutdown();
   router.shutdown();
   log->info("stopped");
   // The signal thread is still in sigwait() if the server stopped for another

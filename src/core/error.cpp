@@ -68,6 +68,8 @@ const char* error_code_name(ErrorCode code) {
       return "insufficient_storage";
     case ErrorCode::kOffline:
       return "offline";
+    case ErrorCode::kInvalidArchive:
+      return "invalid_archive";
     case ErrorCode::kInternal:
       return "internal";
   }

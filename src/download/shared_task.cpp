@@ -1,5 +1,6 @@
 #include "lemon/download/shared_task.h"
 
+#include <algorithm>
 #include <atomic>
 #include <exception>
 
@@ -163,6 +164,58 @@ SharedTasks::Follower SharedTasks::run_or_join(const std::string& key, TaskFn fn
 bool SharedTasks::running(const std::string& key) const {
   std::lock_guard lock(mu_);
   return running_.contains(key);
+}
+
+Status follow(SharedTasks::Follower& f, const FollowHooks& hooks) {
+  using clock = std::chrono::steady_clock;
+  using std::chrono::milliseconds;
+  std::uint64_t seen = 0;       // the last version observed
+  std::uint64_t delivered = 0;  // the last version given to on_progress
+  TaskProgress latest;
+  auto next_tick = clock::now() + hooks.tick_interval;
+  auto next_progress = clock::now();
+  while (true) {
+    // Sleep until something changes, a pending update or a tick is due, or
+    // at most 100 ms (the hooks are polled that often).
+    auto now = clock::now();
+    auto until = now + milliseconds(100);
+    if (hooks.on_progress && delivered != seen) {
+      until = std::min(until, next_progress);
+    }
+    if (hooks.on_tick) {
+      until = std::min(until, next_tick);
+    }
+    auto timeout = std::chrono::duration_cast<milliseconds>(until - now);
+    auto [progress, version] = f.wait_progress(seen, std::max(timeout, milliseconds(0)));
+    if (version != seen) {
+      seen = version;
+      latest = progress;
+    }
+    if (auto result = f.result()) {
+      if (result->ok() && hooks.on_progress && delivered != seen) {
+        hooks.on_progress(latest);
+      }
+      return *result;
+    }
+    now = clock::now();
+    if (hooks.stopping && hooks.stopping()) {
+      f = SharedTasks::Follower();
+      return Error(ErrorCode::kShuttingDown, "lemonade-router is shutting down");
+    }
+    if (hooks.cancelled && hooks.cancelled()) {
+      f = SharedTasks::Follower();  // the task is cancelled if nobody else follows
+      return Error(ErrorCode::kCancelled, "the client left before the task ended");
+    }
+    if (hooks.on_progress && delivered != seen && now >= next_progress) {
+      delivered = seen;
+      next_progress = now + hooks.progress_interval;
+      hooks.on_progress(latest);
+    }
+    if (hooks.on_tick && now >= next_tick) {
+      next_tick = now + hooks.tick_interval;
+      hooks.on_tick();
+    }
+  }
 }
 
 }  // namespace lemon::download

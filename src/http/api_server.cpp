@@ -8,10 +8,11 @@
 namespace lemon::http {
 
 ApiServer::ApiServer(ApiSettings settings, ModelCatalogue& catalogue, ModelStore& store,
-                     Router& router, StatsStore& stats)
+                     BackendInstaller& installer, Router& router, StatsStore& stats)
     : settings_(std::move(settings)),
       catalogue_(catalogue),
       store_(store),
+      installer_(installer),
       router_(router),
       stats_(stats) {
   register_routes();
@@ -100,6 +101,10 @@ void ApiServer::register_routes() {
         [this](Request& r, ResponseWriter& w, P) { handle_pull(r, w); });
   route("POST", "delete", RouteAccess::kJsonPost,
         [this](Request& r, ResponseWriter& w, P) { handle_delete(r, w); });
+  route("POST", "install", RouteAccess::kJsonPost,
+        [this](Request& r, ResponseWriter& w, P) { handle_install(r, w); });
+  route("POST", "uninstall", RouteAccess::kJsonPost,
+        [this](Request& r, ResponseWriter& w, P) { handle_uninstall(r, w); });
   const std::pair<const char*, ApiRoute> json_routes[] = {
       {"chat/completions", ApiRoute::kChatCompletions},
       {"completions", ApiRoute::kCompletions},

@@ -59,6 +59,8 @@ ErrorShape error_shape(ErrorCode code) {
       return {507, "server_error", "insufficient_storage"};
     case ErrorCode::kOffline:
       return {404, "invalid_request_error", "offline"};
+    case ErrorCode::kInvalidArchive:
+      return {502, "server_error", "invalid_archive"};
     case ErrorCode::kInternal:
       return {500, "server_error", "internal_error"};
   }

@@ -132,6 +132,18 @@ void ApiServer::forward_inference(InferenceRequest& req, ResponseWriter& w) {
     }
     lease = router_.acquire(req.model, hooks, model_type_for_route(req.route));
   }
+  if (!lease.ok() && lease.error().code() == ErrorCode::kBackendBinaryMissing) {
+    // Its backend is not installed: install it (same keepalives), then load.
+    Status installed = install_backend_for(req.model, RecipeOptions{}, hooks);
+    if (installed.ok()) {
+      lease = router_.acquire(req.model, hooks, model_type_for_route(req.route));
+    } else if (installed.error().code() != ErrorCode::kUnsupportedOperation) {
+      if (installed.error().code() != ErrorCode::kCancelled) {
+        write_error(w, installed.error());
+      }
+      return;
+    }
+  }
   if (!lease.ok()) {
     if (lease.error().code() == ErrorCode::kModelNotFound) {
       write_error(w, model_not_found(req.model));

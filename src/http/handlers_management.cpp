@@ -117,6 +117,18 @@ void ApiServer::handle_load(Request& r, ResponseWriter& w) {
     }
     loaded = router_.load(name, *options, hooks);
   }
+  if (!loaded.ok() && loaded.error().code() == ErrorCode::kBackendBinaryMissing) {
+    // Its backend is not installed: install it first (Lemonade does too).
+    Status installed = install_backend_for(name, *options, hooks);
+    if (installed.ok()) {
+      loaded = router_.load(name, *options, hooks);
+    } else if (installed.error().code() != ErrorCode::kUnsupportedOperation) {
+      if (installed.error().code() != ErrorCode::kCancelled) {
+        write_error(w, installed.error());
+      }
+      return;
+    }
+  }
   if (!loaded.ok()) {
     if (loaded.error().code() != ErrorCode::kCancelled) {
       write_error(w, loaded.error());

@@ -41,6 +41,59 @@ void begin_event_stream(ResponseWriter& w) {
 
 }  // namespace
 
+void respond_when_done(ResponseWriter& w, bool stream,
+                       const std::function<Status(download::FollowHooks&)>& follow,
+                       const nlohmann::json& success) {
+  download::FollowHooks hooks;
+  hooks.cancelled = [&w] { return !w.client_connected(); };
+  int total_files = 0;
+  if (stream) {
+    // Headers go out with the first progress event, so failures found
+    // before any file is fetched (hub 404/401, disk space) keep their status.
+    hooks.on_progress = [&w, &total_files](const download::TaskProgress& p) {
+      total_files = p.total_files;
+      begin_event_stream(w);
+      w.write_chunk(sse_event("progress", progress_data(p)));
+    };
+  }
+  Status done = follow(hooks);
+  if (!done.ok() && done.error().code() == ErrorCode::kCancelled) {
+    // The client left; close the response properly all the same.
+    if (w.headers_sent()) {
+      w.finish();
+    } else {
+      write_error(w, done.error());
+    }
+    return;
+  }
+  if (!done.ok() && !w.headers_sent()) {
+    write_error(w, done.error());
+    return;
+  }
+  if (!stream) {
+    w.send(200, json_headers(), success.dump());
+    return;
+  }
+  begin_event_stream(w);
+  if (done.ok()) {
+    w.write_chunk(sse_event("complete", {{"file", ""},
+                                         {"file_index", total_files},
+                                         {"total_files", total_files},
+                                         {"bytes_downloaded", 0},
+                                         {"bytes_total", 0},
+                                         {"percent", 100}}));
+  } else {
+    // "error" stays a string (Lemonade's CLI prints it); the typed fields
+    // follow the envelope's names.
+    ErrorShape shape = error_shape(done.error().code());
+    w.write_chunk(sse_event("error", {{"error", done.error().message()},
+                                      {"type", shape.type},
+                                      {"code", shape.code},
+                                      {"status", error_status(done.error())}}));
+  }
+  w.finish();
+}
+
 void ApiServer::handle_pull(Request& r, ResponseWriter& w) {
   auto request = parse_model_request(r.body);
   if (!request.ok()) {
@@ -84,58 +137,9 @@ void ApiServer::handle_pull(Request& r, ResponseWriter& w) {
     write_error(w, download.error());
     return;
   }
-  DownloadWait wait;
-  wait.cancelled = [&w] { return !w.client_connected(); };
-  int total_files = 0;
-  if (*stream) {
-    // Headers go out with the first progress event, so failures found
-    // before any file is fetched (hub 404/401, disk space) keep their status.
-    wait.on_progress = [&w, &total_files](const download::TaskProgress& p) {
-      total_files = p.total_files;
-      begin_event_stream(w);
-      w.write_chunk(sse_event("progress", progress_data(p)));
-    };
-  }
-  Status done = store_.wait(*download, wait);
-  if (!done.ok() && done.error().code() == ErrorCode::kCancelled) {
-    // The client left; close the response properly all the same.
-    if (w.headers_sent()) {
-      w.finish();
-    } else {
-      write_error(w, done.error());
-    }
-    return;
-  }
-  if (!*stream) {
-    if (!done.ok()) {
-      write_error(w, done.error());
-      return;
-    }
-    send_json(w, 200, {{"status", "success"}, {"model_name", name}});
-    return;
-  }
-  if (!done.ok() && !w.headers_sent()) {
-    write_error(w, done.error());
-    return;
-  }
-  begin_event_stream(w);
-  if (done.ok()) {
-    w.write_chunk(sse_event("complete", {{"file", ""},
-                                         {"file_index", total_files},
-                                         {"total_files", total_files},
-                                         {"bytes_downloaded", 0},
-                                         {"bytes_total", 0},
-                                         {"percent", 100}}));
-  } else {
-    // "error" stays a string (Lemonade's CLI prints it); the typed fields
-    // follow the envelope's names.
-    ErrorShape shape = error_shape(done.error().code());
-    w.write_chunk(sse_event("error", {{"error", done.error().message()},
-                                      {"type", shape.type},
-                                      {"code", shape.code},
-                                      {"status", error_status(done.error())}}));
-  }
-  w.finish();
+  respond_when_done(w, *stream,
+                    [&](download::FollowHooks& hooks) { return store_.wait(*download, hooks); },
+                    {{"status", "success"}, {"model_name", name}});
 }
 
 void ApiServer::handle_delete(Request& r, ResponseWriter& w) {

@@ -90,55 +90,9 @@ Result<ModelStore::Download> ModelStore::download(std::string_view name) {
 }
 
 Status ModelStore::wait(Download& d, const DownloadWait& wait) const {
-  using clock = std::chrono::steady_clock;
-  using std::chrono::milliseconds;
-  std::uint64_t seen = 0;       // the last version observed
-  std::uint64_t delivered = 0;  // the last version given to on_progress
-  download::TaskProgress latest;
-  auto next_tick = clock::now() + wait.tick_interval;
-  auto next_progress = clock::now();
-  while (true) {
-    // Sleep until something changes, or until a pending update or a tick is
-    // due, or at most 100 ms (cancellation is polled that often).
-    auto now = clock::now();
-    auto until = now + milliseconds(100);
-    if (wait.on_progress && delivered != seen) {
-      until = std::min(until, next_progress);
-    }
-    if (wait.on_tick) {
-      until = std::min(until, next_tick);
-    }
-    auto timeout = std::chrono::duration_cast<milliseconds>(until - now);
-    auto [progress, version] = d.wait_progress(seen, std::max(timeout, milliseconds(0)));
-    if (version != seen) {
-      seen = version;
-      latest = progress;
-    }
-    if (auto result = d.result()) {
-      if (result->ok() && wait.on_progress && delivered != seen) {
-        wait.on_progress(latest);
-      }
-      return *result;
-    }
-    now = clock::now();
-    if (shutting_down_) {
-      d = Download();
-      return Error(ErrorCode::kShuttingDown, "lemonade-router is shutting down");
-    }
-    if (wait.cancelled && wait.cancelled()) {
-      d = Download();  // stop following; the pull is cancelled if nobody else follows
-      return Error(ErrorCode::kCancelled, "the client left while the model downloaded");
-    }
-    if (wait.on_progress && delivered != seen && now >= next_progress) {
-      delivered = seen;
-      next_progress = now + wait.progress_interval;
-      wait.on_progress(latest);
-    }
-    if (wait.on_tick && now >= next_tick) {
-      next_tick = now + wait.tick_interval;
-      wait.on_tick();
-    }
-  }
+  download::FollowHooks hooks = wait;
+  hooks.stopping = [this] { return shutting_down_.load(); };
+  return download::follow(d, hooks);
 }
 
 Status ModelStore::ensure_downloaded(std::string_view name, const DownloadWait& wait) {

@@ -155,6 +155,16 @@ class Hub {
     return sha1_hex(text);
   }
 
+  // A GitHub-style release asset: DIR/_releases/<owner>/<repo>/<tag>/<asset>.
+  std::optional<FileInfo> release_asset(const std::string& rel) {
+    std::error_code ec;
+    fs::path p = root_ / "_releases" / rel;
+    if (rel.find("..") != std::string::npos || !fs::is_regular_file(p, ec)) {
+      return std::nullopt;
+    }
+    return info(p, rel);
+  }
+
   std::optional<FileInfo> file(const std::string& repo, const std::string& rel) {
     for (auto& f : files(repo)) {
       if (f.rel == rel) {
@@ -554,6 +564,23 @@ int main(int argc, char** argv) {
                  return;
                }
                serve_bytes(hub, req, res, repo, *f, f->sha256);
+             });
+
+  // GitHub release downloads (LEMONADE_RELEASES_URL points here in tests).
+  server.Get(R"(/([^/]+)/([^/]+)/releases/download/([^/]+)/([^/]+))",
+             [&](const httplib::Request& req, httplib::Response& res) {
+               std::string rel = req.matches[1].str() + "/" + req.matches[2].str() + "/" +
+                                 req.matches[3].str() + "/" + req.matches[4].str();
+               auto f = hub.release_asset(rel);
+               if (!f) {
+                 hub.log_request(req, 404, rel);
+                 send_json(res, 404, {{"error", "Not Found"}});
+                 return;
+               }
+               std::string repo = req.matches[1].str() + "/" + req.matches[2].str();
+               FileInfo asset = *f;
+               asset.rel = req.matches[3].str() + "/" + req.matches[4].str();
+               serve_bytes(hub, req, res, repo, asset, f->sha256);
              });
 
   auto listing = [&](const httplib::Request& req, httplib::Response& res) {

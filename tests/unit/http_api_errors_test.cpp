@@ -66,6 +66,7 @@ const ShapeCase kShapes[] = {
     {ErrorCode::kChecksumMismatch, 502, "server_error", "checksum_mismatch"},
     {ErrorCode::kInsufficientStorage, 507, "server_error", "insufficient_storage"},
     {ErrorCode::kOffline, 404, "invalid_request_error", "offline"},
+    {ErrorCode::kInvalidArchive, 502, "server_error", "invalid_archive"},
     {ErrorCode::kInternal, 500, "server_error", "internal_error"},
 };
 

@@ -58,6 +58,7 @@ enum class ErrorCode {
   kChecksumMismatch,     // a downloaded file does not match its published hash
   kInsufficientStorage,  // not enough free disk space, or ENOSPC while writing
   kOffline,              // LEMONADE_OFFLINE: the operation needs the network
+  kInvalidArchive,       // a downloaded archive is damaged or has entries that escape its folder
   kInternal,
 };
 
@@ -94,6 +95,7 @@ inline constexpr ErrorCode kAllErrorCodes[] = {
     ErrorCode::kChecksumMismatch,
     ErrorCode::kInsufficientStorage,
     ErrorCode::kOffline,
+    ErrorCode::kInvalidArchive,
     ErrorCode::kInternal,
 };
 static_assert(std::size(kAllErrorCodes) == static_cast<std::size_t>(ErrorCode::kInternal) + 1,

@@ -99,4 +99,23 @@ class SharedTasks {
   bool closed_ = false;                                                 // guarded by mu_
 };
 
+// How a caller follows a task to its end.
+struct FollowHooks {
+  // Polled about every 100 ms; true means the caller left: it stops
+  // following and gets kCancelled.
+  std::function<bool()> cancelled;
+  // Polled likewise; true means the process stops: kShuttingDown.
+  std::function<bool()> stopping;
+  // Each new progress snapshot, at most every `progress_interval`.
+  std::function<void(const TaskProgress&)> on_progress;
+  std::chrono::milliseconds progress_interval{100};
+  // Called about every tick_interval while waiting (SSE keepalives).
+  std::function<void()> on_tick;
+  std::chrono::milliseconds tick_interval{1000};
+};
+
+// Follows `f` until its task ends (its Status) or a hook says stop. Sleeps
+// between changes; never spins. On kCancelled/kShuttingDown `f` is released.
+Status follow(SharedTasks::Follower& f, const FollowHooks& hooks);
+
 }  // namespace lemon::download

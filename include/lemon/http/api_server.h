@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 
+#include "lemon/backends/backend_installer.h"
 #include "lemon/backends/wrapped_server.h"
 #include "lemon/http/access_policy.h"
 #include "lemon/http/route_table.h"
@@ -47,10 +48,17 @@ struct InferenceRequest {
   std::function<std::optional<std::string>(std::string_view)> transform;
 };
 
+// Follows a download or install task for a /pull or /install request: with
+// `stream`, Lemonade's SSE events (progress, then complete or error);
+// otherwise `success` as JSON once it ends, or the error envelope.
+void respond_when_done(ResponseWriter& w, bool stream,
+                       const std::function<Status(download::FollowHooks&)>& follow,
+                       const nlohmann::json& success);
+
 class ApiServer {
  public:
-  ApiServer(ApiSettings settings, ModelCatalogue& catalogue, ModelStore& store, Router& router,
-            StatsStore& stats);
+  ApiServer(ApiSettings settings, ModelCatalogue& catalogue, ModelStore& store,
+            BackendInstaller& installer, Router& router, StatsStore& stats);
   ~ApiServer();
 
   Result<int> bind();
@@ -85,6 +93,15 @@ class ApiServer {
   // is nothing to download.
   Status download_if_missing(std::string_view model, const WaitHooks& hooks);
 
+  // Backends (handlers_backends.cpp).
+  void handle_install(Request& r, ResponseWriter& w);
+  void handle_uninstall(Request& r, ResponseWriter& w);
+  // Installs the backend `model` needs with `request_options` when it has no
+  // executable (auto-load, /load), following `hooks`. OK when there is
+  // nothing this can install.
+  Status install_backend_for(std::string_view model, const RecipeOptions& request_options,
+                             const WaitHooks& hooks);
+
   // Inference (handlers_inference.cpp).
   void handle_json_inference(ApiRoute route, Request& r, ResponseWriter& w);
   void handle_transcription(Request& r, ResponseWriter& w);
@@ -95,6 +112,7 @@ class ApiServer {
   ApiSettings settings_;
   ModelCatalogue& catalogue_;
   ModelStore& store_;
+  BackendInstaller& installer_;
   Router& router_;
   StatsStore& stats_;
   RouteTable routes_;

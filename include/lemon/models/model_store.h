@@ -42,17 +42,8 @@
 
 namespace lemon {
 
-// How a caller follows a download.
-struct DownloadWait {
-  // Polled about every 100 ms; true means the caller left (kCancelled).
-  std::function<bool()> cancelled;
-  // Each new progress snapshot, at most every `progress_interval`.
-  std::function<void(const download::TaskProgress&)> on_progress;
-  std::chrono::milliseconds progress_interval{100};
-  // Called about every tick_interval while waiting (SSE keepalives).
-  std::function<void()> on_tick;
-  std::chrono::milliseconds tick_interval{1000};
-};
+// How a caller follows a download (cancellation, progress, keepalives).
+using DownloadWait = download::FollowHooks;
 
 class ModelStore {
  public:

@@ -1,0 +1,111 @@
+// Backend routes: /install, /uninstall, and the install step of auto-load
+// (issue #8). Streaming /install speaks the same SSE events as /pull.
+#include "lemon/backends/server_factory.h"
+#include "lemon/http/api_server.h"
+#include "lemon/http/error_response.h"
+#include "lemon/http/inference_proxy.h"
+#include "lemon/http/json_request.h"
+
+namespace lemon::http {
+namespace {
+
+struct BackendRequest {
+  std::string recipe;
+  std::string backend;
+  bool stream = false;
+};
+
+Result<BackendRequest> parse_backend_request(std::string_view text) {
+  auto body = parse_json_object(text);
+  if (!body.ok()) {
+    return std::move(body).error();
+  }
+  BackendRequest req;
+  for (auto [field, out] : {std::pair{"recipe", &req.recipe}, std::pair{"backend", &req.backend}}) {
+    auto value = string_field(*body, field, true);
+    if (!value.ok()) {
+      return std::move(value).error();
+    }
+    if (value->empty()) {
+      return Error(ErrorCode::kInvalidRequest, std::string("'") + field + "' is required", field);
+    }
+    *out = std::move(value).value();
+  }
+  auto stream = bool_field(*body, "stream", false);
+  if (!stream.ok()) {
+    return std::move(stream).error();
+  }
+  req.stream = *stream;
+  return req;
+}
+
+}  // namespace
+
+void ApiServer::handle_install(Request& r, ResponseWriter& w) {
+  auto req = parse_backend_request(r.body);
+  if (!req.ok()) {
+    write_error(w, req.error());
+    return;
+  }
+  auto install = installer_.install(req->recipe, req->backend);
+  if (!install.ok()) {
+    write_error(w, install.error());
+    return;
+  }
+  respond_when_done(w, req->stream,
+                    [&](download::FollowHooks& hooks) { return installer_.wait(*install, hooks); },
+                    {{"status", "success"}, {"recipe", req->recipe}, {"backend", req->backend}});
+}
+
+void ApiServer::handle_uninstall(Request& r, ResponseWriter& w) {
+  auto req = parse_backend_request(r.body);
+  if (!req.ok()) {
+    write_error(w, req.error());
+    return;
+  }
+  if (installer_.installing(req->recipe, req->backend)) {
+    write_error(w, Error(ErrorCode::kConflict,
+                         req->recipe + ":" + req->backend + " is being installed", "backend"));
+    return;
+  }
+  // Models running on this backend go first, each after it drains.
+  for (const auto& loaded : router_.loaded()) {
+    if (loaded.recipe != req->recipe) {
+      continue;
+    }
+    auto options = RecipeOptions::from_json(loaded.recipe, loaded.recipe_options);
+    if (options.ok() && backend_for(loaded.recipe, *options) != req->backend) {
+      continue;
+    }
+    if (Status unloaded = router_.unload(loaded.model_name);
+        !unloaded.ok() && unloaded.error().code() != ErrorCode::kModelNotLoaded) {
+      write_error(w, unloaded.error());
+      return;
+    }
+  }
+  if (Status removed = installer_.uninstall(req->recipe, req->backend); !removed.ok()) {
+    write_error(w, removed.error());
+    return;
+  }
+  w.send(200, json_headers(),
+         nlohmann::json{{"status", "success"}, {"recipe", req->recipe}, {"backend", req->backend}}
+             .dump());
+}
+
+Status ApiServer::install_backend_for(std::string_view model, const RecipeOptions& request_options,
+                                      const WaitHooks& hooks) {
+  auto info = catalogue_.find(model);
+  if (!info) {
+    return ok_status();
+  }
+  RecipeOptions options = request_options.inherit(info->saved_options)
+                              .inherit(settings_.cli_options)
+                              .restricted_to(info->recipe);
+  download::FollowHooks follow;
+  follow.cancelled = hooks.cancelled;
+  follow.on_tick = hooks.on_tick;
+  follow.tick_interval = hooks.tick_interval;
+  return installer_.ensure_installed(info->recipe, backend_for(info->recipe, options), follow);
+}
+
+}  // namespace lemon::http
