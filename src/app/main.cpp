@@ -15,6 +15,7 @@
 #include "lemon/backends/backend_installer.h"
 #include "lemon/backends/flm_inventory.h"
 #include "lemon/backends/server_factory.h"
+#include "lemon/backends/system_info.h"
 #include "lemon/core/log.h"
 #include "lemon/http/api_server.h"
 #include "lemon/models/catalogue.h"
@@ -102,6 +103,7 @@ int main(int argc, char** argv) {
   install.cache_dir = cfg.cache_dir;
   install.resources_dir = cfg.resources_dir;
   install.releases_base = releases_base_url();
+  install.rocm_arch = rocm_gfx_target();
   install.offline = hub.offline;
   install.transfer = hub.transfer;
   BackendInstaller installer(install);

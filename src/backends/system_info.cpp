@@ -2,11 +2,14 @@
 
 #include <sys/utsname.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <vector>
 
+#include "lemon/backends/backend_installer.h"
 #include "lemon/backends/binary_locator.h"
 
 namespace lemon {
@@ -87,8 +90,16 @@ double memory_gb() {
   return 0.0;
 }
 
-nlohmann::json gpu_list() {
-  nlohmann::json gpus = nlohmann::json::array();
+// One GPU from /sys/class/drm/cardN (no vendor tools are run).
+struct Gpu {
+  std::string card;
+  std::string vendor;  // "amd", "nvidia", "intel", "other"
+  std::string pci_id;
+  double vram_gb = 0;  // amdgpu's mem_info_vram_total, 0 when unknown
+};
+
+std::vector<Gpu> gpu_list() {
+  std::vector<Gpu> gpus;
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator("/sys/class/drm", ec)) {
     std::string name = entry.path().filename().string();
@@ -97,14 +108,42 @@ nlohmann::json gpu_list() {
     }
     std::string vendor = read_first_line(entry.path() / "device" / "vendor");
     std::string device = read_first_line(entry.path() / "device" / "device");
-    const char* vendor_name = vendor == "0x1002"   ? "amd"
-                              : vendor == "0x10de" ? "nvidia"
-                              : vendor == "0x8086" ? "intel"
-                                                   : "other";
-    gpus.push_back(
-        {{"card", name}, {"vendor", vendor_name}, {"pci_id", vendor.append(":").append(device)}});
+    Gpu g;
+    g.card = name;
+    g.vendor = vendor == "0x1002"   ? "amd"
+               : vendor == "0x10de" ? "nvidia"
+               : vendor == "0x8086" ? "intel"
+                                    : "other";
+    g.pci_id = vendor + ":" + device;
+    std::string vram = read_first_line(entry.path() / "device" / "mem_info_vram_total");
+    if (!vram.empty()) {
+      g.vram_gb = std::strtod(vram.c_str(), nullptr) / (1024.0 * 1024.0 * 1024.0);
+    }
+    gpus.push_back(g);
   }
   return gpus;
+}
+
+// The gfx target of the first AMD GPU the kernel's KFD topology lists
+// ("gfx1151" from gfx_target_version 110501), or "".
+std::string amd_gfx_target() {
+  std::error_code ec;
+  for (const auto& node : fs::directory_iterator("/sys/class/kfd/kfd/topology/nodes", ec)) {
+    std::ifstream in(node.path() / "properties");
+    std::string key;
+    long long value = 0;
+    while (in >> key >> value) {
+      if (key == "gfx_target_version" && value > 0) {
+        long long major = value / 10000;
+        long long minor = (value / 100) % 100;
+        long long step = value % 100;
+        std::ostringstream out;
+        out << "gfx" << major << std::hex << minor << step;
+        return out.str();
+      }
+    }
+  }
+  return {};
 }
 
 bool has_amd_npu() {
@@ -123,88 +162,167 @@ struct Hardware {
   bool has_gpu = false;
   bool has_amd_gpu = false;
   bool has_npu = false;
+  std::string gfx;
 };
+
+// An AMD GPU with under 2 GiB of its own VRAM (or none reported) is taken
+// for an integrated one (an APU's carve-out), as Lemonade's amd_igpu.
+constexpr double kIgpuMaxVramGb = 2.0;
 
 const Hardware& hardware() {
   static const Hardware hw = [] {
     Hardware h;
-    nlohmann::json gpus = gpu_list();
-    h.has_gpu = !gpus.empty();
+    auto gpus = gpu_list();
+    h.gfx = amd_gfx_target();
+    nlohmann::json igpu = {{"available", false}};
+    nlohmann::json amd_dgpu = nlohmann::json::array();
+    nlohmann::json nvidia_dgpu = nlohmann::json::array();
+    nlohmann::json listed = nlohmann::json::array();
     for (const auto& g : gpus) {
-      h.has_amd_gpu = h.has_amd_gpu || g["vendor"] == "amd";
+      h.has_gpu = h.has_gpu || g.vendor != "other";
+      listed.push_back({{"card", g.card}, {"vendor", g.vendor}, {"pci_id", g.pci_id}});
+      nlohmann::json d = {
+          {"name", g.card + " (" + g.pci_id + ")"}, {"vram_gb", g.vram_gb}, {"available", true}};
+      if (g.vendor == "amd") {
+        h.has_amd_gpu = true;
+        if (!h.gfx.empty()) {
+          d["family"] = h.gfx;
+        }
+        if (g.vram_gb < kIgpuMaxVramGb && !igpu["available"].get<bool>()) {
+          igpu = d;
+        } else {
+          amd_dgpu.push_back(d);
+        }
+      } else if (g.vendor == "nvidia") {
+        nvidia_dgpu.push_back(d);
+      }
     }
     h.has_npu = has_amd_npu();
     nlohmann::json cpu = cpu_info();
+    cpu["family"] = "x86_64";
     std::ostringstream mem;
     mem.precision(1);
     mem << std::fixed << memory_gb() << " GB";
-    h.summary = {
-        {"OS Version", os_version()},
-        {"Processor", cpu["name"]},
-        {"Physical Memory", mem.str()},
-        {"devices", {{"cpu", cpu}, {"gpus", gpus}, {"amd_npu", {{"available", h.has_npu}}}}}};
+    nlohmann::json npu = {{"available", h.has_npu}};
+    if (h.has_npu) {
+      npu["name"] = cpu["name"];
+    }
+    h.summary = {{"OS Version", os_version()},
+                 {"Processor", cpu["name"]},
+                 {"Physical Memory", mem.str()},
+                 {"devices",
+                  {{"cpu", cpu},
+                   {"amd_igpu", igpu},
+                   {"amd_dgpu", amd_dgpu},
+                   {"nvidia_dgpu", nvidia_dgpu},
+                   {"amd_npu", npu},
+                   {"gpus", listed}}}};
     return h;
   }();
   return hw;
 }
 
-nlohmann::json backend_entry(const std::string& recipe, const std::string& backend,
-                             const std::string& binary, bool supported, nlohmann::json devices,
+// One backend in Lemonade's shape (devices, state, message, action,
+// version) plus ours (release_url, binary, binary_env).
+nlohmann::json backend_entry(const BackendInstaller& installer, const std::string& recipe,
+                             const std::string& backend, bool device_present,
+                             nlohmann::json devices, const std::string& needs,
                              const std::string& cache_dir) {
-  BinaryQuery q{recipe, backend, binary};
-  nlohmann::json e = {
-      {"devices", std::move(devices)}, {"supported", supported}, {"binary_env", binary_env_var(q)}};
-  if (!supported) {
-    e["state"] = "unsupported";
-    e["binary"] = nullptr;
+  // FLM has one binary for its one backend: LEMONADE_FLM_BIN.
+  BinaryQuery q{recipe, recipe == "flm" ? "" : backend, backend_executable(recipe)};
+  const std::string install_cmd = "lemonade-server recipes --install " + recipe + ":" + backend;
+  nlohmann::json e = {{"devices", device_present ? std::move(devices) : nlohmann::json::array()},
+                      {"binary_env", binary_env_var(q)},
+                      {"binary", nullptr}};
+  auto set = [&](const char* state, const std::string& message, const std::string& action) {
+    e["state"] = state;
+    e["message"] = message;
+    e["action"] = action;
+  };
+  if (!device_present) {
+    set("unsupported", "Requires " + needs, "");
     return e;
   }
+  BackendState st = installer.state(recipe, backend);
+  if (!st.pinned_version.empty()) {
+    e["release_url"] = st.release_url;
+  }
+  switch (st.kind) {
+    case BackendState::Kind::kInstalled:
+      set("installed", "", "");
+      e["binary"] = st.executable;
+      if (!st.version.empty()) {
+        e["version"] = st.version;
+      }
+      return e;
+    case BackendState::Kind::kUpdateRequired:
+      set("update_required", "Backend update is required before use.", install_cmd);
+      e["binary"] = st.executable;
+      e["version"] = st.version;
+      return e;
+    case BackendState::Kind::kInstallable:
+    case BackendState::Kind::kUnsupported:
+      break;
+  }
+  // Not installed by the router: a binary on PATH still serves.
   auto found = locate_backend_binary(q, cache_dir);
-  e["state"] = found.ok() ? "installed" : "not_installed";
-  e["binary"] = found.ok() ? nlohmann::json(*found) : nlohmann::json(nullptr);
-  if (!found.ok()) {
-    e["message"] = found.error().message();
+  if (found.ok()) {
+    set("installed", "", "");
+    e["binary"] = *found;
+    return e;
+  }
+  const char* var = std::getenv(binary_env_var(q).c_str());
+  const bool bad_variable = var != nullptr && *var != '\0';  // e.g. a typo in the path
+  if (st.kind == BackendState::Kind::kInstallable) {
+    set("installable",
+        bad_variable ? found.error().message() : "Backend is supported but not installed.",
+        install_cmd);
+    e["version"] = st.pinned_version;
+  } else {
+    set("unsupported", bad_variable ? found.error().message() : st.message, "");
   }
   return e;
 }
 
 }  // namespace
 
-nlohmann::json system_info_json(const std::string& cache_dir, const RecipeOptions& defaults) {
+std::string rocm_gfx_target() {
+  return hardware().gfx;
+}
+
+nlohmann::json system_info_json(const BackendInstaller& installer, const std::string& cache_dir,
+                                const RecipeOptions& defaults) {
   const Hardware& hw = hardware();
   nlohmann::json out = hw.summary;
-  auto gpu_devices = [&] { return hw.has_gpu ? nlohmann::json({"gpu"}) : nlohmann::json::array(); };
+  const nlohmann::json gpu =
+      hw.has_amd_gpu ? nlohmann::json({"amd_igpu"}) : nlohmann::json({"gpu"});
+  auto entry = [&](const std::string& recipe, const std::string& backend, bool present,
+                   nlohmann::json devices, const std::string& needs) {
+    return backend_entry(installer, recipe, backend, present, std::move(devices), needs, cache_dir);
+  };
   nlohmann::json recipes;
-  recipes["llamacpp"] = {
-      {"default_backend", defaults.string_value("llamacpp_backend")},
-      {"backends",
-       {{"cpu", backend_entry("llamacpp", "cpu", "llama-server", true, {"cpu"}, cache_dir)},
-        {"vulkan",
-         backend_entry("llamacpp", "vulkan", "llama-server", hw.has_gpu, gpu_devices(), cache_dir)},
-        {"rocm", backend_entry("llamacpp", "rocm", "llama-server", hw.has_amd_gpu, gpu_devices(),
-                               cache_dir)},
-        {"metal", backend_entry("llamacpp", "metal", "llama-server", false, {}, cache_dir)}}}};
+  recipes["llamacpp"] = {{"default_backend", defaults.string_value("llamacpp_backend")},
+                         {"backends",
+                          {{"cpu", entry("llamacpp", "cpu", true, {"cpu"}, "")},
+                           {"vulkan", entry("llamacpp", "vulkan", hw.has_gpu, gpu, "a GPU")},
+                           {"rocm", entry("llamacpp", "rocm", hw.has_amd_gpu, gpu, "an AMD GPU")},
+                           {"metal", entry("llamacpp", "metal", false, {}, "macOS")}}}};
   recipes["whispercpp"] = {
       {"default_backend", defaults.string_value("whispercpp_backend")},
       {"backends",
-       {{"cpu", backend_entry("whispercpp", "cpu", "whisper-server", true, {"cpu"}, cache_dir)},
-        {"npu",
-         backend_entry("whispercpp", "npu", "whisper-server", hw.has_npu, {"npu"}, cache_dir)},
-        {"vulkan", backend_entry("whispercpp", "vulkan", "whisper-server", hw.has_gpu,
-                                 gpu_devices(), cache_dir)}}}};
-  recipes["sd-cpp"] = {
-      {"default_backend", defaults.string_value("sd-cpp_backend")},
-      {"backends",
-       {{"cpu", backend_entry("sd-cpp", "cpu", "sd-server", true, {"cpu"}, cache_dir)},
-        {"rocm",
-         backend_entry("sd-cpp", "rocm", "sd-server", hw.has_amd_gpu, gpu_devices(), cache_dir)}}}};
+       {{"cpu", entry("whispercpp", "cpu", true, {"cpu"}, "")},
+        {"npu", entry("whispercpp", "npu", hw.has_npu, {"amd_npu"}, "an AMD NPU")},
+        {"vulkan", entry("whispercpp", "vulkan", hw.has_gpu, gpu, "a GPU")}}}};
+  recipes["sd-cpp"] = {{"default_backend", defaults.string_value("sd-cpp_backend")},
+                       {"backends",
+                        {{"cpu", entry("sd-cpp", "cpu", true, {"cpu"}, "")},
+                         {"rocm", entry("sd-cpp", "rocm", hw.has_amd_gpu, gpu, "an AMD GPU")}}}};
   recipes["flm"] = {
       {"default_backend", "npu"},
-      {"backends", {{"npu", backend_entry("flm", "", "flm", hw.has_npu, {"npu"}, cache_dir)}}}};
-  recipes["ryzenai-llm"] = {{"default_backend", "npu"},
-                            {"backends",
-                             {{"npu", backend_entry("ryzenai-llm", "npu", "ryzenai-server",
-                                                    hw.has_npu, {"npu"}, cache_dir)}}}};
+      {"backends", {{"npu", entry("flm", "npu", hw.has_npu, {"amd_npu"}, "an AMD NPU")}}}};
+  recipes["ryzenai-llm"] = {
+      {"default_backend", "npu"},
+      {"backends", {{"npu", entry("ryzenai-llm", "npu", hw.has_npu, {"amd_npu"}, "an AMD NPU")}}}};
   out["recipes"] = std::move(recipes);
   return out;
 }

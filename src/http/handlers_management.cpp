@@ -57,7 +57,7 @@ void ApiServer::handle_live(ResponseWriter& w) {
 }
 
 void ApiServer::handle_system_info(ResponseWriter& w) {
-  send_json(w, 200, system_info_json(settings_.cache_dir, settings_.cli_options));
+  send_json(w, 200, system_info_json(installer_, settings_.cache_dir, settings_.cli_options));
 }
 
 void ApiServer::handle_stats(ResponseWriter& w) {

@@ -251,5 +251,30 @@ TEST_F(BackendInstallTest, AKilledUpgradeLeavesTheOldInstallUsable) {
   EXPECT_EQ(read_text(install_dir() / "version.txt"), "b9999");
 }
 
+TEST_F(BackendInstallTest, SystemInfoFollowsTheInstall) {
+  ASSERT_NO_FATAL_FAILURE(start());
+  auto cpu_state = [&] {
+    return http_get(port(), "/api/v1/system-info").json()["recipes"]["llamacpp"]["backends"]["cpu"];
+  };
+  json before = cpu_state();
+  EXPECT_EQ(before["state"], "installable") << before.dump();
+  EXPECT_EQ(before["action"], "lemonade-server recipes --install llamacpp:cpu");
+  EXPECT_EQ(before["release_url"],
+            hub_.endpoint() + "/ggml-org/llama.cpp/releases/download/" + kTag + "/" + kAsset);
+  ASSERT_EQ(install().status, 200);
+  json after = cpu_state();
+  EXPECT_EQ(after["state"], "installed") << after.dump();
+  EXPECT_EQ(after["version"], kTag);
+  EXPECT_EQ(after["message"], "");
+  // A new pin in the cache folder makes it out of date.
+  json versions =
+      json::parse(read_text(fs::path(LEMON_SOURCE_DIR) / "resources" / "backend_versions.json"));
+  versions["llamacpp"]["cpu"] = "b9999";
+  std::ofstream(fs::path(env_.cache_dir()) / "backend_versions.json") << versions.dump();
+  json outdated = cpu_state();
+  EXPECT_EQ(outdated["state"], "update_required") << outdated.dump();
+  EXPECT_EQ(outdated["version"], kTag);
+}
+
 }  // namespace
 }  // namespace lemon::testing

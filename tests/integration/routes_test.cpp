@@ -440,19 +440,21 @@ TEST_F(RoutesTest, SystemInfoDescribesTheMachineAndTheBackends) {
             "LEMONADE_RYZENAILLM_NPU_BIN");
   for (const auto& [recipe, entry] : j["recipes"].items()) {
     for (const auto& [backend, b] : entry["backends"].items()) {
-      EXPECT_TRUE(b["state"] == "installed" || b["state"] == "not_installed" ||
-                  b["state"] == "unsupported")
+      EXPECT_TRUE(b["state"] == "installed" || b["state"] == "installable" ||
+                  b["state"] == "update_required" || b["state"] == "unsupported")
           << recipe << "/" << backend << ": " << b.dump();
     }
   }
 }
 
-TEST_F(RoutesTest, SystemInfoSaysNotInstalledWhenTheBinaryIsMissing) {
+TEST_F(RoutesTest, SystemInfoSaysInstallableWhenTheBinaryIsMissing) {
   const std::string missing = env_.root() + "/no-such-llama-server";
   ASSERT_NO_FATAL_FAILURE(start_router({}, {{"LEMONADE_LLAMACPP_CPU_BIN", missing}}));
   auto j = http_get(port(), "/api/v1/system-info").json();
   const auto& cpu = j["recipes"]["llamacpp"]["backends"]["cpu"];
-  EXPECT_EQ(cpu["state"], "not_installed") << cpu.dump();
+  EXPECT_EQ(cpu["state"], "installable") << cpu.dump();
+  EXPECT_EQ(cpu["action"], "lemonade-server recipes --install llamacpp:cpu") << cpu.dump();
+  EXPECT_EQ(cpu["version"], "b8175") << cpu.dump();  // resources/backend_versions.json's pin
   EXPECT_NE(cpu.value("message", "").find("LEMONADE_LLAMACPP_CPU_BIN"), std::string::npos)
       << cpu.dump();
 }
