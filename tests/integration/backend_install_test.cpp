@@ -276,5 +276,109 @@ TEST_F(BackendInstallTest, SystemInfoFollowsTheInstall) {
   EXPECT_EQ(outdated["version"], kTag);
 }
 
+TEST_F(BackendInstallTest, TwoInstallsShareOneDownload) {
+  const std::string asset_path = std::string("ggml-org/llama.cpp/") + kTag + "/" + kAsset;
+  hub_.set_knobs({{{"path", asset_path}, {"stall_after_bytes", 1000}}});
+  ASSERT_NO_FATAL_FAILURE(start());
+  const std::string body =
+      json{{"recipe", "llamacpp"}, {"backend", "cpu"}, {"stream", true}}.dump();
+  SseStream first(port(), "/api/v1/install", body);
+  ASSERT_TRUE(hub_.wait_stalled(asset_path));
+  SseStream second(port(), "/api/v1/install", body);
+  ASSERT_TRUE(second.read_head());
+  hub_.set_knobs(json::array());
+  ASSERT_TRUE(first.read_head());
+  auto a = first.rest();
+  auto b = second.rest();
+  ASSERT_FALSE(a.empty());
+  ASSERT_FALSE(b.empty());
+  EXPECT_EQ(a.back().event, "complete");
+  EXPECT_EQ(b.back().event, "complete");
+  EXPECT_EQ(asset_requests(), 1);
+}
+
+TEST_F(BackendInstallTest, UninstallUnloadsTheModelsThatUseIt) {
+  env_.add_llm("a");
+  ASSERT_NO_FATAL_FAILURE(start());
+  ASSERT_EQ(install().status, 200);
+  load_ok("user.a");
+  HttpReply r =
+      http_post(port(), "/api/v1/uninstall", json{{"recipe", "llamacpp"}, {"backend", "cpu"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_TRUE(loaded_names(health(port())).empty());
+  EXPECT_FALSE(fs::exists(install_dir()));
+}
+
+TEST_F(BackendInstallTest, ReleaseServerFaultsAreTypedOrRecovered) {
+  ASSERT_NO_FATAL_FAILURE(start());
+  const std::string asset_path = std::string("ggml-org/llama.cpp/") + kTag + "/" + kAsset;
+  // A 404 from the release server.
+  hub_.set_knobs({{{"path", asset_path}, {"status", 404}}});
+  HttpReply missing = install();
+  EXPECT_EQ(missing.status, 404) << missing.body;
+  EXPECT_EQ(missing.json()["error"]["code"], "remote_not_found");
+  // A connection dropped mid-file: resumed, and the install succeeds.
+  hub_.set_knobs({{{"path", asset_path}, {"drop_after_bytes", 2000}, {"times", 1}}});
+  hub_.clear_log();
+  HttpReply dropped = install();
+  ASSERT_EQ(dropped.status, 200) << dropped.body;
+  auto log = hub_.log();
+  ASSERT_EQ(asset_requests(), 2) << log.dump();
+  EXPECT_EQ(log.back()["range"], "bytes=2000-");
+  // A truncated archive (the server sends what it has: half a file).
+  ASSERT_EQ(http_post(port(), "/api/v1/uninstall", json{{"recipe", "llamacpp"}, {"backend", "cpu"}})
+                .status,
+            200);
+  std::string whole = read_text(release_path(kTag));
+  std::ofstream(release_path(kTag), std::ios::binary | std::ios::trunc)
+      << whole.substr(0, whole.size() / 2);
+  HttpReply truncated = install();
+  EXPECT_EQ(truncated.status, 502) << truncated.body;
+  EXPECT_EQ(truncated.json()["error"]["code"], "invalid_archive");
+  EXPECT_FALSE(fs::exists(install_dir()));
+}
+
+TEST_F(BackendInstallTest, AKillDuringAnUpgradeLeavesOneWholeInstall) {
+  ASSERT_NO_FATAL_FAILURE(start());
+  ASSERT_EQ(install().status, 200);
+  // A large new release, so that unpacking takes a while.
+  std::string big(48u << 20, '\0');
+  for (std::size_t i = 0; i < big.size(); i += 64) {
+    big[i] = static_cast<char>(i >> 6);
+  }
+  write_release(release_path("b9999"), {{"build/bin/ggml-weights.bin", big, 0644}});
+  json versions =
+      json::parse(read_text(fs::path(LEMON_SOURCE_DIR) / "resources" / "backend_versions.json"));
+  versions["llamacpp"]["cpu"] = "b9999";
+  std::ofstream(fs::path(env_.cache_dir()) / "backend_versions.json") << versions.dump();
+  SseStream s(port(), "/api/v1/install",
+              json{{"recipe", "llamacpp"}, {"backend", "cpu"}, {"stream", true}}.dump());
+  // Kill the router as soon as it starts unpacking (or later: either way the
+  // folder must hold one whole install).
+  ASSERT_TRUE(eventually(
+      [&] {
+        std::error_code ec;
+        for (const auto& e : fs::directory_iterator(install_dir().parent_path(), ec)) {
+          if (e.path().filename().string().starts_with(".cpu.staging-")) {
+            return true;
+          }
+        }
+        return fs::exists(install_dir() / "build" / "bin" / "ggml-weights.bin");
+      },
+      kWait));
+  EXPECT_TRUE(router().kill_and_reap().empty());
+  const std::string version = read_text(install_dir() / "version.txt");
+  EXPECT_TRUE(version == kTag || version == "b9999") << version;
+  EXPECT_TRUE(fs::exists(install_dir() / "build" / "bin" / "llama-server"));
+  EXPECT_EQ(version == "b9999", fs::exists(install_dir() / "build" / "bin" / "ggml-weights.bin"));
+  // The next install finishes the upgrade and clears the leftovers.
+  ASSERT_NO_FATAL_FAILURE(start());
+  ASSERT_EQ(install().status, 200);
+  EXPECT_EQ(read_text(install_dir() / "version.txt"), "b9999");
+  for (const auto& e : fs::directory_iterator(install_dir().parent_path())) {
+    EXPECT_EQ(e.path().filename(), "cpu") << e.path();
+  }
+}
+
 }  // namespace
 }  // namespace lemon::testing
