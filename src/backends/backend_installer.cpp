@@ -19,6 +19,7 @@
 #include "lemon/core/atomic_file.h"
 #include "lemon/core/log.h"
 #include "lemon/download/archive.h"
+#include "lemon/download/disk_space.h"
 
 extern char** environ;
 
@@ -313,6 +314,13 @@ Status BackendInstaller::run_install(const BackendRelease& r, download::TaskCont
       cancelled);
   if (!fetched.ok()) {
     return fetched;
+  }
+  // Unpacked, the release takes a few times the archive's size.
+  std::error_code size_ec;
+  const auto archive_bytes = fs::file_size(request.final_path, size_ec);
+  if (Status space = download::check_free_space(bin, size_ec ? 0 : archive_bytes * 4);
+      !space.ok()) {
+    return space;
   }
   Status unpacked = download::extract_archive(request.final_path, staging, cancelled);
   fs::remove(request.final_path, ec);  // a bad archive is fetched anew next time

@@ -140,10 +140,8 @@ std::optional<std::string> LlamaCppServer::upstream_path(ApiRoute route) const {
 
 std::vector<std::pair<std::string, std::string>> LlamaCppServer::child_env(
     const std::string& executable) const {
-  if (backend() != "rocm") {
-    return {};
-  }
-  // ROCm builds ship their runtime libraries next to the binary.
+  // Release builds ship their shared libraries (libllama, libggml-*, the
+  // ROCm runtime) next to the binary; only the child is told where.
   std::string dir = std::filesystem::path(executable).parent_path().string();
   const char* existing = std::getenv("LD_LIBRARY_PATH");
   return {

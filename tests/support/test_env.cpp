@@ -113,6 +113,10 @@ std::map<std::string, std::string> TestEnv::router_env() const {
       {"LEMONADE_WHISPERCPP_CPU_BIN", fake_bin("whisper-server")},
       {"LEMONADE_RYZENAILLM_NPU_BIN", fake_bin("ryzenai-server")},
       {"LEMONADE_SDCPP_CPU_BIN", fake_bin("sd-server")},
+      // Never the real hub or GitHub: a closed loopback port unless a test
+      // points these at its fake.
+      {"HF_ENDPOINT", "http://127.0.0.1:9"},
+      {"LEMONADE_RELEASES_URL", "http://127.0.0.1:9"},
   };
 }
 

@@ -57,7 +57,9 @@ class TestEnv {
   void write_recipe_options(const nlohmann::json& options);
 
   // The router's whole environment: PATH without the fakes, HOME, the cache
-  // dirs and every LEMONADE_*_BIN pointing at a fake.
+  // dirs, every LEMONADE_*_BIN pointing at a fake, and HF_ENDPOINT and
+  // LEMONADE_RELEASES_URL at a closed loopback port (no test reaches the
+  // internet).
   std::map<std::string, std::string> router_env() const;
 
  private:

@@ -97,8 +97,9 @@ class ApiServer {
   void handle_install(Request& r, ResponseWriter& w);
   void handle_uninstall(Request& r, ResponseWriter& w);
   // Installs the backend `model` needs with `request_options` when it has no
-  // executable (auto-load, /load), following `hooks`. OK when there is
-  // nothing this can install.
+  // executable (auto-load, /load), following `hooks`. kUnsupportedOperation
+  // when this is not for the installer: no Linux release, or the user set
+  // LEMONADE_<RECIPE>_<BACKEND>_BIN (the load's own error is then reported).
   Status install_backend_for(std::string_view model, const RecipeOptions& request_options,
                              const WaitHooks& hooks);
 
