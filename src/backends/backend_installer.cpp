@@ -21,8 +21,6 @@
 #include "lemon/download/archive.h"
 #include "lemon/download/disk_space.h"
 
-extern char** environ;
-
 namespace lemon {
 
 namespace fs = std::filesystem;
@@ -68,6 +66,7 @@ Status check_runs(const fs::path& exe) {
   }
   env_strings.push_back("LD_LIBRARY_PATH=" + exe.parent_path().string());
   std::vector<char*> envp;
+  envp.reserve(env_strings.size() + 1);
   for (auto& s : env_strings) {
     envp.push_back(s.data());
   }

@@ -114,7 +114,8 @@ std::vector<Gpu> gpu_list() {
                : vendor == "0x10de" ? "nvidia"
                : vendor == "0x8086" ? "intel"
                                     : "other";
-    g.pci_id = vendor + ":" + device;
+    g.pci_id = vendor;
+    g.pci_id.append(":").append(device);
     std::string vram = read_first_line(entry.path() / "device" / "mem_info_vram_total");
     if (!vram.empty()) {
       g.vram_gb = std::strtod(vram.c_str(), nullptr) / (1024.0 * 1024.0 * 1024.0);
