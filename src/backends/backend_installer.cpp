@@ -228,16 +228,19 @@ Result<download::SharedTasks::Follower> BackendInstaller::install(std::string_vi
     return std::move(rel).error();
   }
   std::string key = std::string(recipe) + ":" + std::string(backend);
-  return tasks_.run_or_join(key, [this, r = *rel](download::TaskContext& ctx) {
-    ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);  // background work
-    Status result = run_install(r, ctx);
-    if (!result.ok()) {
-      logger("backends")
-          ->info("install {}:{} ended: {}: {}", r.recipe, r.backend,
-                 error_code_name(result.error().code()), result.error().message());
-    }
-    return result;
-  });
+  return tasks_.run_or_join(
+      key,
+      [this, r = *rel](download::TaskContext& ctx) {
+        ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);  // background work
+        return run_install(r, ctx);
+      },
+      [r = *rel](const Status& result) {
+        if (!result.ok()) {
+          logger("backends")
+              ->info("install {}:{} ended: {}: {}", r.recipe, r.backend,
+                     error_code_name(result.error().code()), result.error().message());
+        }
+      });
 }
 
 Status BackendInstaller::wait(download::SharedTasks::Follower& f,

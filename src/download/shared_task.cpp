@@ -99,14 +99,23 @@ SharedTasks::~SharedTasks() {
   }
 }
 
-SharedTasks::Follower SharedTasks::run_or_join(const std::string& key, TaskFn fn) {
+SharedTasks::Follower SharedTasks::run_or_join(const std::string& key, TaskFn fn, EndFn on_end) {
   Follower f;
   std::lock_guard lock(mu_);
+  std::shared_ptr<Task> previous;  // a task for `key` that is being cancelled
   if (auto it = running_.find(key); it != running_.end()) {
-    std::lock_guard task_lock(it->second->mu);
-    ++it->second->followers;
-    f.task_ = it->second;
-    return f;
+    {
+      // Under the task's lock, as leave() raises `cancel` under it.
+      std::lock_guard task_lock(it->second->mu);
+      if (!it->second->cancel) {
+        ++it->second->followers;
+        f.task_ = it->second;
+        return f;
+      }
+    }
+    // Everyone left it and it is winding down: a new caller gets a new task,
+    // which starts once the old one has ended (never two at once).
+    previous = it->second;
   }
   auto task = std::make_shared<Task>();
   task->followers = 1;
@@ -126,7 +135,11 @@ SharedTasks::Follower SharedTasks::run_or_join(const std::string& key, TaskFn fn
       ++it;
     }
   }
-  auto body = [this, key, task, fn = std::move(fn)] {
+  auto body = [this, key, task, previous, fn = std::move(fn), on_end = std::move(on_end)] {
+    if (previous) {
+      std::unique_lock prev_lock(previous->mu);
+      previous->cv.wait(prev_lock, [&] { return previous->result.has_value(); });
+    }
     Status result;
     try {
       result = fn(*task);
@@ -140,6 +153,9 @@ SharedTasks::Follower SharedTasks::run_or_join(const std::string& key, TaskFn fn
       if (auto it = running_.find(key); it != running_.end() && it->second == task) {
         running_.erase(it);
       }
+    }
+    if (on_end) {
+      on_end(result);  // after the task left the map: running(key) is false
     }
     {
       std::lock_guard task_lock(task->mu);

@@ -75,18 +75,21 @@ Result<ModelStore::Download> ModelStore::download(std::string_view name) {
     return Error(ErrorCode::kModelNotFound, "model '" + std::string(name) + "' not found", "model");
   }
   std::string key(name);
-  return tasks_.run_or_join(key, [this, key](download::TaskContext& ctx) {
-    // A download is background work: its threads (this one, and the hashing
-    // thread it starts, which inherits the value) yield the CPU to request
-    // threads, so /health stays fast on a small machine.
-    ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);
-    Status result = run_pull(key, ctx);
-    if (!result.ok()) {
-      logger("models")->info("pull {} ended: {}: {}", key, error_code_name(result.error().code()),
-                             result.error().message());
-    }
-    return result;
-  });
+  return tasks_.run_or_join(
+      key,
+      [this, key](download::TaskContext& ctx) {
+        // A download is background work: its threads (this one, and the
+        // hashing thread it starts, which inherits the value) yield the CPU
+        // to request threads, so /health stays fast on a small machine.
+        ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);
+        return run_pull(key, ctx);
+      },
+      [key](const Status& result) {
+        if (!result.ok()) {
+          logger("models")->info("pull {} ended: {}: {}", key,
+                                 error_code_name(result.error().code()), result.error().message());
+        }
+      });
 }
 
 Status ModelStore::wait(Download& d, const DownloadWait& wait) const {

@@ -123,6 +123,59 @@ TEST(DownloadSharedTasks, CancelRaisedWhenLastFollowerLeaves) {
   EXPECT_TRUE(saw_cancel.load());
 }
 
+TEST(DownloadSharedTasks, ACallerDuringCancellationGetsAFreshTaskAfterTheOldEnds) {
+  SharedTasks tasks;
+  Gate old_cancelled;  // the old task saw its cancel flag
+  Gate release_old;    // lets the old task finish winding down
+  std::atomic<int> runs{0};
+  std::atomic<bool> overlapped{false};
+  std::atomic<bool> old_running{false};
+  auto old_fn = [&](TaskContext& ctx) -> Status {
+    ++runs;
+    old_running = true;
+    while (!ctx.cancelled()) {
+      std::this_thread::yield();
+    }
+    old_cancelled.open();
+    release_old.wait(10s);
+    old_running = false;
+    return Error(ErrorCode::kCancelled, "cancelled");
+  };
+  { auto first = tasks.run_or_join("k", old_fn); }  // the only follower leaves: cancel
+  ASSERT_TRUE(old_cancelled.wait());
+  auto second = tasks.run_or_join("k", [&](TaskContext&) -> Status {
+    ++runs;
+    overlapped = old_running.load();
+    return ok_status();
+  });
+  EXPECT_TRUE(second.started()) << "a task being cancelled is not joined";
+  EXPECT_FALSE(second.result().has_value());
+  release_old.open();
+  auto result = wait_result(second);
+  ASSERT_TRUE(result.has_value());
+  EXPECT_TRUE(result->ok());
+  EXPECT_FALSE(overlapped) << "the new task started before the old one ended";
+  EXPECT_EQ(runs, 2);
+}
+
+TEST(DownloadSharedTasks, TheEndHookRunsOnceTheTaskNoLongerCounts) {
+  SharedTasks tasks;
+  std::atomic<bool> running_in_hook{true};
+  Gate hook_ran;
+  auto f = tasks.run_or_join(
+      "k", [](TaskContext&) -> Status { return Error(ErrorCode::kNetworkError, "down"); },
+      [&](const Status& s) {
+        running_in_hook = tasks.running("k");
+        EXPECT_EQ(s.error().code(), ErrorCode::kNetworkError);
+        hook_ran.open();
+      });
+  ASSERT_TRUE(hook_ran.wait());
+  EXPECT_FALSE(running_in_hook);
+  auto result = wait_result(f);
+  ASSERT_TRUE(result.has_value());
+  EXPECT_EQ(result->error().code(), ErrorCode::kNetworkError);
+}
+
 TEST(DownloadSharedTasks, PinnedTaskIsNotCancelled) {
   SharedTasks tasks;
   Gate entered;

@@ -51,6 +51,9 @@ class TaskContext {
 };
 
 using TaskFn = std::function<Status(TaskContext&)>;
+// Called with a task's result once it no longer counts as running, before
+// its followers see the result (for logs that tests may wait on).
+using EndFn = std::function<void(const Status&)>;
 
 class SharedTasks {
   struct Task;
@@ -87,8 +90,10 @@ class SharedTasks {
   SharedTasks(const SharedTasks&) = delete;
   SharedTasks& operator=(const SharedTasks&) = delete;
 
-  // Follows the running task for `key`, or starts `fn` as a new one.
-  Follower run_or_join(const std::string& key, TaskFn fn);
+  // Follows the running task for `key`, or starts `fn` as a new one. A task
+  // whose followers all left (cancel raised) is not joined: the new task
+  // starts once it has ended.
+  Follower run_or_join(const std::string& key, TaskFn fn, EndFn on_end = {});
   // True while a task for `key` runs.
   bool running(const std::string& key) const;
 
