@@ -1,6 +1,8 @@
 // Inference routes. Each handler only checks its body; forward_inference()
 // does the rest for every route alike: model lookup and type check (before
 // anything loads), acquire (auto-load, keepalives, cancellation), forward.
+#include <optional>
+
 #include "lemon/http/api_server.h"
 #include "lemon/http/embedding_format.h"
 #include "lemon/http/error_response.h"
@@ -120,35 +122,20 @@ void ApiServer::forward_inference(InferenceRequest& req, ResponseWriter& w) {
   }
   // The router checks the model's type (before loading anything) and leases
   // a loaded model without touching the catalogue.
-  auto lease = router_.acquire(req.model, hooks, model_type_for_route(req.route));
-  if (!lease.ok() && lease.error().code() == ErrorCode::kModelFilesMissing) {
-    // Registered but not on disk: download it (streams keep their ": loading"
-    // comments meanwhile), then load it.
-    if (Status fetched = download_if_missing(req.model, hooks); !fetched.ok()) {
-      if (fetched.error().code() != ErrorCode::kCancelled) {
-        write_error(w, fetched.error());
-      }
-      return;
+  std::optional<Lease> lease;
+  Status got = fetch_missing_and_retry(req.model, RecipeOptions{}, hooks, [&]() -> Status {
+    auto acquired = router_.acquire(req.model, hooks, model_type_for_route(req.route));
+    if (!acquired.ok()) {
+      return std::move(acquired).error();
     }
-    lease = router_.acquire(req.model, hooks, model_type_for_route(req.route));
-  }
-  if (!lease.ok() && lease.error().code() == ErrorCode::kBackendBinaryMissing) {
-    // Its backend is not installed: install it (same keepalives), then load.
-    Status installed = install_backend_for(req.model, RecipeOptions{}, hooks);
-    if (installed.ok()) {
-      lease = router_.acquire(req.model, hooks, model_type_for_route(req.route));
-    } else if (installed.error().code() != ErrorCode::kUnsupportedOperation) {
-      if (installed.error().code() != ErrorCode::kCancelled) {
-        write_error(w, installed.error());
-      }
-      return;
-    }
-  }
-  if (!lease.ok()) {
-    if (lease.error().code() == ErrorCode::kModelNotFound) {
+    lease.emplace(std::move(acquired).value());
+    return ok_status();
+  });
+  if (!got.ok()) {
+    if (got.error().code() == ErrorCode::kModelNotFound) {
       write_error(w, model_not_found(req.model));
-    } else if (lease.error().code() != ErrorCode::kCancelled) {
-      write_error(w, lease.error());
+    } else if (got.error().code() != ErrorCode::kCancelled) {
+      write_error(w, got.error());
     }
     return;
   }

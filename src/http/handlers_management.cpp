@@ -106,29 +106,10 @@ void ApiServer::handle_load(Request& r, ResponseWriter& w) {
   }
   WaitHooks hooks;
   hooks.cancelled = [&w] { return !w.client_connected(); };
-  Status loaded = router_.load(name, *options, hooks);
-  if (!loaded.ok() && loaded.error().code() == ErrorCode::kModelFilesMissing) {
-    // Registered but not on disk: download it first (Lemonade does too).
-    if (Status fetched = download_if_missing(name, hooks); !fetched.ok()) {
-      if (fetched.error().code() != ErrorCode::kCancelled) {
-        write_error(w, fetched.error());
-      }
-      return;
-    }
-    loaded = router_.load(name, *options, hooks);
-  }
-  if (!loaded.ok() && loaded.error().code() == ErrorCode::kBackendBinaryMissing) {
-    // Its backend is not installed: install it first (Lemonade does too).
-    Status installed = install_backend_for(name, *options, hooks);
-    if (installed.ok()) {
-      loaded = router_.load(name, *options, hooks);
-    } else if (installed.error().code() != ErrorCode::kUnsupportedOperation) {
-      if (installed.error().code() != ErrorCode::kCancelled) {
-        write_error(w, installed.error());
-      }
-      return;
-    }
-  }
+  // Registered but not on disk, or its backend not installed: download or
+  // install first (Lemonade does too), then load.
+  Status loaded = fetch_missing_and_retry(name, *options, hooks,
+                                          [&] { return router_.load(name, *options, hooks); });
   if (!loaded.ok()) {
     if (loaded.error().code() != ErrorCode::kCancelled) {
       write_error(w, loaded.error());

@@ -195,4 +195,26 @@ Status ApiServer::download_if_missing(std::string_view model, const WaitHooks& h
   return store_.ensure_downloaded(model, wait);
 }
 
+Status ApiServer::fetch_missing_and_retry(std::string_view model,
+                                          const RecipeOptions& request_options,
+                                          const WaitHooks& hooks,
+                                          const std::function<Status()>& attempt) {
+  Status result = attempt();
+  if (!result.ok() && result.error().code() == ErrorCode::kModelFilesMissing) {
+    if (Status fetched = download_if_missing(model, hooks); !fetched.ok()) {
+      return fetched;
+    }
+    result = attempt();
+  }
+  if (!result.ok() && result.error().code() == ErrorCode::kBackendBinaryMissing) {
+    Status installed = install_backend_for(model, request_options, hooks);
+    if (installed.ok()) {
+      result = attempt();
+    } else if (installed.error().code() != ErrorCode::kUnsupportedOperation) {
+      return installed;  // kUnsupportedOperation: the load's own error says more
+    }
+  }
+  return result;
+}
+
 }  // namespace lemon::http

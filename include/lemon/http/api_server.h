@@ -92,6 +92,11 @@ class ApiServer {
   // /load), following `hooks` (cancellation, keepalive ticks). OK when there
   // is nothing to download.
   Status download_if_missing(std::string_view model, const WaitHooks& hooks);
+  // Runs `attempt` (an acquire or a load); when it fails because the model's
+  // files or its backend are missing, downloads or installs them and runs it
+  // again. The one place auto-load gets what a model needs.
+  Status fetch_missing_and_retry(std::string_view model, const RecipeOptions& request_options,
+                                 const WaitHooks& hooks, const std::function<Status()>& attempt);
 
   // Backends (handlers_backends.cpp).
   void handle_install(Request& r, ResponseWriter& w);
