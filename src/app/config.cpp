@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "lemon/app/router_options.h"
 #include "lemon/core/log.h"
 
 namespace lemon {
@@ -65,109 +66,122 @@ std::chrono::milliseconds seconds_to_ms(double s) {
 
 }  // namespace
 
-ParsedConfig parse_config(int argc, const char* const* argv) {
-  ParsedConfig parsed;
-  Config& c = parsed.config;
-  RecipeOptions defaults = RecipeOptions::defaults();
+RouterOptionValues RouterOptionValues::defaults() {
+  RecipeOptions d = RecipeOptions::defaults();
+  RouterOptionValues v;
+  v.ctx_size = d.ctx_size();
+  v.llamacpp = d.string_value("llamacpp_backend");
+  v.sdcpp = d.string_value("sd-cpp_backend");
+  v.whispercpp = d.string_value("whispercpp_backend");
+  v.steps = d.raw().value("steps", 20);
+  v.cfg_scale = d.raw().value("cfg_scale", 7.0);
+  v.width = d.raw().value("width", 512);
+  v.height = d.raw().value("height", 512);
+  return v;
+}
 
-  std::vector<std::string> max_models = {"1"};
-  int ctx_size = defaults.ctx_size();
-  std::string llamacpp = defaults.string_value("llamacpp_backend");
-  std::string llamacpp_args;
-  std::string sdcpp = defaults.string_value("sd-cpp_backend");
-  std::string whispercpp = defaults.string_value("whispercpp_backend");
-  int steps = defaults.raw().value("steps", 20);
-  double cfg_scale = defaults.raw().value("cfg_scale", 7.0);
-  int width = defaults.raw().value("width", 512);
-  int height = defaults.raw().value("height", 512);
-  double load_timeout_s = 600.0;
-  double stop_grace_s = 5.0;
-  double max_body_mb = 64.0;
+void add_load_options(CLI::App& app, RouterOptionValues& v) {
+  app.add_option("--ctx-size", v.ctx_size, "Default context size")
+      ->envname("LEMONADE_CTX_SIZE")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--llamacpp", v.llamacpp, "llama.cpp backend: vulkan, rocm, metal or cpu")
+      ->envname("LEMONADE_LLAMACPP")
+      ->check(CLI::IsMember(valid_llamacpp_backends()))
+      ->capture_default_str();
+  app.add_option("--llamacpp-args", v.llamacpp_args, "Extra llama-server arguments")
+      ->envname("LEMONADE_LLAMACPP_ARGS");
+  app.add_option("--sdcpp", v.sdcpp, "stable-diffusion.cpp backend: cpu or rocm")
+      ->envname("LEMONADE_SDCPP")
+      ->check(CLI::IsMember(valid_sdcpp_backends()))
+      ->capture_default_str();
+  app.add_option("--whispercpp", v.whispercpp, "whisper.cpp backend: cpu, npu or vulkan")
+      ->envname("LEMONADE_WHISPERCPP")
+      ->check(CLI::IsMember(valid_whispercpp_backends()))
+      ->capture_default_str();
+  app.add_option("--steps", v.steps, "Image generation steps")
+      ->envname("LEMONADE_STEPS")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--cfg-scale", v.cfg_scale, "Image generation CFG scale")
+      ->envname("LEMONADE_CFG_SCALE")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--width", v.width, "Image width")
+      ->envname("LEMONADE_WIDTH")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--height", v.height, "Image height")
+      ->envname("LEMONADE_HEIGHT")
+      ->check(CLI::PositiveNumber);
+}
 
-  CLI::App app("lemonade-router: serves local AI models behind one OpenAI-compatible API",
-               "lemonade-router");
-  app.set_version_flag("-v,--version", std::string("lemonade-router ") + LEMON_ROUTER_VERSION +
-                                           " (Lemonade API " + LEMON_API_VERSION + ")");
-  app.add_option("--host", c.host, "Address to listen on (localhost = 127.0.0.1 and ::1)")
+void add_router_options(CLI::App& app, RouterOptionValues& v) {
+  add_load_options(app, v);
+  app.add_option("--host", v.host, "Address to listen on (localhost = 127.0.0.1 and ::1)")
       ->envname("LEMONADE_HOST")
       ->capture_default_str();
-  app.add_option("--port", c.port, "Port to listen on")
+  app.add_option("--port", v.port, "Port to listen on")
       ->envname("LEMONADE_PORT")
       ->check(CLI::Range(0, 65535))
       ->capture_default_str();
-  app.add_option("--log-level", c.log_level, "critical, error, warning, info, debug or trace")
+  app.add_option("--log-level", v.log_level, "critical, error, warning, info, debug or trace")
       ->envname("LEMONADE_LOG_LEVEL")
       ->check(CLI::IsMember({"critical", "error", "warning", "info", "debug", "trace"}))
       ->capture_default_str();
-  app.add_option("--max-loaded-models", max_models,
+  app.add_option("--max-loaded-models", v.max_models,
                  "Models per type: N for every type, or LLM [EMBEDDING [RERANKING [AUDIO "
                  "[IMAGE]]]]; -1 = unlimited")
       ->envname("LEMONADE_MAX_LOADED_MODELS")
       ->expected(1, 5)
       ->allow_extra_args(false);
-  app.add_option("--ctx-size", ctx_size, "Default context size")
-      ->envname("LEMONADE_CTX_SIZE")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  app.add_option("--llamacpp", llamacpp, "llama.cpp backend: vulkan, rocm, metal or cpu")
-      ->envname("LEMONADE_LLAMACPP")
-      ->check(CLI::IsMember(valid_llamacpp_backends()))
-      ->capture_default_str();
-  app.add_option("--llamacpp-args", llamacpp_args, "Extra llama-server arguments")
-      ->envname("LEMONADE_LLAMACPP_ARGS");
-  app.add_option("--sdcpp", sdcpp, "stable-diffusion.cpp backend: cpu or rocm")
-      ->envname("LEMONADE_SDCPP")
-      ->check(CLI::IsMember(valid_sdcpp_backends()))
-      ->capture_default_str();
-  app.add_option("--whispercpp", whispercpp, "whisper.cpp backend: cpu, npu or vulkan")
-      ->envname("LEMONADE_WHISPERCPP")
-      ->check(CLI::IsMember(valid_whispercpp_backends()))
-      ->capture_default_str();
-  app.add_option("--steps", steps, "Image generation steps")
-      ->envname("LEMONADE_STEPS")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--cfg-scale", cfg_scale, "Image generation CFG scale")
-      ->envname("LEMONADE_CFG_SCALE")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option("--width", width, "Image width")
-      ->envname("LEMONADE_WIDTH")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--height", height, "Image height")
-      ->envname("LEMONADE_HEIGHT")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--extra-models-dir", c.extra_models_dir, "Directory of extra GGUF models")
+  app.add_option("--extra-models-dir", v.extra_models_dir, "Directory of extra GGUF models")
       ->envname("LEMONADE_EXTRA_MODELS_DIR");
-  app.add_option("--load-timeout", load_timeout_s, "Seconds a backend may take to become ready")
+  app.add_option("--load-timeout", v.load_timeout_s, "Seconds a backend may take to become ready")
       ->envname("LEMONADE_LOAD_TIMEOUT")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--stop-grace", stop_grace_s, "Seconds between SIGTERM and SIGKILL")
+  app.add_option("--stop-grace", v.stop_grace_s, "Seconds between SIGTERM and SIGKILL")
       ->envname("LEMONADE_STOP_GRACE")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  app.add_flag("--no-broadcast", c.no_broadcast,
+  app.add_flag("--no-broadcast", v.no_broadcast,
                "Accepted for compatibility: lemonade-router never broadcasts")
       ->envname("LEMONADE_NO_BROADCAST");
-  app.add_option("--max-body-size", max_body_mb, "Largest request body in MiB")
+  app.add_option("--max-body-size", v.max_body_mb, "Largest request body in MiB")
       ->envname("LEMONADE_MAX_BODY_SIZE")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  app.add_option("--max-connections", c.max_connections,
+  app.add_option("--max-connections", v.max_connections,
                  "Concurrent client connections (one thread each)")
       ->envname("LEMONADE_MAX_CONNECTIONS")
       ->check(CLI::Range(16, 65536))
       ->capture_default_str();
 
-  app.add_option("--api-key", c.api_key,
+  app.add_option("--api-key", v.api_key,
                  "Require 'Authorization: Bearer <key>' on every route but /live")
       ->envname("LEMONADE_API_KEY");
-  app.add_flag("--health-without-auth", c.health_without_auth,
+  app.add_flag("--health-without-auth", v.health_without_auth,
                "Let /health answer without the API key")
       ->envname("LEMONADE_HEALTH_WITHOUT_AUTH");
-  std::string cors;
-  app.add_option("--cors-origins", cors,
+  app.add_option("--cors-origins", v.cors,
                  "Comma-separated origins allowed to call the API from a browser ('*' for any)")
       ->envname("LEMONADE_CORS_ORIGINS");
+
+  app.add_option("--ready-fd", v.ready_fd,
+                 "Descriptor to write the listening port to, then close (for launchers)")
+      ->check(CLI::NonNegativeNumber)
+      ->group("");
+}
+
+ParsedConfig parse_config(int argc, const char* const* argv) {
+  ParsedConfig parsed;
+  Config& c = parsed.config;
+  RecipeOptions defaults = RecipeOptions::defaults();
+  RouterOptionValues v = RouterOptionValues::defaults();
+
+  CLI::App app("lemonade-router: serves local AI models behind one OpenAI-compatible API",
+               "lemonade-router");
+  app.set_version_flag("-v,--version", std::string("lemonade-router ") + LEMON_ROUTER_VERSION +
+                                           " (Lemonade API " + LEMON_API_VERSION + ")");
+  add_router_options(app, v);
 
   try {
     app.parse(argc, argv);
@@ -190,7 +204,7 @@ ParsedConfig parse_config(int argc, const char* const* argv) {
   }
 
   std::string joined;
-  for (const auto& m : max_models) {
+  for (const auto& m : v.max_models) {
     joined += m + " ";
   }
   auto limits = SlotLimits::parse(joined);
@@ -199,24 +213,24 @@ ParsedConfig parse_config(int argc, const char* const* argv) {
   }
   c.limits = *limits;
 
-  nlohmann::json layer = {{"ctx_size", ctx_size},
-                          {"llamacpp_backend", llamacpp},
-                          {"llamacpp_args", llamacpp_args},
-                          {"sd-cpp_backend", sdcpp},
-                          {"whispercpp_backend", whispercpp},
-                          {"steps", steps},
-                          {"cfg_scale", cfg_scale},
-                          {"width", width},
-                          {"height", height}};
+  nlohmann::json layer = {{"ctx_size", v.ctx_size},
+                          {"llamacpp_backend", v.llamacpp},
+                          {"llamacpp_args", v.llamacpp_args},
+                          {"sd-cpp_backend", v.sdcpp},
+                          {"whispercpp_backend", v.whispercpp},
+                          {"steps", v.steps},
+                          {"cfg_scale", v.cfg_scale},
+                          {"width", v.width},
+                          {"height", v.height}};
   auto cli = RecipeOptions::from_json("", layer);
   if (!cli.ok()) {
     return fail(cli.error().message());
   }
   c.cli_options = cli->inherit(defaults);
-  c.load_timeout = seconds_to_ms(load_timeout_s);
-  c.stop_grace = seconds_to_ms(stop_grace_s);
-  c.max_body_bytes = static_cast<std::size_t>(max_body_mb * 1024.0 * 1024.0);
-  std::stringstream origins(cors);
+  c.load_timeout = seconds_to_ms(v.load_timeout_s);
+  c.stop_grace = seconds_to_ms(v.stop_grace_s);
+  c.max_body_bytes = static_cast<std::size_t>(v.max_body_mb * 1024.0 * 1024.0);
+  std::stringstream origins(v.cors);
   for (std::string origin; std::getline(origins, origin, ',');) {
     auto start = origin.find_first_not_of(" \t");
     auto end = origin.find_last_not_of(" \t/");
@@ -224,6 +238,15 @@ ParsedConfig parse_config(int argc, const char* const* argv) {
       c.cors_origins.push_back(origin.substr(start, end - start + 1));
     }
   }
+  c.host = v.host;
+  c.port = v.port;
+  c.log_level = v.log_level;
+  c.extra_models_dir = v.extra_models_dir;
+  c.no_broadcast = v.no_broadcast;
+  c.max_connections = v.max_connections;
+  c.api_key = v.api_key;
+  c.health_without_auth = v.health_without_auth;
+  c.ready_fd = v.ready_fd;
   c.cache_dir = default_cache_dir();
   c.hf_hub_cache = default_hf_hub_cache();
   c.resources_dir = default_resources_dir();

@@ -9,6 +9,7 @@
 #include <csignal>
 #include <cstdio>
 #include <iostream>
+#include <string>
 #include <thread>
 
 #include "lemon/app/config.h"
@@ -116,6 +117,12 @@ int main(int argc, char** argv) {
   }
   log->info("lemonade-router {} listening on http://{}:{} (models: {}, cache: {})",
             LEMON_ROUTER_VERSION, cfg.host, *port, sources.server_models_json, cfg.cache_dir);
+  if (cfg.ready_fd >= 0) {
+    // A launcher (lemonade-server) waits on this pipe instead of polling.
+    std::string ready = std::to_string(*port) + "\n";
+    [[maybe_unused]] auto written = ::write(cfg.ready_fd, ready.data(), ready.size());
+    ::close(cfg.ready_fd);
+  }
 
   // Stopping the backends breaks any stream still open, so connection
   // threads finish promptly and run() can return.

@@ -38,6 +38,8 @@ struct Config {
   std::string api_key;  // --api-key / LEMONADE_API_KEY; empty: no authentication
   bool health_without_auth = false;
   std::vector<std::string> cors_origins;  // --cors-origins; "*" only when given
+
+  int ready_fd = -1;  // --ready-fd: write "PORT\n" here once listening, then close it
 };
 
 // The outcome of parsing: a Config, or a request to exit (help/version was

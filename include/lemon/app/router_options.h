@@ -1,0 +1,56 @@
+// RouterOptionValues and add_router_options(): the daemon's command-line
+// options, registered on any CLI11 app. lemonade-router parses them into a
+// Config; lemonade-server's `serve` and `run` register the same options so
+// that their help, checks and pass-through to the router never drift apart.
+//
+// Thread-safety: plain values; register and parse on one thread.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace lemon {
+
+struct RouterOptionValues {
+  std::string host = "127.0.0.1";
+  int port = 8000;
+  std::string log_level = "info";
+  std::vector<std::string> max_models = {"1"};
+  int ctx_size = 4096;
+  std::string llamacpp;
+  std::string llamacpp_args;
+  std::string sdcpp;
+  std::string whispercpp;
+  int steps = 20;
+  double cfg_scale = 7.0;
+  int width = 512;
+  int height = 512;
+  std::string extra_models_dir;
+  double load_timeout_s = 600.0;
+  double stop_grace_s = 5.0;
+  bool no_broadcast = false;
+  double max_body_mb = 64.0;
+  int max_connections = 1024;
+  std::string api_key;
+  bool health_without_auth = false;
+  std::string cors;
+  int ready_fd = -1;
+
+  // Defaults, with the load-option defaults of RecipeOptions::defaults().
+  static RouterOptionValues defaults();
+};
+
+// Adds the options that are also per-model load options (--ctx-size,
+// --llamacpp, --llamacpp-args, --sdcpp, --whispercpp, --steps, --cfg-scale,
+// --width, --height) to `app`, bound to `values`.
+void add_load_options(CLI::App& app, RouterOptionValues& values);
+
+// Adds every router option (with its LEMONADE_* variable) to `app`, bound to
+// `values`, which must outlive the parse.
+void add_router_options(CLI::App& app, RouterOptionValues& values);
+
+}  // namespace lemon
