@@ -6,6 +6,7 @@
 #include "lemon/http/error_response.h"
 #include "lemon/http/inference_proxy.h"
 #include "lemon/http/json_request.h"
+#include "lemon/models/local_import.h"
 #include "lemon/models/user_registration.h"
 
 namespace lemon::http {
@@ -105,6 +106,27 @@ void ApiServer::handle_pull(Request& r, ResponseWriter& w) {
   auto stream = bool_field(body, "stream", false);
   if (!stream.ok()) {
     write_error(w, stream.error());
+    return;
+  }
+  if (auto local = bool_field(body, "local_import", false); !local.ok()) {
+    write_error(w, local.error());
+    return;
+  } else if (*local) {
+    // `lemonade-server pull user.X --checkpoint /folder` copied the files
+    // into the hub cache; register what is there (nothing to download).
+    auto reg = register_local_import(name, body, catalogue_.sources().hf_hub_cache);
+    if (!reg.ok()) {
+      write_error(w, reg.error());
+      return;
+    }
+    if (Status saved = catalogue_.put_user_model(reg->key, reg->entry); !saved.ok()) {
+      write_error(w, saved.error());
+      return;
+    }
+    send_json(w, 200,
+              {{"status", "success"},
+               {"model_name", name},
+               {"message", "Model imported and registered successfully"}});
     return;
   }
   if (has_registration_fields(body)) {
