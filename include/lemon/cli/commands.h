@@ -1,0 +1,64 @@
+// The lemonade-server subcommands (docs/cli.md). Each takes the parsed
+// command line and the context, prints to stdout/stderr and returns the exit
+// code: 0 success, 1 failure with one line on stderr.
+//
+// Thread-safety: run on the main thread, one command per process.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "lemon/cli/server_connection.h"
+
+namespace lemon::cli {
+
+struct CommandLine {
+  std::string command;
+  std::string model;
+  bool save_options = false;
+  bool json = false;    // list, status, recipes, ps: machine-readable output
+  bool follow = false;  // logs
+  nlohmann::json load_options = nlohmann::json::object();  // given load flags, /load's names
+  // pull
+  std::string checkpoint;
+  std::string recipe;
+  std::string mmproj;
+  bool reasoning = false;
+  bool vision = false;
+  bool embedding = false;
+  bool reranking = false;
+  // recipes
+  std::string install;
+  std::string uninstall;
+};
+
+int cmd_serve(const CommandLine& cl, CliContext& ctx);
+int cmd_status(const CommandLine& cl, CliContext& ctx);
+int cmd_stop(const CommandLine& cl, CliContext& ctx);
+int cmd_logs(const CommandLine& cl, CliContext& ctx);
+int cmd_list(const CommandLine& cl, CliContext& ctx);
+int cmd_pull(const CommandLine& cl, CliContext& ctx);
+int cmd_delete(const CommandLine& cl, CliContext& ctx);
+int cmd_load(const CommandLine& cl, CliContext& ctx);
+int cmd_unload(const CommandLine& cl, CliContext& ctx);
+int cmd_ps(const CommandLine& cl, CliContext& ctx);
+int cmd_recipes(const CommandLine& cl, CliContext& ctx);
+int cmd_run(const CommandLine& cl, CliContext& ctx);
+
+// Shared by the commands.
+// Prints "Error: <message>" on stderr and returns 1.
+int fail(const std::string& message);
+// Ctrl-C: installs a SIGINT/SIGTERM handler that sets a flag (no restart of
+// interrupted reads); interrupted() reads it, clear_interrupt() resets it.
+void catch_interrupts();
+bool interrupted();
+void clear_interrupt();
+// Streams POST `path` (pull, install) and shows a ProgressBoard on `out`
+// (bars redrawn in place when `terminal`). OK only when the stream ends with
+// a `complete` event; Ctrl-C stops it (kCancelled) and a later pull resumes.
+Status follow_progress_stream(const ServerClient& client, const std::string& path,
+                              const nlohmann::json& body, std::ostream& out, bool terminal);
+
+}  // namespace lemon::cli

@@ -1,0 +1,235 @@
+// lemonade-server's command line: Lemonade 9.4.1's subcommands and options
+// (cli_parser.cpp with LEMONADE_TRAY), plus ps, load, unload and logs, and
+// --json where output is a table. `serve` and `run` take every router option
+// (add_router_options); the ones given are passed on to the router they start.
+#include <csignal>
+#include <iostream>
+#include <set>
+
+#include <CLI/CLI.hpp>
+
+#include "lemon/app/router_options.h"
+#include "lemon/cli/cli_app.h"
+#include "lemon/cli/commands.h"
+
+namespace lemon::cli {
+namespace {
+
+// Load flags and the /load field each one sets.
+constexpr std::pair<const char*, const char*> kLoadFlags[] = {{"ctx-size", "ctx_size"},
+                                                              {"llamacpp", "llamacpp_backend"},
+                                                              {"llamacpp-args", "llamacpp_args"},
+                                                              {"sdcpp", "sd-cpp_backend"},
+                                                              {"whispercpp", "whispercpp_backend"},
+                                                              {"steps", "steps"},
+                                                              {"cfg-scale", "cfg_scale"},
+                                                              {"width", "width"},
+                                                              {"height", "height"}};
+
+// True if `--name` appears among the command-line tokens (as "--name" or
+// "--name=value"), i.e. the user gave it rather than the environment.
+bool given(const std::vector<std::string>& tokens, const std::string& name) {
+  const std::string flag = "--" + name;
+  for (const auto& t : tokens) {
+    if (t == flag || t.starts_with(flag + "=")) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The router options given on the command line, as router arguments.
+std::vector<std::string> router_args_of(const CLI::App& sub,
+                                        const std::vector<std::string>& tokens) {
+  static const std::set<std::string> kNotForRouter = {"no-tray", "save-options", "ready-fd",
+                                                      "help"};
+  std::vector<std::string> args;
+  for (const CLI::Option* opt : sub.get_options()) {
+    if (opt->get_lnames().empty()) {
+      continue;
+    }
+    const std::string& name = opt->get_lnames().front();
+    if (kNotForRouter.count(name) != 0 || !given(tokens, name)) {
+      continue;
+    }
+    if (opt->get_type_size() == 0) {  // a flag
+      args.push_back("--" + name);
+    } else if (opt->results().size() == 1) {
+      args.push_back("--" + name + "=" + opt->results().front());
+    } else {
+      args.push_back("--" + name);
+      args.insert(args.end(), opt->results().begin(), opt->results().end());
+    }
+  }
+  return args;
+}
+
+nlohmann::json load_options_of(const CLI::App& sub, const std::vector<std::string>& tokens) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [flag, field] : kLoadFlags) {
+    const CLI::Option* opt = sub.get_option_no_throw(std::string("--") + flag);
+    if (opt == nullptr || !given(tokens, flag) || opt->results().empty()) {
+      continue;
+    }
+    const std::string& raw = opt->results().front();
+    nlohmann::json number = nlohmann::json::parse(raw, nullptr, false);
+    bool numeric = std::string(field) == "ctx_size" || std::string(field) == "steps" ||
+                   std::string(field) == "cfg_scale" || std::string(field) == "width" ||
+                   std::string(field) == "height";
+    out[field] = numeric && number.is_number() ? number : nlohmann::json(raw);
+  }
+  return out;
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+  std::signal(SIGPIPE, SIG_IGN);
+  CLI::App app("lemonade-server - Lemonade Server: the command line of lemonade-router",
+               "lemonade-server");
+  app.set_version_flag("-v,--version", std::string("lemonade-server version ") +
+                                           LEMON_ROUTER_VERSION + " (Lemonade API " +
+                                           LEMON_API_VERSION + ")");
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Print help for all commands");
+
+  CommandLine cl;
+  RouterOptionValues serve_values = RouterOptionValues::defaults();
+  RouterOptionValues run_values = RouterOptionValues::defaults();
+  RouterOptionValues load_values = RouterOptionValues::defaults();
+  bool no_tray = false;
+
+  CLI::App* serve = app.add_subcommand("serve", "Start the server in this terminal");
+  add_router_options(*serve, serve_values);
+  serve->add_flag("--no-tray", no_tray, "Accepted for compatibility (there is no tray on Linux)");
+
+  CLI::App* run = app.add_subcommand(
+      "run", "Start the server if needed, pull and load a model, and chat with it");
+  run->add_option("model", cl.model, "The model to run")->required();
+  add_router_options(*run, run_values);
+  run->add_flag("--no-tray", no_tray, "Accepted for compatibility");
+  run->add_flag("--save-options", cl.save_options,
+                "Save the load options as this model's defaults");
+
+  CLI::App* list = app.add_subcommand("list", "List available models");
+  list->add_flag("--json", cl.json, "Machine-readable output");
+
+  CLI::App* pull = app.add_subcommand("pull", "Download a model");
+  pull->add_option("model", cl.model, "The model to download: a name or a JSON file")
+      ->type_name("MODEL")
+      ->required();
+  pull->add_option("--checkpoint", cl.checkpoint,
+                   "Hugging Face checkpoint (org/model:variant), or an absolute local path "
+                   "whose files are copied into the Hugging Face cache and registered")
+      ->type_name("CHECKPOINT");
+  pull->add_option("--recipe", cl.recipe, "Inference recipe (required with a local path)")
+      ->type_name("RECIPE")
+      ->check(CLI::IsMember({"llamacpp", "flm", "ryzenai-llm", "whispercpp", "sd-cpp"}));
+  pull->add_flag("--reasoning", cl.reasoning, "Mark the model as a reasoning model");
+  pull->add_flag("--vision", cl.vision, "Mark the model as a vision model");
+  pull->add_flag("--embedding", cl.embedding, "Mark the model as an embedding model");
+  pull->add_flag("--reranking", cl.reranking, "Mark the model as a reranking model");
+  pull->add_option("--mmproj", cl.mmproj, "Multimodal projector file of a GGUF vision model")
+      ->type_name("FILENAME");
+  pull->footer(
+      "Examples:\n"
+      "  lemonade-server pull Qwen3-0.6B-GGUF\n"
+      "  lemonade-server pull user.MyLlama --checkpoint "
+      "meta-llama/Llama-3.2-1B-Instruct-GGUF:Q4_K_M --recipe llamacpp\n"
+      "  lemonade-server pull user.MyModel --checkpoint /home/user/models/my-model --recipe "
+      "llamacpp");
+
+  CLI::App* del = app.add_subcommand("delete", "Delete a model");
+  del->add_option("model", cl.model, "The model to delete")->required();
+
+  CLI::App* status = app.add_subcommand("status", "Check server status");
+  status->add_flag("--json", cl.json, "Machine-readable output");
+
+  app.add_subcommand("stop", "Stop the server");
+
+  CLI::App* recipes = app.add_subcommand("recipes", "List and manage execution backends");
+  recipes->add_option("--install", cl.install,
+                      "Install or update a backend (format: recipe:backend)");
+  recipes->add_option("--uninstall", cl.uninstall, "Uninstall a backend (format: recipe:backend)");
+  recipes->add_flag("--json", cl.json, "Machine-readable output");
+
+  CLI::App* ps = app.add_subcommand("ps", "Show the loaded models");
+  ps->add_flag("--json", cl.json, "Machine-readable output");
+
+  CLI::App* load = app.add_subcommand("load", "Load a model");
+  load->add_option("model", cl.model, "The model to load")->required();
+  add_load_options(*load, load_values);
+  load->add_flag("--save-options", cl.save_options,
+                 "Save the load options as this model's defaults");
+
+  CLI::App* unload = app.add_subcommand("unload", "Unload one model, or every model");
+  unload->add_option("model", cl.model, "The model to unload (default: all)");
+
+  CLI::App* logs = app.add_subcommand("logs", "Print the server's log");
+  logs->add_flag("-f,--follow", cl.follow, "Keep printing new lines");
+
+  if (argc <= 1) {
+    std::cout << app.help();
+    return 0;
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);  // prints help, the version, or the error and usage hint
+    return code == 0 ? 0 : 2;
+  }
+
+  std::vector<std::string> tokens(argv + 1, argv + argc);
+  CliContext ctx = CliContext::from_environment();
+  CLI::App* chosen = app.get_subcommands().front();
+  cl.command = chosen->get_name();
+  if (chosen == serve || chosen == run) {
+    const RouterOptionValues& v = chosen == serve ? serve_values : run_values;
+    ctx.router_args = router_args_of(*chosen, tokens);
+    ctx.host = v.host;
+    ctx.port = v.port;
+    if (!v.api_key.empty()) {
+      ctx.api_key = v.api_key;
+    }
+  }
+  if (chosen == run || chosen == load) {
+    cl.load_options = load_options_of(*chosen, tokens);
+  }
+
+  if (cl.command == "serve") {
+    return cmd_serve(cl, ctx);
+  }
+  if (cl.command == "run") {
+    return cmd_run(cl, ctx);
+  }
+  if (cl.command == "list") {
+    return cmd_list(cl, ctx);
+  }
+  if (cl.command == "pull") {
+    return cmd_pull(cl, ctx);
+  }
+  if (cl.command == "delete") {
+    return cmd_delete(cl, ctx);
+  }
+  if (cl.command == "status") {
+    return cmd_status(cl, ctx);
+  }
+  if (cl.command == "stop") {
+    return cmd_stop(cl, ctx);
+  }
+  if (cl.command == "recipes") {
+    return cmd_recipes(cl, ctx);
+  }
+  if (cl.command == "ps") {
+    return cmd_ps(cl, ctx);
+  }
+  if (cl.command == "load") {
+    return cmd_load(cl, ctx);
+  }
+  if (cl.command == "unload") {
+    return cmd_unload(cl, ctx);
+  }
+  return cmd_logs(cl, ctx);
+}
+
+}  // namespace lemon::cli

@@ -1,0 +1,99 @@
+// What the commands share: error lines, Ctrl-C, and following a progress
+// stream (pull, recipes --install).
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <iostream>
+
+#include "lemon/cli/commands.h"
+#include "lemon/cli/progress_board.h"
+#include "lemon/cli/sse_events.h"
+
+namespace lemon::cli {
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+extern "C" void on_interrupt(int) {
+  g_interrupted.store(true);
+}
+
+}  // namespace
+
+int fail(const std::string& message) {
+  std::cerr << "Error: " << message << std::endl;
+  return 1;
+}
+
+void catch_interrupts() {
+  struct sigaction sa {};
+  sa.sa_handler = on_interrupt;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: a blocked read returns EINTR
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+bool interrupted() {
+  return g_interrupted.load();
+}
+
+void clear_interrupt() {
+  g_interrupted.store(false);
+}
+
+Status follow_progress_stream(const ServerClient& client, const std::string& path,
+                              const nlohmann::json& body, std::ostream& out, bool terminal) {
+  ProgressBoard board(out, terminal);
+  SseEvents parser;
+  bool complete = false;
+  std::optional<Error> failure;
+  auto on_event = [&](const SseEvent& e) {
+    auto data = nlohmann::json::parse(e.data, nullptr, false);
+    if (e.event == "progress" && data.is_object()) {
+      board.on_progress(data, ProgressBoard::Clock::now());
+    } else if (e.event == "complete") {
+      complete = true;
+      board.on_complete();
+    } else if (e.event == "error") {
+      std::string message = "the server reported an error";
+      if (data.is_object() && data.contains("error")) {
+        const auto& err = data["error"];
+        if (err.is_string()) {
+          message = err.get<std::string>();
+        } else if (err.is_object() && err.value("message", "") != "") {
+          message = err["message"].get<std::string>();
+        }
+      }
+      failure = Error(ErrorCode::kNetworkError, message);
+    }
+  };
+  catch_interrupts();
+  auto result = client.stream(
+      path, body,
+      [&](std::string_view bytes) {
+        parser.feed(bytes, on_event);
+        return true;
+      },
+      [] { return interrupted(); });
+  board.close();
+  if (result.aborted) {
+    return Error(ErrorCode::kCancelled, "cancelled; run the same command again to resume");
+  }
+  if (!result.ok()) {
+    return Error(ErrorCode::kNetworkError, result.error_text());
+  }
+  if (failure) {
+    return *failure;
+  }
+  if (!complete) {
+    return Error(ErrorCode::kNetworkError,
+                 result.transport_error.empty()
+                     ? "the server's stream ended before the download completed"
+                     : result.transport_error);
+  }
+  return ok_status();
+}
+
+}  // namespace lemon::cli
