@@ -70,7 +70,7 @@ std::optional<ServeLock> ServeLock::try_acquire(const std::string& lock_file, st
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(lock_file).parent_path(), ec);
   // No O_CLOEXEC: the router child inherits the lock (see the header).
-  int fd = ::open(lock_file.c_str(), O_RDWR | O_CREAT, 0666);  // NOLINT(android-cloexec-open)
+  int fd = ::open(lock_file.c_str(), O_RDONLY | O_CREAT, 0666);  // NOLINT(android-cloexec-open)
   if (fd < 0) {
     if (error != nullptr) {
       *error = "cannot open " + lock_file + ": " + std::strerror(errno);

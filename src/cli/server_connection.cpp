@@ -6,7 +6,7 @@
 namespace lemon::cli {
 namespace {
 
-std::string env_or(const char* name, std::string fallback) {
+std::string env_or(const char* name, const std::string& fallback) {
   const char* v = std::getenv(name);
   return v != nullptr && *v != '\0' ? std::string(v) : fallback;
 }
