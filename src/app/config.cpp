@@ -38,15 +38,17 @@ std::string default_hf_hub_cache() {
   return home_dir() + "/.cache/huggingface/hub";
 }
 
-// resources/ next to the executable (the build copies it there), else the
-// source tree's.
+// resources/ next to the executable (the build copies it there), then an
+// installation's ../share/lemonade-router/resources, else the source tree's.
 std::string default_resources_dir() {
   std::error_code ec;
   auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec) {
-    auto beside = exe.parent_path() / "resources";
-    if (std::filesystem::exists(beside / "server_models.json", ec)) {
-      return beside.string();
+    for (auto dir : {exe.parent_path() / "resources",
+                     exe.parent_path().parent_path() / "share" / "lemonade-router" / "resources"}) {
+      if (std::filesystem::exists(dir / "server_models.json", ec)) {
+        return dir.string();
+      }
     }
   }
   return LEMON_RESOURCES_DIR;
