@@ -22,7 +22,8 @@ extern "C" void on_interrupt(int) {
 }  // namespace
 
 int fail(const std::string& message) {
-  std::cerr << "Error: " << message << std::endl;
+  // Lemonade's own lines ("Error pulling model: ...") keep their words.
+  std::cerr << (message.starts_with("Error") ? "" : "Error: ") << message << std::endl;
   return 1;
 }
 

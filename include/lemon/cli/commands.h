@@ -48,7 +48,8 @@ int cmd_recipes(const CommandLine& cl, CliContext& ctx);
 int cmd_run(const CommandLine& cl, CliContext& ctx);
 
 // Shared by the commands.
-// Prints "Error: <message>" on stderr and returns 1.
+// Prints "Error: <message>" (or a message that starts with "Error" as it
+// is) on stderr and returns 1.
 int fail(const std::string& message);
 // Ctrl-C: installs a SIGINT/SIGTERM handler that sets a flag (no restart of
 // interrupted reads); interrupted() reads it, clear_interrupt() resets it.
