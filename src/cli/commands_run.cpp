@@ -94,16 +94,17 @@ Status ensure_model_ready(const ServerClient& client, const CommandLine& cl) {
   return ok_status();
 }
 
-int answer_once(ChatSession& chat) {
+// Standard input, read to its end: the one prompt of piped mode.
+std::string read_prompt() {
   std::string prompt;
   LineReader reader;
   for (std::string line; reader.next(line) == ReadOutcome::kLine;) {
     prompt += line + "\n";
   }
-  prompt = trim(prompt);
-  if (prompt.empty()) {
-    return fail("no prompt on standard input");
-  }
+  return trim(prompt);
+}
+
+int answer_once(ChatSession& chat, const std::string& prompt) {
   auto reply = chat.send(
       prompt,
       [](std::string_view text, bool reasoning) {
@@ -210,6 +211,14 @@ int chat_loop(ChatSession& chat, const std::string& model) {
 }  // namespace
 
 int cmd_run(const CommandLine& cl, CliContext& ctx) {
+  const bool interactive = ::isatty(STDIN_FILENO) == 1;
+  std::string prompt;
+  if (!interactive) {
+    prompt = read_prompt();  // before anything starts: an empty one is an error at once
+    if (prompt.empty()) {
+      return fail("no prompt on standard input");
+    }
+  }
   std::unique_ptr<OwnedServer> owned;
   std::optional<ServerClient> client;
   if (auto running = find_running_server(ctx)) {
@@ -231,7 +240,7 @@ int cmd_run(const CommandLine& cl, CliContext& ctx) {
     return fail(ready.error().message());
   }
   ChatSession chat(*client, cl.model);
-  return ::isatty(STDIN_FILENO) == 1 ? chat_loop(chat, cl.model) : answer_once(chat);
+  return interactive ? chat_loop(chat, cl.model) : answer_once(chat, prompt);
 }
 
 }  // namespace lemon::cli
