@@ -20,7 +20,10 @@ std::vector<std::string> env_strings(const std::map<std::string, std::string>& e
   std::vector<std::string> out;
   out.reserve(env.size());
   for (const auto& [k, v] : env) {
-    out.push_back(k + "=" + v);
+    std::string entry = k;
+    entry += '=';
+    entry += v;
+    out.push_back(std::move(entry));
   }
   return out;
 }
