@@ -1,5 +1,6 @@
 // What the commands share: error lines, Ctrl-C, and following a progress
 // stream (pull, recipes --install).
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -14,9 +15,14 @@ namespace lemon::cli {
 namespace {
 
 std::atomic<bool> g_interrupted{false};
+int g_interrupt_pipe[2] = {-1, -1};
 
 extern "C" void on_interrupt(int) {
   g_interrupted.store(true);
+  if (g_interrupt_pipe[1] >= 0) {
+    char one = 1;
+    [[maybe_unused]] auto n = ::write(g_interrupt_pipe[1], &one, 1);
+  }
 }
 
 }  // namespace
@@ -40,8 +46,15 @@ bool interrupted() {
   return g_interrupted.load();
 }
 
+int interrupt_fd() {
+  return g_interrupt_pipe[0];
+}
+
 void clear_interrupt() {
   g_interrupted.store(false);
+  char drain[64];
+  while (g_interrupt_pipe[0] >= 0 && ::read(g_interrupt_pipe[0], drain, sizeof drain) > 0) {
+  }
 }
 
 Status follow_progress_stream(const ServerClient& client, const std::string& path,

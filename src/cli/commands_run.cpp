@@ -3,6 +3,7 @@
 // (streamed replies, multi-line input between """ lines, /bye, /clear, Ctrl-C
 // stops a reply); otherwise standard input is one prompt and the answer goes
 // to stdout. Status lines go to stderr so a piped answer stays clean.
+#include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,13 +29,22 @@ class LineReader {
         buffer_.erase(0, nl + 1);
         return ReadOutcome::kLine;
       }
+      // Input or a Ctrl-C, whichever comes first (a Ctrl-C that arrived
+      // before this poll is still pending on the interrupt pipe).
+      pollfd fds[2] = {{STDIN_FILENO, POLLIN, 0}, {interrupt_fd(), POLLIN, 0}};
+      if (::poll(fds, fds[1].fd >= 0 ? 2 : 1, -1) < 0 && errno != EINTR) {
+        return ReadOutcome::kEnd;
+      }
+      if (interrupted()) {
+        buffer_.clear();
+        return ReadOutcome::kInterrupted;
+      }
+      if ((fds[0].revents & (POLLIN | POLLHUP | POLLERR)) == 0) {
+        continue;
+      }
       char chunk[4096];
       ssize_t n = ::read(STDIN_FILENO, chunk, sizeof chunk);
       if (n < 0 && errno == EINTR) {
-        if (interrupted()) {
-          buffer_.clear();
-          return ReadOutcome::kInterrupted;
-        }
         continue;
       }
       if (n <= 0) {

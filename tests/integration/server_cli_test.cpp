@@ -47,7 +47,9 @@ class ServerCliTest : public ::testing::Test {
       serve_->wait_exit();
       serve_.reset();
     }
-    EXPECT_TRUE(routers_with_cache(env_.cache_dir()).empty())
+    // A CLI killed at the end of a test takes its router with it (SIGTERM
+    // through PR_SET_PDEATHSIG, then a graceful exit).
+    EXPECT_TRUE(wait_routers_gone(env_.cache_dir()).empty())
         << "a router outlived the CLI that started it";
   }
 
@@ -308,6 +310,34 @@ TEST_F(ServerCliPullTest, PullFailuresExitOneWithOneLine) {
   expect_one_error_line(cut);
   EXPECT_NE(cut.err.find("Error pulling model:"), std::string::npos) << cut.err;
   EXPECT_EQ(cut.out.find("pulled successfully"), std::string::npos);
+}
+
+TEST_F(ServerCliPullTest, CtrlCCancelsAPullAndTheNextOneResumes) {
+  const std::string file = std::string(kRepo) + "/tiny-Q4_0.gguf";
+  constexpr int kCut = 1 << 20;
+  hub_.set_knobs({{{"path", file}, {"stall_after_bytes", kCut}}});
+  CliProcess p(
+      {"pull", "user.tiny", "--checkpoint", std::string(kRepo) + ":Q4_0", "--recipe", "llamacpp"},
+      cli_env(hub_env()));
+  ASSERT_TRUE(hub_.wait_stalled(file));
+  p.signal(SIGINT);
+  EXPECT_EQ(p.wait_exit(), 1);
+  EXPECT_NE(p.err().find("cancelled"), std::string::npos) << p.err();
+  EXPECT_TRUE(routers_with_cache(env_.cache_dir()).empty()) << "its temporary server stopped";
+
+  hub_.set_knobs(json::array());
+  hub_.clear_log();
+  auto r = cli({"pull", "user.tiny"}, "", hub_env());
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::vector<json> fetches;
+  for (const auto& req : hub_.log()) {
+    std::string path = req["path"].get<std::string>();
+    if (path.starts_with("/_cdn/") && path.ends_with("/tiny-Q4_0.gguf")) {
+      fetches.push_back(req);
+    }
+  }
+  ASSERT_EQ(fetches.size(), 1u) << hub_.log().dump();
+  EXPECT_EQ(fetches[0]["range"], "bytes=" + std::to_string(kCut) + "-") << "resumed, not restarted";
 }
 
 TEST_F(ServerCliPullTest, PullOfAJsonFile) {

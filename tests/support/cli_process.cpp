@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <filesystem>
@@ -259,6 +260,23 @@ std::vector<pid_t> routers_with_cache(const std::string& cache_dir) {
     }
   }
   return found;
+}
+
+std::vector<pid_t> wait_routers_gone(const std::string& cache_dir,
+                                     std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (pid_t pid : routers_with_cache(cache_dir)) {
+    int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    if (pidfd < 0) {
+      continue;  // already gone
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd p{pidfd, POLLIN, 0};
+    ::poll(&p, 1, static_cast<int>(std::max<long long>(0, left.count())));
+    ::close(pidfd);
+  }
+  return routers_with_cache(cache_dir);
 }
 
 }  // namespace lemon::testing

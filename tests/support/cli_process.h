@@ -75,5 +75,9 @@ CliResult run_cli(const std::vector<std::string>& args,
 // Live lemonade-router processes whose environment has LEMONADE_CACHE_DIR ==
 // `cache_dir` (what a test's CLI started and may have left behind).
 std::vector<pid_t> routers_with_cache(const std::string& cache_dir);
+// Waits (on their pidfds, up to `timeout`) until none of those is left;
+// returns the ones still alive.
+std::vector<pid_t> wait_routers_gone(const std::string& cache_dir,
+                                     std::chrono::milliseconds timeout = kWait);
 
 }  // namespace lemon::testing

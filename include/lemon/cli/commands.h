@@ -51,10 +51,13 @@ int cmd_run(const CommandLine& cl, CliContext& ctx);
 // Prints "Error: <message>" (or a message that starts with "Error" as it
 // is) on stderr and returns 1.
 int fail(const std::string& message);
-// Ctrl-C: installs a SIGINT/SIGTERM handler that sets a flag (no restart of
-// interrupted reads); interrupted() reads it, clear_interrupt() resets it.
+// Ctrl-C: installs a SIGINT/SIGTERM handler that sets a flag and makes
+// interrupt_fd() readable (so a wait for input never misses a Ctrl-C that
+// lands just before it); interrupted() reads the flag, clear_interrupt()
+// resets both.
 void catch_interrupts();
 bool interrupted();
+int interrupt_fd();
 void clear_interrupt();
 // Streams POST `path` (pull, install) and shows a ProgressBoard on `out`
 // (bars redrawn in place when `terminal`). OK only when the stream ends with
