@@ -57,6 +57,21 @@ void clear_interrupt() {
   }
 }
 
+Result<nlohmann::json> get_object_with(const ServerClient& client, const std::string& path,
+                                       const std::string& key, nlohmann::json::value_t kind,
+                                       const std::string& what) {
+  auto reply = client.get(path);
+  if (!reply.ok()) {
+    return Error(ErrorCode::kNetworkError, "cannot read " + what + ": " + reply.error_text());
+  }
+  auto j = reply.json();
+  if (!j.is_object() || !j.contains(key) || j[key].type() != kind) {
+    return Error(ErrorCode::kUpstreamProtocol,
+                 "cannot read " + what + ": invalid response from the server");
+  }
+  return j;
+}
+
 Status follow_progress_stream(const ServerClient& client, const std::string& path,
                               const nlohmann::json& body, std::ostream& out, bool terminal) {
   ProgressBoard board(out, terminal);

@@ -138,27 +138,104 @@ Result<nlohmann::json> pull_body(const CommandLine& cl, bool local_import) {
   return body;
 }
 
-template <typename Fn>
-int with_session(CliContext& ctx, Fn&& fn) {
-  auto session = ServerSession::open(ctx);
-  if (!session.ok()) {
-    return fail(session.error().message());
+int load(const CommandLine& cl, const ServerClient& client) {
+  nlohmann::json body = cl.load_options;
+  body["model_name"] = cl.model;
+  if (cl.save_options) {
+    body["save_options"] = true;
   }
-  return fn((*session)->client());
+  std::cout << "Loading model " << cl.model << "..." << std::endl;
+  auto reply = client.post("/api/v1/load", body);
+  if (!reply.ok()) {
+    return fail("Failed to load model: " + reply.error_text());
+  }
+  std::cout << "Model loaded successfully: " << cl.model << std::endl;
+  return 0;
+}
+
+int unload(const CommandLine& cl, const ServerClient& client) {
+  nlohmann::json body = nlohmann::json::object();
+  if (!cl.model.empty()) {
+    body["model_name"] = cl.model;
+  }
+  auto reply = client.post("/api/v1/unload", body);
+  if (!reply.ok()) {
+    return fail("Failed to unload: " + reply.error_text());
+  }
+  std::cout << (cl.model.empty() ? std::string("All models unloaded")
+                                 : "Model unloaded: " + cl.model)
+            << std::endl;
+  return 0;
+}
+
+int ps(const CommandLine& cl, const ServerClient& client) {
+  auto reply = get_object_with(client, "/api/v1/health", "all_models_loaded",
+                               nlohmann::json::value_t::array, "the server's health");
+  if (!reply.ok()) {
+    return fail(reply.error().message());
+  }
+  const nlohmann::json& health = *reply;
+  nlohmann::json rows = nlohmann::json::array();
+  double now = static_cast<double>(std::time(nullptr));
+  if (health.contains("all_models_loaded") && health["all_models_loaded"].is_array()) {
+    for (const auto& m : health["all_models_loaded"]) {
+      double last_use = m.value("last_use", now);
+      rows.push_back({{"model", m.value("model_name", "")},
+                      {"type", m.value("type", "")},
+                      {"device", m.value("device", "")},
+                      {"recipe", m.value("recipe", "")},
+                      {"pid", m.contains("pid") ? m["pid"] : nlohmann::json(nullptr)},
+                      {"in_flight", m.value("in_flight", 0)},
+                      {"state", m.value("state", "")},
+                      {"idle_seconds", std::max(0.0, now - last_use)}});
+    }
+  }
+  if (cl.json) {
+    std::cout << rows.dump(2) << std::endl;
+    return 0;
+  }
+  std::cout << std::left << std::setw(40) << "MODEL" << std::setw(11) << "TYPE" << std::setw(9)
+            << "DEVICE" << std::setw(11) << "RECIPE" << std::setw(9) << "PID" << std::setw(10)
+            << "IN FLIGHT"
+            << "IDLE"
+            << "\n";
+  for (const auto& r : rows) {
+    std::string pid = r["pid"].is_number() ? std::to_string(r["pid"].get<long long>()) : "-";
+    auto idle = static_cast<long long>(r["idle_seconds"].get<double>());
+    std::string idle_text = r["in_flight"].get<int>() > 0 ? "busy"
+                            : idle < 60                   ? std::to_string(idle) + "s"
+                            : idle < 3600                 ? std::to_string(idle / 60) + "m"
+                                                          : std::to_string(idle / 3600) + "h";
+    std::cout << std::left << std::setw(40) << r["model"].get<std::string>() << std::setw(11)
+              << r["type"].get<std::string>() << std::setw(9) << r["device"].get<std::string>()
+              << std::setw(11) << r["recipe"].get<std::string>() << std::setw(9) << pid
+              << std::setw(10) << r["in_flight"].get<int>() << idle_text << "\n";
+  }
+  std::cout.flush();
+  return 0;
+}
+
+// load, unload and ps act on a running server only (a temporary one would
+// forget at once what they did).
+template <typename Fn>
+int with_running_server(CliContext& ctx, Fn&& fn) {
+  auto running = find_running_server(ctx);
+  if (!running) {
+    return fail("Server is not running; start it with: lemonade-server serve");
+  }
+  return fn(ServerClient(ctx.host, running->port, ctx.api_key));
 }
 
 }  // namespace
 
 int cmd_list(const CommandLine& cl, CliContext& ctx) {
   return with_session(ctx, [&](const ServerClient& client) {
-    auto reply = client.get("/api/v1/models?show_all=true");
+    auto reply = get_object_with(client, "/api/v1/models?show_all=true", "data",
+                                 nlohmann::json::value_t::array, "the models");
     if (!reply.ok()) {
-      return fail("cannot list models: " + reply.error_text());
+      return fail(reply.error().message());
     }
-    auto models = reply.json();
-    if (!models.is_object() || !models.contains("data") || !models["data"].is_array()) {
-      return fail("invalid response from the server");
-    }
+    const nlohmann::json& models = *reply;
     auto loaded = loaded_names(client);
     auto is_loaded = [&](const std::string& id) {
       return std::find(loaded.begin(), loaded.end(), id) != loaded.end();
@@ -253,94 +330,15 @@ int cmd_delete(const CommandLine& cl, CliContext& ctx) {
 }
 
 int cmd_load(const CommandLine& cl, CliContext& ctx) {
-  auto running = find_running_server(ctx);
-  if (!running) {
-    return fail("Server is not running; start it with: lemonade-server serve");
-  }
-  ServerClient client(ctx.host, running->port, ctx.api_key);
-  nlohmann::json body = cl.load_options;
-  body["model_name"] = cl.model;
-  if (cl.save_options) {
-    body["save_options"] = true;
-  }
-  std::cout << "Loading model " << cl.model << "..." << std::endl;
-  auto reply = client.post("/api/v1/load", body);
-  if (!reply.ok()) {
-    return fail("Failed to load model: " + reply.error_text());
-  }
-  std::cout << "Model loaded successfully: " << cl.model << std::endl;
-  return 0;
+  return with_running_server(ctx, [&](const ServerClient& client) { return load(cl, client); });
 }
 
 int cmd_unload(const CommandLine& cl, CliContext& ctx) {
-  auto running = find_running_server(ctx);
-  if (!running) {
-    return fail("Server is not running");
-  }
-  ServerClient client(ctx.host, running->port, ctx.api_key);
-  nlohmann::json body = nlohmann::json::object();
-  if (!cl.model.empty()) {
-    body["model_name"] = cl.model;
-  }
-  auto reply = client.post("/api/v1/unload", body);
-  if (!reply.ok()) {
-    return fail("Failed to unload: " + reply.error_text());
-  }
-  std::cout << (cl.model.empty() ? std::string("All models unloaded")
-                                 : "Model unloaded: " + cl.model)
-            << std::endl;
-  return 0;
+  return with_running_server(ctx, [&](const ServerClient& client) { return unload(cl, client); });
 }
 
 int cmd_ps(const CommandLine& cl, CliContext& ctx) {
-  auto running = find_running_server(ctx);
-  if (!running) {
-    return fail("Server is not running");
-  }
-  ServerClient client(ctx.host, running->port, ctx.api_key);
-  auto reply = client.get("/api/v1/health");
-  if (!reply.ok()) {
-    return fail("cannot read the server's health: " + reply.error_text());
-  }
-  auto health = reply.json();
-  nlohmann::json rows = nlohmann::json::array();
-  double now = static_cast<double>(std::time(nullptr));
-  if (health.contains("all_models_loaded") && health["all_models_loaded"].is_array()) {
-    for (const auto& m : health["all_models_loaded"]) {
-      double last_use = m.value("last_use", now);
-      rows.push_back({{"model", m.value("model_name", "")},
-                      {"type", m.value("type", "")},
-                      {"device", m.value("device", "")},
-                      {"recipe", m.value("recipe", "")},
-                      {"pid", m.contains("pid") ? m["pid"] : nlohmann::json(nullptr)},
-                      {"in_flight", m.value("in_flight", 0)},
-                      {"state", m.value("state", "")},
-                      {"idle_seconds", std::max(0.0, now - last_use)}});
-    }
-  }
-  if (cl.json) {
-    std::cout << rows.dump(2) << std::endl;
-    return 0;
-  }
-  std::cout << std::left << std::setw(40) << "MODEL" << std::setw(11) << "TYPE" << std::setw(9)
-            << "DEVICE" << std::setw(11) << "RECIPE" << std::setw(9) << "PID" << std::setw(10)
-            << "IN FLIGHT"
-            << "IDLE"
-            << "\n";
-  for (const auto& r : rows) {
-    std::string pid = r["pid"].is_number() ? std::to_string(r["pid"].get<long long>()) : "-";
-    auto idle = static_cast<long long>(r["idle_seconds"].get<double>());
-    std::string idle_text = r["in_flight"].get<int>() > 0 ? "busy"
-                            : idle < 60                   ? std::to_string(idle) + "s"
-                            : idle < 3600                 ? std::to_string(idle / 60) + "m"
-                                                          : std::to_string(idle / 3600) + "h";
-    std::cout << std::left << std::setw(40) << r["model"].get<std::string>() << std::setw(11)
-              << r["type"].get<std::string>() << std::setw(9) << r["device"].get<std::string>()
-              << std::setw(11) << r["recipe"].get<std::string>() << std::setw(9) << pid
-              << std::setw(10) << r["in_flight"].get<int>() << idle_text << "\n";
-  }
-  std::cout.flush();
-  return 0;
+  return with_running_server(ctx, [&](const ServerClient& client) { return ps(cl, client); });
 }
 
 }  // namespace lemon::cli

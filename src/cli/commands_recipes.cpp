@@ -17,15 +17,6 @@ std::optional<std::pair<std::string, std::string>> split_pair(const std::string&
   return std::pair{spec.substr(0, colon), spec.substr(colon + 1)};
 }
 
-template <typename Fn>
-int with_session(CliContext& ctx, Fn&& fn) {
-  auto session = ServerSession::open(ctx);
-  if (!session.ok()) {
-    return fail(session.error().message());
-  }
-  return fn((*session)->client());
-}
-
 int install(const CommandLine& cl, CliContext& ctx) {
   auto pair = split_pair(cl.install);
   if (!pair) {
@@ -73,15 +64,12 @@ int cmd_recipes(const CommandLine& cl, CliContext& ctx) {
     return uninstall(cl, ctx);
   }
   return with_session(ctx, [&](const ServerClient& client) {
-    auto reply = client.get("/api/v1/system-info");
-    if (!reply.ok()) {
-      return fail("cannot read the server's system info: " + reply.error_text());
+    auto info = get_object_with(client, "/api/v1/system-info", "recipes",
+                                nlohmann::json::value_t::object, "the server's system info");
+    if (!info.ok()) {
+      return fail(info.error().message());
     }
-    auto info = reply.json();
-    if (!info.is_object() || !info.contains("recipes") || !info["recipes"].is_object()) {
-      return fail("invalid response from the server");
-    }
-    const auto& recipes = info["recipes"];
+    const auto& recipes = (*info)["recipes"];
     if (cl.json) {
       std::cout << recipes.dump(2) << std::endl;
       return 0;

@@ -70,11 +70,12 @@ std::string trim(const std::string& s) {
 }
 
 Status ensure_model_ready(const ServerClient& client, const CommandLine& cl) {
-  auto models = client.get("/api/v1/models?show_all=true");
+  auto models = get_object_with(client, "/api/v1/models?show_all=true", "data",
+                                nlohmann::json::value_t::array, "the models");
   if (!models.ok()) {
-    return Error(ErrorCode::kNetworkError, "cannot list models: " + models.error_text());
+    return models.error();
   }
-  auto data = models.json().value("data", nlohmann::json::array());
+  const nlohmann::json& data = (*models)["data"];
   auto it = std::find_if(data.begin(), data.end(),
                          [&](const nlohmann::json& m) { return m.value("id", "") == cl.model; });
   if (it == data.end()) {

@@ -108,37 +108,31 @@ void ApiServer::handle_pull(Request& r, ResponseWriter& w) {
     write_error(w, stream.error());
     return;
   }
-  if (auto local = bool_field(body, "local_import", false); !local.ok()) {
+  auto local = bool_field(body, "local_import", false);
+  if (!local.ok()) {
     write_error(w, local.error());
     return;
-  } else if (*local) {
-    // `lemonade-server pull user.X --checkpoint /folder` copied the files
-    // into the hub cache; register what is there (nothing to download).
-    auto reg = register_local_import(name, body, catalogue_.sources().hf_hub_cache);
-    if (!reg.ok()) {
-      write_error(w, reg.error());
-      return;
-    }
-    if (Status saved = catalogue_.put_user_model(reg->key, reg->entry); !saved.ok()) {
-      write_error(w, saved.error());
-      return;
-    }
-    send_json(w, 200,
-              {{"status", "success"},
-               {"model_name", name},
-               {"message", "Model imported and registered successfully"}});
-    return;
   }
-  if (has_registration_fields(body)) {
-    // Registration is kept even when the download fails, so a retry needs
-    // only the name.
-    auto reg = parse_user_registration(name, body);
+  if (*local || has_registration_fields(body)) {
+    // A local import registers the folder `lemonade-server pull user.X
+    // --checkpoint /folder` copied into the hub cache (nothing to download).
+    // A hub registration is kept even when the download fails, so a retry
+    // needs only the name.
+    auto reg = *local ? register_local_import(name, body, catalogue_.sources().hf_hub_cache)
+                      : parse_user_registration(name, body);
     if (!reg.ok()) {
       write_error(w, reg.error());
       return;
     }
     if (Status saved = catalogue_.put_user_model(reg->key, reg->entry); !saved.ok()) {
       write_error(w, saved.error());
+      return;
+    }
+    if (*local) {
+      send_json(w, 200,
+                {{"status", "success"},
+                 {"model_name", name},
+                 {"message", "Model imported and registered successfully"}});
       return;
     }
   } else if (!catalogue_.find(name)) {

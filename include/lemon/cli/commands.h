@@ -59,6 +59,22 @@ void catch_interrupts();
 bool interrupted();
 int interrupt_fd();
 void clear_interrupt();
+// Runs `fn(client)` against the running server or a temporary one (see
+// ServerSession); its exit code, or 1 if no server could be had.
+template <typename Fn>
+int with_session(CliContext& ctx, Fn&& fn) {
+  auto session = ServerSession::open(ctx);
+  if (!session.ok()) {
+    return fail(session.error().message());
+  }
+  return fn((*session)->client());
+}
+// GET `path`; the reply when it is a JSON object whose `key` has `kind`
+// (array or object), else an error saying "cannot read <what>: ...".
+Result<nlohmann::json> get_object_with(const ServerClient& client, const std::string& path,
+                                       const std::string& key, nlohmann::json::value_t kind,
+                                       const std::string& what);
+
 // Streams POST `path` (pull, install) and shows a ProgressBoard on `out`
 // (bars redrawn in place when `terminal`). OK only when the stream ends with
 // a `complete` event; Ctrl-C stops it (kCancelled) and a later pull resumes.
