@@ -4,8 +4,10 @@
 #   scripts/install-deps.sh --test   also build and run the test suite
 set -euo pipefail
 
+# `file` and build-essential's dpkg-dev let `cpack -G DEB` compute the .deb's
+# dependencies (docs/install.md).
 packages=(build-essential cmake pkg-config nlohmann-json3-dev libcli11-dev libspdlog-dev
-          libcurl4-openssl-dev libssl-dev libarchive-dev)
+          libcurl4-openssl-dev libssl-dev libarchive-dev file)
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(libgtest-dev libgmock-dev libcpp-httplib-dev)
   # The SDK end-to-end tests need Node.js and npm; keep a newer Node if present.

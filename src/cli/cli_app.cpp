@@ -4,6 +4,7 @@
 // (add_router_options); the ones given are passed on to the router they start.
 #include <csignal>
 #include <iostream>
+#include <map>
 #include <set>
 
 #include <CLI/CLI.hpp>
@@ -196,40 +197,13 @@ int run_cli(int argc, char** argv) {
     cl.load_options = load_options_of(*chosen, tokens);
   }
 
-  if (cl.command == "serve") {
-    return cmd_serve(cl, ctx);
-  }
-  if (cl.command == "run") {
-    return cmd_run(cl, ctx);
-  }
-  if (cl.command == "list") {
-    return cmd_list(cl, ctx);
-  }
-  if (cl.command == "pull") {
-    return cmd_pull(cl, ctx);
-  }
-  if (cl.command == "delete") {
-    return cmd_delete(cl, ctx);
-  }
-  if (cl.command == "status") {
-    return cmd_status(cl, ctx);
-  }
-  if (cl.command == "stop") {
-    return cmd_stop(cl, ctx);
-  }
-  if (cl.command == "recipes") {
-    return cmd_recipes(cl, ctx);
-  }
-  if (cl.command == "ps") {
-    return cmd_ps(cl, ctx);
-  }
-  if (cl.command == "load") {
-    return cmd_load(cl, ctx);
-  }
-  if (cl.command == "unload") {
-    return cmd_unload(cl, ctx);
-  }
-  return cmd_logs(cl, ctx);
+  using Command = int (*)(const CommandLine&, CliContext&);
+  static const std::map<std::string, Command> kCommands = {
+      {"serve", cmd_serve}, {"run", cmd_run},         {"list", cmd_list},
+      {"pull", cmd_pull},   {"delete", cmd_delete},   {"status", cmd_status},
+      {"stop", cmd_stop},   {"recipes", cmd_recipes}, {"ps", cmd_ps},
+      {"load", cmd_load},   {"unload", cmd_unload},   {"logs", cmd_logs}};
+  return kCommands.at(cl.command)(cl, ctx);
 }
 
 }  // namespace lemon::cli

@@ -2,10 +2,16 @@
 # The .deb (issue #9 §3): cpack builds it; it holds both programs, the
 # resources and the systemd unit, with Debian dependencies; the programs
 # unpacked from it run (the router finds its resources under share/); and,
-# as root, `dpkg -i` installs it, the installed router answers /live, and
-# `dpkg --purge` removes it again.
+# as root, `dpkg -i` installs it, the installed router answers the installed
+# CLI (status probes /live; list shows the catalogue from share/), and
+# `dpkg --purge` removes it again. `cmake --install` to a temporary prefix
+# gives the same layout, with the unit naming that prefix.
 #   deb_test.sh BUILD_DIR
 set -euo pipefail
+if ! command -v dpkg-deb >/dev/null; then
+  echo "dpkg-deb not found: not a Debian system, skipped"
+  exit 77
+fi
 build=$(cd "$1" && pwd)
 work=$(mktemp -d)
 router_pid=
@@ -57,8 +63,19 @@ check_router() {
 }
 
 dpkg-deb -x "$deb" "$work/root"
+grep -qx "ExecStart=/usr/bin/lemonade-router" "$work/root/usr/lib/systemd/system/lemonade-router.service" ||
+  fail "the packaged unit does not start /usr/bin/lemonade-router"
 check_router "$work/root/usr/bin/lemonade-router" "$work/root/usr/bin/lemonade-server"
 echo "unpacked programs: ok"
+
+# `cmake --install` to another prefix: the same layout, and the unit names
+# that prefix's router.
+cmake --install "$build" --prefix "$work/prefix" >"$work/install.log" 2>&1 ||
+  { cat "$work/install.log"; fail "cmake --install"; }
+grep -qx "ExecStart=$work/prefix/bin/lemonade-router" "$work/prefix/lib/systemd/system/lemonade-router.service" ||
+  fail "the installed unit does not start $work/prefix/bin/lemonade-router"
+check_router "$work/prefix/bin/lemonade-router" "$work/prefix/bin/lemonade-server"
+echo "cmake --install: ok"
 
 if [[ "$(id -u)" != 0 ]]; then
   echo "not root: dpkg -i skipped"
