@@ -13,6 +13,7 @@
 
 #include "support/cli_process.h"
 #include "support/fake_hub.h"
+#include "support/http_client.h"
 #include "support/test_env.h"
 
 namespace lemon::testing {
@@ -57,7 +58,8 @@ class ServerCliTest : public ::testing::Test {
 
   // The router's environment plus the CLI's: its own runtime folder, and a
   // closed default port so no other server on this machine is found.
-  std::map<std::string, std::string> cli_env(std::map<std::string, std::string> extra = {}) const {
+  std::map<std::string, std::string> cli_env(
+      const std::map<std::string, std::string>& extra = {}) const {
     auto env = env_.router_env();
     env["LEMONADE_RUNTIME_DIR"] = runtime_dir();
     env["LEMONADE_PORT"] = "9";
@@ -320,6 +322,19 @@ TEST_F(ServerCliPullTest, CtrlCCancelsAPullAndTheNextOneResumes) {
       {"pull", "user.tiny", "--checkpoint", std::string(kRepo) + ":Q4_0", "--recipe", "llamacpp"},
       cli_env(hub_env()));
   ASSERT_TRUE(hub_.wait_stalled(file));
+  // The hub has sent kCut bytes; the router has them on disk once its
+  // .incomplete blob is that long (then a Ctrl-C cannot lose any of them).
+  auto incomplete_bytes = [&] {
+    std::uintmax_t n = 0;
+    std::error_code ec;
+    for (const auto& e : fs::recursive_directory_iterator(env_.hf_cache(), ec)) {
+      if (e.path().extension() == ".incomplete") {
+        n += fs::file_size(e.path(), ec);
+      }
+    }
+    return n;
+  };
+  ASSERT_TRUE(eventually([&] { return incomplete_bytes() == kCut; })) << incomplete_bytes();
   p.signal(SIGINT);
   EXPECT_EQ(p.wait_exit(), 1);
   EXPECT_NE(p.err().find("cancelled"), std::string::npos) << p.err();
