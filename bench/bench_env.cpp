@@ -57,8 +57,8 @@ double cpu_seconds(pid_t pid) {
 }
 
 nlohmann::json get_json(int port, const std::string& path) {
-  lemon::http::UpstreamClient client("127.0.0.1", port);
-  lemon::http::UpstreamRequest req;
+  lemon::net::UpstreamClient client("127.0.0.1", port);
+  lemon::net::UpstreamRequest req;
   req.method = "GET";
   req.path = path;
   auto resp = client.send(req, {});
@@ -69,9 +69,9 @@ nlohmann::json get_json(int port, const std::string& path) {
 }
 
 int post_json(int port, const std::string& path, const nlohmann::json& body) {
-  lemon::http::UpstreamClient client("127.0.0.1", port);
+  lemon::net::UpstreamClient client("127.0.0.1", port);
   std::string text = body.dump();
-  lemon::http::UpstreamRequest req;
+  lemon::net::UpstreamRequest req;
   req.path = path;
   req.content_type = "application/json";
   req.body = text;
@@ -120,7 +120,7 @@ int BenchEnv::free_port() const {
 }
 
 void BenchEnv::wait_ready(int port, const std::string& path, lemon::ChildProcess& child) const {
-  lemon::http::UpstreamClient client("127.0.0.1", port);
+  lemon::net::UpstreamClient client("127.0.0.1", port);
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (std::chrono::steady_clock::now() < deadline) {
     auto status = client.probe(path, std::chrono::milliseconds(500));

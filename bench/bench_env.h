@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lemon/http/upstream_client.h"
+#include "lemon/net/upstream_client.h"
 #include "lemon/process/process_launcher.h"
 
 namespace bench {

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "bench_env.h"
-#include "lemon/http/upstream_client.h"
+#include "lemon/net/upstream_client.h"
 
 namespace bench {
 
@@ -27,8 +27,8 @@ double Samples::quantile(double q) {
 
 RequestRun run_requests(int port, const std::string& path, const std::string& body, int concurrency,
                         std::chrono::milliseconds duration) {
-  lemon::http::UpstreamClient client("127.0.0.1", port, static_cast<std::size_t>(concurrency));
-  lemon::http::UpstreamRequest req;
+  lemon::net::UpstreamClient client("127.0.0.1", port, static_cast<std::size_t>(concurrency));
+  lemon::net::UpstreamRequest req;
   req.path = path;
   req.content_type = "application/json";
   req.body = body;
@@ -97,8 +97,8 @@ long stamp_chunks(std::string_view piece, long long read_ns, Samples& latency, b
 
 StreamRun run_streams(int port, const std::string& path, const std::string& body, int concurrency,
                       std::chrono::milliseconds duration, int max_streams_per_worker) {
-  lemon::http::UpstreamClient client("127.0.0.1", port, static_cast<std::size_t>(concurrency));
-  lemon::http::UpstreamRequest req;
+  lemon::net::UpstreamClient client("127.0.0.1", port, static_cast<std::size_t>(concurrency));
+  lemon::net::UpstreamRequest req;
   req.path = path;
   req.content_type = "application/json";
   req.body = body;
@@ -121,7 +121,7 @@ StreamRun run_streams(int port, const std::string& path, const std::string& body
         bool stamped = false;
         auto t0 = Clock::now();
         auto st = client.stream(
-            req, {}, [](const lemon::http::UpstreamHead& h) { return h.status == 200; },
+            req, {}, [](const lemon::net::UpstreamHead& h) { return h.status == 200; },
             [&](std::string_view piece) {
               long long now = mono_ns();
               if (first) {

@@ -4,7 +4,7 @@
 #include <optional>
 #include <thread>
 
-#include "lemon/http/upstream_client.h"
+#include "lemon/net/upstream_client.h"
 #include "load.h"
 
 namespace bench {
@@ -44,8 +44,8 @@ int backend_port(int router_port, const std::string& model) {
 }
 
 Samples health_latency(int port, int count) {
-  lemon::http::UpstreamClient client("127.0.0.1", port);
-  lemon::http::UpstreamRequest req;
+  lemon::net::UpstreamClient client("127.0.0.1", port);
+  lemon::net::UpstreamRequest req;
   req.method = "GET";
   req.path = "/api/v1/health";
   Samples s;
@@ -73,7 +73,7 @@ class OpenStreams {
       threads_.emplace_back([this] {
         bool counted = false;
         (void)client_.stream(
-            req_, {}, [](const lemon::http::UpstreamHead&) { return true; },
+            req_, {}, [](const lemon::net::UpstreamHead&) { return true; },
             [&](std::string_view) {
               if (!counted) {
                 counted = true;
@@ -97,9 +97,9 @@ class OpenStreams {
   int open() const { return open_.load(); }
 
  private:
-  lemon::http::UpstreamClient client_;
+  lemon::net::UpstreamClient client_;
   std::string body_;
-  lemon::http::UpstreamRequest req_;
+  lemon::net::UpstreamRequest req_;
   std::atomic<bool> stop_{false};
   std::atomic<int> open_{0};
   std::vector<std::thread> threads_;

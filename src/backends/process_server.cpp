@@ -90,7 +90,7 @@ Error ProcessServer::exited_error(const ChildProcess& child) const {
 }
 
 ProcessServer::ReadyOutcome ProcessServer::wait_ready(
-    ChildProcess& child, http::UpstreamClient& client,
+    ChildProcess& child, net::UpstreamClient& client,
     std::chrono::steady_clock::time_point deadline, const std::function<bool()>& cancelled) const {
   const std::string path = health_path();
   const auto started = std::chrono::steady_clock::now();
@@ -157,7 +157,7 @@ Status ProcessServer::start(const std::function<bool()>& cancelled) {
       return std::move(spawned).error();
     }
     std::shared_ptr<ChildProcess> child = *spawned;
-    auto client = std::make_unique<http::UpstreamClient>("127.0.0.1", *port);
+    auto client = std::make_unique<net::UpstreamClient>("127.0.0.1", *port);
     ReadyOutcome outcome = wait_ready(*child, *client, deadline, cancelled);
     if (outcome == ReadyOutcome::kReady) {
       {
@@ -268,7 +268,7 @@ std::optional<int> ProcessServer::pid() const {
   return static_cast<int>(child_->pid());
 }
 
-http::UpstreamClient& ProcessServer::client() {
+net::UpstreamClient& ProcessServer::client() {
   return *client_;
 }
 

@@ -34,18 +34,18 @@ void bind_access_to(AccessSettings& settings, const std::string& host, int port)
   }
 }
 
-bool origin_allowed(const Request& request, const AccessSettings& settings) {
+bool origin_allowed(const net::Request& request, const AccessSettings& settings) {
   auto origin = request.headers.get("Origin");
   if (!origin) {
     return true;  // not a browser cross-origin request
   }
   for (const auto& allowed : settings.cors_origins) {
-    if (allowed == "*" || iequals(allowed, *origin)) {
+    if (allowed == "*" || net::iequals(allowed, *origin)) {
       return true;
     }
   }
   for (const auto& own : settings.own_origins) {
-    if (iequals(own, *origin)) {
+    if (net::iequals(own, *origin)) {
       return true;
     }
   }
@@ -54,7 +54,7 @@ bool origin_allowed(const Request& request, const AccessSettings& settings) {
 
 namespace {
 
-bool host_allowed(const Request& request, const AccessSettings& settings) {
+bool host_allowed(const net::Request& request, const AccessSettings& settings) {
   if (settings.allowed_hosts.empty()) {
     return true;
   }
@@ -63,7 +63,7 @@ bool host_allowed(const Request& request, const AccessSettings& settings) {
     return true;  // HTTP/1.0 clients; browsers always send Host
   }
   for (const auto& allowed : settings.allowed_hosts) {
-    if (iequals(allowed, *host)) {
+    if (net::iequals(allowed, *host)) {
       return true;
     }
   }
@@ -72,8 +72,8 @@ bool host_allowed(const Request& request, const AccessSettings& settings) {
 
 }  // namespace
 
-Headers cors_headers(const Request& request, const AccessSettings& settings) {
-  Headers h;
+net::Headers cors_headers(const net::Request& request, const AccessSettings& settings) {
+  net::Headers h;
   auto origin = request.headers.get("Origin");
   if (!origin) {
     return h;
@@ -82,7 +82,7 @@ Headers cors_headers(const Request& request, const AccessSettings& settings) {
   bool listed = false;
   for (const auto& allowed : settings.cors_origins) {
     wildcard = wildcard || allowed == "*";
-    listed = listed || iequals(allowed, *origin);
+    listed = listed || net::iequals(allowed, *origin);
   }
   if (!wildcard && !listed) {
     return h;
@@ -95,7 +95,7 @@ Headers cors_headers(const Request& request, const AccessSettings& settings) {
   return h;
 }
 
-std::optional<Error> check_access(const Request& request, const AccessSettings& settings,
+std::optional<Error> check_access(const net::Request& request, const AccessSettings& settings,
                                   RouteAccess access) {
   if (!host_allowed(request, settings)) {
     return Error(ErrorCode::kForbidden,
@@ -112,7 +112,8 @@ std::optional<Error> check_access(const Request& request, const AccessSettings& 
   if (needs_key) {
     auto auth = request.headers.get("Authorization").value_or("");
     constexpr std::string_view kBearer = "Bearer ";
-    bool ok = auth.size() > kBearer.size() && iequals(auth.substr(0, kBearer.size()), kBearer) &&
+    bool ok = auth.size() > kBearer.size() &&
+              net::iequals(auth.substr(0, kBearer.size()), kBearer) &&
               constant_time_equals(auth.substr(kBearer.size()), settings.api_key);
     if (!ok) {
       return Error(ErrorCode::kUnauthorized,

@@ -16,8 +16,8 @@ ApiServer::ApiServer(ApiSettings settings, ModelCatalogue& catalogue, ModelStore
       router_(router),
       stats_(stats) {
   register_routes();
-  server_ = std::make_unique<Server>(settings_.server,
-                                     [this](Request& r, ResponseWriter& w) { handle(r, w); });
+  server_ = std::make_unique<net::Server>(
+      settings_.server, [this](net::Request& r, net::ResponseWriter& w) { handle(r, w); });
 }
 
 ApiServer::~ApiServer() {
@@ -52,7 +52,7 @@ Error ApiServer::model_not_found(std::string_view name) const {
   return Error(ErrorCode::kModelNotFound, message, "model");
 }
 
-void ApiServer::handle(Request& r, ResponseWriter& raw) {
+void ApiServer::handle(net::Request& r, net::ResponseWriter& raw) {
   CorsWriter w(raw, cors_headers(r, settings_.access));
   if (r.method == "OPTIONS") {
     // CORS preflight: never needs the key (browsers do not send it here).
@@ -60,17 +60,18 @@ void ApiServer::handle(Request& r, ResponseWriter& raw) {
       write_error(w, *denied);
       return;
     }
-    w.send(204, Headers{{"Allow", "GET, POST, OPTIONS"}}, "");
+    w.send(204, net::Headers{{"Allow", "GET, POST, OPTIONS"}}, "");
     return;
   }
   routes_.dispatch(r, w);
 }
 
-void ApiServer::route(const std::string& method, const std::string& suffix, RouteAccess access,
-                      std::function<void(Request&, ResponseWriter&, std::string_view)> handler) {
+void ApiServer::route(
+    const std::string& method, const std::string& suffix, RouteAccess access,
+    std::function<void(net::Request&, net::ResponseWriter&, std::string_view)> handler) {
   routes_.add_api(method, suffix,
-                  [this, access, handler = std::move(handler)](Request& r, ResponseWriter& w,
-                                                               std::string_view param) {
+                  [this, access, handler = std::move(handler)](
+                      net::Request& r, net::ResponseWriter& w, std::string_view param) {
                     if (auto denied = check_access(r, settings_.access, access)) {
                       write_error(w, *denied);
                       return;
@@ -82,29 +83,29 @@ void ApiServer::route(const std::string& method, const std::string& suffix, Rout
 void ApiServer::register_routes() {
   using P = std::string_view;
   route("GET", "health", RouteAccess::kHealth,
-        [this](Request&, ResponseWriter& w, P) { handle_health(w); });
+        [this](net::Request&, net::ResponseWriter& w, P) { handle_health(w); });
   route("GET", "live", RouteAccess::kPublic,
-        [this](Request&, ResponseWriter& w, P) { handle_live(w); });
+        [this](net::Request&, net::ResponseWriter& w, P) { handle_live(w); });
   route("GET", "stats", RouteAccess::kRead,
-        [this](Request&, ResponseWriter& w, P) { handle_stats(w); });
+        [this](net::Request&, net::ResponseWriter& w, P) { handle_stats(w); });
   route("GET", "system-info", RouteAccess::kRead,
-        [this](Request&, ResponseWriter& w, P) { handle_system_info(w); });
+        [this](net::Request&, net::ResponseWriter& w, P) { handle_system_info(w); });
   route("GET", "models", RouteAccess::kRead,
-        [this](Request& r, ResponseWriter& w, P) { handle_models(r, w); });
+        [this](net::Request& r, net::ResponseWriter& w, P) { handle_models(r, w); });
   route("GET", "models/{id}", RouteAccess::kRead,
-        [this](Request&, ResponseWriter& w, P id) { handle_model(id, w); });
+        [this](net::Request&, net::ResponseWriter& w, P id) { handle_model(id, w); });
   route("POST", "load", RouteAccess::kJsonPost,
-        [this](Request& r, ResponseWriter& w, P) { handle_load(r, w); });
+        [this](net::Request& r, net::ResponseWriter& w, P) { handle_load(r, w); });
   route("POST", "unload", RouteAccess::kJsonPost,
-        [this](Request& r, ResponseWriter& w, P) { handle_unload(r, w); });
+        [this](net::Request& r, net::ResponseWriter& w, P) { handle_unload(r, w); });
   route("POST", "pull", RouteAccess::kJsonPost,
-        [this](Request& r, ResponseWriter& w, P) { handle_pull(r, w); });
+        [this](net::Request& r, net::ResponseWriter& w, P) { handle_pull(r, w); });
   route("POST", "delete", RouteAccess::kJsonPost,
-        [this](Request& r, ResponseWriter& w, P) { handle_delete(r, w); });
+        [this](net::Request& r, net::ResponseWriter& w, P) { handle_delete(r, w); });
   route("POST", "install", RouteAccess::kJsonPost,
-        [this](Request& r, ResponseWriter& w, P) { handle_install(r, w); });
+        [this](net::Request& r, net::ResponseWriter& w, P) { handle_install(r, w); });
   route("POST", "uninstall", RouteAccess::kJsonPost,
-        [this](Request& r, ResponseWriter& w, P) { handle_uninstall(r, w); });
+        [this](net::Request& r, net::ResponseWriter& w, P) { handle_uninstall(r, w); });
   const std::pair<const char*, ApiRoute> json_routes[] = {
       {"chat/completions", ApiRoute::kChatCompletions},
       {"completions", ApiRoute::kCompletions},
@@ -117,18 +118,21 @@ void ApiServer::register_routes() {
   for (const auto& [path, api] : json_routes) {
     ApiRoute which = api;
     route("POST", path, RouteAccess::kJsonPost,
-          [this, which](Request& r, ResponseWriter& w, P) { handle_json_inference(which, r, w); });
+          [this, which](net::Request& r, net::ResponseWriter& w, P) {
+            handle_json_inference(which, r, w);
+          });
   }
   route("POST", "audio/transcriptions", RouteAccess::kMultipartPost,
-        [this](Request& r, ResponseWriter& w, P) { handle_transcription(r, w); });
+        [this](net::Request& r, net::ResponseWriter& w, P) { handle_transcription(r, w); });
   // Liveness also at the root, and never behind the key.
-  routes_.add_root("GET", "/live", [this](Request& r, ResponseWriter& w, std::string_view) {
-    if (auto denied = check_access(r, settings_.access, RouteAccess::kPublic)) {
-      write_error(w, *denied);
-      return;
-    }
-    handle_live(w);
-  });
+  routes_.add_root("GET", "/live",
+                   [this](net::Request& r, net::ResponseWriter& w, std::string_view) {
+                     if (auto denied = check_access(r, settings_.access, RouteAccess::kPublic)) {
+                       write_error(w, *denied);
+                       return;
+                     }
+                     handle_live(w);
+                   });
 }
 
 }  // namespace lemon::http

@@ -2,18 +2,19 @@
 // whatever response the handler writes. Internal to src/http.
 #pragma once
 
-#include "lemon/http/server.h"
+#include "lemon/net/server.h"
 
 namespace lemon::http {
 
-class CorsWriter final : public ResponseWriter {
+class CorsWriter final : public net::ResponseWriter {
  public:
-  CorsWriter(ResponseWriter& inner, Headers cors) : inner_(inner), cors_(std::move(cors)) {}
+  CorsWriter(net::ResponseWriter& inner, net::Headers cors)
+      : inner_(inner), cors_(std::move(cors)) {}
 
-  bool send(int status, const Headers& headers, std::string_view body) override {
+  bool send(int status, const net::Headers& headers, std::string_view body) override {
     return inner_.send(status, with_cors(headers), body);
   }
-  bool begin_chunked(int status, const Headers& headers) override {
+  bool begin_chunked(int status, const net::Headers& headers) override {
     return inner_.begin_chunked(status, with_cors(headers));
   }
   bool write_chunk(std::string_view data) override { return inner_.write_chunk(data); }
@@ -23,19 +24,19 @@ class CorsWriter final : public ResponseWriter {
   int client_fd() const override { return inner_.client_fd(); }
 
  private:
-  Headers with_cors(const Headers& headers) const {
+  net::Headers with_cors(const net::Headers& headers) const {
     if (cors_.empty()) {
       return headers;
     }
-    Headers merged = headers;
+    net::Headers merged = headers;
     for (const auto& [k, v] : cors_.fields()) {
       merged.set(k, v);
     }
     return merged;
   }
 
-  ResponseWriter& inner_;
-  Headers cors_;
+  net::ResponseWriter& inner_;
+  net::Headers cors_;
 };
 
 }  // namespace lemon::http

@@ -89,8 +89,8 @@ nlohmann::json error_body(const Error& error) {
             {"code", shape.code}}}};
 }
 
-Headers json_headers() {
-  return Headers{{"Content-Type", "application/json"}};
+net::Headers json_headers() {
+  return net::Headers{{"Content-Type", "application/json"}};
 }
 
 }  // namespace lemon::http

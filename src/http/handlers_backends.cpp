@@ -44,7 +44,7 @@ Result<BackendRequest> parse_backend_request(std::string_view text) {
 
 }  // namespace
 
-void ApiServer::handle_install(Request& r, ResponseWriter& w) {
+void ApiServer::handle_install(net::Request& r, net::ResponseWriter& w) {
   auto req = parse_backend_request(r.body);
   if (!req.ok()) {
     write_error(w, req.error());
@@ -60,7 +60,7 @@ void ApiServer::handle_install(Request& r, ResponseWriter& w) {
                     {{"status", "success"}, {"recipe", req->recipe}, {"backend", req->backend}});
 }
 
-void ApiServer::handle_uninstall(Request& r, ResponseWriter& w) {
+void ApiServer::handle_uninstall(net::Request& r, net::ResponseWriter& w) {
   auto req = parse_backend_request(r.body);
   if (!req.ok()) {
     write_error(w, req.error());

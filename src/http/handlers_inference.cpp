@@ -19,7 +19,7 @@ const char* kTranscriptionFormats[] = {"json", "text", "srt", "verbose_json", "v
 
 }  // namespace
 
-void ApiServer::handle_json_inference(ApiRoute route, Request& r, ResponseWriter& w) {
+void ApiServer::handle_json_inference(ApiRoute route, net::Request& r, net::ResponseWriter& w) {
   auto body = parse_json_object(r.body);
   if (!body.ok()) {
     write_error(w, body.error());
@@ -62,7 +62,7 @@ void ApiServer::handle_json_inference(ApiRoute route, Request& r, ResponseWriter
   forward_inference(req, w);
 }
 
-void ApiServer::handle_transcription(Request& r, ResponseWriter& w) {
+void ApiServer::handle_transcription(net::Request& r, net::ResponseWriter& w) {
   auto content_type = r.headers.get("Content-Type").value_or("");
   auto boundary = multipart_boundary(content_type);
   if (!boundary) {
@@ -105,7 +105,7 @@ void ApiServer::handle_transcription(Request& r, ResponseWriter& w) {
   forward_inference(req, w);
 }
 
-void ApiServer::forward_inference(InferenceRequest& req, ResponseWriter& w) {
+void ApiServer::forward_inference(InferenceRequest& req, net::ResponseWriter& w) {
   WaitHooks hooks;
   hooks.tick_interval = settings_.keepalive_interval;
   hooks.cancelled = [&w] { return !w.client_connected(); };
@@ -113,9 +113,9 @@ void ApiServer::forward_inference(InferenceRequest& req, ResponseWriter& w) {
     // Keep a streaming client informed while its model loads.
     hooks.on_tick = [&w] {
       if (!w.headers_sent()) {
-        w.begin_chunked(200, Headers{{"Content-Type", "text/event-stream"},
-                                     {"Cache-Control", "no-cache"},
-                                     {"X-Accel-Buffering", "no"}});
+        w.begin_chunked(200, net::Headers{{"Content-Type", "text/event-stream"},
+                                          {"Cache-Control", "no-cache"},
+                                          {"X-Accel-Buffering", "no"}});
       }
       w.write_chunk(": loading\n\n");
     };

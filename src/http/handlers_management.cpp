@@ -10,7 +10,7 @@
 namespace lemon::http {
 namespace {
 
-void send_json(ResponseWriter& w, int status, const nlohmann::json& j) {
+void send_json(net::ResponseWriter& w, int status, const nlohmann::json& j) {
   w.send(status, json_headers(), j.dump());
 }
 
@@ -30,7 +30,7 @@ nlohmann::json loaded_entry(const LoadedServerInfo& s) {
 
 }  // namespace
 
-void ApiServer::handle_health(ResponseWriter& w) {
+void ApiServer::handle_health(net::ResponseWriter& w) {
   auto loaded = router_.loaded();
   auto latest = router_.most_recently_loaded();
   nlohmann::json all = nlohmann::json::array();
@@ -52,20 +52,20 @@ void ApiServer::handle_health(ResponseWriter& w) {
   send_json(w, 200, body);
 }
 
-void ApiServer::handle_live(ResponseWriter& w) {
+void ApiServer::handle_live(net::ResponseWriter& w) {
   send_json(w, 200, {{"status", "ok"}});
 }
 
-void ApiServer::handle_system_info(ResponseWriter& w) {
+void ApiServer::handle_system_info(net::ResponseWriter& w) {
   send_json(w, 200, system_info_json(installer_, settings_.cache_dir, settings_.cli_options));
 }
 
-void ApiServer::handle_stats(ResponseWriter& w) {
+void ApiServer::handle_stats(net::ResponseWriter& w) {
   auto last = stats_.last();
   send_json(w, 200, last ? last->to_json() : RequestStats{}.to_json());
 }
 
-void ApiServer::handle_models(Request& r, ResponseWriter& w) {
+void ApiServer::handle_models(net::Request& r, net::ResponseWriter& w) {
   auto show_all = r.query_param("show_all");
   bool all = show_all && (*show_all == "true" || *show_all == "1");
   nlohmann::json data = nlohmann::json::array();
@@ -75,8 +75,8 @@ void ApiServer::handle_models(Request& r, ResponseWriter& w) {
   send_json(w, 200, {{"object", "list"}, {"data", std::move(data)}});
 }
 
-void ApiServer::handle_model(std::string_view id, ResponseWriter& w) {
-  std::string name = url_decode(id, false);
+void ApiServer::handle_model(std::string_view id, net::ResponseWriter& w) {
+  std::string name = net::url_decode(id, false);
   auto m = catalogue_.resolve(name);
   if (!m.ok()) {
     write_error(w,
@@ -86,7 +86,7 @@ void ApiServer::handle_model(std::string_view id, ResponseWriter& w) {
   send_json(w, 200, m->to_api_json());
 }
 
-void ApiServer::handle_load(Request& r, ResponseWriter& w) {
+void ApiServer::handle_load(net::Request& r, net::ResponseWriter& w) {
   auto request = parse_model_request(r.body);
   if (!request.ok()) {
     write_error(w, request.error());
@@ -124,7 +124,7 @@ void ApiServer::handle_load(Request& r, ResponseWriter& w) {
              {"recipe", info->recipe}});
 }
 
-void ApiServer::handle_unload(Request& r, ResponseWriter& w) {
+void ApiServer::handle_unload(net::Request& r, net::ResponseWriter& w) {
   std::string name;
   if (r.body.find_first_not_of(" \t\r\n") != std::string::npos) {
     auto body = parse_json_object(r.body);

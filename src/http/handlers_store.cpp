@@ -12,7 +12,7 @@
 namespace lemon::http {
 namespace {
 
-void send_json(ResponseWriter& w, int status, const nlohmann::json& j) {
+void send_json(net::ResponseWriter& w, int status, const nlohmann::json& j) {
   w.send(status, json_headers(), j.dump());
 }
 
@@ -32,17 +32,17 @@ std::string sse_event(const char* event, const nlohmann::json& data) {
   return std::string("event: ") + event + "\ndata: " + data.dump() + "\n\n";
 }
 
-void begin_event_stream(ResponseWriter& w) {
+void begin_event_stream(net::ResponseWriter& w) {
   if (!w.headers_sent()) {
-    w.begin_chunked(200, Headers{{"Content-Type", "text/event-stream"},
-                                 {"Cache-Control", "no-cache"},
-                                 {"X-Accel-Buffering", "no"}});
+    w.begin_chunked(200, net::Headers{{"Content-Type", "text/event-stream"},
+                                      {"Cache-Control", "no-cache"},
+                                      {"X-Accel-Buffering", "no"}});
   }
 }
 
 }  // namespace
 
-void respond_when_done(ResponseWriter& w, bool stream,
+void respond_when_done(net::ResponseWriter& w, bool stream,
                        const std::function<Status(download::FollowHooks&)>& follow,
                        const nlohmann::json& success) {
   download::FollowHooks hooks;
@@ -95,7 +95,7 @@ void respond_when_done(ResponseWriter& w, bool stream,
   w.finish();
 }
 
-void ApiServer::handle_pull(Request& r, ResponseWriter& w) {
+void ApiServer::handle_pull(net::Request& r, net::ResponseWriter& w) {
   auto request = parse_model_request(r.body);
   if (!request.ok()) {
     write_error(w, request.error());
@@ -158,7 +158,7 @@ void ApiServer::handle_pull(Request& r, ResponseWriter& w) {
                     {{"status", "success"}, {"model_name", name}});
 }
 
-void ApiServer::handle_delete(Request& r, ResponseWriter& w) {
+void ApiServer::handle_delete(net::Request& r, net::ResponseWriter& w) {
   auto request = parse_model_request(r.body);
   if (!request.ok()) {
     write_error(w, request.error());

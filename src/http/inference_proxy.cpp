@@ -5,7 +5,7 @@
 #include "lemon/core/log.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/sse_scanner.h"
-#include "lemon/http/upstream_client.h"
+#include "lemon/net/upstream_client.h"
 
 namespace lemon::http {
 namespace {
@@ -38,8 +38,8 @@ Error backend_failure(const Lease& lease, Error e) {
   return e;
 }
 
-Headers sse_headers(std::string_view content_type) {
-  return Headers{
+net::Headers sse_headers(std::string_view content_type) {
+  return net::Headers{
       {"Content-Type", content_type.empty() ? "text/event-stream" : std::string(content_type)},
       {"Cache-Control", "no-cache"},
       {"X-Accel-Buffering", "no"}};
@@ -118,12 +118,13 @@ std::optional<nlohmann::json> usage_objects(std::string_view body) {
   return out;
 }
 
-void forward_whole(Lease& lease, const ProxyCall& call, ResponseWriter& writer, StatsStore& stats) {
-  UpstreamRequest req;
+void forward_whole(Lease& lease, const ProxyCall& call, net::ResponseWriter& writer,
+                   StatsStore& stats) {
+  net::UpstreamRequest req;
   req.path = call.path;
   req.content_type = call.content_type;
   req.body = call.body;
-  CallOptions opts;
+  net::CallOptions opts;
   opts.watch_fd = writer.client_fd();
   auto resp = lease.server().client().send(req, opts);
   if (!resp.ok()) {
@@ -137,7 +138,7 @@ void forward_whole(Lease& lease, const ProxyCall& call, ResponseWriter& writer, 
                 normalize_backend_error(resp->body, resp->status).dump());
     return;
   }
-  Headers headers;
+  net::Headers headers;
   headers.add("Content-Type",
               std::string(resp->headers.get("Content-Type").value_or("application/json")));
   std::optional<std::string> transformed;
@@ -148,13 +149,13 @@ void forward_whole(Lease& lease, const ProxyCall& call, ResponseWriter& writer, 
   record(stats, lease, usage_objects(resp->body), nullptr);
 }
 
-void forward_stream(Lease& lease, const ProxyCall& call, ResponseWriter& writer,
+void forward_stream(Lease& lease, const ProxyCall& call, net::ResponseWriter& writer,
                     StatsStore& stats) {
-  UpstreamRequest req;
+  net::UpstreamRequest req;
   req.path = call.path;
   req.content_type = call.content_type;
   req.body = call.body;
-  CallOptions opts;
+  net::CallOptions opts;
   opts.watch_fd = writer.client_fd();
   SseScanner scanner(Clock::now());
   int status = 0;
@@ -162,7 +163,7 @@ void forward_stream(Lease& lease, const ProxyCall& call, ResponseWriter& writer,
   bool client_gone = false;
   Status result = lease.server().client().stream(
       req, opts,
-      [&](const UpstreamHead& head) {
+      [&](const net::UpstreamHead& head) {
         status = head.status;
         if (status >= 400 || writer.headers_sent()) {
           return true;
@@ -249,7 +250,7 @@ void stats_from_backend_json(const nlohmann::json& j, RequestStats& s) {
   }
 }
 
-void write_error(ResponseWriter& writer, const Error& error) {
+void write_error(net::ResponseWriter& writer, const Error& error) {
   std::string body = error_body(error).dump();
   if (!writer.headers_sent()) {
     writer.send(error_status(error), json_headers(), body);
@@ -260,7 +261,7 @@ void write_error(ResponseWriter& writer, const Error& error) {
   writer.finish();
 }
 
-void forward_to_backend(Lease& lease, const ProxyCall& call, ResponseWriter& writer,
+void forward_to_backend(Lease& lease, const ProxyCall& call, net::ResponseWriter& writer,
                         StatsStore& stats) {
   if (call.stream) {
     forward_stream(lease, call, writer, stats);

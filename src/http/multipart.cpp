@@ -4,7 +4,7 @@
 #include <cctype>
 #include <utility>
 
-#include "lemon/http/message.h"
+#include "lemon/net/message.h"
 
 namespace lemon::http {
 namespace {
@@ -101,7 +101,7 @@ std::string decode_ext_value(std::string_view value) {
   if (second == std::string_view::npos) {
     return std::string(value);
   }
-  return url_decode(value.substr(second + 1), false);
+  return net::url_decode(value.substr(second + 1), false);
 }
 
 // Applies one part header line to `part`.
@@ -112,11 +112,11 @@ Status apply_header(std::string_view line, MultipartPart& part, bool& has_dispos
   }
   std::string_view name = trim(line.substr(0, colon));
   std::string_view value = trim(line.substr(colon + 1));
-  if (iequals(name, "Content-Type")) {
+  if (net::iequals(name, "Content-Type")) {
     part.content_type = std::string(value);
     return ok_status();
   }
-  if (!iequals(name, "Content-Disposition")) {
+  if (!net::iequals(name, "Content-Disposition")) {
     return ok_status();
   }
   std::string_view type;
@@ -124,7 +124,7 @@ Status apply_header(std::string_view line, MultipartPart& part, bool& has_dispos
   if (!split_params(value, type, params)) {
     return invalid("unterminated quoted string in Content-Disposition");
   }
-  if (!iequals(type, "form-data")) {
+  if (!net::iequals(type, "form-data")) {
     return invalid("part Content-Disposition is not form-data");
   }
   has_disposition = true;

@@ -58,7 +58,7 @@ const RouteTable::Methods* RouteTable::find(std::string_view path, std::string_v
   return nullptr;
 }
 
-void RouteTable::dispatch(Request& request, ResponseWriter& writer) const {
+void RouteTable::dispatch(net::Request& request, net::ResponseWriter& writer) const {
   std::string_view param;
   const Methods* methods = find(request.path, param);
   if (methods == nullptr) {
@@ -79,7 +79,7 @@ void RouteTable::dispatch(Request& request, ResponseWriter& writer) const {
   }
   Error e(ErrorCode::kMethodNotAllowed,
           request.method + " is not allowed on " + request.path + "; use " + allow);
-  Headers h = json_headers();
+  net::Headers h = json_headers();
   h.add("Allow", allow);
   writer.send(405, h, error_body(e).dump());
 }

@@ -102,7 +102,7 @@ bool FakeServer::exited() const {
   return !running_;
 }
 
-http::UpstreamClient& FakeServer::client() {
+net::UpstreamClient& FakeServer::client() {
   std::abort();
 }
 

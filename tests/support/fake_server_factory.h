@@ -56,7 +56,7 @@ class FakeServer final : public WrappedServer {
   bool exited() const override;
   std::string base_url() const override { return "http://fake/" + model_name(); }
   std::optional<int> pid() const override { return std::nullopt; }
-  http::UpstreamClient& client() override;
+  net::UpstreamClient& client() override;
   std::optional<std::string> upstream_path(ApiRoute route) const override;
   std::vector<std::string> last_output(std::size_t) const override { return {}; }
 

@@ -4,7 +4,7 @@
 
 namespace lemon::testing {
 
-RunningServer::RunningServer(http::ServerOptions options, http::Handler handler, int port)
+RunningServer::RunningServer(net::ServerOptions options, net::Handler handler, int port)
     : server_(std::move(options), std::move(handler)) {
   auto bound = server_.bind("127.0.0.1", port);
   EXPECT_TRUE(bound.ok()) << (bound.ok() ? "" : bound.error().message());

@@ -1,4 +1,4 @@
-// RunningServer: an http::Server bound to 127.0.0.1 (on a port the kernel
+// RunningServer: an net::Server bound to 127.0.0.1 (on a port the kernel
 // picks, or a given one) and serving on its own thread until stop() or the
 // destructor. A failed bind fails the test and leaves port() at 0.
 #pragma once
@@ -6,26 +6,26 @@
 #include <thread>
 #include <utility>
 
-#include "lemon/http/server.h"
+#include "lemon/net/server.h"
 
 namespace lemon::testing {
 
 class RunningServer {
  public:
-  RunningServer(http::ServerOptions options, http::Handler handler, int port = 0);
-  explicit RunningServer(http::Handler handler, int port = 0)
-      : RunningServer(http::ServerOptions{}, std::move(handler), port) {}
+  RunningServer(net::ServerOptions options, net::Handler handler, int port = 0);
+  explicit RunningServer(net::Handler handler, int port = 0)
+      : RunningServer(net::ServerOptions{}, std::move(handler), port) {}
   ~RunningServer() { stop(); }
   RunningServer(const RunningServer&) = delete;
   RunningServer& operator=(const RunningServer&) = delete;
 
   int port() const { return port_; }
-  http::Server& server() { return server_; }
+  net::Server& server() { return server_; }
   // Stops the server and joins its thread; idempotent.
   void stop();
 
  private:
-  http::Server server_;
+  net::Server server_;
   int port_ = 0;
   std::thread thread_;
 };

@@ -59,7 +59,7 @@ TEST(PortConflict, AProbeAnsweredByAnotherProgramIsNotTrusted) {
   auto other = launcher->spawn(intruder);
   ASSERT_TRUE(other.ok()) << other.error().message();
   {
-    http::UpstreamClient probe("127.0.0.1", *intruder_port);
+    net::UpstreamClient probe("127.0.0.1", *intruder_port);
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (!(probe.probe("/health", std::chrono::milliseconds(500)).value_or(0) == 200) &&
            !(*other)->wait_exit_until(std::min(

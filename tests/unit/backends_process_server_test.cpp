@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "lemon/backends/llamacpp_server.h"
-#include "lemon/http/upstream_client.h"
+#include "lemon/net/upstream_client.h"
 #include "lemon/process/port_allocator.h"
 #include "lemon/process/process_launcher.h"
 #include "support/scoped_env.h"
@@ -230,11 +230,11 @@ class ProcessServerTest : public ::testing::Test {
   }
 
   // GET /fake/state from the backend behind `s`.
-  static Result<http::UpstreamResponse> fake_state(WrappedServer& s) {
-    http::UpstreamRequest req;
+  static Result<net::UpstreamResponse> fake_state(WrappedServer& s) {
+    net::UpstreamRequest req;
     req.method = "GET";
     req.path = "/fake/state";
-    return s.client().send(req, http::CallOptions{});
+    return s.client().send(req, net::CallOptions{});
   }
 
   static int port_of(const std::string& base_url) {
@@ -373,7 +373,7 @@ TEST_F(ProcessServerLive, StartServesAndStopEndsTheProcess) {
   EXPECT_TRUE(port_in_use(port));
 
   // The process answering on base_url is the one we spawned, with our argv.
-  http::UpstreamClient probe_client("127.0.0.1", port);
+  net::UpstreamClient probe_client("127.0.0.1", port);
   auto health = probe_client.probe("/health", 2000ms);
   ASSERT_TRUE(health.ok()) << health.error().message();
   EXPECT_EQ(*health, 200);
@@ -556,7 +556,7 @@ TEST_F(ProcessServerLive, PortTakenByAnotherProgramIsRetriedOnAnotherPort) {
   other_spec.args = {"-m", gguf_.string(), "--port", std::to_string(*taken), "--host", "127.0.0.1"};
   auto other = real_launcher_->spawn(other_spec);
   ASSERT_TRUE(other.ok()) << other.error().message();
-  http::UpstreamClient other_client("127.0.0.1", *taken);
+  net::UpstreamClient other_client("127.0.0.1", *taken);
   const auto ready_by = std::chrono::steady_clock::now() + 10s;
   bool other_ready = false;
   while (!other_ready && std::chrono::steady_clock::now() < ready_by) {

@@ -11,8 +11,8 @@
 namespace lemon::http {
 namespace {
 
-Request request_with(std::initializer_list<std::pair<std::string, std::string>> headers) {
-  Request r;
+net::Request request_with(std::initializer_list<std::pair<std::string, std::string>> headers) {
+  net::Request r;
   r.method = "GET";
   r.path = "/api/v1/health";
   for (const auto& [k, v] : headers) {

@@ -151,7 +151,7 @@ TEST(HttpApiErrorBody, UpstreamStatusDoesNotChangeTheShape) {
 }
 
 TEST(HttpApiErrorBody, JsonHeaders) {
-  Headers h = json_headers();
+  net::Headers h = json_headers();
   ASSERT_TRUE(h.get("content-type").has_value());
   EXPECT_EQ(*h.get("Content-Type"), "application/json");
 }

@@ -19,9 +19,9 @@ namespace {
 using nlohmann::json;
 
 // Records what a handler (or the table) wrote.
-class MemoryWriter final : public ResponseWriter {
+class MemoryWriter final : public net::ResponseWriter {
  public:
-  bool send(int code, const Headers& fields, std::string_view content) override {
+  bool send(int code, const net::Headers& fields, std::string_view content) override {
     ++responses;
     status = code;
     headers = fields;
@@ -29,7 +29,7 @@ class MemoryWriter final : public ResponseWriter {
     sent = true;
     return true;
   }
-  bool begin_chunked(int code, const Headers& fields) override {
+  bool begin_chunked(int code, const net::Headers& fields) override {
     ++responses;
     status = code;
     headers = fields;
@@ -47,13 +47,13 @@ class MemoryWriter final : public ResponseWriter {
 
   int responses = 0;
   int status = 0;
-  Headers headers;
+  net::Headers headers;
   std::string body;
   bool sent = false;
 };
 
-Request request(const std::string& method, const std::string& path) {
-  Request r;
+net::Request request(const std::string& method, const std::string& path) {
+  net::Request r;
   r.method = method;
   r.target = path;
   r.path = path;
@@ -64,8 +64,8 @@ Request request(const std::string& method, const std::string& path) {
 class HttpApiRouteTable : public ::testing::Test {
  protected:
   static RouteTable::RouteHandler answer(const std::string& name) {
-    return [name](Request&, ResponseWriter& w, std::string_view param) {
-      w.send(200, Headers{{"Content-Type", "text/plain"}}, name + "|" + std::string(param));
+    return [name](net::Request&, net::ResponseWriter& w, std::string_view param) {
+      w.send(200, net::Headers{{"Content-Type", "text/plain"}}, name + "|" + std::string(param));
     };
   }
 
@@ -80,7 +80,7 @@ class HttpApiRouteTable : public ::testing::Test {
   }
 
   MemoryWriter dispatch(const std::string& method, const std::string& path) const {
-    Request r = request(method, path);
+    net::Request r = request(method, path);
     MemoryWriter w;
     table_.dispatch(r, w);
     EXPECT_EQ(w.responses, 1) << method << " " << path;
@@ -154,13 +154,13 @@ TEST_F(HttpApiRouteTable, RootRoutesAreServedOnlyAsRegistered) {
 }
 
 TEST_F(HttpApiRouteTable, HeadIsAnsweredByGetRoutes) {
-  Request r = request("HEAD", "/api/v1/health");
+  net::Request r = request("HEAD", "/api/v1/health");
   MemoryWriter w;
   std::string seen_method;
   RouteTable t;
-  t.add_api("GET", "health", [&](Request& req, ResponseWriter& out, std::string_view) {
+  t.add_api("GET", "health", [&](net::Request& req, net::ResponseWriter& out, std::string_view) {
     seen_method = req.method;
-    out.send(200, Headers{}, "ok");
+    out.send(200, net::Headers{}, "ok");
   });
   t.dispatch(r, w);
   EXPECT_EQ(w.status, 200);
@@ -208,7 +208,7 @@ TEST_F(HttpApiRouteTable, UnknownPathIs404Envelope) {
 TEST_F(HttpApiRouteTable, EmptyIdIsNotARoute) {
   RouteTable t;
   t.add_api("GET", "things/{id}", answer("thing"));
-  Request r = request("GET", "/api/v1/things/");
+  net::Request r = request("GET", "/api/v1/things/");
   MemoryWriter w;
   t.dispatch(r, w);
   EXPECT_EQ(w.status, 404);
@@ -218,11 +218,11 @@ TEST_F(HttpApiRouteTable, ExactRouteWinsOverIdRouteWithTheSameBase) {
   RouteTable t;
   t.add_api("GET", "models/{id}", answer("get-model"));
   t.add_api("GET", "models/special", answer("special"));
-  Request r = request("GET", "/v1/models/special");
+  net::Request r = request("GET", "/v1/models/special");
   MemoryWriter w;
   t.dispatch(r, w);
   EXPECT_EQ(w.body, "special|");
-  Request other = request("GET", "/v1/models/specialist");
+  net::Request other = request("GET", "/v1/models/specialist");
   MemoryWriter w2;
   t.dispatch(other, w2);
   EXPECT_EQ(w2.body, "get-model|specialist");

@@ -18,7 +18,7 @@
 
 #include "lemon/backends/binary_locator.h"
 #include "lemon/backends/wrapped_server.h"
-#include "lemon/http/upstream_client.h"
+#include "lemon/net/upstream_client.h"
 #include "lemon/process/port_allocator.h"
 #include "lemon/process/process_launcher.h"
 
@@ -47,7 +47,7 @@ class ProcessServer : public WrappedServer {
   bool exited() const override;
   std::string base_url() const override;
   std::optional<int> pid() const override;
-  http::UpstreamClient& client() override;
+  net::UpstreamClient& client() override;
   std::vector<std::string> last_output(std::size_t n) const override;
 
   // The full command line for `port` (argv[1..]). Pure; exposed for tests.
@@ -68,7 +68,7 @@ class ProcessServer : public WrappedServer {
 
  private:
   enum class ReadyOutcome { kReady, kExited, kTimedOut, kCancelled, kPortTaken };
-  ReadyOutcome wait_ready(ChildProcess& child, http::UpstreamClient& client,
+  ReadyOutcome wait_ready(ChildProcess& child, net::UpstreamClient& client,
                           std::chrono::steady_clock::time_point deadline,
                           const std::function<bool()>& cancelled) const;
   Error exited_error(const ChildProcess& child) const;
@@ -91,9 +91,9 @@ class ProcessServer : public WrappedServer {
   std::shared_ptr<ExitWatch> exit_watch_ = std::make_shared<ExitWatch>();
 
   mutable std::mutex mu_;
-  std::shared_ptr<ChildProcess> child_;           // guarded by mu_
-  std::unique_ptr<http::UpstreamClient> client_;  // set once by start()
-  int port_ = 0;                                  // guarded by mu_
+  std::shared_ptr<ChildProcess> child_;          // guarded by mu_
+  std::unique_ptr<net::UpstreamClient> client_;  // set once by start()
+  int port_ = 0;                                 // guarded by mu_
 };
 
 }  // namespace lemon

@@ -22,7 +22,7 @@
 
 namespace lemon {
 
-namespace http {
+namespace net {
 class UpstreamClient;
 }
 
@@ -82,7 +82,7 @@ class WrappedServer {
   virtual std::string base_url() const = 0;
   virtual std::optional<int> pid() const = 0;
   // The connection pool to this backend. REQUIRES: start() succeeded.
-  virtual http::UpstreamClient& client() = 0;
+  virtual net::UpstreamClient& client() = 0;
 
   // The backend's path for `route`, or nullopt if this recipe does not serve
   // it (-> 400 unsupported_operation).

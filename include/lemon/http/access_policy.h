@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "lemon/core/error.h"
-#include "lemon/http/message.h"
+#include "lemon/net/message.h"
 
 namespace lemon::http {
 
@@ -48,16 +48,16 @@ enum class RouteAccess {
 };
 
 // The error to answer with, or nullopt when the request may proceed.
-std::optional<Error> check_access(const Request& request, const AccessSettings& settings,
+std::optional<Error> check_access(const net::Request& request, const AccessSettings& settings,
                                   RouteAccess access);
 
 // CORS response headers for this request's Origin: empty when it has none or
 // it is not allowed.
-Headers cors_headers(const Request& request, const AccessSettings& settings);
+net::Headers cors_headers(const net::Request& request, const AccessSettings& settings);
 
 // True when the request has no Origin, the origin is configured (or `*` is),
 // or it is one of the router's own origins.
-bool origin_allowed(const Request& request, const AccessSettings& settings);
+bool origin_allowed(const net::Request& request, const AccessSettings& settings);
 
 // Compares without an early exit, so the time taken does not reveal how much
 // of a guessed key was right.

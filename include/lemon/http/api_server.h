@@ -16,9 +16,9 @@
 #include "lemon/backends/wrapped_server.h"
 #include "lemon/http/access_policy.h"
 #include "lemon/http/route_table.h"
-#include "lemon/http/server.h"
 #include "lemon/models/catalogue.h"
 #include "lemon/models/model_store.h"
+#include "lemon/net/server.h"
 #include "lemon/router/request_stats.h"
 #include "lemon/router/router.h"
 
@@ -27,7 +27,7 @@ namespace lemon::http {
 struct ApiSettings {
   std::string host = "127.0.0.1";
   int port = 8000;
-  ServerOptions server;
+  net::ServerOptions server;
   // How often a streaming client waiting for a load gets ": loading".
   std::chrono::milliseconds keepalive_interval{1000};
   AccessSettings access;
@@ -51,7 +51,7 @@ struct InferenceRequest {
 // Follows a download or install task for a /pull or /install request: with
 // `stream`, Lemonade's SSE events (progress, then complete or error);
 // otherwise `success` as JSON once it ends, or the error envelope.
-void respond_when_done(ResponseWriter& w, bool stream,
+void respond_when_done(net::ResponseWriter& w, bool stream,
                        const std::function<Status(download::FollowHooks&)>& follow,
                        const nlohmann::json& success);
 
@@ -70,24 +70,24 @@ class ApiServer {
   // kModelNotFound for `name`, naming a few models that are available.
   Error model_not_found(std::string_view name) const;
   // Every request: CORS headers, OPTIONS preflight, then the route table.
-  void handle(Request& r, ResponseWriter& w);
+  void handle(net::Request& r, net::ResponseWriter& w);
   // Registers an API route whose access is checked before `handler` runs.
   void route(const std::string& method, const std::string& suffix, RouteAccess access,
-             std::function<void(Request&, ResponseWriter&, std::string_view)> handler);
+             std::function<void(net::Request&, net::ResponseWriter&, std::string_view)> handler);
 
   // Management (handlers_management.cpp).
-  void handle_health(ResponseWriter& w);
-  void handle_live(ResponseWriter& w);
-  void handle_stats(ResponseWriter& w);
-  void handle_models(Request& r, ResponseWriter& w);
-  void handle_model(std::string_view id, ResponseWriter& w);
-  void handle_load(Request& r, ResponseWriter& w);
-  void handle_unload(Request& r, ResponseWriter& w);
-  void handle_system_info(ResponseWriter& w);
+  void handle_health(net::ResponseWriter& w);
+  void handle_live(net::ResponseWriter& w);
+  void handle_stats(net::ResponseWriter& w);
+  void handle_models(net::Request& r, net::ResponseWriter& w);
+  void handle_model(std::string_view id, net::ResponseWriter& w);
+  void handle_load(net::Request& r, net::ResponseWriter& w);
+  void handle_unload(net::Request& r, net::ResponseWriter& w);
+  void handle_system_info(net::ResponseWriter& w);
 
   // Model store (handlers_store.cpp).
-  void handle_pull(Request& r, ResponseWriter& w);
-  void handle_delete(Request& r, ResponseWriter& w);
+  void handle_pull(net::Request& r, net::ResponseWriter& w);
+  void handle_delete(net::Request& r, net::ResponseWriter& w);
   // Downloads `model` when it is registered but not on disk (auto-load,
   // /load), following `hooks` (cancellation, keepalive ticks). OK when there
   // is nothing to download.
@@ -99,8 +99,8 @@ class ApiServer {
                                  const WaitHooks& hooks, const std::function<Status()>& attempt);
 
   // Backends (handlers_backends.cpp).
-  void handle_install(Request& r, ResponseWriter& w);
-  void handle_uninstall(Request& r, ResponseWriter& w);
+  void handle_install(net::Request& r, net::ResponseWriter& w);
+  void handle_uninstall(net::Request& r, net::ResponseWriter& w);
   // Installs the backend `model` needs with `request_options` when it has no
   // executable (auto-load, /load), following `hooks`. kUnsupportedOperation
   // when this is not for the installer: no Linux release, or the user set
@@ -109,11 +109,11 @@ class ApiServer {
                              const WaitHooks& hooks);
 
   // Inference (handlers_inference.cpp).
-  void handle_json_inference(ApiRoute route, Request& r, ResponseWriter& w);
-  void handle_transcription(Request& r, ResponseWriter& w);
+  void handle_json_inference(ApiRoute route, net::Request& r, net::ResponseWriter& w);
+  void handle_transcription(net::Request& r, net::ResponseWriter& w);
   // Shared tail of every inference route: model lookup and type check,
   // acquire (auto-load, keepalives, cancellation), then forward.
-  void forward_inference(InferenceRequest& req, ResponseWriter& w);
+  void forward_inference(InferenceRequest& req, net::ResponseWriter& w);
 
   ApiSettings settings_;
   ModelCatalogue& catalogue_;
@@ -122,7 +122,7 @@ class ApiServer {
   Router& router_;
   StatsStore& stats_;
   RouteTable routes_;
-  std::unique_ptr<Server> server_;
+  std::unique_ptr<net::Server> server_;
 };
 
 }  // namespace lemon::http

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lemon/core/error.h"
-#include "lemon/http/message.h"
+#include "lemon/net/message.h"
 
 namespace lemon::http {
 
@@ -34,6 +34,6 @@ int error_status(const Error& error);
 nlohmann::json error_body(const Error& error);
 
 // Headers for a JSON response.
-Headers json_headers();
+net::Headers json_headers();
 
 }  // namespace lemon::http

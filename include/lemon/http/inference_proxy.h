@@ -17,7 +17,7 @@
 #include <string>
 #include <string_view>
 
-#include "lemon/http/server.h"
+#include "lemon/net/server.h"
 #include "lemon/router/lease.h"
 #include "lemon/router/request_stats.h"
 
@@ -33,12 +33,12 @@ struct ProxyCall {
   std::function<std::optional<std::string>(std::string_view)> transform;
 };
 
-void forward_to_backend(Lease& lease, const ProxyCall& call, ResponseWriter& writer,
+void forward_to_backend(Lease& lease, const ProxyCall& call, net::ResponseWriter& writer,
                         StatsStore& stats);
 
 // Writes `error` to the client: the envelope with its status, or, once a
 // stream has started, one SSE error event, `data: [DONE]`, and the end.
-void write_error(ResponseWriter& writer, const Error& error);
+void write_error(net::ResponseWriter& writer, const Error& error);
 
 // Fills token figures from a backend's JSON (llama.cpp `timings`, OpenAI
 // `usage`, FLM's `prefill_duration_ttft`/`decoding_speed_tps`). Fields the

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lemon/core/error.h"
-#include "lemon/http/message.h"
+#include "lemon/net/message.h"
 
 namespace lemon::http {
 

@@ -15,14 +15,15 @@
 #include <unordered_map>
 #include <vector>
 
-#include "lemon/http/server.h"
+#include "lemon/net/server.h"
 
 namespace lemon::http {
 
 class RouteTable {
  public:
   // `param` is the text matched by a trailing "{id}" segment, else "".
-  using RouteHandler = std::function<void(Request&, ResponseWriter&, std::string_view param)>;
+  using RouteHandler =
+      std::function<void(net::Request&, net::ResponseWriter&, std::string_view param)>;
 
   static const std::vector<std::string>& api_prefixes();
 
@@ -32,7 +33,7 @@ class RouteTable {
   // Registers an exact path such as "/live".
   void add_root(const std::string& method, const std::string& path, RouteHandler handler);
 
-  void dispatch(Request& request, ResponseWriter& writer) const;
+  void dispatch(net::Request& request, net::ResponseWriter& writer) const;
 
  private:
   struct Methods {

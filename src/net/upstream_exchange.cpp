@@ -1,4 +1,4 @@
-#include "transport_upstream_exchange.h"
+#include "upstream_exchange.h"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -9,7 +9,7 @@
 
 #include "wire_parser.h"
 
-namespace lemon::http::transport {
+namespace lemon::net::detail {
 namespace {
 
 constexpr std::size_t kRecvChunk = 64u << 10;
@@ -386,4 +386,4 @@ ExchangeOutcome UpstreamExchange::run(const UpstreamRequest& request,
   return out;
 }
 
-}  // namespace lemon::http::transport
+}  // namespace lemon::net::detail

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace lemon::http::wire {
+namespace lemon::net::wire {
 namespace {
 
 constexpr std::size_t kMaxChunkLine = 4096;
@@ -442,4 +442,4 @@ ChunkedDecoder::Step ChunkedDecoder::next(std::string_view& in, std::string_view
   return Step::kNeedMore;
 }
 
-}  // namespace lemon::http::wire
+}  // namespace lemon::net::wire

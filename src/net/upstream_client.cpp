@@ -1,4 +1,4 @@
-#include "lemon/http/upstream_client.h"
+#include "lemon/net/upstream_client.h"
 
 #include <netdb.h>
 #include <poll.h>
@@ -10,15 +10,15 @@
 #include <optional>
 #include <vector>
 
+#include "io.h"
 #include "lemon/core/log.h"
-#include "transport_io.h"
-#include "transport_upstream_exchange.h"
+#include "upstream_exchange.h"
 
-namespace lemon::http {
+namespace lemon::net {
 namespace {
 
-using transport::Clock;
-using transport::UniqueFd;
+using detail::Clock;
+using detail::UniqueFd;
 
 // An idle pooled connection is usable only if nothing arrived on it: a
 // readable or hung-up idle connection was closed by the backend (or carries
@@ -95,24 +95,24 @@ Status UpstreamClient::Impl::connect_one(const addrinfo& ai, const CallOptions& 
   const std::string prefix = "cannot connect to backend " + endpoint_ + ": ";
   UniqueFd fd(::socket(ai.ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
   if (!fd.valid()) {
-    return Error(ErrorCode::kBackendUnavailable, prefix + transport::errno_text(errno));
+    return Error(ErrorCode::kBackendUnavailable, prefix + detail::errno_text(errno));
   }
   if (::connect(fd.get(), ai.ai_addr, ai.ai_addrlen) != 0) {
     if (errno != EINPROGRESS && errno != EINTR) {
-      return Error(ErrorCode::kBackendUnavailable, prefix + transport::errno_text(errno));
+      return Error(ErrorCode::kBackendUnavailable, prefix + detail::errno_text(errno));
     }
     for (;;) {
-      auto w = transport::wait_fd(fd.get(), POLLOUT, transport::millis_until(deadline),
-                                  options.watch_fd, POLLRDHUP);
-      if (w == transport::Wait::kInterrupted) {
+      auto w = detail::wait_fd(fd.get(), POLLOUT, detail::millis_until(deadline), options.watch_fd,
+                               POLLRDHUP);
+      if (w == detail::Wait::kInterrupted) {
         return Error(ErrorCode::kCancelled, "client disconnected");
       }
-      if (w == transport::Wait::kTimeout) {
+      if (w == detail::Wait::kTimeout) {
         return Error(ErrorCode::kBackendUnavailable,
                      prefix + "timed out after " + std::to_string(budget.count()) + " ms");
       }
-      if (w == transport::Wait::kError) {
-        return Error(ErrorCode::kBackendUnavailable, prefix + transport::errno_text(errno));
+      if (w == detail::Wait::kError) {
+        return Error(ErrorCode::kBackendUnavailable, prefix + detail::errno_text(errno));
       }
       break;
     }
@@ -122,10 +122,10 @@ Status UpstreamClient::Impl::connect_one(const addrinfo& ai, const CallOptions& 
       err = errno;
     }
     if (err != 0) {
-      return Error(ErrorCode::kBackendUnavailable, prefix + transport::errno_text(err));
+      return Error(ErrorCode::kBackendUnavailable, prefix + detail::errno_text(err));
     }
   }
-  transport::set_nodelay(fd.get());
+  detail::set_nodelay(fd.get());
   out = std::move(fd);
   return ok_status();
 }
@@ -188,7 +188,7 @@ Status UpstreamClient::Impl::call(const UpstreamRequest& request, const CallOpti
       }
       fd = std::move(*connected);
     }
-    transport::UpstreamExchange exchange(fd.get(), endpoint_, options, deadline);
+    detail::UpstreamExchange exchange(fd.get(), endpoint_, options, deadline);
     auto outcome = exchange.run(request, on_head, on_data);
     if (outcome.status.ok()) {
       if (pooled && outcome.reusable) {
@@ -271,4 +271,4 @@ void UpstreamClient::close_idle() {
   impl_->close_idle();
 }
 
-}  // namespace lemon::http
+}  // namespace lemon::net

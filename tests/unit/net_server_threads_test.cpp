@@ -1,7 +1,7 @@
-// http::Server threading behaviour: streaming, client disconnect detection,
+// Server threading behaviour: streaming, client disconnect detection,
 // stop(), concurrency beyond the spare threads, and the connection limit.
 // Synchronisation is by gates and counters, never by sleeping.
-#include "lemon/http/server.h"
+#include "lemon/net/server.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -23,7 +23,7 @@
 #include "support/gate.h"
 #include "support/running_server.h"
 
-namespace lemon::http {
+namespace lemon::net {
 namespace {
 
 using testing::Gate;
@@ -376,4 +376,4 @@ TEST(HttpServerThreads, LocalhostBindsAtLeastOneFamily) {
 }
 
 }  // namespace
-}  // namespace lemon::http
+}  // namespace lemon::net

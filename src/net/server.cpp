@@ -1,4 +1,4 @@
-#include "lemon/http/server.h"
+#include "lemon/net/server.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -18,15 +18,15 @@
 #include <thread>
 #include <vector>
 
+#include "connection.h"
+#include "io.h"
 #include "lemon/core/log.h"
-#include "transport_connection.h"
-#include "transport_io.h"
-#include "transport_thread_pool.h"
+#include "thread_pool.h"
 
-namespace lemon::http {
+namespace lemon::net {
 namespace {
 
-using transport::UniqueFd;
+using detail::UniqueFd;
 
 std::string address_text(const sockaddr* sa) {
   char text[INET6_ADDRSTRLEN] = "";
@@ -84,7 +84,7 @@ class Server::Impl {
         handler_(std::move(handler)),
         stop_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
         pool_(options_.max_connections, options_.spare_threads, options_.thread_stack_bytes,
-              [this](transport::PendingConnection& c) { serve(c); }) {
+              [this](detail::PendingConnection& c) { serve(c); }) {
     context_.options = &options_;
     context_.handler = &handler_;
     context_.stop_fd = stop_fd_.get();
@@ -106,8 +106,8 @@ class Server::Impl {
   int open_connections() const { return pool_.open_connections(); }
 
  private:
-  void serve(transport::PendingConnection& connection) {
-    transport::serve_connection(connection, context_);
+  void serve(detail::PendingConnection& connection) {
+    detail::serve_connection(connection, context_);
   }
   void accept_loop(int listen_fd);
   Status bind_one(const sockaddr* addr, socklen_t len, const std::string& shown);
@@ -116,7 +116,7 @@ class Server::Impl {
   Handler handler_;
   UniqueFd stop_fd_;
   std::atomic<bool> stopping_{false};
-  transport::ConnectionContext context_;
+  detail::ConnectionContext context_;
   std::vector<UniqueFd> listeners_;
   bool bound_ = false;
 
@@ -124,7 +124,7 @@ class Server::Impl {
   std::condition_variable run_cv_;
   bool running_ = false;
 
-  transport::ConnectionThreadPool pool_;  // last: its threads use the members above
+  detail::ConnectionThreadPool pool_;  // last: its threads use the members above
 };
 
 Status Server::Impl::bind_one(const sockaddr* addr, socklen_t len, const std::string& shown) {
@@ -132,7 +132,7 @@ Status Server::Impl::bind_one(const sockaddr* addr, socklen_t len, const std::st
   int fd = listen_on(addr, len, err);
   if (fd < 0) {
     return Error(ErrorCode::kInternal,
-                 "cannot listen on " + shown + ": " + transport::errno_text(err));
+                 "cannot listen on " + shown + ": " + detail::errno_text(err));
   }
   listeners_.emplace_back(fd);
   return ok_status();
@@ -204,12 +204,12 @@ Result<int> Server::Impl::bind(const std::string& host, int port) {
 void Server::Impl::accept_loop(int listen_fd) {
   auto log = logger("http");
   while (!stopping_.load()) {
-    auto w = transport::wait_fd(listen_fd, POLLIN, -1, stop_fd_.get(), POLLIN);
-    if (w == transport::Wait::kInterrupted) {
+    auto w = detail::wait_fd(listen_fd, POLLIN, -1, stop_fd_.get(), POLLIN);
+    if (w == detail::Wait::kInterrupted) {
       break;
     }
-    if (w == transport::Wait::kError) {
-      log->error("poll on listening socket failed: {}", transport::errno_text(errno));
+    if (w == detail::Wait::kError) {
+      log->error("poll on listening socket failed: {}", detail::errno_text(errno));
       break;
     }
     for (;;) {
@@ -223,25 +223,25 @@ void Server::Impl::accept_loop(int listen_fd) {
         }
         if (err != EAGAIN && err != EWOULDBLOCK) {
           // EMFILE and friends: back off instead of spinning.
-          log->warn("accept failed: {}", transport::errno_text(err));
-          transport::wait_fd(stop_fd_.get(), POLLIN, 100);
+          log->warn("accept failed: {}", detail::errno_text(err));
+          detail::wait_fd(stop_fd_.get(), POLLIN, 100);
         }
         break;
       }
       if (ss.ss_family == AF_INET || ss.ss_family == AF_INET6) {
-        transport::set_nodelay(fd);
+        detail::set_nodelay(fd);
       }
-      transport::PendingConnection connection{fd, address_text(reinterpret_cast<sockaddr*>(&ss))};
+      detail::PendingConnection connection{fd, address_text(reinterpret_cast<sockaddr*>(&ss))};
       switch (pool_.submit(connection)) {
-        case transport::ConnectionThreadPool::Admit::kAccepted:
+        case detail::ConnectionThreadPool::Admit::kAccepted:
           break;
-        case transport::ConnectionThreadPool::Admit::kFull:
+        case detail::ConnectionThreadPool::Admit::kFull:
           log->warn("rejecting connection from {}: {} connections open", connection.remote_addr,
                     pool_.open_connections());
-          transport::reject_busy(fd);
+          detail::reject_busy(fd);
           break;
-        case transport::ConnectionThreadPool::Admit::kFailed:
-          transport::reject_busy(fd);
+        case detail::ConnectionThreadPool::Admit::kFailed:
+          detail::reject_busy(fd);
           break;
       }
     }
@@ -279,7 +279,7 @@ void Server::Impl::stop() {
   }
   std::uint64_t one = 1;
   if (::write(stop_fd_.get(), &one, sizeof one) < 0) {
-    logger("http")->error("cannot signal server stop: {}", transport::errno_text(errno));
+    logger("http")->error("cannot signal server stop: {}", detail::errno_text(errno));
   }
   pool_.shutdown();
 }
@@ -309,4 +309,4 @@ int Server::open_connections() const {
   return impl_->open_connections();
 }
 
-}  // namespace lemon::http
+}  // namespace lemon::net

@@ -1,13 +1,13 @@
-#include "transport_connection.h"
+#include "connection.h"
 
 #include <exception>
 
+#include "io.h"
 #include "lemon/core/log.h"
-#include "transport_io.h"
-#include "transport_request_reader.h"
-#include "transport_response_writer.h"
+#include "request_reader.h"
+#include "response_writer.h"
 
-namespace lemon::http::transport {
+namespace lemon::net::detail {
 namespace {
 
 // How long an error response waits for the client to stop sending before the
@@ -76,4 +76,4 @@ void reject_busy(int raw_fd) {
   lingering_close(fd, std::chrono::milliseconds(0), -1);
 }
 
-}  // namespace lemon::http::transport
+}  // namespace lemon::net::detail

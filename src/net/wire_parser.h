@@ -3,7 +3,7 @@
 // their header fields, body framing fields, and an incremental chunked
 // transfer-coding decoder.
 //
-// Internal to src/http. Thread-safety: functions are pure; a ChunkedDecoder
+// Internal to src/net. Thread-safety: functions are pure; a ChunkedDecoder
 // belongs to one message.
 #pragma once
 
@@ -13,9 +13,9 @@
 #include <string>
 #include <string_view>
 
-#include "lemon/http/message.h"
+#include "lemon/net/message.h"
 
-namespace lemon::http::wire {
+namespace lemon::net::wire {
 
 // Longest request-target we accept (414 beyond).
 inline constexpr std::size_t kMaxTarget = 8192;
@@ -122,4 +122,4 @@ class ChunkedDecoder {
   const char* error_ = "";
 };
 
-}  // namespace lemon::http::wire
+}  // namespace lemon::net::wire

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-namespace lemon::http {
+namespace lemon::net {
 
 bool iequals(std::string_view a, std::string_view b);
 
@@ -56,4 +56,4 @@ std::string url_decode(std::string_view in, bool plus_as_space);
 // Reason phrase for a status code ("OK", "Not Found", ...).
 const char* status_reason(int status);
 
-}  // namespace lemon::http
+}  // namespace lemon::net

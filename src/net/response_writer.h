@@ -3,7 +3,7 @@
 // each chunk with its framing) in one sendmsg, so TCP_NODELAY never splits a
 // logical write into several segments waiting on each other.
 //
-// Internal to src/http. Thread-safety: owned by the connection thread.
+// Internal to src/net. Thread-safety: owned by the connection thread.
 #pragma once
 
 #include <sys/uio.h>
@@ -13,9 +13,9 @@
 #include <string>
 #include <string_view>
 
-#include "lemon/http/server.h"
+#include "lemon/net/server.h"
 
-namespace lemon::http::transport {
+namespace lemon::net::detail {
 
 struct ResponseMode {
   bool head_request = false;  // HEAD: write no body
@@ -62,4 +62,4 @@ class SocketResponseWriter final : public ResponseWriter {
   bool no_body_ = false;     // HEAD or a status without a body
 };
 
-}  // namespace lemon::http::transport
+}  // namespace lemon::net::detail

@@ -1,8 +1,8 @@
-#include "lemon/http/message.h"
+#include "lemon/net/message.h"
 
 #include <gtest/gtest.h>
 
-namespace lemon::http {
+namespace lemon::net {
 namespace {
 
 TEST(HttpHeaders, LookupIsCaseInsensitive) {
@@ -101,4 +101,4 @@ TEST(HttpMessage, StatusReason) {
 }
 
 }  // namespace
-}  // namespace lemon::http
+}  // namespace lemon::net

@@ -1,4 +1,4 @@
-#include "transport_thread_pool.h"
+#include "thread_pool.h"
 
 #include <unistd.h>
 
@@ -8,7 +8,7 @@
 
 #include "lemon/core/log.h"
 
-namespace lemon::http::transport {
+namespace lemon::net::detail {
 
 ConnectionThreadPool::ConnectionThreadPool(int max_connections, int spare_threads,
                                            std::size_t stack_bytes, Serve serve)
@@ -152,4 +152,4 @@ void ConnectionThreadPool::reap() {
   }
 }
 
-}  // namespace lemon::http::transport
+}  // namespace lemon::net::detail

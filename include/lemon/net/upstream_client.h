@@ -21,9 +21,9 @@
 #include <string_view>
 
 #include "lemon/core/error.h"
-#include "lemon/http/message.h"
+#include "lemon/net/message.h"
 
-namespace lemon::http {
+namespace lemon::net {
 
 struct UpstreamRequest {
   std::string method = "POST";
@@ -90,4 +90,4 @@ class UpstreamClient {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace lemon::http
+}  // namespace lemon::net

@@ -4,7 +4,7 @@
 // work indefinitely; extra idle threads exit after kIdleExit. Threads are
 // plain pthreads with a chosen stack size; exited ones are joined lazily.
 //
-// Internal to src/http. Thread-safety: submit() from the acceptor threads,
+// Internal to src/net. Thread-safety: submit() from the acceptor threads,
 // shutdown() from any thread, join_all() from the thread running the server.
 #pragma once
 
@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-namespace lemon::http::transport {
+namespace lemon::net::detail {
 
 struct PendingConnection {
   int fd = -1;
@@ -90,4 +90,4 @@ class ConnectionThreadPool {
   std::atomic<int> open_{0};
 };
 
-}  // namespace lemon::http::transport
+}  // namespace lemon::net::detail

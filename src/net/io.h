@@ -3,7 +3,7 @@
 // gathered writes that survive partial writes, EINTR and full send buffers
 // without ever raising SIGPIPE.
 //
-// Internal to src/http. Thread-safety: free functions; a UniqueFd is owned by
+// Internal to src/net. Thread-safety: free functions; a UniqueFd is owned by
 // one thread at a time.
 #pragma once
 
@@ -14,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-namespace lemon::http::transport {
+namespace lemon::net::detail {
 
 using Clock = std::chrono::steady_clock;
 
@@ -84,4 +84,4 @@ void set_nodelay(int fd);
 // destroyed by a reset; then closes `fd`.
 void lingering_close(UniqueFd& fd, std::chrono::milliseconds linger, int stop_fd);
 
-}  // namespace lemon::http::transport
+}  // namespace lemon::net::detail

@@ -4,18 +4,18 @@
 // client waits for it). Bytes past one request stay buffered for the next, so
 // pipelined requests work.
 //
-// Internal to src/http. Thread-safety: owned by the connection thread.
+// Internal to src/net. Thread-safety: owned by the connection thread.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <string>
 
-#include "lemon/http/message.h"
-#include "lemon/http/server.h"
-#include "transport_io.h"
+#include "io.h"
+#include "lemon/net/message.h"
+#include "lemon/net/server.h"
 
-namespace lemon::http::transport {
+namespace lemon::net::detail {
 
 struct ReadOutcome {
   enum class Kind {
@@ -54,4 +54,4 @@ class RequestReader {
   std::string buf_;  // received, not yet consumed
 };
 
-}  // namespace lemon::http::transport
+}  // namespace lemon::net::detail

@@ -1,4 +1,4 @@
-#include "transport_io.h"
+#include "io.h"
 
 #include "lemon/core/error.h"
 
@@ -13,7 +13,7 @@
 #include <climits>
 #include <cstring>
 
-namespace lemon::http::transport {
+namespace lemon::net::detail {
 
 void UniqueFd::reset(int fd) {
   if (fd_ >= 0) {
@@ -156,4 +156,4 @@ void lingering_close(UniqueFd& fd, std::chrono::milliseconds linger, int stop_fd
   fd.reset();
 }
 
-}  // namespace lemon::http::transport
+}  // namespace lemon::net::detail

@@ -1,6 +1,6 @@
-// http::Server request parsing and protocol behaviour, driven by a raw
+// Server request parsing and protocol behaviour, driven by a raw
 // socket client so the exact bytes on the wire are visible.
-#include "lemon/http/server.h"
+#include "lemon/net/server.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -17,7 +17,7 @@
 
 #include "support/running_server.h"
 
-namespace lemon::http {
+namespace lemon::net {
 namespace {
 
 using testing::RunningServer;
@@ -469,4 +469,4 @@ TEST(HttpServer, BindRejectsSecondCallAndReportsErrors) {
 }
 
 }  // namespace
-}  // namespace lemon::http
+}  // namespace lemon::net

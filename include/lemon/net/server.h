@@ -25,9 +25,9 @@
 #include <string_view>
 
 #include "lemon/core/error.h"
-#include "lemon/http/message.h"
+#include "lemon/net/message.h"
 
-namespace lemon::http {
+namespace lemon::net {
 
 // Writes one response. Exactly one of send() or begin_chunked()...finish()
 // per request; a handler that writes nothing gets a 500 envelope.
@@ -96,4 +96,4 @@ class Server {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace lemon::http
+}  // namespace lemon::net

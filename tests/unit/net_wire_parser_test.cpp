@@ -1,11 +1,11 @@
-// Tests for the internal HTTP/1.1 wire parser (src/http/wire_parser.h).
-#include "../../src/http/wire_parser.h"
+// Tests for the internal HTTP/1.1 wire parser (src/net/wire_parser.h).
+#include "../../src/net/wire_parser.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-namespace lemon::http::wire {
+namespace lemon::net::wire {
 namespace {
 
 TEST(HttpWire, FindHeadEnd) {
@@ -179,4 +179,4 @@ TEST(HttpWire, ChunkedStopsAtLimitBeforeData) {
 }
 
 }  // namespace
-}  // namespace lemon::http::wire
+}  // namespace lemon::net::wire

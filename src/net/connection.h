@@ -3,16 +3,16 @@
 // answers what the handler cannot (malformed requests, limits, exceptions,
 // handlers that wrote nothing) with the JSON error envelope.
 //
-// Internal to src/http. Thread-safety: one call per connection thread; the
+// Internal to src/net. Thread-safety: one call per connection thread; the
 // context is shared read-only.
 #pragma once
 
 #include <atomic>
 
-#include "lemon/http/server.h"
-#include "transport_thread_pool.h"
+#include "lemon/net/server.h"
+#include "thread_pool.h"
 
-namespace lemon::http::transport {
+namespace lemon::net::detail {
 
 struct ConnectionContext {
   const ServerOptions* options = nullptr;
@@ -28,4 +28,4 @@ void serve_connection(PendingConnection& connection, const ConnectionContext& co
 // closes it without blocking the caller for long.
 void reject_busy(int fd);
 
-}  // namespace lemon::http::transport
+}  // namespace lemon::net::detail

@@ -6,20 +6,20 @@
 // client's socket (CallOptions::watch_fd), so a client hang-up aborts the
 // exchange at once.
 //
-// Internal to src/http. Thread-safety: one exchange per calling thread.
+// Internal to src/net. Thread-safety: one exchange per calling thread.
 #pragma once
 
 #include <functional>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "io.h"
 #include "lemon/core/error.h"
-#include "lemon/http/upstream_client.h"
-#include "transport_io.h"
+#include "lemon/net/upstream_client.h"
 
-namespace lemon::http::transport {
+namespace lemon::net::detail {
 
 struct ExchangeOutcome {
   Status status;
@@ -63,9 +63,9 @@ class UpstreamExchange {
   Clock::time_point next_tick_;
   std::chrono::milliseconds tick_interval_;
   const std::function<bool(std::string_view)>* on_data_ = nullptr;
-  std::string buf_;      // received, not yet consumed
+  std::string buf_;  // received, not yet consumed
   bool got_bytes_ = false;
   std::optional<Error> failure_;
 };
 
-}  // namespace lemon::http::transport
+}  // namespace lemon::net::detail

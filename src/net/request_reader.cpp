@@ -1,4 +1,4 @@
-#include "transport_request_reader.h"
+#include "request_reader.h"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -9,7 +9,7 @@
 
 #include "wire_parser.h"
 
-namespace lemon::http::transport {
+namespace lemon::net::detail {
 namespace {
 
 constexpr std::size_t kReadChunk = 64u << 10;
@@ -235,4 +235,4 @@ ReadOutcome RequestReader::read_chunked(Request& request, ReadOutcome& out) {
   }
 }
 
-}  // namespace lemon::http::transport
+}  // namespace lemon::net::detail

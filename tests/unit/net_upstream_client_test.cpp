@@ -1,6 +1,6 @@
-// http::UpstreamClient against our own http::Server as the backend (and a
+// UpstreamClient against our own Server as the backend (and a
 // scripted raw socket backend where exact wire behaviour matters).
-#include "lemon/http/upstream_client.h"
+#include "lemon/net/upstream_client.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -19,13 +19,13 @@
 #include <thread>
 #include <vector>
 
-#include "lemon/http/server.h"
+#include "lemon/net/server.h"
 #include "support/gate.h"
 #include "support/loopback_connect.h"
 #include "support/loopback_listener.h"
 #include "support/running_server.h"
 
-namespace lemon::http {
+namespace lemon::net {
 namespace {
 
 using testing::connect_loopback;
@@ -517,4 +517,4 @@ TEST(HttpUpstreamClient, CloseIdleDropsPooledConnections) {
 }
 
 }  // namespace
-}  // namespace lemon::http
+}  // namespace lemon::net

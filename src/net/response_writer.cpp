@@ -1,4 +1,4 @@
-#include "transport_response_writer.h"
+#include "response_writer.h"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -8,11 +8,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "io.h"
 #include "lemon/core/log.h"
-#include "transport_io.h"
 #include "wire_parser.h"
 
-namespace lemon::http::transport {
+namespace lemon::net::detail {
 namespace {
 
 constexpr std::chrono::seconds kWriteTimeout{60};
@@ -217,4 +217,4 @@ bool SocketResponseWriter::send_error(int status, std::string_view code, std::st
   return send(status, headers, error_envelope(status, code, message));
 }
 
-}  // namespace lemon::http::transport
+}  // namespace lemon::net::detail

@@ -1,9 +1,9 @@
-#include "lemon/http/message.h"
+#include "lemon/net/message.h"
 
 #include <algorithm>
 #include <cctype>
 
-namespace lemon::http {
+namespace lemon::net {
 namespace {
 
 char lower(char c) {
@@ -236,4 +236,4 @@ const char* status_reason(int status) {
   return "Server Error";
 }
 
-}  // namespace lemon::http
+}  // namespace lemon::net
