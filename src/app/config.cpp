@@ -156,6 +156,36 @@ void add_router_options(CLI::App& app, RouterOptionValues& v) {
       ->envname("LEMONADE_MAX_CONNECTIONS")
       ->check(CLI::Range(16, 65536))
       ->capture_default_str();
+  app.add_option("--max-request-memory", v.max_request_memory_mb,
+                 "MiB of request bodies held at once, all connections together (503 beyond)")
+      ->envname("LEMONADE_MAX_REQUEST_MEMORY")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--header-timeout", v.header_timeout_s,
+                 "Seconds a request's headers may take to arrive in all (408 beyond)")
+      ->envname("LEMONADE_HEADER_TIMEOUT")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--body-timeout", v.body_timeout_s,
+                 "Seconds a request body may go without progress (408 beyond)")
+      ->envname("LEMONADE_BODY_TIMEOUT")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--body-min-rate", v.body_min_rate,
+                 "Bytes a second a request body must average after its first 10 s (0: none)")
+      ->envname("LEMONADE_BODY_MIN_RATE")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--keep-alive-timeout", v.keep_alive_timeout_s,
+                 "Seconds an idle keep-alive connection is kept open")
+      ->envname("LEMONADE_KEEP_ALIVE_TIMEOUT")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--write-timeout", v.write_timeout_s,
+                 "Seconds a client may accept none of its response before it is dropped")
+      ->envname("LEMONADE_WRITE_TIMEOUT")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
 
   app.add_option("--api-key", v.api_key,
                  "Require 'Authorization: Bearer <key>' on every route but /live")
@@ -232,6 +262,12 @@ ParsedConfig parse_config(int argc, const char* const* argv) {
   c.load_timeout = seconds_to_ms(v.load_timeout_s);
   c.stop_grace = seconds_to_ms(v.stop_grace_s);
   c.max_body_bytes = static_cast<std::size_t>(v.max_body_mb * 1024.0 * 1024.0);
+  c.max_request_memory = static_cast<std::size_t>(v.max_request_memory_mb * 1024.0 * 1024.0);
+  c.header_timeout = seconds_to_ms(v.header_timeout_s);
+  c.body_timeout = seconds_to_ms(v.body_timeout_s);
+  c.body_min_rate = static_cast<std::size_t>(v.body_min_rate);
+  c.keep_alive_timeout = seconds_to_ms(v.keep_alive_timeout_s);
+  c.write_timeout = seconds_to_ms(v.write_timeout_s);
   std::stringstream origins(v.cors);
   for (std::string origin; std::getline(origins, origin, ',');) {
     auto start = origin.find_first_not_of(" \t");

@@ -93,6 +93,12 @@ int main(int argc, char** argv) {
   settings.port = cfg.port;
   settings.server.max_body_bytes = cfg.max_body_bytes;
   settings.server.max_connections = cfg.max_connections;
+  settings.server.max_request_memory = cfg.max_request_memory;
+  settings.server.header_timeout = cfg.header_timeout;
+  settings.server.body_idle_timeout = cfg.body_timeout;
+  settings.server.body_min_rate = cfg.body_min_rate;
+  settings.server.keep_alive_timeout = cfg.keep_alive_timeout;
+  settings.server.write_timeout = cfg.write_timeout;
   settings.access.api_key = cfg.api_key;
   settings.access.health_without_auth = cfg.health_without_auth;
   settings.access.cors_origins = cfg.cors_origins;

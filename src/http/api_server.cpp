@@ -16,6 +16,7 @@ ApiServer::ApiServer(ApiSettings settings, ModelCatalogue& catalogue, ModelStore
       router_(router),
       stats_(stats) {
   register_routes();
+  settings_.server.head_check = [this](const net::Request& r) { return check_head(r); };
   server_ = std::make_unique<net::Server>(
       settings_.server, [this](net::Request& r, net::ResponseWriter& w) { handle(r, w); });
 }
@@ -66,18 +67,42 @@ void ApiServer::handle(net::Request& r, net::ResponseWriter& raw) {
   routes_.dispatch(r, w);
 }
 
+std::optional<net::EarlyAnswer> ApiServer::check_head(const net::Request& r) const {
+  if (r.method == "OPTIONS") {
+    return std::nullopt;  // CORS preflight, answered by handle()
+  }
+  auto m = routes_.match(r.method, r.path);
+  net::EarlyAnswer answer;
+  if (m.handler == nullptr) {
+    answer = RouteTable::refusal(m, r);
+  } else if (auto denied = check_access(r, settings_.access, static_cast<RouteAccess>(m.tag))) {
+    answer.status = error_status(*denied);
+    answer.headers = json_headers();
+    answer.body = json_text(error_body(*denied));
+  } else {
+    return std::nullopt;
+  }
+  const net::Headers cors = cors_headers(r, settings_.access);
+  for (const auto& [name, value] : cors.fields()) {
+    answer.headers.add(name, value);
+  }
+  return answer;
+}
+
 void ApiServer::route(
     const std::string& method, const std::string& suffix, RouteAccess access,
     std::function<void(net::Request&, net::ResponseWriter&, std::string_view)> handler) {
-  routes_.add_api(method, suffix,
-                  [this, access, handler = std::move(handler)](
-                      net::Request& r, net::ResponseWriter& w, std::string_view param) {
-                    if (auto denied = check_access(r, settings_.access, access)) {
-                      write_error(w, *denied);
-                      return;
-                    }
-                    handler(r, w, param);
-                  });
+  routes_.add_api(
+      method, suffix,
+      [this, access, handler = std::move(handler)](net::Request& r, net::ResponseWriter& w,
+                                                   std::string_view param) {
+        if (auto denied = check_access(r, settings_.access, access)) {
+          write_error(w, *denied);
+          return;
+        }
+        handler(r, w, param);
+      },
+      static_cast<int>(access));
 }
 
 void ApiServer::register_routes() {
@@ -125,14 +150,16 @@ void ApiServer::register_routes() {
   route("POST", "audio/transcriptions", RouteAccess::kMultipartPost,
         [this](net::Request& r, net::ResponseWriter& w, P) { handle_transcription(r, w); });
   // Liveness also at the root, and never behind the key.
-  routes_.add_root("GET", "/live",
-                   [this](net::Request& r, net::ResponseWriter& w, std::string_view) {
-                     if (auto denied = check_access(r, settings_.access, RouteAccess::kPublic)) {
-                       write_error(w, *denied);
-                       return;
-                     }
-                     handle_live(w);
-                   });
+  routes_.add_root(
+      "GET", "/live",
+      [this](net::Request& r, net::ResponseWriter& w, std::string_view) {
+        if (auto denied = check_access(r, settings_.access, RouteAccess::kPublic)) {
+          write_error(w, *denied);
+          return;
+        }
+        handle_live(w);
+      },
+      static_cast<int>(RouteAccess::kPublic));
 }
 
 }  // namespace lemon::http

@@ -93,4 +93,8 @@ net::Headers json_headers() {
   return net::Headers{{"Content-Type", "application/json"}};
 }
 
+std::string json_text(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 }  // namespace lemon::http

@@ -11,7 +11,7 @@ namespace lemon::http {
 namespace {
 
 void send_json(net::ResponseWriter& w, int status, const nlohmann::json& j) {
-  w.send(status, json_headers(), j.dump());
+  w.send(status, json_headers(), json_text(j));
 }
 
 nlohmann::json loaded_entry(const LoadedServerInfo& s) {

@@ -13,7 +13,7 @@ namespace lemon::http {
 namespace {
 
 void send_json(net::ResponseWriter& w, int status, const nlohmann::json& j) {
-  w.send(status, json_headers(), j.dump());
+  w.send(status, json_headers(), json_text(j));
 }
 
 // Lemonade's progress event data; file_index is 1-based.
@@ -29,7 +29,7 @@ nlohmann::json progress_data(const download::TaskProgress& p) {
 }
 
 std::string sse_event(const char* event, const nlohmann::json& data) {
-  return std::string("event: ") + event + "\ndata: " + data.dump() + "\n\n";
+  return std::string("event: ") + event + "\ndata: " + json_text(data) + "\n\n";
 }
 
 void begin_event_stream(net::ResponseWriter& w) {

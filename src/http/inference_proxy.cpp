@@ -135,7 +135,7 @@ void forward_whole(Lease& lease, const ProxyCall& call, net::ResponseWriter& wri
   }
   if (resp->status >= 400) {
     writer.send(resp->status, json_headers(),
-                normalize_backend_error(resp->body, resp->status).dump());
+                json_text(normalize_backend_error(resp->body, resp->status)));
     return;
   }
   net::Headers headers;
@@ -200,9 +200,9 @@ void forward_stream(Lease& lease, const ProxyCall& call, net::ResponseWriter& wr
   if (status >= 400) {
     auto envelope = normalize_backend_error(error_body, status);
     if (!writer.headers_sent()) {
-      writer.send(status, json_headers(), envelope.dump());
+      writer.send(status, json_headers(), json_text(envelope));
     } else {
-      writer.write_chunk("data: " + envelope.dump() + "\n\n");
+      writer.write_chunk("data: " + json_text(envelope) + "\n\n");
       writer.write_chunk("data: [DONE]\n\n");
       writer.finish();
     }
@@ -251,7 +251,7 @@ void stats_from_backend_json(const nlohmann::json& j, RequestStats& s) {
 }
 
 void write_error(net::ResponseWriter& writer, const Error& error) {
-  std::string body = error_body(error).dump();
+  std::string body = json_text(error_body(error));
   if (!writer.headers_sent()) {
     writer.send(error_status(error), json_headers(), body);
     return;

@@ -9,35 +9,36 @@ const std::vector<std::string>& RouteTable::api_prefixes() {
   return kPrefixes;
 }
 
-void RouteTable::add(const std::string& method, const std::string& path, RouteHandler handler) {
+void RouteTable::add(const std::string& method, const std::string& path, RouteHandler handler,
+                     int tag) {
   static const std::string kParam = "{id}";
   if (path.size() > kParam.size() &&
       path.compare(path.size() - kParam.size(), kParam.size(), kParam) == 0) {
     std::string base = path.substr(0, path.size() - kParam.size());
     for (auto& [b, methods] : with_param_) {
       if (b == base) {
-        methods.by_method.emplace_back(method, std::move(handler));
+        methods.by_method.push_back({method, std::move(handler), tag});
         return;
       }
     }
     Methods m;
-    m.by_method.emplace_back(method, std::move(handler));
+    m.by_method.push_back({method, std::move(handler), tag});
     with_param_.emplace_back(base, std::move(m));
     return;
   }
-  exact_[path].by_method.emplace_back(method, std::move(handler));
+  exact_[path].by_method.push_back({method, std::move(handler), tag});
 }
 
 void RouteTable::add_api(const std::string& method, const std::string& suffix,
-                         const RouteHandler& handler) {
+                         const RouteHandler& handler, int tag) {
   for (const auto& prefix : api_prefixes()) {
-    add(method, prefix + suffix, handler);
+    add(method, prefix + suffix, handler, tag);
   }
 }
 
-void RouteTable::add_root(const std::string& method, const std::string& path,
-                          RouteHandler handler) {
-  add(method, path, std::move(handler));
+void RouteTable::add_root(const std::string& method, const std::string& path, RouteHandler handler,
+                          int tag) {
+  add(method, path, std::move(handler), tag);
 }
 
 const RouteTable::Methods* RouteTable::find(std::string_view path, std::string_view& param) const {
@@ -58,30 +59,52 @@ const RouteTable::Methods* RouteTable::find(std::string_view path, std::string_v
   return nullptr;
 }
 
-void RouteTable::dispatch(net::Request& request, net::ResponseWriter& writer) const {
-  std::string_view param;
-  const Methods* methods = find(request.path, param);
+RouteTable::Match RouteTable::match(std::string_view method, std::string_view path) const {
+  Match out;
+  const Methods* methods = find(path, out.param);
   if (methods == nullptr) {
-    Error e(ErrorCode::kRouteNotFound, "no route for " + request.method + " " + request.path);
-    writer.send(404, json_headers(), error_body(e).dump());
-    return;
+    out.status = 404;
+    return out;
   }
-  const std::string& method = request.method == "HEAD" ? std::string("GET") : request.method;
-  for (const auto& [m, handler] : methods->by_method) {
-    if (m == method) {
-      handler(request, writer, param);
-      return;
+  const std::string_view wanted = method == "HEAD" ? std::string_view("GET") : method;
+  for (const auto& route : methods->by_method) {
+    if (route.method == wanted) {
+      out.handler = &route.handler;
+      out.tag = route.tag;
+      return out;
     }
   }
-  std::string allow;
-  for (const auto& [m, handler] : methods->by_method) {
-    allow += (allow.empty() ? "" : ", ") + m;
+  out.status = 405;
+  for (const auto& route : methods->by_method) {
+    out.allow += (out.allow.empty() ? "" : ", ") + route.method;
   }
-  Error e(ErrorCode::kMethodNotAllowed,
-          request.method + " is not allowed on " + request.path + "; use " + allow);
-  net::Headers h = json_headers();
-  h.add("Allow", allow);
-  writer.send(405, h, error_body(e).dump());
+  return out;
+}
+
+net::EarlyAnswer RouteTable::refusal(const Match& match, const net::Request& request) {
+  net::EarlyAnswer answer;
+  answer.status = match.status;
+  answer.headers = json_headers();
+  if (match.status == 405) {
+    Error e(ErrorCode::kMethodNotAllowed,
+            request.method + " is not allowed on " + request.path + "; use " + match.allow);
+    answer.headers.add("Allow", match.allow);
+    answer.body = json_text(error_body(e));
+  } else {
+    Error e(ErrorCode::kRouteNotFound, "no route for " + request.method + " " + request.path);
+    answer.body = json_text(error_body(e));
+  }
+  return answer;
+}
+
+void RouteTable::dispatch(net::Request& request, net::ResponseWriter& writer) const {
+  Match m = match(request.method, request.path);
+  if (m.handler == nullptr) {
+    auto answer = refusal(m, request);
+    writer.send(answer.status, answer.headers, answer.body);
+    return;
+  }
+  (*m.handler)(request, writer, m.param);
 }
 
 }  // namespace lemon::http

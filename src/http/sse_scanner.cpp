@@ -1,5 +1,7 @@
 #include "lemon/http/sse_scanner.h"
 
+#include "lemon/http/error_response.h"
+
 namespace lemon::http {
 namespace {
 
@@ -140,7 +142,7 @@ nlohmann::json normalize_backend_error(std::string_view body, int status) {
       if (e.contains("message") && e["message"].is_string()) {
         out["message"] = e["message"];
       } else {
-        out["message"] = e.dump();
+        out["message"] = json_text(e);
       }
       if (e.contains("type") && e["type"].is_string()) {
         out["type"] = e["type"];
@@ -175,7 +177,7 @@ std::optional<std::string> normalize_sse_error_events(std::string_view chunk) {
     std::string_view event = chunk.substr(start, end - start);
     auto data = sse_event_data(event);
     if (data && data->rfind("{\"error\"", 0) == 0) {
-      out += "data: " + normalize_backend_error(*data, 500).dump() + "\n\n";
+      out += "data: " + json_text(normalize_backend_error(*data, 500)) + "\n\n";
       changed = true;
     } else {
       out.append(event);

@@ -21,7 +21,7 @@ void serve_connection(PendingConnection& connection, const ConnectionContext& co
   UniqueFd fd(connection.fd);
   connection.fd = -1;
   const ServerOptions& options = *context.options;
-  RequestReader reader(fd.get(), options, context.stop_fd);
+  RequestReader reader(fd.get(), options, *context.memory, context.stop_fd);
   for (;;) {
     Request request;
     ReadOutcome outcome = reader.read(request);
@@ -31,8 +31,19 @@ void serve_connection(PendingConnection& connection, const ConnectionContext& co
     if (outcome.kind == ReadOutcome::Kind::kReject) {
       logger("http")->debug("rejecting request from {}: {} {}", connection.remote_addr,
                             outcome.status, outcome.message);
-      SocketResponseWriter writer(fd.get(), ResponseMode{false, false, false}, nullptr);
-      writer.send_error(outcome.status, outcome.code, outcome.message);
+      SocketResponseWriter writer(fd.get(), ResponseMode{false, false, false}, nullptr,
+                                  options.write_timeout);
+      writer.send_error(outcome.status, outcome.code, outcome.message, outcome.retry_after);
+      connection.release();
+      lingering_close(fd, kErrorLinger, context.stop_fd);
+      return;
+    }
+    if (outcome.kind == ReadOutcome::Kind::kAnswer) {
+      // The HeadCheck refused the request (route, key): answered without
+      // reading its body, then closed.
+      SocketResponseWriter writer(fd.get(), ResponseMode{outcome.head_request, false, false},
+                                  nullptr, options.write_timeout);
+      writer.send(outcome.answer.status, outcome.answer.headers, outcome.answer.body);
       connection.release();
       lingering_close(fd, kErrorLinger, context.stop_fd);
       return;
@@ -40,7 +51,7 @@ void serve_connection(PendingConnection& connection, const ConnectionContext& co
     request.remote_addr = connection.remote_addr;
     const bool stopping = context.stopping->load(std::memory_order_relaxed);
     ResponseMode mode{outcome.head_request, outcome.http10, outcome.keep_alive && !stopping};
-    SocketResponseWriter writer(fd.get(), mode, context.stopping);
+    SocketResponseWriter writer(fd.get(), mode, context.stopping, options.write_timeout);
     bool threw = false;
     try {
       (*context.handler)(request, writer);

@@ -10,6 +10,7 @@
 #include <atomic>
 
 #include "lemon/net/server.h"
+#include "request_reader.h"
 #include "thread_pool.h"
 
 namespace lemon::net::detail {
@@ -19,6 +20,7 @@ struct ConnectionContext {
   const Handler* handler = nullptr;
   int stop_fd = -1;  // readable once the server stops
   const std::atomic<bool>* stopping = nullptr;
+  RequestMemory* memory = nullptr;  // shared by every connection
 };
 
 // Serves `connection` until it closes, then closes its fd.

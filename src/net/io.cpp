@@ -119,6 +119,29 @@ int send_all(int fd, iovec* iov, int count, Clock::time_point deadline) {
   return 0;
 }
 
+int send_all_progressing(int fd, iovec* iov, int count, std::chrono::milliseconds idle) {
+  int start = advance_iov(iov, count, 0, 0);
+  while (start < count) {
+    // Each wait has `idle` from its start: any accepted byte renews it.
+    long n = send_once(fd, iov + start, count - start);
+    if (n >= 0) {
+      start = advance_iov(iov, count, start, static_cast<std::size_t>(n));
+      continue;
+    }
+    if (n != -EAGAIN && n != -EWOULDBLOCK) {
+      return static_cast<int>(-n);
+    }
+    Wait w = wait_fd(fd, POLLOUT, millis_until(Clock::now() + idle));
+    if (w == Wait::kTimeout) {
+      return ETIMEDOUT;
+    }
+    if (w == Wait::kError) {
+      return errno != 0 ? errno : EIO;
+    }
+  }
+  return 0;
+}
+
 int send_all(int fd, std::string_view data, Clock::time_point deadline) {
   iovec iov{const_cast<char*>(data.data()), data.size()};
   return send_all(fd, &iov, 1, deadline);

@@ -73,6 +73,9 @@ int advance_iov(iovec* iov, int count, int start, std::size_t n);
 // when the deadline passed). `iov` is modified.
 int send_all(int fd, iovec* iov, int count, Clock::time_point deadline);
 int send_all(int fd, std::string_view data, Clock::time_point deadline);
+// The same, failing with ETIMEDOUT only when the peer accepts no byte for
+// `idle` (a slow reader that keeps reading is never cut off).
+int send_all_progressing(int fd, iovec* iov, int count, std::chrono::milliseconds idle);
 
 // strerror() text for an errno value.
 std::string errno_text(int err);

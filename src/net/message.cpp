@@ -236,4 +236,46 @@ const char* status_reason(int status) {
   return "Server Error";
 }
 
+bool valid_utf8(std::string_view text) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    std::size_t len = 0;
+    unsigned char lo = 0x80;
+    unsigned char hi = 0xbf;  // allowed range of the second byte
+    if (c >= 0xc2 && c <= 0xdf) {
+      len = 2;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      len = 3;
+      lo = c == 0xe0 ? 0xa0 : 0x80;  // no overlong forms
+      hi = c == 0xed ? 0x9f : 0xbf;  // no surrogates
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      len = 4;
+      lo = c == 0xf0 ? 0x90 : 0x80;  // no overlong forms
+      hi = c == 0xf4 ? 0x8f : 0xbf;  // nothing past U+10FFFF
+    } else {
+      return false;
+    }
+    if (i + len > text.size()) {
+      return false;
+    }
+    const auto second = static_cast<unsigned char>(text[i + 1]);
+    if (second < lo || second > hi) {
+      return false;
+    }
+    for (std::size_t k = 2; k < len; ++k) {
+      const auto next = static_cast<unsigned char>(text[i + k]);
+      if (next < 0x80 || next > 0xbf) {
+        return false;
+      }
+    }
+    i += len;
+  }
+  return true;
+}
+
 }  // namespace lemon::net

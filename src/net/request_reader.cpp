@@ -32,7 +32,23 @@ ReadOutcome too_large(std::size_t limit) {
                 "request body exceeds the limit of " + std::to_string(limit) + " bytes");
 }
 
-void split_target(const std::string& target, Request& request) {
+ReadOutcome timed_out(const char* what) {
+  return reject(408, "request_timeout", std::string(what));
+}
+
+ReadOutcome memory_full() {
+  auto out = reject(503, "server_busy",
+                    "server is busy: request bodies use all of --max-request-memory; retry");
+  out.retry_after = 1;
+  return out;
+}
+
+// Blank lines (CRLF) tolerated before a request line (RFC 9112 2.2).
+constexpr std::size_t kMaxLeadingBlankLines = 4;
+
+// Splits the target into path and query; false when the decoded path or the
+// query is not valid UTF-8.
+bool split_target(const std::string& target, Request& request) {
   std::string_view rest = target;
   if (rest.starts_with("http://") || rest.starts_with("https://")) {
     rest.remove_prefix(rest.find("//") + 2);
@@ -43,17 +59,36 @@ void split_target(const std::string& target, Request& request) {
   std::string_view raw_path = rest.substr(0, q);
   request.path = raw_path.empty() ? std::string("/") : url_decode(raw_path, false);
   request.query = q == std::string_view::npos ? std::string() : std::string(rest.substr(q + 1));
+  return valid_utf8(request.path) && valid_utf8(url_decode(request.query, true));
 }
 
 }  // namespace
 
-RequestReader::RequestReader(int fd, const ServerOptions& options, int stop_fd)
-    : fd_(fd), options_(options), stop_fd_(stop_fd) {}
+bool RequestMemory::try_take(std::size_t n) {
+  std::size_t used = used_.load(std::memory_order_relaxed);
+  do {
+    if (n > limit_ || used > limit_ - n) {
+      return false;
+    }
+  } while (!used_.compare_exchange_weak(used, used + n, std::memory_order_relaxed));
+  return true;
+}
+
+RequestReader::RequestReader(int fd, const ServerOptions& options, RequestMemory& memory,
+                             int stop_fd)
+    : fd_(fd), options_(options), memory_(memory), stop_fd_(stop_fd) {}
+
+RequestReader::~RequestReader() {
+  memory_.give_back(charged_);
+}
 
 RequestReader::Fill RequestReader::fill(Clock::time_point deadline) {
   char chunk[16384];
   for (;;) {
     Wait w = wait_fd(fd_, POLLIN, millis_until(deadline), stop_fd_, POLLIN);
+    if (w == Wait::kTimeout) {
+      return Fill::kTimeout;
+    }
     if (w != Wait::kReady) {
       return Fill::kStopped;
     }
@@ -71,49 +106,84 @@ RequestReader::Fill RequestReader::fill(Clock::time_point deadline) {
   }
 }
 
+bool RequestReader::charge_and_append(Request& request, std::string_view data) {
+  if (!memory_.try_take(data.size())) {
+    return false;
+  }
+  charged_ += data.size();
+  request.body.append(data);
+  last_progress_ = Clock::now();
+  return true;
+}
+
+Clock::time_point RequestReader::body_deadline(std::size_t received) const {
+  auto deadline = last_progress_ + options_.body_idle_timeout;
+  if (options_.body_min_rate > 0) {
+    // The time by which `received + 1` bytes are due at the minimum rate.
+    auto due = body_start_ + options_.body_rate_grace +
+               std::chrono::milliseconds((received + 1) * 1000 / options_.body_min_rate);
+    deadline = std::min(deadline, std::max(due, body_start_ + options_.body_rate_grace));
+  }
+  return deadline;
+}
+
 ReadOutcome RequestReader::read(Request& request) {
-  // The head: skip empty lines before the request line (RFC 9112 2.2), then
-  // read until the empty line that ends the header section.
-  // Waiting for a request uses keep_alive_timeout; once its first byte is in,
-  // the whole head must arrive within read_timeout (no slow-drip heads).
+  memory_.give_back(charged_);
+  charged_ = 0;
+  // The head: at most a few blank lines before the request line (RFC 9112
+  // 2.2), then everything up to the empty line that ends the header section.
+  // Waiting for a request's first byte uses keep_alive_timeout; from then on
+  // the whole head must arrive within header_timeout.
   std::size_t scanned = 0;
+  std::size_t blank_lines = 0;
   std::size_t head_end = std::string::npos;
   std::optional<Clock::time_point> head_deadline;
   for (;;) {
-    std::size_t skip = 0;
-    while (skip < buf_.size() && (buf_[skip] == '\r' || buf_[skip] == '\n')) {
-      ++skip;
-    }
-    if (skip > 0) {
-      buf_.erase(0, skip);
+    while (buf_.starts_with("\r\n")) {
+      if (++blank_lines > kMaxLeadingBlankLines) {
+        return reject(400, "invalid_request_error", "malformed request: too many blank lines");
+      }
+      buf_.erase(0, 2);
       scanned = 0;
     }
-    head_end = wire::find_head_end(buf_, scanned);
+    if (buf_.starts_with("\n")) {
+      return reject(400, "invalid_request_error", "malformed request: bare LF");
+    }
+    head_end = buf_ == "\r" ? std::string::npos : wire::find_head_end(buf_, scanned);
     if (head_end != std::string::npos) {
       break;
     }
     scanned = buf_.size() >= 3 ? buf_.size() - 3 : 0;
     auto lf = buf_.find('\n');
-    if (lf == std::string::npos ? buf_.size() > wire::kMaxRequestLine
-                                : lf > wire::kMaxRequestLine) {
-      return reject(414, "uri_too_long", "request target is too long");
+    if (lf == std::string::npos ? buf_.size() > wire::kMaxRequestLine + 1
+                                : lf > wire::kMaxRequestLine + 1) {
+      return reject(414, "uri_too_long", "request line is too long");
     }
     if (lf != std::string::npos && buf_.size() - lf - 1 > options_.max_header_bytes) {
       return reject(
           431, "headers_too_large",
           "request headers exceed " + std::to_string(options_.max_header_bytes) + " bytes");
     }
-    if (!buf_.empty() && !head_deadline) {
-      head_deadline = Clock::now() + options_.read_timeout;
+    if ((!buf_.empty() || blank_lines > 0) && !head_deadline) {
+      head_deadline = Clock::now() + options_.header_timeout;
     }
     auto deadline = head_deadline ? *head_deadline : Clock::now() + options_.keep_alive_timeout;
-    if (fill(deadline) != Fill::kData) {
-      return closed();
+    switch (fill(deadline)) {
+      case Fill::kData:
+        continue;
+      case Fill::kTimeout:
+        if (head_deadline) {
+          return timed_out("request headers were not complete in time");
+        }
+        return closed();
+      case Fill::kEof:
+      case Fill::kStopped:
+        return closed();
     }
   }
   const auto lf = buf_.find('\n');
-  if (lf > wire::kMaxRequestLine) {
-    return reject(414, "uri_too_long", "request target is too long");
+  if (lf > wire::kMaxRequestLine + 1) {
+    return reject(414, "uri_too_long", "request line is too long");
   }
   if (head_end - lf - 1 > options_.max_header_bytes) {
     return reject(431, "headers_too_large",
@@ -126,11 +196,19 @@ ReadOutcome RequestReader::read(Request& request) {
     case wire::HeadError::kNone:
       break;
     case wire::HeadError::kUriTooLong:
-      return reject(414, "uri_too_long", "request target is too long");
+      return reject(414, "uri_too_long", "request line is too long");
+    case wire::HeadError::kTooManyFields:
+      return reject(431, "headers_too_large", "request has " + why);
     case wire::HeadError::kMalformed:
       return reject(400, "invalid_request_error", "malformed request: " + why);
   }
   buf_.erase(0, head_end);
+  for (const auto& [name, value] : head.headers.fields()) {
+    if (!valid_utf8(value)) {
+      return reject(400, "invalid_request_error",
+                    "malformed request: header field " + name + " is not valid UTF-8");
+    }
+  }
 
   ReadOutcome out;
   out.kind = ReadOutcome::Kind::kRequest;
@@ -150,25 +228,43 @@ ReadOutcome RequestReader::read(Request& request) {
     return reject(400, "invalid_request_error", "malformed request: unsupported Transfer-Encoding");
   }
   if (length_field == wire::LengthField::kInvalid) {
-    return reject(400, "invalid_request_error", "malformed request: invalid Content-Length");
+    return reject(400, "invalid_request_error",
+                  "malformed request: invalid or repeated Content-Length");
+  }
+
+  request.method = std::move(head.method);
+  request.target = std::move(head.target);
+  if (!split_target(request.target, request)) {
+    return reject(400, "invalid_request_error",
+                  "malformed request: the request target is not valid UTF-8");
+  }
+  request.headers = std::move(head.headers);
+  request.body.clear();
+  request.body.shrink_to_fit();
+
+  // The route and the API key are checked before any of the body is read.
+  if (options_.head_check) {
+    if (auto answer = options_.head_check(request)) {
+      ReadOutcome early;
+      early.kind = ReadOutcome::Kind::kAnswer;
+      early.answer = std::move(*answer);
+      early.head_request = out.head_request;
+      return early;
+    }
   }
   if (length > options_.max_body_bytes) {
     return too_large(options_.max_body_bytes);
   }
   const bool chunked = coding == wire::TransferCoding::kChunked;
-  auto expect = head.headers.get("Expect");
+  auto expect = request.headers.get("Expect");
   const bool expect_continue = !out.http10 && expect && iequals(*expect, "100-continue") &&
                                (chunked ? buf_.empty() : buf_.size() < length);
 
-  request.method = std::move(head.method);
-  request.target = std::move(head.target);
-  split_target(request.target, request);
-  request.headers = std::move(head.headers);
-  request.body.clear();
-
+  body_start_ = Clock::now();
+  last_progress_ = body_start_;
   if (expect_continue) {
     static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-    if (send_all(fd_, kContinue, Clock::now() + options_.read_timeout) != 0) {
+    if (send_all(fd_, kContinue, Clock::now() + options_.write_timeout) != 0) {
       return closed();
     }
   }
@@ -181,22 +277,26 @@ ReadOutcome RequestReader::read(Request& request) {
 ReadOutcome RequestReader::read_length(Request& request, std::uint64_t length, ReadOutcome& out) {
   const auto want = static_cast<std::size_t>(length);
   const std::size_t take = std::min(want, buf_.size());
-  request.body.assign(buf_, 0, take);
-  buf_.erase(0, take);
-  if (request.body.size() < want) {
-    request.body.reserve(want);
+  if (!charge_and_append(request, std::string_view(buf_).substr(0, take))) {
+    return memory_full();
   }
+  buf_.erase(0, take);
   char chunk[kReadChunk];
   while (request.body.size() < want) {
     Wait w =
-        wait_fd(fd_, POLLIN, millis_until(Clock::now() + options_.read_timeout), stop_fd_, POLLIN);
+        wait_fd(fd_, POLLIN, millis_until(body_deadline(request.body.size())), stop_fd_, POLLIN);
+    if (w == Wait::kTimeout) {
+      return timed_out("request body arrived too slowly");
+    }
     if (w != Wait::kReady) {
       return closed();
     }
     ssize_t n =
         ::recv(fd_, chunk, std::min(sizeof chunk, want - request.body.size()), MSG_DONTWAIT);
     if (n > 0) {
-      request.body.append(chunk, static_cast<std::size_t>(n));
+      if (!charge_and_append(request, std::string_view(chunk, static_cast<std::size_t>(n)))) {
+        return memory_full();
+      }
     } else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
       return closed();
     }
@@ -212,7 +312,9 @@ ReadOutcome RequestReader::read_chunked(Request& request, ReadOutcome& out) {
     for (;;) {
       auto step = decoder.next(in, piece);
       if (step == wire::ChunkedDecoder::Step::kData) {
-        request.body.append(piece);
+        if (!charge_and_append(request, piece)) {
+          return memory_full();
+        }
         continue;
       }
       if (step == wire::ChunkedDecoder::Step::kDone) {
@@ -229,8 +331,15 @@ ReadOutcome RequestReader::read_chunked(Request& request, ReadOutcome& out) {
       break;  // kNeedMore
     }
     buf_.clear();
-    if (fill(Clock::now() + options_.read_timeout) != Fill::kData) {
-      return closed();
+    switch (fill(body_deadline(request.body.size()))) {
+      case Fill::kData:
+        last_progress_ = Clock::now();
+        break;
+      case Fill::kTimeout:
+        return timed_out("request body arrived too slowly");
+      case Fill::kEof:
+      case Fill::kStopped:
+        return closed();
     }
   }
 }

@@ -1,12 +1,16 @@
-// Reads requests off one client connection: the head (with the 414/431
-// limits), then the body by Content-Length or chunked coding (with the 413
-// limit checked before the body is read, and 100 Continue sent when the
-// client waits for it). Bytes past one request stay buffered for the next, so
-// pipelined requests work.
+// Reads requests off one client connection: the head (414/431 limits, at
+// most kMaxLeadingBlankLines blank lines before it, all within
+// header_timeout or 408), the HeadCheck's verdict, then the body by
+// Content-Length or chunked coding (413 before any of it is read; 100
+// Continue sent when the client waits for it; idle and minimum-rate
+// deadlines; each byte charged to the shared RequestMemory, 503 past it).
+// Bytes past one request stay buffered for the next, so pipelined requests
+// are answered in order.
 //
 // Internal to src/net. Thread-safety: owned by the connection thread.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -17,11 +21,27 @@
 
 namespace lemon::net::detail {
 
+// Bytes of request bodies held across all connections (ServerOptions::
+// max_request_memory). Lock-free; shared by every connection of a server.
+class RequestMemory {
+ public:
+  explicit RequestMemory(std::size_t limit) : limit_(limit) {}
+  // Takes `n` bytes if they fit under the limit.
+  bool try_take(std::size_t n);
+  void give_back(std::size_t n) { used_.fetch_sub(n, std::memory_order_relaxed); }
+  std::size_t used() const { return used_.load(std::memory_order_relaxed); }
+
+ private:
+  const std::size_t limit_;
+  std::atomic<std::size_t> used_{0};
+};
+
 struct ReadOutcome {
   enum class Kind {
     kRequest,  // `request` is filled
     kClosed,   // peer closed, idle timeout, stop, or I/O error: just close
     kReject,   // answer `status` with the error envelope, then close
+    kAnswer,   // answer `answer` (the HeadCheck's), then close unread
   };
   Kind kind = Kind::kClosed;
   // kRequest:
@@ -32,26 +52,43 @@ struct ReadOutcome {
   int status = 0;
   std::string code;
   std::string message;
+  int retry_after = 0;  // seconds; sent as Retry-After when > 0
+  // kAnswer:
+  EarlyAnswer answer;
 };
 
 class RequestReader {
  public:
-  RequestReader(int fd, const ServerOptions& options, int stop_fd);
+  // `memory` is shared by every connection; `stop_fd` ends every wait.
+  RequestReader(int fd, const ServerOptions& options, RequestMemory& memory, int stop_fd);
+  ~RequestReader();  // gives the last body's bytes back
+  RequestReader(const RequestReader&) = delete;
+  RequestReader& operator=(const RequestReader&) = delete;
 
+  // Reads the next request. The previous request's body must be done with:
+  // its bytes are given back to `memory` here.
   ReadOutcome read(Request& request);
 
  private:
-  enum class Fill { kData, kEof, kStopped };
+  enum class Fill { kData, kEof, kTimeout, kStopped };
 
   // Appends what the socket has to buf_, waiting until `deadline`.
   Fill fill(Clock::time_point deadline);
+  // Appends `data` to the body if `memory_` has room for it.
+  bool charge_and_append(Request& request, std::string_view data);
+  // When the body must have its next byte by: the idle and rate deadlines.
+  Clock::time_point body_deadline(std::size_t received) const;
   ReadOutcome read_length(Request& request, std::uint64_t length, ReadOutcome& out);
   ReadOutcome read_chunked(Request& request, ReadOutcome& out);
 
   int fd_;
   const ServerOptions& options_;
+  RequestMemory& memory_;
   int stop_fd_;
-  std::string buf_;  // received, not yet consumed
+  std::string buf_;          // received, not yet consumed
+  std::size_t charged_ = 0;  // body bytes taken from memory_
+  Clock::time_point body_start_;
+  Clock::time_point last_progress_;
 };
 
 }  // namespace lemon::net::detail

@@ -15,8 +15,6 @@
 namespace lemon::net::detail {
 namespace {
 
-constexpr std::chrono::seconds kWriteTimeout{60};
-
 bool safe_field(std::string_view s) {
   return s.find_first_of("\r\n") == std::string_view::npos && !s.empty();
 }
@@ -35,12 +33,20 @@ std::string error_envelope(int status, std::string_view code, std::string_view m
       {"param", nullptr},
       {"code", code},
   };
-  return nlohmann::ordered_json({{"error", std::move(error)}}).dump();
+  // Invalid UTF-8 in a message (it may quote a client's bytes) is replaced,
+  // never thrown on: the body is always valid JSON.
+  return nlohmann::ordered_json({{"error", std::move(error)}})
+      .dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
 SocketResponseWriter::SocketResponseWriter(int fd, ResponseMode mode,
-                                           const std::atomic<bool>* stopping)
-    : fd_(fd), mode_(mode), stopping_(stopping), keep_alive_(mode.keep_alive) {}
+                                           const std::atomic<bool>* stopping,
+                                           std::chrono::milliseconds write_timeout)
+    : fd_(fd),
+      mode_(mode),
+      write_timeout_(write_timeout),
+      stopping_(stopping),
+      keep_alive_(mode.keep_alive) {}
 
 std::string SocketResponseWriter::build_head(int status, const Headers& headers,
                                              std::optional<std::size_t> content_length,
@@ -95,7 +101,7 @@ std::string SocketResponseWriter::build_head(int status, const Headers& headers,
 }
 
 bool SocketResponseWriter::write(iovec* iov, int count) {
-  int err = send_all(fd_, iov, count, Clock::now() + kWriteTimeout);
+  int err = send_all_progressing(fd_, iov, count, write_timeout_);
   if (err != 0) {
     logger("http")->debug("write to client failed: {}", errno_text(err));
     state_ = State::kFailed;
@@ -212,8 +218,12 @@ bool SocketResponseWriter::client_connected() {
   return true;
 }
 
-bool SocketResponseWriter::send_error(int status, std::string_view code, std::string_view message) {
+bool SocketResponseWriter::send_error(int status, std::string_view code, std::string_view message,
+                                      int retry_after) {
   Headers headers{{"Content-Type", "application/json"}};
+  if (retry_after > 0) {
+    headers.add("Retry-After", std::to_string(retry_after));
+  }
   return send(status, headers, error_envelope(status, code, message));
 }
 

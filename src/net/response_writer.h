@@ -9,6 +9,7 @@
 #include <sys/uio.h>
 
 #include <atomic>
+#include <chrono>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,8 +30,10 @@ std::string error_envelope(int status, std::string_view code, std::string_view m
 class SocketResponseWriter final : public ResponseWriter {
  public:
   // `stopping` (may be null) turns keep-alive off for heads written after it
-  // becomes true.
-  SocketResponseWriter(int fd, ResponseMode mode, const std::atomic<bool>* stopping);
+  // becomes true. A write the client accepts none of for `write_timeout`
+  // fails, and the connection is dropped.
+  SocketResponseWriter(int fd, ResponseMode mode, const std::atomic<bool>* stopping,
+                       std::chrono::milliseconds write_timeout = std::chrono::seconds(60));
 
   bool send(int status, const Headers& headers, std::string_view body) override;
   bool begin_chunked(int status, const Headers& headers) override;
@@ -40,8 +43,9 @@ class SocketResponseWriter final : public ResponseWriter {
   bool client_connected() override;
   int client_fd() const override { return fd_; }
 
-  // Sends the server's own error envelope (Content-Type application/json).
-  bool send_error(int status, std::string_view code, std::string_view message);
+  // Sends the server's own error envelope (Content-Type application/json),
+  // with Retry-After when `retry_after` > 0 seconds.
+  bool send_error(int status, std::string_view code, std::string_view message, int retry_after = 0);
 
   // A complete response was written and the connection may serve another.
   bool reusable() const { return state_ == State::kDone && keep_alive_; }
@@ -55,6 +59,7 @@ class SocketResponseWriter final : public ResponseWriter {
 
   int fd_;
   ResponseMode mode_;
+  std::chrono::milliseconds write_timeout_;
   const std::atomic<bool>* stopping_;
   State state_ = State::kIdle;
   bool keep_alive_;

@@ -83,12 +83,14 @@ class Server::Impl {
       : options_(std::move(options)),
         handler_(std::move(handler)),
         stop_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
+        memory_(options_.max_request_memory),
         pool_(options_.max_connections, options_.spare_threads, options_.thread_stack_bytes,
               [this](detail::PendingConnection& c) { serve(c); }) {
     context_.options = &options_;
     context_.handler = &handler_;
     context_.stop_fd = stop_fd_.get();
     context_.stopping = &stopping_;
+    context_.memory = &memory_;
   }
 
   ~Impl() {
@@ -115,6 +117,7 @@ class Server::Impl {
   ServerOptions options_;
   Handler handler_;
   UniqueFd stop_fd_;
+  detail::RequestMemory memory_;
   std::atomic<bool> stopping_{false};
   detail::ConnectionContext context_;
   std::vector<UniqueFd> listeners_;

@@ -359,7 +359,8 @@ ExchangeOutcome UpstreamExchange::run(const UpstreamRequest& request,
   const bool no_body = request.method == "HEAD" || head.status == 204 || head.status == 304;
   const auto coding = wire::transfer_coding(head.headers);
   std::uint64_t length = 0;
-  const auto length_field = wire::content_length(head.headers, length);
+  const auto length_field =
+      wire::content_length(head.headers, length, wire::Duplicates::kAllowIdentical);
   if (!no_body && coding == wire::TransferCoding::kNone &&
       length_field == wire::LengthField::kInvalid) {
     out.status = protocol("invalid Content-Length");

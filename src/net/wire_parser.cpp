@@ -54,6 +54,12 @@ bool is_target(std::string_view s) {
   });
 }
 
+// Control characters other than HTAB (RFC 9110 5.5).
+bool is_ctl(char c) {
+  auto u = static_cast<unsigned char>(c);
+  return (u < 0x20 && u != '\t') || u == 0x7f;
+}
+
 std::string_view trim_ows(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
     s.remove_prefix(1);
@@ -64,11 +70,12 @@ std::string_view trim_ows(std::string_view s) {
   return s;
 }
 
-// Splits `head` into lines ending in LF (CR before it stripped). Returns false
-// on a stray CR inside a line.
+// Splits `head` into lines. In strict mode (requests) every line must end in
+// CRLF; otherwise (responses) a bare LF is tolerated (RFC 9112 2.2). A CR
+// anywhere else, or a bare LF in strict mode, marks the line bad.
 class LineReader {
  public:
-  explicit LineReader(std::string_view head) : rest_(head) {}
+  LineReader(std::string_view head, bool strict) : rest_(head), strict_(strict) {}
   bool next(std::string_view& line, bool& bad) {
     if (rest_.empty()) {
       return false;
@@ -76,51 +83,61 @@ class LineReader {
     auto lf = rest_.find('\n');
     line = rest_.substr(0, lf);
     rest_ = lf == std::string_view::npos ? std::string_view() : rest_.substr(lf + 1);
-    if (!line.empty() && line.back() == '\r') {
+    const bool crlf = !line.empty() && line.back() == '\r';
+    if (crlf) {
       line.remove_suffix(1);
     }
-    bad = line.find('\r') != std::string_view::npos;
+    bad = line.find('\r') != std::string_view::npos || (strict_ && !crlf);
     return true;
   }
 
  private:
   std::string_view rest_;
+  bool strict_;
 };
 
-bool parse_fields(LineReader& lines, Headers& headers, std::string& why) {
+enum class FieldsError { kNone, kMalformed, kTooMany };
+
+FieldsError parse_fields(LineReader& lines, Headers& headers, std::size_t max_fields,
+                         std::string& why) {
   std::string_view line;
   bool bad = false;
+  std::size_t count = 0;
   while (lines.next(line, bad)) {
     if (bad) {
-      why = "stray CR in header field";
-      return false;
+      why = "header line not ended by CRLF";
+      return FieldsError::kMalformed;
     }
     if (line.empty()) {
-      return true;
+      return FieldsError::kNone;
+    }
+    if (++count > max_fields) {
+      why = "more than " + std::to_string(max_fields) + " header fields";
+      return FieldsError::kTooMany;
     }
     if (line.front() == ' ' || line.front() == '\t') {
       why = "obsolete line folding in header field";
-      return false;
+      return FieldsError::kMalformed;
     }
     auto colon = line.find(':');
     if (colon == std::string_view::npos) {
       why = "header field without ':'";
-      return false;
+      return FieldsError::kMalformed;
     }
     std::string_view name = line.substr(0, colon);
     if (!is_token(name)) {
       why = "invalid header field name";
-      return false;
+      return FieldsError::kMalformed;
     }
     std::string_view value = trim_ows(line.substr(colon + 1));
     if (!is_field_value(value)) {
       why = "invalid character in header field value";
-      return false;
+      return FieldsError::kMalformed;
     }
     headers.add(std::string(name), std::string(value));
   }
   why = "header section is not terminated";
-  return false;
+  return FieldsError::kMalformed;
 }
 
 bool parse_version(std::string_view v, int& minor) {
@@ -168,12 +185,15 @@ std::size_t find_head_end(std::string_view buf, std::size_t from) {
 }
 
 HeadError parse_request_head(std::string_view head, RequestHead& out, std::string& why) {
-  LineReader lines(head);
+  LineReader lines(head, /*strict=*/true);
   std::string_view line;
   bool bad = false;
   if (!lines.next(line, bad) || bad) {
-    why = "bad request line";
+    why = "request line not ended by CRLF";
     return HeadError::kMalformed;
+  }
+  if (line.size() > kMaxRequestLine) {
+    return HeadError::kUriTooLong;
   }
   auto sp1 = line.find(' ');
   auto sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
@@ -188,12 +208,9 @@ HeadError parse_request_head(std::string_view head, RequestHead& out, std::strin
     why = "bad method";
     return HeadError::kMalformed;
   }
-  if (target.size() > kMaxTarget) {
-    return HeadError::kUriTooLong;
-  }
   if (target.empty() || !is_target(target) ||
-      !(target.front() == '/' || target == "*" || target.starts_with("http://") ||
-        target.starts_with("https://"))) {
+      !(target.front() == '/' || (target == "*" && method == "OPTIONS") ||
+        target.starts_with("http://") || target.starts_with("https://"))) {
     why = "bad request target";
     return HeadError::kMalformed;
   }
@@ -203,14 +220,28 @@ HeadError parse_request_head(std::string_view head, RequestHead& out, std::strin
   }
   out.method = std::string(method);
   out.target = std::string(target);
-  if (!parse_fields(lines, out.headers, why)) {
+  switch (parse_fields(lines, out.headers, kMaxHeaderFields, why)) {
+    case FieldsError::kNone:
+      break;
+    case FieldsError::kMalformed:
+      return HeadError::kMalformed;
+    case FieldsError::kTooMany:
+      return HeadError::kTooManyFields;
+  }
+  // RFC 9112 3.2: exactly one Host in HTTP/1.1, at most one in HTTP/1.0.
+  std::size_t hosts = 0;
+  for (const auto& field : out.headers.fields()) {
+    hosts += iequals(field.first, "Host") ? 1 : 0;
+  }
+  if (hosts > 1 || (hosts == 0 && out.minor_version == 1)) {
+    why = hosts == 0 ? "no Host header" : "more than one Host header";
     return HeadError::kMalformed;
   }
   return HeadError::kNone;
 }
 
 bool parse_response_head(std::string_view head, ResponseHead& out, std::string& why) {
-  LineReader lines(head);
+  LineReader lines(head, /*strict=*/false);
   std::string_view line;
   bool bad = false;
   if (!lines.next(line, bad) || bad) {
@@ -236,7 +267,7 @@ bool parse_response_head(std::string_view head, ResponseHead& out, std::string& 
     return false;
   }
   out.status = status;
-  return parse_fields(lines, out.headers, why);
+  return parse_fields(lines, out.headers, kMaxHeaderFields, why) == FieldsError::kNone;
 }
 
 bool has_token(const Headers& headers, std::string_view name, std::string_view token) {
@@ -246,10 +277,14 @@ bool has_token(const Headers& headers, std::string_view name, std::string_view t
   return found;
 }
 
-LengthField content_length(const Headers& headers, std::uint64_t& length) {
+LengthField content_length(const Headers& headers, std::uint64_t& length, Duplicates duplicates) {
   LengthField state = LengthField::kAbsent;
   for_each_list_member(headers, "Content-Length", [&](std::string_view member) {
     if (state == LengthField::kInvalid) {
+      return;
+    }
+    if (state == LengthField::kValid && duplicates == Duplicates::kReject) {
+      state = LengthField::kInvalid;
       return;
     }
     if (member.empty() || member.size() > 18 ||
@@ -362,46 +397,50 @@ ChunkedDecoder::Step ChunkedDecoder::next(std::string_view& in, std::string_view
         }
         if (c == '\r') {
           state_ = State::kSizeLF;
-        } else if (c == '\n') {
-          if (!line_done()) {
-            return Step::kTooLarge;
-          }
-        } else if (c == ';' || c == ' ' || c == '\t') {
-          state_ = State::kSizeTail;
+        } else if (c == ' ' || c == '\t') {
+          state_ = State::kSizeWS;
+        } else if (c == ';') {
+          state_ = State::kExtension;
         } else {
           return fail("bad chunk size");
         }
         break;
       }
-      case State::kSizeTail:
+      case State::kSizeWS:  // BWS after the size: only ';' or the line end may follow
+        if (++line_bytes_ > kMaxChunkLine) {
+          return fail("chunk size line too long");
+        }
+        if (c == '\r') {
+          state_ = State::kSizeLF;
+        } else if (c == ';') {
+          state_ = State::kExtension;
+        } else if (c != ' ' && c != '\t') {
+          return fail("bad chunk size");
+        }
+        break;
+      case State::kExtension:  // chunk-ext: skipped, bounded, no CTLs
         if (++line_bytes_ > kMaxChunkLine) {
           return fail("chunk extension too long");
         }
         if (c == '\r') {
           state_ = State::kSizeLF;
-        } else if (c == '\n') {
-          if (!line_done()) {
-            return Step::kTooLarge;
-          }
+        } else if (is_ctl(c)) {
+          return fail("bad chunk extension");
         }
         break;
       case State::kSizeLF:
         if (c != '\n') {
-          return fail("bad chunk size line ending");
+          return fail("chunk size line not ended by CRLF");
         }
         if (!line_done()) {
           return Step::kTooLarge;
         }
         break;
       case State::kDataCR:
-        if (c == '\r') {
-          state_ = State::kDataLF;
-        } else if (c == '\n') {
-          state_ = State::kSizeStart;
-          size_ = 0;
-        } else {
+        if (c != '\r') {
           return fail("chunk data not followed by CRLF");
         }
+        state_ = State::kDataLF;
         break;
       case State::kDataLF:
         if (c != '\n') {
@@ -413,24 +452,29 @@ ChunkedDecoder::Step ChunkedDecoder::next(std::string_view& in, std::string_view
       case State::kTrailerStart:
         if (c == '\r') {
           state_ = State::kEndLF;
-        } else if (c == '\n') {
-          state_ = State::kDone;
-          return Step::kDone;
-        } else {
-          state_ = State::kTrailer;
+          break;
         }
-        break;
-      case State::kTrailer:
+        state_ = State::kTrailer;
+        [[fallthrough]];
+      case State::kTrailer:  // trailer fields: skipped, bounded, no CTLs
         if (++trailer_bytes_ > kMaxTrailerBytes) {
           return fail("chunked trailer too large");
         }
-        if (c == '\n') {
-          state_ = State::kTrailerStart;
+        if (c == '\r') {
+          state_ = State::kTrailerLF;
+        } else if (is_ctl(c)) {
+          return fail("bad chunked trailer");
         }
+        break;
+      case State::kTrailerLF:
+        if (c != '\n') {
+          return fail("trailer line not ended by CRLF");
+        }
+        state_ = State::kTrailerStart;
         break;
       case State::kEndLF:
         if (c != '\n') {
-          return fail("bad chunked body ending");
+          return fail("chunked body not ended by CRLF");
         }
         state_ = State::kDone;
         return Step::kDone;

@@ -17,20 +17,22 @@
 
 namespace lemon::net::wire {
 
-// Longest request-target we accept (414 beyond).
-inline constexpr std::size_t kMaxTarget = 8192;
-// Longest request line: target plus room for method, version and spaces.
-inline constexpr std::size_t kMaxRequestLine = kMaxTarget + 64;
+// Longest request line (method, target, version), 414 beyond.
+inline constexpr std::size_t kMaxRequestLine = 8192;
+// Most header fields in one message (431 beyond for requests).
+inline constexpr std::size_t kMaxHeaderFields = 100;
 
-// Offset just past the empty line that ends a message head (CRLF CRLF, with
-// bare LF tolerated), searching from `from` (a hint: bytes before it were
+// Offset just past the empty line that ends a message head (CRLF CRLF; a bare
+// LF also ends it, so a request using one is rejected at once rather than
+// waited for), searching from `from` (a hint: bytes before it were
 // already searched), or npos.
 std::size_t find_head_end(std::string_view buf, std::size_t from = 0);
 
 enum class HeadError {
   kNone,
-  kMalformed,   // 400
-  kUriTooLong,  // 414
+  kMalformed,      // 400
+  kUriTooLong,     // 414
+  kTooManyFields,  // 431
 };
 
 struct RequestHead {
@@ -46,11 +48,16 @@ struct ResponseHead {
   Headers headers;
 };
 
-// Parses a complete request head (as delimited by find_head_end). On
-// kMalformed, `why` says what was wrong.
+// Parses a complete request head (as delimited by find_head_end), strictly
+// (RFC 9112): CRLF line ends, a token method, an origin-, absolute- or
+// asterisk-form (OPTIONS only) target, HTTP/1.0 or 1.1, no obs-fold, no CTLs,
+// no space before a colon, at most kMaxHeaderFields fields, and exactly one
+// Host in HTTP/1.1 (at most one in 1.0). On kMalformed, `why` says what was
+// wrong.
 HeadError parse_request_head(std::string_view head, RequestHead& out, std::string& why);
 
-// Parses a complete response head. False (with `why`) when malformed.
+// Parses a complete response head; a bare LF line end is tolerated (RFC 9112
+// 2.2). False (with `why`) when malformed.
 bool parse_response_head(std::string_view head, ResponseHead& out, std::string& why);
 
 // True if any field called `name` lists `token` (comma-separated,
@@ -59,9 +66,15 @@ bool has_token(const Headers& headers, std::string_view name, std::string_view t
 
 enum class LengthField { kAbsent, kValid, kInvalid };
 
-// Content-Length: absent, valid (all fields and list members agree), or
-// invalid (non-digits, overflow, conflicting values).
-LengthField content_length(const Headers& headers, std::uint64_t& length);
+// Whether several Content-Length values that agree are accepted: requests
+// reject any duplicate (issue #11); responses may repeat one value (RFC 9112
+// 6.3).
+enum class Duplicates { kReject, kAllowIdentical };
+
+// Content-Length: absent, valid, or invalid (non-digits, overflow,
+// conflicting values, or a duplicate under kReject).
+LengthField content_length(const Headers& headers, std::uint64_t& length,
+                           Duplicates duplicates = Duplicates::kReject);
 
 enum class TransferCoding { kNone, kChunked, kOther };
 
@@ -69,9 +82,11 @@ enum class TransferCoding { kNone, kChunked, kOther };
 // coding, or chunked not last / repeated).
 TransferCoding transfer_coding(const Headers& headers);
 
-// Incremental decoder for the chunked transfer coding. Data pieces are handed
-// out as soon as bytes arrive (no waiting for a whole chunk); chunk
-// extensions and trailer fields are skipped.
+// Incremental decoder for the chunked transfer coding (RFC 9112 7.1). Data
+// pieces are handed out as soon as bytes arrive (no waiting for a whole
+// chunk). Strict: hex sizes without sign or overflow, every line ended by
+// CRLF, nothing but whitespace or ';' extensions after a size; extensions
+// (4 KiB a line) and trailer fields (64 KiB in all) are bounded and skipped.
 class ChunkedDecoder {
  public:
   enum class Step {
@@ -97,13 +112,15 @@ class ChunkedDecoder {
   enum class State {
     kSizeStart,
     kSize,
-    kSizeTail,  // whitespace or extensions after the size
+    kSizeWS,     // whitespace after the size
+    kExtension,  // chunk extensions after ';'
     kSizeLF,
     kData,
     kDataCR,
     kDataLF,
     kTrailerStart,
     kTrailer,
+    kTrailerLF,
     kEndLF,
     kDone,
   };

@@ -128,6 +128,32 @@ TEST_F(AccessTest, EveryRouteNeedsTheKey) {
   expect_nothing_started();
 }
 
+// Issue #11 §3a: the key and the route are checked as soon as the headers are
+// in; a refused request's body is never read (here it is never even sent).
+TEST_F(AccessTest, TheKeyAndTheRouteAreCheckedBeforeTheBody) {
+  env_.add_llm("a");
+  ASSERT_NO_FATAL_FAILURE(start_router({"--api-key", kKey}));
+  const std::string head_only = "Host: 127.0.0.1:" + std::to_string(port()) +
+                                "\r\nContent-Type: application/json\r\n"
+                                "Content-Length: 50000000\r\n\r\n";
+  HttpReply no_key = raw_exchange(port(), "POST /api/v1/chat/completions HTTP/1.1\r\n" + head_only);
+  expect_error(no_key, 401, "invalid_api_key", "chat without the key, body never sent");
+  HttpReply no_route =
+      raw_exchange(port(), "POST /api/v1/no-such-route HTTP/1.1\r\nAuthorization: Bearer " + kKey +
+                               "\r\n" + head_only);
+  EXPECT_EQ(no_route.status, 404) << no_route.body;
+  HttpReply wrong_method = raw_exchange(
+      port(), "PUT /api/v1/health HTTP/1.1\r\nAuthorization: Bearer " + kKey + "\r\n" + head_only);
+  EXPECT_EQ(wrong_method.status, 405) << wrong_method.body;
+  HttpReply media =
+      raw_exchange(port(), "POST /api/v1/load HTTP/1.1\r\nAuthorization: Bearer " + kKey + "\r\n" +
+                               "Host: 127.0.0.1:" + std::to_string(port()) +
+                               "\r\nContent-Type: text/plain\r\n"
+                               "Content-Length: 50000000\r\n\r\n");
+  EXPECT_EQ(media.status, 415) << media.body;
+  expect_nothing_started();
+}
+
 TEST_F(AccessTest, LiveNeverNeedsTheKey) {
   ASSERT_NO_FATAL_FAILURE(start_router({"--api-key", kKey}));
   for (const char* path : {"/live", "/api/v1/live", "/v1/live"}) {

@@ -15,149 +15,14 @@
 #include <cstring>
 #include <string>
 
+#include "support/raw_client.h"
 #include "support/running_server.h"
 
 namespace lemon::net {
 namespace {
 
+using testing::RawClient;
 using testing::RunningServer;
-
-constexpr int kIoTimeoutMs = 10000;  // guard against hangs, never a sync mechanism
-
-// A blocking loopback client that reads with a timeout guard.
-class RawClient {
- public:
-  explicit RawClient(int port) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-  }
-  ~RawClient() { close(); }
-  RawClient(const RawClient&) = delete;
-  RawClient& operator=(const RawClient&) = delete;
-
-  bool connected() const { return connected_; }
-  void close() {
-    if (fd_ >= 0) {
-      ::close(fd_);
-      fd_ = -1;
-    }
-  }
-
-  bool send(std::string_view data) {
-    while (!data.empty()) {
-      ssize_t n = ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL);
-      if (n <= 0) {
-        return false;
-      }
-      data.remove_prefix(static_cast<std::size_t>(n));
-    }
-    return true;
-  }
-
-  // Reads more bytes into the buffer; false on EOF, error or timeout.
-  bool fill() {
-    pollfd p{fd_, POLLIN, 0};
-    if (::poll(&p, 1, kIoTimeoutMs) <= 0) {
-      return false;
-    }
-    char buf[65536];
-    ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-    if (n <= 0) {
-      eof_ = true;
-      return false;
-    }
-    buf_.append(buf, static_cast<std::size_t>(n));
-    return true;
-  }
-
-  // Everything up to and including `marker` (consumed), or "" on failure.
-  std::string read_until(std::string_view marker) {
-    for (;;) {
-      auto pos = buf_.find(marker);
-      if (pos != std::string::npos) {
-        std::string out = buf_.substr(0, pos + marker.size());
-        buf_.erase(0, pos + marker.size());
-        return out;
-      }
-      if (!fill()) {
-        return {};
-      }
-    }
-  }
-
-  struct Response {
-    int status = 0;
-    std::string head;
-    std::string body;
-  };
-
-  // One response framed by Content-Length or chunked (the raw chunked wire
-  // bytes are returned as body), or no body for HEAD.
-  Response read_response(bool head_request = false) {
-    Response r;
-    r.head = read_until("\r\n\r\n");
-    if (r.head.size() < 12) {
-      return r;
-    }
-    r.status = std::stoi(r.head.substr(9, 3));
-    if (head_request) {
-      return r;
-    }
-    if (header(r.head, "transfer-encoding") == "chunked") {
-      r.body = read_until("\r\n0\r\n\r\n");
-      return r;
-    }
-    std::string length = header(r.head, "content-length");
-    std::size_t n = length.empty() ? 0 : std::stoul(length);
-    while (buf_.size() < n && fill()) {
-    }
-    r.body = buf_.substr(0, n);
-    buf_.erase(0, std::min(n, buf_.size()));
-    return r;
-  }
-
-  // Reads until the server closes; true if it did (rather than timing out).
-  bool read_to_eof(std::string* out = nullptr) {
-    while (fill()) {
-    }
-    if (out != nullptr) {
-      *out = buf_;
-    }
-    buf_.clear();
-    return eof_;
-  }
-
-  const std::string& buffered() const { return buf_; }
-
-  // Lower-cased header lookup in a raw head.
-  static std::string header(const std::string& head, std::string name) {
-    std::string lower = head;
-    for (auto& c : lower) {
-      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    }
-    auto pos = lower.find("\r\n" + name + ":");
-    if (pos == std::string::npos) {
-      return {};
-    }
-    pos += name.size() + 3;
-    auto end = lower.find("\r\n", pos);
-    std::string value = head.substr(pos, end - pos);
-    while (!value.empty() && value.front() == ' ') {
-      value.erase(0, 1);
-    }
-    return value;
-  }
-
- private:
-  int fd_ = -1;
-  bool connected_ = false;
-  bool eof_ = false;
-  std::string buf_;
-};
 
 // Echoes method, path, query and body.
 void echo(Request& req, ResponseWriter& w) {
@@ -205,7 +70,7 @@ TEST(HttpServer, FillsRequestFields) {
 TEST(HttpServer, ContentLengthBody) {
   RunningServer s({}, echo);
   RawClient c(s.port());
-  c.send("POST /x HTTP/1.1\r\nContent-Length: 11\r\n\r\nhello");
+  c.send("POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 11\r\n\r\nhello");
   c.send(" world");
   auto r = c.read_response();
   ASSERT_EQ(r.status, 200);
@@ -215,20 +80,20 @@ TEST(HttpServer, ContentLengthBody) {
 TEST(HttpServer, ChunkedRequestBodyWithExtensionsAndTrailers) {
   RunningServer s({}, echo);
   RawClient c(s.port());
-  c.send("POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5;name=v\r\nhello\r\n");
+  c.send("POST /x HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5;name=v\r\nhello\r\n");
   c.send("6\r\n world\r\n0\r\nX-Trailer: t\r\n\r\n");
   auto r = c.read_response();
   ASSERT_EQ(r.status, 200);
   EXPECT_EQ(json_of(r.body)["body"], "hello world");
   // The connection stays usable after the trailer.
-  c.send("GET /next HTTP/1.1\r\n\r\n");
+  c.send("GET /next HTTP/1.1\r\nHost: t\r\n\r\n");
   EXPECT_EQ(json_of(c.read_response().body)["path"], "/next");
 }
 
 TEST(HttpServer, ExpectContinueIsAnsweredBeforeTheBody) {
   RunningServer s({}, echo);
   RawClient c(s.port());
-  c.send("POST /x HTTP/1.1\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n");
+  c.send("POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n");
   EXPECT_EQ(c.read_until("\r\n\r\n"), "HTTP/1.1 100 Continue\r\n\r\n");
   c.send("data");
   auto r = c.read_response();
@@ -241,7 +106,7 @@ TEST(HttpServer, ExpectContinueWithTooLargeBodyGets413AtOnce) {
   o.max_body_bytes = 100;
   RunningServer s(o, echo);
   RawClient c(s.port());
-  c.send("POST /x HTTP/1.1\r\nContent-Length: 101\r\nExpect: 100-continue\r\n\r\n");
+  c.send("POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 101\r\nExpect: 100-continue\r\n\r\n");
   auto r = c.read_response();
   expect_envelope(r, 413, "payload_too_large");
   EXPECT_EQ(RawClient::header(r.head, "connection"), "close");
@@ -254,7 +119,7 @@ TEST(HttpServer, LargeContentLengthGets413WithoutReadingTheBody) {
   RunningServer s(o, [](Request&, ResponseWriter&) { ADD_FAILURE() << "handler called"; });
   RawClient c(s.port());
   // Nothing of the 10 MB body is sent: the answer must not wait for it.
-  c.send("POST /x HTTP/1.1\r\nContent-Length: 10000000\r\n\r\npart");
+  c.send("POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 10000000\r\n\r\npart");
   auto r = c.read_response();
   expect_envelope(r, 413, "payload_too_large");
   EXPECT_EQ(r.body,
@@ -269,8 +134,8 @@ TEST(HttpServer, OversizedChunkedBodyGets413Early) {
   RunningServer s(o, [](Request&, ResponseWriter&) { ADD_FAILURE() << "handler called"; });
   RawClient c(s.port());
   // 60 bytes fit; the next chunk announces 0x30 = 48 more, whose data never comes.
-  c.send("POST /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3c\r\n" + std::string(60, 'a') +
-         "\r\n30\r\n");
+  c.send("POST /x HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3c\r\n" +
+         std::string(60, 'a') + "\r\n30\r\n");
   auto r = c.read_response();
   expect_envelope(r, 413, "payload_too_large");
   EXPECT_TRUE(c.read_to_eof());
@@ -281,7 +146,7 @@ TEST(HttpServer, BodyAtTheLimitIsAccepted) {
   o.max_body_bytes = 100;
   RunningServer s(o, echo);
   RawClient c(s.port());
-  c.send("POST /x HTTP/1.1\r\nContent-Length: 100\r\n\r\n" + std::string(100, 'z'));
+  c.send("POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n" + std::string(100, 'z'));
   EXPECT_EQ(c.read_response().status, 200);
 }
 
@@ -290,7 +155,7 @@ TEST(HttpServer, HugeHeadersGet431) {
   o.max_header_bytes = 1024;
   RunningServer s(o, echo);
   RawClient c(s.port());
-  c.send("GET / HTTP/1.1\r\nX-Big: " + std::string(2000, 'h') + "\r\n\r\n");
+  c.send("GET / HTTP/1.1\r\nHost: t\r\nX-Big: " + std::string(2000, 'h') + "\r\n\r\n");
   expect_envelope(c.read_response(), 431, "headers_too_large");
   EXPECT_TRUE(c.read_to_eof());
 }
@@ -300,14 +165,14 @@ TEST(HttpServer, HugeHeadersGet431EvenWhenNeverTerminated) {
   o.max_header_bytes = 1024;
   RunningServer s(o, echo);
   RawClient c(s.port());
-  c.send("GET / HTTP/1.1\r\nX-Big: " + std::string(4000, 'h'));
+  c.send("GET / HTTP/1.1\r\nHost: t\r\nX-Big: " + std::string(4000, 'h'));
   expect_envelope(c.read_response(), 431, "headers_too_large");
 }
 
 TEST(HttpServer, LongTargetGets414) {
   RunningServer s({}, echo);
   RawClient c(s.port());
-  c.send("GET /" + std::string(9000, 'a') + " HTTP/1.1\r\n\r\n");
+  c.send("GET /" + std::string(9000, 'a') + " HTTP/1.1\r\nHost: t\r\n\r\n");
   expect_envelope(c.read_response(), 414, "uri_too_long");
   RawClient c2(s.port());
   c2.send("GET /" + std::string(20000, 'a'));  // no line end yet
@@ -318,12 +183,12 @@ TEST(HttpServer, MalformedRequestsGet400AndClose) {
   RunningServer s({}, [](Request&, ResponseWriter&) { ADD_FAILURE() << "handler called"; });
   const char* bad[] = {
       "GARBAGE\r\n\r\n",
-      "GET / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello",
-      "POST / HTTP/1.1\r\nContent-Length: abc\r\n\r\n",
-      "POST / HTTP/1.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
-      "POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n",
-      "GET / HTTP/1.1\r\nX: a\r\n folded\r\n\r\n",
-      "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+      "GET / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello",
+      "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: abc\r\n\r\n",
+      "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
+      "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n",
+      "GET / HTTP/1.1\r\nHost: t\r\nX: a\r\n folded\r\n\r\n",
+      "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
   };
   for (const char* text : bad) {
     RawClient c(s.port());
@@ -338,10 +203,10 @@ TEST(HttpServer, PipelinedRequestsAreAnsweredInOrder) {
   RunningServer s({}, echo);
   RawClient c(s.port());
   c.send(
-      "GET /one HTTP/1.1\r\n\r\n"
-      "POST /two HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc"
-      "POST /three HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\n\r\n"
-      "GET /four HTTP/1.1\r\n\r\n");
+      "GET /one HTTP/1.1\r\nHost: t\r\n\r\n"
+      "POST /two HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nabc"
+      "POST /three HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\n\r\n"
+      "GET /four HTTP/1.1\r\nHost: t\r\n\r\n");
   auto r1 = c.read_response();
   auto r2 = c.read_response();
   auto r3 = c.read_response();
@@ -378,7 +243,7 @@ TEST(HttpServer, Http10ClosesUnlessKeepAliveRequested) {
 TEST(HttpServer, ConnectionCloseIsHonoured) {
   RunningServer s({}, echo);
   RawClient c(s.port());
-  c.send("GET /a HTTP/1.1\r\nConnection: close\r\n\r\n");
+  c.send("GET /a HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
   auto r = c.read_response();
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(RawClient::header(r.head, "connection"), "close");
@@ -390,7 +255,7 @@ TEST(HttpServer, HeadHasNoBody) {
     w.send(200, Headers{{"Content-Type", "text/plain"}}, req.method == "HEAD" ? "hello" : "x");
   });
   RawClient c(s.port());
-  c.send("HEAD / HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n");
+  c.send("HEAD / HTTP/1.1\r\nHost: t\r\n\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n");
   auto head = c.read_response(/*head_request=*/true);
   EXPECT_EQ(head.status, 200);
   EXPECT_EQ(RawClient::header(head.head, "content-length"), "5");
@@ -407,9 +272,9 @@ TEST(HttpServer, HandlerExceptionGets500Envelope) {
     }
   });
   RawClient c(s.port());
-  c.send("GET /throw HTTP/1.1\r\n\r\n");
+  c.send("GET /throw HTTP/1.1\r\nHost: t\r\n\r\n");
   expect_envelope(c.read_response(), 500, "internal_error");
-  c.send("GET /silent HTTP/1.1\r\n\r\n");
+  c.send("GET /silent HTTP/1.1\r\nHost: t\r\n\r\n");
   expect_envelope(c.read_response(), 500, "internal_error");
 }
 
@@ -420,7 +285,7 @@ TEST(HttpServer, ExceptionAfterHeadersClosesTheConnection) {
     throw std::runtime_error("boom");
   });
   RawClient c(s.port());
-  c.send("GET / HTTP/1.1\r\n\r\n");
+  c.send("GET / HTTP/1.1\r\nHost: t\r\n\r\n");
   std::string all;
   EXPECT_TRUE(c.read_to_eof(&all));
   EXPECT_NE(all.find("7\r\npartial\r\n"), std::string::npos);
@@ -433,7 +298,7 @@ TEST(HttpServer, ResponseHeadersAreFramedByTheServer) {
     w.send(201, Headers{{"Content-Length", "999"}, {"X-Id", "7"}, {"Server", "custom"}}, "abc");
   });
   RawClient c(s.port());
-  c.send("GET / HTTP/1.1\r\n\r\n");
+  c.send("GET / HTTP/1.1\r\nHost: t\r\n\r\n");
   auto r = c.read_response();
   EXPECT_EQ(r.status, 201);
   EXPECT_EQ(r.head.rfind("HTTP/1.1 201 Created\r\n", 0), 0u);
@@ -446,7 +311,7 @@ TEST(HttpServer, ResponseHeadersAreFramedByTheServer) {
 TEST(HttpServer, IdleAndHalfReadConnectionsTimeOut) {
   ServerOptions o;
   o.keep_alive_timeout = std::chrono::seconds(1);
-  o.read_timeout = std::chrono::seconds(1);
+  o.header_timeout = std::chrono::seconds(1);
   RunningServer s(o, echo);
   RawClient idle(s.port());
   RawClient partial(s.port());

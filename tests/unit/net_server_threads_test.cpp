@@ -153,7 +153,7 @@ TEST(HttpServerThreads, ChunksReachTheClientOneByOne) {
     EXPECT_TRUE(w.finish());
   });
   RawClient c(s.port());
-  c.send("POST /stream HTTP/1.1\r\n\r\n");
+  c.send("POST /stream HTTP/1.1\r\nHost: t\r\n\r\n");
   std::string head = c.read_until("\r\n\r\n");
   EXPECT_NE(head.find("Transfer-Encoding: chunked\r\n"), std::string::npos);
   EXPECT_NE(head.find("Content-Type: text/event-stream\r\n"), std::string::npos);
@@ -164,7 +164,7 @@ TEST(HttpServerThreads, ChunksReachTheClientOneByOne) {
   second_seen.open();
   EXPECT_EQ(c.read_until("0\r\n\r\n"), "0\r\n\r\n");
   // Keep-alive still works after a chunked response.
-  c.send("GET / HTTP/1.1\r\nConnection: close\r\n\r\n");
+  c.send("GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
   EXPECT_NE(c.read_until("ok").find("HTTP/1.1 200"), std::string::npos);
 }
 
@@ -203,7 +203,7 @@ TEST(HttpServerThreads, ClientConnectedTurnsFalseAfterClientCloses) {
   auto result = seen.get_future();
   {
     RawClient c(s.port());
-    c.send("GET / HTTP/1.1\r\n\r\n");
+    c.send("GET / HTTP/1.1\r\nHost: t\r\n\r\n");
     ASSERT_TRUE(entered.wait());
   }
   client_closed.open();
@@ -230,9 +230,9 @@ TEST(HttpServerThreads, ClientConnectedStaysTrueWithPipelinedData) {
   });
   auto result = seen.get_future();
   RawClient c(s.port());
-  c.send("GET /first HTTP/1.1\r\n\r\n");
+  c.send("GET /first HTTP/1.1\r\nHost: t\r\n\r\n");
   ASSERT_TRUE(entered.wait());
-  c.send("GET /second HTTP/1.1\r\n\r\n");
+  c.send("GET /second HTTP/1.1\r\nHost: t\r\n\r\n");
   second_sent.open();
   ASSERT_EQ(result.wait_for(10s), std::future_status::ready);
   EXPECT_TRUE(result.get());
@@ -249,7 +249,7 @@ TEST(HttpServerThreads, StopReturnsWithIdleKeepAliveConnections) {
   std::vector<std::unique_ptr<RawClient>> clients;
   for (int i = 0; i < 3; ++i) {
     clients.push_back(std::make_unique<RawClient>(s->port()));
-    clients.back()->send("GET / HTTP/1.1\r\n\r\n");
+    clients.back()->send("GET / HTTP/1.1\r\nHost: t\r\n\r\n");
     ASSERT_EQ(clients.back()->read_response(), 200);
   }
   EXPECT_EQ(s->server().open_connections(), 3);
@@ -271,7 +271,7 @@ TEST(HttpServerThreads, StopLetsInFlightHandlersFinish) {
     w.send(200, {}, "finished");
   });
   RawClient c(s.port());
-  c.send("GET / HTTP/1.1\r\n\r\n");
+  c.send("GET / HTTP/1.1\r\nHost: t\r\n\r\n");
   ASSERT_TRUE(entered.wait());
   s.server().stop();
   release.open();
@@ -299,7 +299,7 @@ TEST(HttpServerThreads, ManyMoreSlowRequestsThanSpareThreadsRunConcurrently) {
   for (int i = 0; i < kRequests; ++i) {
     clients.push_back(std::make_unique<RawClient>(s.port()));
     ASSERT_TRUE(clients.back()->connected());
-    clients.back()->send("POST /slow HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
+    clients.back()->send("POST /slow HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n");
   }
   for (auto& c : clients) {
     EXPECT_EQ(c->read_response(), 200);
@@ -318,13 +318,13 @@ TEST(HttpServerThreads, BeyondMaxConnectionsGets503) {
   });
   RawClient a(s.port());
   RawClient b(s.port());
-  a.send("GET / HTTP/1.1\r\n\r\n");
-  b.send("GET / HTTP/1.1\r\n\r\n");
+  a.send("GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+  b.send("GET / HTTP/1.1\r\nHost: t\r\n\r\n");
   ASSERT_TRUE(arrived.wait_for(2));
   EXPECT_EQ(s.server().open_connections(), 2);
 
   RawClient c(s.port());
-  c.send("GET / HTTP/1.1\r\n\r\n");
+  c.send("GET / HTTP/1.1\r\nHost: t\r\n\r\n");
   std::string all;
   c.read_to_eof(&all);  // the reset after the close may replace the EOF
   EXPECT_EQ(all.rfind("HTTP/1.1 503 Service Unavailable\r\n", 0), 0u) << all;
@@ -343,7 +343,7 @@ TEST(HttpServerThreads, ConnectionsAreServedAgainAfterTheLimitClears) {
   RunningServer s(options, [](Request&, ResponseWriter& w) { w.send(200, {}, "ok"); });
   for (int i = 0; i < 5; ++i) {
     RawClient c(s.port());
-    c.send("GET / HTTP/1.1\r\nConnection: close\r\n\r\n");
+    c.send("GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
     std::string all;
     // The server closes first, so its slot is free before this read ends.
     EXPECT_TRUE(c.read_to_eof(&all));
@@ -368,7 +368,7 @@ TEST(HttpServerThreads, LocalhostBindsAtLeastOneFamily) {
   {
     RawClient c(*port);  // 127.0.0.1
     ASSERT_TRUE(c.connected());
-    c.send("GET / HTTP/1.1\r\n\r\n");
+    c.send("GET / HTTP/1.1\r\nHost: t\r\n\r\n");
     EXPECT_EQ(c.read_response(), 200);
   }
   s.stop();

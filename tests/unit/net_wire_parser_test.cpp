@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 namespace lemon::net::wire {
 namespace {
@@ -29,28 +30,64 @@ TEST(HttpWire, ParsesRequestHead) {
   EXPECT_EQ(*head.headers.get("x-y"), "z");
 }
 
-TEST(HttpWire, ToleratesBareLf) {
+TEST(HttpWire, RequestsNeedCrlfResponsesTolerateBareLf) {
   RequestHead head;
   std::string why;
-  ASSERT_EQ(parse_request_head("GET / HTTP/1.0\nA: 1\n\n", head, why), HeadError::kNone);
-  EXPECT_EQ(head.minor_version, 0);
-  EXPECT_EQ(*head.headers.get("a"), "1");
+  EXPECT_EQ(parse_request_head("GET / HTTP/1.0\nA: 1\n\n", head, why), HeadError::kMalformed);
+  EXPECT_EQ(parse_request_head("GET / HTTP/1.1\r\nHost: h\nA: 1\r\n\r\n", head, why),
+            HeadError::kMalformed);
+  ResponseHead response;
+  ASSERT_TRUE(parse_response_head("HTTP/1.0 200 OK\nA: 1\n\n", response, why)) << why;
+  EXPECT_EQ(*response.headers.get("a"), "1");
+}
+
+TEST(HttpWire, HostIsRequiredOnceInHttp11) {
+  RequestHead head;
+  std::string why;
+  EXPECT_EQ(parse_request_head("GET / HTTP/1.1\r\n\r\n", head, why), HeadError::kMalformed);
+  EXPECT_EQ(why, "no Host header");
+  RequestHead twice;
+  EXPECT_EQ(parse_request_head("GET / HTTP/1.1\r\nHost: a\r\nhost: b\r\n\r\n", twice, why),
+            HeadError::kMalformed);
+  EXPECT_EQ(why, "more than one Host header");
+  RequestHead http10;
+  EXPECT_EQ(parse_request_head("GET / HTTP/1.0\r\n\r\n", http10, why), HeadError::kNone) << why;
+}
+
+TEST(HttpWire, MoreThanAHundredFieldsAreTooMany) {
+  std::string text = "GET / HTTP/1.1\r\nHost: h\r\n";
+  for (std::size_t i = 1; i < kMaxHeaderFields; ++i) {
+    text += "X-" + std::to_string(i) + ": v\r\n";
+  }
+  RequestHead at_limit;
+  std::string why;
+  EXPECT_EQ(parse_request_head(text + "\r\n", at_limit, why), HeadError::kNone) << why;
+  RequestHead over;
+  EXPECT_EQ(parse_request_head(text + "X-Last: v\r\n\r\n", over, why), HeadError::kTooManyFields);
 }
 
 TEST(HttpWire, RejectsMalformedRequestHeads) {
-  const char* bad[] = {
-      "GET /\r\n\r\n",                         // no version
-      "GET  / HTTP/1.1\r\n\r\n",               // double space
-      "GET / HTTP/2.0\r\n\r\n",                // unsupported version
-      "G(T / HTTP/1.1\r\n\r\n",                // bad method
-      "GET nopath HTTP/1.1\r\n\r\n",           // bad target
-      "GET / HTTP/1.1\r\nA b\r\n\r\n",         // no colon
-      "GET / HTTP/1.1\r\nA : b\r\n\r\n",       // space before colon
-      "GET / HTTP/1.1\r\nA: b\r\n c\r\n\r\n",  // obs-fold
-      "GET / HTTP/1.1\r\nA: b\rc\r\n\r\n",     // stray CR
-      "GET / HTTP/1.1\r\nA: b\x01\r\n\r\n",    // control character
+  using namespace std::string_view_literals;
+  const std::string_view bad[] = {
+      "GET /\r\n\r\n"sv,                          // no version
+      "GET  / HTTP/1.1\r\n\r\n"sv,                // double space
+      "GET / HTTP/2.0\r\n\r\n"sv,                 // unsupported version
+      "G(T / HTTP/1.1\r\n\r\n"sv,                 // bad method
+      "GET nopath HTTP/1.1\r\n\r\n"sv,            // bad target
+      "GET / HTTP/1.1\r\nA b\r\n\r\n"sv,          // no colon
+      "GET / HTTP/1.1\r\nA : b\r\n\r\n"sv,        // space before colon
+      "GET / HTTP/1.1\r\nA: b\r\n c\r\n\r\n"sv,   // obs-fold
+      "GET / HTTP/1.1\r\nA: b\rc\r\n\r\n"sv,      // stray CR
+      "GET / HTTP/1.1\r\nA: b\x01\r\n\r\n"sv,     // control character
+      "GET /\x01 HTTP/1.1\r\nHost: h\r\n\r\n"sv,  // control character in the target
+      "GET /a\0b HTTP/1.1\r\nHost: h\r\n\r\n"sv,
+      "GE\0T / HTTP/1.1\r\nHost: h\r\n\r\n"sv,  // NUL in the method
+      "GET * HTTP/1.1\r\nHost: h\r\n\r\n"sv,    // asterisk-form is for OPTIONS only
+      "GET / HTTP/1.1 \r\nHost: h\r\n\r\n"sv,   // trailing space
+      "GET / http/1.1\r\nHost: h\r\n\r\n"sv,    // version is case-sensitive
+      "GET / HTTP/1.10\r\nHost: h\r\n\r\n"sv,
   };
-  for (const char* text : bad) {
+  for (std::string_view text : bad) {
     RequestHead head;
     std::string why;
     EXPECT_EQ(parse_request_head(text, head, why), HeadError::kMalformed) << text;
@@ -61,7 +98,7 @@ TEST(HttpWire, RejectsMalformedRequestHeads) {
 TEST(HttpWire, LongTargetIsUriTooLong) {
   RequestHead head;
   std::string why;
-  std::string text = "GET /" + std::string(kMaxTarget, 'a') + " HTTP/1.1\r\n\r\n";
+  std::string text = "GET /" + std::string(kMaxRequestLine, 'a') + " HTTP/1.1\r\nHost: h\r\n\r\n";
   EXPECT_EQ(parse_request_head(text, head, why), HeadError::kUriTooLong);
 }
 
@@ -85,9 +122,15 @@ TEST(HttpWire, ContentLength) {
   EXPECT_EQ(content_length(Headers{}, n), LengthField::kAbsent);
   EXPECT_EQ(content_length(Headers{{"Content-Length", "42"}}, n), LengthField::kValid);
   EXPECT_EQ(n, 42u);
-  EXPECT_EQ(content_length(Headers{{"Content-Length", "5, 5"}}, n), LengthField::kValid);
+  // A request may not repeat it at all; a response may repeat one value.
+  EXPECT_EQ(content_length(Headers{{"Content-Length", "5, 5"}}, n), LengthField::kInvalid);
   EXPECT_EQ(content_length(Headers{{"Content-Length", "5"}, {"content-length", "5"}}, n),
+            LengthField::kInvalid);
+  EXPECT_EQ(content_length(Headers{{"Content-Length", "5, 5"}}, n, Duplicates::kAllowIdentical),
             LengthField::kValid);
+  EXPECT_EQ(content_length(Headers{{"Content-Length", "5"}, {"content-length", "6"}}, n,
+                           Duplicates::kAllowIdentical),
+            LengthField::kInvalid);
   EXPECT_EQ(content_length(Headers{{"Content-Length", "5"}, {"content-length", "6"}}, n),
             LengthField::kInvalid);
   EXPECT_EQ(content_length(Headers{{"Content-Length", "-1"}}, n), LengthField::kInvalid);
@@ -167,6 +210,26 @@ TEST(HttpWire, ChunkedRejectsGarbage) {
     decode_all(d, bad, last);
     EXPECT_EQ(last, ChunkedDecoder::Step::kError) << bad;
   }
+}
+
+TEST(HttpWire, ChunkedIsStrict) {
+  // Garbage after the size, a sign, bare LFs, data without CRLF, a control
+  // character in an extension or trailer, unbounded extensions.
+  for (const std::string& wire : std::vector<std::string>{
+           "5 x\r\nhello\r\n0\r\n\r\n", "-5\r\nhello\r\n0\r\n\r\n", "5\nhello\r\n0\r\n\r\n",
+           "5\r\nhello\n0\r\n\r\n", "5\r\nhello0\r\n\r\n", "5;a\x01\r\nhello\r\n0\r\n\r\n",
+           "0\r\nX: 1\n\r\n", "0\r\nX: \x02\r\n\r\n", "0\r\n\n",
+           "5;" + std::string(5000, 'e') + "\r\nhello\r\n0\r\n\r\n"}) {
+    ChunkedDecoder d;
+    ChunkedDecoder::Step last{};
+    decode_all(d, wire, last);
+    EXPECT_EQ(last, ChunkedDecoder::Step::kError) << wire;
+  }
+  // Whitespace before an extension, and quoted extension values, are fine.
+  ChunkedDecoder d;
+  ChunkedDecoder::Step last{};
+  EXPECT_EQ(decode_all(d, "5 \t;a=\"b c\"\r\nhello\r\n0\r\n\r\n", last), "hello");
+  EXPECT_EQ(last, ChunkedDecoder::Step::kDone);
 }
 
 TEST(HttpWire, ChunkedStopsAtLimitBeforeData) {

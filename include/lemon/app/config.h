@@ -34,6 +34,13 @@ struct Config {
 
   std::size_t max_body_bytes = 64u << 20;
   int max_connections = 1024;
+  // Slow and hostile clients (issue #11 §3): see net::ServerOptions.
+  std::size_t max_request_memory = 256u << 20;
+  std::chrono::milliseconds header_timeout{10'000};
+  std::chrono::milliseconds body_timeout{30'000};
+  std::size_t body_min_rate = 1024;
+  std::chrono::milliseconds keep_alive_timeout{60'000};
+  std::chrono::milliseconds write_timeout{60'000};
 
   std::string api_key;  // --api-key / LEMONADE_API_KEY; empty: no authentication
   bool health_without_auth = false;

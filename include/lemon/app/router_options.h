@@ -35,6 +35,12 @@ struct RouterOptionValues {
   bool no_broadcast = false;
   double max_body_mb = 64.0;
   int max_connections = 1024;
+  double max_request_memory_mb = 256.0;
+  double header_timeout_s = 10.0;
+  double body_timeout_s = 30.0;
+  double body_min_rate = 1024.0;
+  double keep_alive_timeout_s = 60.0;
+  double write_timeout_s = 60.0;
   std::string api_key;
   bool health_without_auth = false;
   std::string cors;

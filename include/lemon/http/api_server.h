@@ -71,6 +71,9 @@ class ApiServer {
   Error model_not_found(std::string_view name) const;
   // Every request: CORS headers, OPTIONS preflight, then the route table.
   void handle(net::Request& r, net::ResponseWriter& w);
+  // The server's HeadCheck: the route and access (API key, origin, Host,
+  // media type) checked before any of the body is read (issue #11 §3a).
+  std::optional<net::EarlyAnswer> check_head(const net::Request& r) const;
   // Registers an API route whose access is checked before `handler` runs.
   void route(const std::string& method, const std::string& suffix, RouteAccess access,
              std::function<void(net::Request&, net::ResponseWriter&, std::string_view)> handler);

@@ -33,6 +33,10 @@ int error_status(const Error& error);
 // tail) after a blank line when present.
 nlohmann::json error_body(const Error& error);
 
+// Serializes `j` for a response body; invalid UTF-8 in strings (a client's or
+// a backend's bytes quoted in a message) becomes U+FFFD instead of throwing.
+std::string json_text(const nlohmann::json& j);
+
 // Headers for a JSON response.
 net::Headers json_headers();
 

@@ -28,18 +28,40 @@ class RouteTable {
   static const std::vector<std::string>& api_prefixes();
 
   // Registers `suffix` under every API prefix. A suffix ending in "/{id}"
-  // matches any non-empty remainder (model ids may contain '/').
-  void add_api(const std::string& method, const std::string& suffix, const RouteHandler& handler);
+  // matches any non-empty remainder (model ids may contain '/'). `tag` is
+  // the caller's, handed back by match() (the API keeps its RouteAccess there).
+  void add_api(const std::string& method, const std::string& suffix, const RouteHandler& handler,
+               int tag = 0);
   // Registers an exact path such as "/live".
-  void add_root(const std::string& method, const std::string& path, RouteHandler handler);
+  void add_root(const std::string& method, const std::string& path, RouteHandler handler,
+                int tag = 0);
+
+  // The route for a method and path, found before any body is read.
+  struct Match {
+    const RouteHandler* handler = nullptr;  // null: status is 404 or 405
+    std::string_view param;
+    int tag = 0;
+    int status = 0;     // 404 or 405 when there is no handler
+    std::string allow;  // 405: the methods the path takes
+  };
+  Match match(std::string_view method, std::string_view path) const;
+
+  // The error envelope for a Match without a handler: its status, headers
+  // (Allow on 405) and body.
+  static net::EarlyAnswer refusal(const Match& match, const net::Request& request);
 
   void dispatch(net::Request& request, net::ResponseWriter& writer) const;
 
  private:
-  struct Methods {
-    std::vector<std::pair<std::string, RouteHandler>> by_method;
+  struct Route {
+    std::string method;
+    RouteHandler handler;
+    int tag = 0;
   };
-  void add(const std::string& method, const std::string& path, RouteHandler handler);
+  struct Methods {
+    std::vector<Route> by_method;
+  };
+  void add(const std::string& method, const std::string& path, RouteHandler handler, int tag);
   const Methods* find(std::string_view path, std::string_view& param) const;
 
   std::unordered_map<std::string, Methods> exact_;

@@ -53,6 +53,10 @@ struct Request {
 // Percent-decoding; '+' becomes ' ' only when plus_as_space.
 std::string url_decode(std::string_view in, bool plus_as_space);
 
+// True if `text` is well-formed UTF-8 (no overlong forms, surrogates or
+// code points past U+10FFFF).
+bool valid_utf8(std::string_view text);
+
 // Reason phrase for a status code ("OK", "Not Found", ...).
 const char* status_reason(int status);
 

@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -59,14 +60,46 @@ class ResponseWriter {
 
 using Handler = std::function<void(Request& request, ResponseWriter& writer)>;
 
+// An answer given as soon as a request's head is complete, before its body is
+// read (a HeadCheck's verdict): the connection is closed after it without
+// reading the body.
+struct EarlyAnswer {
+  int status = 0;
+  Headers headers;   // Content-Type and the like; framing is the server's
+  std::string body;  // usually the API's JSON error envelope
+};
+
+// Called on a connection thread once a request's head is parsed (method,
+// target, path, query, headers, remote_addr set; body empty). nullopt lets
+// the request proceed to its body and the Handler.
+using HeadCheck = std::function<std::optional<EarlyAnswer>(const Request&)>;
+
+// Limits and deadlines against slow or hostile clients (issue #11 §3). Every
+// deadline is a total for its phase, never a per-read timeout that each byte
+// restarts.
 struct ServerOptions {
-  std::size_t max_body_bytes = 64u << 20;       // larger bodies get 413
-  std::size_t max_header_bytes = 64u << 10;     // larger heads get 431
-  int max_connections = 1024;                   // concurrent connections (= threads)
-  int spare_threads = 4;                        // idle threads kept warm
-  std::chrono::seconds keep_alive_timeout{60};  // idle keep-alive connection
-  std::chrono::seconds read_timeout{60};        // while a request is half-read
+  std::size_t max_body_bytes = 64u << 20;    // larger bodies get 413 before they are read
+  std::size_t max_header_bytes = 64u << 10;  // larger heads get 431
+  // Bytes held by request bodies across all connections; past it new bodies
+  // get 503 with Retry-After. Charged as bytes arrive, never reserved ahead.
+  std::size_t max_request_memory = 256u << 20;
+  int max_connections = 1024;  // concurrent connections (= threads)
+  int spare_threads = 4;       // idle threads kept warm
+  // An idle keep-alive connection (no byte of a next request) is closed.
+  std::chrono::milliseconds keep_alive_timeout{60000};
+  // From a request's first byte (blank lines before it included) until its
+  // head is complete; past it, 408 and close (slowloris).
+  std::chrono::milliseconds header_timeout{10000};
+  // A body that makes no progress for this long is dropped (408).
+  std::chrono::milliseconds body_idle_timeout{30000};
+  // ... and so is one that, after body_rate_grace, has averaged fewer than
+  // body_min_rate bytes a second since its head.
+  std::size_t body_min_rate = 1024;
+  std::chrono::milliseconds body_rate_grace{10000};
+  // A client that accepts none of a response's bytes for this long is dropped.
+  std::chrono::milliseconds write_timeout{60000};
   std::size_t thread_stack_bytes = 512u << 10;
+  HeadCheck head_check;  // may be empty
 };
 
 class Server {

@@ -1,0 +1,282 @@
+// The server against hostile or broken clients (issue #11 §3, §3a): every
+// RFC 9112 violation gets 400 and a closed connection, limits get their own
+// status, slow clients meet total deadlines, the HeadCheck answers before any
+// body byte is read, and request bodies share one memory bound. Raw bytes
+// over a loopback socket.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "lemon/net/server.h"
+#include "support/raw_client.h"
+#include "support/running_server.h"
+
+namespace lemon::net {
+namespace {
+
+using namespace std::chrono_literals;
+using namespace std::string_literals;
+using testing::RawClient;
+using testing::RunningServer;
+
+void echo(Request& req, ResponseWriter& w) {
+  nlohmann::json j = {{"path", req.path}, {"body", req.body}};
+  w.send(200, Headers{{"Content-Type", "application/json"}}, j.dump());
+}
+
+void never_called(Request&, ResponseWriter&) {
+  ADD_FAILURE() << "handler called";
+}
+
+// The response is the error envelope with `status` (its body valid JSON),
+// and the server then closes the connection.
+void expect_refused(RawClient& c, int status, const std::string& sent) {
+  auto r = c.read_response();
+  EXPECT_EQ(r.status, status) << sent;
+  auto body = nlohmann::json::parse(r.body, nullptr, false);
+  ASSERT_FALSE(body.is_discarded()) << r.body;
+  EXPECT_TRUE(body["error"]["message"].is_string()) << r.body;
+  EXPECT_EQ(RawClient::header(r.head, "connection"), "close") << sent;
+  EXPECT_TRUE(c.read_to_eof()) << sent;
+}
+
+TEST(HttpServerHostile, Rfc9112ViolationsGet400AndClose) {
+  RunningServer s({}, never_called);
+  const std::vector<std::string> bad = {
+      // framing
+      "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n",
+      "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello",
+      "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello",
+      "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 5, 5\r\n\r\nhello",
+      "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n",
+      "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+      "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked, chunked\r\n\r\n",
+      // header lines
+      "GET / HTTP/1.1\r\nHost: t\r\nX: a\r\n folded\r\n\r\n",
+      "GET / HTTP/1.1\nHost: t\r\n\r\n",
+      "GET / HTTP/1.1\r\nHost: t\nX: y\r\n\r\n",
+      "GET / HTTP/1.1\r\nHost: t\r\nX: a\x01b\r\n\r\n",
+      "GET / HTTP/1.1\r\nHost: t\r\nX: a\0b\r\n\r\n"s,
+      "GET /a\0 HTTP/1.1\r\nHost: t\r\n\r\n"s,
+      "GET /\x7f HTTP/1.1\r\nHost: t\r\n\r\n",
+      "GET / HTTP/1.1\r\nHost : t\r\n\r\n",
+      "GET / HTTP/1.1\r\nHost: t\r\nX-Y : z\r\n\r\n",
+      // request line
+      "G@T / HTTP/1.1\r\nHost: t\r\n\r\n",
+      "GET / HTTP/2.0\r\nHost: t\r\n\r\n",
+      "GET / HTTP/1.2\r\nHost: t\r\n\r\n",
+      "GET / HTTP/1.1\r\n\r\n",
+      "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+      // chunked bodies
+      "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n-5\r\nhello\r\n0\r\n\r\n",
+      "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFFF\r\n",
+      "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n;x\r\n",
+      "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5x\r\nhello\r\n0\r\n\r\n",
+      "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5 x\r\nhello\r\n0\r\n\r\n",
+      "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhelloXY0\r\n\r\n",
+      "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5;" +
+          std::string(5000, 'e') + "\r\nhello\r\n0\r\n\r\n",
+      "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX: " +
+          std::string(70000, 't') + "\r\n\r\n",
+      // blank lines before the request line: a few are fine, more are not
+      "\r\n\r\n\r\n\r\n\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n",
+      "\nGET / HTTP/1.1\r\nHost: t\r\n\r\n",
+      // text that is not UTF-8
+      "GET /%ff HTTP/1.1\r\nHost: t\r\n\r\n",
+      "GET /?q=%c3%28 HTTP/1.1\r\nHost: t\r\n\r\n",
+      "GET / HTTP/1.1\r\nHost: t\r\nX-Name: \xc3\x28\r\n\r\n",
+  };
+  for (const auto& text : bad) {
+    RawClient c(s.port());
+    c.send(text);
+    expect_refused(c, 400, text);
+  }
+}
+
+TEST(HttpServerHostile, AFewBlankLinesAndAnAbsoluteTargetAreUnderstood) {
+  RunningServer s({}, echo);
+  RawClient c(s.port());
+  c.send("\r\n\r\nGET http://t/x/y?z=1 HTTP/1.1\r\nHost: t\r\n\r\n");
+  auto r = c.read_response();
+  ASSERT_EQ(r.status, 200) << r.head;
+  EXPECT_EQ(nlohmann::json::parse(r.body)["path"], "/x/y");
+}
+
+TEST(HttpServerHostile, LimitsHaveTheirOwnStatus) {
+  RunningServer s({}, never_called);
+  {
+    RawClient c(s.port());
+    c.send("GET /" + std::string(8200, 'a') + " HTTP/1.1\r\nHost: t\r\n\r\n");
+    expect_refused(c, 414, "long request line");
+  }
+  {
+    RawClient c(s.port());
+    std::string many = "GET / HTTP/1.1\r\nHost: t\r\n";
+    for (int i = 0; i < 100; ++i) {
+      many += "X-" + std::to_string(i) + ": v\r\n";
+    }
+    c.send(many + "\r\n");
+    expect_refused(c, 431, "101 fields");
+  }
+  {
+    RawClient c(s.port());
+    c.send("GET / HTTP/1.1\r\nHost: t\r\nX: " + std::string(70000, 'v') + "\r\n\r\n");
+    expect_refused(c, 431, "64 KiB of headers");
+  }
+}
+
+TEST(HttpServerHostile, ATrickledHeadGets408AtItsTotalDeadline) {
+  ServerOptions o;
+  o.header_timeout = 400ms;
+  RunningServer s(o, never_called);
+  // One blank line, then nothing: the blank line starts the head's clock.
+  RawClient blank(s.port());
+  blank.send("\r\n");
+  // A byte every 50 ms never restarts the clock.
+  RawClient trickle(s.port());
+  std::atomic<bool> done{false};
+  std::thread dripper([&] {
+    const std::string head = "GET / HTTP/1.1\r\nHost: t\r\nX-Slow: " + std::string(200, 'x');
+    for (char ch : head) {
+      if (done || !trickle.send(std::string(1, ch))) {
+        return;
+      }
+      std::this_thread::sleep_for(50ms);  // the client's pace, not a synchronization
+    }
+  });
+  const auto start = std::chrono::steady_clock::now();
+  expect_refused(blank, 408, "blank line");
+  auto r = trickle.read_response();
+  done = true;
+  dripper.join();
+  EXPECT_EQ(r.status, 408);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+}
+
+TEST(HttpServerHostile, AStalledOrCrawlingBodyGets408) {
+  ServerOptions o;
+  o.body_idle_timeout = 300ms;
+  o.body_rate_grace = 300ms;
+  o.body_min_rate = 100;  // bytes a second
+  RunningServer s(o, never_called);
+  RawClient stalled(s.port());
+  stalled.send("POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc");
+  expect_refused(stalled, 408, "stalled body");
+
+  // 10 bytes a second, each within the idle timeout, is below the rate.
+  RawClient crawl(s.port());
+  crawl.send("POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 1000\r\n\r\n");
+  std::atomic<bool> done{false};
+  std::thread dripper([&] {
+    for (int i = 0; i < 1000 && !done; ++i) {
+      if (!crawl.send("z")) {
+        return;
+      }
+      std::this_thread::sleep_for(100ms);  // the client's pace
+    }
+  });
+  auto r = crawl.read_response();
+  done = true;
+  dripper.join();
+  EXPECT_EQ(r.status, 408);
+}
+
+TEST(HttpServerHostile, AnIdleKeepAliveConnectionIsClosed) {
+  ServerOptions o;
+  o.keep_alive_timeout = 300ms;
+  RunningServer s(o, echo);
+  RawClient c(s.port());
+  c.send("GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+  EXPECT_EQ(c.read_response().status, 200);
+  std::string rest;
+  EXPECT_TRUE(c.read_to_eof(&rest));
+  EXPECT_EQ(rest, "") << "closed without a response";
+}
+
+TEST(HttpServerHostile, HeadCheckAnswersBeforeAnyBodyByteIsRead) {
+  ServerOptions o;
+  o.head_check = [](const Request& r) -> std::optional<EarlyAnswer> {
+    if (r.headers.get("Authorization") == std::optional<std::string_view>("Bearer ok")) {
+      return std::nullopt;
+    }
+    return EarlyAnswer{401, Headers{{"Content-Type", "application/json"}},
+                       R"({"error":{"message":"no","type":"authentication_error","param":null,)"
+                       R"("code":"invalid_api_key"}})"};
+  };
+  RunningServer s(o, echo);
+  RawClient c(s.port());
+  // 60 MB announced, none sent: the 401 must not wait for it.
+  c.send("POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 60000000\r\n\r\n");
+  auto r = c.read_response();
+  EXPECT_EQ(r.status, 401);
+  EXPECT_EQ(nlohmann::json::parse(r.body)["error"]["code"], "invalid_api_key");
+  EXPECT_EQ(RawClient::header(r.head, "connection"), "close");
+  EXPECT_TRUE(c.read_to_eof());
+
+  RawClient ok(s.port());
+  ok.send("POST / HTTP/1.1\r\nHost: t\r\nAuthorization: Bearer ok\r\nContent-Length: 2\r\n\r\nhi");
+  EXPECT_EQ(nlohmann::json::parse(ok.read_response().body)["body"], "hi");
+}
+
+TEST(HttpServerHostile, RequestBodiesShareOneMemoryBound) {
+  ServerOptions o;
+  o.max_request_memory = 1000;
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::promise<void> holding;
+  RunningServer s(o, [&](Request& r, ResponseWriter& w) {
+    if (r.path == "/hold") {
+      holding.set_value();
+      released.wait();  // keeps its 800-byte body charged
+    }
+    w.send(200, Headers{}, std::to_string(r.body.size()));
+  });
+  RawClient first(s.port());
+  first.send("POST /hold HTTP/1.1\r\nHost: t\r\nContent-Length: 800\r\n\r\n" +
+             std::string(800, 'a'));
+  holding.get_future().wait();
+
+  RawClient second(s.port());
+  second.send("POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 800\r\n\r\n" + std::string(800, 'b'));
+  auto r = second.read_response();
+  EXPECT_EQ(r.status, 503);
+  EXPECT_EQ(RawClient::header(r.head, "retry-after"), "1");
+  // A small body still fits beside the held one.
+  RawClient small(s.port());
+  small.send("POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\n" + std::string(100, 'c'));
+  EXPECT_EQ(small.read_response().body, "100");
+
+  release.set_value();
+  EXPECT_EQ(first.read_response().body, "800");
+  // The held body's bytes are given back once its connection reads on: its
+  // next request is answered, so they are back for anyone.
+  first.send("GET /x HTTP/1.1\r\nHost: t\r\n\r\n");
+  EXPECT_EQ(first.read_response().body, "0");
+  RawClient again(s.port());
+  again.send("POST /x HTTP/1.1\r\nHost: t\r\nContent-Length: 900\r\n\r\n" + std::string(900, 'd'));
+  EXPECT_EQ(again.read_response().body, "900");
+}
+
+TEST(HttpServerHostile, AClientThatReadsNothingIsDropped) {
+  ServerOptions o;
+  o.write_timeout = 300ms;
+  std::promise<bool> sent;
+  RunningServer s(o, [&](Request&, ResponseWriter& w) {
+    // Far more than the socket buffers hold.
+    sent.set_value(w.send(200, Headers{}, std::string(64u << 20, 'x')));
+  });
+  RawClient c(s.port());
+  c.send("GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+  auto result = sent.get_future();
+  ASSERT_EQ(result.wait_for(10s), std::future_status::ready);
+  EXPECT_FALSE(result.get());
+}
+
+}  // namespace
+}  // namespace lemon::net
