@@ -161,6 +161,11 @@ void add_router_options(CLI::App& app, RouterOptionValues& v) {
       ->envname("LEMONADE_MAX_REQUEST_MEMORY")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--max-response-size", v.max_response_mb,
+                 "Largest non-streaming backend reply in MiB (502 beyond)")
+      ->envname("LEMONADE_MAX_RESPONSE_SIZE")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--header-timeout", v.header_timeout_s,
                  "Seconds a request's headers may take to arrive in all (408 beyond)")
       ->envname("LEMONADE_HEADER_TIMEOUT")
@@ -263,6 +268,7 @@ ParsedConfig parse_config(int argc, const char* const* argv) {
   c.stop_grace = seconds_to_ms(v.stop_grace_s);
   c.max_body_bytes = static_cast<std::size_t>(v.max_body_mb * 1024.0 * 1024.0);
   c.max_request_memory = static_cast<std::size_t>(v.max_request_memory_mb * 1024.0 * 1024.0);
+  c.max_response_bytes = static_cast<std::size_t>(v.max_response_mb * 1024.0 * 1024.0);
   c.header_timeout = seconds_to_ms(v.header_timeout_s);
   c.body_timeout = seconds_to_ms(v.body_timeout_s);
   c.body_min_rate = static_cast<std::size_t>(v.body_min_rate);

@@ -166,6 +166,7 @@ void ApiServer::forward_inference(InferenceRequest& req, net::ResponseWriter& w)
   call.stream = req.stream;
   call.append_done = req.route != ApiRoute::kResponses;
   call.transform = req.transform;
+  call.max_response_bytes = settings_.max_response_bytes;
   forward_to_backend(*lease, call, w, stats_);
 }
 

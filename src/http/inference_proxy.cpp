@@ -126,6 +126,7 @@ void forward_whole(Lease& lease, const ProxyCall& call, net::ResponseWriter& wri
   req.body = call.body;
   net::CallOptions opts;
   opts.watch_fd = writer.client_fd();
+  opts.max_response_bytes = call.max_response_bytes;
   auto resp = lease.server().client().send(req, opts);
   if (!resp.ok()) {
     if (resp.error().code() != ErrorCode::kCancelled) {

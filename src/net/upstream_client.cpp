@@ -223,6 +223,7 @@ int UpstreamClient::port() const {
 Result<UpstreamResponse> UpstreamClient::send(const UpstreamRequest& request,
                                               const CallOptions& options) {
   UpstreamResponse response;
+  bool too_large = false;
   auto status = impl_->call(
       request, options,
       [&response](const UpstreamHead& head) {
@@ -230,11 +231,20 @@ Result<UpstreamResponse> UpstreamClient::send(const UpstreamRequest& request,
         response.headers = head.headers;
         return true;
       },
-      [&response](std::string_view piece) {
+      [&](std::string_view piece) {
+        if (piece.size() > options.max_response_bytes - response.body.size()) {
+          too_large = true;
+          return false;  // the connection is closed, not reused
+        }
         response.body.append(piece);
         return true;
       },
       true, std::nullopt);
+  if (too_large) {
+    return Error(ErrorCode::kUpstreamProtocol, "the backend's reply exceeds " +
+                                                   std::to_string(options.max_response_bytes) +
+                                                   " bytes (--max-response-size)");
+  }
   if (!status.ok()) {
     return std::move(status).error();
   }

@@ -213,6 +213,10 @@ Status UpstreamExchange::send_request(const UpstreamRequest& request) {
 }
 
 Status UpstreamExchange::read_head(UpstreamHead& head, int& minor_version) {
+  // A backend may send a few interim 1xx responses; one that sends them
+  // forever would hold the request (and a CPU) until the client gave up.
+  constexpr int kMaxInterimResponses = 4;
+  int interim = 0;
   for (;;) {
     std::size_t scanned = 0;
     std::size_t end = std::string::npos;
@@ -242,7 +246,11 @@ Status UpstreamExchange::read_head(UpstreamHead& head, int& minor_version) {
       return protocol("unexpected protocol switch");
     }
     if (parsed.status < 200) {
-      continue;  // interim response
+      if (++interim > kMaxInterimResponses) {
+        return protocol("more than " + std::to_string(kMaxInterimResponses) +
+                        " interim 1xx responses");
+      }
+      continue;
     }
     head.status = parsed.status;
     head.headers = std::move(parsed.headers);

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <future>
@@ -494,6 +495,46 @@ TEST(HttpUpstreamClient, GarbageIsUpstreamProtocolError) {
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code(), ErrorCode::kUpstreamProtocol) << r.error().message();
   }
+}
+
+TEST(HttpUpstreamClient, EndlessInterimResponsesAreUpstreamProtocolError) {
+  RawBackend backend([](RawBackend& b) {
+    int c = b.accept_one();
+    RawBackend::read_head(c);
+    std::string many;
+    for (int i = 0; i < 5; ++i) {
+      many += "HTTP/1.1 102 Processing\r\n\r\n";
+    }
+    RawBackend::write(c, many + "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+    ::close(c);
+  });
+  UpstreamClient client("127.0.0.1", backend.port());
+  auto r = client.send(get("/"), {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), ErrorCode::kUpstreamProtocol) << r.error().message();
+}
+
+TEST(HttpUpstreamClient, AReplyOverTheLimitIsUpstreamProtocolErrorAndNotReused) {
+  std::atomic<int> served{0};
+  RunningServer backend([&](Request& r, ResponseWriter& w) {
+    ++served;
+    w.send(200, {}, std::string(r.path == "/big" ? 3u << 20 : 10u, 'x'));
+  });
+  UpstreamClient client("127.0.0.1", backend.port());
+  CallOptions limited;
+  limited.max_response_bytes = 1u << 20;
+  auto big = client.send(get("/big"), limited);
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.error().code(), ErrorCode::kUpstreamProtocol);
+  EXPECT_NE(big.error().message().find("--max-response-size"), std::string::npos);
+  // The next call works on a fresh connection; one at the limit passes.
+  auto small = client.send(get("/small"), limited);
+  ASSERT_TRUE(small.ok()) << small.error().message();
+  EXPECT_EQ(small->body.size(), 10u);
+  CallOptions exact;
+  exact.max_response_bytes = 3u << 20;
+  EXPECT_TRUE(client.send(get("/big"), exact).ok());
+  EXPECT_EQ(served, 3);
 }
 
 TEST(HttpUpstreamClient, CloseIdleDropsPooledConnections) {

@@ -28,6 +28,8 @@ struct ApiSettings {
   std::string host = "127.0.0.1";
   int port = 8000;
   net::ServerOptions server;
+  // Largest non-streaming backend reply passed on (--max-response-size).
+  std::size_t max_response_bytes = 256u << 20;
   // How often a streaming client waiting for a load gets ": loading".
   std::chrono::milliseconds keepalive_interval{1000};
   AccessSettings access;

@@ -29,6 +29,7 @@ struct ProxyCall {
   std::string content_type = "application/json";
   bool stream = false;
   bool append_done = true;  // end SSE streams with data: [DONE] if the backend did not
+  std::size_t max_response_bytes = 256u << 20;  // non-streaming replies; 502 beyond
   // Optional rewrite of a successful non-streaming answer (nullopt: as is).
   std::function<std::optional<std::string>(std::string_view)> transform;
 };

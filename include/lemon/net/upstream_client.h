@@ -44,6 +44,10 @@ struct CallOptions {
   // false to abort the call with kCancelled.
   std::function<bool()> on_tick;
   std::chrono::milliseconds tick_interval{1000};
+  // send() only: a reply body larger than this fails with kUpstreamProtocol
+  // (502) and the connection is closed (a backend that is not what the user
+  // thought it was must not grow the router without bound).
+  std::size_t max_response_bytes = 256u << 20;
 };
 
 struct UpstreamHead {
@@ -67,7 +71,9 @@ class UpstreamClient {
   const std::string& host() const;
   int port() const;
 
-  // Sends the request and reads the whole response.
+  // Sends the request and reads the whole response (at most
+  // options.max_response_bytes of body). More than 4 interim 1xx responses
+  // are kUpstreamProtocol.
   Result<UpstreamResponse> send(const UpstreamRequest& request, const CallOptions& options);
 
   // Sends the request and streams the response body: on_head once, then
