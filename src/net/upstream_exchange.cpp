@@ -15,6 +15,8 @@ namespace {
 constexpr std::size_t kRecvChunk = 64u << 10;
 constexpr std::size_t kMaxResponseHead = 64u << 10;
 constexpr std::chrono::milliseconds kMinTick{10};
+// How often a watched client is checked while the backend never pauses.
+constexpr std::chrono::milliseconds kWatchCheckInterval{100};
 
 bool is_hop_by_hop_or_framing(std::string_view name) {
   return iequals(name, "Host") || iequals(name, "Content-Length") ||
@@ -131,8 +133,17 @@ UpstreamExchange::Recv UpstreamExchange::receive(std::size_t max, std::string_vi
     ssize_t n = ::recv(fd_, scratch.get(), max, MSG_DONTWAIT);
     if (n > 0) {
       got_bytes_ = true;
+      const auto now = Clock::now();
       if (options_.idle_timeout.count() > 0) {
-        idle_deadline_ = Clock::now() + options_.idle_timeout;
+        idle_deadline_ = now + options_.idle_timeout;
+      }
+      if (options_.watch_fd >= 0 && now >= next_watch_check_) {
+        next_watch_check_ = now + kWatchCheckInterval;
+        pollfd client{options_.watch_fd, POLLRDHUP, 0};
+        if (::poll(&client, 1, 0) > 0 && client.revents != 0) {
+          failure_ = wait_error(Wait::kCancelled);
+          return Recv::kFailed;
+        }
       }
       got = std::string_view(scratch.get(), static_cast<std::size_t>(n));
       return Recv::kData;

@@ -61,6 +61,9 @@ class UpstreamExchange {
   std::optional<Clock::time_point> deadline_;
   std::optional<Clock::time_point> idle_deadline_;
   Clock::time_point next_tick_;
+  // While the backend sends without pause, recv() never waits, so the
+  // watched client is also checked at least this often.
+  Clock::time_point next_watch_check_;
   std::chrono::milliseconds tick_interval_;
   const std::function<bool(std::string_view)>* on_data_ = nullptr;
   std::string buf_;  // received, not yet consumed

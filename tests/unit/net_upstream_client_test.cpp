@@ -18,6 +18,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "lemon/net/server.h"
@@ -377,6 +378,38 @@ INSTANTIATE_TEST_SUITE_P(HttpUpstreamClient, WatchFdCancellation, ::testing::Val
                          [](const auto& param_info) {
                            return param_info.param ? "Tcp" : "SocketPair";
                          });
+
+TEST(HttpUpstreamClient, ClientHangUpCancelsEvenWhileTheBackendNeverPauses) {
+  Gate entered;
+  RunningServer backend([&](Request&, ResponseWriter& w) {
+    w.begin_chunked(200, {});
+    const std::string block(64u << 10, 'x');
+    bool first = true;
+    while (w.write_chunk(block)) {  // floods until the router hangs up
+      if (std::exchange(first, false)) {
+        entered.open();
+      }
+    }
+  });
+  auto pair = make_tcp_pair();
+  UpstreamClient client("127.0.0.1", backend.port());
+  CallOptions options;
+  options.watch_fd = pair.server_side;
+  auto result = std::async(std::launch::async, [&] {
+    return client.stream(
+        get("/flood"), options, [](const UpstreamHead&) { return true; },
+        [](std::string_view) { return true; });
+  });
+  ASSERT_TRUE(entered.wait());
+  const auto closed_at = std::chrono::steady_clock::now();
+  ::close(pair.client_side);
+  ASSERT_EQ(result.wait_for(5s), std::future_status::ready);
+  EXPECT_LT(std::chrono::steady_clock::now() - closed_at, 1s);
+  Status status = result.get();
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.error().code(), ErrorCode::kCancelled);
+  ::close(pair.server_side);
+}
 
 TEST(HttpUpstreamClient, OnTickReturningFalseCancels) {
   Gate release;
