@@ -166,6 +166,16 @@ void add_router_options(CLI::App& app, RouterOptionValues& v) {
       ->envname("LEMONADE_MAX_RESPONSE_SIZE")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--request-timeout", v.request_timeout_s,
+                 "Seconds a non-streaming inference request may take end to end (0: no limit; 504)")
+      ->envname("LEMONADE_REQUEST_TIMEOUT")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--stream-idle-timeout", v.stream_idle_timeout_s,
+                 "Seconds a stream may go without a chunk from its backend (0: no limit)")
+      ->envname("LEMONADE_STREAM_IDLE_TIMEOUT")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--header-timeout", v.header_timeout_s,
                  "Seconds a request's headers may take to arrive in all (408 beyond)")
       ->envname("LEMONADE_HEADER_TIMEOUT")
@@ -270,6 +280,8 @@ ParsedConfig parse_config(int argc, const char* const* argv) {
   c.max_request_memory = static_cast<std::size_t>(v.max_request_memory_mb * 1024.0 * 1024.0);
   c.max_response_bytes = static_cast<std::size_t>(v.max_response_mb * 1024.0 * 1024.0);
   c.header_timeout = seconds_to_ms(v.header_timeout_s);
+  c.request_timeout = seconds_to_ms(v.request_timeout_s);
+  c.stream_idle_timeout = seconds_to_ms(v.stream_idle_timeout_s);
   c.body_timeout = seconds_to_ms(v.body_timeout_s);
   c.body_min_rate = static_cast<std::size_t>(v.body_min_rate);
   c.keep_alive_timeout = seconds_to_ms(v.keep_alive_timeout_s);

@@ -95,6 +95,8 @@ int main(int argc, char** argv) {
   settings.server.max_connections = cfg.max_connections;
   settings.server.max_request_memory = cfg.max_request_memory;
   settings.max_response_bytes = cfg.max_response_bytes;
+  settings.request_timeout = cfg.request_timeout;
+  settings.stream_idle_timeout = cfg.stream_idle_timeout;
   settings.server.header_timeout = cfg.header_timeout;
   settings.server.body_idle_timeout = cfg.body_timeout;
   settings.server.body_min_rate = cfg.body_min_rate;

@@ -48,6 +48,8 @@ const char* error_code_name(ErrorCode code) {
       return "backend_crashed";
     case ErrorCode::kUpstreamProtocol:
       return "upstream_protocol";
+    case ErrorCode::kGatewayTimeout:
+      return "gateway_timeout";
     case ErrorCode::kCancelled:
       return "cancelled";
     case ErrorCode::kShuttingDown:

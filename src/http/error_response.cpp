@@ -41,6 +41,8 @@ ErrorShape error_shape(ErrorCode code) {
       return {503, "server_error", "backend_unavailable"};
     case ErrorCode::kUpstreamProtocol:
       return {502, "server_error", "bad_gateway"};
+    case ErrorCode::kGatewayTimeout:
+      return {504, "server_error", "gateway_timeout"};
     case ErrorCode::kCancelled:
       return {499, "invalid_request_error", "client_closed_request"};
     case ErrorCode::kConflict:

@@ -167,6 +167,8 @@ void ApiServer::forward_inference(InferenceRequest& req, net::ResponseWriter& w)
   call.append_done = req.route != ApiRoute::kResponses;
   call.transform = req.transform;
   call.max_response_bytes = settings_.max_response_bytes;
+  call.request_timeout = settings_.request_timeout;
+  call.stream_idle_timeout = settings_.stream_idle_timeout;
   forward_to_backend(*lease, call, w, stats_);
 }
 

@@ -31,7 +31,15 @@ void take(const nlohmann::json& j, const char* key, T& out, bool only_if_unset) 
   out = it->get<T>();
 }
 
-Error backend_failure(const Lease& lease, Error e) {
+Error backend_failure(const Lease& lease, Error e, const ProxyCall& call) {
+  if (e.code() == ErrorCode::kGatewayTimeout) {
+    const bool stream = call.stream;
+    const auto limit = stream ? call.stream_idle_timeout : call.request_timeout;
+    return Error(ErrorCode::kGatewayTimeout,
+                 std::string(stream ? "--stream-idle-timeout" : "--request-timeout") + " (" +
+                     std::to_string(limit.count()) + " ms) expired for model '" +
+                     lease.model_name() + "': " + e.message());
+  }
   if (e.code() == ErrorCode::kBackendCrashed || e.code() == ErrorCode::kBackendUnavailable) {
     return Error(e.code(), "backend for model '" + lease.model_name() + "' failed: " + e.message());
   }
@@ -127,10 +135,11 @@ void forward_whole(Lease& lease, const ProxyCall& call, net::ResponseWriter& wri
   net::CallOptions opts;
   opts.watch_fd = writer.client_fd();
   opts.max_response_bytes = call.max_response_bytes;
+  opts.total_timeout = call.request_timeout;
   auto resp = lease.server().client().send(req, opts);
   if (!resp.ok()) {
     if (resp.error().code() != ErrorCode::kCancelled) {
-      write_error(writer, backend_failure(lease, std::move(resp).error()));
+      write_error(writer, backend_failure(lease, std::move(resp).error(), call));
     }
     return;
   }
@@ -158,6 +167,7 @@ void forward_stream(Lease& lease, const ProxyCall& call, net::ResponseWriter& wr
   req.body = call.body;
   net::CallOptions opts;
   opts.watch_fd = writer.client_fd();
+  opts.idle_timeout = call.stream_idle_timeout;
   SseScanner scanner(Clock::now());
   int status = 0;
   std::string error_body;
@@ -210,7 +220,7 @@ void forward_stream(Lease& lease, const ProxyCall& call, net::ResponseWriter& wr
     return;
   }
   if (!result.ok()) {
-    write_error(writer, backend_failure(lease, std::move(result).error()));
+    write_error(writer, backend_failure(lease, std::move(result).error(), call));
     return;
   }
   if (call.append_done && !scanner.saw_done()) {

@@ -220,6 +220,17 @@ int UpstreamClient::port() const {
   return impl_->port_;
 }
 
+namespace {
+
+std::optional<Clock::time_point> total_deadline(const CallOptions& options) {
+  if (options.total_timeout.count() <= 0) {
+    return std::nullopt;
+  }
+  return Clock::now() + options.total_timeout;
+}
+
+}  // namespace
+
 Result<UpstreamResponse> UpstreamClient::send(const UpstreamRequest& request,
                                               const CallOptions& options) {
   UpstreamResponse response;
@@ -239,7 +250,7 @@ Result<UpstreamResponse> UpstreamClient::send(const UpstreamRequest& request,
         response.body.append(piece);
         return true;
       },
-      true, std::nullopt);
+      true, total_deadline(options));
   if (too_large) {
     return Error(ErrorCode::kUpstreamProtocol, "the backend's reply exceeds " +
                                                    std::to_string(options.max_response_bytes) +
@@ -254,7 +265,7 @@ Result<UpstreamResponse> UpstreamClient::send(const UpstreamRequest& request,
 Status UpstreamClient::stream(const UpstreamRequest& request, const CallOptions& options,
                               const std::function<bool(const UpstreamHead&)>& on_head,
                               const std::function<bool(std::string_view)>& on_data) {
-  return impl_->call(request, options, on_head, on_data, true, std::nullopt);
+  return impl_->call(request, options, on_head, on_data, true, total_deadline(options));
 }
 
 Result<int> UpstreamClient::probe(const std::string& path, std::chrono::milliseconds timeout) {

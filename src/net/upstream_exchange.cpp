@@ -97,11 +97,11 @@ Error UpstreamExchange::wait_error(Wait w) const {
       return Error(ErrorCode::kCancelled, "request cancelled");
     case Wait::kTimedOut:
       if (idle_deadline_ && (!deadline_ || *idle_deadline_ <= *deadline_)) {
-        return Error(ErrorCode::kBackendUnavailable,
-                     "backend " + endpoint_ + " timed out (no data for " +
-                         std::to_string(options_.idle_timeout.count()) + " ms)");
+        return Error(ErrorCode::kGatewayTimeout, "backend " + endpoint_ + " sent nothing for " +
+                                                     std::to_string(options_.idle_timeout.count()) +
+                                                     " ms");
       }
-      return Error(ErrorCode::kBackendUnavailable, "backend " + endpoint_ + " timed out");
+      return Error(ErrorCode::kGatewayTimeout, "backend " + endpoint_ + " did not finish in time");
     case Wait::kReady:
     case Wait::kError:
       break;

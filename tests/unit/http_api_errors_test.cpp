@@ -57,6 +57,7 @@ const ShapeCase kShapes[] = {
     {ErrorCode::kBackendCrashed, 503, "server_error", "backend_unavailable"},
     {ErrorCode::kShuttingDown, 503, "server_error", "backend_unavailable"},
     {ErrorCode::kUpstreamProtocol, 502, "server_error", "bad_gateway"},
+    {ErrorCode::kGatewayTimeout, 504, "server_error", "gateway_timeout"},
     {ErrorCode::kCancelled, 499, "invalid_request_error", "client_closed_request"},
     {ErrorCode::kConflict, 409, "invalid_request_error", "conflict"},
     {ErrorCode::kRemoteNotFound, 404, "invalid_request_error", "remote_not_found"},

@@ -429,7 +429,7 @@ TEST(HttpUpstreamClient, OnTickReturningFalseCancels) {
   EXPECT_EQ(ticks, 3);
 }
 
-TEST(HttpUpstreamClient, IdleTimeoutIsBackendUnavailable) {
+TEST(HttpUpstreamClient, IdleTimeoutIsGatewayTimeout) {
   Gate release;
   RunningServer backend([&](Request&, ResponseWriter& w) {
     release.wait();
@@ -441,8 +441,27 @@ TEST(HttpUpstreamClient, IdleTimeoutIsBackendUnavailable) {
   auto r = client.send(get("/"), options);
   release.open();
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().code(), ErrorCode::kBackendUnavailable);
-  EXPECT_NE(r.error().message().find("timed out"), std::string::npos);
+  EXPECT_EQ(r.error().code(), ErrorCode::kGatewayTimeout);
+  EXPECT_NE(r.error().message().find("sent nothing for 100 ms"), std::string::npos);
+}
+
+TEST(HttpUpstreamClient, TotalTimeoutBoundsACallThatKeepsSending) {
+  Gate release;
+  RunningServer backend([&](Request&, ResponseWriter& w) {
+    w.begin_chunked(200, {});
+    // A chunk every 20 ms: never idle, never done.
+    while (!release.wait(20ms) && w.write_chunk("x")) {
+    }
+  });
+  UpstreamClient client("127.0.0.1", backend.port());
+  CallOptions options;
+  options.idle_timeout = 1s;
+  options.total_timeout = 200ms;
+  auto r = client.send(get("/"), options);
+  release.open();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), ErrorCode::kGatewayTimeout);
+  EXPECT_NE(r.error().message().find("did not finish in time"), std::string::npos);
 }
 
 TEST(HttpUpstreamClient, CallbackReturningFalseCancelsAndDropsTheConnection) {
@@ -492,7 +511,7 @@ TEST(HttpUpstreamClient, ProbeTimesOutOnASilentBackend) {
   auto r = client.probe("/health", 100ms);
   release.open();
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().code(), ErrorCode::kBackendUnavailable);
+  EXPECT_EQ(r.error().code(), ErrorCode::kGatewayTimeout);
 }
 
 TEST(HttpUpstreamClient, SkipsInterimResponsesAndReadsUntilClose) {

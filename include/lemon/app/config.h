@@ -36,7 +36,9 @@ struct Config {
   int max_connections = 1024;
   // Slow and hostile clients (issue #11 §3): see net::ServerOptions.
   std::size_t max_request_memory = 256u << 20;
-  std::size_t max_response_bytes = 256u << 20;  // non-streaming backend replies
+  std::size_t max_response_bytes = 256u << 20;       // non-streaming backend replies
+  std::chrono::milliseconds request_timeout{0};      // 0: none
+  std::chrono::milliseconds stream_idle_timeout{0};  // 0: none
   std::chrono::milliseconds header_timeout{10'000};
   std::chrono::milliseconds body_timeout{30'000};
   std::size_t body_min_rate = 1024;

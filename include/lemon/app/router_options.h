@@ -37,6 +37,8 @@ struct RouterOptionValues {
   int max_connections = 1024;
   double max_request_memory_mb = 256.0;
   double max_response_mb = 256.0;
+  double request_timeout_s = 0.0;
+  double stream_idle_timeout_s = 0.0;
   double header_timeout_s = 10.0;
   double body_timeout_s = 30.0;
   double body_min_rate = 1024.0;

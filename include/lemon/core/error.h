@@ -46,6 +46,7 @@ enum class ErrorCode {
   kBackendUnavailable,  // cannot reach a loaded backend (crashed, refused)
   kBackendCrashed,      // backend died during the request
   kUpstreamProtocol,    // backend answered something that is not HTTP/JSON
+  kGatewayTimeout,      // --request-timeout or --stream-idle-timeout fired
   kCancelled,           // the waiting client went away
   kShuttingDown,        // router is stopping
   kConflict,            // the model is busy with a conflicting operation (delete vs pull)
@@ -85,6 +86,7 @@ inline constexpr ErrorCode kAllErrorCodes[] = {
     ErrorCode::kBackendUnavailable,
     ErrorCode::kBackendCrashed,
     ErrorCode::kUpstreamProtocol,
+    ErrorCode::kGatewayTimeout,
     ErrorCode::kCancelled,
     ErrorCode::kShuttingDown,
     ErrorCode::kConflict,

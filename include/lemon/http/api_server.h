@@ -30,6 +30,9 @@ struct ApiSettings {
   net::ServerOptions server;
   // Largest non-streaming backend reply passed on (--max-response-size).
   std::size_t max_response_bytes = 256u << 20;
+  // --request-timeout and --stream-idle-timeout (zero: none).
+  std::chrono::milliseconds request_timeout{0};
+  std::chrono::milliseconds stream_idle_timeout{0};
   // How often a streaming client waiting for a load gets ": loading".
   std::chrono::milliseconds keepalive_interval{1000};
   AccessSettings access;

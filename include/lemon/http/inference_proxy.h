@@ -30,6 +30,10 @@ struct ProxyCall {
   bool stream = false;
   bool append_done = true;  // end SSE streams with data: [DONE] if the backend did not
   std::size_t max_response_bytes = 256u << 20;  // non-streaming replies; 502 beyond
+  // --request-timeout: a non-streaming call end to end; --stream-idle-timeout:
+  // the longest gap between a stream's chunks. Zero: none. 504 on expiry.
+  std::chrono::milliseconds request_timeout{0};
+  std::chrono::milliseconds stream_idle_timeout{0};
   // Optional rewrite of a successful non-streaming answer (nullopt: as is).
   std::function<std::optional<std::string>(std::string_view)> transform;
 };

@@ -38,7 +38,11 @@ struct CallOptions {
   std::chrono::milliseconds connect_timeout{2000};
   // Longest silence allowed from the backend once the request is sent;
   // zero means no limit (generation can legitimately take minutes).
+  // Expiry is kGatewayTimeout.
   std::chrono::milliseconds idle_timeout{0};
+  // The whole call, connect to last byte; zero means no limit. Expiry is
+  // kGatewayTimeout.
+  std::chrono::milliseconds total_timeout{0};
   // Optional: called about every `tick_interval` while waiting for bytes
   // (e.g. to send SSE keepalive comments during prompt processing). Return
   // false to abort the call with kCancelled.

@@ -1,0 +1,58 @@
+// Request timeouts (issue #11 §6, seed 004): --request-timeout bounds a
+// non-streaming request end to end (504), --stream-idle-timeout bounds the gap
+// between a stream's chunks (an SSE error event, then [DONE]); the message
+// names the flag that fired, and the router stays healthy.
+#include <gtest/gtest.h>
+
+#include "support/http_client.h"
+#include "support/router_fixture.h"
+#include "support/sse_reader.h"
+
+namespace lemon::testing {
+namespace {
+
+using TimeoutsTest = RouterTest;
+
+TEST_F(TimeoutsTest, ANonStreamingRequestPastTheRequestTimeoutGets504) {
+  env_.add_llm("a");
+  ASSERT_NO_FATAL_FAILURE(start_router({"--request-timeout", "0.3"}));
+  // The fake answers after 5 s; the router gives up after 0.3 s.
+  HttpReply r = chat(port(), "user.a", {{"lemon_fake", {{"response_delay_ms", 5000}}}});
+  EXPECT_EQ(r.status, 504) << r.body;
+  ASSERT_TRUE(is_error_envelope(r.json())) << r.body;
+  EXPECT_EQ(r.json()["error"]["code"], "gateway_timeout");
+  EXPECT_NE(r.body.find("--request-timeout"), std::string::npos) << r.body;
+  // A quick request still works.
+  HttpReply ok = chat(port(), "user.a", {{"max_tokens", 2}});
+  EXPECT_EQ(ok.status, 200) << ok.body;
+}
+
+TEST_F(TimeoutsTest, AStreamSilentPastTheIdleTimeoutEndsWithAnErrorEvent) {
+  env_.add_llm("a");
+  ASSERT_NO_FATAL_FAILURE(start_router({"--stream-idle-timeout", "0.3"}));
+  ASSERT_EQ(load(port(), "user.a").status, 200);
+  // Chunks 2 s apart: the first arrives, the gap after it is too long.
+  SseStream s(port(), "/api/v1/chat/completions", stream_body("user.a", 3, 2000).dump());
+  ASSERT_TRUE(s.read_head());
+  EXPECT_EQ(s.status(), 200);
+  auto events = s.rest();
+  ASSERT_GE(events.size(), 2u);
+  EXPECT_TRUE(events.back().is_done());
+  auto error = nlohmann::json::parse(events[events.size() - 2].data, nullptr, false);
+  ASSERT_TRUE(is_error_envelope(error)) << events[events.size() - 2].data;
+  EXPECT_EQ(error["error"]["code"], "gateway_timeout");
+  EXPECT_NE(error["error"]["message"].get<std::string>().find("--stream-idle-timeout"),
+            std::string::npos);
+  // A stream whose chunks come in time is untouched.
+  SseStream quick(port(), "/api/v1/chat/completions", stream_body("user.a", 3, 50).dump());
+  ASSERT_TRUE(quick.read_head());
+  auto fine = quick.rest();
+  ASSERT_FALSE(fine.empty());
+  EXPECT_TRUE(fine.back().is_done());
+  for (const auto& e : fine) {
+    EXPECT_EQ(e.data.find("gateway_timeout"), std::string::npos) << e.data;
+  }
+}
+
+}  // namespace
+}  // namespace lemon::testing
