@@ -156,6 +156,12 @@ void add_router_options(CLI::App& app, RouterOptionValues& v) {
       ->envname("LEMONADE_MAX_CONNECTIONS")
       ->check(CLI::Range(16, 65536))
       ->capture_default_str();
+  app.add_option("--max-connections-per-client", v.max_connections_per_client,
+                 "Concurrent connections from one client address (the longest idle is closed "
+                 "first at the limit)")
+      ->envname("LEMONADE_MAX_CONNECTIONS_PER_CLIENT")
+      ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
   app.add_option("--max-request-memory", v.max_request_memory_mb,
                  "MiB of request bodies held at once, all connections together (503 beyond)")
       ->envname("LEMONADE_MAX_REQUEST_MEMORY")
@@ -277,6 +283,7 @@ ParsedConfig parse_config(int argc, const char* const* argv) {
   c.load_timeout = seconds_to_ms(v.load_timeout_s);
   c.stop_grace = seconds_to_ms(v.stop_grace_s);
   c.max_body_bytes = static_cast<std::size_t>(v.max_body_mb * 1024.0 * 1024.0);
+  c.max_connections_per_client = v.max_connections_per_client;
   c.max_request_memory = static_cast<std::size_t>(v.max_request_memory_mb * 1024.0 * 1024.0);
   c.max_response_bytes = static_cast<std::size_t>(v.max_response_mb * 1024.0 * 1024.0);
   c.header_timeout = seconds_to_ms(v.header_timeout_s);

@@ -94,6 +94,7 @@ int main(int argc, char** argv) {
   settings.server.max_body_bytes = cfg.max_body_bytes;
   settings.server.max_connections = cfg.max_connections;
   settings.server.max_request_memory = cfg.max_request_memory;
+  settings.server.max_connections_per_client = cfg.max_connections_per_client;
   settings.max_response_bytes = cfg.max_response_bytes;
   settings.request_timeout = cfg.request_timeout;
   settings.stream_idle_timeout = cfg.stream_idle_timeout;

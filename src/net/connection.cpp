@@ -49,6 +49,10 @@ void serve_connection(PendingConnection& connection, const ConnectionContext& co
       return;
     }
     request.remote_addr = connection.remote_addr;
+    if (connection.registry != nullptr &&
+        !connection.registry->set_busy(connection.registry_id, true)) {
+      break;  // closed to make room for another connection
+    }
     const bool stopping = context.stopping->load(std::memory_order_relaxed);
     ResponseMode mode{outcome.head_request, outcome.http10, outcome.keep_alive && !stopping};
     SocketResponseWriter writer(fd.get(), mode, context.stopping, options.write_timeout);
@@ -69,6 +73,10 @@ void serve_connection(PendingConnection& connection, const ConnectionContext& co
       }
       writer.send_error(500, "internal_error",
                         threw ? "internal server error" : "the handler wrote no response");
+    }
+    if (connection.registry != nullptr &&
+        !connection.registry->set_busy(connection.registry_id, false)) {
+      break;
     }
     if (!writer.reusable()) {
       break;

@@ -63,6 +63,10 @@ int listen_on(const sockaddr* addr, socklen_t len, int& err) {
   return fd.release();
 }
 
+// Connection threads beyond max_connections for evicted connections that
+// have not finished closing yet.
+constexpr int kEvictionSlack = 64;
+
 int bound_port(int fd) {
   sockaddr_storage ss{};
   socklen_t len = sizeof ss;
@@ -84,8 +88,10 @@ class Server::Impl {
         handler_(std::move(handler)),
         stop_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
         memory_(options_.max_request_memory),
-        pool_(options_.max_connections, options_.spare_threads, options_.thread_stack_bytes,
-              [this](detail::PendingConnection& c) { serve(c); }) {
+        registry_({options_.max_connections, options_.max_connections_per_client}),
+        // Room for connections closed to make room but not yet gone.
+        pool_(options_.max_connections + kEvictionSlack, options_.spare_threads,
+              options_.thread_stack_bytes, [this](detail::PendingConnection& c) { serve(c); }) {
     context_.options = &options_;
     context_.handler = &handler_;
     context_.stop_fd = stop_fd_.get();
@@ -118,6 +124,7 @@ class Server::Impl {
   Handler handler_;
   UniqueFd stop_fd_;
   detail::RequestMemory memory_;
+  detail::ConnectionRegistry registry_;
   std::atomic<bool> stopping_{false};
   detail::ConnectionContext context_;
   std::vector<UniqueFd> listeners_;
@@ -235,15 +242,25 @@ void Server::Impl::accept_loop(int listen_fd) {
         detail::set_nodelay(fd);
       }
       detail::PendingConnection connection{fd, address_text(reinterpret_cast<sockaddr*>(&ss))};
+      // At a limit, the longest-idle connection (of this address, or of
+      // any) is closed to make room; with none idle, this one is refused.
+      auto id = registry_.admit(fd, connection.remote_addr);
+      if (!id) {
+        log->warn("rejecting connection from {}: {} connections open, none idle",
+                  connection.remote_addr, registry_.open());
+        detail::reject_busy(fd);
+        continue;
+      }
+      connection.registry = &registry_;
+      connection.registry_id = *id;
       switch (pool_.submit(connection)) {
         case detail::ConnectionThreadPool::Admit::kAccepted:
           break;
         case detail::ConnectionThreadPool::Admit::kFull:
+        case detail::ConnectionThreadPool::Admit::kFailed:
           log->warn("rejecting connection from {}: {} connections open", connection.remote_addr,
                     pool_.open_connections());
-          detail::reject_busy(fd);
-          break;
-        case detail::ConnectionThreadPool::Admit::kFailed:
+          connection.release();
           detail::reject_busy(fd);
           break;
       }

@@ -20,20 +20,29 @@
 #include <string>
 #include <vector>
 
+#include "connection_registry.h"
+
 namespace lemon::net::detail {
 
 struct PendingConnection {
   int fd = -1;
   std::string remote_addr;
   std::atomic<int>* open_count = nullptr;  // set by the pool
+  ConnectionRegistry* registry = nullptr;  // set by the acceptor
+  std::uint64_t registry_id = 0;
 
-  // Stops counting this connection as open. Called just before its socket is
-  // shut down, so a client that saw the close also sees the slot free; the
-  // pool calls it after serving if nothing did earlier.
+  // Stops counting this connection as open (in the pool and the registry).
+  // Called just before its socket is shut down, so a client that saw the
+  // close also sees the slot free; the pool calls it after serving if
+  // nothing did earlier.
   void release() {
     if (open_count != nullptr) {
       open_count->fetch_sub(1, std::memory_order_relaxed);
       open_count = nullptr;
+    }
+    if (registry != nullptr) {
+      registry->leave(registry_id);
+      registry = nullptr;
     }
   }
 };

@@ -29,6 +29,11 @@ class RawClient {
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
   }
+  // Takes over an already connected socket.
+  struct Adopt {
+    int fd;
+  };
+  explicit RawClient(Adopt socket) : fd_(socket.fd), connected_(socket.fd >= 0) {}
   ~RawClient() { close(); }
   RawClient(const RawClient&) = delete;
   RawClient& operator=(const RawClient&) = delete;

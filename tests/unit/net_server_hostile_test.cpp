@@ -9,6 +9,7 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -276,6 +277,34 @@ TEST(HttpServerHostile, AClientThatReadsNothingIsDropped) {
   auto result = sent.get_future();
   ASSERT_EQ(result.wait_for(10s), std::future_status::ready);
   EXPECT_FALSE(result.get());
+}
+
+TEST(HttpServerHostile, IdleAndTricklingSocketsMakeRoomForAWholeRequest) {
+  ServerOptions o;
+  o.max_connections_per_client = 4;
+  RunningServer s(o, echo);
+  // Four connections hold the address's slots: two idle, two trickling a head.
+  std::vector<std::unique_ptr<RawClient>> hogs;
+  for (int i = 0; i < 4; ++i) {
+    hogs.push_back(std::make_unique<RawClient>(s.port()));
+    if (i % 2 == 1) {
+      hogs.back()->send("GET / HTTP/1.1\r\nHost: t\r\nX-Slow: ");
+    }
+  }
+  // Each new connection that sends a whole request is served (and stays
+  // open); the oldest hogs are closed to make room, first in, first out.
+  std::vector<std::unique_ptr<RawClient>> fresh;
+  for (std::size_t i = 0; i < 4; ++i) {
+    fresh.push_back(std::make_unique<RawClient>(s.port()));
+    fresh.back()->send("GET /fresh HTTP/1.1\r\nHost: t\r\n\r\n");
+    EXPECT_EQ(fresh.back()->read_response().status, 200) << i;
+    EXPECT_TRUE(hogs[i]->read_to_eof()) << "hog " << i << " was closed";
+  }
+  // Now the first fresh connection has been idle longest: it goes next.
+  RawClient last(s.port());
+  last.send("GET /fresh HTTP/1.1\r\nHost: t\r\n\r\n");
+  EXPECT_EQ(last.read_response().status, 200);
+  EXPECT_TRUE(fresh[0]->read_to_eof());
 }
 
 }  // namespace

@@ -35,6 +35,7 @@ struct Config {
   std::size_t max_body_bytes = 64u << 20;
   int max_connections = 1024;
   // Slow and hostile clients (issue #11 §3): see net::ServerOptions.
+  int max_connections_per_client = 256;
   std::size_t max_request_memory = 256u << 20;
   std::size_t max_response_bytes = 256u << 20;       // non-streaming backend replies
   std::chrono::milliseconds request_timeout{0};      // 0: none

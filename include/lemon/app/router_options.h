@@ -35,6 +35,7 @@ struct RouterOptionValues {
   bool no_broadcast = false;
   double max_body_mb = 64.0;
   int max_connections = 1024;
+  int max_connections_per_client = 256;
   double max_request_memory_mb = 256.0;
   double max_response_mb = 256.0;
   double request_timeout_s = 0.0;

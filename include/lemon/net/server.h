@@ -84,7 +84,11 @@ struct ServerOptions {
   // get 503 with Retry-After. Charged as bytes arrive, never reserved ahead.
   std::size_t max_request_memory = 256u << 20;
   int max_connections = 1024;  // concurrent connections (= threads)
-  int spare_threads = 4;       // idle threads kept warm
+  // Per client address. At either limit the connection idle longest (of
+  // that address, or of any) is closed to make room; 503 only when every
+  // one is busy in a handler.
+  int max_connections_per_client = 256;
+  int spare_threads = 4;  // idle threads kept warm
   // An idle keep-alive connection (no byte of a next request) is closed.
   std::chrono::milliseconds keep_alive_timeout{60000};
   // From a request's first byte (blank lines before it included) until its
