@@ -144,6 +144,11 @@ void add_router_options(CLI::App& app, RouterOptionValues& v) {
       ->envname("LEMONADE_STOP_GRACE")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_option("--drain-timeout", v.drain_timeout_s,
+                 "Seconds in-flight requests may take to finish after SIGTERM/SIGINT")
+      ->envname("LEMONADE_DRAIN_TIMEOUT")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_flag("--no-broadcast", v.no_broadcast,
                "Accepted for compatibility: lemonade-router never broadcasts")
       ->envname("LEMONADE_NO_BROADCAST");
@@ -282,6 +287,7 @@ ParsedConfig parse_config(int argc, const char* const* argv) {
   c.cli_options = cli->inherit(defaults);
   c.load_timeout = seconds_to_ms(v.load_timeout_s);
   c.stop_grace = seconds_to_ms(v.stop_grace_s);
+  c.drain_timeout = seconds_to_ms(v.drain_timeout_s);
   c.max_body_bytes = static_cast<std::size_t>(v.max_body_mb * 1024.0 * 1024.0);
   c.max_connections_per_client = v.max_connections_per_client;
   c.max_request_memory = static_cast<std::size_t>(v.max_request_memory_mb * 1024.0 * 1024.0);

@@ -6,6 +6,7 @@
 // PR_SET_PDEATHSIG, even after kill -9.
 #include <unistd.h>
 
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -134,25 +135,56 @@ int main(int argc, char** argv) {
     ::close(cfg.ready_fd);
   }
 
-  // Stopping the backends breaks any stream still open, so connection
-  // threads finish promptly and run() can return.
-  std::thread signal_thread([&api, &router, &store, &installer, signals, log] {
-    int sig = 0;
-    sigwait(&signals, &sig);
-    log->info("received signal {}; shutting down", sig);
-    store.shutdown();
-    installer.shutdown();
-    api.stop();
-    router.shutdown();
-  });
+  // Graceful drain (issue #11 §6): stop accepting, let in-flight requests
+  // (streams included) finish for up to --drain-timeout, then stop every
+  // backend, which ends what is left (streams get an SSE error event and
+  // [DONE]). A second signal skips the rest of the drain. Downloads are
+  // cancelled at once (a pull resumes where it stopped).
+  const auto drain_timeout = cfg.drain_timeout;
+  std::atomic<bool> signalled{false};
+  std::thread signal_thread(
+      [&api, &router, &store, &installer, &signalled, signals, log, drain_timeout] {
+        int sig = 0;
+        sigwait(&signals, &sig);
+        signalled = true;
+        log->info(
+            "received signal {}; draining {} in-flight request(s) for up to {} ms (a second "
+            "signal skips the drain)",
+            sig, api.in_flight(), drain_timeout.count());
+        store.shutdown();
+        installer.shutdown();
+        api.stop();
+        const auto deadline = std::chrono::steady_clock::now() + drain_timeout;
+        bool skipped = false;
+        while (api.in_flight() > 0 && std::chrono::steady_clock::now() < deadline) {
+          timespec poll_interval{0, 100'000'000};
+          if (sigtimedwait(&signals, nullptr, &poll_interval) > 0) {
+            skipped = true;
+            break;
+          }
+        }
+        if (const int left = api.in_flight(); left > 0) {
+          api.expire_drain();
+          log->warn("{}: cutting {} request(s) still in flight",
+                    skipped ? "second signal, drain skipped" : "--drain-timeout passed", left);
+        } else {
+          log->info("drained: no request in flight");
+        }
+        router.shutdown();
+      });
 
   api.run();
+  // After a signal, the drain is waited for (it ends within 100 ms of the
+  // last request). Otherwise the signal thread is still in sigwait() (the
+  // server stopped for another reason); exit() ends it, so detach.
+  if (signalled) {
+    signal_thread.join();
+  } else {
+    signal_thread.detach();
+  }
   store.shutdown();
   installer.shutdown();
   router.shutdown();
   log->info("stopped");
-  // The signal thread is still in sigwait() if the server stopped for another
-  // reason; it would be killed by exit() anyway, so detach rather than hang.
-  signal_thread.detach();
   return 0;
 }

@@ -34,6 +34,11 @@ int fail(const std::string& message) {
 }
 
 void catch_interrupts() {
+  // The self-pipe: a Ctrl-C that lands between a check of interrupted() and
+  // a poll() is still seen by that poll (interrupt_fd()).
+  if (g_interrupt_pipe[0] < 0 && ::pipe2(g_interrupt_pipe, O_CLOEXEC | O_NONBLOCK) != 0) {
+    g_interrupt_pipe[0] = g_interrupt_pipe[1] = -1;
+  }
   struct sigaction sa {};
   sa.sa_handler = on_interrupt;
   sigemptyset(&sa.sa_mask);

@@ -20,7 +20,9 @@
 namespace lemon::cli {
 namespace {
 
-constexpr auto kStopGrace = std::chrono::seconds(30);
+// Longer than the router's default --drain-timeout (30 s) plus its backends'
+// --stop-grace (5 s).
+constexpr auto kStopGrace = std::chrono::seconds(45);
 
 std::string display_host(const std::string& host) {
   if (host.empty() || host == "0.0.0.0" || host == "::" || host == "127.0.0.1") {

@@ -54,6 +54,13 @@ Error ApiServer::model_not_found(std::string_view name) const {
 }
 
 void ApiServer::handle(net::Request& r, net::ResponseWriter& raw) {
+  struct InFlight {
+    std::atomic<int>& count;
+    explicit InFlight(std::atomic<int>& c) : count(c) { ++count; }
+    ~InFlight() { --count; }
+    InFlight(const InFlight&) = delete;
+    InFlight& operator=(const InFlight&) = delete;
+  } in_flight(in_flight_);
   CorsWriter w(raw, cors_headers(r, settings_.access));
   if (r.method == "OPTIONS") {
     // CORS preflight: never needs the key (browsers do not send it here).

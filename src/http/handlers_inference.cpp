@@ -169,6 +169,7 @@ void ApiServer::forward_inference(InferenceRequest& req, net::ResponseWriter& w)
   call.max_response_bytes = settings_.max_response_bytes;
   call.request_timeout = settings_.request_timeout;
   call.stream_idle_timeout = settings_.stream_idle_timeout;
+  call.drain_expired = &drain_expired_;
   forward_to_backend(*lease, call, w, stats_);
 }
 

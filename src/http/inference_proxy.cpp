@@ -32,6 +32,12 @@ void take(const nlohmann::json& j, const char* key, T& out, bool only_if_unset) 
 }
 
 Error backend_failure(const Lease& lease, Error e, const ProxyCall& call) {
+  if (call.drain_expired != nullptr && call.drain_expired->load() &&
+      (e.code() == ErrorCode::kBackendCrashed || e.code() == ErrorCode::kBackendUnavailable)) {
+    return Error(ErrorCode::kShuttingDown,
+                 "the router is shutting down: --drain-timeout passed before this request to '" +
+                     lease.model_name() + "' finished");
+  }
   if (e.code() == ErrorCode::kGatewayTimeout) {
     const bool stream = call.stream;
     const auto limit = stream ? call.stream_idle_timeout : call.request_timeout;

@@ -49,6 +49,14 @@ void serve_connection(PendingConnection& connection, const ConnectionContext& co
       return;
     }
     request.remote_addr = connection.remote_addr;
+    if (context.stopping->load(std::memory_order_relaxed)) {
+      // Draining: requests that were already running finish; new ones are
+      // refused so the client retries elsewhere or later.
+      SocketResponseWriter writer(fd.get(), ResponseMode{outcome.head_request, false, false},
+                                  nullptr, options.write_timeout);
+      writer.send_error(503, "shutting_down", "the server is shutting down", 1);
+      break;
+    }
     if (connection.registry != nullptr &&
         !connection.registry->set_busy(connection.registry_id, true)) {
       break;  // closed to make room for another connection

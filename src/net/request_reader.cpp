@@ -82,10 +82,16 @@ RequestReader::~RequestReader() {
   memory_.give_back(charged_);
 }
 
-RequestReader::Fill RequestReader::fill(Clock::time_point deadline) {
+RequestReader::Fill RequestReader::fill(Clock::time_point deadline, bool stoppable) {
   char chunk[16384];
   for (;;) {
-    Wait w = wait_fd(fd_, POLLIN, millis_until(deadline), stop_fd_, POLLIN);
+    Wait w = wait_fd(fd_, POLLIN, millis_until(deadline), stoppable ? stop_fd_ : -1, POLLIN);
+    if (w == Wait::kInterrupted && wait_fd(fd_, POLLIN, 0) == Wait::kReady) {
+      // Stopping, but a request's first bytes are already here: it has
+      // begun, so it is read and answered (503) rather than dropped.
+      stoppable = false;
+      continue;
+    }
     if (w == Wait::kTimeout) {
       return Fill::kTimeout;
     }
@@ -168,7 +174,9 @@ ReadOutcome RequestReader::read(Request& request) {
       head_deadline = Clock::now() + options_.header_timeout;
     }
     auto deadline = head_deadline ? *head_deadline : Clock::now() + options_.keep_alive_timeout;
-    switch (fill(deadline)) {
+    // A stop interrupts only the wait for a next request; one that has begun
+    // is read to its end (within its deadlines) and answered 503.
+    switch (fill(deadline, /*stoppable=*/!head_deadline)) {
       case Fill::kData:
         continue;
       case Fill::kTimeout:
@@ -283,8 +291,7 @@ ReadOutcome RequestReader::read_length(Request& request, std::uint64_t length, R
   buf_.erase(0, take);
   char chunk[kReadChunk];
   while (request.body.size() < want) {
-    Wait w =
-        wait_fd(fd_, POLLIN, millis_until(body_deadline(request.body.size())), stop_fd_, POLLIN);
+    Wait w = wait_fd(fd_, POLLIN, millis_until(body_deadline(request.body.size())));
     if (w == Wait::kTimeout) {
       return timed_out("request body arrived too slowly");
     }
@@ -331,7 +338,7 @@ ReadOutcome RequestReader::read_chunked(Request& request, ReadOutcome& out) {
       break;  // kNeedMore
     }
     buf_.clear();
-    switch (fill(body_deadline(request.body.size()))) {
+    switch (fill(body_deadline(request.body.size()), /*stoppable=*/false)) {
       case Fill::kData:
         last_progress_ = Clock::now();
         break;

@@ -72,8 +72,9 @@ class RequestReader {
  private:
   enum class Fill { kData, kEof, kTimeout, kStopped };
 
-  // Appends what the socket has to buf_, waiting until `deadline`.
-  Fill fill(Clock::time_point deadline);
+  // Appends what the socket has to buf_, waiting until `deadline` (or the
+  // server's stop, when `stoppable`).
+  Fill fill(Clock::time_point deadline, bool stoppable);
   // Appends `data` to the body if `memory_` has room for it.
   bool charge_and_append(Request& request, std::string_view data);
   // When the body must have its next byte by: the idle and rate deadlines.

@@ -188,7 +188,7 @@ TEST_F(ServerCliTest, SigtermToServeStopsTheRouterGracefully) {
   ASSERT_GT(start_serve(), 0);
   serve_->signal(SIGTERM);
   EXPECT_EQ(serve_->wait_exit(), 0);
-  EXPECT_NE(serve_->out().find("shutting down"), std::string::npos) << serve_->out();
+  EXPECT_NE(serve_->out().find("received signal 15; draining"), std::string::npos) << serve_->out();
   EXPECT_FALSE(fs::exists(runtime_dir() + "/lemonade-router.pid"));
   serve_.reset();
 }

@@ -26,6 +26,7 @@ struct Config {
   std::string extra_models_dir;
   std::chrono::milliseconds load_timeout{600'000};
   std::chrono::milliseconds stop_grace{5'000};
+  std::chrono::milliseconds drain_timeout{30'000};  // SIGTERM: in-flight requests may finish
   bool no_broadcast = false;  // accepted for compatibility; we never broadcast
 
   std::string cache_dir;      // LEMONADE_CACHE_DIR or ~/.cache/lemonade

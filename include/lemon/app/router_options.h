@@ -32,6 +32,7 @@ struct RouterOptionValues {
   std::string extra_models_dir;
   double load_timeout_s = 600.0;
   double stop_grace_s = 5.0;
+  double drain_timeout_s = 30.0;
   bool no_broadcast = false;
   double max_body_mb = 64.0;
   int max_connections = 1024;

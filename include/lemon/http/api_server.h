@@ -68,7 +68,15 @@ class ApiServer {
 
   Result<int> bind();
   void run();
+  // Begins a graceful shutdown: stops accepting; requests already in a
+  // handler go on, new ones on open connections get 503. run() returns once
+  // the last in-flight request ends. Any thread; never blocks.
   void stop();
+  // Requests in a handler right now (the drain waits for 0).
+  int in_flight() const { return in_flight_.load(); }
+  // The drain ran out: requests whose backend is then stopped are told the
+  // router is shutting down rather than that their backend failed.
+  void expire_drain() { drain_expired_.store(true); }
 
  private:
   void register_routes();
@@ -76,6 +84,8 @@ class ApiServer {
   Error model_not_found(std::string_view name) const;
   // Every request: CORS headers, OPTIONS preflight, then the route table.
   void handle(net::Request& r, net::ResponseWriter& w);
+  std::atomic<int> in_flight_{0};
+  std::atomic<bool> drain_expired_{false};
   // The server's HeadCheck: the route and access (API key, origin, Host,
   // media type) checked before any of the body is read (issue #11 §3a).
   std::optional<net::EarlyAnswer> check_head(const net::Request& r) const;

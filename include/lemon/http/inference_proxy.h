@@ -12,6 +12,7 @@
 // Thread-safety: runs on the request's connection thread.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <optional>
 #include <string>
@@ -34,6 +35,9 @@ struct ProxyCall {
   // the longest gap between a stream's chunks. Zero: none. 504 on expiry.
   std::chrono::milliseconds request_timeout{0};
   std::chrono::milliseconds stream_idle_timeout{0};
+  // Set once a shutdown's drain has run out: a backend lost after that was
+  // stopped by the shutdown, and the client is told so.
+  const std::atomic<bool>* drain_expired = nullptr;
   // Optional rewrite of a successful non-streaming answer (nullopt: as is).
   std::function<std::optional<std::string>(std::string_view)> transform;
 };

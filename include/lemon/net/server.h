@@ -121,8 +121,9 @@ class Server {
   // Accepts and serves until stop(). Blocks.
   void run();
 
-  // Stops accepting, closes idle connections, and makes run() return once
-  // in-flight handlers finish. Thread-safe and idempotent; never blocks.
+  // Stops accepting, closes idle connections, answers requests that arrive
+  // on open connections with 503 (Connection: close), and makes run() return
+  // once in-flight handlers finish. Thread-safe and idempotent; never blocks.
   void stop();
 
   // Connections currently open (for tests and /health diagnostics).
