@@ -44,8 +44,9 @@ std::string default_resources_dir() {
   std::error_code ec;
   auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
   if (!ec) {
-    for (auto dir : {exe.parent_path() / "resources",
-                     exe.parent_path().parent_path() / "share" / "lemonade-router" / "resources"}) {
+    for (const auto& dir :
+         {exe.parent_path() / "resources",
+          exe.parent_path().parent_path() / "share" / "lemonade-router" / "resources"}) {
       if (std::filesystem::exists(dir / "server_models.json", ec)) {
         return dir.string();
       }

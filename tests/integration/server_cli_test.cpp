@@ -72,10 +72,10 @@ class ServerCliTest : public ::testing::Test {
 
   // `serve --port 0 args...` in the background; returns its port.
   int start_serve(const std::vector<std::string>& args = {},
-                  std::map<std::string, std::string> extra_env = {}) {
+                  const std::map<std::string, std::string>& extra_env = {}) {
     std::vector<std::string> argv = {"serve", "--port", "0"};
     argv.insert(argv.end(), args.begin(), args.end());
-    serve_ = std::make_unique<CliProcess>(argv, cli_env(std::move(extra_env)));
+    serve_ = std::make_unique<CliProcess>(argv, cli_env(extra_env));
     if (!serve_->wait_for("Connect your apps")) {
       ADD_FAILURE() << "serve did not start: " << serve_->out() << serve_->err();
       return 0;
@@ -84,8 +84,8 @@ class ServerCliTest : public ::testing::Test {
   }
 
   CliResult cli(const std::vector<std::string>& args, const std::string& input = "",
-                std::map<std::string, std::string> extra_env = {}) const {
-    return run_cli(args, cli_env(std::move(extra_env)), input);
+                const std::map<std::string, std::string>& extra_env = {}) const {
+    return run_cli(args, cli_env(extra_env), input);
   }
 
   TestEnv env_;
