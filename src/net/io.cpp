@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <climits>
@@ -93,7 +94,12 @@ int advance_iov(iovec* iov, int count, int start, std::size_t n) {
   return start;
 }
 
-int send_all(int fd, iovec* iov, int count, Clock::time_point deadline) {
+namespace {
+
+// Writes every byte, waiting for POLLOUT with the timeout `wait_ms()` gives
+// before each wait (0: give up with ETIMEDOUT).
+template <typename WaitMs>
+int send_every_byte(int fd, iovec* iov, int count, WaitMs wait_ms) {
   int start = advance_iov(iov, count, 0, 0);
   while (start < count) {
     long n = send_once(fd, iov + start, count - start);
@@ -104,7 +110,7 @@ int send_all(int fd, iovec* iov, int count, Clock::time_point deadline) {
     if (n != -EAGAIN && n != -EWOULDBLOCK) {
       return static_cast<int>(-n);
     }
-    int timeout = millis_until(deadline);
+    const int timeout = wait_ms();
     if (timeout == 0) {
       return ETIMEDOUT;
     }
@@ -119,27 +125,16 @@ int send_all(int fd, iovec* iov, int count, Clock::time_point deadline) {
   return 0;
 }
 
+}  // namespace
+
+int send_all(int fd, iovec* iov, int count, Clock::time_point deadline) {
+  return send_every_byte(fd, iov, count, [deadline] { return millis_until(deadline); });
+}
+
 int send_all_progressing(int fd, iovec* iov, int count, std::chrono::milliseconds idle) {
-  int start = advance_iov(iov, count, 0, 0);
-  while (start < count) {
-    // Each wait has `idle` from its start: any accepted byte renews it.
-    long n = send_once(fd, iov + start, count - start);
-    if (n >= 0) {
-      start = advance_iov(iov, count, start, static_cast<std::size_t>(n));
-      continue;
-    }
-    if (n != -EAGAIN && n != -EWOULDBLOCK) {
-      return static_cast<int>(-n);
-    }
-    Wait w = wait_fd(fd, POLLOUT, millis_until(Clock::now() + idle));
-    if (w == Wait::kTimeout) {
-      return ETIMEDOUT;
-    }
-    if (w == Wait::kError) {
-      return errno != 0 ? errno : EIO;
-    }
-  }
-  return 0;
+  // Each wait has `idle` from its start: any accepted byte renews it.
+  return send_every_byte(fd, iov, count,
+                         [idle] { return std::max(1, millis_until(Clock::now() + idle)); });
 }
 
 int send_all(int fd, std::string_view data, Clock::time_point deadline) {

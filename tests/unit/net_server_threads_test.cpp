@@ -21,12 +21,14 @@
 #include <vector>
 
 #include "support/gate.h"
+#include "support/raw_client.h"
 #include "support/running_server.h"
 
 namespace lemon::net {
 namespace {
 
 using testing::Gate;
+using testing::RawClient;
 using testing::RunningServer;
 
 using namespace std::chrono_literals;
@@ -49,90 +51,6 @@ class Counter {
   std::mutex mu_;
   std::condition_variable cv_;
   int count_ = 0;
-};
-
-class RawClient {
- public:
-  explicit RawClient(int port) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(static_cast<uint16_t>(port));
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
-  }
-  ~RawClient() { close(); }
-  RawClient(const RawClient&) = delete;
-  RawClient& operator=(const RawClient&) = delete;
-
-  bool connected() const { return connected_; }
-  void close() {
-    if (fd_ >= 0) {
-      ::close(fd_);
-      fd_ = -1;
-    }
-  }
-  bool send(std::string_view data) {
-    return ::send(fd_, data.data(), data.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(data.size());
-  }
-  bool fill() {
-    pollfd p{fd_, POLLIN, 0};
-    if (::poll(&p, 1, kIoTimeoutMs) <= 0) {
-      return false;
-    }
-    char buf[65536];
-    ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
-    if (n <= 0) {
-      eof_ = true;
-      return false;
-    }
-    buf_.append(buf, static_cast<std::size_t>(n));
-    return true;
-  }
-  std::string read_until(std::string_view marker) {
-    for (;;) {
-      auto pos = buf_.find(marker);
-      if (pos != std::string::npos) {
-        std::string out = buf_.substr(0, pos + marker.size());
-        buf_.erase(0, pos + marker.size());
-        return out;
-      }
-      if (!fill()) {
-        return {};
-      }
-    }
-  }
-  // Status of a Content-Length response, whose body is returned in `body`.
-  int read_response(std::string* body = nullptr) {
-    std::string head = read_until("\r\n\r\n");
-    if (head.size() < 12) {
-      return 0;
-    }
-    auto pos = head.find("Content-Length: ");
-    std::size_t n = pos == std::string::npos ? 0 : std::stoul(head.substr(pos + 16));
-    while (buf_.size() < n && fill()) {
-    }
-    if (body != nullptr) {
-      *body = buf_.substr(0, n);
-    }
-    buf_.erase(0, std::min(n, buf_.size()));
-    return std::stoi(head.substr(9, 3));
-  }
-  bool read_to_eof(std::string* out = nullptr) {
-    while (fill()) {
-    }
-    if (out != nullptr) {
-      *out = buf_;
-    }
-    return eof_;
-  }
-  const std::string& buffered() const { return buf_; }
-
- private:
-  int fd_ = -1;
-  bool connected_ = false;
-  bool eof_ = false;
-  std::string buf_;
 };
 
 TEST(HttpServerThreads, ChunksReachTheClientOneByOne) {
@@ -236,11 +154,12 @@ TEST(HttpServerThreads, ClientConnectedStaysTrueWithPipelinedData) {
   second_sent.open();
   ASSERT_EQ(result.wait_for(10s), std::future_status::ready);
   EXPECT_TRUE(result.get());
-  std::string body;
-  EXPECT_EQ(c.read_response(&body), 200);
-  EXPECT_EQ(body, "/first");
-  EXPECT_EQ(c.read_response(&body), 200);
-  EXPECT_EQ(body, "/second");
+  auto first = c.read_response();
+  EXPECT_EQ(first.status, 200);
+  EXPECT_EQ(first.body, "/first");
+  auto second = c.read_response();
+  EXPECT_EQ(second.status, 200);
+  EXPECT_EQ(second.body, "/second");
 }
 
 TEST(HttpServerThreads, StopReturnsWithIdleKeepAliveConnections) {
@@ -250,7 +169,7 @@ TEST(HttpServerThreads, StopReturnsWithIdleKeepAliveConnections) {
   for (int i = 0; i < 3; ++i) {
     clients.push_back(std::make_unique<RawClient>(s->port()));
     clients.back()->send("GET / HTTP/1.1\r\nHost: t\r\n\r\n");
-    ASSERT_EQ(clients.back()->read_response(), 200);
+    ASSERT_EQ(clients.back()->read_response().status, 200);
   }
   EXPECT_EQ(s->server().open_connections(), 3);
   const auto start = std::chrono::steady_clock::now();
@@ -302,7 +221,7 @@ TEST(HttpServerThreads, ManyMoreSlowRequestsThanSpareThreadsRunConcurrently) {
     clients.back()->send("POST /slow HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n");
   }
   for (auto& c : clients) {
-    EXPECT_EQ(c->read_response(), 200);
+    EXPECT_EQ(c->read_response().status, 200);
   }
 }
 
@@ -333,8 +252,8 @@ TEST(HttpServerThreads, BeyondMaxConnectionsGets503) {
   EXPECT_NE(all.find("Connection: close"), std::string::npos);
 
   release.open();
-  EXPECT_EQ(a.read_response(), 200);
-  EXPECT_EQ(b.read_response(), 200);
+  EXPECT_EQ(a.read_response().status, 200);
+  EXPECT_EQ(b.read_response().status, 200);
 }
 
 TEST(HttpServerThreads, ConnectionsAreServedAgainAfterTheLimitClears) {
@@ -369,7 +288,7 @@ TEST(HttpServerThreads, LocalhostBindsAtLeastOneFamily) {
     RawClient c(*port);  // 127.0.0.1
     ASSERT_TRUE(c.connected());
     c.send("GET / HTTP/1.1\r\nHost: t\r\n\r\n");
-    EXPECT_EQ(c.read_response(), 200);
+    EXPECT_EQ(c.read_response().status, 200);
   }
   s.stop();
   t.join();
