@@ -45,6 +45,7 @@ void run_suite(bench::BenchEnv& env, const bench::Settings& s, bench::Report& re
   }
   bench::measure_non_streaming(env, s, report);
   bench::measure_streaming(env, s, report);
+  bench::measure_http_layer(env, s, report);
   if (s.fake) {
     bench::measure_model_switch(env, s, report);
     bench::measure_control_plane(env, s, report);

@@ -4,6 +4,7 @@
 #include <optional>
 #include <thread>
 
+#include "httplib_proxy.h"
 #include "lemon/net/upstream_client.h"
 #include "load.h"
 
@@ -137,6 +138,42 @@ void measure_non_streaming(BenchEnv& env, const Settings& s, Report& report) {
     }
   }
   report.data()["non_streaming"] = data;
+}
+
+void measure_http_layer(BenchEnv& env, const Settings& s, Report& report) {
+  int direct = env.start_direct_backend();
+  int router = env.start_router({"--max-loaded-models", "-1", "--log-level", "warning"});
+  std::string body = chat_body("user.bench", 1, false, s);
+  post_json(router, kChat, json::parse(body));  // load it
+  HttplibProxy proxy;
+  const int httplib_port = proxy.start(direct, 64);
+  if (httplib_port == 0) {
+    report.data()["http_layer"] = {{"error", "the cpp-httplib proxy could not listen"}};
+    return;
+  }
+  json data = json::object();
+  for (int c : {1, 16}) {
+    RequestRun d = run_requests(direct, kChat, body, c, s.duration);
+    RequestRun r = run_requests(router, kChat, body, c, s.duration);
+    RequestRun h = run_requests(httplib_port, kChat, body, c, s.duration);
+    const std::string tag = "c=" + std::to_string(c);
+    const double p50d = d.latency_us.quantile(0.5);
+    const double added_r = r.latency_us.quantile(0.5) - p50d;
+    const double added_h = h.latency_us.quantile(0.5) - p50d;
+    const double ratio_r = d.requests_per_s > 0 ? r.requests_per_s / d.requests_per_s : 0;
+    const double ratio_h = d.requests_per_s > 0 ? h.requests_per_s / d.requests_per_s : 0;
+    report.add({"http layer", tag + " added p50: cpp-httplib proxy vs ours", added_h, added_r,
+                added_r - added_h, "us"});
+    report.add({"http layer", tag + " throughput / direct: cpp-httplib proxy vs ours", ratio_h,
+                ratio_r, ratio_r - ratio_h, "x"});
+    data[tag] = {{"direct_p50_us", p50d},
+                 {"router_added_p50_us", added_r},
+                 {"httplib_added_p50_us", added_h},
+                 {"router_throughput_ratio", ratio_r},
+                 {"httplib_throughput_ratio", ratio_h},
+                 {"errors", d.errors + r.errors + h.errors}};
+  }
+  report.data()["http_layer"] = data;
 }
 
 void measure_streaming(BenchEnv& env, const Settings& s, Report& report) {

@@ -19,6 +19,9 @@ struct Settings {
 
 void measure_non_streaming(BenchEnv& env, const Settings& s, Report& report);
 void measure_streaming(BenchEnv& env, const Settings& s, Report& report);
+// The HTTP layer (issue #11 §1): our router against a minimal cpp-httplib
+// pass-through proxy, both in front of the same backend, non-streaming.
+void measure_http_layer(BenchEnv& env, const Settings& s, Report& report);
 void measure_model_switch(BenchEnv& env, const Settings& s, Report& report);
 void measure_control_plane(BenchEnv& env, const Settings& s, Report& report);
 void measure_memory(BenchEnv& env, const Settings& s, Report& report);
