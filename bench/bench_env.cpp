@@ -144,7 +144,11 @@ int BenchEnv::start_router(const std::vector<std::string>& args,
   router_port_ = free_port();
   lemon::SpawnSpec spec;
   spec.executable = paths_.router;
-  spec.args = {"--port", std::to_string(router_port_), "--llamacpp", "cpu"};
+  // As many llama.cpp slots as the most concurrent scenario, on both sides
+  // (see start_direct_backend), so no request waits for a slot and the
+  // comparison measures the router alone.
+  spec.args = {"--port",     std::to_string(router_port_), "--llamacpp", "cpu",
+               "--parallel", std::to_string(kBenchSlots)};
   spec.args.insert(spec.args.end(), args.begin(), args.end());
   spec.env = {{"LEMONADE_CACHE_DIR", root_ + "/cache"},
               {"HF_HUB_CACHE", root_ + "/hf"},
@@ -222,7 +226,8 @@ int BenchEnv::start_direct_backend() {
   spec.args = {"-m",         paths_.model_file,
                "--port",     std::to_string(port),
                "--host",     "127.0.0.1",
-               "--ctx-size", "4096",
+               "--ctx-size", std::to_string(4096 * kBenchSlots),
+               "--parallel", std::to_string(kBenchSlots),
                "-ngl",       "0"};
   spec.log_tag = "direct backend";
   direct_ = spawn_ready(spec, port, "/health");

@@ -20,6 +20,9 @@
 
 namespace bench {
 
+// llama.cpp slots per model in every scenario: the most concurrent one (64).
+inline constexpr int kBenchSlots = 64;
+
 struct Paths {
   std::string router;        // lemonade-router binary
   std::string fakes_dir;     // directory with the fake llama-server

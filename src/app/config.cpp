@@ -73,6 +73,7 @@ RouterOptionValues RouterOptionValues::defaults() {
   RecipeOptions d = RecipeOptions::defaults();
   RouterOptionValues v;
   v.ctx_size = d.ctx_size();
+  v.parallel = d.int_value("parallel", 1);
   v.llamacpp = d.string_value("llamacpp_backend");
   v.sdcpp = d.string_value("sd-cpp_backend");
   v.whispercpp = d.string_value("whispercpp_backend");
@@ -87,6 +88,12 @@ void add_load_options(CLI::App& app, RouterOptionValues& v) {
   app.add_option("--ctx-size", v.ctx_size, "Default context size")
       ->envname("LEMONADE_CTX_SIZE")
       ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--parallel", v.parallel,
+                 "llama.cpp slots per model: requests served at once, each with --ctx-size "
+                 "tokens (the KV cache holds parallel x ctx-size)")
+      ->envname("LEMONADE_PARALLEL")
+      ->check(CLI::Range(1, kMaxParallel))
       ->capture_default_str();
   app.add_option("--llamacpp", v.llamacpp, "llama.cpp backend: vulkan, rocm, metal or cpu")
       ->envname("LEMONADE_LLAMACPP")
@@ -177,6 +184,16 @@ void add_router_options(CLI::App& app, RouterOptionValues& v) {
                  "Largest non-streaming backend reply in MiB (502 beyond)")
       ->envname("LEMONADE_MAX_RESPONSE_SIZE")
       ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--max-queued-requests", v.max_queued_per_model,
+                 "Requests that may wait for one model (its load or a free slot); 503 beyond")
+      ->envname("LEMONADE_MAX_QUEUED_REQUESTS")
+      ->check(CLI::Range(1, 1 << 20))
+      ->capture_default_str();
+  app.add_option("--max-queued-requests-total", v.max_queued_total,
+                 "Requests that may wait for any model, all together; 503 beyond")
+      ->envname("LEMONADE_MAX_QUEUED_REQUESTS_TOTAL")
+      ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
   app.add_option("--request-timeout", v.request_timeout_s,
                  "Seconds a non-streaming inference request may take end to end (0: no limit; 504)")
@@ -273,6 +290,7 @@ ParsedConfig parse_config(int argc, const char* const* argv) {
   c.limits = *limits;
 
   nlohmann::json layer = {{"ctx_size", v.ctx_size},
+                          {"parallel", v.parallel},
                           {"llamacpp_backend", v.llamacpp},
                           {"llamacpp_args", v.llamacpp_args},
                           {"sd-cpp_backend", v.sdcpp},
@@ -293,6 +311,8 @@ ParsedConfig parse_config(int argc, const char* const* argv) {
   c.max_connections_per_client = v.max_connections_per_client;
   c.max_request_memory = static_cast<std::size_t>(v.max_request_memory_mb * 1024.0 * 1024.0);
   c.max_response_bytes = static_cast<std::size_t>(v.max_response_mb * 1024.0 * 1024.0);
+  c.max_queued_per_model = v.max_queued_per_model;
+  c.max_queued_total = v.max_queued_total;
   c.header_timeout = seconds_to_ms(v.header_timeout_s);
   c.request_timeout = seconds_to_ms(v.request_timeout_s);
   c.stream_idle_timeout = seconds_to_ms(v.stream_idle_timeout_s);

@@ -86,6 +86,8 @@ int main(int argc, char** argv) {
   RouterConfig router_config;
   router_config.limits = cfg.limits;
   router_config.cli_options = cfg.cli_options;
+  router_config.max_queued_per_model = cfg.max_queued_per_model;
+  router_config.max_queued_total = cfg.max_queued_total;
   Router router(**catalogue, factory, router_config);
   StatsStore stats;
 

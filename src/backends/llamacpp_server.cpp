@@ -72,6 +72,14 @@ const std::vector<std::string>& LlamaCppServer::reserved_flags() {
   return kReserved;
 }
 
+RequestSlots LlamaCppServer::slots() const {
+  int ctx = options().ctx_size();
+  if (type() == ModelType::kEmbedding) {
+    ctx = std::max(ctx, kEmbeddingMinContext);
+  }
+  return {options().int_value("parallel", 1), ctx};
+}
+
 Result<std::vector<std::string>> LlamaCppServer::build_args(int port) const {
   auto user = split_user_args(options().string_value("llamacpp_args"));
   if (!user.ok()) {
@@ -80,15 +88,31 @@ Result<std::vector<std::string>> LlamaCppServer::build_args(int port) const {
   if (auto reserved = check_reserved_flags(*user, reserved_flags()); !reserved.ok()) {
     return std::move(reserved).error();
   }
+  // The slots are the router's to count (it never sends more requests than
+  // slots), and a unified cache would share one context between them.
+  static const std::vector<std::string> kSlotFlags = {
+      "-np", "--parallel", "-kvu", "--kv-unified", "-no-kvu", "--no-kv-unified"};
+  if (auto slots_flag = check_reserved_flags(*user, kSlotFlags); !slots_flag.ok()) {
+    return std::move(slots_flag)
+        .error()
+        .with_detail(
+            "Set the slots with the 'parallel' option instead (--parallel, LEMONADE_PARALLEL, "
+            "/load or recipe_options.json): each of them gets ctx_size tokens of context.");
+  }
   const std::string be = backend();
   const bool gpu = be != "cpu";
-  int ctx = options().ctx_size();
-  if (type() == ModelType::kEmbedding) {
-    ctx = std::max(ctx, kEmbeddingMinContext);
-  }
-  std::vector<std::string> args = {
-      "-m",     model().resolved_path("main"), "--ctx-size", std::to_string(ctx),
-      "--port", std::to_string(port),          "--host",     "127.0.0.1"};
+  // Each of the `parallel` slots gets ctx_size tokens: llama-server splits
+  // --ctx-size evenly between --parallel slots unless the KV cache is unified
+  // (which it is only when --parallel is left on auto). So a request never
+  // fails for lack of context because others are running (issue #11 §6,
+  // Lemonade #3276).
+  const RequestSlots s = slots();
+  const long long kv_tokens = static_cast<long long>(s.ctx_size) * s.total;
+  std::vector<std::string> args = {"-m",         model().resolved_path("main"),
+                                   "--ctx-size", std::to_string(kv_tokens),
+                                   "--parallel", std::to_string(s.total),
+                                   "--port",     std::to_string(port),
+                                   "--host",     "127.0.0.1"};
   // Defaults the user may override by naming the flag (or its opposite).
   auto add_default = [&](const std::vector<std::string>& names,
                          const std::vector<std::string>& values) {

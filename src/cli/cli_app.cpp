@@ -18,6 +18,7 @@ namespace {
 
 // Load flags and the /load field each one sets.
 constexpr std::pair<const char*, const char*> kLoadFlags[] = {{"ctx-size", "ctx_size"},
+                                                              {"parallel", "parallel"},
                                                               {"llamacpp", "llamacpp_backend"},
                                                               {"llamacpp-args", "llamacpp_args"},
                                                               {"sdcpp", "sd-cpp_backend"},
@@ -74,9 +75,9 @@ nlohmann::json load_options_of(const CLI::App& sub, const std::vector<std::strin
     }
     const std::string& raw = opt->results().front();
     nlohmann::json number = nlohmann::json::parse(raw, nullptr, false);
-    bool numeric = std::string(field) == "ctx_size" || std::string(field) == "steps" ||
-                   std::string(field) == "cfg_scale" || std::string(field) == "width" ||
-                   std::string(field) == "height";
+    bool numeric = std::string(field) == "ctx_size" || std::string(field) == "parallel" ||
+                   std::string(field) == "steps" || std::string(field) == "cfg_scale" ||
+                   std::string(field) == "width" || std::string(field) == "height";
     out[field] = numeric && number.is_number() ? number : nlohmann::json(raw);
   }
   return out;

@@ -54,6 +54,8 @@ const char* error_code_name(ErrorCode code) {
       return "cancelled";
     case ErrorCode::kShuttingDown:
       return "shutting_down";
+    case ErrorCode::kQueueFull:
+      return "queue_full";
     case ErrorCode::kConflict:
       return "conflict";
     case ErrorCode::kRemoteNotFound:

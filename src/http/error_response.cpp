@@ -39,6 +39,8 @@ ErrorShape error_shape(ErrorCode code) {
     case ErrorCode::kBackendCrashed:
     case ErrorCode::kShuttingDown:
       return {503, "server_error", "backend_unavailable"};
+    case ErrorCode::kQueueFull:
+      return {503, "server_error", "queue_full"};
     case ErrorCode::kUpstreamProtocol:
       return {502, "server_error", "bad_gateway"};
     case ErrorCode::kGatewayTimeout:
@@ -93,6 +95,14 @@ nlohmann::json error_body(const Error& error) {
 
 net::Headers json_headers() {
   return net::Headers{{"Content-Type", "application/json"}};
+}
+
+net::Headers error_headers(const Error& error) {
+  net::Headers headers = json_headers();
+  if (auto seconds = error.retry_after(); seconds && *seconds > 0) {
+    headers.add("Retry-After", std::to_string(*seconds));
+  }
+  return headers;
 }
 
 std::string json_text(const nlohmann::json& j) {

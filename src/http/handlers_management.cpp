@@ -1,4 +1,5 @@
 // Management routes: health, live, stats, models, load, unload.
+#include <algorithm>
 #include <chrono>
 
 #include "lemon/backends/system_info.h"
@@ -15,17 +16,25 @@ void send_json(net::ResponseWriter& w, int status, const nlohmann::json& j) {
 }
 
 nlohmann::json loaded_entry(const LoadedServerInfo& s) {
-  return {{"model_name", s.model_name},
-          {"checkpoint", s.checkpoint},
-          {"last_use", static_cast<double>(s.last_use_ms) / 1000.0},
-          {"type", model_type_name(s.type)},
-          {"device", device_name(s.device)},
-          {"backend_url", s.backend_url},
-          {"recipe", s.recipe},
-          {"recipe_options", s.recipe_options},
-          {"pid", s.pid ? nlohmann::json(*s.pid) : nlohmann::json(nullptr)},
-          {"in_flight", s.in_flight},
-          {"state", s.draining ? "draining" : "ready"}};
+  nlohmann::json entry = {{"model_name", s.model_name},
+                          {"checkpoint", s.checkpoint},
+                          {"last_use", static_cast<double>(s.last_use_ms) / 1000.0},
+                          {"type", model_type_name(s.type)},
+                          {"device", device_name(s.device)},
+                          {"backend_url", s.backend_url},
+                          {"recipe", s.recipe},
+                          {"recipe_options", s.recipe_options},
+                          {"pid", s.pid ? nlohmann::json(*s.pid) : nlohmann::json(nullptr)},
+                          {"in_flight", s.in_flight},
+                          {"state", s.draining ? "draining" : "ready"}};
+  if (s.slots > 0) {
+    // Requests served at once, the context each gets, and the line.
+    entry["slots"] = {{"total", s.slots},
+                      {"busy", std::min(s.in_flight, s.slots)},
+                      {"waiting", s.waiting},
+                      {"ctx_size", s.slot_ctx_size}};
+  }
+  return entry;
 }
 
 }  // namespace

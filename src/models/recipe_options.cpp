@@ -44,7 +44,8 @@ Error invalid(const std::string& key, const std::string& what) {
 }
 
 // A positive integer that fits in an int (ctx_size, steps, width, height).
-Result<json> positive_int(const std::string& key, const json& v) {
+Result<json> positive_int(const std::string& key, const json& v,
+                          long long max = std::numeric_limits<int>::max()) {
   if (!v.is_number_integer()) {
     return invalid(key, "expected an integer, got " + v.dump());
   }
@@ -54,8 +55,9 @@ Result<json> positive_int(const std::string& key, const json& v) {
     if (u < 1) {
       return invalid(key, "must be an integer >= 1, got " + v.dump());
     }
-    if (u > static_cast<unsigned long long>(std::numeric_limits<int>::max())) {
-      return invalid(key, "value " + v.dump() + " is too large");
+    if (u > static_cast<unsigned long long>(max)) {
+      return invalid(key,
+                     "value " + v.dump() + " is too large (at most " + std::to_string(max) + ")");
     }
     return json(static_cast<int>(u));
   }
@@ -63,8 +65,9 @@ Result<json> positive_int(const std::string& key, const json& v) {
   if (n < 1) {
     return invalid(key, "must be an integer >= 1, got " + v.dump());
   }
-  if (n > std::numeric_limits<int>::max()) {
-    return invalid(key, "value " + v.dump() + " is too large");
+  if (n > max) {
+    return invalid(key,
+                   "value " + v.dump() + " is too large (at most " + std::to_string(max) + ")");
   }
   return json(static_cast<int>(n));
 }
@@ -84,6 +87,9 @@ Result<json> one_of(const std::string& key, const json& v, const std::vector<std
 Result<json> validate(const std::string& key, const json& v) {
   if (key == "ctx_size" || key == "steps" || key == "width" || key == "height") {
     return positive_int(key, v);
+  }
+  if (key == "parallel") {
+    return positive_int(key, v, kMaxParallel);
   }
   if (key == "cfg_scale") {
     if (!v.is_number()) {
@@ -112,17 +118,15 @@ Result<json> validate(const std::string& key, const json& v) {
 }  // namespace
 
 const std::vector<std::string>& RecipeOptions::all_keys() {
-  static const std::vector<std::string> keys = {"ctx_size",       "llamacpp_backend",
-                                                "llamacpp_args",  "whispercpp_backend",
-                                                "sd-cpp_backend", "steps",
-                                                "cfg_scale",      "width",
-                                                "height"};
+  static const std::vector<std::string> keys = {
+      "ctx_size",       "parallel", "llamacpp_backend", "llamacpp_args", "whispercpp_backend",
+      "sd-cpp_backend", "steps",    "cfg_scale",        "width",         "height"};
   return keys;
 }
 
 std::vector<std::string> RecipeOptions::keys_for_recipe(std::string_view recipe) {
   if (recipe == "llamacpp") {
-    return {"ctx_size", "llamacpp_backend", "llamacpp_args"};
+    return {"ctx_size", "parallel", "llamacpp_backend", "llamacpp_args"};
   }
   if (recipe == "flm" || recipe == "ryzenai-llm" || recipe.starts_with("oga-")) {
     return {"ctx_size"};
@@ -163,6 +167,7 @@ Result<RecipeOptions> RecipeOptions::from_json(std::string_view recipe, const js
 RecipeOptions RecipeOptions::defaults() {
   RecipeOptions out;
   out.values_["ctx_size"] = 4096;
+  out.values_["parallel"] = 1;
   // Platform choice for llama.cpp: a DRM render node means a GPU that Vulkan
   // can drive, so prefer it (Lemonade's default on Linux is vulkan too); a
   // machine without one (containers, CI, headless servers) gets the CPU build,
@@ -205,6 +210,14 @@ RecipeOptions RecipeOptions::restricted_to(std::string_view recipe) const {
 
 int RecipeOptions::ctx_size(int fallback) const {
   auto it = values_.find("ctx_size");
+  if (it == values_.end() || !it->is_number_integer() || is_unset_value(*it)) {
+    return fallback;
+  }
+  return it->get<int>();
+}
+
+int RecipeOptions::int_value(std::string_view key, int fallback) const {
+  auto it = values_.find(std::string(key));
   if (it == values_.end() || !it->is_number_integer() || is_unset_value(*it)) {
     return fallback;
   }

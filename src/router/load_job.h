@@ -2,6 +2,7 @@
 // Internal to src/router. Every field is guarded by Router::mu_.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,12 +18,40 @@ struct Router::LoadWaiter {
   bool done = false;
   std::optional<Error> error;
   std::shared_ptr<ServerSlot> granted;  // in_flight already counted for it
+  // Set instead of `granted` when the new server's slots were all taken:
+  // the caller waits in that slot's line with this ticket.
+  std::shared_ptr<ServerSlot> queued_on;
+  std::uint64_t ticket = 0;
+};
+
+// One request counted against --max-queued-requests while it waits for a
+// load or a slot. Construct and destroy with Router::mu_ held.
+struct Router::QueuePlace {
+  QueuePlace(Router& router, std::string model) : router_(router), model_(std::move(model)) {
+    ++router_.queued_total_;
+    ++router_.queued_by_model_[model_];
+  }
+  ~QueuePlace() {
+    --router_.queued_total_;
+    auto it = router_.queued_by_model_.find(model_);
+    if (it != router_.queued_by_model_.end() && --it->second == 0) {
+      router_.queued_by_model_.erase(it);
+    }
+  }
+  QueuePlace(const QueuePlace&) = delete;
+  QueuePlace& operator=(const QueuePlace&) = delete;
+  QueuePlace(QueuePlace&&) = delete;
+  QueuePlace& operator=(QueuePlace&&) = delete;
+
+ private:
+  Router& router_;
+  std::string model_;
 };
 
 struct Router::LoadJob {
   std::string model;
   ModelInfo info;
-  RecipeOptions options;        // effective, restricted to the recipe
+  RecipeOptions options;          // effective, restricted to the recipe
   bool explicit_options = false;  // from POST /load: only joins equal options
   std::vector<std::shared_ptr<LoadWaiter>> waiters;
   bool done = false;

@@ -40,6 +40,8 @@ const char* router_event_name(RouterEvent::Kind kind) {
       return "load_failed";
     case RouterEvent::Kind::kRetryingAfterEvictAll:
       return "retrying_after_evict_all";
+    case RouterEvent::Kind::kWaitingForSlot:
+      return "waiting_for_slot";
   }
   return "";
 }
@@ -67,7 +69,7 @@ void Router::touch(ServerSlot& slot) {
 void Router::release(ServerSlot& slot) {
   std::lock_guard lock(mu_);
   touch(slot);
-  if (--slot.in_flight == 0 && slot.state == SlotState::kDraining) {
+  if ((--slot.in_flight == 0 && slot.state == SlotState::kDraining) || !slot.line.empty()) {
     cv_.notify_all();
   }
 }
@@ -180,63 +182,192 @@ Status Router::wait_for_job(std::unique_lock<std::mutex>& lock, const std::share
   return ok_status();
 }
 
+std::optional<Error> Router::queue_refusal(std::string_view model) const {
+  if (queued_total_ >= config_.max_queued_total) {
+    return Error(ErrorCode::kQueueFull,
+                 std::to_string(queued_total_) +
+                     " requests are already waiting for a model or a free slot "
+                     "(--max-queued-requests-total); try again shortly")
+        .with_retry_after(1);
+  }
+  auto it = queued_by_model_.find(model);
+  if (it != queued_by_model_.end() && it->second >= config_.max_queued_per_model) {
+    return Error(ErrorCode::kQueueFull,
+                 std::to_string(it->second) + " requests are already waiting for '" +
+                     std::string(model) + "' (--max-queued-requests); try again shortly",
+                 "model")
+        .with_retry_after(1);
+  }
+  return std::nullopt;
+}
+
+Result<bool> Router::wait_for_slot(std::unique_lock<std::mutex>& lock,
+                                   const std::shared_ptr<ServerSlot>& slot, std::uint64_t ticket,
+                                   const WaitHooks& hooks) {
+  auto leave = [&] {
+    auto& line = slot->line;
+    line.erase(std::remove(line.begin(), line.end(), ticket), line.end());
+    cv_.notify_all();  // whoever is behind may be first now
+  };
+  const bool ticking = hooks.cancelled || hooks.on_tick;
+  auto next_tick = std::chrono::steady_clock::now() + hooks.tick_interval;
+  for (;;) {
+    if (shutting_down_) {
+      leave();
+      return Error(ErrorCode::kShuttingDown, "lemonade-router is shutting down");
+    }
+    if (slot->state != SlotState::kReady) {
+      leave();
+      return false;
+    }
+    if (!slot->line.empty() && slot->line.front() == ticket && slot->in_flight < slot->capacity) {
+      slot->line.pop_front();
+      ++slot->in_flight;
+      touch(*slot);
+      if (!slot->line.empty()) {
+        cv_.notify_all();  // another slot may be free for the next in line
+      }
+      return true;
+    }
+    if (!ticking) {
+      cv_.wait(lock);
+      continue;
+    }
+    cv_.wait_until(lock, next_tick);
+    if (std::chrono::steady_clock::now() < next_tick) {
+      continue;
+    }
+    next_tick += hooks.tick_interval;
+    lock.unlock();
+    bool gone = hooks.cancelled && hooks.cancelled();
+    if (!gone && hooks.on_tick) {
+      hooks.on_tick();
+    }
+    lock.lock();
+    if (gone) {
+      leave();
+      return Error(ErrorCode::kCancelled, "client went away while waiting for a free slot of '" +
+                                              slot->server->model_name() + "'");
+    }
+  }
+}
+
 Result<Lease> Router::acquire(std::string_view model_name, const WaitHooks& hooks,
                               std::optional<ModelType> required) {
   std::unique_lock lock(mu_);
+  // Counts this request against --max-queued-requests while it waits.
+  // Declared after `lock`, so it is destroyed while mu_ is still held.
+  std::optional<QueuePlace> place;
+  auto join_queue = [&](const std::string& model) -> std::optional<Error> {
+    if (place) {
+      return std::nullopt;
+    }
+    if (auto full = queue_refusal(model)) {
+      return full;
+    }
+    place.emplace(*this, model);
+    return std::nullopt;
+  };
   for (;;) {
     if (shutting_down_) {
       return Error(ErrorCode::kShuttingDown, "lemonade-router is shutting down");
     }
-    // (1) Loaded and ready: lease it.
+    std::shared_ptr<ServerSlot> line_of;  // a loaded server whose line to wait in
+    std::uint64_t ticket = 0;
+    // (1) Loaded and ready: lease it, or wait for one of its slots.
     if (auto it = slots_.find(model_name);
         it != slots_.end() && it->second->state == SlotState::kReady) {
-      ModelType type = it->second->server->type();
+      std::shared_ptr<ServerSlot> slot = it->second;
+      ModelType type = slot->server->type();
       if (required && type != *required) {
         return wrong_type(std::string(model_name), type, *required);
       }
-      ++it->second->in_flight;
-      touch(*it->second);
-      return Lease(this, it->second);
-    }
-    // (2) A load of this model is queued or running: join it.
-    auto job = find_job(model_name, std::nullopt);
-    bool created = false;
-    if (!job) {
-      // (3) Otherwise queue one. Resolving reads the disk, so not under mu_.
+      if (slot->has_free_slot()) {
+        ++slot->in_flight;
+        touch(*slot);
+        return Lease(this, slot);
+      }
+      if (auto full = join_queue(it->first)) {
+        return *full;
+      }
+      ticket = next_ticket_++;
+      slot->line.push_back(ticket);
+      line_of = slot;
+    } else {
+      // (2) A load of this model is queued or running: join it.
+      auto job = find_job(model_name, std::nullopt);
+      bool created = false;
+      if (!job) {
+        // (3) Otherwise queue one. Resolving reads the disk, so not under mu_.
+        lock.unlock();
+        auto made = make_job(model_name, std::nullopt, required);
+        lock.lock();
+        if (!made.ok()) {
+          return std::move(made).error();
+        }
+        if (blocked_.contains(model_name)) {
+          return blocked_error(model_name);
+        }
+        auto now_loaded = slots_.find(model_name);
+        if ((now_loaded != slots_.end() && now_loaded->second->state == SlotState::kReady) ||
+            find_job(model_name, std::nullopt)) {
+          continue;  // someone loaded or queued it meanwhile
+        }
+        if (auto resting = cooldown_.refusal((*made)->model, LoadCooldown::Clock::now())) {
+          return *resting;
+        }
+        if (auto full = join_queue((*made)->model)) {
+          return *full;
+        }
+        job = *made;
+        queue_.push_back(job);
+        created = true;
+        cv_.notify_all();
+      } else if (auto full = join_queue(job->model)) {
+        return *full;
+      }
+      auto waiter = std::make_shared<LoadWaiter>(true);
+      job->waiters.push_back(waiter);
+      // The waiter is registered, so its outcome is recorded even while mu_ is
+      // released to report the event.
       lock.unlock();
-      auto made = make_job(model_name, std::nullopt, required);
+      emit({created ? RouterEvent::Kind::kLoadQueued : RouterEvent::Kind::kLoadJoined,
+            job->model,
+            {},
+            {}});
       lock.lock();
-      if (!made.ok()) {
-        return std::move(made).error();
+      auto waited = wait_for_job(lock, job, waiter, hooks);
+      if (!waited.ok()) {
+        if (waiter->queued_on) {  // cancelled after it was put in a line
+          auto& line = waiter->queued_on->line;
+          line.erase(std::remove(line.begin(), line.end(), waiter->ticket), line.end());
+          cv_.notify_all();
+        }
+        return std::move(waited).error();
       }
-      if (blocked_.contains(model_name)) {
-        return blocked_error(model_name);
+      if (waiter->granted) {
+        return Lease(this, waiter->granted);
       }
-      auto now_loaded = slots_.find(model_name);
-      if ((now_loaded != slots_.end() && now_loaded->second->state == SlotState::kReady) ||
-          find_job(model_name, std::nullopt)) {
-        continue;  // someone loaded or queued it meanwhile
-      }
-      job = *made;
-      queue_.push_back(job);
-      created = true;
-      cv_.notify_all();
+      line_of = waiter->queued_on;
+      ticket = waiter->ticket;
     }
-    auto waiter = std::make_shared<LoadWaiter>(true);
-    job->waiters.push_back(waiter);
-    // The waiter is registered, so its outcome is recorded even while mu_ is
-    // released to report the event.
-    lock.unlock();
-    emit({created ? RouterEvent::Kind::kLoadQueued : RouterEvent::Kind::kLoadJoined,
-          job->model,
-          {},
-          {}});
-    lock.lock();
-    auto waited = wait_for_job(lock, job, waiter, hooks);
-    if (!waited.ok()) {
-      return std::move(waited).error();
+    if (!line_of) {
+      continue;
     }
-    return Lease(this, waiter->granted);
+    {
+      const std::string waiting = std::to_string(line_of->line.size());
+      lock.unlock();  // the ticket is in the line; wait_for_slot copes with any change
+      emit({RouterEvent::Kind::kWaitingForSlot, line_of->server->model_name(), waiting, {}});
+      lock.lock();
+    }
+    auto leased = wait_for_slot(lock, line_of, ticket, hooks);
+    if (!leased.ok()) {
+      return std::move(leased).error();
+    }
+    if (*leased) {
+      return Lease(this, line_of);
+    }
+    // The server stopped serving while we waited: start over (load it again).
   }
 }
 
@@ -254,6 +385,7 @@ Status Router::load(std::string_view model_name, const RecipeOptions& request_op
   if (blocked_.contains(job->model)) {
     return blocked_error(job->model);
   }
+  cooldown_.reset(job->model);  // an explicit load always tries at once
   if (auto it = slots_.find(job->model); it != slots_.end() &&
                                          it->second->state == SlotState::kReady &&
                                          it->second->server->options() == job->options) {
@@ -317,6 +449,9 @@ LoadedServerInfo Router::describe(const ServerSlot& slot) const {
   info.recipe_options = s.options().to_json();
   info.pid = s.pid();
   info.in_flight = slot.in_flight;
+  info.slots = slot.capacity;
+  info.slot_ctx_size = s.slots().ctx_size;
+  info.waiting = static_cast<int>(slot.line.size());
   info.last_use_ms = slot.last_use_ms;
   info.draining = slot.state == SlotState::kDraining;
   return info;

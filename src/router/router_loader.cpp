@@ -11,6 +11,16 @@
 #include "load_job.h"
 
 namespace lemon {
+namespace {
+
+// Failures that say nothing about the model: the router stopping, a load
+// refused because the model is being deleted.
+bool counts_towards_cooldown(ErrorCode code) {
+  return code != ErrorCode::kShuttingDown && code != ErrorCode::kCancelled &&
+         code != ErrorCode::kConflict;
+}
+
+}  // namespace
 
 void Router::loader_loop() {
   std::unique_lock lock(mu_);
@@ -31,6 +41,18 @@ void Router::loader_loop() {
       logger("router")->error("loading '{}' failed: {}", job->model, result.error().message());
     }
     lock.lock();
+    if (result.ok()) {
+      cooldown_.reset(job->model);
+    } else if (counts_towards_cooldown(result.error().code())) {
+      auto rest = cooldown_.record_failure(job->model, result.error(), LoadCooldown::Clock::now());
+      if (rest.count() > 0) {
+        logger("router")->warn(
+            "'{}' failed to load {} times in a row; not loading it again for {} s unless "
+            "/load asks",
+            job->model, cooldown_.consecutive_failures(job->model), rest.count());
+        result = Error(result.error()).with_retry_after(static_cast<int>(rest.count()));
+      }
+    }
     if (!job->done) {
       finish_job(*job, result, nullptr);
     }
@@ -42,9 +64,13 @@ void Router::finish_job(LoadJob& job, const Status& result,
                         const std::shared_ptr<ServerSlot>& slot) {
   for (const auto& w : job.waiters) {
     if (result.ok() && slot) {
-      if (w->wants_lease) {
+      if (w->wants_lease && slot->has_free_slot()) {
         ++slot->in_flight;  // granted together with publication (Lemonade #1836)
         w->granted = slot;
+      } else if (w->wants_lease) {
+        w->queued_on = slot;  // all slots taken: first in its line, in arrival order
+        w->ticket = next_ticket_++;
+        slot->line.push_back(w->ticket);
       }
     } else {
       w->error = result.ok() ? Error(ErrorCode::kInternal, "load finished without a server")
@@ -178,6 +204,7 @@ void Router::retire(const std::vector<std::shared_ptr<ServerSlot>>& victims, con
     v->state = SlotState::kDraining;
     owned.push_back(v);
   }
+  cv_.notify_all();  // requests waiting in a victim's line start over
   auto drained = [&](const ServerSlot& s) {
     return s.in_flight == 0 || s.state == SlotState::kGone || shutting_down_.load();
   };

@@ -5,6 +5,7 @@
 #include "fake_reply.h"
 #include "fake_request.h"
 #include "fake_runtime.h"
+#include "fake_slots.h"
 #include "fake_util.h"
 
 namespace fake {
@@ -155,6 +156,10 @@ void handle(Kind kind, const OpenAiOptions& options, const httplib::Request& req
   g->created = unix_seconds();
   g->prompt_n = prompt_tokens(req);
   g->tokens = count_tokens(params, body, {"max_tokens", "max_completion_tokens", "n_predict"});
+  if (auto refused = take_slot(job, g->prompt_n, g->tokens.n)) {
+    reply_now(job, res, refused->status, refused->body);
+    return;
+  }
   g->prompt_ms = params.response_delay_ms > 0 ? params.response_delay_ms : g->prompt_n * 0.25;
   g->per_token_ms = params.stream_chunk_delay_ms > 0 ? params.stream_chunk_delay_ms : 10.0;
   g->include_usage =

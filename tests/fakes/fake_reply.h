@@ -26,9 +26,12 @@ class Job {
   Job& operator=(const Job&) = delete;
 
   void mark_answered();
+  // Keeps `resource` (a llama-server slot) until the job ends.
+  void hold(std::shared_ptr<void> resource) { holds_.push_back(std::move(resource)); }
 
  private:
   bool answered_ = false;
+  std::vector<std::shared_ptr<void>> holds_;
 };
 using JobPtr = std::shared_ptr<Job>;
 

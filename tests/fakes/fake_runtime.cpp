@@ -1,5 +1,7 @@
 #include "fake_runtime.h"
 
+#include "fake_slots.h"
+
 #include "fake_task_queue.h"
 
 #include <pthread.h>
@@ -55,6 +57,7 @@ void state_handler(const httplib::Request&, httplib::Response& res) {
                 {"ready", is_ready()},
                 {"ready_after_ms", ready_after_ms()},
                 {"env", env_snapshot()}};
+  state.update(slot_state());
   res.set_content(dump(state), "application/json");
 }
 

@@ -10,6 +10,7 @@
 #include "fake_openai.h"
 #include "fake_responses.h"
 #include "fake_runtime.h"
+#include "fake_slots.h"
 #include "fake_util.h"
 
 namespace {
@@ -119,7 +120,10 @@ int main(int argc, char** argv) {
     }
   }
   int n_ctx = args.get_int("-c", 0) > 0 ? args.get_int("-c", 0) : 4096;
-  int slots = args.get_int("-np", 0) > 0 ? args.get_int("-np", 0) : 4;
+  // --parallel auto (the default) means 4 slots sharing one unified cache.
+  const bool auto_slots = args.get_int("-np", -1) <= 0;
+  int slots = auto_slots ? 4 : args.get_int("-np", 0);
+  fake::configure_slots({slots, n_ctx, auto_slots || args.has("-kvu")});
   std::string model_id = args.get("--alias", rt.model);
 
   fake::OpenAiOptions openai{fake::StatsStyle::kLlama, model_id, "llamacpp"};

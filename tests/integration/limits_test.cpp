@@ -59,7 +59,7 @@ class LimitsTest : public RouterTest {
 
 TEST_F(LimitsTest, ABodyOverTheLimitIs413) {
   env_.add_llm("a");
-  ASSERT_NO_FATAL_FAILURE(start_router({"--max-body-size", "1"}));
+  ASSERT_NO_FATAL_FAILURE(start_router({"--max-body-size", "1", "--ctx-size", "300000"}));
   const std::string big = padded_chat(2 * kMiB);
   HttpReply r = raw_request(port(), "POST", "/api/v1/chat/completions",
                             {{"Content-Type", "application/json"}}, big);

@@ -138,16 +138,16 @@ TEST_F(LoadOptionsTest, ARouterOwnedLlamacppFlagIs400AndEvictsNothing) {
 
 TEST_F(LoadOptionsTest, UserLlamacppArgsReachTheBackend) {
   ASSERT_NO_FATAL_FAILURE(start_router());
-  ASSERT_EQ(load(port(), "user.b", {{"llamacpp_args", "--seed 42 -np 2"}}).status, 200);
+  ASSERT_EQ(load(port(), "user.b", {{"llamacpp_args", "--seed 42 --threads 2"}}).status, 200);
   auto h = health(port());
-  EXPECT_EQ(loaded_field(h, "user.b", "recipe_options")["llamacpp_args"], "--seed 42 -np 2");
+  EXPECT_EQ(loaded_field(h, "user.b", "recipe_options")["llamacpp_args"], "--seed 42 --threads 2");
   auto args =
       fake_state(loaded_field(h, "user.b", "backend_url"))["argv"].get<std::vector<std::string>>();
   auto seed = std::find(args.begin(), args.end(), "--seed");
   ASSERT_NE(seed, args.end());
   ASSERT_NE(seed + 1, args.end());
   EXPECT_EQ(*(seed + 1), "42");
-  EXPECT_NE(std::find(args.begin(), args.end(), "-np"), args.end());
+  EXPECT_NE(std::find(args.begin(), args.end(), "--threads"), args.end());
 }
 
 }  // namespace

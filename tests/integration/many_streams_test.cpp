@@ -27,7 +27,8 @@ long long millis_since(Clock::time_point start) {
 
 TEST_F(ManyStreamsTest, HealthAndANewRequestStayFastWith256OpenStreams) {
   env_.add_llm("a");
-  ASSERT_NO_FATAL_FAILURE(start_router());  // default --max-connections
+  // Default --max-connections; enough llama.cpp slots that no request waits.
+  ASSERT_NO_FATAL_FAILURE(start_router({"--parallel", std::to_string(kStreams + 1)}));
   load_ok("user.a");
   auto url_field = loaded_field(health(port()), "user.a", "backend_url");
   ASSERT_TRUE(url_field.is_string());

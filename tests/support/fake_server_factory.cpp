@@ -53,7 +53,8 @@ void Gate::wait() {
 FakeServer::FakeServer(FakeServerFactory& factory, ModelInfo model, RecipeOptions options)
     : WrappedServer(model, options,
                     device_for_recipe(model.recipe, backend_for(model.recipe, options))),
-      factory_(factory) {}
+      factory_(factory),
+      slots_(factory.slots(model.name)) {}
 
 Status FakeServer::prepare() {
   if (auto e = factory_.prepare_error(model_name())) {
@@ -182,6 +183,12 @@ Status FakeServerFactory::next_start(const std::string& model, std::shared_ptr<G
     return Error(it->second.fail_code, "scripted start failure for " + model);
   }
   return ok_status();
+}
+
+int FakeServerFactory::slots(const std::string& model) const {
+  std::lock_guard lock(mu_);
+  auto it = scripts_.find(model);
+  return it == scripts_.end() ? 0 : it->second.slots;
 }
 
 std::optional<ErrorCode> FakeServerFactory::prepare_error(const std::string& model) const {

@@ -59,12 +59,14 @@ class FakeServer final : public WrappedServer {
   net::UpstreamClient& client() override;
   std::optional<std::string> upstream_path(ApiRoute route) const override;
   std::vector<std::string> last_output(std::size_t) const override { return {}; }
+  RequestSlots slots() const override { return {slots_, options().ctx_size()}; }
 
   // Simulates the backend dying on its own.
   void crash();
 
  private:
   FakeServerFactory& factory_;
+  const int slots_;
   mutable std::mutex mu_;
   bool running_ = false;
 };
@@ -76,6 +78,7 @@ class FakeServerFactory final : public ServerFactory {
     ErrorCode fail_code = ErrorCode::kBackendExited;
     std::optional<ErrorCode> prepare_error = std::nullopt;
     std::shared_ptr<Gate> gate = nullptr;  // start() waits for it when set
+    int slots = 0;                         // request slots (0: no limit)
   };
 
   Result<std::shared_ptr<WrappedServer>> create(const ModelInfo& model,
@@ -97,6 +100,7 @@ class FakeServerFactory final : public ServerFactory {
   void record(const std::string& entry);
   Status next_start(const std::string& model, std::shared_ptr<Gate>& gate);
   std::optional<ErrorCode> prepare_error(const std::string& model) const;
+  int slots(const std::string& model) const;
   void set_live(const std::string& model, std::shared_ptr<FakeServer> server);
 
  private:

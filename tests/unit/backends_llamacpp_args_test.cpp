@@ -70,16 +70,43 @@ class LlamaCppArgs : public ::testing::Test {
 
 TEST_F(LlamaCppArgs, CpuLlmCommandLine) {
   auto s = server({{"llamacpp_backend", "cpu"}, {"ctx_size", 2048}});
-  EXPECT_EQ(args_of(s), (Args{"-m", kGguf, "--ctx-size", "2048", "--port", "8123", "--host",
-                              "127.0.0.1", "--jinja", "--keep", "16", "--reasoning-format", "auto",
-                              "--no-webui", "-ngl", "0"}));
+  EXPECT_EQ(args_of(s), (Args{"-m", kGguf, "--ctx-size", "2048", "--parallel", "1", "--port",
+                              "8123", "--host", "127.0.0.1", "--jinja", "--keep", "16",
+                              "--reasoning-format", "auto", "--no-webui", "-ngl", "0"}));
+}
+
+TEST_F(LlamaCppArgs, ParallelSlotsEachGetTheWholeContext) {
+  // llama-server splits --ctx-size between --parallel slots, so the router
+  // asks for parallel x ctx_size tokens: each request gets ctx_size.
+  auto s = server({{"llamacpp_backend", "cpu"}, {"ctx_size", 2048}, {"parallel", 4}});
+  Args args = args_of(s);
+  EXPECT_EQ(value_of(args, "--ctx-size"), "8192");
+  EXPECT_EQ(value_of(args, "--parallel"), "4");
+  EXPECT_EQ(count(args, "--kv-unified"), 0);
+  EXPECT_EQ(s.slots().total, 4);
+  EXPECT_EQ(s.slots().ctx_size, 2048);
+}
+
+TEST_F(LlamaCppArgs, EmbeddingSlotsKeepTheirMinimumContextEach) {
+  auto s = server({{"llamacpp_backend", "cpu"}, {"ctx_size", 512}, {"parallel", 2}},
+                  ModelType::kEmbedding);
+  EXPECT_EQ(value_of(args_of(s), "--ctx-size"), "16384");
+  EXPECT_EQ(s.slots().ctx_size, 8192);
+}
+
+TEST_F(LlamaCppArgs, SlotFlagsInUserArgsPointToTheParallelOption) {
+  auto s = server({{"llamacpp_backend", "cpu"}, {"llamacpp_args", "--parallel 8"}});
+  auto r = s.build_args(kPort);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), ErrorCode::kInvalidUserArgs);
+  EXPECT_NE(r.error().detail().find("'parallel' option"), std::string::npos) << r.error().detail();
 }
 
 TEST_F(LlamaCppArgs, VulkanLlmCommandLine) {
   auto s = server({{"llamacpp_backend", "vulkan"}, {"ctx_size", 4096}});
-  EXPECT_EQ(args_of(s), (Args{"-m", kGguf, "--ctx-size", "4096", "--port", "8123", "--host",
-                              "127.0.0.1", "--jinja", "--context-shift", "--keep", "16",
-                              "--reasoning-format", "auto", "--no-webui", "-ngl", "99"}));
+  EXPECT_EQ(args_of(s), (Args{"-m", kGguf, "--ctx-size", "4096", "--parallel", "1", "--port",
+                              "8123", "--host", "127.0.0.1", "--jinja", "--context-shift", "--keep",
+                              "16", "--reasoning-format", "auto", "--no-webui", "-ngl", "99"}));
 }
 
 TEST_F(LlamaCppArgs, RocmGetsContextShiftAndAllGpuLayers) {
@@ -117,9 +144,9 @@ TEST_F(LlamaCppArgs, DefaultContextIs4096) {
 TEST_F(LlamaCppArgs, EmbeddingModelGetsEmbeddingsAndAtLeast8192Context) {
   Args a =
       args_of(server({{"llamacpp_backend", "cpu"}, {"ctx_size", 4096}}, ModelType::kEmbedding));
-  EXPECT_EQ(a, (Args{"-m", kGguf, "--ctx-size", "8192", "--port", "8123", "--host", "127.0.0.1",
-                     "--jinja", "--keep", "16", "--reasoning-format", "auto", "--no-webui",
-                     "--embeddings", "-ngl", "0"}));
+  EXPECT_EQ(a, (Args{"-m", kGguf, "--ctx-size", "8192", "--parallel", "1", "--port", "8123",
+                     "--host", "127.0.0.1", "--jinja", "--keep", "16", "--reasoning-format", "auto",
+                     "--no-webui", "--embeddings", "-ngl", "0"}));
   EXPECT_EQ(count(a, "--reranking"), 0);
 }
 
@@ -153,9 +180,27 @@ TEST_F(LlamaCppArgs, LlmModelHasNeitherEmbeddingsNorReranking) {
 
 TEST_F(LlamaCppArgs, MmprojOnCpuIsNotOffloaded) {
   Args a = args_of(server({{"llamacpp_backend", "cpu"}}, ModelType::kLlm, true));
-  EXPECT_EQ(a, (Args{"-m", kGguf, "--ctx-size", "4096", "--port", "8123", "--host", "127.0.0.1",
-                     "--jinja", "--mmproj", kMmproj, "--no-mmproj-offload", "--keep", "16",
-                     "--reasoning-format", "auto", "--no-webui", "-ngl", "0"}));
+  EXPECT_EQ(a, (Args{"-m",
+                     kGguf,
+                     "--ctx-size",
+                     "4096",
+                     "--parallel",
+                     "1",
+                     "--port",
+                     "8123",
+                     "--host",
+                     "127.0.0.1",
+                     "--jinja",
+                     "--mmproj",
+                     kMmproj,
+                     "--no-mmproj-offload",
+                     "--keep",
+                     "16",
+                     "--reasoning-format",
+                     "auto",
+                     "--no-webui",
+                     "-ngl",
+                     "0"}));
 }
 
 TEST_F(LlamaCppArgs, MmprojOnVulkanIsOffloaded) {
@@ -173,9 +218,9 @@ TEST_F(LlamaCppArgs, NoMmprojFlagsWithoutMmproj) {
 // ---- user arguments -----------------------------------------------------------------------
 
 TEST_F(LlamaCppArgs, UserArgsAreAppendedAtTheEnd) {
-  Args a = args_of(server({{"llamacpp_backend", "cpu"}, {"llamacpp_args", "-np 2 --temp 0.5"}}));
+  Args a = args_of(server({{"llamacpp_backend", "cpu"}, {"llamacpp_args", "-t 2 --temp 0.5"}}));
   ASSERT_GE(a.size(), 4u);
-  EXPECT_EQ(Args(a.end() - 4, a.end()), (Args{"-np", "2", "--temp", "0.5"}));
+  EXPECT_EQ(Args(a.end() - 4, a.end()), (Args{"-t", "2", "--temp", "0.5"}));
   EXPECT_EQ(Args(a.end() - 6, a.end() - 4), (Args{"-ngl", "0"}));
 }
 
@@ -256,7 +301,7 @@ TEST_F(LlamaCppArgs, UserContextShiftOnVulkanIsNotDuplicated) {
 }
 
 TEST_F(LlamaCppArgs, UnrelatedUserFlagsKeepEveryDefault) {
-  Args a = args_of(server({{"llamacpp_backend", "vulkan"}, {"llamacpp_args", "-np 2 --no-mmap"}}));
+  Args a = args_of(server({{"llamacpp_backend", "vulkan"}, {"llamacpp_args", "-t 2 --no-mmap"}}));
   EXPECT_EQ(count(a, "--jinja"), 1);
   EXPECT_EQ(count(a, "--context-shift"), 1);
   EXPECT_EQ(value_of(a, "--keep"), "16");
@@ -288,7 +333,11 @@ TEST_P(LlamaCppReserved, IsRefusedNamingTheFlag) {
 INSTANTIATE_TEST_SUITE_P(
     Families, LlamaCppReserved,
     ::testing::Values(ReservedCase{"model_short", "-m other.gguf", "-m"},
-                      ReservedCase{"model_long", "-np 2 --model other.gguf", "--model"},
+                      ReservedCase{"model_long", "--threads 2 --model other.gguf", "--model"},
+                      ReservedCase{"parallel_short", "-np 2", "-np"},
+                      ReservedCase{"parallel_long", "--parallel=2", "--parallel"},
+                      ReservedCase{"kv_unified", "-kvu", "-kvu"},
+                      ReservedCase{"kv_unified_long", "--kv-unified", "--kv-unified"},
                       ReservedCase{"port", "--port 9000", "--port"},
                       ReservedCase{"port_equals", "--port=9", "--port"},
                       ReservedCase{"host", "--host 0.0.0.0", "--host"},

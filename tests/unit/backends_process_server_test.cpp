@@ -327,7 +327,7 @@ TEST_F(ProcessServerTest, MissingBinaryIsBackendBinaryMissingAndNothingIsSpawned
 }
 
 TEST_F(ProcessServerTest, ReservedUserArgIsInvalidUserArgsBeforeAnythingIsSpawned) {
-  auto s = make_server(model(), options("-np 2 --port 9999"));
+  auto s = make_server(model(), options("--threads 2 --port 9999"));
   expect_refused_before_spawning(*s, ErrorCode::kInvalidUserArgs, "'--port'");
 }
 

@@ -56,6 +56,7 @@ const ShapeCase kShapes[] = {
     {ErrorCode::kBackendUnavailable, 503, "server_error", "backend_unavailable"},
     {ErrorCode::kBackendCrashed, 503, "server_error", "backend_unavailable"},
     {ErrorCode::kShuttingDown, 503, "server_error", "backend_unavailable"},
+    {ErrorCode::kQueueFull, 503, "server_error", "queue_full"},
     {ErrorCode::kUpstreamProtocol, 502, "server_error", "bad_gateway"},
     {ErrorCode::kGatewayTimeout, 504, "server_error", "gateway_timeout"},
     {ErrorCode::kCancelled, 499, "invalid_request_error", "client_closed_request"},

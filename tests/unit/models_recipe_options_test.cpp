@@ -14,7 +14,7 @@ using nlohmann::json;
 TEST(ModelsRecipeOptions, KeysPerRecipe) {
   using V = std::vector<std::string>;
   EXPECT_EQ(RecipeOptions::keys_for_recipe("llamacpp"),
-            (V{"ctx_size", "llamacpp_backend", "llamacpp_args"}));
+            (V{"ctx_size", "parallel", "llamacpp_backend", "llamacpp_args"}));
   EXPECT_EQ(RecipeOptions::keys_for_recipe("flm"), (V{"ctx_size"}));
   EXPECT_EQ(RecipeOptions::keys_for_recipe("ryzenai-llm"), (V{"ctx_size"}));
   EXPECT_EQ(RecipeOptions::keys_for_recipe("oga-hybrid"), (V{"ctx_size"}));
@@ -22,7 +22,7 @@ TEST(ModelsRecipeOptions, KeysPerRecipe) {
   EXPECT_EQ(RecipeOptions::keys_for_recipe("sd-cpp"),
             (V{"sd-cpp_backend", "steps", "cfg_scale", "width", "height"}));
   EXPECT_TRUE(RecipeOptions::keys_for_recipe("kokoro").empty());
-  EXPECT_EQ(RecipeOptions::all_keys().size(), 9u);
+  EXPECT_EQ(RecipeOptions::all_keys().size(), 10u);
 }
 
 TEST(ModelsRecipeOptions, FromJsonKeepsOnlyRecipeKeysAndDropsUnset) {
@@ -138,10 +138,25 @@ TEST(ModelsRecipeOptions, InheritTakesOnlyUnsetKeysFromLower) {
   EXPECT_EQ(merged.string_value("llamacpp_args"), "-np 2");
   EXPECT_EQ(merged.string_value("whispercpp_backend"), "cpu");  // not restricted
   auto only_llama = merged.restricted_to("llamacpp");
-  EXPECT_EQ(only_llama.raw().size(), 3u);
+  EXPECT_EQ(only_llama.raw().size(), 4u);
   EXPECT_FALSE(only_llama.has("steps"));
   EXPECT_TRUE(merged.restricted_to("kokoro").raw().empty());
   EXPECT_EQ(merged.restricted_to("whispercpp").raw(), (json{{"whispercpp_backend", "cpu"}}));
+}
+
+TEST(ModelsRecipeOptions, ParallelIsAPositiveSlotCountWithACap) {
+  auto two = RecipeOptions::from_json("llamacpp", {{"parallel", 2}});
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(two->int_value("parallel", 1), 2);
+  EXPECT_EQ(RecipeOptions::defaults().int_value("parallel", 0), 1);
+  for (const json& bad : {json(0), json(-3), json(kMaxParallel + 1), json("4"), json(1.5)}) {
+    auto r = RecipeOptions::from_json("llamacpp", {{"parallel", bad}});
+    ASSERT_FALSE(r.ok()) << bad.dump();
+    EXPECT_EQ(r.error().code(), ErrorCode::kInvalidOption);
+    EXPECT_EQ(r.error().param(), "parallel");
+  }
+  // Other recipes have no slots: the key is dropped, not refused.
+  EXPECT_FALSE(RecipeOptions::from_json("flm", {{"parallel", 2}})->has("parallel"));
 }
 
 TEST(ModelsRecipeOptions, EqualityComparesValues) {

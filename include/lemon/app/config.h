@@ -39,6 +39,8 @@ struct Config {
   int max_connections_per_client = 256;
   std::size_t max_request_memory = 256u << 20;
   std::size_t max_response_bytes = 256u << 20;       // non-streaming backend replies
+  int max_queued_per_model = 256;                    // waiting for one model's load or slot
+  int max_queued_total = 1024;                       // waiting, all models together
   std::chrono::milliseconds request_timeout{0};      // 0: none
   std::chrono::milliseconds stream_idle_timeout{0};  // 0: none
   std::chrono::milliseconds header_timeout{10'000};

@@ -21,6 +21,7 @@ struct RouterOptionValues {
   std::string log_level = "info";
   std::vector<std::string> max_models = {"1"};
   int ctx_size = 4096;
+  int parallel = 1;
   std::string llamacpp;
   std::string llamacpp_args;
   std::string sdcpp;
@@ -39,6 +40,8 @@ struct RouterOptionValues {
   int max_connections_per_client = 256;
   double max_request_memory_mb = 256.0;
   double max_response_mb = 256.0;
+  int max_queued_per_model = 256;
+  int max_queued_total = 1024;
   double request_timeout_s = 0.0;
   double stream_idle_timeout_s = 0.0;
   double header_timeout_s = 10.0;
@@ -56,7 +59,7 @@ struct RouterOptionValues {
 };
 
 // Adds the options that are also per-model load options (--ctx-size,
-// --llamacpp, --llamacpp-args, --sdcpp, --whispercpp, --steps, --cfg-scale,
+// --parallel, --llamacpp, --llamacpp-args, --sdcpp, --whispercpp, --steps, --cfg-scale,
 // --width, --height) to `app`, bound to `values`.
 void add_load_options(CLI::App& app, RouterOptionValues& values);
 

@@ -21,6 +21,9 @@ class LlamaCppServer final : public ProcessServer {
                  const BackendEnvironment& env);
 
   Result<std::vector<std::string>> build_args(int port) const override;
+  // `parallel` slots of ctx_size tokens each (the KV cache holds their
+  // product; llama-server gets --parallel N --ctx-size N*ctx).
+  RequestSlots slots() const override;
   std::optional<std::string> upstream_path(ApiRoute route) const override;
 
   // The flags llamacpp_args may not contain.

@@ -41,6 +41,13 @@ enum class ApiRoute {
 ModelType model_type_for_route(ApiRoute route);
 const char* api_route_name(ApiRoute route);  // "chat/completions", ...
 
+// How many requests a backend serves at once, and the context each gets.
+// total == 0: the backend takes any number (the router does not limit it).
+struct RequestSlots {
+  int total = 0;
+  int ctx_size = 0;  // tokens per slot; 0 when the recipe has no context option
+};
+
 class WrappedServer {
  public:
   WrappedServer(ModelInfo model, RecipeOptions options, Device device)
@@ -55,6 +62,10 @@ class WrappedServer {
   const RecipeOptions& options() const { return options_; }
   ModelType type() const { return model_.type; }
   Device device() const { return device_; }
+
+  // The backend's request slots. The router never leases more than `total`
+  // requests at once to it; extra requests wait for a slot (issue #11 §6).
+  virtual RequestSlots slots() const { return {}; }
 
   // Checks that cannot change by retrying: model files present
   // (kModelFilesMissing naming the path), backend binary found

@@ -49,6 +49,7 @@ enum class ErrorCode {
   kGatewayTimeout,      // --request-timeout or --stream-idle-timeout fired
   kCancelled,           // the waiting client went away
   kShuttingDown,        // router is stopping
+  kQueueFull,           // --max-queued-requests requests already wait for this model or in all
   kConflict,            // the model is busy with a conflicting operation (delete vs pull)
 
   // Download failures (model store, backend installer).
@@ -89,6 +90,7 @@ inline constexpr ErrorCode kAllErrorCodes[] = {
     ErrorCode::kGatewayTimeout,
     ErrorCode::kCancelled,
     ErrorCode::kShuttingDown,
+    ErrorCode::kQueueFull,
     ErrorCode::kConflict,
     ErrorCode::kRemoteNotFound,
     ErrorCode::kRemoteUnauthorized,
@@ -137,6 +139,12 @@ class Error {
     upstream_status_ = status;
     return std::move(*this);
   }
+  // Seconds after which the client may try again (sent as Retry-After).
+  std::optional<int> retry_after() const { return retry_after_; }
+  Error&& with_retry_after(int seconds) && {
+    retry_after_ = seconds;
+    return std::move(*this);
+  }
 
  private:
   ErrorCode code_;
@@ -144,6 +152,7 @@ class Error {
   std::string param_;
   std::string detail_;
   std::optional<int> upstream_status_;
+  std::optional<int> retry_after_;
 };
 
 template <typename T>

@@ -39,5 +39,8 @@ std::string json_text(const nlohmann::json& j);
 
 // Headers for a JSON response.
 net::Headers json_headers();
+// Headers for an error response: JSON, plus Retry-After when the error
+// carries one (queue full, load cooldown).
+net::Headers error_headers(const Error& error);
 
 }  // namespace lemon::http

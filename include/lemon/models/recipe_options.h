@@ -1,4 +1,4 @@
-// RecipeOptions: the load-time options of one model (ctx_size,
+// RecipeOptions: the load-time options of one model (ctx_size, parallel,
 // llamacpp_backend, llamacpp_args, whispercpp_backend, sd-cpp_backend, steps,
 // cfg_scale, width, height), restricted to the keys its recipe understands.
 //
@@ -19,14 +19,17 @@
 
 namespace lemon {
 
+// The most llama.cpp slots one model may have (`parallel`).
+inline constexpr int kMaxParallel = 1024;
+
 class RecipeOptions {
  public:
   RecipeOptions() = default;
 
   // Every option key any recipe understands, in a stable order.
   static const std::vector<std::string>& all_keys();
-  // The keys `recipe` understands (llamacpp: ctx_size, llamacpp_backend,
-  // llamacpp_args; flm and ryzenai-llm/oga-*: ctx_size; whispercpp:
+  // The keys `recipe` understands (llamacpp: ctx_size, parallel,
+  // llamacpp_backend, llamacpp_args; flm and ryzenai-llm/oga-*: ctx_size; whispercpp:
   // whispercpp_backend; sd-cpp: sd-cpp_backend, steps, cfg_scale, width,
   // height). Empty for an unknown recipe.
   static std::vector<std::string> keys_for_recipe(std::string_view recipe);
@@ -37,8 +40,8 @@ class RecipeOptions {
   // out-of-range value (ctx_size < 1, unknown backend name, ...).
   static Result<RecipeOptions> from_json(std::string_view recipe, const nlohmann::json& j);
 
-  // The built-in defaults for every key (ctx_size 4096, llamacpp_backend per
-  // platform, ...). Not restricted to a recipe.
+  // The built-in defaults for every key (ctx_size 4096, parallel 1,
+  // llamacpp_backend per platform, ...). Not restricted to a recipe.
   static RecipeOptions defaults();
 
   // Returns a copy where keys unset here are taken from `lower`.
@@ -51,6 +54,8 @@ class RecipeOptions {
   nlohmann::json to_json() const { return values_; }
 
   int ctx_size(int fallback = 4096) const;
+  // An integer option's value, or `fallback` when unset.
+  int int_value(std::string_view key, int fallback) const;
   std::string string_value(std::string_view key) const;  // "" when unset
 
   bool operator==(const RecipeOptions& other) const { return values_ == other.values_; }

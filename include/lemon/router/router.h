@@ -18,6 +18,13 @@
 //   recipe and missing binary evict nothing.
 // - A backend that exits unexpectedly is dropped from the table at once; the
 //   next request loads it again.
+// - A server with request slots (llama.cpp's --parallel) is never leased more
+//   requests than it has slots; the rest wait in a first-come line per
+//   server. Requests waiting for a load or a slot are bounded per model and
+//   in all (kQueueFull, Retry-After).
+// - A model whose loads failed twice in a row rests (LoadCooldown): requests
+//   get the last load error with Retry-After until the rest ends or an
+//   explicit load() resets it.
 //
 // Thread-safety: every public method may be called from any thread.
 #pragma once
@@ -43,6 +50,7 @@
 #include "lemon/models/catalogue.h"
 #include "lemon/router/eviction_policy.h"
 #include "lemon/router/lease.h"
+#include "lemon/router/load_cooldown.h"
 #include "lemon/router/slot_limits.h"
 
 namespace lemon {
@@ -71,6 +79,7 @@ struct RouterEvent {
     kLoadSucceeded,          // model
     kLoadFailed,             // model, code
     kRetryingAfterEvictAll,  // model, code of the first failure
+    kWaitingForSlot,         // model, detail = requests now in its line
   };
   Kind kind;
   std::string model;
@@ -90,6 +99,9 @@ struct LoadedServerInfo {
   nlohmann::json recipe_options;
   std::optional<int> pid;
   int in_flight = 0;
+  int slots = 0;                 // requests served at once; 0 = no limit
+  int slot_ctx_size = 0;         // context tokens per slot; 0 when not applicable
+  int waiting = 0;               // requests waiting for a free slot
   std::int64_t last_use_ms = 0;  // Unix time in milliseconds
   bool draining = false;
 };
@@ -98,6 +110,10 @@ struct RouterConfig {
   SlotLimits limits;
   // CLI/environment layer of the load options (already inheriting defaults).
   RecipeOptions cli_options;
+  // Requests that may wait (for a load or a free slot) for one model, and
+  // in all; more get kQueueFull.
+  int max_queued_per_model = 256;
+  int max_queued_total = 1024;
   std::function<void(const RouterEvent&)> on_event;
 };
 
@@ -113,8 +129,10 @@ class Router {
   // When `required` is given, a model of another type is refused with
   // kUnsupportedOperation before anything is loaded. A loaded model is
   // leased without touching the catalogue or the disk.
+  // When the server's slots are all busy, waits in its line for one.
   // Errors: kModelNotFound, kUnsupportedOperation, kModelFilesMissing, load
-  // failures (typed), or kCancelled if hooks.cancelled() turned true while
+  // failures (typed, with Retry-After while the model rests after failed
+  // loads), kQueueFull, or kCancelled if hooks.cancelled() turned true while
   // waiting.
   Result<Lease> acquire(std::string_view model_name, const WaitHooks& hooks = {},
                         std::optional<ModelType> required = std::nullopt);
@@ -122,7 +140,8 @@ class Router {
   // Explicit load: options layered as request > recipe_options.json > CLI >
   // defaults. Already loaded with the same effective options: no-op that
   // refreshes the LRU clock. Loaded with different options: an atomic reload
-  // (requests that arrive meanwhile wait for the new server).
+  // (requests that arrive meanwhile wait for the new server). Ends a
+  // model's rest after failed loads (LoadCooldown).
   Status load(std::string_view model_name, const RecipeOptions& request_options,
               const WaitHooks& hooks = {});
 
@@ -165,6 +184,7 @@ class Router {
   friend class Lease;
   struct LoadWaiter;
   struct LoadJob;
+  struct QueuePlace;
 
   static Error blocked_error(std::string_view model);
   void release(ServerSlot& slot);
@@ -176,6 +196,13 @@ class Router {
                                             std::optional<ModelType> required = std::nullopt);
   Status wait_for_job(std::unique_lock<std::mutex>& lock, const std::shared_ptr<LoadJob>& job,
                       const std::shared_ptr<LoadWaiter>& waiter, const WaitHooks& hooks);
+  // Waits in `slot`'s line with `ticket` until it is first and a slot is free
+  // (true: in_flight counted, lease it) or the server stops serving (false).
+  // Errors: kCancelled, kShuttingDown. REQUIRES: lock holds mu_.
+  Result<bool> wait_for_slot(std::unique_lock<std::mutex>& lock,
+                             const std::shared_ptr<ServerSlot>& slot, std::uint64_t ticket,
+                             const WaitHooks& hooks);
+  std::optional<Error> queue_refusal(std::string_view model) const;  // REQUIRES: mu_ held
 
   // Loader thread.
   void loader_loop();
@@ -204,6 +231,10 @@ class Router {
   std::uint64_t next_slot_id_ = 1;                                         // guarded by mu_
   std::string last_loaded_;                                                // guarded by mu_
   std::multiset<std::string, std::less<>> blocked_;                        // guarded by mu_
+  std::uint64_t next_ticket_ = 1;                                          // guarded by mu_
+  int queued_total_ = 0;                                                   // guarded by mu_
+  std::map<std::string, int, std::less<>> queued_by_model_;                // guarded by mu_
+  LoadCooldown cooldown_;                                                  // guarded by mu_
   std::atomic<bool> shutting_down_{false};
   std::once_flag shutdown_once_;
   std::thread loader_;

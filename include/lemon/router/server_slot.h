@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <string>
 
@@ -23,17 +24,24 @@ enum class SlotState {
 
 struct ServerSlot {
   ServerSlot(std::uint64_t slot_id, std::shared_ptr<WrappedServer> srv)
-      : id(slot_id), server(std::move(srv)) {}
+      : id(slot_id), server(std::move(srv)), capacity(server->slots().total) {}
 
   const std::uint64_t id;
   const std::shared_ptr<WrappedServer> server;
+  // Requests the backend serves at once (RequestSlots::total); 0 = no limit.
+  const int capacity;
+
+  // True when a new request may be leased now: a free slot and nobody
+  // waiting ahead of it. REQUIRES: Router::mu_ held.
+  bool has_free_slot() const { return capacity == 0 || (in_flight < capacity && line.empty()); }
 
   // Guarded by Router::mu_.
   SlotState state = SlotState::kReady;
-  int in_flight = 0;             // exact count of live Leases
-  std::uint64_t lru_tick = 0;    // logical clock of the last touch
-  std::int64_t last_use_ms = 0;  // wall clock (Unix ms) of the last touch
-  bool retire_owned = false;     // someone is draining/stopping it
+  int in_flight = 0;               // exact count of live Leases
+  std::uint64_t lru_tick = 0;      // logical clock of the last touch
+  std::int64_t last_use_ms = 0;    // wall clock (Unix ms) of the last touch
+  bool retire_owned = false;       // someone is draining/stopping it
+  std::deque<std::uint64_t> line;  // tickets of requests waiting for a slot, first first
 };
 
 }  // namespace lemon

@@ -1,0 +1,42 @@
+// llama-server's request slots and context, as the fake imitates them.
+//
+// With --parallel N (and no --kv-unified) llama-server gives each of its N
+// slots --ctx-size / N tokens; a prompt longer than its slot's context gets
+// 400 exceed_context_size_error, and requests beyond N wait for a free slot.
+// With --parallel left on auto (4 slots) or --kv-unified, the slots share
+// one cache of --ctx-size tokens, so requests that fit alone fail together:
+// 500 "Context size has been exceeded." (the bug of issue #11 §6).
+//
+// /fake/state reports "slots", "peak_busy_slots" and "waited_for_slot" (the
+// requests that had to wait because every slot was busy).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "fake_reply.h"
+#include "fake_util.h"
+
+namespace fake {
+
+struct SlotConfig {
+  int slots = 0;  // 0: no slot model (the other fakes)
+  int n_ctx = 0;  // total context: per slot n_ctx / slots unless unified
+  bool unified = false;
+};
+void configure_slots(const SlotConfig& config);
+
+struct SlotRefusal {
+  int status;
+  std::string body;
+};
+
+// Waits for a free slot and attaches it to `job` (freed when the job ends),
+// or returns the error llama-server answers for a request of `prompt_tokens`
+// prompt tokens that will generate `gen_tokens`.
+std::optional<SlotRefusal> take_slot(const JobPtr& job, int prompt_tokens, int gen_tokens);
+
+// The slot fields of /fake/state.
+json slot_state();
+
+}  // namespace fake
