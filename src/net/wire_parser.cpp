@@ -1,6 +1,7 @@
 #include "wire_parser.h"
 
 #include <algorithm>
+#include <cctype>
 
 namespace lemon::net::wire {
 namespace {
@@ -51,6 +52,23 @@ bool is_target(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](char c) {
     auto u = static_cast<unsigned char>(c);
     return u > 0x20 && u != 0x7f;
+  });
+}
+
+// The authority of an absolute-form target ("http://host:port/..."): a
+// non-empty reg-name, IPv4 or [IPv6] literal with an optional port, in URI
+// characters only (RFC 3986 3.2). Userinfo ("user@") is refused (RFC 9110
+// 4.2.4).
+bool valid_absolute_authority(std::string_view target) {
+  std::string_view rest = target.substr(target.find("//") + 2);
+  std::string_view authority = rest.substr(0, rest.find_first_of("/?"));
+  if (authority.empty()) {
+    return false;
+  }
+  return std::all_of(authority.begin(), authority.end(), [](char c) {
+    auto u = static_cast<unsigned char>(c);
+    return std::isalnum(u) != 0 || std::string_view("-._~!$&'()*+,;=%:[]").find(c) !=
+                                       std::string_view::npos;
   });
 }
 
@@ -208,9 +226,10 @@ HeadError parse_request_head(std::string_view head, RequestHead& out, std::strin
     why = "bad method";
     return HeadError::kMalformed;
   }
+  const bool absolute = target.starts_with("http://") || target.starts_with("https://");
   if (target.empty() || !is_target(target) ||
-      !(target.front() == '/' || (target == "*" && method == "OPTIONS") ||
-        target.starts_with("http://") || target.starts_with("https://"))) {
+      !(target.front() == '/' || (target == "*" && method == "OPTIONS") || absolute) ||
+      (absolute && !valid_absolute_authority(target))) {
     why = "bad request target";
     return HeadError::kMalformed;
   }

@@ -41,6 +41,28 @@ TEST(HttpWire, RequestsNeedCrlfResponsesTolerateBareLf) {
   EXPECT_EQ(*response.headers.get("a"), "1");
 }
 
+TEST(HttpWire, AnAbsoluteTargetNeedsAWellFormedAuthority) {
+  std::string why;
+  for (const char* ok : {"http://127.0.0.1:8000/api/v1/health", "http://[::1]:8000/x?y=1",
+                         "https://my-host.local", "http://h?q"}) {
+    RequestHead head;
+    EXPECT_EQ(parse_request_head(std::string("GET ") + ok + " HTTP/1.1\r\nHost: h\r\n\r\n",
+                                 head, why),
+              HeadError::kNone)
+        << ok << ": " << why;
+  }
+  // Found by fuzz_request_stream: a byte outside URI characters in the
+  // authority was accepted (and dropped) while the rest was served.
+  for (const char* bad : {"http://127.0.0.1:8\xb0" "00/api/v1/models", "http:///x",
+                          "http://user@host/x", "http://h\"x/"}) {
+    RequestHead head;
+    EXPECT_EQ(parse_request_head(std::string("GET ") + bad + " HTTP/1.1\r\nHost: h\r\n\r\n",
+                                 head, why),
+              HeadError::kMalformed)
+        << bad;
+  }
+}
+
 TEST(HttpWire, HostIsRequiredOnceInHttp11) {
   RequestHead head;
   std::string why;
