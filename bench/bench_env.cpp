@@ -1,5 +1,7 @@
 #include "bench_env.h"
 
+#include <algorithm>
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -101,9 +103,10 @@ BenchEnv::~BenchEnv() {
   fs::remove_all(root_, ec);
 }
 
-void BenchEnv::add_model(const std::string& name) {
-  models_[name] = {
-      {"checkpoint", paths_.model_file}, {"recipe", "llamacpp"}, {"source", "local_path"}};
+void BenchEnv::add_model(const std::string& name, const std::string& file) {
+  models_[name] = {{"checkpoint", file.empty() ? paths_.model_file : file},
+                   {"recipe", "llamacpp"},
+                   {"source", "local_path"}};
   std::ofstream(root_ + "/cache/user_models.json") << models_.dump(2);
 }
 
@@ -147,8 +150,10 @@ int BenchEnv::start_router(const std::vector<std::string>& args,
   // As many llama.cpp slots as the most concurrent scenario, on both sides
   // (see start_direct_backend), so no request waits for a slot and the
   // comparison measures the router alone.
-  spec.args = {"--port",     std::to_string(router_port_), "--llamacpp", "cpu",
-               "--parallel", std::to_string(kBenchSlots)};
+  spec.args = {"--port", std::to_string(router_port_), "--llamacpp", "cpu"};
+  if (std::find(args.begin(), args.end(), "--parallel") == args.end()) {
+    spec.args.insert(spec.args.end(), {"--parallel", std::to_string(kBenchSlots)});
+  }
   spec.args.insert(spec.args.end(), args.begin(), args.end());
   spec.env = {{"LEMONADE_CACHE_DIR", root_ + "/cache"},
               {"HF_HUB_CACHE", root_ + "/hf"},

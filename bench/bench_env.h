@@ -37,8 +37,9 @@ class BenchEnv {
 
   const Paths& paths() const { return paths_; }
 
-  // Registers user.<name> (llamacpp) pointing at the model file.
-  void add_model(const std::string& name);
+  // Registers user.<name> (llamacpp) pointing at `file` (default: the
+  // model file).
+  void add_model(const std::string& name, const std::string& file = {});
 
   // Starts a router with these extra arguments (and environment); returns
   // its port.

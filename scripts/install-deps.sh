@@ -10,6 +10,9 @@ packages=(build-essential cmake pkg-config nlohmann-json3-dev libcli11-dev libsp
           libcurl4-openssl-dev libssl-dev libarchive-dev file)
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(libgtest-dev libgmock-dev libcpp-httplib-dev)
+  # Sanitizer builds and libFuzzer (scripts/run-sanitizers, scripts/run-fuzzers):
+  # clang, its runtimes, and llvm-symbolizer for readable reports.
+  packages+=(clang libclang-rt-14-dev llvm-14)
   # The SDK end-to-end tests need Node.js and npm; keep a newer Node if present.
   command -v node >/dev/null 2>&1 || packages+=(nodejs)
   command -v npm >/dev/null 2>&1 || packages+=(npm)

@@ -208,7 +208,8 @@ TEST(ModelsUserRegistration, BuildsLemonadesEntry) {
   EXPECT_EQ(reg->entry["checkpoint"], "org/tiny-GGUF:Q4_0");
   EXPECT_EQ(reg->entry["recipe"], "llamacpp");
   EXPECT_EQ(reg->entry["mmproj"], "mmproj.gguf");
-  EXPECT_EQ(reg->entry["labels"], json({"custom", "embeddings", "reasoning", "zeta"}));
+  EXPECT_EQ(reg->entry["labels"],
+            nlohmann::ordered_json({"custom", "embeddings", "reasoning", "zeta"}));
   EXPECT_EQ(reg->entry["suggested"], true);
   EXPECT_FALSE(reg->entry.contains("stream"));
   auto parsed = parse_registry_entry("user.tiny", reg->entry, ModelSource::kUser);
@@ -218,7 +219,7 @@ TEST(ModelsUserRegistration, BuildsLemonadesEntry) {
   json sd = {{"checkpoint", "org/sd:model.safetensors"}, {"recipe", "sd-cpp"}};
   auto image = parse_user_registration("user.pic", sd);
   ASSERT_TRUE(image.ok());
-  EXPECT_EQ(image->entry["labels"], json({"custom", "image"}));
+  EXPECT_EQ(image->entry["labels"], nlohmann::ordered_json({"custom", "image"}));
 }
 
 TEST(ModelsUserRegistration, RejectsBadFieldsNamingThem) {

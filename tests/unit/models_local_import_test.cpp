@@ -35,7 +35,7 @@ TEST_F(LocalImport, LlamacppPicksTheFirstGgufThatIsNotAProjector) {
   EXPECT_EQ(reg->entry["source"], "local_upload");
   EXPECT_EQ(reg->entry["recipe"], "llamacpp");
   EXPECT_FALSE(reg->entry.contains("mmproj"));
-  EXPECT_EQ(reg->entry["labels"], nlohmann::json::array({"custom"}));
+  EXPECT_EQ(reg->entry["labels"], nlohmann::ordered_json::array({"custom"}));
 }
 
 TEST_F(LocalImport, VisionFindsTheProjectorRelativeToTheModelFile) {
@@ -44,7 +44,7 @@ TEST_F(LocalImport, VisionFindsTheProjectorRelativeToTheModelFile) {
   auto reg = import({{"recipe", "llamacpp"}, {"vision", true}});
   ASSERT_TRUE(reg.ok()) << reg.error().message();
   EXPECT_EQ(reg->entry["mmproj"], "../mmproj-f16.gguf");
-  EXPECT_EQ(reg->entry["labels"], nlohmann::json::array({"custom", "vision"}));
+  EXPECT_EQ(reg->entry["labels"], nlohmann::ordered_json::array({"custom", "vision"}));
 }
 
 TEST_F(LocalImport, NamedProjectorMustExist) {
