@@ -21,6 +21,7 @@ class CorsWriter final : public net::ResponseWriter {
   bool finish() override { return inner_.finish(); }
   bool headers_sent() const override { return inner_.headers_sent(); }
   bool client_connected() override { return inner_.client_connected(); }
+  bool keep_serving_half_closed() override { return inner_.keep_serving_half_closed(); }
   int client_fd() const override { return inner_.client_fd(); }
 
  private:

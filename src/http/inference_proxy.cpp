@@ -140,6 +140,7 @@ void forward_whole(Lease& lease, const ProxyCall& call, net::ResponseWriter& wri
   req.body = call.body;
   net::CallOptions opts;
   opts.watch_fd = writer.client_fd();
+  opts.on_client_half_close = [&writer] { return writer.keep_serving_half_closed(); };
   opts.max_response_bytes = call.max_response_bytes;
   opts.total_timeout = call.request_timeout;
   auto resp = lease.server().client().send(req, opts);
@@ -173,6 +174,7 @@ void forward_stream(Lease& lease, const ProxyCall& call, net::ResponseWriter& wr
   req.body = call.body;
   net::CallOptions opts;
   opts.watch_fd = writer.client_fd();
+  opts.on_client_half_close = [&writer] { return writer.keep_serving_half_closed(); };
   opts.idle_timeout = call.stream_idle_timeout;
   SseScanner scanner(Clock::now());
   int status = 0;

@@ -152,6 +152,8 @@ bool SocketResponseWriter::begin_chunked(int status, const Headers& headers) {
   if (!write(&iov, 1)) {
     return false;
   }
+  const auto type = headers.get("Content-Type").value_or("");
+  event_stream_ = type.size() >= 17 && iequals(type.substr(0, 17), "text/event-stream");
   state_ = State::kChunked;
   return true;
 }
@@ -163,6 +165,7 @@ bool SocketResponseWriter::write_chunk(std::string_view data) {
   if (data.empty() || no_body_) {
     return true;
   }
+  remember_tail(data);
   if (raw_stream_) {
     iovec iov{const_cast<char*>(data.data()), data.size()};
     return write(&iov, 1);
@@ -194,22 +197,71 @@ bool SocketResponseWriter::finish() {
   return true;
 }
 
+void SocketResponseWriter::remember_tail(std::string_view data) {
+  if (data.size() >= kTailSize) {
+    tail_.assign(data.substr(data.size() - kTailSize));
+  } else {
+    tail_.append(data);
+    if (tail_.size() > kTailSize) {
+      tail_.erase(0, tail_.size() - kTailSize);
+    }
+  }
+}
+
+bool SocketResponseWriter::at_event_boundary() const {
+  // An SSE event ends with a blank line: LF LF, CRLF CRLF or CR CR.
+  const std::string_view t = tail_;
+  return t.empty() || t.ends_with("\n\n") || t.ends_with("\r\n\r\n") || t.ends_with("\r\r");
+}
+
+bool SocketResponseWriter::keep_serving_half_closed() {
+  if (half_closed_) {
+    return true;
+  }
+  if (state_ == State::kFailed || mode_.http10) {
+    return false;
+  }
+  if (state_ == State::kIdle) {
+    // Nothing sent yet: an interim response is allowed before any final one.
+    static constexpr std::string_view kProbe = "HTTP/1.1 100 Continue\r\n\r\n";
+    iovec iov{const_cast<char*>(kProbe.data()), kProbe.size()};
+    if (!write(&iov, 1)) {
+      return false;
+    }
+  } else if (state_ == State::kChunked && event_stream_ && !no_body_) {
+    // Mid-stream: an SSE comment between two events is ignored by every
+    // client. Inside an event nothing may be added; the next write tells.
+    if (at_event_boundary() && !write_chunk(": \n\n")) {
+      return false;
+    }
+  } else {
+    return false;  // any other body cannot take a probe: treat as gone
+  }
+  half_closed_ = true;
+  return true;
+}
+
 bool SocketResponseWriter::client_connected() {
   if (state_ == State::kFailed || fd_ < 0) {
     return false;
   }
-  pollfd p{fd_, static_cast<short>(POLLIN | POLLRDHUP), 0};
+  // After a half-close only a reset or a full close counts (POLLHUP/POLLERR
+  // are reported whatever the events asked for).
+  pollfd p{fd_, static_cast<short>(half_closed_ ? 0 : (POLLIN | POLLRDHUP)), 0};
   if (::poll(&p, 1, 0) <= 0) {
     return true;
   }
-  if ((p.revents & (POLLHUP | POLLERR | POLLRDHUP | POLLNVAL)) != 0) {
+  if ((p.revents & (POLLHUP | POLLERR | POLLNVAL)) != 0) {
     return false;
+  }
+  if ((p.revents & POLLRDHUP) != 0) {
+    return keep_serving_half_closed();
   }
   if ((p.revents & POLLIN) != 0) {
     char c;
     ssize_t n = ::recv(fd_, &c, 1, MSG_PEEK | MSG_DONTWAIT);
     if (n == 0) {
-      return false;
+      return keep_serving_half_closed();
     }
     if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
       return false;

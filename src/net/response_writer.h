@@ -41,6 +41,7 @@ class SocketResponseWriter final : public ResponseWriter {
   bool finish() override;
   bool headers_sent() const override { return state_ != State::kIdle; }
   bool client_connected() override;
+  bool keep_serving_half_closed() override;
   int client_fd() const override { return fd_; }
 
   // Sends the server's own error envelope (Content-Type application/json),
@@ -56,6 +57,10 @@ class SocketResponseWriter final : public ResponseWriter {
   std::string build_head(int status, const Headers& headers,
                          std::optional<std::size_t> content_length, bool chunked);
   bool write(iovec* iov, int count);
+  void remember_tail(std::string_view data);
+  bool at_event_boundary() const;
+
+  static constexpr std::size_t kTailSize = 4;
 
   int fd_;
   ResponseMode mode_;
@@ -63,8 +68,11 @@ class SocketResponseWriter final : public ResponseWriter {
   const std::atomic<bool>* stopping_;
   State state_ = State::kIdle;
   bool keep_alive_;
-  bool raw_stream_ = false;  // HTTP/1.0 "chunked": plain bytes, then close
-  bool no_body_ = false;     // HEAD or a status without a body
+  bool raw_stream_ = false;    // HTTP/1.0 "chunked": plain bytes, then close
+  bool no_body_ = false;       // HEAD or a status without a body
+  bool half_closed_ = false;   // the client shut its sending side; we still answer
+  bool event_stream_ = false;  // chunked text/event-stream: comments are harmless
+  std::string tail_;           // the stream's last bytes, to find event boundaries
 };
 
 }  // namespace lemon::net::detail

@@ -101,10 +101,20 @@ Status UpstreamClient::Impl::connect_one(const addrinfo& ai, const CallOptions& 
     if (errno != EINPROGRESS && errno != EINTR) {
       return Error(ErrorCode::kBackendUnavailable, prefix + detail::errno_text(errno));
     }
+    short watch_events = POLLRDHUP;
     for (;;) {
       auto w = detail::wait_fd(fd.get(), POLLOUT, detail::millis_until(deadline), options.watch_fd,
-                               POLLRDHUP);
+                               watch_events);
       if (w == detail::Wait::kInterrupted) {
+        // A client that only shut its sending side may still be answered.
+        pollfd client{options.watch_fd, watch_events, 0};
+        const bool only_half_closed =
+            ::poll(&client, 1, 0) > 0 && (client.revents & (POLLHUP | POLLERR | POLLNVAL)) == 0;
+        if (only_half_closed && watch_events != 0 && options.on_client_half_close &&
+            options.on_client_half_close()) {
+          watch_events = 0;
+          continue;
+        }
         return Error(ErrorCode::kCancelled, "client disconnected");
       }
       if (w == detail::Wait::kTimeout) {

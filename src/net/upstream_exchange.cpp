@@ -61,7 +61,7 @@ UpstreamExchange::Wait UpstreamExchange::wait(short events) {
     }
     std::array<pollfd, 2> fds{};
     fds[0] = pollfd{fd_, events, 0};
-    fds[1] = pollfd{options_.watch_fd, POLLRDHUP, 0};
+    fds[1] = pollfd{options_.watch_fd, watch_events_, 0};
     const nfds_t count = options_.watch_fd >= 0 ? 2 : 1;
     int rc = ::poll(fds.data(), count, timeout);
     if (rc < 0) {
@@ -70,7 +70,7 @@ UpstreamExchange::Wait UpstreamExchange::wait(short events) {
       }
       return Wait::kError;
     }
-    if (count == 2 && fds[1].revents != 0) {
+    if (count == 2 && fds[1].revents != 0 && client_gone(fds[1].revents)) {
       return Wait::kCancelled;
     }
     if (rc > 0 && fds[0].revents != 0) {
@@ -87,6 +87,20 @@ UpstreamExchange::Wait UpstreamExchange::wait(short events) {
       next_tick_ = Clock::now() + tick_interval_;
     }
   }
+}
+
+bool UpstreamExchange::client_gone(short revents) {
+  if ((revents & (POLLHUP | POLLERR | POLLNVAL)) != 0) {
+    return true;
+  }
+  if ((revents & POLLRDHUP) != 0 && watch_events_ != 0) {
+    if (options_.on_client_half_close && options_.on_client_half_close()) {
+      watch_events_ = 0;  // from now on only a reset or a full close counts
+      return false;
+    }
+    return true;
+  }
+  return false;
 }
 
 Error UpstreamExchange::wait_error(Wait w) const {
@@ -139,8 +153,8 @@ UpstreamExchange::Recv UpstreamExchange::receive(std::size_t max, std::string_vi
       }
       if (options_.watch_fd >= 0 && now >= next_watch_check_) {
         next_watch_check_ = now + kWatchCheckInterval;
-        pollfd client{options_.watch_fd, POLLRDHUP, 0};
-        if (::poll(&client, 1, 0) > 0 && client.revents != 0) {
+        pollfd client{options_.watch_fd, watch_events_, 0};
+        if (::poll(&client, 1, 0) > 0 && client.revents != 0 && client_gone(client.revents)) {
           failure_ = wait_error(Wait::kCancelled);
           return Recv::kFailed;
         }

@@ -9,6 +9,8 @@
 // Internal to src/net. Thread-safety: one exchange per calling thread.
 #pragma once
 
+#include <poll.h>
+
 #include <functional>
 #include <memory>
 #include <optional>
@@ -45,6 +47,8 @@ class UpstreamExchange {
   Wait wait(short events);
   // Receives into this thread's buffer; on kFailed, failure_ holds the error.
   Recv receive(std::size_t max, std::string_view& got);
+  // What the watched client's poll events mean: true if the call must stop.
+  bool client_gone(short revents);
   Error wait_error(Wait w) const;
   Error lost(std::string_view when, int err) const;
   Error protocol(std::string_view why) const;
@@ -69,6 +73,7 @@ class UpstreamExchange {
   std::string buf_;  // received, not yet consumed
   bool got_bytes_ = false;
   std::optional<Error> failure_;
+  short watch_events_ = POLLRDHUP;  // 0 once a half-closed client is kept
 };
 
 }  // namespace lemon::net::detail

@@ -67,8 +67,8 @@ bool valid_absolute_authority(std::string_view target) {
   }
   return std::all_of(authority.begin(), authority.end(), [](char c) {
     auto u = static_cast<unsigned char>(c);
-    return std::isalnum(u) != 0 || std::string_view("-._~!$&'()*+,;=%:[]").find(c) !=
-                                       std::string_view::npos;
+    return std::isalnum(u) != 0 ||
+           std::string_view("-._~!$&'()*+,;=%:[]").find(c) != std::string_view::npos;
   });
 }
 

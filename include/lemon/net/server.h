@@ -50,9 +50,20 @@ class ResponseWriter {
 
   virtual bool headers_sent() const = 0;
 
-  // Non-blocking check: false once the client has closed its side, reset the
-  // connection, or a write failed.
+  // Non-blocking check: false once the client is gone (reset the connection,
+  // closed it, or a write failed). A client that only shut down its sending
+  // side (a half-close) is still connected if keep_serving_half_closed()
+  // says so.
   virtual bool client_connected() = 0;
+  // The client shut down its sending side after its request. True if the
+  // response can still reach it, after a probe that a client that in fact
+  // closed entirely answers with a reset (noticed by the next check or write):
+  // an interim "100 Continue" if nothing was sent yet (RFC 9110 15.2: clients
+  // must accept unexpected 1xx), an SSE comment if an event stream is between
+  // two events, none inside an event (the stream's next write tells). False
+  // for HTTP/1.0 clients (no 1xx allowed), other started bodies, and when the
+  // probe cannot be written: treat the client as gone.
+  virtual bool keep_serving_half_closed() { return false; }
   // The client socket, so a proxy can poll() it (POLLRDHUP) together with an
   // upstream socket. -1 when there is none (in-memory writers in tests).
   virtual int client_fd() const = 0;

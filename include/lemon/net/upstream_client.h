@@ -35,6 +35,11 @@ struct UpstreamRequest {
 
 struct CallOptions {
   int watch_fd = -1;  // downstream client socket to watch for hang-up, or -1
+  // Called once if the watched client shuts down only its sending side (a
+  // half-close): true keeps the call going, watching for a reset or full
+  // close only (ResponseWriter::keep_serving_half_closed); unset or false
+  // cancels it like a disconnect.
+  std::function<bool()> on_client_half_close;
   std::chrono::milliseconds connect_timeout{2000};
   // Longest silence allowed from the backend once the request is sent;
   // zero means no limit (generation can legitimately take minutes).
