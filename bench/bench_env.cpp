@@ -103,10 +103,14 @@ BenchEnv::~BenchEnv() {
   fs::remove_all(root_, ec);
 }
 
-void BenchEnv::add_model(const std::string& name, const std::string& file) {
+void BenchEnv::add_model(const std::string& name, const std::string& file,
+                         const std::string& label) {
   models_[name] = {{"checkpoint", file.empty() ? paths_.model_file : file},
                    {"recipe", "llamacpp"},
                    {"source", "local_path"}};
+  if (!label.empty()) {
+    models_[name]["labels"] = {label};
+  }
   std::ofstream(root_ + "/cache/user_models.json") << models_.dump(2);
 }
 

@@ -38,8 +38,9 @@ class BenchEnv {
   const Paths& paths() const { return paths_; }
 
   // Registers user.<name> (llamacpp) pointing at `file` (default: the
-  // model file).
-  void add_model(const std::string& name, const std::string& file = {});
+  // model file), with one label ("embeddings", "reranking") if not empty.
+  void add_model(const std::string& name, const std::string& file = {},
+                 const std::string& label = {});
 
   // Starts a router with these extra arguments (and environment); returns
   // its port.

@@ -5,7 +5,8 @@
 //   lemon-soak [--duration SECONDS (600)] [--out FILE] [--router BIN] [--fakes DIR]
 //
 // The mix, all at once: streaming and non-streaming chats across 4 models
-// with --max-loaded-models 2 (so loads and evictions never stop), slow
+// with --max-loaded-models 2 (so loads and evictions never stop), a stream
+// of short embedding requests on a fifth model (for volume), slow
 // backends, clients that disconnect mid-stream, a backend that crashes in the
 // middle of every stream, explicit loads and unloads, oversized and malformed
 // requests, idle and trickling connections, and a /health prober. Every
@@ -19,6 +20,7 @@
 #include <atomic>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -33,10 +35,10 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using nlohmann::json;
 using lemon::net::CallOptions;
 using lemon::net::UpstreamClient;
 using lemon::net::UpstreamRequest;
+using nlohmann::json;
 
 const char* const kModels[] = {"user.m1", "user.m2", "user.m3", "user.m4"};
 
@@ -46,7 +48,21 @@ struct Tally {
   std::atomic<long> unexpected{0};      // anything else: a lost request
   std::atomic<long> hung{0};            // no answer within the per-request bound
   std::mutex mu;
-  std::vector<std::string> samples;  // first unexpected outcomes, for the report
+  std::vector<std::string> samples;     // first unexpected outcomes, for the report
+  std::map<std::string, long> by_lane;  // answered as expected, per kind of client
+
+  void good(const char* lane) {
+    ok++;
+    count(lane);
+  }
+  void expected(const char* lane) {
+    expected_error++;
+    count(lane);
+  }
+  void count(const char* lane) {
+    std::lock_guard lock(mu);
+    ++by_lane[lane];
+  }
 
   void bad(const std::string& what, bool hang = false) {
     (hang ? hung : unexpected)++;
@@ -189,6 +205,7 @@ int main(int argc, char** argv) {
       env.add_model(m);
     }
     env.add_model("crashy", crashy_file);
+    env.add_model("embed", {}, "embeddings");
     const int port = env.start_router({"--max-loaded-models", "2", "--parallel", "4",
                                        "--max-body-size", "1", "--header-timeout", "2",
                                        "--body-timeout", "2", "--keep-alive-timeout", "5"});
@@ -219,11 +236,32 @@ int main(int argc, char** argv) {
                                     body.find("\"error\"") == std::string::npos
                               : body.find("\"choices\"") != std::string::npos);
           if (good) {
-            tally.ok++;
+            tally.good("chat");
           } else {
-            tally.bad("chat " + model + (stream ? " stream" : "") + ": " +
-                          (s.ok() ? std::to_string(st) + " " + body.substr(0, 200)
-                                  : s.error().message()),
+            tally.bad(
+                "chat " + model + (stream ? " stream" : "") + ": " +
+                    (s.ok() ? std::to_string(st) + " " + body.substr(0, 200) : s.error().message()),
+                hung_up(s));
+          }
+        }
+      });
+    }
+    // Volume: short embedding requests with no delay, on a model type of its
+    // own so the chat models' evictions do not slow them down. They bring the
+    // request count of a 10-minute run well past 100,000.
+    for (int w = 0; w < 3; ++w) {
+      workers.emplace_back([&] {
+        const std::string request =
+            json{{"model", "user.embed"}, {"input", {"soak one", "soak two"}}}.dump();
+        while (running()) {
+          int st = 0;
+          std::string body;
+          auto s = call(client, "/api/v1/embeddings", request, st, body);
+          if (s.ok() && st == 200 && body.find("\"embedding\"") != std::string::npos) {
+            tally.good("embeddings");
+          } else {
+            tally.bad("embeddings: " + (s.ok() ? std::to_string(st) + " " + body.substr(0, 200)
+                                               : s.error().message()),
                       hung_up(s));
           }
         }
@@ -238,7 +276,7 @@ int main(int argc, char** argv) {
         auto s = call(client, "/api/v1/chat/completions",
                       chat(kModels[rng() % 4], true, 40, 0, 20).dump(), st, body, 2);
         if (!s.ok() && s.error().code() == lemon::ErrorCode::kCancelled) {
-          tally.expected_error++;
+          tally.expected("disconnect");
         } else {
           tally.bad("disconnect: " + (s.ok() ? std::to_string(st) : s.error().message()),
                     hung_up(s));
@@ -256,7 +294,7 @@ int main(int argc, char** argv) {
                       st, body);
         if (s.ok() && st == 200 && body.find("backend_unavailable") != std::string::npos &&
             body.find("data: [DONE]") != std::string::npos) {
-          tally.expected_error++;
+          tally.expected("crash");
         } else {
           tally.bad("crash: " + (s.ok() ? std::to_string(st) + " " + body.substr(0, 300)
                                         : s.error().message()),
@@ -277,12 +315,12 @@ int main(int argc, char** argv) {
                       json{{"model_name", model}}.dump(), st, body);
         if (s.ok() && (st == 200 || (!load && st == 404 &&
                                      body.find("model_not_loaded") != std::string::npos))) {
-          tally.ok++;
+          tally.good("load_unload");
         } else {
-          tally.bad(std::string(load ? "load " : "unload ") + model + ": " +
-                        (s.ok() ? std::to_string(st) + " " + body.substr(0, 200)
-                                : s.error().message()),
-                    hung_up(s));
+          tally.bad(
+              std::string(load ? "load " : "unload ") + model + ": " +
+                  (s.ok() ? std::to_string(st) + " " + body.substr(0, 200) : s.error().message()),
+              hung_up(s));
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(300));
       }
@@ -311,9 +349,9 @@ int main(int argc, char** argv) {
                      st, body);
         }
         if (s.ok() && st == want) {
-          tally.expected_error++;
+          tally.expected("bad_request");
         } else if (!s.ok() && want == 413) {
-          tally.expected_error++;  // refused before the 2 MiB were sent: closed early
+          tally.expected("bad_request");  // refused before the 2 MiB were sent: closed early
         } else {
           tally.bad("bad request wanted " + std::to_string(want) + ": " +
                         (s.ok() ? std::to_string(st) : s.error().message()),
@@ -429,6 +467,7 @@ int main(int argc, char** argv) {
       {"lost", tally.unexpected.load()},
       {"hung", tally.hung.load()},
       {"lost_samples", tally.samples},
+      {"by_lane", tally.by_lane},
       {"slow_clients", {{"opened", slow_clients_opened.load()}, {"cut", slow_clients_cut.load()}}},
       {"backends_seen_at_once", backends_seen},
       {"orphans", orphans},
@@ -442,12 +481,11 @@ int main(int argc, char** argv) {
                     flat_rss && flat_fds && total > 0;
   report["pass"] = pass;
   std::cout << report.dump(2) << "\n";
-  std::cout << "soak: " << total << " requests in " << duration_s << " s, " << tally.ok
-            << " ok, " << tally.expected_error << " expected errors, " << tally.unexpected
-            << " lost, " << tally.hung << " hung; orphans " << orphans << "; RSS "
-            << early.rss_kib / 1024 << " -> " << late.rss_kib / 1024 << " MiB; fds " << early.fds
-            << " -> " << late.fds << "; /health p99 " << health_p99 << " ms: "
-            << (pass ? "PASS" : "FAIL") << "\n";
+  std::cout << "soak: " << total << " requests in " << duration_s << " s, " << tally.ok << " ok, "
+            << tally.expected_error << " expected errors, " << tally.unexpected << " lost, "
+            << tally.hung << " hung; orphans " << orphans << "; RSS " << early.rss_kib / 1024
+            << " -> " << late.rss_kib / 1024 << " MiB; fds " << early.fds << " -> " << late.fds
+            << "; /health p99 " << health_p99 << " ms: " << (pass ? "PASS" : "FAIL") << "\n";
   std::filesystem::path out_path(out);
   if (out_path.has_parent_path()) {
     std::filesystem::create_directories(out_path.parent_path());
