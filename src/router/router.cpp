@@ -150,27 +150,31 @@ Result<std::shared_ptr<Router::LoadJob>> Router::make_job(
   return job;
 }
 
+bool Router::wait_step(std::unique_lock<std::mutex>& lock, const WaitHooks& hooks,
+                       std::chrono::steady_clock::time_point& next_tick) {
+  if (!hooks.cancelled && !hooks.on_tick) {
+    cv_.wait(lock);
+    return false;
+  }
+  cv_.wait_until(lock, next_tick);
+  if (std::chrono::steady_clock::now() < next_tick) {
+    return false;
+  }
+  next_tick += hooks.tick_interval;
+  lock.unlock();
+  const bool gone = hooks.cancelled && hooks.cancelled();
+  if (!gone && hooks.on_tick) {
+    hooks.on_tick();
+  }
+  lock.lock();
+  return gone;
+}
+
 Status Router::wait_for_job(std::unique_lock<std::mutex>& lock, const std::shared_ptr<LoadJob>& job,
                             const std::shared_ptr<LoadWaiter>& waiter, const WaitHooks& hooks) {
-  const bool ticking = hooks.cancelled || hooks.on_tick;
   auto next_tick = std::chrono::steady_clock::now() + hooks.tick_interval;
   while (!waiter->done) {
-    if (!ticking) {
-      cv_.wait(lock);
-      continue;
-    }
-    cv_.wait_until(lock, next_tick);
-    if (waiter->done || std::chrono::steady_clock::now() < next_tick) {
-      continue;
-    }
-    next_tick += hooks.tick_interval;
-    lock.unlock();
-    bool gone = hooks.cancelled && hooks.cancelled();
-    if (!gone && hooks.on_tick) {
-      hooks.on_tick();
-    }
-    lock.lock();
-    if (gone && !waiter->done) {
+    if (wait_step(lock, hooks, next_tick) && !waiter->done) {
       auto& ws = job->waiters;
       ws.erase(std::remove(ws.begin(), ws.end(), waiter), ws.end());
       return Error(ErrorCode::kCancelled, "client went away while '" + job->model + "' loaded");
@@ -209,7 +213,6 @@ Result<bool> Router::wait_for_slot(std::unique_lock<std::mutex>& lock,
     line.erase(std::remove(line.begin(), line.end(), ticket), line.end());
     cv_.notify_all();  // whoever is behind may be first now
   };
-  const bool ticking = hooks.cancelled || hooks.on_tick;
   auto next_tick = std::chrono::steady_clock::now() + hooks.tick_interval;
   for (;;) {
     if (shutting_down_) {
@@ -229,22 +232,7 @@ Result<bool> Router::wait_for_slot(std::unique_lock<std::mutex>& lock,
       }
       return true;
     }
-    if (!ticking) {
-      cv_.wait(lock);
-      continue;
-    }
-    cv_.wait_until(lock, next_tick);
-    if (std::chrono::steady_clock::now() < next_tick) {
-      continue;
-    }
-    next_tick += hooks.tick_interval;
-    lock.unlock();
-    bool gone = hooks.cancelled && hooks.cancelled();
-    if (!gone && hooks.on_tick) {
-      hooks.on_tick();
-    }
-    lock.lock();
-    if (gone) {
+    if (wait_step(lock, hooks, next_tick)) {
       leave();
       return Error(ErrorCode::kCancelled, "client went away while waiting for a free slot of '" +
                                               slot->server->model_name() + "'");

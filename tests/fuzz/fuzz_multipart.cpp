@@ -24,8 +24,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   for (const auto& p : *parts) {
-    if (!p.data.empty() &&
-        (p.data.data() < body.data() || p.data.data() + p.data.size() > body.data() + body.size())) {
+    if (!p.data.empty() && (p.data.data() < body.data() ||
+                            p.data.data() + p.data.size() > body.data() + body.size())) {
       std::abort();
     }
   }

@@ -30,8 +30,8 @@ bool has_ctl(std::string_view s, bool tab_ok = false) {
 }
 
 bool trimmed(std::string_view v) {
-  return v.empty() || (v.front() != ' ' && v.front() != '\t' && v.back() != ' ' &&
-                       v.back() != '\t');
+  return v.empty() ||
+         (v.front() != ' ' && v.front() != '\t' && v.back() != ' ' && v.back() != '\t');
 }
 
 }  // namespace

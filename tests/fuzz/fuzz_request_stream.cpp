@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "request_reader.h"
+#include "socket_input.h"
 
 using namespace lemon::net;
 
@@ -53,21 +54,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;  // more than a socket buffer would block the writer
   }
   int fds[2];
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+  if (!socketpair_with_input(data, size, fds)) {
     return 0;
   }
-  int buf = 1 << 18;
-  ::setsockopt(fds[0], SOL_SOCKET, SO_SNDBUF, &buf, sizeof buf);
-  ::setsockopt(fds[1], SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
-  std::size_t sent = 0;
-  while (sent < size) {
-    ssize_t n = ::send(fds[0], data + sent, size - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (n <= 0) {
-      break;
-    }
-    sent += static_cast<std::size_t>(n);
-  }
-  ::shutdown(fds[0], SHUT_WR);
 
   static const ServerOptions kOptions = options();
   detail::RequestMemory memory(kOptions.max_request_memory);

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -148,13 +149,26 @@ void RouterProcess::read_output() {
       if (fds[i].revents == 0) {
         continue;
       }
+      {
+        std::lock_guard lock(mu_);
+        reading_ = true;
+      }
       ssize_t got = ::read(fds[i].fd, buf, sizeof buf);
+      auto done_reading = [this] {
+        {
+          std::lock_guard lock(mu_);
+          reading_ = false;
+        }
+        cv_.notify_all();
+      };
       if (got < 0 && errno == EINTR) {
+        done_reading();
         continue;
       }
       bool& open = i == 0 ? out_open : err_open;
       if (got <= 0) {
         open = false;
+        done_reading();
         continue;
       }
       if (i == 0) {
@@ -162,7 +176,7 @@ void RouterProcess::read_output() {
       } else {
         append(err_partial_, err_lines_, buf, static_cast<std::size_t>(got));
       }
-      cv_.notify_all();
+      done_reading();
     }
   }
   std::lock_guard lock(mu_);
@@ -212,8 +226,18 @@ bool RouterProcess::wait_for_log(std::string_view needle, int occurrences,
   });
 }
 
+void RouterProcess::catch_up(std::unique_lock<std::mutex>& lock) const {
+  auto unread = [](int fd) {
+    int n = 0;
+    return fd >= 0 && ::ioctl(fd, FIONREAD, &n) == 0 ? n : 0;
+  };
+  cv_.wait_for(lock, std::chrono::seconds(5),
+               [&] { return eof_ || (!reading_ && unread(err_fd_) == 0 && unread(out_fd_) == 0); });
+}
+
 int RouterProcess::count_log(std::string_view needle) const {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
+  catch_up(lock);
   int n = 0;
   for (const auto& line : err_lines_) {
     n += line.find(needle) != std::string::npos ? 1 : 0;
@@ -222,7 +246,8 @@ int RouterProcess::count_log(std::string_view needle) const {
 }
 
 std::vector<std::string> RouterProcess::log_lines() const {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
+  catch_up(lock);
   return err_lines_;
 }
 
@@ -235,7 +260,8 @@ std::string RouterProcess::log_text() const {
 }
 
 std::string RouterProcess::stdout_text() const {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
+  catch_up(lock);
   std::string text;
   for (const auto& line : out_lines_) {
     text += line + "\n";

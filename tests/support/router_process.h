@@ -50,6 +50,7 @@ class RouterProcess {
   // Waits until `occurrences` stderr lines contain `needle`.
   bool wait_for_log(std::string_view needle, int occurrences = 1,
                     std::chrono::milliseconds timeout = kWait) const;
+  // These read everything the router wrote before the call (see catch_up).
   int count_log(std::string_view needle) const;
   std::vector<std::string> log_lines() const;  // stderr
   std::string log_text() const;                // stderr, one line per line
@@ -88,6 +89,12 @@ class RouterProcess {
   std::string err_partial_;             // reader thread only
   std::string out_partial_;             // reader thread only
   bool eof_ = false;                    // guarded by mu_
+  bool reading_ = false;  // guarded by mu_: the reader holds bytes not yet in the lines
+
+  // Waits (mu_ held through `lock`) until every byte the router has written
+  // so far is in the lines, so a count taken after an HTTP reply sees what
+  // the router logged before replying. Gives up after a few seconds.
+  void catch_up(std::unique_lock<std::mutex>& lock) const;
 };
 
 }  // namespace lemon::testing

@@ -194,6 +194,11 @@ class Router {
   Result<std::shared_ptr<LoadJob>> make_job(std::string_view model_name,
                                             const std::optional<RecipeOptions>& request_options,
                                             std::optional<ModelType> required = std::nullopt);
+  // One step of a wait on cv_: until notified or, when the hooks poll the
+  // caller, until next_tick, when they run without the lock. True when the
+  // caller is gone.
+  bool wait_step(std::unique_lock<std::mutex>& lock, const WaitHooks& hooks,
+                 std::chrono::steady_clock::time_point& next_tick);
   Status wait_for_job(std::unique_lock<std::mutex>& lock, const std::shared_ptr<LoadJob>& job,
                       const std::shared_ptr<LoadWaiter>& waiter, const WaitHooks& hooks);
   // Waits in `slot`'s line with `ticket` until it is first and a slot is free
