@@ -45,7 +45,9 @@ Result<nlohmann::json> parse_json_object(std::string_view body) {
       return Error(ErrorCode::kInvalidRequest, "request body must be a JSON object");
     }
     return j;
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
+    // parse_error, and out_of_range for a number too large for a double
+    // (found by fuzz_json_requests: tests/fuzz/corpus/fuzz_json_requests).
     return Error(ErrorCode::kInvalidRequest,
                  std::string("request body is not valid JSON: ") + e.what());
   }

@@ -176,6 +176,14 @@ TEST(HttpApiJsonRequest, BadJsonNamesTheParseError) {
   EXPECT_NE(r.error().message().find("parse error"), std::string::npos) << r.error().message();
 }
 
+TEST(HttpApiJsonRequest, ANumberTooLargeForADoubleIsInvalidNotAnException) {
+  // nlohmann throws out_of_range, not parse_error, for this (fuzz_json_requests).
+  auto r = parse_json_object(R"({"model":"m","temperature":1e999})");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), ErrorCode::kInvalidRequest);
+  EXPECT_NE(r.error().message().find("not valid JSON"), std::string::npos) << r.error().message();
+}
+
 TEST(HttpApiJsonRequest, EmptyBodyIsInvalid) {
   auto r = parse_json_object("");
   ASSERT_FALSE(r.ok());
