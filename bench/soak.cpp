@@ -79,17 +79,6 @@ struct Sample {
   long fds;
 };
 
-long rss_kib(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) {
-      return std::stol(line.substr(6));
-    }
-  }
-  return -1;
-}
-
 long open_fds(pid_t pid) {
   long n = 0;
   if (DIR* d = ::opendir(("/proc/" + std::to_string(pid) + "/fd").c_str())) {
@@ -428,7 +417,7 @@ int main(int argc, char** argv) {
     while (running()) {
       std::this_thread::sleep_for(std::chrono::seconds(1));
       double t = std::chrono::duration<double>(Clock::now() - start).count();
-      samples.push_back({t, rss_kib(router_pid), open_fds(router_pid)});
+      samples.push_back({t, bench::rss_kib(router_pid), open_fds(router_pid)});
       backends_seen = std::max(backends_seen, processes_mentioning(tag));
     }
     for (auto& t : workers) {

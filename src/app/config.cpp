@@ -237,6 +237,9 @@ void add_router_options(CLI::App& app, RouterOptionValues& v) {
   app.add_flag("--health-without-auth", v.health_without_auth,
                "Let /health answer without the API key")
       ->envname("LEMONADE_HEALTH_WITHOUT_AUTH");
+  app.add_flag("--metrics-public", v.metrics_public,
+               "Let /metrics answer without the API key (for a Prometheus scraper)")
+      ->envname("LEMONADE_METRICS_PUBLIC");
   app.add_option("--cors-origins", v.cors,
                  "Comma-separated origins allowed to call the API from a browser ('*' for any)")
       ->envname("LEMONADE_CORS_ORIGINS");
@@ -336,6 +339,7 @@ ParsedConfig parse_config(int argc, const char* const* argv) {
   c.max_connections = v.max_connections;
   c.api_key = v.api_key;
   c.health_without_auth = v.health_without_auth;
+  c.metrics_public = v.metrics_public;
   c.ready_fd = v.ready_fd;
   c.cache_dir = default_cache_dir();
   c.hf_hub_cache = default_hf_hub_cache();

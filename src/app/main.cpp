@@ -26,6 +26,9 @@
 #include "lemon/process/port_allocator.h"
 #include "lemon/process/process_launcher.h"
 #include "lemon/router/router.h"
+#include "lemon/telemetry/context_monitor.h"
+#include "lemon/telemetry/system_stats.h"
+#include "lemon/telemetry/telemetry_hub.h"
 
 namespace {
 
@@ -51,6 +54,25 @@ int main(int argc, char** argv) {
   }
   const Config& cfg = parsed.config;
   init_logging(cfg.log_level);
+  // Log lines and backend output also go to the log stream (GET /logs/stream).
+  telemetry::TelemetryHub telemetry;
+  // Detached before `telemetry` goes away, on every way out of main.
+  struct LogStreamAttachment {
+    explicit LogStreamAttachment(telemetry::LogRing& ring)
+        : sink(telemetry::LogRing::make_sink(ring)) {
+      add_log_sink(sink);
+      set_output_tap([&ring](std::string_view model, std::string_view line) {
+        ring.add_output(model, line);
+      });
+    }
+    ~LogStreamAttachment() {
+      set_output_tap({});
+      remove_log_sink(sink);
+    }
+    LogStreamAttachment(const LogStreamAttachment&) = delete;
+    LogStreamAttachment& operator=(const LogStreamAttachment&) = delete;
+    spdlog::sink_ptr sink;
+  } log_stream(telemetry.logs());
   auto log = logger("app");
 
   // Before any thread starts, so every thread inherits the mask.
@@ -88,7 +110,11 @@ int main(int argc, char** argv) {
   router_config.cli_options = cfg.cli_options;
   router_config.max_queued_per_model = cfg.max_queued_per_model;
   router_config.max_queued_total = cfg.max_queued_total;
+  router_config.on_event = [&telemetry](const RouterEvent& e) { telemetry.on_router_event(e); };
   Router router(**catalogue, factory, router_config);
+  telemetry::ContextMonitor context(router, telemetry.events());
+  context.start();
+  telemetry::SystemStatsReader system_stats(launcher.get());
   StatsStore stats;
 
   http::ApiSettings settings;
@@ -108,11 +134,20 @@ int main(int argc, char** argv) {
   settings.server.write_timeout = cfg.write_timeout;
   settings.access.api_key = cfg.api_key;
   settings.access.health_without_auth = cfg.health_without_auth;
+  settings.access.metrics_public = cfg.metrics_public;
+  settings.web_dir = cfg.resources_dir + "/web";
   settings.access.cors_origins = cfg.cors_origins;
   settings.cache_dir = cfg.cache_dir;
   settings.cli_options = cfg.cli_options;
   HubSettings hub = HubSettings::from_environment();
   ModelStore store(**catalogue, HubClient(hub));
+  store.set_observer({[&telemetry](const std::string& model, const download::TaskProgress& p) {
+                        telemetry.on_download_progress(model, p.file, p.bytes_done,
+                                                       p.bytes_total);
+                      },
+                      [&telemetry](const std::string& model, const Status& result) {
+                        telemetry.on_download_end(model, result);
+                      }});
   InstallerSettings install;
   install.cache_dir = cfg.cache_dir;
   install.resources_dir = cfg.resources_dir;
@@ -121,7 +156,8 @@ int main(int argc, char** argv) {
   install.offline = hub.offline;
   install.transfer = hub.transfer;
   BackendInstaller installer(install);
-  http::ApiServer api(settings, **catalogue, store, installer, router, stats);
+  http::ApiServer api(settings, **catalogue, store, installer, router, stats,
+                      http::Observers{telemetry, context, system_stats});
   auto port = api.bind();
   if (!port.ok()) {
     std::cerr << "lemonade-router: cannot listen on " << cfg.host << ":" << cfg.port << ": "
@@ -145,7 +181,7 @@ int main(int argc, char** argv) {
   const auto drain_timeout = cfg.drain_timeout;
   std::atomic<bool> signalled{false};
   std::thread signal_thread(
-      [&api, &router, &store, &installer, &signalled, signals, log, drain_timeout] {
+      [&api, &router, &store, &installer, &context, &signalled, signals, log, drain_timeout] {
         int sig = 0;
         sigwait(&signals, &sig);
         signalled = true;
@@ -172,6 +208,7 @@ int main(int argc, char** argv) {
         } else {
           log->info("drained: no request in flight");
         }
+        context.stop();
         router.shutdown();
       });
 
@@ -186,6 +223,7 @@ int main(int argc, char** argv) {
   }
   store.shutdown();
   installer.shutdown();
+  context.stop();
   router.shutdown();
   log->info("stopped");
   return 0;

@@ -99,7 +99,7 @@ ProcessServer::ReadyOutcome ProcessServer::wait_ready(
     if (probe.ok() && *probe == 200) {
       // The answer must come from our child, not from another program that
       // took the port first (e.g. a second router's backend).
-      if (!process_listens_on(child.pid(), client.port())) {
+      if (!process_alone_listens_on(child.pid(), client.port())) {
         return ReadyOutcome::kPortTaken;
       }
       return child.running() ? ReadyOutcome::kReady : ReadyOutcome::kExited;
@@ -142,7 +142,10 @@ Status ProcessServer::start(const std::function<bool()>& cancelled) {
     spec.args = std::move(*args);
     spec.env = child_env(executable_);
     spec.log_tag = model_name() + ":" + std::to_string(*port);
-    spec.drop_lines_containing = {"GET " + health_path() + " ", "GET /health ", "GET /v1/health "};
+    spec.model = model_name();
+    // Health polls and the context monitor's /slots reads are not news.
+    spec.drop_lines_containing = {"GET " + health_path() + " ", "GET /health ", "GET /v1/health ",
+                                  "GET /slots "};
     if (log->should_log(spdlog::level::info)) {
       std::ostringstream cmd;
       cmd << spec.executable;

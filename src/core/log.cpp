@@ -2,16 +2,22 @@
 
 #include <array>
 #include <mutex>
+#include <shared_mutex>
 
+#include <spdlog/sinks/dist_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 
 namespace lemon {
 namespace {
 
+constexpr const char* kPattern = "%Y-%m-%d %H:%M:%S.%e %^%-5l%$ [%n] %v";
+
 struct LogState {
   std::mutex mu;
-  spdlog::sink_ptr sink;
+  std::shared_ptr<spdlog::sinks::dist_sink_mt> sink;  // guarded by mu (the pointer)
   spdlog::level::level_enum level = spdlog::level::info;
+  std::shared_mutex tap_mu;
+  OutputTap tap;  // guarded by tap_mu
 };
 
 LogState& state() {
@@ -19,21 +25,29 @@ LogState& state() {
   return s;
 }
 
+// REQUIRES: s.mu held.
+void ensure_sink(LogState& s) {
+  if (!s.sink) {
+    s.sink = std::make_shared<spdlog::sinks::dist_sink_mt>();
+    s.sink->add_sink(std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
+    s.sink->set_pattern(kPattern);
+  }
+}
+
+constexpr std::array<std::pair<std::string_view, spdlog::level::level_enum>, 6> kLevels = {{
+    {"critical", spdlog::level::critical},
+    {"error", spdlog::level::err},
+    {"warning", spdlog::level::warn},
+    {"info", spdlog::level::info},
+    {"debug", spdlog::level::debug},
+    {"trace", spdlog::level::trace},
+}};
+
 spdlog::level::level_enum to_spdlog(std::string_view level) {
-  if (level == "critical") {
-    return spdlog::level::critical;
-  }
-  if (level == "error") {
-    return spdlog::level::err;
-  }
-  if (level == "warning") {
-    return spdlog::level::warn;
-  }
-  if (level == "debug") {
-    return spdlog::level::debug;
-  }
-  if (level == "trace") {
-    return spdlog::level::trace;
+  for (const auto& [name, value] : kLevels) {
+    if (name == level) {
+      return value;
+    }
   }
   return spdlog::level::info;
 }
@@ -41,10 +55,8 @@ spdlog::level::level_enum to_spdlog(std::string_view level) {
 }  // namespace
 
 bool is_valid_log_level(std::string_view level) {
-  static constexpr std::array<std::string_view, 6> kLevels = {"critical", "error", "warning",
-                                                              "info",     "debug", "trace"};
-  for (auto l : kLevels) {
-    if (l == level) {
+  for (const auto& [name, value] : kLevels) {
+    if (name == level) {
       return true;
     }
   }
@@ -54,12 +66,43 @@ bool is_valid_log_level(std::string_view level) {
 void init_logging(std::string_view level) {
   auto& s = state();
   std::lock_guard lock(s.mu);
-  if (!s.sink) {
-    s.sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
-  }
+  ensure_sink(s);
   s.level = to_spdlog(level);
-  spdlog::set_pattern("%Y-%m-%d %H:%M:%S.%e %^%-5l%$ [%n] %v");
+  spdlog::set_pattern(kPattern);
   spdlog::apply_all([&](const std::shared_ptr<spdlog::logger>& l) { l->set_level(s.level); });
+}
+
+void set_log_level(std::string_view level) {
+  auto& s = state();
+  std::lock_guard lock(s.mu);
+  s.level = to_spdlog(level);
+  spdlog::apply_all([&](const std::shared_ptr<spdlog::logger>& l) { l->set_level(s.level); });
+}
+
+std::string current_log_level() {
+  auto& s = state();
+  std::lock_guard lock(s.mu);
+  for (const auto& [name, value] : kLevels) {
+    if (value == s.level) {
+      return std::string(name);
+    }
+  }
+  return "info";
+}
+
+void add_log_sink(const spdlog::sink_ptr& sink) {
+  auto& s = state();
+  std::lock_guard lock(s.mu);
+  ensure_sink(s);
+  s.sink->add_sink(sink);
+}
+
+void remove_log_sink(const spdlog::sink_ptr& sink) {
+  auto& s = state();
+  std::lock_guard lock(s.mu);
+  if (s.sink) {
+    s.sink->remove_sink(sink);
+  }
 }
 
 std::shared_ptr<spdlog::logger> logger(const std::string& component) {
@@ -68,14 +111,26 @@ std::shared_ptr<spdlog::logger> logger(const std::string& component) {
   if (auto existing = spdlog::get(component)) {
     return existing;
   }
-  if (!s.sink) {
-    s.sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
-  }
+  ensure_sink(s);
   auto created = std::make_shared<spdlog::logger>(component, s.sink);
   created->set_level(s.level);
-  created->set_pattern("%Y-%m-%d %H:%M:%S.%e %^%-5l%$ [%n] %v");
+  created->set_pattern(kPattern);
   spdlog::register_logger(created);
   return created;
+}
+
+void set_output_tap(OutputTap tap) {
+  auto& s = state();
+  std::unique_lock lock(s.tap_mu);
+  s.tap = std::move(tap);
+}
+
+void tap_child_output(std::string_view model, std::string_view line) {
+  auto& s = state();
+  std::shared_lock lock(s.tap_mu);
+  if (s.tap) {
+    s.tap(model, line);
+  }
 }
 
 }  // namespace lemon

@@ -108,7 +108,8 @@ std::optional<Error> check_access(const net::Request& request, const AccessSetti
                                             "' are not allowed (see --cors-origins)");
   }
   bool needs_key = !settings.api_key.empty() && access != RouteAccess::kPublic &&
-                   !(access == RouteAccess::kHealth && settings.health_without_auth);
+                   !(access == RouteAccess::kHealth && settings.health_without_auth) &&
+                   !(access == RouteAccess::kMetrics && settings.metrics_public);
   if (needs_key) {
     auto auth = request.headers.get("Authorization").value_or("");
     constexpr std::string_view kBearer = "Bearer ";

@@ -1,6 +1,7 @@
 #include "lemon/http/api_server.h"
 
 #include "cors_writer.h"
+#include "observed_writer.h"
 #include "lemon/core/log.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/inference_proxy.h"
@@ -8,13 +9,15 @@
 namespace lemon::http {
 
 ApiServer::ApiServer(ApiSettings settings, ModelCatalogue& catalogue, ModelStore& store,
-                     BackendInstaller& installer, Router& router, StatsStore& stats)
+                     BackendInstaller& installer, Router& router, StatsStore& stats,
+                     Observers observers)
     : settings_(std::move(settings)),
       catalogue_(catalogue),
       store_(store),
       installer_(installer),
       router_(router),
-      stats_(stats) {
+      stats_(stats),
+      observers_(observers) {
   register_routes();
   settings_.server.head_check = [this](const net::Request& r) { return check_head(r); };
   server_ = std::make_unique<net::Server>(
@@ -38,9 +41,18 @@ void ApiServer::run() {
 }
 
 void ApiServer::stop() {
+  stopping_.store(true);
+  // Event and log streams would never end by themselves: close them, so the
+  // drain waits only for real work.
+  observers_.hub.events().close();
+  observers_.hub.logs().close();
   if (server_) {
     server_->stop();
   }
+}
+
+int ApiServer::open_connections() const {
+  return server_ ? server_->open_connections() : 0;
 }
 
 Error ApiServer::model_not_found(std::string_view name) const {
@@ -61,7 +73,8 @@ void ApiServer::handle(net::Request& r, net::ResponseWriter& raw) {
     InFlight(const InFlight&) = delete;
     InFlight& operator=(const InFlight&) = delete;
   } in_flight(in_flight_);
-  CorsWriter w(raw, cors_headers(r, settings_.access));
+  ObservedWriter counted(raw, &open_streams_);
+  CorsWriter w(counted, cors_headers(r, settings_.access));
   if (r.method == "OPTIONS") {
     // CORS preflight: never needs the key (browsers do not send it here).
     if (auto denied = check_access(r, settings_.access, RouteAccess::kPublic)) {
@@ -112,6 +125,22 @@ void ApiServer::route(
       static_cast<int>(access));
 }
 
+void ApiServer::root(
+    const std::string& method, const std::string& path, RouteAccess access,
+    std::function<void(net::Request&, net::ResponseWriter&, std::string_view)> handler) {
+  routes_.add_root(
+      method, path,
+      [this, access, handler = std::move(handler)](net::Request& r, net::ResponseWriter& w,
+                                                   std::string_view param) {
+        if (auto denied = check_access(r, settings_.access, access)) {
+          write_error(w, *denied);
+          return;
+        }
+        handler(r, w, param);
+      },
+      static_cast<int>(access));
+}
+
 void ApiServer::register_routes() {
   using P = std::string_view;
   route("GET", "health", RouteAccess::kHealth,
@@ -122,6 +151,26 @@ void ApiServer::register_routes() {
         [this](net::Request&, net::ResponseWriter& w, P) { handle_stats(w); });
   route("GET", "system-info", RouteAccess::kRead,
         [this](net::Request&, net::ResponseWriter& w, P) { handle_system_info(w); });
+  route("GET", "system-stats", RouteAccess::kRead,
+        [this](net::Request&, net::ResponseWriter& w, P) { handle_system_stats(w); });
+  route("GET", "ready", RouteAccess::kPublic,
+        [this](net::Request&, net::ResponseWriter& w, P) { handle_ready(w); });
+  route("GET", "metrics", RouteAccess::kMetrics,
+        [this](net::Request&, net::ResponseWriter& w, P) { handle_metrics(w); });
+  route("GET", "events", RouteAccess::kRead,
+        [this](net::Request& r, net::ResponseWriter& w, P) { handle_events(r, w); });
+  route("GET", "logs/stream", RouteAccess::kRead,
+        [this](net::Request& r, net::ResponseWriter& w, P) { handle_logs_stream(r, w); });
+  route("POST", "log-level", RouteAccess::kJsonPost,
+        [this](net::Request& r, net::ResponseWriter& w, P) { handle_log_level(r, w); });
+  route("POST", "params", RouteAccess::kJsonPost,
+        [this](net::Request& r, net::ResponseWriter& w, P) { handle_params(r, w); });
+  route("GET", "params", RouteAccess::kRead,
+        [this](net::Request& r, net::ResponseWriter& w, P) { handle_params(r, w); });
+  // Lemonade's debug route.
+  route("POST", "test", RouteAccess::kJsonPost, [](net::Request&, net::ResponseWriter& w, P) {
+    w.send(200, json_headers(), R"({"test":"ok"})");
+  });
   route("GET", "models", RouteAccess::kRead,
         [this](net::Request& r, net::ResponseWriter& w, P) { handle_models(r, w); });
   route("GET", "models/{id}", RouteAccess::kRead,
@@ -156,17 +205,20 @@ void ApiServer::register_routes() {
   }
   route("POST", "audio/transcriptions", RouteAccess::kMultipartPost,
         [this](net::Request& r, net::ResponseWriter& w, P) { handle_transcription(r, w); });
-  // Liveness also at the root, and never behind the key.
-  routes_.add_root(
-      "GET", "/live",
-      [this](net::Request& r, net::ResponseWriter& w, std::string_view) {
-        if (auto denied = check_access(r, settings_.access, RouteAccess::kPublic)) {
-          write_error(w, *denied);
-          return;
-        }
-        handle_live(w);
-      },
-      static_cast<int>(RouteAccess::kPublic));
+  // Liveness, readiness and metrics also at the root (where probes and
+  // Prometheus look by default); the dashboard at / and /web/<file>.
+  root("GET", "/live", RouteAccess::kPublic,
+       [this](net::Request&, net::ResponseWriter& w, P) { handle_live(w); });
+  root("GET", "/ready", RouteAccess::kPublic,
+       [this](net::Request&, net::ResponseWriter& w, P) { handle_ready(w); });
+  root("GET", "/metrics", RouteAccess::kMetrics,
+       [this](net::Request&, net::ResponseWriter& w, P) { handle_metrics(w); });
+  root("POST", "/internal/shutdown", RouteAccess::kJsonPost,
+       [this](net::Request&, net::ResponseWriter& w, P) { handle_shutdown(w); });
+  root("GET", "/", RouteAccess::kPublic,
+       [this](net::Request&, net::ResponseWriter& w, P) { handle_web("index.html", w); });
+  root("GET", "/web/{id}", RouteAccess::kPublic,
+       [this](net::Request&, net::ResponseWriter& w, P file) { handle_web(file, w); });
 }
 
 }  // namespace lemon::http

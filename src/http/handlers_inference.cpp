@@ -11,6 +11,7 @@
 #include "lemon/http/multipart.h"
 #include "lemon/http/request_checks.h"
 #include "lemon/http/rerank_format.h"
+#include "observed_writer.h"
 
 namespace lemon::http {
 namespace {
@@ -52,6 +53,9 @@ void ApiServer::handle_json_inference(ApiRoute route, net::Request& r, net::Resp
   req.stream = *stream;
   req.json = &*body;
   req.body_changed = map_max_completion_tokens(*body);
+  if (route == ApiRoute::kChatCompletions || route == ApiRoute::kCompletions) {
+    req.body_changed = params_.apply(*body) || req.body_changed;
+  }
   req.raw_body = r.body;
   req.content_type = "application/json";
   if (route == ApiRoute::kEmbeddings && body->value("encoding_format", "float") == "base64") {
@@ -105,7 +109,33 @@ void ApiServer::handle_transcription(net::Request& r, net::ResponseWriter& w) {
   forward_inference(req, w);
 }
 
-void ApiServer::forward_inference(InferenceRequest& req, net::ResponseWriter& w) {
+void ApiServer::forward_inference(InferenceRequest& req, net::ResponseWriter& raw) {
+  const auto started = ObservedWriter::Clock::now();
+  ObservedWriter w(raw);
+  bool known_model = true;
+  auto figures = forward_inference_to(req, w, known_model);
+  if (!known_model || w.status() == 0) {
+    return;  // an unknown name gets no series of its own (a client could make endless ones)
+  }
+  telemetry::RequestRecord record;
+  record.model = req.model;
+  record.route = api_route_name(req.route);
+  record.status = w.status();
+  record.stream = req.stream;
+  record.duration_s =
+      std::chrono::duration<double>(ObservedWriter::Clock::now() - started).count();
+  if (figures) {
+    record.ttft_s = figures->time_to_first_token;
+    record.prompt_tokens = figures->prompt_tokens;
+    record.completion_tokens = figures->output_tokens;
+    record.tokens_per_second = figures->tokens_per_second;
+  }
+  observers_.hub.record_request(record);
+}
+
+std::optional<RequestStats> ApiServer::forward_inference_to(InferenceRequest& req,
+                                                            net::ResponseWriter& w,
+                                                            bool& known_model) {
   WaitHooks hooks;
   hooks.tick_interval = settings_.keepalive_interval;
   hooks.cancelled = [&w] { return !w.client_connected(); };
@@ -133,11 +163,12 @@ void ApiServer::forward_inference(InferenceRequest& req, net::ResponseWriter& w)
   });
   if (!got.ok()) {
     if (got.error().code() == ErrorCode::kModelNotFound) {
+      known_model = false;
       write_error(w, model_not_found(req.model));
     } else if (got.error().code() != ErrorCode::kCancelled) {
       write_error(w, got.error());
     }
-    return;
+    return std::nullopt;
   }
   WrappedServer& server = lease->server();
   auto path = server.upstream_path(req.route);
@@ -146,7 +177,7 @@ void ApiServer::forward_inference(InferenceRequest& req, net::ResponseWriter& w)
                          std::string(api_route_name(req.route)) + " is not supported by recipe '" +
                              server.model().recipe + "'",
                          "model"));
-    return;
+    return std::nullopt;
   }
   std::string owned_body;
   std::string_view body = req.raw_body;
@@ -170,7 +201,7 @@ void ApiServer::forward_inference(InferenceRequest& req, net::ResponseWriter& w)
   call.request_timeout = settings_.request_timeout;
   call.stream_idle_timeout = settings_.stream_idle_timeout;
   call.drain_expired = &drain_expired_;
-  forward_to_backend(*lease, call, w, stats_);
+  return forward_to_backend(*lease, call, w, stats_);
 }
 
 }  // namespace lemon::http

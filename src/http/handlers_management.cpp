@@ -65,6 +65,15 @@ void ApiServer::handle_live(net::ResponseWriter& w) {
   send_json(w, 200, {{"status", "ok"}});
 }
 
+void ApiServer::handle_ready(net::ResponseWriter& w) {
+  // Ready while accepting work, model swaps included; not while draining.
+  if (stopping_.load()) {
+    write_error(w, Error(ErrorCode::kShuttingDown, "lemonade-router is draining").with_retry_after(1));
+    return;
+  }
+  send_json(w, 200, {{"status", "ready"}});
+}
+
 void ApiServer::handle_system_info(net::ResponseWriter& w) {
   send_json(w, 200, system_info_json(installer_, settings_.cache_dir, settings_.cli_options));
 }
@@ -113,6 +122,11 @@ void ApiServer::handle_load(net::Request& r, net::ResponseWriter& w) {
     write_error(w, options.error());
     return;
   }
+  auto save = bool_field(body, "save_options", false);
+  if (!save.ok()) {
+    write_error(w, save.error());
+    return;
+  }
   WaitHooks hooks;
   hooks.cancelled = [&w] { return !w.client_connected(); };
   // Registered but not on disk, or its backend not installed: download or
@@ -124,6 +138,17 @@ void ApiServer::handle_load(net::Request& r, net::ResponseWriter& w) {
       write_error(w, loaded.error());
     }
     return;
+  }
+  if (*save) {
+    // What this load ran with (request > saved > CLI > defaults), so a later
+    // load or auto-load without options gets the same server.
+    RecipeOptions effective = options->inherit(info->saved_options)
+                                  .inherit(settings_.cli_options)
+                                  .restricted_to(info->recipe);
+    if (Status saved = catalogue_.save_options(name, effective.to_json()); !saved.ok()) {
+      write_error(w, saved.error());
+      return;
+    }
   }
   send_json(w, 200,
             {{"status", "success"},

@@ -59,8 +59,8 @@ net::Headers sse_headers(std::string_view content_type) {
       {"X-Accel-Buffering", "no"}};
 }
 
-void record(StatsStore& stats, const Lease& lease, const std::optional<nlohmann::json>& usage,
-            const SseScanner* scanner) {
+RequestStats record(StatsStore& stats, const Lease& lease,
+                    const std::optional<nlohmann::json>& usage, const SseScanner* scanner) {
   RequestStats s;
   s.model = lease.model_name();
   if (usage) {
@@ -77,7 +77,8 @@ void record(StatsStore& stats, const Lease& lease, const std::optional<nlohmann:
     s.decode_token_times = scanner->gaps();
   }
   s.finished_ms = unix_ms_now();
-  stats.record(std::move(s));
+  stats.record(s);
+  return s;
 }
 
 // The object that follows the last `"key":` in `body`, as text (string-aware
@@ -132,8 +133,8 @@ std::optional<nlohmann::json> usage_objects(std::string_view body) {
   return out;
 }
 
-void forward_whole(Lease& lease, const ProxyCall& call, net::ResponseWriter& writer,
-                   StatsStore& stats) {
+std::optional<RequestStats> forward_whole(Lease& lease, const ProxyCall& call,
+                                          net::ResponseWriter& writer, StatsStore& stats) {
   net::UpstreamRequest req;
   req.path = call.path;
   req.content_type = call.content_type;
@@ -148,12 +149,12 @@ void forward_whole(Lease& lease, const ProxyCall& call, net::ResponseWriter& wri
     if (resp.error().code() != ErrorCode::kCancelled) {
       write_error(writer, backend_failure(lease, std::move(resp).error(), call));
     }
-    return;
+    return std::nullopt;
   }
   if (resp->status >= 400) {
     writer.send(resp->status, json_headers(),
                 json_text(normalize_backend_error(resp->body, resp->status)));
-    return;
+    return std::nullopt;
   }
   net::Headers headers;
   headers.add("Content-Type",
@@ -163,11 +164,11 @@ void forward_whole(Lease& lease, const ProxyCall& call, net::ResponseWriter& wri
     transformed = call.transform(resp->body);
   }
   writer.send(resp->status, headers, transformed ? *transformed : resp->body);
-  record(stats, lease, usage_objects(resp->body), nullptr);
+  return record(stats, lease, usage_objects(resp->body), nullptr);
 }
 
-void forward_stream(Lease& lease, const ProxyCall& call, net::ResponseWriter& writer,
-                    StatsStore& stats) {
+std::optional<RequestStats> forward_stream(Lease& lease, const ProxyCall& call,
+                                           net::ResponseWriter& writer, StatsStore& stats) {
   net::UpstreamRequest req;
   req.path = call.path;
   req.content_type = call.content_type;
@@ -214,7 +215,7 @@ void forward_stream(Lease& lease, const ProxyCall& call, net::ResponseWriter& wr
       });
   if (client_gone || (!result.ok() && result.error().code() == ErrorCode::kCancelled)) {
     logger("http")->debug("client left a stream from '{}'", lease.model_name());
-    return;
+    return std::nullopt;
   }
   if (status >= 400) {
     auto envelope = normalize_backend_error(error_body, status);
@@ -225,17 +226,17 @@ void forward_stream(Lease& lease, const ProxyCall& call, net::ResponseWriter& wr
       writer.write_chunk("data: [DONE]\n\n");
       writer.finish();
     }
-    return;
+    return std::nullopt;
   }
   if (!result.ok()) {
     write_error(writer, backend_failure(lease, std::move(result).error(), call));
-    return;
+    return std::nullopt;
   }
   if (call.append_done && !scanner.saw_done()) {
     writer.write_chunk("data: [DONE]\n\n");
   }
   writer.finish();
-  record(stats, lease, scanner.last_usage(), &scanner);
+  return record(stats, lease, scanner.last_usage(), &scanner);
 }
 
 }  // namespace
@@ -280,13 +281,10 @@ void write_error(net::ResponseWriter& writer, const Error& error) {
   writer.finish();
 }
 
-void forward_to_backend(Lease& lease, const ProxyCall& call, net::ResponseWriter& writer,
-                        StatsStore& stats) {
-  if (call.stream) {
-    forward_stream(lease, call, writer, stats);
-  } else {
-    forward_whole(lease, call, writer, stats);
-  }
+std::optional<RequestStats> forward_to_backend(Lease& lease, const ProxyCall& call,
+                                               net::ResponseWriter& writer, StatsStore& stats) {
+  return call.stream ? forward_stream(lease, call, writer, stats)
+                     : forward_whole(lease, call, writer, stats);
 }
 
 }  // namespace lemon::http

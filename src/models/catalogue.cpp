@@ -362,6 +362,22 @@ Status ModelCatalogue::remove_user_model(const std::string& key) {
   return written;
 }
 
+Status ModelCatalogue::save_options(const std::string& name, const nlohmann::json& options) {
+  State& s = *state_;
+  if (s.options_file.path().empty()) {
+    return Error(ErrorCode::kInternal, "no cache directory: cannot save load options");
+  }
+  std::lock_guard<std::mutex> write(s.write_mu);
+  auto file = read_for_update(s.options_file.path());
+  if (!file.ok()) {
+    return std::move(file).error();
+  }
+  (*file)[name] = nlohmann::ordered_json(options);
+  Status written = write_file_atomically(s.options_file.path(), file->dump(2) + "\n");
+  s.refresh_files();
+  return written;
+}
+
 std::vector<std::string> ModelCatalogue::some_available_names(std::size_t n) const {
   std::vector<std::string> names;
   if (n == 0) {

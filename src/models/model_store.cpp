@@ -82,9 +82,28 @@ Result<ModelStore::Download> ModelStore::download(std::string_view name) {
         // hashing thread it starts, which inherits the value) yield the CPU
         // to request threads, so /health stays fast on a small machine.
         ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 10);
-        return run_pull(key, ctx);
+        if (!observer_.on_progress) {
+          return run_pull(key, ctx);
+        }
+        // Progress goes to the followers and to the observer.
+        struct Observed final : download::TaskContext {
+          Observed(download::TaskContext& inner, const Observer& o, const std::string& model)
+              : inner_(inner), observer_(o), model_(model) {}
+          void publish(const download::TaskProgress& p) override {
+            inner_.publish(p);
+            observer_.on_progress(model_, p);
+          }
+          bool cancelled() const override { return inner_.cancelled(); }
+          download::TaskContext& inner_;
+          const Observer& observer_;
+          const std::string& model_;
+        } observed(ctx, observer_, key);
+        return run_pull(key, observed);
       },
-      [key](const Status& result) {
+      [this, key](const Status& result) {
+        if (observer_.on_end) {
+          observer_.on_end(key, result);
+        }
         if (!result.ok()) {
           logger("models")->info("pull {} ended: {}: {}", key,
                                  error_code_name(result.error().code()), result.error().message());

@@ -104,8 +104,8 @@ std::optional<std::string> Request::query_param(std::string_view key) const {
   return std::nullopt;
 }
 
-std::string Request::media_type() const {
-  auto value = headers.get("Content-Type");
+std::string Headers::media_type() const {
+  auto value = get("Content-Type");
   if (!value) {
     return {};
   }

@@ -152,8 +152,7 @@ bool SocketResponseWriter::begin_chunked(int status, const Headers& headers) {
   if (!write(&iov, 1)) {
     return false;
   }
-  const auto type = headers.get("Content-Type").value_or("");
-  event_stream_ = type.size() >= 17 && iequals(type.substr(0, 17), "text/event-stream");
+  event_stream_ = headers.media_type() == "text/event-stream";
   state_ = State::kChunked;
   return true;
 }

@@ -106,14 +106,10 @@ Status UpstreamClient::Impl::connect_one(const addrinfo& ai, const CallOptions& 
       auto w = detail::wait_fd(fd.get(), POLLOUT, detail::millis_until(deadline), options.watch_fd,
                                watch_events);
       if (w == detail::Wait::kInterrupted) {
-        // A client that only shut its sending side may still be answered.
         pollfd client{options.watch_fd, watch_events, 0};
-        const bool only_half_closed =
-            ::poll(&client, 1, 0) > 0 && (client.revents & (POLLHUP | POLLERR | POLLNVAL)) == 0;
-        if (only_half_closed && watch_events != 0 && options.on_client_half_close &&
-            options.on_client_half_close()) {
-          watch_events = 0;
-          continue;
+        ::poll(&client, 1, 0);
+        if (!detail::watched_client_gone(client.revents, watch_events, options)) {
+          continue;  // a half-closed client that may still be answered
         }
         return Error(ErrorCode::kCancelled, "client disconnected");
       }

@@ -70,7 +70,7 @@ UpstreamExchange::Wait UpstreamExchange::wait(short events) {
       }
       return Wait::kError;
     }
-    if (count == 2 && fds[1].revents != 0 && client_gone(fds[1].revents)) {
+    if (count == 2 && watched_client_gone(fds[1].revents, watch_events_, options_)) {
       return Wait::kCancelled;
     }
     if (rc > 0 && fds[0].revents != 0) {
@@ -89,18 +89,18 @@ UpstreamExchange::Wait UpstreamExchange::wait(short events) {
   }
 }
 
-bool UpstreamExchange::client_gone(short revents) {
+bool watched_client_gone(short revents, short& watch_events, const CallOptions& options) {
   if ((revents & (POLLHUP | POLLERR | POLLNVAL)) != 0) {
     return true;
   }
-  if ((revents & POLLRDHUP) != 0 && watch_events_ != 0) {
-    if (options_.on_client_half_close && options_.on_client_half_close()) {
-      watch_events_ = 0;  // from now on only a reset or a full close counts
-      return false;
-    }
-    return true;
+  if ((revents & POLLRDHUP) == 0 || watch_events == 0) {
+    return false;
   }
-  return false;
+  if (options.on_client_half_close && options.on_client_half_close()) {
+    watch_events = 0;
+    return false;
+  }
+  return true;
 }
 
 Error UpstreamExchange::wait_error(Wait w) const {
@@ -154,7 +154,8 @@ UpstreamExchange::Recv UpstreamExchange::receive(std::size_t max, std::string_vi
       if (options_.watch_fd >= 0 && now >= next_watch_check_) {
         next_watch_check_ = now + kWatchCheckInterval;
         pollfd client{options_.watch_fd, watch_events_, 0};
-        if (::poll(&client, 1, 0) > 0 && client.revents != 0 && client_gone(client.revents)) {
+        if (::poll(&client, 1, 0) > 0 &&
+            watched_client_gone(client.revents, watch_events_, options_)) {
           failure_ = wait_error(Wait::kCancelled);
           return Recv::kFailed;
         }

@@ -23,6 +23,13 @@
 
 namespace lemon::net::detail {
 
+// What the watched client's poll events mean for a call: true if it must
+// stop. A reset or a full close always stops it. A half-close (POLLRDHUP)
+// asks options.on_client_half_close once; if the client is kept,
+// watch_events becomes 0, so that from then on only a reset or a full close
+// (POLLHUP/POLLERR, reported whatever was asked for) counts.
+bool watched_client_gone(short revents, short& watch_events, const CallOptions& options);
+
 struct ExchangeOutcome {
   Status status;
   bool reusable = false;   // complete response on a keep-alive connection
@@ -47,8 +54,6 @@ class UpstreamExchange {
   Wait wait(short events);
   // Receives into this thread's buffer; on kFailed, failure_ holds the error.
   Recv receive(std::size_t max, std::string_view& got);
-  // What the watched client's poll events mean: true if the call must stop.
-  bool client_gone(short revents);
   Error wait_error(Wait w) const;
   Error lost(std::string_view when, int err) const;
   Error protocol(std::string_view why) const;

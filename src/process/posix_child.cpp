@@ -32,6 +32,7 @@ PosixChild::PosixChild(pid_t pid, int pidfd, const SpawnSpec& spec)
     : pid_(pid),
       pidfd_(pidfd),
       tag_(spec.log_tag),
+      model_(spec.model),
       drop_(spec.drop_lines_containing),
       kept_lines_(spec.kept_lines) {}
 
@@ -103,7 +104,12 @@ void PosixChild::append_line(std::string line) {
       return;
     }
   }
-  logger("backend")->debug("[{}] {}", tag_, line);
+  // A logger of its own, so the log stream's sink can leave these lines to
+  // the tap (which gets them at every level, tagged with the model).
+  logger("output")->debug("[{}] {}", tag_, line);
+  if (!model_.empty()) {
+    tap_child_output(model_, line);
+  }
   std::lock_guard lock(mu_);
   lines_.push_back(std::move(line));
   while (lines_.size() > kept_lines_) {

@@ -45,6 +45,7 @@ class PosixChild final : public ChildProcess {
   const pid_t pid_;
   const int pidfd_;
   const std::string tag_;
+  const std::string model_;
   const std::vector<std::string> drop_;
   const std::size_t kept_lines_;
 

@@ -80,13 +80,14 @@ std::set<unsigned long> listening_inodes(int port) {
   return inodes;
 }
 
-bool holds_any(pid_t pid, const std::set<unsigned long>& inodes) {
+// The members of `inodes` that process `pid` has open.
+std::set<unsigned long> held_of(pid_t pid, const std::set<unsigned long>& inodes) {
+  std::set<unsigned long> held;
   std::string dir = "/proc/" + std::to_string(pid) + "/fd";
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) {
-    return false;
+    return held;
   }
-  bool found = false;
   char target[64];
   while (dirent* e = ::readdir(d)) {
     std::string link = dir + "/" + e->d_name;
@@ -97,12 +98,11 @@ bool holds_any(pid_t pid, const std::set<unsigned long>& inodes) {
     target[n] = '\0';
     unsigned long inode = 0;
     if (std::sscanf(target, "socket:[%lu]", &inode) == 1 && inodes.count(inode) != 0) {
-      found = true;
-      break;
+      held.insert(inode);
     }
   }
   ::closedir(d);
-  return found;
+  return held;
 }
 
 // Members of process group `pgid` other than its leader.
@@ -136,22 +136,39 @@ std::set<pid_t> group_members(pid_t pgid) {
   return members;
 }
 
+// The listening sockets on `port` that process group `pid` holds, and all of
+// them.
+struct PortListeners {
+  std::set<unsigned long> all;
+  std::set<unsigned long> held;
+};
+
+PortListeners port_listeners(pid_t pid, int port) {
+  PortListeners out;
+  out.all = listening_inodes(port);
+  if (out.all.empty()) {
+    return out;
+  }
+  out.held = held_of(pid, out.all);
+  if (out.held.size() == out.all.size()) {
+    return out;
+  }
+  for (pid_t member : group_members(pid)) {
+    auto more = held_of(member, out.all);
+    out.held.insert(more.begin(), more.end());
+  }
+  return out;
+}
+
 }  // namespace
 
 bool process_listens_on(pid_t pid, int port) {
-  auto inodes = listening_inodes(port);
-  if (inodes.empty()) {
-    return false;
-  }
-  if (holds_any(pid, inodes)) {
-    return true;
-  }
-  for (pid_t member : group_members(pid)) {
-    if (holds_any(member, inodes)) {
-      return true;
-    }
-  }
-  return false;
+  return !port_listeners(pid, port).held.empty();
+}
+
+bool process_alone_listens_on(pid_t pid, int port) {
+  auto l = port_listeners(pid, port);
+  return !l.all.empty() && l.held.size() == l.all.size();
 }
 
 }  // namespace lemon

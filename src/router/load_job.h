@@ -30,6 +30,7 @@ struct Router::QueuePlace {
   QueuePlace(Router& router, std::string model) : router_(router), model_(std::move(model)) {
     ++router_.queued_total_;
     ++router_.queued_by_model_[model_];
+    router_.republish();
   }
   ~QueuePlace() {
     --router_.queued_total_;
@@ -37,6 +38,7 @@ struct Router::QueuePlace {
     if (it != router_.queued_by_model_.end() && --it->second == 0) {
       router_.queued_by_model_.erase(it);
     }
+    router_.republish();
   }
   QueuePlace(const QueuePlace&) = delete;
   QueuePlace& operator=(const QueuePlace&) = delete;

@@ -63,7 +63,7 @@ void Router::emit(const RouterEvent& event) const {
 
 void Router::touch(ServerSlot& slot) {
   slot.lru_tick = ++lru_clock_;
-  slot.last_use_ms = unix_ms_now();
+  slot.last_use_ms.store(unix_ms_now(), std::memory_order_relaxed);
 }
 
 void Router::release(ServerSlot& slot) {
@@ -309,6 +309,7 @@ Result<Lease> Router::acquire(std::string_view model_name, const WaitHooks& hook
         }
         job = *made;
         queue_.push_back(job);
+        republish();
         created = true;
         cv_.notify_all();
       } else if (auto full = join_queue(job->model)) {
@@ -385,6 +386,7 @@ Status Router::load(std::string_view model_name, const RecipeOptions& request_op
     job = existing;
   } else {
     queue_.push_back(job);
+    republish();
     created = true;
     cv_.notify_all();
   }
@@ -440,7 +442,7 @@ LoadedServerInfo Router::describe(const ServerSlot& slot) const {
   info.slots = slot.capacity;
   info.slot_ctx_size = s.slots().ctx_size;
   info.waiting = static_cast<int>(slot.line.size());
-  info.last_use_ms = slot.last_use_ms;
+  info.last_use_ms = slot.last_use_ms.load(std::memory_order_relaxed);
   info.draining = slot.state == SlotState::kDraining;
   return info;
 }
@@ -470,6 +472,29 @@ std::optional<LoadedServerInfo> Router::most_recently_loaded() const {
     return std::nullopt;
   }
   return describe(*newest);
+}
+
+void Router::republish() {
+  auto view = std::make_shared<RouterView>();
+  view->servers.reserve(slots_.size());
+  for (const auto& [name, slot] : slots_) {
+    view->servers.push_back({describe(*slot), slot});
+  }
+  view->waiting.insert(queued_by_model_.begin(), queued_by_model_.end());
+  view->waiting_total = queued_total_;
+  if (current_job_ && !current_job_->done) {
+    view->loading.push_back(current_job_->model);
+  }
+  for (const auto& job : queue_) {
+    view->loading.push_back(job->model);
+  }
+  std::lock_guard lock(view_mu_);
+  view_ = std::move(view);
+}
+
+std::shared_ptr<const RouterView> Router::view() const {
+  std::lock_guard lock(view_mu_);
+  return view_;
 }
 
 std::vector<SlotView> Router::snapshot() const {

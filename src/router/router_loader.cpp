@@ -32,6 +32,7 @@ void Router::loader_loop() {
     auto job = queue_.front();
     queue_.pop_front();
     current_job_ = job;
+    republish();
     lock.unlock();
     emit({RouterEvent::Kind::kLoadStarted, job->model, {}, {}});
     Status result = run_job(*job);
@@ -57,6 +58,7 @@ void Router::loader_loop() {
       finish_job(*job, result, nullptr);
     }
     current_job_.reset();
+    republish();
   }
 }
 
@@ -173,6 +175,7 @@ Status Router::start_and_publish(LoadJob& job, const std::shared_ptr<WrappedServ
       slots_[job.model] = slot;
       last_loaded_ = job.model;
       finish_job(job, ok_status(), slot);
+      republish();
     }
   }
   if (!job.done) {
@@ -204,6 +207,7 @@ void Router::retire(const std::vector<std::shared_ptr<ServerSlot>>& victims, con
     v->state = SlotState::kDraining;
     owned.push_back(v);
   }
+  republish();
   cv_.notify_all();  // requests waiting in a victim's line start over
   auto drained = [&](const ServerSlot& s) {
     return s.in_flight == 0 || s.state == SlotState::kGone || shutting_down_.load();
@@ -222,6 +226,7 @@ void Router::retire(const std::vector<std::shared_ptr<ServerSlot>>& victims, con
     auto it = slots_.find(v->server->model_name());
     if (it != slots_.end() && it->second == v) {
       slots_.erase(it);
+      republish();
     }
   }
   lock.unlock();
@@ -250,6 +255,7 @@ void Router::on_server_exit(const std::weak_ptr<ServerSlot>& weak) {
     auto it = slots_.find(slot->server->model_name());
     if (it != slots_.end() && it->second == slot) {
       slots_.erase(it);
+      republish();
     }
     if (!slot->retire_owned) {
       slot->state = SlotState::kGone;
@@ -275,6 +281,7 @@ void Router::shutdown_now() {
                  nullptr);
     }
     queue_.clear();
+    republish();
     cv_.notify_all();
   }
   if (loader_.joinable()) {
@@ -287,6 +294,7 @@ void Router::shutdown_now() {
       all.push_back(slot);
     }
     slots_.clear();
+    republish();
     cv_.notify_all();
   }
   // Stop every backend at once, so shutdown takes one grace period, not N.

@@ -142,6 +142,7 @@ void handle(Kind kind, const OpenAiOptions& options, const httplib::Request& req
   if (!job || !parse_json_body(job, req, res, &body)) {
     return;
   }
+  remember_request(body);
   std::string error;
   if (!validate(kind, body, &error)) {
     reply_bad_request(job, res, error);

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include "fake_util.h"
@@ -42,6 +43,9 @@ json env_snapshot() {
   return env;
 }
 
+std::mutex g_last_request_mu;
+json g_last_request;  // guarded by g_last_request_mu
+
 void state_handler(const httplib::Request&, httplib::Response& res) {
   Runtime& rt = runtime();
   json state = {{"program", rt.program},
@@ -57,9 +61,22 @@ void state_handler(const httplib::Request&, httplib::Response& res) {
                 {"ready", is_ready()},
                 {"ready_after_ms", ready_after_ms()},
                 {"env", env_snapshot()}};
+  {
+    std::lock_guard lock(g_last_request_mu);
+    state["last_request"] = g_last_request;
+  }
   state.update(slot_state());
   res.set_content(dump(state), "application/json");
 }
+
+}  // namespace
+
+void remember_request(const json& body) {
+  std::lock_guard lock(g_last_request_mu);
+  g_last_request = body;
+}
+
+namespace {
 
 // Waits for SIGTERM/SIGINT (blocked in every other thread), then stops the
 // server and exits 0 shortly after, without waiting for idle keep-alive
@@ -99,11 +116,15 @@ void install_signal_handling(bool ignore_sigterm) {
 
 void configure(httplib::Server& svr) {
   svr.set_tcp_nodelay(true);
-  // httplib's default also sets SO_REUSEPORT, which would let two fakes share
-  // a port; like the real servers, a busy port must make the bind fail.
+  // As the real servers do (their cpp-httplib's default socket options):
+  // SO_REUSEADDR and SO_REUSEPORT, so a fake can listen on a port another
+  // program that also set SO_REUSEPORT already listens on, and the kernel
+  // then splits connections between the two. A port held without
+  // SO_REUSEPORT still makes the bind fail.
   svr.set_socket_options([](socket_t sock) {
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    setsockopt(sock, SOL_SOCKET, SO_REUSEPORT, &yes, sizeof(yes));
     g_listen_fd = sock;
   });
   svr.set_keep_alive_max_count(100000);

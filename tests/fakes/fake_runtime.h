@@ -43,6 +43,10 @@ void init_runtime(const char* program, int argc, char** argv);
 // Prints the exit_at_start message and exits when that knob is set.
 void apply_exit_at_start();
 
+// Keeps the body of the last chat or completion request for /fake/state's
+// "last_request" (tests check what the router sent).
+void remember_request(const nlohmann::json& body);
+
 // True once the simulated model load has finished (health answers 200).
 bool is_ready();
 // Milliseconds from process start until readiness, or -1 while not ready.

@@ -7,7 +7,7 @@
 // one cache of --ctx-size tokens, so requests that fit alone fail together:
 // 500 "Context size has been exceeded." (the bug of issue #11 §6).
 //
-// /fake/state reports "slots", "peak_busy_slots" and "waited_for_slot" (the
+// GET /slots reports each slot (slots_json). /fake/state reports "slots", "peak_busy_slots" and "waited_for_slot" (the
 // requests that had to wait because every slot was busy).
 #pragma once
 
@@ -38,5 +38,10 @@ std::optional<SlotRefusal> take_slot(const JobPtr& job, int prompt_tokens, int g
 
 // The slot fields of /fake/state.
 json slot_state();
+
+// GET /slots as llama-server answers it: one object per slot with id, n_ctx
+// (per slot), is_processing and, once a slot has run a task, id_task,
+// n_prompt_tokens (the prompt it keeps cached) and next_token[0].n_decoded.
+json slots_json();
 
 }  // namespace fake

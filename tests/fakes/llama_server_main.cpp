@@ -144,6 +144,9 @@ int main(int argc, char** argv) {
   svr.Get("/props", [props](const httplib::Request&, httplib::Response& res) {
     res.set_content(props, "application/json");
   });
+  svr.Get("/slots", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(fake::dump(fake::slots_json()), "application/json");
+  });
   fake::post_routes(svr, {"/chat/completions", "/v1/chat/completions"},
                     fake::chat_completions_handler(openai));
   fake::post_routes(svr, {"/completions", "/v1/completions"}, fake::completions_handler(openai));

@@ -12,8 +12,6 @@
 namespace lemon::testing {
 namespace {
 
-using HalfCloseTest = RouterTest;
-
 std::string post(int port, const nlohmann::json& body) {
   const std::string text = body.dump();
   return "POST /api/v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
@@ -21,10 +19,40 @@ std::string post(int port, const nlohmann::json& body) {
          "\r\nConnection: close\r\n\r\n" + text;
 }
 
+class HalfCloseTest : public RouterTest {
+ protected:
+  // Starts the router with user.a loaded; returns its backend's URL, or ""
+  // after a failure.
+  std::string start_with_a_loaded() {
+    env_.add_llm("a");
+    start_router();
+    if (HasFatalFailure() || load(port(), "user.a").status != 200) {
+      ADD_FAILURE() << "the router did not start with user.a loaded";
+      return {};
+    }
+    return loaded_field(health(port()), "user.a", "backend_url");
+  }
+  // A chat the fake holds for 30 s, so only a cancel ends it early.
+  std::string slow_chat() {
+    return post(port(), chat_body("user.a", {{"lemon_fake", {{"response_delay_ms", 30000}}}}));
+  }
+  static void expect_completed_not_cancelled(const std::string& url) {
+    auto state = fake_state(url);
+    EXPECT_EQ(state["cancelled"], 0) << state.dump();
+    EXPECT_EQ(state["completed"], 1) << state.dump();
+  }
+  static void expect_cancelled(const std::string& url) {
+    nlohmann::json state;
+    EXPECT_TRUE(eventually([&] {
+      state = fake_state(url);
+      return state["cancelled"] == 1;
+    })) << state.dump();
+  }
+};
+
 TEST_F(HalfCloseTest, ANonStreamingRequestIsAnsweredAfterTheClientHalfCloses) {
-  env_.add_llm("a");
-  ASSERT_NO_FATAL_FAILURE(start_router());
-  ASSERT_EQ(load(port(), "user.a").status, 200);
+  const std::string url = start_with_a_loaded();
+  ASSERT_FALSE(url.empty());
   RawClient c(port());
   ASSERT_TRUE(c.send(post(
       port(),
@@ -35,15 +63,12 @@ TEST_F(HalfCloseTest, ANonStreamingRequestIsAnsweredAfterTheClientHalfCloses) {
   EXPECT_EQ(all.rfind("HTTP/1.1 100 Continue\r\n\r\n", 0), 0u) << "the probe comes first: " << all;
   EXPECT_NE(all.find("HTTP/1.1 200 OK"), std::string::npos) << all;
   EXPECT_NE(all.find("\"choices\""), std::string::npos) << all;
-  auto state = fake_state(loaded_field(health(port()), "user.a", "backend_url"));
-  EXPECT_EQ(state["cancelled"], 0) << state.dump();
-  EXPECT_EQ(state["completed"], 1) << state.dump();
+  expect_completed_not_cancelled(url);
 }
 
 TEST_F(HalfCloseTest, AStreamGoesOnAfterTheClientHalfCloses) {
-  env_.add_llm("a");
-  ASSERT_NO_FATAL_FAILURE(start_router());
-  ASSERT_EQ(load(port(), "user.a").status, 200);
+  const std::string url = start_with_a_loaded();
+  ASSERT_FALSE(url.empty());
   RawClient c(port());
   ASSERT_TRUE(c.send(post(port(), stream_body("user.a", 5, 50))));
   c.shutdown_write();
@@ -51,14 +76,12 @@ TEST_F(HalfCloseTest, AStreamGoesOnAfterTheClientHalfCloses) {
   ASSERT_TRUE(c.read_to_eof(&all)) << all;
   EXPECT_NE(all.find("HTTP/1.1 200 OK"), std::string::npos) << all;
   EXPECT_NE(all.find("data: [DONE]"), std::string::npos) << all;
-  auto state = fake_state(loaded_field(health(port()), "user.a", "backend_url"));
-  EXPECT_EQ(state["cancelled"], 0) << state.dump();
+  expect_completed_not_cancelled(url);
 }
 
 TEST_F(HalfCloseTest, AHalfCloseMidStreamGetsAnSseCommentProbeAndTheRestOfTheStream) {
-  env_.add_llm("a");
-  ASSERT_NO_FATAL_FAILURE(start_router());
-  ASSERT_EQ(load(port(), "user.a").status, 200);
+  const std::string url = start_with_a_loaded();
+  ASSERT_FALSE(url.empty());
   RawClient c(port());
   ASSERT_TRUE(c.send(post(port(), stream_body("user.a", 6, 100))));
   ASSERT_NE(c.read_until("data: ").find("200 OK"), std::string::npos);
@@ -67,30 +90,21 @@ TEST_F(HalfCloseTest, AHalfCloseMidStreamGetsAnSseCommentProbeAndTheRestOfTheStr
   ASSERT_TRUE(c.read_to_eof(&rest)) << rest;
   EXPECT_NE(rest.find(": \n\n"), std::string::npos) << "the probe between two events: " << rest;
   EXPECT_NE(rest.find("data: [DONE]"), std::string::npos) << rest;
-  auto state = fake_state(loaded_field(health(port()), "user.a", "backend_url"));
-  EXPECT_EQ(state["cancelled"], 0) << state.dump();
-  EXPECT_EQ(state["completed"], 1) << state.dump();
+  expect_completed_not_cancelled(url);
 }
 
 TEST_F(HalfCloseTest, AnHttp10ClientThatHalfClosesIsTreatedAsGone) {
   // HTTP/1.0 allows no interim responses, so there is no probe to tell a
   // half-close from a full close: the request is cancelled.
-  env_.add_llm("a");
-  ASSERT_NO_FATAL_FAILURE(start_router());
-  ASSERT_EQ(load(port(), "user.a").status, 200);
-  const std::string url = loaded_field(health(port()), "user.a", "backend_url");
+  const std::string url = start_with_a_loaded();
+  ASSERT_FALSE(url.empty());
   RawClient c(port());
-  std::string request =
-      post(port(), chat_body("user.a", {{"lemon_fake", {{"response_delay_ms", 30000}}}}));
+  std::string request = slow_chat();
   request.replace(request.find("HTTP/1.1"), 8, "HTTP/1.0");
   ASSERT_TRUE(c.send(request));
   ASSERT_TRUE(eventually([&] { return fake_state(url)["active"] == 1; }));
   c.shutdown_write();
-  nlohmann::json state;
-  EXPECT_TRUE(eventually([&] {
-    state = fake_state(url);
-    return state["cancelled"] == 1;
-  })) << state.dump();
+  expect_cancelled(url);
 }
 
 TEST_F(HalfCloseTest, AHalfCloseWhileTheModelLoadsStillGetsTheAnswer) {
@@ -103,24 +117,18 @@ TEST_F(HalfCloseTest, AHalfCloseWhileTheModelLoadsStillGetsTheAnswer) {
   std::string all;
   ASSERT_TRUE(c.read_to_eof(&all)) << all;
   EXPECT_NE(all.find("HTTP/1.1 200 OK"), std::string::npos) << all;
+  expect_completed_not_cancelled(loaded_field(health(port()), "user.a", "backend_url"));
 }
 
 TEST_F(HalfCloseTest, AFullDisconnectStillCancelsTheBackendRequest) {
-  env_.add_llm("a");
-  ASSERT_NO_FATAL_FAILURE(start_router());
-  ASSERT_EQ(load(port(), "user.a").status, 200);
-  const std::string url = loaded_field(health(port()), "user.a", "backend_url");
+  const std::string url = start_with_a_loaded();
+  ASSERT_FALSE(url.empty());
   {
     RawClient c(port());
-    ASSERT_TRUE(c.send(
-        post(port(), chat_body("user.a", {{"lemon_fake", {{"response_delay_ms", 30000}}}}))));
+    ASSERT_TRUE(c.send(slow_chat()));
     ASSERT_TRUE(eventually([&] { return fake_state(url)["active"] == 1; }));
   }  // closed entirely
-  nlohmann::json state;
-  EXPECT_TRUE(eventually([&] {
-    state = fake_state(url);
-    return state["cancelled"] == 1;
-  })) << state.dump();
+  expect_cancelled(url);
 }
 
 }  // namespace

@@ -154,29 +154,21 @@ void RouterProcess::read_output() {
         reading_ = true;
       }
       ssize_t got = ::read(fds[i].fd, buf, sizeof buf);
-      auto done_reading = [this] {
-        {
-          std::lock_guard lock(mu_);
-          reading_ = false;
+      if (got > 0) {
+        auto count = static_cast<std::size_t>(got);
+        if (i == 0) {
+          append(out_partial_, out_lines_, buf, count);
+        } else {
+          append(err_partial_, err_lines_, buf, count);
         }
-        cv_.notify_all();
-      };
-      if (got < 0 && errno == EINTR) {
-        done_reading();
-        continue;
+      } else if (got == 0 || errno != EINTR) {
+        (i == 0 ? out_open : err_open) = false;
       }
-      bool& open = i == 0 ? out_open : err_open;
-      if (got <= 0) {
-        open = false;
-        done_reading();
-        continue;
+      {
+        std::lock_guard lock(mu_);
+        reading_ = false;
       }
-      if (i == 0) {
-        append(out_partial_, out_lines_, buf, static_cast<std::size_t>(got));
-      } else {
-        append(err_partial_, err_lines_, buf, static_cast<std::size_t>(got));
-      }
-      done_reading();
+      cv_.notify_all();
     }
   }
   std::lock_guard lock(mu_);

@@ -44,15 +44,26 @@ std::int64_t monotonic_ns() {
   return static_cast<std::int64_t>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
 }
 
-SseStream::SseStream(int port, const std::string& path, const std::string& body) {
+SseStream::SseStream(int port, const std::string& path, const std::string& body)
+    : SseStream(port, "POST", path, body, {}) {}
+
+SseStream::SseStream(int port, const std::string& method, const std::string& path,
+                     const std::string& body,
+                     const std::vector<std::pair<std::string, std::string>>& headers) {
   int fd = connect_loopback(port);
   if (fd < 0) {
     return;
   }
-  std::string request = "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
-                        "\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\n"
-                        "Connection: close\r\nContent-Length: " +
-                        std::to_string(body.size()) + "\r\n\r\n" + body;
+  std::string request = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1:" +
+                        std::to_string(port) + "\r\nAccept: text/event-stream\r\n";
+  for (const auto& [name, value] : headers) {
+    request += name + ": " + value + "\r\n";
+  }
+  if (method == "POST") {
+    request += "Content-Type: application/json\r\nContent-Length: " +
+               std::to_string(body.size()) + "\r\n";
+  }
+  request += "Connection: close\r\n\r\n" + body;
   std::size_t sent = 0;
   while (sent < request.size()) {
     ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
@@ -244,6 +255,8 @@ void SseStream::split_events() {
         ev.data += (ev.data.empty() ? "" : "\n") + value;
       } else if (name == "event") {
         ev.event = value;
+      } else if (name == "id") {
+        ev.id = value;
       }
     }
     events_.push_back(std::move(ev));

@@ -1,4 +1,4 @@
-// SseStream: one POST over a raw loopback socket whose response is read as
+// SseStream: one request (usually a POST) over a raw loopback socket whose response is read as
 // server-sent events as they arrive, each stamped with the CLOCK_MONOTONIC
 // time its last byte was received. The test can stop reading and disconnect
 // at any moment (something cpp-httplib's client cannot do mid-response).
@@ -9,6 +9,7 @@
 #include <deque>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "support/test_env.h"
@@ -21,6 +22,7 @@ std::int64_t monotonic_ns();
 struct SseEvent {
   std::string data;                   // the data: lines joined with '\n'
   std::string event;                  // the event: field
+  std::string id;                     // the id: field
   std::vector<std::string> comments;  // ": text" lines, without the colon
   std::int64_t arrival_ns = 0;        // when its last byte arrived
 
@@ -32,6 +34,10 @@ class SseStream {
  public:
   // Connects to 127.0.0.1:port and sends `POST path` with a JSON body.
   SseStream(int port, const std::string& path, const std::string& body);
+  // Any method (a body is sent with POST only), with extra request headers.
+  SseStream(int port, const std::string& method, const std::string& path,
+            const std::string& body,
+            const std::vector<std::pair<std::string, std::string>>& headers);
   ~SseStream();
   SseStream(const SseStream&) = delete;
   SseStream& operator=(const SseStream&) = delete;

@@ -25,6 +25,7 @@
 #include "lemon/net/upstream_client.h"
 #include "lemon/process/port_allocator.h"
 #include "lemon/process/process_launcher.h"
+#include "support/loopback_listener.h"
 #include "support/scoped_env.h"
 #include "support/taken_first_ports.h"
 #include "support/temp_dir.h"
@@ -544,8 +545,10 @@ TEST_F(ProcessServerLive, ExitCallbackDoesNotReachAServerDestroyedAfterStop) {
 }
 
 // Another program took the port between the allocator's check and the
-// child's bind, and answers the health route: the server must not take that
-// answer for its own backend, and retries on another port.
+// child's bind, and answers the health route. Like the real llama-server,
+// both set SO_REUSEPORT, so our child binds too and the kernel splits
+// connections between the two: the server must not take a shared port for
+// its own backend, and retries on another port.
 TEST_F(ProcessServerLive, PortTakenByAnotherProgramIsRetriedOnAnotherPort) {
   // The other program: a second fake llama-server, spawned directly.
   PortAllocator other_ports(20000 + static_cast<int>((::getpid() + 5000) % 10000));
@@ -585,6 +588,26 @@ TEST_F(ProcessServerLive, PortTakenByAnotherProgramIsRetriedOnAnotherPort) {
 
   s->stop();
   (*other)->terminate(2s);
+  env_.ports = ports_.get();
+}
+
+// A port held without SO_REUSEPORT makes the child's bind fail: the child
+// exits, and the start is retried on another port without counting as a
+// load failure.
+TEST_F(ProcessServerLive, PortHeldWithoutReusePortIsRetriedOnAnotherPort) {
+  testing::LoopbackListener holder;  // listens without SO_REUSEPORT
+  ASSERT_TRUE(holder.is_open());
+  TakenFirstPorts ports(20000 + static_cast<int>((::getpid() + 2500) % 10000), holder.port());
+  env_.ports = &ports;
+  auto s = make_server();
+  auto st = start(*s);
+  ASSERT_TRUE(st.ok()) << st.error().message() << "\n" << st.error().detail();
+  EXPECT_EQ(spy_->spawn_calls(), 2);
+  EXPECT_NE(port_of(s->base_url()), holder.port());
+  auto state = fake_state(*s);
+  ASSERT_TRUE(state.ok()) << state.error().message();
+  EXPECT_EQ(json::parse(state->body)["pid"], *s->pid());
+  s->stop();
   env_.ports = ports_.get();
 }
 

@@ -1,11 +1,17 @@
-// process_listens_on: whether a process (or its process group) holds the
-// socket listening on a loopback port, read from /proc.
+// process_listens_on / process_alone_listens_on: whether a process (or its
+// process group) holds the socket listening on a loopback port, and whether
+// it alone does, read from /proc.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lemon/process/process_launcher.h"
@@ -135,6 +141,48 @@ TEST_F(ProcessSocketOwnerChildren, ListenerOfAnUnrelatedChildDoesNotCount) {
   EXPECT_FALSE(process_listens_on(other->pid(), port));
   listener->terminate(1s);
   other->terminate(1s);
+}
+
+// A listener with SO_REUSEPORT on 127.0.0.1:port (0: the kernel picks);
+// returns the descriptor and the port, or -1.
+std::pair<int, int> reuse_port_listener(int port) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int yes = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &yes, sizeof yes);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) != 0 || ::listen(fd, 5) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    ::close(fd);
+    return {-1, 0};
+  }
+  return {fd, ntohs(addr.sin_port)};
+}
+
+TEST_F(ProcessSocketOwnerChildren, APortSharedWithSoReusePortIsNotOursAlone) {
+  // llama-server (cpp-httplib) sets SO_REUSEPORT: a second server can listen
+  // on the same port, and the kernel splits connections between the two.
+  auto [fd, port] = reuse_port_listener(0);
+  ASSERT_GE(fd, 0);
+  EXPECT_TRUE(process_alone_listens_on(::getpid(), port));
+  auto sharer = spawn_perl(
+      "use Socket; $| = 1; socket(S, PF_INET, SOCK_STREAM, 0) or die; "
+      "setsockopt(S, SOL_SOCKET, SO_REUSEPORT, 1) or die; "
+      "bind(S, pack_sockaddr_in(" +
+      std::to_string(port) +
+      ", inet_aton('127.0.0.1'))) or die; listen(S, 5) or die; print \"shared\\n\"; sleep 30;");
+  ASSERT_NE(sharer, nullptr);
+  ASSERT_FALSE(wait_line(*sharer, "shared").empty()) << "perl could not share the port";
+  EXPECT_TRUE(process_listens_on(::getpid(), port));
+  EXPECT_FALSE(process_alone_listens_on(::getpid(), port));
+  EXPECT_FALSE(process_alone_listens_on(sharer->pid(), port));
+  sharer->terminate(1s);
+  EXPECT_TRUE(process_alone_listens_on(::getpid(), port));
+  ::close(fd);
+  EXPECT_FALSE(process_alone_listens_on(::getpid(), port));
 }
 
 }  // namespace

@@ -51,6 +51,7 @@ struct Config {
 
   std::string api_key;  // --api-key / LEMONADE_API_KEY; empty: no authentication
   bool health_without_auth = false;
+  bool metrics_public = false;  // --metrics-public / LEMONADE_METRICS_PUBLIC
   std::vector<std::string> cors_origins;  // --cors-origins; "*" only when given
 
   int ready_fd = -1;  // --ready-fd: write "PORT\n" here once listening, then close it

@@ -51,6 +51,7 @@ struct RouterOptionValues {
   double write_timeout_s = 60.0;
   std::string api_key;
   bool health_without_auth = false;
+  bool metrics_public = false;
   std::string cors;
   int ready_fd = -1;
 

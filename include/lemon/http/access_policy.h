@@ -28,6 +28,7 @@ namespace lemon::http {
 struct AccessSettings {
   std::string api_key;  // empty: no authentication
   bool health_without_auth = false;
+  bool metrics_public = false;  // --metrics-public: GET /metrics without the key
   std::vector<std::string> cors_origins;  // exact origins ("http://localhost:3000") or "*"
   // Filled by bind_access_to(): the router's own origins, and the Host
   // values accepted (empty: any Host, when listening beyond loopback).
@@ -42,6 +43,7 @@ void bind_access_to(AccessSettings& settings, const std::string& host, int port)
 enum class RouteAccess {
   kPublic,         // GET /live: no key needed
   kHealth,         // GET /health: key needed unless health_without_auth
+  kMetrics,        // GET /metrics: key needed unless metrics_public
   kRead,           // other GET routes
   kJsonPost,       // POST with a JSON body (or an empty body)
   kMultipartPost,  // POST with a multipart/form-data body

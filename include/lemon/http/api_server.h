@@ -8,7 +8,9 @@
 // handlers run on connection threads.
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -21,6 +23,9 @@
 #include "lemon/net/server.h"
 #include "lemon/router/request_stats.h"
 #include "lemon/router/router.h"
+#include "lemon/telemetry/context_monitor.h"
+#include "lemon/telemetry/system_stats.h"
+#include "lemon/telemetry/telemetry_hub.h"
 
 namespace lemon::http {
 
@@ -38,6 +43,32 @@ struct ApiSettings {
   AccessSettings access;
   std::string cache_dir;      // for /system-info's backend lookup
   RecipeOptions cli_options;  // for /system-info's default backends
+  std::string web_dir;        // the dashboard's files (resources/web); "" serves none
+};
+
+// What the router observes of itself (issue #12): metrics, events, logs,
+// context use and system figures. Owned by main; outlive the ApiServer.
+struct Observers {
+  telemetry::TelemetryHub& hub;
+  telemetry::ContextMonitor& context;
+  telemetry::SystemStatsReader& system;
+};
+
+// Sampling defaults set with POST /params, filled into chat, completions
+// and responses requests that leave them out.
+class GenerationDefaults {
+ public:
+  // Merges `changes` (null removes a key); kInvalidRequest naming a bad
+  // field. Returns the whole set after the change.
+  Result<nlohmann::json> update(const nlohmann::json& changes);
+  nlohmann::json get() const;
+  // Sets every default `body` lacks; true if it changed anything.
+  bool apply(nlohmann::json& body) const;
+
+ private:
+  mutable std::mutex mu_;
+  nlohmann::json values_ = nlohmann::json::object();  // guarded by mu_
+  std::atomic<bool> any_{false};
 };
 
 // One inference request on its way to a backend.
@@ -63,7 +94,7 @@ void respond_when_done(net::ResponseWriter& w, bool stream,
 class ApiServer {
  public:
   ApiServer(ApiSettings settings, ModelCatalogue& catalogue, ModelStore& store,
-            BackendInstaller& installer, Router& router, StatsStore& stats);
+            BackendInstaller& installer, Router& router, StatsStore& stats, Observers observers);
   ~ApiServer();
 
   Result<int> bind();
@@ -77,6 +108,9 @@ class ApiServer {
   // The drain ran out: requests whose backend is then stopped are told the
   // router is shutting down rather than that their backend failed.
   void expire_drain() { drain_expired_.store(true); }
+  // Streaming responses being written now (inference, pulls, events, logs).
+  int open_streams() const { return open_streams_.load(); }
+  int open_connections() const;
 
  private:
   void register_routes();
@@ -85,13 +119,19 @@ class ApiServer {
   // Every request: CORS headers, OPTIONS preflight, then the route table.
   void handle(net::Request& r, net::ResponseWriter& w);
   std::atomic<int> in_flight_{0};
+  std::atomic<int> open_streams_{0};
   std::atomic<bool> drain_expired_{false};
+  std::atomic<bool> stopping_{false};
   // The server's HeadCheck: the route and access (API key, origin, Host,
   // media type) checked before any of the body is read (issue #11 §3a).
   std::optional<net::EarlyAnswer> check_head(const net::Request& r) const;
   // Registers an API route whose access is checked before `handler` runs.
   void route(const std::string& method, const std::string& suffix, RouteAccess access,
              std::function<void(net::Request&, net::ResponseWriter&, std::string_view)> handler);
+  // The same for a root path ("/live"); "{id}" as the last segment matches
+  // the rest of the path.
+  void root(const std::string& method, const std::string& path, RouteAccess access,
+            std::function<void(net::Request&, net::ResponseWriter&, std::string_view)> handler);
 
   // Management (handlers_management.cpp).
   void handle_health(net::ResponseWriter& w);
@@ -102,6 +142,24 @@ class ApiServer {
   void handle_load(net::Request& r, net::ResponseWriter& w);
   void handle_unload(net::Request& r, net::ResponseWriter& w);
   void handle_system_info(net::ResponseWriter& w);
+  void handle_ready(net::ResponseWriter& w);
+
+  // Observability (handlers_observe.cpp).
+  void handle_metrics(net::ResponseWriter& w);
+  void handle_events(net::Request& r, net::ResponseWriter& w);
+  void handle_logs_stream(net::Request& r, net::ResponseWriter& w);
+  void handle_system_stats(net::ResponseWriter& w);
+  void handle_log_level(net::Request& r, net::ResponseWriter& w);
+  void handle_params(net::Request& r, net::ResponseWriter& w);
+  void handle_shutdown(net::ResponseWriter& w);
+  // Writes `follower`'s items as SSE until the client leaves, the follower
+  // is dropped (too slow) or closed (shutdown); `frame` turns an item into
+  // its SSE text ("" skips it); a comment heartbeat keeps quiet streams alive.
+  template <typename Follower, typename Frame>
+  void stream_follower(net::ResponseWriter& w, Follower& follower, const Frame& frame);
+
+  // The dashboard (handlers_web.cpp): GET / and /web/<file> from web_dir.
+  void handle_web(std::string_view file, net::ResponseWriter& w);
 
   // Model store (handlers_store.cpp).
   void handle_pull(net::Request& r, net::ResponseWriter& w);
@@ -131,7 +189,12 @@ class ApiServer {
   void handle_transcription(net::Request& r, net::ResponseWriter& w);
   // Shared tail of every inference route: model lookup and type check,
   // acquire (auto-load, keepalives, cancellation), then forward.
+  // Records the request's metrics (TelemetryHub) once it ends.
   void forward_inference(InferenceRequest& req, net::ResponseWriter& w);
+  // The forwarding itself; the backend's figures when it succeeded.
+  // known_model turns false when the name is not in the catalogue.
+  std::optional<RequestStats> forward_inference_to(InferenceRequest& req, net::ResponseWriter& w,
+                                                   bool& known_model);
 
   ApiSettings settings_;
   ModelCatalogue& catalogue_;
@@ -139,6 +202,8 @@ class ApiServer {
   BackendInstaller& installer_;
   Router& router_;
   StatsStore& stats_;
+  Observers observers_;
+  GenerationDefaults params_;
   RouteTable routes_;
   std::unique_ptr<net::Server> server_;
 };

@@ -42,8 +42,10 @@ struct ProxyCall {
   std::function<std::optional<std::string>(std::string_view)> transform;
 };
 
-void forward_to_backend(Lease& lease, const ProxyCall& call, net::ResponseWriter& writer,
-                        StatsStore& stats);
+// Returns the figures recorded in `stats` for a request that succeeded, or
+// nullopt.
+std::optional<RequestStats> forward_to_backend(Lease& lease, const ProxyCall& call,
+                                               net::ResponseWriter& writer, StatsStore& stats);
 
 // Writes `error` to the client: the envelope with its status, or, once a
 // stream has started, one SSE error event, `data: [DONE]`, and the end.

@@ -76,6 +76,12 @@ class ModelCatalogue final : public ModelResolver {
   Status put_user_model(const std::string& key, const nlohmann::ordered_json& entry);
   Status remove_user_model(const std::string& key);
 
+  // Sets `name`'s entry in recipe_options.json to `options` (POST /load with
+  // save_options), in Lemonade's format ({"<model>": {"ctx_size": ...}}),
+  // written atomically and re-read at once; other entries are kept. Same
+  // rules as put_user_model for a malformed file and write errors.
+  Status save_options(const std::string& name, const nlohmann::json& options);
+
   const CatalogueSources& sources() const { return sources_; }
 
  private:

@@ -56,6 +56,14 @@ class ModelStore {
 
   const HubClient& hub() const { return hub_; }
 
+  // Who hears of every pull's progress and end (the event stream). Set once
+  // before the first download; called on the pull's thread.
+  struct Observer {
+    std::function<void(const std::string& model, const download::TaskProgress&)> on_progress;
+    std::function<void(const std::string& model, const Status&)> on_end;
+  };
+  void set_observer(Observer observer) { observer_ = std::move(observer); }
+
   // Starts or joins the pull of a registered model. Errors known before any
   // transfer: kModelNotFound.
   Result<Download> download(std::string_view name);
@@ -88,6 +96,7 @@ class ModelStore {
   const HubClient hub_;
   const std::filesystem::path hub_cache_;
   std::atomic<bool> shutting_down_{false};
+  Observer observer_;
   download::SharedTasks tasks_;  // last: joined first on destruction
 };
 

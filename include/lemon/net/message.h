@@ -23,6 +23,8 @@ class Headers {
   // First value of `name` (case-insensitive), or nullopt.
   std::optional<std::string_view> get(std::string_view name) const;
   bool has(std::string_view name) const { return get(name).has_value(); }
+  // Media type of Content-Type without parameters, lower-cased ("" if none).
+  std::string media_type() const;
   void add(std::string name, std::string value);
   // Replaces every field called `name` with one field.
   void set(std::string name, std::string value);
@@ -46,8 +48,7 @@ struct Request {
 
   // Value of a query parameter (percent-decoded, '+' as space), or nullopt.
   std::optional<std::string> query_param(std::string_view key) const;
-  // Media type of Content-Type without parameters, lower-cased ("" if none).
-  std::string media_type() const;
+  std::string media_type() const { return headers.media_type(); }
 };
 
 // Percent-decoding; '+' becomes ' ' only when plus_as_space.

@@ -28,6 +28,9 @@ struct SpawnSpec {
   // Variables to set (or override) on top of the router's environment.
   std::vector<std::pair<std::string, std::string>> env;
   std::string log_tag;  // prefix for the child's lines in the router log
+  // The model the child serves: its lines go to the log stream tagged with
+  // it (tap_child_output). Empty for helper programs (flm list).
+  std::string model;
   // Output lines containing any of these are neither buffered nor logged
   // (health-poll access-log lines).
   std::vector<std::string> drop_lines_containing;

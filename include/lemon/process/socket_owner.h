@@ -16,4 +16,11 @@ namespace lemon {
 // process `pid` or in any process of the process group `pid` leads.
 bool process_listens_on(pid_t pid, int port);
 
+// True when sockets listen on `port` and every one of them is held by
+// process `pid` or its group. Programs that set SO_REUSEPORT (llama-server,
+// through cpp-httplib) can listen on a port another one already listens on,
+// and the kernel then splits connections between them; a backend that shares
+// its port must not be trusted (issue #11: two routers' backends once did).
+bool process_alone_listens_on(pid_t pid, int port);
+
 }  // namespace lemon

@@ -51,6 +51,8 @@
 #include "lemon/router/eviction_policy.h"
 #include "lemon/router/lease.h"
 #include "lemon/router/load_cooldown.h"
+#include "lemon/router/loaded_server_info.h"
+#include "lemon/router/router_view.h"
 #include "lemon/router/slot_limits.h"
 
 namespace lemon {
@@ -87,24 +89,6 @@ struct RouterEvent {
   std::optional<ErrorCode> code;
 };
 const char* router_event_name(RouterEvent::Kind kind);
-
-// One loaded server as /health reports it.
-struct LoadedServerInfo {
-  std::string model_name;
-  std::string checkpoint;
-  std::string recipe;
-  ModelType type = ModelType::kLlm;
-  Device device = Device::kNone;
-  std::string backend_url;
-  nlohmann::json recipe_options;
-  std::optional<int> pid;
-  int in_flight = 0;
-  int slots = 0;                 // requests served at once; 0 = no limit
-  int slot_ctx_size = 0;         // context tokens per slot; 0 when not applicable
-  int waiting = 0;               // requests waiting for a free slot
-  std::int64_t last_use_ms = 0;  // Unix time in milliseconds
-  bool draining = false;
-};
 
 struct RouterConfig {
   SlotLimits limits;
@@ -172,6 +156,9 @@ class Router {
   void unload_all();
 
   std::vector<LoadedServerInfo> loaded() const;
+  // The latest published view: takes no lock that requests take (only a
+  // leaf lock around a pointer copy), so scrapes never slow requests.
+  std::shared_ptr<const RouterView> view() const;
   // The most recently loaded server still loaded (health's model_loaded).
   std::optional<LoadedServerInfo> most_recently_loaded() const;
   const SlotLimits& limits() const { return config_.limits; }
@@ -221,6 +208,9 @@ class Router {
   void emit(const RouterEvent& event) const;
   void shutdown_now();
   std::vector<SlotView> snapshot() const;                   // REQUIRES: mu_ held
+  // Publishes a new RouterView of the table, the queue and the waiting
+  // requests. REQUIRES: mu_ held (lock order: mu_, then view_mu_).
+  void republish();
   LoadedServerInfo describe(const ServerSlot& slot) const;  // REQUIRES: mu_ held
 
   const ModelResolver& models_;
@@ -240,6 +230,8 @@ class Router {
   int queued_total_ = 0;                                                   // guarded by mu_
   std::map<std::string, int, std::less<>> queued_by_model_;                // guarded by mu_
   LoadCooldown cooldown_;                                                  // guarded by mu_
+  mutable std::mutex view_mu_;  // a leaf lock: guards only view_
+  std::shared_ptr<const RouterView> view_ = std::make_shared<RouterView>();  // guarded by view_mu_
   std::atomic<bool> shutting_down_{false};
   std::once_flag shutdown_once_;
   std::thread loader_;

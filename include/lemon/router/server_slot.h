@@ -4,9 +4,12 @@
 // still hold it.
 //
 // Thread-safety: the const members are immutable; everything else is guarded
-// by Router::mu_ (Lease touches it only through the Router).
+// by Router::mu_ (Lease touches it only through the Router). in_flight and
+// last_use_ms are atomics so that readers without the lock (RouterView) see
+// exact values; they are still changed only under Router::mu_.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -37,9 +40,9 @@ struct ServerSlot {
 
   // Guarded by Router::mu_.
   SlotState state = SlotState::kReady;
-  int in_flight = 0;               // exact count of live Leases
-  std::uint64_t lru_tick = 0;      // logical clock of the last touch
-  std::int64_t last_use_ms = 0;    // wall clock (Unix ms) of the last touch
+  std::atomic<int> in_flight{0};             // exact count of live Leases
+  std::uint64_t lru_tick = 0;                // logical clock of the last touch
+  std::atomic<std::int64_t> last_use_ms{0};  // wall clock (Unix ms) of the last touch
   bool retire_owned = false;       // someone is draining/stopping it
   std::deque<std::uint64_t> line;  // tickets of requests waiting for a slot, first first
 };

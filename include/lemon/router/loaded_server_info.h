@@ -1,0 +1,33 @@
+// LoadedServerInfo: one loaded server as /health reports it.
+//
+// Thread-safety: a value.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "lemon/core/model_types.h"
+
+namespace lemon {
+
+struct LoadedServerInfo {
+  std::string model_name;
+  std::string checkpoint;
+  std::string recipe;
+  ModelType type = ModelType::kLlm;
+  Device device = Device::kNone;
+  std::string backend_url;
+  nlohmann::json recipe_options;
+  std::optional<int> pid;
+  int in_flight = 0;
+  int slots = 0;                 // requests served at once; 0 = no limit
+  int slot_ctx_size = 0;         // context tokens per slot; 0 when not applicable
+  int waiting = 0;               // requests waiting for a free slot
+  std::int64_t last_use_ms = 0;  // Unix time in milliseconds
+  bool draining = false;
+};
+
+}  // namespace lemon

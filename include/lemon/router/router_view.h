@@ -1,0 +1,42 @@
+// RouterView: what the router holds, published for readers that must not
+// take the router's lock (/metrics, the dashboard's context monitor; issue
+// #12 §2: "a scrape takes no lock that requests need").
+//
+// The router publishes a new view whenever its table, its load queue or the
+// set of waiting requests changes (never on the fast path of a request that
+// gets a free slot at once). Per-request counters (in flight, last use) are
+// read live from the slot's atomics, so they are exact at read time.
+//
+// Thread-safety: a view is immutable once published; share it freely.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "lemon/router/loaded_server_info.h"
+#include "lemon/router/server_slot.h"
+
+namespace lemon {
+
+struct ServerView {
+  LoadedServerInfo info;  // as of publication
+  std::shared_ptr<const ServerSlot> slot;
+
+  int in_flight() const { return slot->in_flight.load(std::memory_order_relaxed); }
+  std::int64_t last_use_ms() const { return slot->last_use_ms.load(std::memory_order_relaxed); }
+  WrappedServer& server() const { return *slot->server; }
+};
+
+struct RouterView {
+  std::vector<ServerView> servers;
+  // Requests waiting for a load or a free slot, per model and in all.
+  std::map<std::string, int, std::less<>> waiting;
+  int waiting_total = 0;
+  // Models whose load is running (first, if any) or queued, in order.
+  std::vector<std::string> loading;
+};
+
+}  // namespace lemon

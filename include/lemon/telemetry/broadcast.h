@@ -1,0 +1,196 @@
+// Broadcast<T>: one publisher side, many followers (the event stream, the log
+// stream). Each item gets the next id (1, 2, ...); the last `history` items
+// are kept, so a follower can start from an id it has seen (SSE
+// Last-Event-ID) or with the most recent few.
+//
+// A follower has its own bounded queue. Publishing never waits for one: a
+// follower whose queue is full is dropped (it sees dropped() and its caller
+// ends the stream), so a slow consumer cannot slow the router (issue #12 §2).
+//
+// Items are shared (shared_ptr<const T>), never copied per follower.
+// publish() and its locks must not log: the log stream publishes from inside
+// the logger.
+//
+// Thread-safety: every method may be called from any thread. A Follower is
+// used by one thread.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace lemon::telemetry {
+
+template <typename T>
+class Broadcast {
+ public:
+  struct Item {
+    std::uint64_t id;
+    std::shared_ptr<const T> value;
+  };
+
+  class Follower {
+   public:
+    // Waits up to `timeout` for items; returns what is queued (possibly
+    // nothing on timeout, or once dropped or closed).
+    std::vector<Item> next(std::chrono::milliseconds timeout) {
+      std::unique_lock lock(mu_);
+      cv_.wait_for(lock, timeout, [&] { return !queue_.empty() || dropped_ || closed_; });
+      std::vector<Item> out(std::make_move_iterator(queue_.begin()),
+                            std::make_move_iterator(queue_.end()));
+      queue_.clear();
+      return out;
+    }
+    // Fell behind by more than its queue holds; the stream should end.
+    bool dropped() const {
+      std::lock_guard lock(mu_);
+      return dropped_;
+    }
+    // The broadcast was closed (shutdown) or the follower was cancelled.
+    bool closed() const {
+      std::lock_guard lock(mu_);
+      return closed_;
+    }
+    void close() {
+      std::lock_guard lock(mu_);
+      closed_ = true;
+      cv_.notify_all();
+    }
+
+   private:
+    friend class Broadcast;
+    explicit Follower(std::size_t limit) : limit_(limit) {}
+    // False once dropped or closed.
+    bool offer(const Item& item) {
+      std::lock_guard lock(mu_);
+      if (dropped_ || closed_) {
+        return false;
+      }
+      if (queue_.size() >= limit_) {
+        dropped_ = true;
+        queue_.clear();
+        cv_.notify_all();
+        return false;
+      }
+      queue_.push_back(item);
+      cv_.notify_all();
+      return true;
+    }
+
+    const std::size_t limit_;
+    mutable std::mutex mu_;
+    std::condition_variable cv_;
+    std::deque<Item> queue_;  // guarded by mu_
+    bool dropped_ = false;    // guarded by mu_
+    bool closed_ = false;     // guarded by mu_
+  };
+
+  Broadcast(std::size_t history, std::size_t follower_queue)
+      : history_limit_(history), follower_queue_(follower_queue) {}
+
+  // Stamps and delivers `value`; returns its id.
+  std::uint64_t publish(T value) {
+    auto shared = std::make_shared<const T>(std::move(value));
+    std::lock_guard lock(mu_);
+    Item item{++last_id_, std::move(shared)};
+    history_.push_back(item);
+    while (history_.size() > history_limit_) {
+      history_.pop_front();
+    }
+    std::erase_if(followers_, [&](const std::weak_ptr<Follower>& weak) {
+      auto f = weak.lock();
+      return !f || !f->offer(item);
+    });
+    return item.id;
+  }
+
+  // A follower that first receives the kept items with an id above `after`,
+  // or, without it, the last `backlog` kept items. Both then get every new
+  // item. Ids that fell out of the history are skipped silently.
+  std::shared_ptr<Follower> follow(std::optional<std::uint64_t> after, std::size_t backlog = 0) {
+    std::shared_ptr<Follower> f(new Follower(follower_queue_));
+    std::lock_guard lock(mu_);
+    std::size_t start = history_.size();
+    if (after) {
+      start = 0;
+      while (start < history_.size() && history_[start].id <= *after) {
+        ++start;
+      }
+    } else {
+      start = history_.size() - std::min(backlog, history_.size());
+    }
+    for (std::size_t i = start; i < history_.size(); ++i) {
+      f->offer(history_[i]);
+    }
+    if (closed_) {
+      f->close();
+    } else {
+      followers_.push_back(f);
+    }
+    return f;
+  }
+
+  // Followers still attached (dropped or finished ones are pruned lazily).
+  int followers() const {
+    std::lock_guard lock(mu_);
+    int n = 0;
+    for (const auto& weak : followers_) {
+      if (auto f = weak.lock(); f && !f->dropped() && !f->closed()) {
+        ++n;
+      }
+    }
+    return n;
+  }
+
+  std::uint64_t last_id() const {
+    std::lock_guard lock(mu_);
+    return last_id_;
+  }
+
+  // The kept items with an id above `after`.
+  std::vector<Item> since(std::uint64_t after) const {
+    std::lock_guard lock(mu_);
+    std::vector<Item> out;
+    for (const auto& item : history_) {
+      if (item.id > after) {
+        out.push_back(item);
+      }
+    }
+    return out;
+  }
+
+  // Closes every follower, now and later (shutdown: streams end).
+  void close() {
+    std::vector<std::shared_ptr<Follower>> all;
+    {
+      std::lock_guard lock(mu_);
+      closed_ = true;
+      for (const auto& weak : followers_) {
+        if (auto f = weak.lock()) {
+          all.push_back(std::move(f));
+        }
+      }
+      followers_.clear();
+    }
+    for (const auto& f : all) {
+      f->close();
+    }
+  }
+
+ private:
+  const std::size_t history_limit_;
+  const std::size_t follower_queue_;
+  mutable std::mutex mu_;
+  std::uint64_t last_id_ = 0;                      // guarded by mu_
+  std::deque<Item> history_;                       // guarded by mu_
+  std::vector<std::weak_ptr<Follower>> followers_;  // guarded by mu_
+  bool closed_ = false;                            // guarded by mu_
+};
+
+}  // namespace lemon::telemetry

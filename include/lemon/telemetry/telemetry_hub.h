@@ -1,0 +1,91 @@
+// TelemetryHub: the router's own observations, for /metrics, the event
+// stream and the dashboard (issue #12 §2). It owns the event bus, the log
+// ring and the metric families, and turns router events and finished
+// requests into both.
+//
+// Recording a request is a few atomic adds and a shared-lock lookup of its
+// series; a request event is built only while someone follows the events.
+// Rendering reads the router's published view (Router::view()), never the
+// router's lock, and never leases a server (the LRU clock is untouched).
+//
+// Thread-safety: every method may be called from any thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "lemon/router/router.h"
+#include "lemon/telemetry/event_bus.h"
+#include "lemon/telemetry/log_ring.h"
+#include "lemon/telemetry/metrics.h"
+
+namespace lemon::telemetry {
+
+// One finished API request to a model.
+struct RequestRecord {
+  std::string model;
+  std::string route;  // "chat/completions", ...
+  int status = 0;
+  bool stream = false;
+  double duration_s = 0.0;  // received to last byte written
+  double ttft_s = 0.0;      // 0 when unknown
+  int prompt_tokens = 0;
+  int completion_tokens = 0;
+  double tokens_per_second = 0.0;  // 0 when unknown
+};
+
+// Figures the HTTP layer knows and the router does not.
+struct ServerGauges {
+  int open_connections = 0;
+  int open_streams = 0;
+};
+
+class TelemetryHub {
+ public:
+  TelemetryHub();
+
+  EventBus& events() { return events_; }
+  LogRing& logs() { return logs_; }
+
+  // Router::on_event: events for the bus, load and eviction metrics.
+  void on_router_event(const RouterEvent& event);
+  void record_request(const RequestRecord& record);
+  // A download's progress (ModelStore), at most twice a second per model.
+  void on_download_progress(const std::string& model, const std::string& file,
+                            std::uint64_t bytes, std::uint64_t total);
+  void on_download_end(const std::string& model, const Status& result);
+
+  // The whole /metrics text. `kv_usage`: per model, the fraction of its
+  // context in use (ContextMonitor), for lemonade:kv_cache_usage_perc.
+  std::string render(const RouterView& view, const SlotLimits& limits, const ServerGauges& server,
+                     const std::map<std::string, double>& kv_usage) const;
+
+ private:
+  EventBus events_;
+  LogRing logs_;
+  MetricsRegistry registry_;
+  Family& requests_;
+  Family& request_duration_;
+  Family& ttft_;
+  Family& prompt_tokens_;
+  Family& generated_tokens_;
+  Family& tokens_per_second_;
+  Family& loads_;
+  Family& load_duration_;
+  Family& evictions_;
+  Family& crashes_;
+  const std::chrono::steady_clock::time_point started_;
+
+  std::mutex mu_;
+  std::map<std::string, std::chrono::steady_clock::time_point> load_started_;  // guarded by mu_
+  std::map<std::string, std::chrono::steady_clock::time_point> progress_sent_;  // guarded by mu_
+};
+
+// Resident memory (bytes) and open descriptors of this process, from /proc.
+std::int64_t self_rss_bytes();
+int self_open_fds();
+
+}  // namespace lemon::telemetry

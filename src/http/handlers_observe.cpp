@@ -1,0 +1,226 @@
+// Observability routes (issue #12): metrics, events, the log stream, system
+// figures, the log level and generation defaults.
+#include <chrono>
+#include <csignal>
+
+#include "lemon/core/log.h"
+#include "lemon/http/api_server.h"
+#include "lemon/http/error_response.h"
+#include "lemon/http/inference_proxy.h"
+#include "lemon/http/json_request.h"
+
+namespace lemon::http {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kHeartbeat = std::chrono::seconds(1);
+constexpr std::size_t kDefaultLogTail = 100;
+
+net::Headers sse_headers() {
+  return net::Headers{{"Content-Type", "text/event-stream"},
+                      {"Cache-Control", "no-cache"},
+                      {"X-Accel-Buffering", "no"}};
+}
+
+// Last-Event-ID (an SSE reconnect) or ?since=N: the id to resume after.
+Result<std::optional<std::uint64_t>> resume_after(const net::Request& r) {
+  std::optional<std::string> text;
+  if (auto h = r.headers.get("Last-Event-ID")) {
+    text = std::string(*h);
+  } else if (auto q = r.query_param("since")) {
+    text = *q;
+  }
+  if (!text) {
+    return std::optional<std::uint64_t>();
+  }
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long v = std::strtoull(text->c_str(), &end, 10);
+  if (text->empty() || *end != '\0' || errno != 0 || (*text)[0] == '-') {
+    return Error(ErrorCode::kInvalidRequest, "'since' (or Last-Event-ID) must be an event id",
+                 "since");
+  }
+  return std::optional<std::uint64_t>(v);
+}
+
+Result<std::size_t> count_param(const net::Request& r, const char* name, std::size_t fallback,
+                                std::size_t max) {
+  auto q = r.query_param(name);
+  if (!q) {
+    return fallback;
+  }
+  char* end = nullptr;
+  long v = std::strtol(q->c_str(), &end, 10);
+  if (q->empty() || *end != '\0' || v < 0) {
+    return Error(ErrorCode::kInvalidRequest, std::string("'") + name + "' must be a count", name);
+  }
+  return std::min<std::size_t>(static_cast<std::size_t>(v), max);
+}
+
+void send_json(net::ResponseWriter& w, int status, const nlohmann::json& j) {
+  w.send(status, json_headers(), json_text(j));
+}
+
+}  // namespace
+
+template <typename Follower, typename Frame>
+void ApiServer::stream_follower(net::ResponseWriter& w, Follower& follower, const Frame& frame) {
+  if (!w.begin_chunked(200, sse_headers()) || !w.write_chunk("retry: 2000\n\n")) {
+    return;
+  }
+  auto last_write = Clock::now();
+  for (;;) {
+    auto items = follower.next(std::chrono::milliseconds(250));
+    std::string out;
+    for (const auto& item : items) {
+      out += frame(item);
+    }
+    if (follower.dropped()) {
+      // Too slow to keep up: end the stream; the client may resume with
+      // Last-Event-ID from what it has seen.
+      w.write_chunk(out + ": dropped: this client fell too far behind\n\n");
+      break;
+    }
+    if (!out.empty()) {
+      if (!w.write_chunk(out)) {
+        return;
+      }
+      last_write = Clock::now();
+    } else if (Clock::now() - last_write >= kHeartbeat) {
+      if (!w.write_chunk(": heartbeat\n\n")) {
+        return;
+      }
+      last_write = Clock::now();
+    }
+    if (follower.closed() || stopping_.load() || !w.client_connected()) {
+      break;
+    }
+  }
+  w.finish();
+}
+
+void ApiServer::handle_metrics(net::ResponseWriter& w) {
+  std::map<std::string, double> kv;
+  for (const auto& [model, c] : observers_.context.current(std::chrono::seconds(1))) {
+    kv[model] = c.fraction();
+  }
+  telemetry::ServerGauges gauges;
+  gauges.open_connections = open_connections();
+  gauges.open_streams = open_streams();
+  std::string text = observers_.hub.render(*router_.view(), router_.limits(), gauges, kv);
+  w.send(200, net::Headers{{"Content-Type", "text/plain; version=0.0.4; charset=utf-8"}}, text);
+}
+
+void ApiServer::handle_events(net::Request& r, net::ResponseWriter& w) {
+  auto after = resume_after(r);
+  if (!after.ok()) {
+    write_error(w, after.error());
+    return;
+  }
+  auto backlog = count_param(r, "backlog", 0, 1000);
+  if (!backlog.ok()) {
+    write_error(w, backlog.error());
+    return;
+  }
+  auto follower = observers_.hub.events().follow(*after, *backlog);
+  stream_follower(w, *follower, [](const telemetry::EventBus::Stream::Item& item) {
+    return telemetry::event_sse_frame(item.id, *item.value);
+  });
+}
+
+void ApiServer::handle_logs_stream(net::Request& r, net::ResponseWriter& w) {
+  auto after = resume_after(r);
+  if (!after.ok()) {
+    write_error(w, after.error());
+    return;
+  }
+  auto tail = count_param(r, "tail", kDefaultLogTail, telemetry::LogRing::kKeptLines);
+  if (!tail.ok()) {
+    write_error(w, tail.error());
+    return;
+  }
+  const std::string model = r.query_param("model").value_or("");
+  const std::string format = r.query_param("format").value_or("text");
+  if (format != "text" && format != "json") {
+    write_error(w, Error(ErrorCode::kInvalidRequest, "'format' must be text or json", "format"));
+    return;
+  }
+  const bool json = format == "json";
+  auto follower = observers_.hub.logs().follow(*after, *tail);
+  stream_follower(w, *follower, [&](const telemetry::LogRing::Stream::Item& item) -> std::string {
+    const telemetry::LogLine& line = *item.value;
+    if (!model.empty() && line.model != model) {
+      return {};
+    }
+    std::string text = json ? json_text(line.to_json(item.id)) : line.formatted();
+    // One SSE event per line; a line break inside a log line starts another
+    // data: line of the same event.
+    std::string frame = "id: " + std::to_string(item.id) + "\ndata: ";
+    for (char c : text) {
+      if (c == '\n') {
+        frame += "\ndata: ";
+      } else if (c != '\r') {
+        frame += c;
+      }
+    }
+    frame += "\n\n";
+    return frame;
+  });
+}
+
+void ApiServer::handle_system_stats(net::ResponseWriter& w) {
+  send_json(w, 200, observers_.system.read().to_json());
+}
+
+void ApiServer::handle_log_level(net::Request& r, net::ResponseWriter& w) {
+  auto body = parse_json_object(r.body);
+  if (!body.ok()) {
+    write_error(w, body.error());
+    return;
+  }
+  auto level = string_field(*body, "level", true);
+  if (!level.ok()) {
+    write_error(w, level.error());
+    return;
+  }
+  if (!is_valid_log_level(*level)) {
+    write_error(w, Error(ErrorCode::kInvalidRequest,
+                         "'level' must be one of critical, error, warning, info, debug, trace",
+                         "level"));
+    return;
+  }
+  set_log_level(*level);
+  logger("app")->info("log level set to {}", *level);
+  observers_.hub.events().publish("log_level", {{"level", *level}});
+  send_json(w, 200, {{"status", "success"}, {"level", *level}});
+}
+
+void ApiServer::handle_params(net::Request& r, net::ResponseWriter& w) {
+  if (r.method == "GET" || r.method == "HEAD") {
+    send_json(w, 200, {{"params", params_.get()}});
+    return;
+  }
+  nlohmann::json changes = nlohmann::json::object();
+  if (r.body.find_first_not_of(" \t\r\n") != std::string::npos) {
+    auto body = parse_json_object(r.body);
+    if (!body.ok()) {
+      write_error(w, body.error());
+      return;
+    }
+    changes = std::move(body).value();
+  }
+  auto updated = params_.update(changes);
+  if (!updated.ok()) {
+    write_error(w, updated.error());
+    return;
+  }
+  send_json(w, 200, {{"status", "success"}, {"params", *updated}});
+}
+
+void ApiServer::handle_shutdown(net::ResponseWriter& w) {
+  send_json(w, 200, {{"status", "shutting down"}});
+  // The same graceful drain as SIGTERM (the signal thread runs it).
+  ::kill(::getpid(), SIGTERM);
+}
+
+}  // namespace lemon::http

@@ -1,0 +1,64 @@
+// ObservedWriter: a ResponseWriter that passes everything through and notes
+// what was written: the status, whether the response is a stream, and when
+// its first chunk went out. While a stream is open it counts itself in
+// `open_streams` (if given). Internal to src/http.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <optional>
+
+#include "lemon/net/server.h"
+
+namespace lemon::http {
+
+class ObservedWriter final : public net::ResponseWriter {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  explicit ObservedWriter(net::ResponseWriter& inner, std::atomic<int>* open_streams = nullptr)
+      : inner_(inner), open_streams_(open_streams) {}
+  ~ObservedWriter() override {
+    if (counted_) {
+      --*open_streams_;
+    }
+  }
+  ObservedWriter(const ObservedWriter&) = delete;
+  ObservedWriter& operator=(const ObservedWriter&) = delete;
+
+  bool send(int status, const net::Headers& headers, std::string_view body) override {
+    status_ = status;
+    return inner_.send(status, headers, body);
+  }
+  bool begin_chunked(int status, const net::Headers& headers) override {
+    status_ = status;
+    if (open_streams_ != nullptr && !counted_ && !inner_.headers_sent()) {
+      ++*open_streams_;
+      counted_ = true;
+    }
+    return inner_.begin_chunked(status, headers);
+  }
+  bool write_chunk(std::string_view data) override {
+    if (!first_chunk_ && !data.empty() && data.front() != ':') {  // SSE comments are not output
+      first_chunk_ = Clock::now();
+    }
+    return inner_.write_chunk(data);
+  }
+  bool finish() override { return inner_.finish(); }
+  bool headers_sent() const override { return inner_.headers_sent(); }
+  bool client_connected() override { return inner_.client_connected(); }
+  bool keep_serving_half_closed() override { return inner_.keep_serving_half_closed(); }
+  int client_fd() const override { return inner_.client_fd(); }
+
+  int status() const { return status_; }  // 0 when nothing was written
+  std::optional<Clock::time_point> first_chunk() const { return first_chunk_; }
+
+ private:
+  net::ResponseWriter& inner_;
+  std::atomic<int>* const open_streams_;
+  bool counted_ = false;
+  int status_ = 0;
+  std::optional<Clock::time_point> first_chunk_;
+};
+
+}  // namespace lemon::http

@@ -1,0 +1,323 @@
+#include "lemon/telemetry/telemetry_hub.h"
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <set>
+
+namespace lemon::telemetry {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+}  // namespace
+
+TelemetryHub::TelemetryHub()
+    : requests_(registry_.add("lemonade_requests_total",
+                              "Requests to a model, by route and HTTP status", MetricType::kCounter,
+                              {"model", "route", "status"})),
+      request_duration_(registry_.add(
+          "lemonade_request_duration_seconds",
+          "End-to-end time of a request to a model, from its arrival to its last byte (waiting "
+          "for a load or a free slot included)",
+          MetricType::kHistogram, {"model", "route"}, latency_buckets())),
+      ttft_(registry_.add("lemonade_time_to_first_token_seconds",
+                          "Time to the first generated token (the backend's prompt time, or the "
+                          "first streamed event)",
+                          MetricType::kHistogram, {"model"}, latency_buckets())),
+      prompt_tokens_(registry_.add("lemonade_prompt_tokens_total", "Prompt tokens processed",
+                                   MetricType::kCounter, {"model"})),
+      generated_tokens_(registry_.add("lemonade_generated_tokens_total", "Tokens generated",
+                                      MetricType::kCounter, {"model"})),
+      tokens_per_second_(registry_.add("lemonade_tokens_per_second",
+                                       "Generation speed of the model's last request",
+                                       MetricType::kGauge, {"model"})),
+      loads_(registry_.add("lemonade_model_loads_total", "Loads of a model, by result",
+                           MetricType::kCounter, {"model", "result"})),
+      load_duration_(registry_.add("lemonade_model_load_duration_seconds",
+                                   "Time from a load leaving the queue to its server being ready "
+                                   "(evictions and draining included)",
+                                   MetricType::kHistogram, {"model"}, load_buckets())),
+      evictions_(registry_.add("lemonade_model_evictions_total",
+                               "Servers stopped to make room or unloaded, by reason",
+                               MetricType::kCounter, {"model", "reason"})),
+      crashes_(registry_.add("lemonade_backend_crashes_total",
+                             "Backends that exited without being stopped", MetricType::kCounter,
+                             {"model"})),
+      started_(Clock::now()) {}
+
+void TelemetryHub::on_router_event(const RouterEvent& e) {
+  nlohmann::json data = {{"model", e.model}};
+  std::string type = router_event_name(e.kind);
+  switch (e.kind) {
+    case RouterEvent::Kind::kLoadStarted: {
+      std::lock_guard lock(mu_);
+      load_started_[e.model] = Clock::now();
+      break;
+    }
+    case RouterEvent::Kind::kLoadSucceeded:
+    case RouterEvent::Kind::kLoadFailed: {
+      const bool ok = e.kind == RouterEvent::Kind::kLoadSucceeded;
+      double took = 0.0;
+      {
+        std::lock_guard lock(mu_);
+        if (auto it = load_started_.find(e.model); it != load_started_.end()) {
+          took = seconds_since(it->second);
+          load_started_.erase(it);
+        }
+      }
+      loads_.counter({e.model, ok ? "success" : "failure"}).inc();
+      if (ok) {
+        load_duration_.histogram({e.model}).observe(took);
+        data["backend_url"] = e.detail;
+      } else {
+        data["message"] = e.detail;
+        data["code"] = e.code ? error_code_name(*e.code) : "";
+      }
+      data["duration_s"] = took;
+      break;
+    }
+    case RouterEvent::Kind::kEvictionPlanned:
+      evictions_.counter({e.model, e.detail}).inc();
+      data["reason"] = e.detail;
+      break;
+    case RouterEvent::Kind::kServerStopped:
+      // Evictions were counted when planned; unloads and evict-all here.
+      if (e.detail == "unload") {
+        evictions_.counter({e.model, "unload"}).inc();
+      } else if (e.detail == "evict-all after a failed load") {
+        evictions_.counter({e.model, "evict_all"}).inc();
+      }
+      data["reason"] = e.detail;
+      break;
+    case RouterEvent::Kind::kServerCrashed:
+      crashes_.counter({e.model}).inc();
+      break;
+    case RouterEvent::Kind::kDrainWaiting:
+      data["in_flight"] = std::atoi(e.detail.c_str());
+      break;
+    case RouterEvent::Kind::kWaitingForSlot:
+      data["waiting"] = std::atoi(e.detail.c_str());
+      break;
+    case RouterEvent::Kind::kRetryingAfterEvictAll:
+      data["message"] = e.detail;
+      data["code"] = e.code ? error_code_name(*e.code) : "";
+      break;
+    case RouterEvent::Kind::kLoadQueued:
+    case RouterEvent::Kind::kLoadJoined:
+      break;
+  }
+  events_.publish(std::move(type), std::move(data));
+}
+
+void TelemetryHub::record_request(const RequestRecord& r) {
+  requests_.counter({r.model, r.route, std::to_string(r.status)}).inc();
+  request_duration_.histogram({r.model, r.route}).observe(r.duration_s);
+  if (r.status < 400) {
+    if (r.ttft_s > 0.0) {
+      ttft_.histogram({r.model}).observe(r.ttft_s);
+    }
+    if (r.prompt_tokens > 0) {
+      prompt_tokens_.counter({r.model}).inc(r.prompt_tokens);
+    }
+    if (r.completion_tokens > 0) {
+      generated_tokens_.counter({r.model}).inc(r.completion_tokens);
+    }
+    if (r.tokens_per_second > 0.0) {
+      tokens_per_second_.gauge({r.model}).set(r.tokens_per_second);
+    }
+  }
+  if (!events_.wants_request_events()) {
+    return;
+  }
+  events_.publish("request", {{"model", r.model},
+                              {"route", r.route},
+                              {"status", r.status},
+                              {"stream", r.stream},
+                              {"duration_s", r.duration_s},
+                              {"ttft_s", r.ttft_s},
+                              {"prompt_tokens", r.prompt_tokens},
+                              {"completion_tokens", r.completion_tokens},
+                              {"tokens_per_second", r.tokens_per_second}});
+}
+
+void TelemetryHub::on_download_progress(const std::string& model, const std::string& file,
+                                        std::uint64_t bytes, std::uint64_t total) {
+  {
+    std::lock_guard lock(mu_);
+    auto now = Clock::now();
+    auto& last = progress_sent_[model];
+    if (bytes < total && now - last < std::chrono::milliseconds(500)) {
+      return;
+    }
+    last = now;
+  }
+  events_.publish("download_progress",
+                  {{"model", model},
+                   {"file", file},
+                   {"bytes_downloaded", bytes},
+                   {"bytes_total", total},
+                   {"percent", total > 0 ? static_cast<double>(bytes) * 100.0 /
+                                               static_cast<double>(total)
+                                         : 0.0}});
+}
+
+void TelemetryHub::on_download_end(const std::string& model, const Status& result) {
+  {
+    std::lock_guard lock(mu_);
+    progress_sent_.erase(model);
+  }
+  if (result.ok()) {
+    events_.publish("download_complete", {{"model", model}});
+  } else {
+    events_.publish("download_failed", {{"model", model},
+                                        {"code", error_code_name(result.error().code())},
+                                        {"message", result.error().message()}});
+  }
+}
+
+std::string TelemetryHub::render(const RouterView& view, const SlotLimits& limits,
+                                 const ServerGauges& server,
+                                 const std::map<std::string, double>& kv_usage) const {
+  std::string out;
+  out.reserve(16384);
+  PromText text(out);
+  registry_.render(text);
+
+  // Per model, from the router's published view.
+  text.family("lemonade_requests_in_flight", "Requests a model's server is serving now",
+              "gauge");
+  for (const auto& s : view.servers) {
+    text.sample("lemonade_requests_in_flight", {{"model", s.info.model_name}}, s.in_flight());
+  }
+  text.family("lemonade_queue_depth",
+              "Requests waiting for a model's load or for a free slot of its server", "gauge");
+  for (const auto& [model, n] : view.waiting) {
+    text.sample("lemonade_queue_depth", {{"model", model}}, n);
+  }
+  text.family("lemonade_model_slots", "Requests a model's server serves at once (0: no limit)",
+              "gauge");
+  for (const auto& s : view.servers) {
+    text.sample("lemonade_model_slots", {{"model", s.info.model_name}}, s.info.slots);
+  }
+  text.family("lemonade_model_idle_seconds", "Seconds since a loaded model was last used",
+              "gauge");
+  const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  for (const auto& s : view.servers) {
+    const double idle = s.in_flight() > 0
+                            ? 0.0
+                            : static_cast<double>(std::max<std::int64_t>(
+                                  0, now_ms - s.last_use_ms())) /
+                                  1000.0;
+    text.sample("lemonade_model_idle_seconds", {{"model", s.info.model_name}}, idle);
+  }
+
+  // The router.
+  text.family("lemonade_loaded_models", "Loaded servers by model type and device", "gauge");
+  std::map<std::pair<std::string, std::string>, int> by_type_device;
+  for (const auto& s : view.servers) {
+    ++by_type_device[{model_type_name(s.info.type), device_name(s.info.device)}];
+  }
+  for (const auto& [key, n] : by_type_device) {
+    text.sample("lemonade_loaded_models", {{"type", key.first}, {"device", key.second}}, n);
+  }
+  text.family("lemonade_max_loaded_models", "--max-loaded-models per type (-1: no limit)",
+              "gauge");
+  for (ModelType t : kAllModelTypes) {
+    text.sample("lemonade_max_loaded_models", {{"type", model_type_name(t)}}, limits.limit(t));
+  }
+  text.family("lemonade_open_connections", "Open client connections", "gauge");
+  text.sample("lemonade_open_connections", {}, server.open_connections);
+  text.family("lemonade_open_streams", "Streaming responses being written now", "gauge");
+  text.sample("lemonade_open_streams", {}, server.open_streams);
+  text.family("lemonade_resident_memory_bytes", "Resident memory of the router process",
+              "gauge");
+  text.sample("lemonade_resident_memory_bytes", {}, static_cast<double>(self_rss_bytes()));
+  text.family("lemonade_open_fds", "Open file descriptors of the router process", "gauge");
+  text.sample("lemonade_open_fds", {}, self_open_fds());
+  text.family("lemonade_uptime_seconds", "Seconds since the router started", "gauge");
+  text.sample("lemonade_uptime_seconds", {}, seconds_since(started_));
+  text.family("lemonade_build_info", "The router's version and the Lemonade API it implements",
+              "gauge");
+  text.sample("lemonade_build_info",
+              {{"version", LEMON_ROUTER_VERSION}, {"api_version", LEMON_API_VERSION}}, 1);
+  text.family("lemonade_event_followers", "Clients following /api/v1/events", "gauge");
+  text.sample("lemonade_event_followers", {}, events_.followers());
+
+  // The model-server protocol of Kubernetes inference gateways
+  // (docs/kubernetes.md): queue, running requests, KV-cache use, adapters.
+  int running = 0;
+  for (const auto& s : view.servers) {
+    running += s.in_flight();
+  }
+  text.family("lemonade:num_requests_waiting",
+              "Requests waiting for a model load or a free slot (all models)", "gauge");
+  text.sample("lemonade:num_requests_waiting", {}, view.waiting_total);
+  text.family("lemonade:num_requests_running", "Requests being served by a backend (all models)",
+              "gauge");
+  text.sample("lemonade:num_requests_running", {}, running);
+  double kv = 0.0;
+  for (const auto& [model, used] : kv_usage) {
+    kv = std::max(kv, used);
+  }
+  text.family("lemonade:kv_cache_usage_perc",
+              "Fraction (0-1) of the fullest llama.cpp server's context in use, from its /slots",
+              "gauge");
+  text.sample("lemonade:kv_cache_usage_perc", {}, kv);
+  std::string running_models;
+  for (const auto& s : view.servers) {
+    if (!s.info.draining) {
+      running_models += (running_models.empty() ? "" : ",") + s.info.model_name;
+    }
+  }
+  std::string waiting_models;
+  std::set<std::string> seen;
+  for (const auto& m : view.loading) {
+    if (seen.insert(m).second) {
+      waiting_models += (waiting_models.empty() ? "" : ",") + m;
+    }
+  }
+  text.family("lemonade:loaded_models_info",
+              "Loaded models (running_lora_adapters), models whose load is queued "
+              "(waiting_lora_adapters) and the LLM slot limit (max_lora)",
+              "gauge");
+  text.sample("lemonade:loaded_models_info",
+              {{"running_lora_adapters", running_models},
+               {"waiting_lora_adapters", waiting_models},
+               {"max_lora", std::to_string(limits.limit(ModelType::kLlm))}},
+              1);
+  return out;
+}
+
+std::int64_t self_rss_bytes() {
+  std::ifstream in("/proc/self/statm");
+  long pages = 0;
+  long resident = 0;
+  if (!(in >> pages >> resident)) {
+    return 0;
+  }
+  return static_cast<std::int64_t>(resident) * ::sysconf(_SC_PAGESIZE);
+}
+
+int self_open_fds() {
+  int n = 0;
+  if (DIR* d = ::opendir("/proc/self/fd")) {
+    while (dirent* e = ::readdir(d)) {
+      if (e->d_name[0] != '.') {
+        ++n;
+      }
+    }
+    ::closedir(d);
+    --n;  // the directory's own descriptor
+  }
+  return n;
+}
+
+}  // namespace lemon::telemetry
