@@ -11,6 +11,8 @@ ModelType model_type_for_route(ApiRoute route) {
     case ApiRoute::kTranscriptions:
       return ModelType::kAudio;
     case ApiRoute::kImageGenerations:
+    case ApiRoute::kImageEdits:
+    case ApiRoute::kImageVariations:
       return ModelType::kImage;
     case ApiRoute::kChatCompletions:
     case ApiRoute::kCompletions:
@@ -36,6 +38,10 @@ const char* api_route_name(ApiRoute route) {
       return "audio/transcriptions";
     case ApiRoute::kImageGenerations:
       return "images/generations";
+    case ApiRoute::kImageEdits:
+      return "images/edits";
+    case ApiRoute::kImageVariations:
+      return "images/variations";
   }
   return "";
 }

@@ -26,6 +26,8 @@ std::optional<std::string> FlmServer::upstream_path(ApiRoute route) const {
     case ApiRoute::kReranking:
     case ApiRoute::kTranscriptions:
     case ApiRoute::kImageGenerations:
+    case ApiRoute::kImageEdits:
+    case ApiRoute::kImageVariations:
       return std::nullopt;
   }
   return std::nullopt;

@@ -157,6 +157,8 @@ std::optional<std::string> LlamaCppServer::upstream_path(ApiRoute route) const {
       return "/v1/rerank";
     case ApiRoute::kTranscriptions:
     case ApiRoute::kImageGenerations:
+    case ApiRoute::kImageEdits:
+    case ApiRoute::kImageVariations:
       return std::nullopt;
   }
   return std::nullopt;

@@ -55,7 +55,69 @@ std::optional<std::string> SdServer::upstream_path(ApiRoute route) const {
   if (route == ApiRoute::kImageGenerations) {
     return "/v1/images/generations";
   }
+  if (route == ApiRoute::kImageEdits || route == ApiRoute::kImageVariations) {
+    return "/v1/images/edits";
+  }
   return std::nullopt;
+}
+
+namespace {
+
+const FormField* field(const std::vector<FormField>& fields, std::string_view name) {
+  for (const auto& f : fields) {
+    if (f.name == name) {
+      return &f;
+    }
+  }
+  return nullptr;
+}
+
+// A form value as JSON: a number when it reads as one, else the text.
+nlohmann::json form_number(const std::string& text) {
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  return j.is_number() ? j : nlohmann::json(text);
+}
+
+}  // namespace
+
+std::optional<std::vector<FormField>> SdServer::rewrite_form(
+    ApiRoute route, const std::vector<FormField>& fields) const {
+  if (route != ApiRoute::kImageEdits && route != ApiRoute::kImageVariations) {
+    return std::nullopt;
+  }
+  const nlohmann::json& opts = options().raw();
+  nlohmann::json extra = {{"steps", opts.value("steps", nlohmann::json(20))},
+                          {"cfg_scale", opts.value("cfg_scale", nlohmann::json(7.0))}};
+  for (const char* key : {"steps", "cfg_scale", "seed"}) {
+    if (const FormField* f = field(fields, key)) {
+      extra[key] = form_number(f->data);
+    }
+  }
+  std::string prompt = "variation";  // variations take no prompt; sd-server needs one
+  if (route == ApiRoute::kImageEdits) {
+    const FormField* p = field(fields, "prompt");
+    prompt = p != nullptr ? p->data : "";
+  }
+  std::vector<FormField> out;
+  out.push_back({"prompt", "", "", prompt + " <sd_cpp_extra_args>" + extra.dump() +
+                                       "</sd_cpp_extra_args>"});
+  const FormField* n = field(fields, "n");
+  out.push_back({"n", "", "", n != nullptr ? n->data : "1"});
+  const FormField* size = field(fields, "size");
+  out.push_back({"size", "", "",
+                 size != nullptr ? size->data
+                                 : std::to_string(opts.value("width", 512)) + "x" +
+                                       std::to_string(opts.value("height", 512))});
+  for (const auto& f : fields) {
+    if (f.name == "image" || f.name == "image[]") {
+      out.push_back({"image[]", f.filename.empty() ? "image.png" : f.filename,
+                     f.content_type.empty() ? "image/png" : f.content_type, f.data});
+    } else if (f.name == "mask" && route == ApiRoute::kImageEdits) {
+      out.push_back({"mask", f.filename.empty() ? "mask.png" : f.filename,
+                     f.content_type.empty() ? "image/png" : f.content_type, f.data});
+    }
+  }
+  return out;
 }
 
 std::optional<std::string> SdServer::rewrite_body(ApiRoute route,

@@ -205,6 +205,16 @@ void ApiServer::register_routes() {
   }
   route("POST", "audio/transcriptions", RouteAccess::kMultipartPost,
         [this](net::Request& r, net::ResponseWriter& w, P) { handle_transcription(r, w); });
+  route("POST", "images/edits", RouteAccess::kMultipartPost,
+        [this](net::Request& r, net::ResponseWriter& w, P) {
+          handle_image_form(ApiRoute::kImageEdits, r, w);
+        });
+  route("POST", "images/variations", RouteAccess::kMultipartPost,
+        [this](net::Request& r, net::ResponseWriter& w, P) {
+          handle_image_form(ApiRoute::kImageVariations, r, w);
+        });
+  route("POST", "audio/speech", RouteAccess::kJsonPost,
+        [this](net::Request& r, net::ResponseWriter& w, P) { handle_speech(r, w); });
   // Liveness, readiness and metrics also at the root (where probes and
   // Prometheus look by default); the dashboard at / and /web/<file>.
   root("GET", "/live", RouteAccess::kPublic,

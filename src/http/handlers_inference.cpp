@@ -109,6 +109,88 @@ void ApiServer::handle_transcription(net::Request& r, net::ResponseWriter& w) {
   forward_inference(req, w);
 }
 
+void ApiServer::handle_image_form(ApiRoute route, net::Request& r, net::ResponseWriter& w) {
+  auto content_type = r.headers.get("Content-Type").value_or("");
+  auto boundary = multipart_boundary(content_type);
+  if (!boundary) {
+    write_error(w, Error(ErrorCode::kInvalidRequest, std::string(api_route_name(route)) +
+                                                         " takes multipart/form-data with a "
+                                                         "boundary"));
+    return;
+  }
+  auto parts = parse_multipart(r.body, *boundary);
+  if (!parts.ok()) {
+    write_error(w, parts.error());
+    return;
+  }
+  const MultipartPart* model = find_part(*parts, "model");
+  if (model == nullptr || model->data.empty()) {
+    write_error(w, Error(ErrorCode::kInvalidRequest, "'model' is required", "model"));
+    return;
+  }
+  const MultipartPart* image = find_part(*parts, "image");
+  if (image == nullptr) {
+    image = find_part(*parts, "image[]");
+  }
+  if (image == nullptr || image->data.empty()) {
+    write_error(w, Error(ErrorCode::kInvalidRequest, "'image' (a file) is required", "image"));
+    return;
+  }
+  if (route == ApiRoute::kImageEdits) {
+    const MultipartPart* prompt = find_part(*parts, "prompt");
+    if (prompt == nullptr || prompt->data.empty()) {
+      write_error(w, Error(ErrorCode::kInvalidRequest, "'prompt' is required", "prompt"));
+      return;
+    }
+  }
+  if (const MultipartPart* n = find_part(*parts, "n")) {
+    auto value = nlohmann::json::parse(n->data, nullptr, false);
+    if (!value.is_number_integer() || value.get<int>() < 1 || value.get<int>() > 10) {
+      write_error(w, Error(ErrorCode::kInvalidRequest, "'n' must be an integer from 1 to 10", "n"));
+      return;
+    }
+  }
+  std::vector<FormField> fields;
+  fields.reserve(parts->size());
+  for (const auto& p : *parts) {
+    fields.push_back({p.name, p.filename, p.content_type, std::string(p.data)});
+  }
+  InferenceRequest req;
+  req.route = route;
+  req.model = std::string(model->data);
+  req.raw_body = r.body;
+  req.content_type = std::string(content_type);
+  req.form = &fields;
+  forward_inference(req, w);
+}
+
+void ApiServer::handle_speech(net::Request& r, net::ResponseWriter& w) {
+  auto body = parse_json_object(r.body);
+  if (!body.ok()) {
+    write_error(w, body.error());
+    return;
+  }
+  auto model = string_field(*body, "model", true);
+  if (!model.ok()) {
+    write_error(w, model.error());
+    return;
+  }
+  auto input = string_field(*body, "input", true);
+  if (!input.ok()) {
+    write_error(w, input.error());
+    return;
+  }
+  if (!catalogue_.find(*model)) {
+    write_error(w, model_not_found(*model));
+    return;
+  }
+  write_error(w, Error(ErrorCode::kUnsupportedOperation,
+                       "audio/speech is not supported: no recipe of this router serves "
+                       "text-to-speech (Lemonade's kokoro recipe is not available), and '" +
+                           *model + "' is not a speech model",
+                       "model"));
+}
+
 void ApiServer::forward_inference(InferenceRequest& req, net::ResponseWriter& raw) {
   const auto started = ObservedWriter::Clock::now();
   ObservedWriter w(raw);
@@ -181,7 +263,15 @@ std::optional<RequestStats> ApiServer::forward_inference_to(InferenceRequest& re
   }
   std::string owned_body;
   std::string_view body = req.raw_body;
-  if (req.json != nullptr) {
+  std::string content_type = req.content_type;
+  if (req.form != nullptr) {
+    if (auto form = server.rewrite_form(req.route, *req.form)) {
+      const std::string boundary = make_boundary(*form);
+      owned_body = write_multipart(*form, boundary);
+      body = owned_body;
+      content_type = "multipart/form-data; boundary=" + boundary;
+    }
+  } else if (req.json != nullptr) {
     if (auto custom = server.rewrite_body(req.route, *req.json)) {
       owned_body = std::move(*custom);
       body = owned_body;
@@ -193,7 +283,7 @@ std::optional<RequestStats> ApiServer::forward_inference_to(InferenceRequest& re
   ProxyCall call;
   call.path = *path;
   call.body = body;
-  call.content_type = req.content_type;
+  call.content_type = content_type;
   call.stream = req.stream;
   call.append_done = req.route != ApiRoute::kResponses;
   call.transform = req.transform;

@@ -68,6 +68,7 @@ void ApiServer::stream_follower(net::ResponseWriter& w, Follower& follower, cons
   if (!w.begin_chunked(200, sse_headers()) || !w.write_chunk("retry: 2000\n\n")) {
     return;
   }
+
   auto last_write = Clock::now();
   for (;;) {
     auto items = follower.next(std::chrono::milliseconds(250));
@@ -112,6 +113,10 @@ void ApiServer::handle_metrics(net::ResponseWriter& w) {
 }
 
 void ApiServer::handle_events(net::Request& r, net::ResponseWriter& w) {
+  if (r.method == "HEAD") {
+    w.send(200, sse_headers(), "");
+    return;
+  }
   auto after = resume_after(r);
   if (!after.ok()) {
     write_error(w, after.error());
@@ -129,6 +134,10 @@ void ApiServer::handle_events(net::Request& r, net::ResponseWriter& w) {
 }
 
 void ApiServer::handle_logs_stream(net::Request& r, net::ResponseWriter& w) {
+  if (r.method == "HEAD") {
+    w.send(200, sse_headers(), "");
+    return;
+  }
   auto after = resume_after(r);
   if (!after.ok()) {
     write_error(w, after.error());

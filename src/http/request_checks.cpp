@@ -177,7 +177,9 @@ Status check_request(ApiRoute route, const nlohmann::json& body) {
     case ApiRoute::kImageGenerations:
       return check_images(body);
     case ApiRoute::kTranscriptions:
-      return ok_status();
+    case ApiRoute::kImageEdits:
+    case ApiRoute::kImageVariations:
+      return ok_status();  // multipart: checked by their handlers
   }
   return ok_status();
 }

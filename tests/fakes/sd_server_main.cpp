@@ -1,7 +1,9 @@
 // Fake sd-server (stable-diffusion.cpp's HTTP server): GET / and /health for
-// readiness, POST /v1/images/generations returning small valid PNGs (base64)
-// whose colour is derived from the prompt, seed and image index.
+// readiness, POST /v1/images/generations (JSON) and /v1/images/edits
+// (multipart) returning small valid PNGs (base64) whose colour is derived from
+// the prompt, seed and image index.
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -117,6 +119,57 @@ void generations_handler(const Defaults& defaults, const httplib::Request& req,
                     fake::dump(out));
 }
 
+// POST /v1/images/edits: a multipart form of prompt, n, size, one or more
+// image[] files and an optional mask (what the router sends for OpenAI's
+// images/edits and images/variations); the reply is a generation's.
+void edits_handler(const Defaults& defaults, const httplib::Request& req,
+                   httplib::Response& res) {
+  fake::JobPtr job = fake::admit(res);
+  if (!job) {
+    return;
+  }
+  if (!req.is_multipart_form_data()) {
+    reply_sd_error(job, res, "multipart/form-data expected");
+    return;
+  }
+  auto text = [&](const char* name) {
+    return req.has_file(name) ? req.get_file_value(name).content : std::string();
+  };
+  const std::string prompt = text("prompt");
+  int images = 0;
+  for (const auto& [name, file] : req.files) {
+    images += name == "image[]" && !file.content.empty() ? 1 : 0;
+  }
+  fake::remember_request({{"prompt", prompt},
+                          {"n", text("n")},
+                          {"size", text("size")},
+                          {"images", images},
+                          {"mask", req.has_file("mask")}});
+  if (prompt.empty()) {
+    reply_sd_error(job, res, "prompt is required");
+    return;
+  }
+  if (images == 0) {
+    reply_sd_error(job, res, "at least one image[] is required");
+    return;
+  }
+  int n = text("n").empty() ? 1 : std::atoi(text("n").c_str());
+  int w = defaults.width;
+  int h = defaults.height;
+  if (n < 1 || n > 10 || (!text("size").empty() && !parse_size(text("size"), &w, &h))) {
+    reply_sd_error(job, res, "bad n or size");
+    return;
+  }
+  json data = json::array();
+  for (int i = 0; i < n; ++i) {
+    uint64_t colour = fake::fnv1a(prompt + "|edit|" + std::to_string(i));
+    data.push_back({{"b64_json", fake::base64_encode(fake::make_png(thumb(w), thumb(h), colour))}});
+  }
+  json out = {{"created", fake::unix_seconds()}, {"data", data}, {"output_format", "png"}};
+  fake::reply_later(job, res, fake::request_params(fake::runtime().knobs, json::object()), 0,
+                    fake::dump(out));
+}
+
 void root_handler(const httplib::Request&, httplib::Response& res) {
   if (!fake::is_ready()) {
     res.status = 503;
@@ -161,6 +214,9 @@ int main(int argc, char** argv) {
            [defaults](const httplib::Request& req, httplib::Response& res) {
              generations_handler(defaults, req, res);
            });
+  svr.Post("/v1/images/edits", [defaults](const httplib::Request& req, httplib::Response& res) {
+    edits_handler(defaults, req, res);
+  });
   fake::serve(svr, {"[INFO ] loading model from '" + rt.model + "'",
                     "[INFO ] listening on: {host}:{port}"});
 }

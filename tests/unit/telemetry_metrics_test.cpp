@@ -119,7 +119,7 @@ TEST(TelemetryHub, RenderIsValidAndCountsWhatHappened) {
   hub.on_router_event({RouterEvent::Kind::kLoadStarted, "user.b", {}, {}});
   hub.on_router_event(
       {RouterEvent::Kind::kLoadFailed, "user.b", "boom", ErrorCode::kBackendExited});
-  hub.on_router_event({RouterEvent::Kind::kEvictionPlanned, "user.a", "lru", {}});
+  hub.on_router_event({RouterEvent::Kind::kEvictionPlanned, "user.a", "slot_limit", {}});
   hub.on_router_event({RouterEvent::Kind::kServerStopped, "user.a", "evicted", {}});
   hub.on_router_event({RouterEvent::Kind::kServerStopped, "user.c", "unload", {}});
   hub.on_router_event({RouterEvent::Kind::kServerCrashed, "user.c", {}, {}});
@@ -147,7 +147,7 @@ TEST(TelemetryHub, RenderIsValidAndCountsWhatHappened) {
   EXPECT_EQ(p.value("lemonade_model_loads_total", {{"model", "user.b"}, {"result", "failure"}}),
             1.0);
   EXPECT_EQ(p.value("lemonade_model_load_duration_seconds_count", {{"model", "user.a"}}), 1.0);
-  EXPECT_EQ(p.value("lemonade_model_evictions_total", {{"model", "user.a"}, {"reason", "lru"}}),
+  EXPECT_EQ(p.value("lemonade_model_evictions_total", {{"model", "user.a"}, {"reason", "slot_limit"}}),
             1.0);
   EXPECT_EQ(p.value("lemonade_model_evictions_total", {{"model", "user.c"}, {"reason", "unload"}}),
             1.0);

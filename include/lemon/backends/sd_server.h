@@ -2,7 +2,8 @@
 //
 //   sd-server --listen-ip 127.0.0.1 --listen-port P -m <model> [-v]
 //   sd-server ... --diffusion-model M --llm <text_encoder> --vae V   (split models)
-// Readiness is GET /. Generations go to /v1/images/generations.
+// Readiness is GET /. Generations go to /v1/images/generations; edits and
+// variations to /v1/images/edits (multipart), as Lemonade 9.4.1 sends them.
 #pragma once
 
 #include "lemon/backends/process_server.h"
@@ -20,6 +21,11 @@ class SdServer final : public ProcessServer {
   // load options, and a missing size from width x height.
   std::optional<std::string> rewrite_body(ApiRoute route,
                                           const nlohmann::json& body) const override;
+  // Edits and variations both go to /v1/images/edits as a form of prompt
+  // (with the extra arguments; "variation" for variations, which take no
+  // prompt), n, size and the images as image[] (plus mask for edits).
+  std::optional<std::vector<FormField>> rewrite_form(
+      ApiRoute route, const std::vector<FormField>& fields) const override;
 
  protected:
   BinaryQuery binary_query() const override;

@@ -35,6 +35,16 @@ enum class ApiRoute {
   kReranking,
   kTranscriptions,
   kImageGenerations,
+  kImageEdits,       // multipart: prompt, image(s), optional mask
+  kImageVariations,  // multipart: image, no prompt
+};
+
+// One field of a multipart/form-data body.
+struct FormField {
+  std::string name;
+  std::string filename;      // "" when it is not a file
+  std::string content_type;  // "" when absent
+  std::string data;
 };
 
 // The model type a route needs ("chat on an embedding model" is a 400).
@@ -104,6 +114,16 @@ class WrappedServer {
                                                   const nlohmann::json& body) const {
     (void)route;
     (void)body;
+    return std::nullopt;
+  }
+
+  // For multipart routes (image edits and variations): the form the backend
+  // takes, built from the client's `fields`, or nullopt to forward the
+  // client's body unchanged.
+  virtual std::optional<std::vector<FormField>> rewrite_form(
+      ApiRoute route, const std::vector<FormField>& fields) const {
+    (void)route;
+    (void)fields;
     return std::nullopt;
   }
 

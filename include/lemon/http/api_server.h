@@ -80,6 +80,8 @@ struct InferenceRequest {
   bool body_changed = false;       // json differs from raw_body
   std::string_view raw_body;
   std::string content_type;
+  // Multipart routes whose form the backend rewrites (image edits).
+  const std::vector<FormField>* form = nullptr;
   // Optional rewrite of a successful non-streaming answer.
   std::function<std::optional<std::string>(std::string_view)> transform;
 };
@@ -187,6 +189,11 @@ class ApiServer {
   // Inference (handlers_inference.cpp).
   void handle_json_inference(ApiRoute route, net::Request& r, net::ResponseWriter& w);
   void handle_transcription(net::Request& r, net::ResponseWriter& w);
+  // images/edits and images/variations (multipart, like OpenAI's).
+  void handle_image_form(ApiRoute route, net::Request& r, net::ResponseWriter& w);
+  // audio/speech: no recipe here serves it (Lemonade's kokoro is not
+  // supported); the body is checked and the model named in a clear 400.
+  void handle_speech(net::Request& r, net::ResponseWriter& w);
   // Shared tail of every inference route: model lookup and type check,
   // acquire (auto-load, keepalives, cancellation), then forward.
   // Records the request's metrics (TelemetryHub) once it ends.
