@@ -488,6 +488,7 @@ void Router::republish() {
   for (const auto& job : queue_) {
     view->loading.push_back(job->model);
   }
+  view->published_ms = unix_ms_now();
   std::lock_guard lock(view_mu_);
   view_ = std::move(view);
 }

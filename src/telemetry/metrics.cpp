@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 namespace lemon::telemetry {
 
@@ -76,8 +77,14 @@ std::string PromText::format_value(double value) {
     std::snprintf(buf, sizeof buf, "%.0f", value);
     return buf;
   }
+  // The shortest form that reads back as the same double.
   char buf[40];
-  std::snprintf(buf, sizeof buf, "%.9g", value);
+  for (int precision = 9; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, value);
+    if (std::strtod(buf, nullptr) == value) {
+      break;
+    }
+  }
   return buf;
 }
 

@@ -284,15 +284,17 @@ std::string TelemetryHub::render(const RouterView& view, const SlotLimits& limit
       waiting_models += (waiting_models.empty() ? "" : ",") + m;
     }
   }
+  // As the protocol asks of its adapter info: the value is when it changed.
   text.family("lemonade:loaded_models_info",
               "Loaded models (running_lora_adapters), models whose load is queued "
-              "(waiting_lora_adapters) and the LLM slot limit (max_lora)",
+              "(waiting_lora_adapters) and the LLM slot limit (max_lora); the value is the Unix "
+              "time they last changed",
               "gauge");
   text.sample("lemonade:loaded_models_info",
               {{"running_lora_adapters", running_models},
                {"waiting_lora_adapters", waiting_models},
                {"max_lora", std::to_string(limits.limit(ModelType::kLlm))}},
-              1);
+              static_cast<double>(view.published_ms) / 1000.0);
   return out;
 }
 

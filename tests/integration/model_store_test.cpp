@@ -176,6 +176,44 @@ TEST_F(ModelStoreTest, StreamingPullSendsLemonadesProgressAndCompleteEvents) {
   EXPECT_EQ(http_get(port(), "/api/v1/models/user.tiny").json()["downloaded"], true);
 }
 
+TEST_F(ModelStoreTest, DownloadsAreFollowedOnTheEventStream) {
+  ASSERT_NO_FATAL_FAILURE(start_online());
+  SseStream events(port(), "GET", "/api/v1/events", "", {});
+  ASSERT_TRUE(events.read_head());
+  ASSERT_EQ(http_post(port(), "/api/v1/pull", registration("user.tiny", "Q4_0")).status, 200);
+  ASSERT_EQ(http_post(port(), "/api/v1/pull", registration("user.nope", "Q2_K")).status, 404);
+  std::vector<json> seen;
+  while (auto e = events.next()) {
+    if (e->data.empty()) {
+      continue;
+    }
+    seen.push_back(json::parse(e->data));
+    if (seen.back()["type"] == "download_failed") {
+      break;
+    }
+  }
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.back()["model"], "user.nope");
+  EXPECT_EQ(seen.back()["code"], "remote_not_found");
+  bool progress = false;
+  bool complete = false;
+  for (const auto& e : seen) {
+    if (e["type"] == "download_progress") {
+      EXPECT_FALSE(complete) << "progress after complete";
+      EXPECT_EQ(e["model"], "user.tiny");
+      EXPECT_EQ(e["bytes_total"], kQ4Size);
+      EXPECT_LE(e["bytes_downloaded"].get<std::uint64_t>(), kQ4Size);
+      progress = true;
+    }
+    if (e["type"] == "download_complete") {
+      EXPECT_EQ(e["model"], "user.tiny");
+      complete = true;
+    }
+  }
+  EXPECT_TRUE(progress);
+  EXPECT_TRUE(complete);
+}
+
 TEST_F(ModelStoreTest, ResumesAfterTheRouterIsKilledMidDownload) {
   constexpr std::uint64_t kCut = 1u << 20;
   hub_.set_knobs({{{"path", std::string(kRepo) + "/tiny-Q4_0.gguf"}, {"stall_after_bytes", kCut}}});

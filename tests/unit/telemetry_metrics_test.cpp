@@ -78,6 +78,9 @@ TEST(Metrics, ValuesAreFormattedAsTheFormatReadsThem) {
   EXPECT_EQ(telemetry::PromText::format_value(-INFINITY), "-Inf");
   EXPECT_EQ(telemetry::PromText::format_value(NAN), "NaN");
   EXPECT_EQ(telemetry::PromText::format_value(1e20), "1e+20");
+  EXPECT_EQ(telemetry::PromText::format_value(1795611616.352), "1795611616.352")
+      << "a timestamp keeps its milliseconds";
+  EXPECT_EQ(telemetry::PromText::format_value(0.1), "0.1") << "the shortest exact form";
 }
 
 TEST(Metrics, ConcurrentUpdatesAreAllCounted) {
@@ -132,6 +135,7 @@ TEST(TelemetryHub, RenderIsValidAndCountsWhatHappened) {
   view.waiting = {{"user.b", 3}};
   view.waiting_total = 3;
   view.loading = {"user.b", "user.b", "user.d"};
+  view.published_ms = 1795611616352;
   SlotLimits limits = SlotLimits::uniform(2);
   auto p = parsed(hub.render(view, limits, {5, 2}, {{"user.a", 0.25}, {"user.x", 0.75}}));
 
@@ -167,7 +171,8 @@ TEST(TelemetryHub, RenderIsValidAndCountsWhatHappened) {
                     {{"running_lora_adapters", ""},
                      {"waiting_lora_adapters", "user.b,user.d"},
                      {"max_lora", "2"}}),
-            1.0);
+            1795611616.352)
+      << "the value is when the set last changed";
 }
 
 TEST(TelemetryHub, RequestEventsAreBuiltOnlyWhileSomeoneFollows) {

@@ -37,6 +37,7 @@ struct RouterView {
   int waiting_total = 0;
   // Models whose load is running (first, if any) or queued, in order.
   std::vector<std::string> loading;
+  std::int64_t published_ms = 0;  // Unix ms when this view was published
 };
 
 }  // namespace lemon
