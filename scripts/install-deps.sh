@@ -16,6 +16,8 @@ if [[ "${1:-}" == "--test" ]]; then
   # The SDK end-to-end tests need Node.js and npm; keep a newer Node if present.
   command -v node >/dev/null 2>&1 || packages+=(nodejs)
   command -v npm >/dev/null 2>&1 || packages+=(npm)
+  # The dashboard's browser test (tests/browser) drives headless Chromium.
+  packages+=(chromium)
 fi
 
 missing=()

@@ -340,6 +340,9 @@ ParsedConfig parse_config(int argc, const char* const* argv) {
   c.api_key = v.api_key;
   c.health_without_auth = v.health_without_auth;
   c.metrics_public = v.metrics_public;
+  if (const char* dir = std::getenv("LEMONADE_RUNTIME_DIR"); dir != nullptr && *dir != '\0') {
+    c.runtime_dir = dir;
+  }
   c.ready_fd = v.ready_fd;
   c.cache_dir = default_cache_dir();
   c.hf_hub_cache = default_hf_hub_cache();

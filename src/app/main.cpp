@@ -61,9 +61,8 @@ int main(int argc, char** argv) {
     explicit LogStreamAttachment(telemetry::LogRing& ring)
         : sink(telemetry::LogRing::make_sink(ring)) {
       add_log_sink(sink);
-      set_output_tap([&ring](std::string_view model, std::string_view line) {
-        ring.add_output(model, line);
-      });
+      set_output_tap(
+          [&ring](std::string_view model, std::string_view line) { ring.add_output(model, line); });
     }
     ~LogStreamAttachment() {
       set_output_tap({});
@@ -95,7 +94,8 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  PortAllocator ports(8001, static_cast<int>(::getpid() % 1000));
+  PortAllocator ports(8001, static_cast<int>(::getpid() % 1000),
+                      cfg.runtime_dir + "/lemonade-router-ports");
   BackendEnvironment env;
   env.launcher = launcher.get();
   env.ports = &ports;
@@ -142,8 +142,7 @@ int main(int argc, char** argv) {
   HubSettings hub = HubSettings::from_environment();
   ModelStore store(**catalogue, HubClient(hub));
   store.set_observer({[&telemetry](const std::string& model, const download::TaskProgress& p) {
-                        telemetry.on_download_progress(model, p.file, p.bytes_done,
-                                                       p.bytes_total);
+                        telemetry.on_download_progress(model, p.file, p.bytes_done, p.bytes_total);
                       },
                       [&telemetry](const std::string& model, const Status& result) {
                         telemetry.on_download_end(model, result);

@@ -99,8 +99,8 @@ std::optional<std::vector<FormField>> SdServer::rewrite_form(
     prompt = p != nullptr ? p->data : "";
   }
   std::vector<FormField> out;
-  out.push_back({"prompt", "", "", prompt + " <sd_cpp_extra_args>" + extra.dump() +
-                                       "</sd_cpp_extra_args>"});
+  out.push_back(
+      {"prompt", "", "", prompt + " <sd_cpp_extra_args>" + extra.dump() + "</sd_cpp_extra_args>"});
   const FormField* n = field(fields, "n");
   out.push_back({"n", "", "", n != nullptr ? n->data : "1"});
   const FormField* size = field(fields, "size");

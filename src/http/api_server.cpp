@@ -1,10 +1,10 @@
 #include "lemon/http/api_server.h"
 
 #include "cors_writer.h"
-#include "observed_writer.h"
 #include "lemon/core/log.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/inference_proxy.h"
+#include "observed_writer.h"
 
 namespace lemon::http {
 

@@ -16,10 +16,14 @@ struct Rule {
 };
 
 constexpr Rule kRules[] = {
-    {"temperature", false, 0.0, 100.0},   {"top_p", false, 0.0, 1.0},
-    {"top_k", true, 0.0, 1e9},            {"min_p", false, 0.0, 1.0},
-    {"repeat_penalty", false, 0.0, 100.0}, {"presence_penalty", false, -2.0, 2.0},
-    {"frequency_penalty", false, -2.0, 2.0}, {"max_tokens", true, 1.0, 1e9},
+    {"temperature", false, 0.0, 100.0},
+    {"top_p", false, 0.0, 1.0},
+    {"top_k", true, 0.0, 1e9},
+    {"min_p", false, 0.0, 1.0},
+    {"repeat_penalty", false, 0.0, 100.0},
+    {"presence_penalty", false, -2.0, 2.0},
+    {"frequency_penalty", false, -2.0, 2.0},
+    {"max_tokens", true, 1.0, 1e9},
     {"seed", true, -1e18, 1e18},
 };
 

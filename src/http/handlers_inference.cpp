@@ -204,8 +204,7 @@ void ApiServer::forward_inference(InferenceRequest& req, net::ResponseWriter& ra
   record.route = api_route_name(req.route);
   record.status = w.status();
   record.stream = req.stream;
-  record.duration_s =
-      std::chrono::duration<double>(ObservedWriter::Clock::now() - started).count();
+  record.duration_s = std::chrono::duration<double>(ObservedWriter::Clock::now() - started).count();
   if (figures) {
     record.ttft_s = figures->time_to_first_token;
     record.prompt_tokens = figures->prompt_tokens;

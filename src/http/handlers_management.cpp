@@ -68,7 +68,8 @@ void ApiServer::handle_live(net::ResponseWriter& w) {
 void ApiServer::handle_ready(net::ResponseWriter& w) {
   // Ready while accepting work, model swaps included; not while draining.
   if (stopping_.load()) {
-    write_error(w, Error(ErrorCode::kShuttingDown, "lemonade-router is draining").with_retry_after(1));
+    write_error(w,
+                Error(ErrorCode::kShuttingDown, "lemonade-router is draining").with_retry_after(1));
     return;
   }
   send_json(w, 200, {{"status", "ready"}});

@@ -193,9 +193,9 @@ void ApiServer::handle_log_level(net::Request& r, net::ResponseWriter& w) {
     return;
   }
   if (!is_valid_log_level(*level)) {
-    write_error(w, Error(ErrorCode::kInvalidRequest,
-                         "'level' must be one of critical, error, warning, info, debug, trace",
-                         "level"));
+    write_error(
+        w, Error(ErrorCode::kInvalidRequest,
+                 "'level' must be one of critical, error, warning, info, debug, trace", "level"));
     return;
   }
   set_log_level(*level);

@@ -1,6 +1,9 @@
 #include "lemon/process/port_allocator.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -51,11 +54,45 @@ bool bindable(int port) {
 
 }  // namespace
 
-PortAllocator::PortAllocator(int first_port, int start_offset)
-    : first_port_(first_port), next_(first_port + start_offset) {
+PortAllocator::PortAllocator(int first_port, int start_offset, std::string lock_dir)
+    : first_port_(first_port), lock_dir_(std::move(lock_dir)), next_(first_port + start_offset) {
   if (next_ > 32767 || next_ < first_port_) {
     next_ = first_port_;
   }
+  if (!lock_dir_.empty()) {
+    // Shared by every user's routers, like /tmp itself.
+    if (::mkdir(lock_dir_.c_str(), 01777) == 0) {
+      ::chmod(lock_dir_.c_str(), 01777);  // whatever the umask
+    }
+  }
+}
+
+PortAllocator::~PortAllocator() {
+  for (const auto& [port, fd] : lock_fds_) {
+    if (fd > 0) {
+      ::close(fd);
+    }
+  }
+}
+
+int PortAllocator::reserve(int port) {
+  if (lock_dir_.empty() || !locks_usable_) {
+    return 0;
+  }
+  const std::string path = lock_dir_ + "/" + std::to_string(port) + ".lock";
+  int fd = ::open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);  // another user's file
+  }
+  if (fd < 0) {
+    locks_usable_ = errno != EACCES && errno != ENOENT && errno != EROFS;
+    return 0;  // no reservation possible: the bind check alone decides
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    ::close(fd);
+    return -1;  // another router holds it
+  }
+  return fd;
 }
 
 Result<int> PortAllocator::acquire() {
@@ -65,10 +102,24 @@ Result<int> PortAllocator::acquire() {
   for (int tried = 0; tried < span; ++tried) {
     int port = next_;
     next_ = next_ >= kLastPort ? first_port_ : next_ + 1;
-    if (in_use_.count(port) == 0 && bindable(port)) {
-      in_use_.insert(port);
-      return port;
+    if (in_use_.count(port) != 0) {
+      continue;
     }
+    const int reservation = reserve(port);
+    if (reservation < 0) {
+      continue;
+    }
+    if (!bindable(port)) {
+      if (reservation > 0) {
+        ::close(reservation);
+      }
+      continue;
+    }
+    in_use_.insert(port);
+    if (reservation > 0) {
+      lock_fds_[port] = reservation;
+    }
+    return port;
   }
   return Error(ErrorCode::kSpawnFailed,
                "no free loopback port in " + std::to_string(first_port_) + "-32767");
@@ -77,6 +128,10 @@ Result<int> PortAllocator::acquire() {
 void PortAllocator::release(int port) {
   std::lock_guard lock(mu_);
   in_use_.erase(port);
+  if (auto it = lock_fds_.find(port); it != lock_fds_.end()) {
+    ::close(it->second);  // the lock file stays; only the lock is dropped
+    lock_fds_.erase(it);
+  }
 }
 
 bool port_in_use(int port) {

@@ -5,16 +5,15 @@
 namespace lemon::telemetry {
 
 std::string event_sse_frame(std::uint64_t id, const Event& event) {
-  nlohmann::json j = {{"id", id},
-                      {"time", static_cast<double>(event.time_ms) / 1000.0},
-                      {"type", event.type}};
+  nlohmann::json j = {
+      {"id", id}, {"time", static_cast<double>(event.time_ms) / 1000.0}, {"type", event.type}};
   if (event.data.is_object()) {
     for (const auto& [key, value] : event.data.items()) {
       j[key] = value;
     }
   }
-  return "id: " + std::to_string(id) + "\ndata: " +
-         j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n\n";
+  return "id: " + std::to_string(id) +
+         "\ndata: " + j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n\n";
 }
 
 std::uint64_t EventBus::publish(std::string type, nlohmann::json data) {

@@ -44,9 +44,8 @@ class RingSink final : public spdlog::sinks::base_sink<std::mutex> {
       return;  // a backend's output line: the output tap adds it, tagged
     }
     LogLine line;
-    line.time_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                       msg.time.time_since_epoch())
-                       .count();
+    line.time_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(msg.time.time_since_epoch()).count();
     line.level = level_text(msg.level);
     line.source.assign(msg.logger_name.data(), msg.logger_name.size());
     line.text.assign(msg.payload.data(), msg.payload.size());
@@ -85,12 +84,9 @@ std::string LogLine::formatted() const {
 }
 
 nlohmann::json LogLine::to_json(std::uint64_t seq) const {
-  return {{"seq", seq},
-          {"time", static_cast<double>(time_ms) / 1000.0},
-          {"level", level},
-          {"source", source},
-          {"model", model},
-          {"text", text}};
+  return {{"seq", seq},     {"time", static_cast<double>(time_ms) / 1000.0},
+          {"level", level}, {"source", source},
+          {"model", model}, {"text", text}};
 }
 
 void LogRing::add_output(std::string_view model, std::string_view text) {

@@ -116,8 +116,8 @@ Histogram::Snapshot Histogram::snapshot() const {
   return s;
 }
 
-Family::Family(std::string name, std::string help, MetricType type,
-               std::vector<std::string> labels, std::vector<double> bounds)
+Family::Family(std::string name, std::string help, MetricType type, std::vector<std::string> labels,
+               std::vector<double> bounds)
     : name_(std::move(name)),
       help_(std::move(help)),
       type_(type),
@@ -155,9 +155,9 @@ Histogram& Family::histogram(const std::vector<std::string>& values) {
 }
 
 void Family::render(PromText& out) const {
-  const char* type = type_ == MetricType::kCounter   ? "counter"
-                     : type_ == MetricType::kGauge   ? "gauge"
-                                                     : "histogram";
+  const char* type = type_ == MetricType::kCounter ? "counter"
+                     : type_ == MetricType::kGauge ? "gauge"
+                                                   : "histogram";
   out.family(name_, help_, type);
   std::shared_lock lock(mu_);
   for (const auto& [values, s] : series_) {

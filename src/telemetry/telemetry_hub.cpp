@@ -157,14 +157,13 @@ void TelemetryHub::on_download_progress(const std::string& model, const std::str
     }
     last = now;
   }
-  events_.publish("download_progress",
-                  {{"model", model},
-                   {"file", file},
-                   {"bytes_downloaded", bytes},
-                   {"bytes_total", total},
-                   {"percent", total > 0 ? static_cast<double>(bytes) * 100.0 /
-                                               static_cast<double>(total)
-                                         : 0.0}});
+  events_.publish("download_progress", {{"model", model},
+                                        {"file", file},
+                                        {"bytes_downloaded", bytes},
+                                        {"bytes_total", total},
+                                        {"percent", total > 0 ? static_cast<double>(bytes) * 100.0 /
+                                                                    static_cast<double>(total)
+                                                              : 0.0}});
 }
 
 void TelemetryHub::on_download_end(const std::string& model, const Status& result) {
@@ -190,8 +189,7 @@ std::string TelemetryHub::render(const RouterView& view, const SlotLimits& limit
   registry_.render(text);
 
   // Per model, from the router's published view.
-  text.family("lemonade_requests_in_flight", "Requests a model's server is serving now",
-              "gauge");
+  text.family("lemonade_requests_in_flight", "Requests a model's server is serving now", "gauge");
   for (const auto& s : view.servers) {
     text.sample("lemonade_requests_in_flight", {{"model", s.info.model_name}}, s.in_flight());
   }
@@ -205,17 +203,15 @@ std::string TelemetryHub::render(const RouterView& view, const SlotLimits& limit
   for (const auto& s : view.servers) {
     text.sample("lemonade_model_slots", {{"model", s.info.model_name}}, s.info.slots);
   }
-  text.family("lemonade_model_idle_seconds", "Seconds since a loaded model was last used",
-              "gauge");
+  text.family("lemonade_model_idle_seconds", "Seconds since a loaded model was last used", "gauge");
   const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                           std::chrono::system_clock::now().time_since_epoch())
                           .count();
   for (const auto& s : view.servers) {
-    const double idle = s.in_flight() > 0
-                            ? 0.0
-                            : static_cast<double>(std::max<std::int64_t>(
-                                  0, now_ms - s.last_use_ms())) /
-                                  1000.0;
+    const double idle =
+        s.in_flight() > 0
+            ? 0.0
+            : static_cast<double>(std::max<std::int64_t>(0, now_ms - s.last_use_ms())) / 1000.0;
     text.sample("lemonade_model_idle_seconds", {{"model", s.info.model_name}}, idle);
   }
 
@@ -228,8 +224,7 @@ std::string TelemetryHub::render(const RouterView& view, const SlotLimits& limit
   for (const auto& [key, n] : by_type_device) {
     text.sample("lemonade_loaded_models", {{"type", key.first}, {"device", key.second}}, n);
   }
-  text.family("lemonade_max_loaded_models", "--max-loaded-models per type (-1: no limit)",
-              "gauge");
+  text.family("lemonade_max_loaded_models", "--max-loaded-models per type (-1: no limit)", "gauge");
   for (ModelType t : kAllModelTypes) {
     text.sample("lemonade_max_loaded_models", {{"type", model_type_name(t)}}, limits.limit(t));
   }
@@ -237,8 +232,7 @@ std::string TelemetryHub::render(const RouterView& view, const SlotLimits& limit
   text.sample("lemonade_open_connections", {}, server.open_connections);
   text.family("lemonade_open_streams", "Streaming responses being written now", "gauge");
   text.sample("lemonade_open_streams", {}, server.open_streams);
-  text.family("lemonade_resident_memory_bytes", "Resident memory of the router process",
-              "gauge");
+  text.family("lemonade_resident_memory_bytes", "Resident memory of the router process", "gauge");
   text.sample("lemonade_resident_memory_bytes", {}, static_cast<double>(self_rss_bytes()));
   text.family("lemonade_open_fds", "Open file descriptors of the router process", "gauge");
   text.sample("lemonade_open_fds", {}, self_open_fds());

@@ -94,8 +94,8 @@ std::optional<SlotRefusal> take_slot(const JobPtr& job, int prompt_tokens, int g
   }
   const long need = static_cast<long>(prompt_tokens) + gen_tokens;
   if (c.unified && t.reserved_tokens + need > c.n_ctx) {
-    return SlotRefusal{
-        500, llama_error_json(500, "Context size has been exceeded.", "server_error")};
+    return SlotRefusal{500,
+                       llama_error_json(500, "Context size has been exceeded.", "server_error")};
   }
   ++t.busy;
   t.peak = std::max(t.peak, t.busy);

@@ -7,8 +7,8 @@
 // one cache of --ctx-size tokens, so requests that fit alone fail together:
 // 500 "Context size has been exceeded." (the bug of issue #11 §6).
 //
-// GET /slots reports each slot (slots_json). /fake/state reports "slots", "peak_busy_slots" and "waited_for_slot" (the
-// requests that had to wait because every slot was busy).
+// GET /slots reports each slot (slots_json). /fake/state reports "slots", "peak_busy_slots" and
+// "waited_for_slot" (the requests that had to wait because every slot was busy).
 #pragma once
 
 #include <optional>

@@ -122,8 +122,7 @@ void generations_handler(const Defaults& defaults, const httplib::Request& req,
 // POST /v1/images/edits: a multipart form of prompt, n, size, one or more
 // image[] files and an optional mask (what the router sends for OpenAI's
 // images/edits and images/variations); the reply is a generation's.
-void edits_handler(const Defaults& defaults, const httplib::Request& req,
-                   httplib::Response& res) {
+void edits_handler(const Defaults& defaults, const httplib::Request& req, httplib::Response& res) {
   fake::JobPtr job = fake::admit(res);
   if (!job) {
     return;

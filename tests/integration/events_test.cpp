@@ -15,9 +15,9 @@ namespace {
 
 using EventsTest = RouterTest;
 
-std::unique_ptr<SseStream> follow(int port, const std::string& path,
-                                  const std::vector<std::pair<std::string, std::string>>& headers =
-                                      {}) {
+std::unique_ptr<SseStream> follow(
+    int port, const std::string& path,
+    const std::vector<std::pair<std::string, std::string>>& headers = {}) {
   auto s = std::make_unique<SseStream>(port, "GET", path, "", headers);
   EXPECT_TRUE(s->read_head());
   EXPECT_EQ(s->status(), 200);

@@ -26,11 +26,11 @@ const std::string kPng = std::string("\x89PNG\r\n\x1a\n", 8) + "pixels";
 TEST_F(ImageFormsTest, AnEditSendsPromptImagesAndMaskWithTheExtraArguments) {
   env_.add_image("i");
   ASSERT_NO_FATAL_FAILURE(start_router());
-  auto r = post_form("images/edits", {form_field("model", "user.i"),
-                                      form_field("prompt", "make it blue"),
-                                      form_field("n", "2"), form_field("steps", "4"),
-                                      form_file("image", kPng, "in.png", "image/png"),
-                                      form_file("mask", kPng, "mask.png", "image/png")});
+  auto r = post_form(
+      "images/edits",
+      {form_field("model", "user.i"), form_field("prompt", "make it blue"), form_field("n", "2"),
+       form_field("steps", "4"), form_file("image", kPng, "in.png", "image/png"),
+       form_file("mask", kPng, "mask.png", "image/png")});
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.json()["data"].size(), 2u);
   auto sent = last_form();
@@ -49,10 +49,10 @@ TEST_F(ImageFormsTest, AnEditSendsPromptImagesAndMaskWithTheExtraArguments) {
 TEST_F(ImageFormsTest, AVariationHasNoPromptOfItsOwn) {
   env_.add_image("i");
   ASSERT_NO_FATAL_FAILURE(start_router());
-  auto r = post_form("images/variations",
-                     {form_field("model", "user.i"), form_field("size", "256x256"),
-                      form_file("image[]", kPng, "in.png", "image/png"),
-                      form_file("mask", kPng, "mask.png", "image/png")});
+  auto r =
+      post_form("images/variations", {form_field("model", "user.i"), form_field("size", "256x256"),
+                                      form_file("image[]", kPng, "in.png", "image/png"),
+                                      form_file("mask", kPng, "mask.png", "image/png")});
   ASSERT_EQ(r.status, 200) << r.body;
   auto sent = last_form();
   EXPECT_EQ(sent["prompt"].get<std::string>().rfind("variation <sd_cpp_extra_args>", 0), 0u);
@@ -64,8 +64,8 @@ TEST_F(ImageFormsTest, BadFormsAreClear400s) {
   env_.add_image("i");
   env_.add_llm("a");
   ASSERT_NO_FATAL_FAILURE(start_router());
-  auto no_image = post_form("images/edits", {form_field("model", "user.i"),
-                                             form_field("prompt", "x")});
+  auto no_image =
+      post_form("images/edits", {form_field("model", "user.i"), form_field("prompt", "x")});
   EXPECT_EQ(no_image.status, 400);
   EXPECT_EQ(no_image.json()["error"]["param"], "image");
   auto no_prompt = post_form("images/edits", {form_field("model", "user.i"),
@@ -97,8 +97,8 @@ TEST_F(ImageFormsTest, SpeechIsRefusedNamingWhy) {
                       nlohmann::json{{"model", "nope"}, {"input", "hello"}})
                 .status,
             404);
-  EXPECT_EQ(http_post(port(), "/api/v1/audio/speech", nlohmann::json{{"model", "user.a"}}).json()
-                ["error"]["param"],
+  EXPECT_EQ(http_post(port(), "/api/v1/audio/speech", nlohmann::json{{"model", "user.a"}})
+                .json()["error"]["param"],
             "input");
 }
 

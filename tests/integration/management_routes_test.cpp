@@ -92,14 +92,19 @@ TEST_F(ManagementRoutesTest, EveryLemonadeRouteAnswersHead) {
   env_.add_llm("a");
   ASSERT_NO_FATAL_FAILURE(start_router());
   // Lemonade 9.4.1's routes (src/cpp/server/server.cpp setup_routes).
-  const char* routes[] = {
-      "health",           "models",           "models/user.a",       "chat/completions",
-      "completions",      "embeddings",       "reranking",           "audio/transcriptions",
-      "audio/speech",     "images/generations", "images/edits",      "images/variations",
-      "responses",        "pull",             "load",                "unload",
-      "delete",           "params",           "install",             "uninstall",
-      "stats",            "system-info",      "system-stats",        "log-level",
-      "logs/stream"};
+  const char* routes[] = {"health",        "models",
+                          "models/user.a", "chat/completions",
+                          "completions",   "embeddings",
+                          "reranking",     "audio/transcriptions",
+                          "audio/speech",  "images/generations",
+                          "images/edits",  "images/variations",
+                          "responses",     "pull",
+                          "load",          "unload",
+                          "delete",        "params",
+                          "install",       "uninstall",
+                          "stats",         "system-info",
+                          "system-stats",  "log-level",
+                          "logs/stream"};
   for (const char* prefix : {"/api/v0/", "/api/v1/"}) {
     for (const char* route : routes) {
       const std::string path = std::string(prefix) + route;

@@ -54,13 +54,15 @@ TEST_F(MetricsTest, AScrapeParsesAndCountsRequestsLoadsAndEvictions) {
   EXPECT_EQ(m.value("lemonade_model_loads_total", {{"model", "user.a"}, {"result", "success"}}),
             1.0);
   EXPECT_EQ(m.value("lemonade_model_load_duration_seconds_count", {{"model", "user.b"}}), 1.0);
-  EXPECT_EQ(m.value("lemonade_model_evictions_total", {{"model", "user.a"}, {"reason", "slot_limit"}}),
-            1.0);
+  EXPECT_EQ(
+      m.value("lemonade_model_evictions_total", {{"model", "user.a"}, {"reason", "slot_limit"}}),
+      1.0);
   EXPECT_EQ(m.value("lemonade_loaded_models", {{"type", "llm"}, {"device", "cpu"}}), 1.0);
   EXPECT_EQ(m.value("lemonade_requests_in_flight", {{"model", "user.b"}}), 0.0);
   EXPECT_EQ(m.value("lemonade_build_info"), 1.0);
-  EXPECT_GT(m.value("lemonade:loaded_models_info", {{"running_lora_adapters", "user.b"}}).value_or(0),
-            1.7e9)
+  EXPECT_GT(
+      m.value("lemonade:loaded_models_info", {{"running_lora_adapters", "user.b"}}).value_or(0),
+      1.7e9)
       << "a Unix time";
   for (const auto& f : m.families) {
     for (const auto& s : f.samples) {

@@ -9,8 +9,8 @@ namespace lemon::testing {
 namespace {
 
 bool name_char(char c, bool first, bool colon_ok) {
-  const bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
-                     (colon_ok && c == ':');
+  const bool alpha =
+      (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (colon_ok && c == ':');
   return alpha || (!first && c >= '0' && c <= '9');
 }
 

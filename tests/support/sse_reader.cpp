@@ -54,14 +54,15 @@ SseStream::SseStream(int port, const std::string& method, const std::string& pat
   if (fd < 0) {
     return;
   }
-  std::string request = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1:" +
-                        std::to_string(port) + "\r\nAccept: text/event-stream\r\n";
+  std::string request = method + " " + path +
+                        " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+                        "\r\nAccept: text/event-stream\r\n";
   for (const auto& [name, value] : headers) {
     request += name + ": " + value + "\r\n";
   }
   if (method == "POST") {
-    request += "Content-Type: application/json\r\nContent-Length: " +
-               std::to_string(body.size()) + "\r\n";
+    request +=
+        "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
   }
   request += "Connection: close\r\n\r\n" + body;
   std::size_t sent = 0;

@@ -35,8 +35,7 @@ class SseStream {
   // Connects to 127.0.0.1:port and sends `POST path` with a JSON body.
   SseStream(int port, const std::string& path, const std::string& body);
   // Any method (a body is sent with POST only), with extra request headers.
-  SseStream(int port, const std::string& method, const std::string& path,
-            const std::string& body,
+  SseStream(int port, const std::string& method, const std::string& path, const std::string& body,
             const std::vector<std::pair<std::string, std::string>>& headers);
   ~SseStream();
   SseStream(const SseStream&) = delete;

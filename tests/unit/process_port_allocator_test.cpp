@@ -2,7 +2,11 @@
 // release, ports someone else listens on are skipped.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <optional>
 #include <set>
@@ -12,6 +16,7 @@
 
 #include "lemon/process/port_allocator.h"
 #include "support/loopback_listener.h"
+#include "support/temp_dir.h"
 
 namespace lemon {
 namespace {
@@ -189,6 +194,62 @@ TEST(PortAllocator, ReleasingAPortNotHeldIsHarmless) {
   auto q = ports.acquire();
   ASSERT_TRUE(q.ok());
   EXPECT_NE(*p, *q);
+}
+
+TEST(PortAllocator, RoutersSharingALockDirNeverHandOutTheSamePort) {
+  testing::TempDir dir("lemon-ports");
+  const std::string locks = (dir.path() / "ports").string();
+  // Two routers scanning from the same port, as after a pid clash.
+  PortAllocator first(base_port(), 0, locks);
+  PortAllocator second(base_port(), 0, locks);
+  auto a = first.acquire();
+  ASSERT_TRUE(a.ok());
+  auto b = second.acquire();
+  ASSERT_TRUE(b.ok());
+  EXPECT_NE(*a, *b) << "the second router took a port the first one reserved";
+  first.release(*a);
+  PortAllocator third(*a, 0, locks);
+  auto c = third.acquire();
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(*c, *a) << "a released port is free again";
+  struct stat st {};
+  ASSERT_EQ(::stat(locks.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 01777u) << "shared like /tmp";
+}
+
+TEST(PortAllocator, AReservationDiesWithItsHolder) {
+  testing::TempDir dir("lemon-ports");
+  const std::string locks = (dir.path() / "ports").string();
+  const int port = base_port() + 7;
+  int pipefd[2];
+  ASSERT_EQ(::pipe(pipefd), 0);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    PortAllocator holder(port, 0, locks);
+    auto p = holder.acquire();
+    char c = p.ok() && *p == port ? 'y' : 'n';
+    [[maybe_unused]] auto w = ::write(pipefd[1], &c, 1);
+    ::pause();  // killed below
+    ::_exit(0);
+  }
+  ::close(pipefd[1]);
+  char got = 0;
+  ASSERT_EQ(::read(pipefd[0], &got, 1), 1);
+  ::close(pipefd[0]);
+  ASSERT_EQ(got, 'y');
+  PortAllocator other(port, 0, locks);
+  auto busy = other.acquire();
+  ASSERT_TRUE(busy.ok());
+  EXPECT_NE(*busy, port) << "held by the other process";
+  other.release(*busy);
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  PortAllocator after(port, 0, locks);
+  auto freed = after.acquire();
+  ASSERT_TRUE(freed.ok());
+  EXPECT_EQ(*freed, port) << "the kernel dropped the dead holder's lock";
 }
 
 }  // namespace

@@ -29,14 +29,16 @@ TEST(PromReader, RefusesWhatTheFormatForbids) {
       << "a repeated series";
   EXPECT_FALSE(parse_prom_text("# TYPE x gauge\nx{a=\"\\t\"} 1\n", &error)) << "a bad escape";
   EXPECT_FALSE(parse_prom_text("# TYPE 1x gauge\n", &error)) << "a bad name";
-  EXPECT_FALSE(parse_prom_text("# TYPE h histogram\nh_bucket{le=\"1\"} 2\nh_bucket{le=\"+Inf\"} "
-                               "1\nh_sum 1\nh_count 1\n",
-                               &error))
+  EXPECT_FALSE(
+      parse_prom_text("# TYPE h histogram\nh_bucket{le=\"1\"} 2\nh_bucket{le=\"+Inf\"} "
+                      "1\nh_sum 1\nh_count 1\n",
+                      &error))
       << "buckets that are not cumulative";
-  EXPECT_FALSE(parse_prom_text("# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_sum 1\nh_count 1\n",
-                               &error))
+  EXPECT_FALSE(
+      parse_prom_text("# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_sum 1\nh_count 1\n", &error))
       << "no +Inf bucket";
-  EXPECT_TRUE(parse_prom_text("# HELP x a \\\\ b\n# TYPE x gauge\nx{a=\"q\\\"\\n\"} +Inf\n", &error))
+  EXPECT_TRUE(
+      parse_prom_text("# HELP x a \\\\ b\n# TYPE x gauge\nx{a=\"q\\\"\\n\"} +Inf\n", &error))
       << error;
 }
 
@@ -151,8 +153,9 @@ TEST(TelemetryHub, RenderIsValidAndCountsWhatHappened) {
   EXPECT_EQ(p.value("lemonade_model_loads_total", {{"model", "user.b"}, {"result", "failure"}}),
             1.0);
   EXPECT_EQ(p.value("lemonade_model_load_duration_seconds_count", {{"model", "user.a"}}), 1.0);
-  EXPECT_EQ(p.value("lemonade_model_evictions_total", {{"model", "user.a"}, {"reason", "slot_limit"}}),
-            1.0);
+  EXPECT_EQ(
+      p.value("lemonade_model_evictions_total", {{"model", "user.a"}, {"reason", "slot_limit"}}),
+      1.0);
   EXPECT_EQ(p.value("lemonade_model_evictions_total", {{"model", "user.c"}, {"reason", "unload"}}),
             1.0);
   EXPECT_EQ(p.value("lemonade_backend_crashes_total", {{"model", "user.c"}}), 1.0);
@@ -167,10 +170,9 @@ TEST(TelemetryHub, RenderIsValidAndCountsWhatHappened) {
   EXPECT_EQ(p.value("lemonade:num_requests_waiting"), 3.0);
   EXPECT_EQ(p.value("lemonade:num_requests_running"), 0.0);
   EXPECT_EQ(p.value("lemonade:kv_cache_usage_perc"), 0.75) << "the fullest server";
-  EXPECT_EQ(p.value("lemonade:loaded_models_info",
-                    {{"running_lora_adapters", ""},
-                     {"waiting_lora_adapters", "user.b,user.d"},
-                     {"max_lora", "2"}}),
+  EXPECT_EQ(p.value("lemonade:loaded_models_info", {{"running_lora_adapters", ""},
+                                                    {"waiting_lora_adapters", "user.b,user.d"},
+                                                    {"max_lora", "2"}}),
             1795611616.352)
       << "the value is when the set last changed";
 }

@@ -51,7 +51,10 @@ struct Config {
 
   std::string api_key;  // --api-key / LEMONADE_API_KEY; empty: no authentication
   bool health_without_auth = false;
-  bool metrics_public = false;  // --metrics-public / LEMONADE_METRICS_PUBLIC
+  bool metrics_public = false;            // --metrics-public / LEMONADE_METRICS_PUBLIC
+  // LEMONADE_RUNTIME_DIR, else /tmp: the CLI's pid file and lock, and the
+  // routers' shared port reservations (lemonade-router-ports/).
+  std::string runtime_dir = "/tmp";
   std::vector<std::string> cors_origins;  // --cors-origins; "*" only when given
 
   int ready_fd = -1;  // --ready-fd: write "PORT\n" here once listening, then close it

@@ -28,7 +28,7 @@ namespace lemon::http {
 struct AccessSettings {
   std::string api_key;  // empty: no authentication
   bool health_without_auth = false;
-  bool metrics_public = false;  // --metrics-public: GET /metrics without the key
+  bool metrics_public = false;            // --metrics-public: GET /metrics without the key
   std::vector<std::string> cors_origins;  // exact origins ("http://localhost:3000") or "*"
   // Filled by bind_access_to(): the router's own origins, and the Host
   // values accepted (empty: any Host, when listening beyond loopback).

@@ -207,7 +207,7 @@ class Router {
   void on_server_exit(const std::weak_ptr<ServerSlot>& slot);
   void emit(const RouterEvent& event) const;
   void shutdown_now();
-  std::vector<SlotView> snapshot() const;                   // REQUIRES: mu_ held
+  std::vector<SlotView> snapshot() const;  // REQUIRES: mu_ held
   // Publishes a new RouterView of the table, the queue and the waiting
   // requests. REQUIRES: mu_ held (lock order: mu_, then view_mu_).
   void republish();

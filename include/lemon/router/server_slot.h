@@ -43,8 +43,8 @@ struct ServerSlot {
   std::atomic<int> in_flight{0};             // exact count of live Leases
   std::uint64_t lru_tick = 0;                // logical clock of the last touch
   std::atomic<std::int64_t> last_use_ms{0};  // wall clock (Unix ms) of the last touch
-  bool retire_owned = false;       // someone is draining/stopping it
-  std::deque<std::uint64_t> line;  // tickets of requests waiting for a slot, first first
+  bool retire_owned = false;                 // someone is draining/stopping it
+  std::deque<std::uint64_t> line;            // tickets of requests waiting for a slot, first first
 };
 
 }  // namespace lemon

@@ -187,10 +187,10 @@ class Broadcast {
   const std::size_t history_limit_;
   const std::size_t follower_queue_;
   mutable std::mutex mu_;
-  std::uint64_t last_id_ = 0;                      // guarded by mu_
-  std::deque<Item> history_;                       // guarded by mu_
+  std::uint64_t last_id_ = 0;                       // guarded by mu_
+  std::deque<Item> history_;                        // guarded by mu_
   std::vector<std::weak_ptr<Follower>> followers_;  // guarded by mu_
-  bool closed_ = false;                            // guarded by mu_
+  bool closed_ = false;                             // guarded by mu_
 };
 
 }  // namespace lemon::telemetry

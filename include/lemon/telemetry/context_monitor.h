@@ -70,9 +70,9 @@ class ContextMonitor {
   std::mutex refresh_mu_;  // one refresh at a time
   std::mutex mu_;
   std::condition_variable cv_;
-  std::map<std::string, ModelContext> latest_;                // guarded by mu_
-  std::chrono::steady_clock::time_point refreshed_{};          // guarded by mu_
-  bool stopping_ = false;                                      // guarded by mu_
+  std::map<std::string, ModelContext> latest_;         // guarded by mu_
+  std::chrono::steady_clock::time_point refreshed_{};  // guarded by mu_
+  bool stopping_ = false;                              // guarded by mu_
   std::thread thread_;
 };
 

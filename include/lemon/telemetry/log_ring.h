@@ -12,8 +12,8 @@
 #include <string>
 #include <string_view>
 
-#include <nlohmann/json.hpp>
 #include <spdlog/common.h>
+#include <nlohmann/json.hpp>
 
 #include "lemon/telemetry/broadcast.h"
 

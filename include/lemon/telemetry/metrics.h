@@ -120,8 +120,8 @@ class Family {
 // from any thread afterwards.
 class MetricsRegistry {
  public:
-  Family& add(std::string name, std::string help, MetricType type,
-              std::vector<std::string> labels, std::vector<double> bounds = {});
+  Family& add(std::string name, std::string help, MetricType type, std::vector<std::string> labels,
+              std::vector<double> bounds = {});
   void render(PromText& out) const;
 
  private:

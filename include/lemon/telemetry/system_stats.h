@@ -57,7 +57,7 @@ class SystemStatsReader {
   const std::string sys_root_;
   const std::string proc_root_;
   std::mutex mu_;
-  std::optional<CpuSample> last_cpu_;  // guarded by mu_
+  std::optional<CpuSample> last_cpu_;                    // guarded by mu_
   std::chrono::steady_clock::time_point nvidia_read_{};  // guarded by mu_
   std::optional<double> nvidia_percent_;                 // guarded by mu_
   std::optional<double> nvidia_vram_gb_;                 // guarded by mu_

@@ -54,8 +54,8 @@ class TelemetryHub {
   void on_router_event(const RouterEvent& event);
   void record_request(const RequestRecord& record);
   // A download's progress (ModelStore), at most twice a second per model.
-  void on_download_progress(const std::string& model, const std::string& file,
-                            std::uint64_t bytes, std::uint64_t total);
+  void on_download_progress(const std::string& model, const std::string& file, std::uint64_t bytes,
+                            std::uint64_t total);
   void on_download_end(const std::string& model, const Status& result);
 
   // The whole /metrics text. `kv_usage`: per model, the fraction of its
@@ -80,7 +80,7 @@ class TelemetryHub {
   const std::chrono::steady_clock::time_point started_;
 
   std::mutex mu_;
-  std::map<std::string, std::chrono::steady_clock::time_point> load_started_;  // guarded by mu_
+  std::map<std::string, std::chrono::steady_clock::time_point> load_started_;   // guarded by mu_
   std::map<std::string, std::chrono::steady_clock::time_point> progress_sent_;  // guarded by mu_
 };
 
