@@ -57,6 +57,9 @@ struct Router::LoadJob {
   bool explicit_options = false;  // from POST /load: only joins equal options
   std::vector<std::shared_ptr<LoadWaiter>> waiters;
   bool done = false;
+  // Its creator has reported kLoadQueued: the loader starts it only then, so
+  // "queued" always comes before "started" (events are sent without mu_).
+  bool announced = false;
 };
 
 }  // namespace lemon

@@ -61,6 +61,11 @@ void Router::emit(const RouterEvent& event) const {
   }
 }
 
+void Router::announce(LoadJob& job) {
+  job.announced = true;
+  cv_.notify_all();  // the loader may take it now
+}
+
 void Router::touch(ServerSlot& slot) {
   slot.lru_tick = ++lru_clock_;
   slot.last_use_ms.store(unix_ms_now(), std::memory_order_relaxed);
@@ -325,6 +330,9 @@ Result<Lease> Router::acquire(std::string_view model_name, const WaitHooks& hook
             {},
             {}});
       lock.lock();
+      if (created) {
+        announce(*job);
+      }
       auto waited = wait_for_job(lock, job, waiter, hooks);
       if (!waited.ok()) {
         if (waiter->queued_on) {  // cancelled after it was put in a line
@@ -398,6 +406,9 @@ Status Router::load(std::string_view model_name, const RecipeOptions& request_op
         {},
         {}});
   lock.lock();
+  if (created) {
+    announce(*job);
+  }
   return wait_for_job(lock, job, waiter, hooks);
 }
 

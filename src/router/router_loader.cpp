@@ -25,7 +25,9 @@ bool counts_towards_cooldown(ErrorCode code) {
 void Router::loader_loop() {
   std::unique_lock lock(mu_);
   for (;;) {
-    cv_.wait(lock, [&] { return shutting_down_.load() || !queue_.empty(); });
+    cv_.wait(lock, [&] {
+      return shutting_down_.load() || (!queue_.empty() && queue_.front()->announced);
+    });
     if (shutting_down_) {
       return;
     }

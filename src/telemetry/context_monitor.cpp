@@ -150,14 +150,19 @@ std::map<std::string, ModelContext> ContextMonitor::current(std::chrono::millise
 
 void ContextMonitor::loop() {
   std::map<std::string, nlohmann::json> sent;
+  int followers_before = 0;
   std::unique_lock lock(mu_);
   while (!stopping_) {
     cv_.wait_for(lock, kPollInterval, [&] { return stopping_; });
     if (stopping_) {
       break;
     }
-    if (events_.followers() == 0) {
-      sent.clear();
+    const int followers = events_.followers();
+    if (followers > followers_before) {
+      sent.clear();  // a new follower gets the current figures, changed or not
+    }
+    followers_before = followers;
+    if (followers == 0) {
       continue;
     }
     lock.unlock();

@@ -25,13 +25,19 @@ std::unique_ptr<SseStream> follow(
   return s;
 }
 
-// The next event (not a comment) whose JSON has "type" == type; the ones
-// before it are appended to *skipped.
+// The next event (not a comment) whose JSON has "type" == type, within
+// kWait; the ones before it are appended to *skipped.
 std::optional<nlohmann::json> next_of_type(SseStream& s, const std::string& type,
                                            std::vector<nlohmann::json>* skipped = nullptr) {
-  while (auto e = s.next()) {
+  const auto deadline = std::chrono::steady_clock::now() + kWait;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto e = s.next(std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now()));
+    if (!e) {
+      break;
+    }
     if (e->data.empty()) {
-      continue;
+      continue;  // a heartbeat
     }
     auto j = nlohmann::json::parse(e->data, nullptr, false);
     EXPECT_FALSE(j.is_discarded()) << e->data;
@@ -44,6 +50,35 @@ std::optional<nlohmann::json> next_of_type(SseStream& s, const std::string& type
     }
   }
   return std::nullopt;
+}
+
+// The next event with data, skipping heartbeats, until `deadline`.
+std::optional<SseEvent> next_data(SseStream& s, std::chrono::steady_clock::time_point deadline) {
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto e = s.next(std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now()));
+    if (!e) {
+      return std::nullopt;
+    }
+    if (!e->data.empty()) {
+      return e;
+    }
+  }
+  return std::nullopt;
+}
+
+// The data events a stream replays before its first heartbeat.
+std::vector<nlohmann::json> replayed(SseStream& s) {
+  std::vector<nlohmann::json> out;
+  while (auto e = s.next()) {
+    if (e->is_comment()) {
+      break;  // the first heartbeat: the replay is over
+    }
+    if (!e->data.empty()) {  // (the "retry:" frame has no data)
+      out.push_back(nlohmann::json::parse(e->data));
+    }
+  }
+  return out;
 }
 
 TEST_F(EventsTest, LoadsRequestsAndUnloadsArriveInOrder) {
@@ -81,14 +116,16 @@ TEST_F(EventsTest, LoadsRequestsAndUnloadsArriveInOrder) {
   // A reconnect resumes after the last id it saw; ?backlog replays the last N.
   auto resumed = follow(port(), "/api/v1/events",
                         {{"Last-Event-ID", std::to_string((*started)["id"].get<int>())}});
-  auto first = resumed->next();
-  while (first && first->data.empty()) {
-    first = resumed->next();
-  }
+  auto first = next_data(*resumed, std::chrono::steady_clock::now() + kWait);
   ASSERT_TRUE(first.has_value());
   EXPECT_EQ(nlohmann::json::parse(first->data)["type"], "load_succeeded");
+  auto everything = follow(port(), "/api/v1/events?since=0");
+  auto all = replayed(*everything);
+  ASSERT_FALSE(all.empty());
   auto backlog = follow(port(), "/api/v1/events?backlog=1");
-  EXPECT_TRUE(next_of_type(*backlog, "server_stopped").has_value());
+  auto last = replayed(*backlog);
+  ASSERT_EQ(last.size(), 1u);
+  EXPECT_EQ(last[0]["id"], all.back()["id"]) << "backlog=1 replays the newest event";
   EXPECT_EQ(http_get(port(), "/api/v1/events?since=x").status, 400);
 }
 
@@ -126,6 +163,20 @@ TEST_F(EventsTest, ContextUseArrivesWhileSomeoneFollows) {
   EXPECT_GE((*context)["slots"][0]["used"].get<int>(), 20) << context->dump();
 }
 
+TEST_F(EventsTest, ALateFollowerGetsTheCurrentContextToo) {
+  env_.add_llm("a");
+  ASSERT_NO_FATAL_FAILURE(start_router());
+  ASSERT_EQ(load(port(), "user.a", {{"parallel", 1}}).status, 200);
+  ASSERT_EQ(chat(port(), "user.a", {{"max_tokens", 10}}).status, 200);
+  auto first = follow(port(), "/api/v1/events");
+  ASSERT_TRUE(next_of_type(*first, "context").has_value());
+  // Nothing changes from now on; a second follower still gets the figures.
+  auto second = follow(port(), "/api/v1/events");
+  auto context = next_of_type(*second, "context");
+  ASSERT_TRUE(context.has_value());
+  EXPECT_GT((*context)["used"].get<int>(), 0);
+}
+
 TEST_F(EventsTest, LogLinesAreTaggedFilteredAndFollowTheLogLevel) {
   env_.add_llm("a");
   env_.add_llm("b");
@@ -136,10 +187,8 @@ TEST_F(EventsTest, LogLinesAreTaggedFilteredAndFollowTheLogLevel) {
   // The backends' own lines, tagged with their model; only user.a's.
   auto only_a = follow(port(), "/api/v1/logs/stream?tail=1000&format=json&model=user.a");
   bool saw_request = false;
-  while (auto e = only_a->next()) {  // the line may come after the backlog
-    if (e->data.empty()) {
-      continue;  // a heartbeat
-    }
+  const auto deadline = std::chrono::steady_clock::now() + kWait;
+  while (auto e = next_data(*only_a, deadline)) {  // the line may come after the backlog
     auto line = nlohmann::json::parse(e->data);
     EXPECT_EQ(line["model"], "user.a") << e->data;
     EXPECT_EQ(line["source"], "backend");
@@ -163,10 +212,7 @@ TEST_F(EventsTest, LogLinesAreTaggedFilteredAndFollowTheLogLevel) {
   ASSERT_EQ(http_post(port(), "/api/v1/unload", nlohmann::json{{"model_name", "user.a"}}).status,
             200);
   std::vector<std::string> lines;
-  while (auto e = text->next()) {
-    if (e->data.empty()) {
-      continue;
-    }
+  while (auto e = next_data(*text, std::chrono::steady_clock::now() + kWait)) {
     lines.push_back(e->data);
     if (e->data.find("stopped 'user.a'") != std::string::npos) {
       break;

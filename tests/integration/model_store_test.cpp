@@ -183,9 +183,15 @@ TEST_F(ModelStoreTest, DownloadsAreFollowedOnTheEventStream) {
   ASSERT_EQ(http_post(port(), "/api/v1/pull", registration("user.tiny", "Q4_0")).status, 200);
   ASSERT_EQ(http_post(port(), "/api/v1/pull", registration("user.nope", "Q2_K")).status, 404);
   std::vector<json> seen;
-  while (auto e = events.next()) {
+  const auto deadline = std::chrono::steady_clock::now() + kWait;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto e = events.next(std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now()));
+    if (!e) {
+      break;
+    }
     if (e->data.empty()) {
-      continue;
+      continue;  // a heartbeat
     }
     seen.push_back(json::parse(e->data));
     if (seen.back()["type"] == "download_failed") {

@@ -176,6 +176,8 @@ class Router {
   static Error blocked_error(std::string_view model);
   void release(ServerSlot& slot);
   void touch(ServerSlot& slot);  // REQUIRES: mu_ held
+  // The job's kLoadQueued event is out: the loader may start it. REQUIRES: mu_ held.
+  void announce(LoadJob& job);
   std::shared_ptr<LoadJob> find_job(std::string_view model,
                                     const std::optional<RecipeOptions>& options) const;
   Result<std::shared_ptr<LoadJob>> make_job(std::string_view model_name,

@@ -6,7 +6,8 @@
 //
 // It polls only while someone watches: a follower of the event stream (then
 // it publishes a "context" event per model each second while the figures
-// change), or a /metrics scrape (which refreshes figures older than a second
+// change, and all of them again when a new follower arrives), or a /metrics
+// scrape (which refreshes figures older than a second
 // itself, with one refresh at a time).
 //
 // Thread-safety: every method may be called from any thread.

@@ -1,0 +1,82 @@
+// Memory-aware admission (issue #13 §1; seed 004 scenarios 1 and 4), as pure
+// functions over a snapshot: how much each device may hold, which servers a
+// load must evict to fit, and which idle servers to unload when another
+// program takes a device's memory. No clocks, I/O or logging here.
+//
+// Memory is counted per device ("ram", "gpu0", "gpu1", ...): a server is
+// charged bytes on each device it uses (its estimate until it is measured).
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace lemon {
+
+using DeviceBytes = std::map<std::string, std::int64_t>;  // device -> bytes
+
+// A device as measured now.
+struct DeviceReading {
+  std::string device;          // "ram", "gpu0", ...
+  std::int64_t total = 0;      // bytes
+  std::int64_t available = 0;  // free for new allocations (MemAvailable, VRAM total - used)
+};
+
+// --memory-budget: a fraction of what is free plus what the router's own
+// servers hold (default 0.8), or an absolute size for system RAM.
+struct BudgetRule {
+  double fraction = 0.8;
+  std::optional<std::int64_t> ram_bytes;  // an absolute budget for "ram"
+  // Parses "80%", "0.8" (a fraction), "24G", "512M", "1073741824"; nullopt
+  // when malformed or out of range.
+  static std::optional<BudgetRule> parse(const std::string& text);
+};
+
+// Per device: fraction x (available + ours), or the absolute size for RAM.
+// `ours`: what the router's servers hold on each device now.
+DeviceBytes device_budgets(const std::vector<DeviceReading>& devices, const DeviceBytes& ours,
+                           const BudgetRule& rule);
+
+// One server as the memory policy sees it.
+struct ServerMemory {
+  std::string id;  // the server's name in the table
+  DeviceBytes charges;
+  int in_flight = 0;
+  std::uint64_t lru = 0;  // logical clock: larger is more recent
+};
+
+struct AdmissionPlan {
+  enum class Kind {
+    kFits,    // no eviction needed
+    kEvict,   // fits once `victims` are gone (busy ones drain first)
+    kTooBig,  // cannot fit even alone: `device`, `need`, `budget` say why
+  };
+  Kind kind = Kind::kFits;
+  std::vector<std::string> victims;  // idle least recently used first, then busy
+  std::string device;
+  std::int64_t need = 0;
+  std::int64_t budget = 0;
+};
+
+// What loading a server charged `request` needs, given `servers` (those
+// already chosen to go are left out by the caller) and the budgets. Devices
+// without a budget are not limited.
+AdmissionPlan plan_admission(const std::vector<ServerMemory>& servers, const DeviceBytes& budgets,
+                             const DeviceBytes& request);
+
+// Other programs took memory: on each device whose available memory is
+// below `margin`, the idle servers to unload, least recently used first,
+// until what they hold covers the shortfall (or none is left). Busy servers
+// are never chosen.
+std::vector<std::string> plan_pressure_relief(const std::vector<ServerMemory>& servers,
+                                              const std::vector<DeviceReading>& devices,
+                                              std::int64_t margin);
+
+// "1.5 GiB", "512 MiB", "900 B": for messages.
+std::string format_bytes(std::int64_t bytes);
+
+}  // namespace lemon

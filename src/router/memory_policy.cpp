@@ -1,0 +1,182 @@
+#include "lemon/router/memory_policy.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+namespace lemon {
+namespace {
+
+std::int64_t charge_on(const ServerMemory& s, const std::string& device) {
+  auto it = s.charges.find(device);
+  return it == s.charges.end() ? 0 : it->second;
+}
+
+// Idle before busy, then least recently used, then by id.
+bool evict_before(const ServerMemory& a, const ServerMemory& b) {
+  const bool a_idle = a.in_flight == 0;
+  const bool b_idle = b.in_flight == 0;
+  if (a_idle != b_idle) {
+    return a_idle;
+  }
+  if (a.lru != b.lru) {
+    return a.lru < b.lru;
+  }
+  return a.id < b.id;
+}
+
+}  // namespace
+
+std::optional<BudgetRule> BudgetRule::parse(const std::string& text) {
+  if (text.empty()) {
+    return std::nullopt;
+  }
+  char* end = nullptr;
+  const double number = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || !std::isfinite(number) || number <= 0) {
+    return std::nullopt;
+  }
+  std::string unit(end);
+  BudgetRule rule;
+  if (unit == "%") {
+    if (number > 100) {
+      return std::nullopt;
+    }
+    rule.fraction = number / 100.0;
+    return rule;
+  }
+  if (unit.empty() && number <= 1.0) {
+    rule.fraction = number;
+    return rule;
+  }
+  double scale = 1;
+  if (unit == "K" || unit == "KB" || unit == "KiB") {
+    scale = 1024.0;
+  } else if (unit == "M" || unit == "MB" || unit == "MiB") {
+    scale = 1024.0 * 1024;
+  } else if (unit == "G" || unit == "GB" || unit == "GiB") {
+    scale = 1024.0 * 1024 * 1024;
+  } else if (unit == "T" || unit == "TB" || unit == "TiB") {
+    scale = 1024.0 * 1024 * 1024 * 1024;
+  } else if (!unit.empty() && unit != "B") {
+    return std::nullopt;
+  }
+  const double bytes = number * scale;
+  if (bytes < 1 || bytes > 9e18) {
+    return std::nullopt;
+  }
+  rule.ram_bytes = static_cast<std::int64_t>(bytes);
+  return rule;
+}
+
+DeviceBytes device_budgets(const std::vector<DeviceReading>& devices, const DeviceBytes& ours,
+                           const BudgetRule& rule) {
+  DeviceBytes out;
+  for (const auto& d : devices) {
+    if (d.device == "ram" && rule.ram_bytes) {
+      out[d.device] = *rule.ram_bytes;
+      continue;
+    }
+    auto it = ours.find(d.device);
+    const std::int64_t held = it == ours.end() ? 0 : it->second;
+    const std::int64_t usable = std::min(d.total, std::max<std::int64_t>(0, d.available) + held);
+    out[d.device] = static_cast<std::int64_t>(static_cast<double>(usable) * rule.fraction);
+  }
+  return out;
+}
+
+AdmissionPlan plan_admission(const std::vector<ServerMemory>& servers, const DeviceBytes& budgets,
+                             const DeviceBytes& request) {
+  AdmissionPlan plan;
+  for (const auto& [device, need] : request) {
+    auto b = budgets.find(device);
+    if (b != budgets.end() && need > b->second) {
+      plan.kind = AdmissionPlan::Kind::kTooBig;
+      plan.device = device;
+      plan.need = need;
+      plan.budget = b->second;
+      return plan;
+    }
+  }
+  std::vector<ServerMemory> order = servers;
+  std::sort(order.begin(), order.end(), evict_before);
+  std::set<std::string> gone;
+  for (const auto& [device, need] : request) {
+    auto b = budgets.find(device);
+    if (b == budgets.end() || need <= 0) {
+      continue;
+    }
+    auto used = [&] {
+      std::int64_t sum = 0;
+      for (const auto& s : servers) {
+        if (!gone.contains(s.id)) {
+          sum += charge_on(s, device);
+        }
+      }
+      return sum;
+    };
+    for (const auto& s : order) {
+      if (used() + need <= b->second) {
+        break;
+      }
+      if (!gone.contains(s.id) && charge_on(s, device) > 0) {
+        gone.insert(s.id);
+        plan.victims.push_back(s.id);
+      }
+    }
+  }
+  plan.kind = plan.victims.empty() ? AdmissionPlan::Kind::kFits : AdmissionPlan::Kind::kEvict;
+  return plan;
+}
+
+std::vector<std::string> plan_pressure_relief(const std::vector<ServerMemory>& servers,
+                                              const std::vector<DeviceReading>& devices,
+                                              std::int64_t margin) {
+  std::vector<ServerMemory> idle;
+  for (const auto& s : servers) {
+    if (s.in_flight == 0) {
+      idle.push_back(s);
+    }
+  }
+  std::sort(idle.begin(), idle.end(), evict_before);
+  std::vector<std::string> victims;
+  std::set<std::string> gone;
+  for (const auto& d : devices) {
+    std::int64_t shortfall = margin - d.available;
+    for (const auto& s : idle) {
+      if (gone.contains(s.id)) {
+        shortfall -= charge_on(s, d.device);  // already leaving for another device
+      }
+    }
+    for (const auto& s : idle) {
+      if (shortfall <= 0) {
+        break;
+      }
+      const std::int64_t freed = charge_on(s, d.device);
+      if (freed > 0 && !gone.contains(s.id)) {
+        gone.insert(s.id);
+        victims.push_back(s.id);
+        shortfall -= freed;
+      }
+    }
+  }
+  return victims;
+}
+
+std::string format_bytes(std::int64_t bytes) {
+  char buf[32];
+  const double b = static_cast<double>(bytes);
+  if (b >= 1024.0 * 1024 * 1024) {
+    std::snprintf(buf, sizeof buf, "%.1f GiB", b / (1024.0 * 1024 * 1024));
+  } else if (b >= 1024.0 * 1024) {
+    std::snprintf(buf, sizeof buf, "%.0f MiB", b / (1024.0 * 1024));
+  } else if (b >= 1024.0) {
+    std::snprintf(buf, sizeof buf, "%.0f KiB", b / 1024.0);
+  } else {
+    std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
+  }
+  return buf;
+}
+
+}  // namespace lemon
