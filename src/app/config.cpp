@@ -11,6 +11,8 @@
 
 #include "lemon/app/router_options.h"
 #include "lemon/core/log.h"
+#include "lemon/models/recipe_options.h"
+#include "lemon/router/pool_policy.h"
 
 namespace lemon {
 namespace {
@@ -195,6 +197,34 @@ void add_router_options(CLI::App& app, RouterOptionValues& v) {
       ->envname("LEMONADE_MAX_QUEUED_REQUESTS_TOTAL")
       ->check(CLI::Range(1, 1 << 20))
       ->capture_default_str();
+  app.add_option("--max-replicas", v.max_replicas,
+                 "Backend processes one model may run at once; more start when requests queue")
+      ->envname("LEMONADE_MAX_REPLICAS")
+      ->check(CLI::Range(1, kMaxReplicas))
+      ->capture_default_str();
+  app.add_option("--scale-up-after", v.scale_up_after_s,
+                 "Seconds requests wait for a busy model before another replica starts")
+      ->envname("LEMONADE_SCALE_UP_AFTER")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--scale-down-after", v.scale_down_after_s,
+                 "Seconds a replica may stay idle before it stops (never the last)")
+      ->envname("LEMONADE_SCALE_DOWN_AFTER")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--keep-alive", v.keep_alive,
+                 "How long an idle model stays loaded: seconds or a duration (5m, 1h); "
+                 "-1 forever, 0 unload when idle")
+      ->envname("LEMONADE_KEEP_ALIVE")
+      ->check([](const std::string& text) {
+        return parse_keep_alive(text) ? std::string() : "expected seconds or a duration (5m)";
+      })
+      ->capture_default_str();
+  app.add_option("--max-starvation", v.max_starvation_s,
+                 "Seconds a load may wait while the model it would evict keeps serving")
+      ->envname("LEMONADE_MAX_STARVATION")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--request-timeout", v.request_timeout_s,
                  "Seconds a non-streaming inference request may take end to end (0: no limit; 504)")
       ->envname("LEMONADE_REQUEST_TIMEOUT")
@@ -318,6 +348,13 @@ ParsedConfig parse_config(int argc, const char* const* argv) {
   c.max_queued_total = v.max_queued_total;
   c.header_timeout = seconds_to_ms(v.header_timeout_s);
   c.request_timeout = seconds_to_ms(v.request_timeout_s);
+  c.max_replicas = v.max_replicas;
+  c.scale_up_after = seconds_to_ms(v.scale_up_after_s);
+  c.scale_down_after = seconds_to_ms(v.scale_down_after_s);
+  if (auto ka = parse_keep_alive(v.keep_alive); ka && ka->count() >= 0) {
+    c.keep_alive = *ka;
+  }
+  c.max_starvation = seconds_to_ms(v.max_starvation_s);
   c.stream_idle_timeout = seconds_to_ms(v.stream_idle_timeout_s);
   c.body_timeout = seconds_to_ms(v.body_timeout_s);
   c.body_min_rate = static_cast<std::size_t>(v.body_min_rate);

@@ -110,6 +110,11 @@ int main(int argc, char** argv) {
   router_config.cli_options = cfg.cli_options;
   router_config.max_queued_per_model = cfg.max_queued_per_model;
   router_config.max_queued_total = cfg.max_queued_total;
+  router_config.max_replicas = cfg.max_replicas;
+  router_config.scale_up_after = cfg.scale_up_after;
+  router_config.scale_down_after = cfg.scale_down_after;
+  router_config.keep_alive = cfg.keep_alive;
+  router_config.max_starvation = cfg.max_starvation;
   router_config.on_event = [&telemetry](const RouterEvent& e) { telemetry.on_router_event(e); };
   Router router(**catalogue, factory, router_config);
   telemetry::ContextMonitor context(router, telemetry.events());

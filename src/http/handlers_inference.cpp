@@ -11,6 +11,7 @@
 #include "lemon/http/multipart.h"
 #include "lemon/http/request_checks.h"
 #include "lemon/http/rerank_format.h"
+#include "lemon/router/pool_policy.h"
 #include "observed_writer.h"
 
 namespace lemon::http {
@@ -48,6 +49,22 @@ void ApiServer::handle_json_inference(ApiRoute route, net::Request& r, net::Resp
     return;
   }
   InferenceRequest req;
+  if (auto ka = body->find("keep_alive"); ka != body->end()) {
+    std::optional<KeepAlive> parsed;
+    if (ka->is_number()) {
+      parsed = parse_keep_alive_seconds(ka->get<double>());
+    } else if (ka->is_string()) {
+      parsed = parse_keep_alive(ka->get<std::string>());
+    }
+    if (!parsed) {
+      write_error(w, Error(ErrorCode::kInvalidRequest,
+                           "'keep_alive' must be seconds or a duration such as \"5m\" "
+                           "(-1: keep loaded, 0: unload when idle)",
+                           "keep_alive"));
+      return;
+    }
+    req.keep_alive = *parsed;
+  }
   req.route = route;
   req.model = *model;
   req.stream = *stream;
@@ -235,7 +252,8 @@ std::optional<RequestStats> ApiServer::forward_inference_to(InferenceRequest& re
   // a loaded model without touching the catalogue.
   std::optional<Lease> lease;
   Status got = fetch_missing_and_retry(req.model, RecipeOptions{}, hooks, [&]() -> Status {
-    auto acquired = router_.acquire(req.model, hooks, model_type_for_route(req.route));
+    auto acquired =
+        router_.acquire(req.model, hooks, model_type_for_route(req.route), req.keep_alive);
     if (!acquired.ok()) {
       return std::move(acquired).error();
     }

@@ -1,6 +1,7 @@
 // Management routes: health, live, stats, models, load, unload.
 #include <algorithm>
 #include <chrono>
+#include <map>
 
 #include "lemon/backends/system_info.h"
 #include "lemon/http/api_server.h"
@@ -42,9 +43,33 @@ nlohmann::json loaded_entry(const LoadedServerInfo& s) {
 void ApiServer::handle_health(net::ResponseWriter& w) {
   auto loaded = router_.loaded();
   auto latest = router_.most_recently_loaded();
+  // One entry per model (Lemonade's shape), its replicas listed inside.
   nlohmann::json all = nlohmann::json::array();
+  std::map<std::string, std::size_t> index;
   for (const auto& s : loaded) {
-    all.push_back(loaded_entry(s));
+    nlohmann::json replica = {{"replica", s.replica},
+                              {"pid", s.pid ? nlohmann::json(*s.pid) : nlohmann::json(nullptr)},
+                              {"backend_url", s.backend_url},
+                              {"in_flight", s.in_flight},
+                              {"state", s.draining ? "draining" : "ready"}};
+    auto at = index.find(s.model_name);
+    if (at == index.end()) {
+      index[s.model_name] = all.size();
+      nlohmann::json entry = loaded_entry(s);
+      entry["replicas"] = nlohmann::json::array({replica});
+      all.push_back(std::move(entry));
+      continue;
+    }
+    nlohmann::json& entry = all[at->second];
+    entry["replicas"].push_back(replica);
+    entry["in_flight"] = entry["in_flight"].get<int>() + s.in_flight;
+    if (entry.contains("slots")) {
+      entry["slots"]["total"] = entry["slots"]["total"].get<int>() + s.slots;
+      entry["slots"]["busy"] = entry["slots"]["busy"].get<int>() + std::min(s.in_flight, s.slots);
+    }
+    if (!s.draining) {
+      entry["state"] = "ready";
+    }
   }
   nlohmann::json max_models = nlohmann::json::object();
   for (ModelType t : kAllModelTypes) {

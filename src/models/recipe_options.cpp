@@ -91,6 +91,9 @@ Result<json> validate(const std::string& key, const json& v) {
   if (key == "parallel") {
     return positive_int(key, v, kMaxParallel);
   }
+  if (key == "max_replicas") {
+    return positive_int(key, v, kMaxReplicas);
+  }
   if (key == "cfg_scale") {
     if (!v.is_number()) {
       return invalid(key, "expected a number, got " + v.dump());
@@ -120,22 +123,24 @@ Result<json> validate(const std::string& key, const json& v) {
 const std::vector<std::string>& RecipeOptions::all_keys() {
   static const std::vector<std::string> keys = {
       "ctx_size",       "parallel", "llamacpp_backend", "llamacpp_args", "whispercpp_backend",
-      "sd-cpp_backend", "steps",    "cfg_scale",        "width",         "height"};
+      "sd-cpp_backend", "steps",    "cfg_scale",        "width",         "height",
+      "max_replicas"};
   return keys;
 }
 
 std::vector<std::string> RecipeOptions::keys_for_recipe(std::string_view recipe) {
+  // max_replicas is the router's (issue #13 §2), for every recipe.
   if (recipe == "llamacpp") {
-    return {"ctx_size", "parallel", "llamacpp_backend", "llamacpp_args"};
+    return {"ctx_size", "parallel", "llamacpp_backend", "llamacpp_args", "max_replicas"};
   }
   if (recipe == "flm" || recipe == "ryzenai-llm" || recipe.starts_with("oga-")) {
-    return {"ctx_size"};
+    return {"ctx_size", "max_replicas"};
   }
   if (recipe == "whispercpp") {
-    return {"whispercpp_backend"};
+    return {"whispercpp_backend", "max_replicas"};
   }
   if (recipe == "sd-cpp") {
-    return {"sd-cpp_backend", "steps", "cfg_scale", "width", "height"};
+    return {"sd-cpp_backend", "steps", "cfg_scale", "width", "height", "max_replicas"};
   }
   return {};
 }

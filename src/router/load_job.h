@@ -2,6 +2,7 @@
 // Internal to src/router. Every field is guarded by Router::mu_.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -19,8 +20,7 @@ struct Router::LoadWaiter {
   std::optional<Error> error;
   std::shared_ptr<ServerSlot> granted;  // in_flight already counted for it
   // Set instead of `granted` when the new server's slots were all taken:
-  // the caller waits in that slot's line with this ticket.
-  std::shared_ptr<ServerSlot> queued_on;
+  // the caller waits in its model's line with this ticket (0: none).
   std::uint64_t ticket = 0;
 };
 
@@ -57,6 +57,10 @@ struct Router::LoadJob {
   bool explicit_options = false;  // from POST /load: only joins equal options
   std::vector<std::shared_ptr<LoadWaiter>> waiters;
   bool done = false;
+  // A scale-up: one more replica of a loaded model, with its options; it
+  // evicts nothing and has no waiters (the model's line takes its slots).
+  bool replica = false;
+  std::chrono::steady_clock::time_point queued_at = std::chrono::steady_clock::now();
   // Its creator has reported kLoadQueued: the loader starts it only then, so
   // "queued" always comes before "started" (events are sent without mu_).
   bool announced = false;

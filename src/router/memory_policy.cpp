@@ -107,22 +107,23 @@ AdmissionPlan plan_admission(const std::vector<ServerMemory>& servers, const Dev
     if (b == budgets.end() || need <= 0) {
       continue;
     }
-    auto used = [&] {
-      std::int64_t sum = 0;
-      for (const auto& s : servers) {
-        if (!gone.contains(s.id)) {
-          sum += charge_on(s, device);
-        }
+    std::int64_t used = 0;
+    for (const auto& s : servers) {
+      used += charge_on(s, device);
+    }
+    for (const auto& s : servers) {
+      if (gone.contains(s.id)) {
+        used -= charge_on(s, device);  // already leaving for another device
       }
-      return sum;
-    };
+    }
     for (const auto& s : order) {
-      if (used() + need <= b->second) {
+      if (used + need <= b->second) {
         break;
       }
       if (!gone.contains(s.id) && charge_on(s, device) > 0) {
         gone.insert(s.id);
         plan.victims.push_back(s.id);
+        used -= charge_on(s, device);
       }
     }
   }

@@ -42,6 +42,10 @@ const char* router_event_name(RouterEvent::Kind kind) {
       return "retrying_after_evict_all";
     case RouterEvent::Kind::kWaitingForSlot:
       return "waiting_for_slot";
+    case RouterEvent::Kind::kReplicaStarted:
+      return "replica_started";
+    case RouterEvent::Kind::kReplicaStopped:
+      return "replica_stopped";
   }
   return "";
 }
@@ -49,6 +53,7 @@ const char* router_event_name(RouterEvent::Kind kind) {
 Router::Router(const ModelResolver& models, ServerFactory& factory, RouterConfig config)
     : models_(models), factory_(factory), config_(std::move(config)) {
   loader_ = std::thread([this] { loader_loop(); });
+  housekeeper_ = std::thread([this] { housekeeper_loop(); });
 }
 
 Router::~Router() {
@@ -74,9 +79,39 @@ void Router::touch(ServerSlot& slot) {
 void Router::release(ServerSlot& slot) {
   std::lock_guard lock(mu_);
   touch(slot);
-  if ((--slot.in_flight == 0 && slot.state == SlotState::kDraining) || !slot.line.empty()) {
+  const bool idle = --slot.in_flight == 0;
+  if (idle) {
+    slot.idle_since = std::chrono::steady_clock::now();
+  }
+  auto g = groups_.find(slot.server->model_name());
+  const bool waiters = g != groups_.end() && !g->second.line.empty();
+  // A server going idle may be what a drain or a deferred load waits for.
+  if ((idle && (slot.state == SlotState::kDraining || !queue_.empty())) || waiters) {
     cv_.notify_all();
   }
+  if (idle && g != groups_.end() && g->second.keep_alive && g->second.keep_alive->count() == 0) {
+    housekeeper_cv_.notify_all();  // keep_alive 0: unload it now that it is idle
+  }
+}
+
+std::uint64_t Router::join_line(ModelGroup& group) {
+  if (group.line.empty()) {
+    group.waiting_since = std::chrono::steady_clock::now();
+  }
+  const std::uint64_t ticket = next_ticket_++;
+  group.line.push_back(ticket);
+  return ticket;
+}
+
+Lease Router::grant(const std::shared_ptr<ServerSlot>& slot, std::optional<KeepAlive> keep_alive) {
+  ++slot->in_flight;
+  touch(*slot);
+  if (keep_alive) {
+    if (auto g = groups_.find(slot->server->model_name()); g != groups_.end()) {
+      g->second.keep_alive = *keep_alive;
+    }
+  }
+  return Lease(this, slot);
 }
 
 std::shared_ptr<Router::LoadJob> Router::find_job(
@@ -210,13 +245,15 @@ std::optional<Error> Router::queue_refusal(std::string_view model) const {
   return std::nullopt;
 }
 
-Result<bool> Router::wait_for_slot(std::unique_lock<std::mutex>& lock,
-                                   const std::shared_ptr<ServerSlot>& slot, std::uint64_t ticket,
-                                   const WaitHooks& hooks) {
+Result<std::shared_ptr<ServerSlot>> Router::wait_for_slot(std::unique_lock<std::mutex>& lock,
+                                                          const std::string& model,
+                                                          std::uint64_t ticket,
+                                                          const WaitHooks& hooks) {
   auto leave = [&] {
-    auto& line = slot->line;
-    line.erase(std::remove(line.begin(), line.end(), ticket), line.end());
-    cv_.notify_all();  // whoever is behind may be first now
+    if (auto g = groups_.find(model); g != groups_.end()) {
+      g->second.leave_line(ticket);
+      cv_.notify_all();  // whoever is behind may be first now
+    }
   };
   auto next_tick = std::chrono::steady_clock::now() + hooks.tick_interval;
   for (;;) {
@@ -224,29 +261,32 @@ Result<bool> Router::wait_for_slot(std::unique_lock<std::mutex>& lock,
       leave();
       return Error(ErrorCode::kShuttingDown, "lemonade-router is shutting down");
     }
-    if (slot->state != SlotState::kReady) {
+    auto g = groups_.find(model);
+    if (g == groups_.end() || !g->second.serving() || !g->second.in_line(ticket)) {
       leave();
-      return false;
+      return std::shared_ptr<ServerSlot>();  // it stopped serving: start over
     }
-    if (!slot->line.empty() && slot->line.front() == ticket && slot->in_flight < slot->capacity) {
-      slot->line.pop_front();
-      ++slot->in_flight;
-      touch(*slot);
-      if (!slot->line.empty()) {
-        cv_.notify_all();  // another slot may be free for the next in line
+    ModelGroup& group = g->second;
+    if (group.line.front() == ticket) {
+      if (auto replica = group.least_busy_free()) {
+        group.line.pop_front();
+        if (!group.line.empty()) {
+          cv_.notify_all();  // another slot may be free for the next in line
+        }
+        return replica;
       }
-      return true;
     }
     if (wait_step(lock, hooks, next_tick)) {
       leave();
-      return Error(ErrorCode::kCancelled, "client went away while waiting for a free slot of '" +
-                                              slot->server->model_name() + "'");
+      return Error(ErrorCode::kCancelled,
+                   "client went away while waiting for a free slot of '" + model + "'");
     }
   }
 }
 
 Result<Lease> Router::acquire(std::string_view model_name, const WaitHooks& hooks,
-                              std::optional<ModelType> required) {
+                              std::optional<ModelType> required,
+                              std::optional<KeepAlive> keep_alive) {
   std::unique_lock lock(mu_);
   // Counts this request against --max-queued-requests while it waits.
   // Declared after `lock`, so it is destroyed while mu_ is still held.
@@ -265,27 +305,23 @@ Result<Lease> Router::acquire(std::string_view model_name, const WaitHooks& hook
     if (shutting_down_) {
       return Error(ErrorCode::kShuttingDown, "lemonade-router is shutting down");
     }
-    std::shared_ptr<ServerSlot> line_of;  // a loaded server whose line to wait in
+    std::string line_of;  // a loaded model whose line to wait in
     std::uint64_t ticket = 0;
-    // (1) Loaded and ready: lease it, or wait for one of its slots.
-    if (auto it = slots_.find(model_name);
-        it != slots_.end() && it->second->state == SlotState::kReady) {
-      std::shared_ptr<ServerSlot> slot = it->second;
-      ModelType type = slot->server->type();
+    // (1) Loaded and ready: lease its least busy replica, or wait for a slot.
+    if (auto it = groups_.find(model_name); it != groups_.end() && it->second.serving()) {
+      ModelGroup& group = it->second;
+      ModelType type = group.replicas.front()->server->type();
       if (required && type != *required) {
         return wrong_type(std::string(model_name), type, *required);
       }
-      if (slot->has_free_slot()) {
-        ++slot->in_flight;
-        touch(*slot);
-        return Lease(this, slot);
+      if (auto replica = group.free_for_newcomer()) {
+        return grant(replica, keep_alive);
       }
       if (auto full = join_queue(it->first)) {
         return *full;
       }
-      ticket = next_ticket_++;
-      slot->line.push_back(ticket);
-      line_of = slot;
+      ticket = join_line(group);
+      line_of = it->first;
     } else {
       // (2) A load of this model is queued or running: join it.
       auto job = find_job(model_name, std::nullopt);
@@ -301,8 +337,8 @@ Result<Lease> Router::acquire(std::string_view model_name, const WaitHooks& hook
         if (blocked_.contains(model_name)) {
           return blocked_error(model_name);
         }
-        auto now_loaded = slots_.find(model_name);
-        if ((now_loaded != slots_.end() && now_loaded->second->state == SlotState::kReady) ||
+        auto now_loaded = groups_.find(model_name);
+        if ((now_loaded != groups_.end() && now_loaded->second.serving()) ||
             find_job(model_name, std::nullopt)) {
           continue;  // someone loaded or queued it meanwhile
         }
@@ -335,26 +371,34 @@ Result<Lease> Router::acquire(std::string_view model_name, const WaitHooks& hook
       }
       auto waited = wait_for_job(lock, job, waiter, hooks);
       if (!waited.ok()) {
-        if (waiter->queued_on) {  // cancelled after it was put in a line
-          auto& line = waiter->queued_on->line;
-          line.erase(std::remove(line.begin(), line.end(), waiter->ticket), line.end());
+        if (waiter->ticket != 0) {  // cancelled after it was put in a line
+          if (auto g = groups_.find(job->model); g != groups_.end()) {
+            g->second.leave_line(waiter->ticket);
+          }
           cv_.notify_all();
         }
         return std::move(waited).error();
       }
       if (waiter->granted) {
+        // in_flight was counted when the server was published.
+        if (keep_alive) {
+          if (auto g = groups_.find(job->model); g != groups_.end()) {
+            g->second.keep_alive = *keep_alive;
+          }
+        }
         return Lease(this, waiter->granted);
       }
-      line_of = waiter->queued_on;
+      if (waiter->ticket == 0) {
+        continue;
+      }
+      line_of = job->model;
       ticket = waiter->ticket;
     }
-    if (!line_of) {
-      continue;
-    }
     {
-      const std::string waiting = std::to_string(line_of->line.size());
+      auto g = groups_.find(line_of);
+      const std::string waiting = std::to_string(g == groups_.end() ? 0 : g->second.line.size());
       lock.unlock();  // the ticket is in the line; wait_for_slot copes with any change
-      emit({RouterEvent::Kind::kWaitingForSlot, line_of->server->model_name(), waiting, {}});
+      emit({RouterEvent::Kind::kWaitingForSlot, line_of, waiting, {}});
       lock.lock();
     }
     auto leased = wait_for_slot(lock, line_of, ticket, hooks);
@@ -362,9 +406,9 @@ Result<Lease> Router::acquire(std::string_view model_name, const WaitHooks& hook
       return std::move(leased).error();
     }
     if (*leased) {
-      return Lease(this, line_of);
+      return grant(*leased, keep_alive);
     }
-    // The server stopped serving while we waited: start over (load it again).
+    // The model stopped serving while we waited: start over (load it again).
   }
 }
 
@@ -383,10 +427,12 @@ Status Router::load(std::string_view model_name, const RecipeOptions& request_op
     return blocked_error(job->model);
   }
   cooldown_.reset(job->model);  // an explicit load always tries at once
-  if (auto it = slots_.find(job->model); it != slots_.end() &&
-                                         it->second->state == SlotState::kReady &&
-                                         it->second->server->options() == job->options) {
-    touch(*it->second);  // same options: a no-op that refreshes the LRU clock
+  if (auto it = groups_.find(job->model);
+      it != groups_.end() && it->second.serving() &&
+      it->second.replicas.front()->server->options() == job->options) {
+    for (const auto& r : it->second.replicas) {
+      touch(*r);  // same options: a no-op that refreshes the LRU clock
+    }
     return ok_status();
   }
   bool created = false;
@@ -413,17 +459,16 @@ Status Router::load(std::string_view model_name, const RecipeOptions& request_op
 }
 
 Status Router::unload(std::string_view model_name) {
-  std::shared_ptr<ServerSlot> slot;
+  std::vector<std::shared_ptr<ServerSlot>> replicas;
   {
     std::lock_guard lock(mu_);
-    auto it = slots_.find(model_name);
-    if (it == slots_.end()) {
+    replicas = replicas_of(model_name);
+    if (replicas.empty()) {
       return Error(ErrorCode::kModelNotLoaded,
                    "model '" + std::string(model_name) + "' is not loaded", "model_name");
     }
-    slot = it->second;
   }
-  retire({slot}, "unload");
+  retire(replicas, "unload");
   return ok_status();
 }
 
@@ -431,11 +476,34 @@ void Router::unload_all() {
   std::vector<std::shared_ptr<ServerSlot>> all;
   {
     std::lock_guard lock(mu_);
-    for (const auto& [name, slot] : slots_) {
-      all.push_back(slot);
+    for (const auto& [name, group] : groups_) {
+      all.insert(all.end(), group.replicas.begin(), group.replicas.end());
     }
   }
   retire(all, "unload");
+}
+
+std::vector<std::shared_ptr<ServerSlot>> Router::replicas_of(std::string_view model) const {
+  auto it = groups_.find(model);
+  return it == groups_.end() ? std::vector<std::shared_ptr<ServerSlot>>{} : it->second.replicas;
+}
+
+void Router::remove_replica(const std::shared_ptr<ServerSlot>& slot) {
+  auto g = groups_.find(slot->server->model_name());
+  if (g == groups_.end()) {
+    return;
+  }
+  auto& replicas = g->second.replicas;
+  auto it = std::find(replicas.begin(), replicas.end(), slot);
+  if (it == replicas.end()) {
+    return;
+  }
+  replicas.erase(it);
+  if (replicas.empty()) {
+    groups_.erase(g);  // waiters in its line notice and start over
+  }
+  republish();
+  cv_.notify_all();
 }
 
 LoadedServerInfo Router::describe(const ServerSlot& slot) const {
@@ -452,7 +520,10 @@ LoadedServerInfo Router::describe(const ServerSlot& slot) const {
   info.in_flight = slot.in_flight;
   info.slots = slot.capacity;
   info.slot_ctx_size = s.slots().ctx_size;
-  info.waiting = static_cast<int>(slot.line.size());
+  info.replica = slot.replica;
+  if (auto g = groups_.find(s.model_name()); g != groups_.end()) {
+    info.waiting = static_cast<int>(g->second.line.size());
+  }
   info.last_use_ms = slot.last_use_ms.load(std::memory_order_relaxed);
   info.draining = slot.state == SlotState::kDraining;
   return info;
@@ -461,22 +532,25 @@ LoadedServerInfo Router::describe(const ServerSlot& slot) const {
 std::vector<LoadedServerInfo> Router::loaded() const {
   std::lock_guard lock(mu_);
   std::vector<LoadedServerInfo> out;
-  out.reserve(slots_.size());
-  for (const auto& [name, slot] : slots_) {
-    out.push_back(describe(*slot));
+  for (const auto& [name, group] : groups_) {
+    for (const auto& r : group.replicas) {
+      out.push_back(describe(*r));
+    }
   }
   return out;
 }
 
 std::optional<LoadedServerInfo> Router::most_recently_loaded() const {
   std::lock_guard lock(mu_);
-  if (auto it = slots_.find(last_loaded_); it != slots_.end()) {
-    return describe(*it->second);
+  if (auto it = groups_.find(last_loaded_); it != groups_.end()) {
+    return describe(*it->second.replicas.front());
   }
   const ServerSlot* newest = nullptr;
-  for (const auto& [name, slot] : slots_) {
-    if (newest == nullptr || slot->id > newest->id) {
-      newest = slot.get();
+  for (const auto& [name, group] : groups_) {
+    for (const auto& r : group.replicas) {
+      if (newest == nullptr || r->id > newest->id) {
+        newest = r.get();
+      }
     }
   }
   if (newest == nullptr) {
@@ -487,9 +561,10 @@ std::optional<LoadedServerInfo> Router::most_recently_loaded() const {
 
 void Router::republish() {
   auto view = std::make_shared<RouterView>();
-  view->servers.reserve(slots_.size());
-  for (const auto& [name, slot] : slots_) {
-    view->servers.push_back({describe(*slot), slot});
+  for (const auto& [name, group] : groups_) {
+    for (const auto& r : group.replicas) {
+      view->servers.push_back({describe(*r), r});
+    }
   }
   view->waiting.insert(queued_by_model_.begin(), queued_by_model_.end());
   view->waiting_total = queued_total_;
@@ -510,11 +585,14 @@ std::shared_ptr<const RouterView> Router::view() const {
 }
 
 std::vector<SlotView> Router::snapshot() const {
+  // One view per model: the policy decides about models, not replicas. A
+  // model counts as busy while any replica serves or anyone waits for it.
   std::vector<SlotView> views;
-  views.reserve(slots_.size());
-  for (const auto& [name, slot] : slots_) {
-    views.push_back(
-        {name, slot->server->type(), slot->server->device(), slot->in_flight, slot->lru_tick});
+  views.reserve(groups_.size());
+  for (const auto& [name, group] : groups_) {
+    const auto& first = *group.replicas.front()->server;
+    views.push_back({name, first.type(), first.device(),
+                     group.in_flight() + static_cast<int>(group.line.size()), group.lru_tick()});
   }
   return views;
 }

@@ -22,17 +22,59 @@ bool counts_towards_cooldown(ErrorCode code) {
 
 }  // namespace
 
+std::shared_ptr<Router::LoadJob> Router::next_job(std::chrono::steady_clock::time_point& until) {
+  const auto now = std::chrono::steady_clock::now();
+  until = std::chrono::steady_clock::time_point::max();
+  const auto views = snapshot();
+  for (auto it = queue_.begin(); it != queue_.end(); ++it) {
+    const auto& job = *it;
+    if (!job->announced) {
+      break;  // FIFO among the announced: a later one waits for this one's event
+    }
+    // Fairness (issue #13 §2a): an automatic load that would evict a model
+    // still serving requests waits, at most --max-starvation, while that
+    // model keeps serving; a load that evicts nothing busy may go first. An
+    // explicit /load is a command: it drains its victims at once.
+    bool evicts_busy = false;
+    if (!job->replica && !job->explicit_options) {
+      LoadTarget target{job->model, job->info.type, Device::kNone};
+      for (const auto& e : plan_eviction(views, target, config_.limits)) {
+        for (const auto& v : views) {
+          evicts_busy = evicts_busy || (v.model == e.model &&
+                                        e.reason == EvictionReason::kSlotLimit && v.in_flight > 0);
+        }
+      }
+    }
+    const auto deadline = job->queued_at + config_.max_starvation;
+    if (!evicts_busy || now >= deadline) {
+      auto chosen = job;
+      queue_.erase(it);
+      return chosen;
+    }
+    until = std::min(until, deadline);
+  }
+  return nullptr;
+}
+
 void Router::loader_loop() {
   std::unique_lock lock(mu_);
   for (;;) {
-    cv_.wait(lock, [&] {
-      return shutting_down_.load() || (!queue_.empty() && queue_.front()->announced);
-    });
-    if (shutting_down_) {
-      return;
+    std::shared_ptr<LoadJob> job;
+    for (;;) {
+      if (shutting_down_) {
+        return;
+      }
+      std::chrono::steady_clock::time_point until;
+      job = next_job(until);
+      if (job) {
+        break;
+      }
+      if (until == std::chrono::steady_clock::time_point::max()) {
+        cv_.wait(lock);
+      } else {
+        cv_.wait_until(lock, until);
+      }
     }
-    auto job = queue_.front();
-    queue_.pop_front();
     current_job_ = job;
     republish();
     lock.unlock();
@@ -66,15 +108,17 @@ void Router::loader_loop() {
 
 void Router::finish_job(LoadJob& job, const Status& result,
                         const std::shared_ptr<ServerSlot>& slot) {
+  auto group = slot ? groups_.find(job.model) : groups_.end();
   for (const auto& w : job.waiters) {
     if (result.ok() && slot) {
-      if (w->wants_lease && slot->has_free_slot()) {
-        ++slot->in_flight;  // granted together with publication (Lemonade #1836)
-        w->granted = slot;
-      } else if (w->wants_lease) {
-        w->queued_on = slot;  // all slots taken: first in its line, in arrival order
-        w->ticket = next_ticket_++;
-        slot->line.push_back(w->ticket);
+      auto free = group == groups_.end() ? nullptr : group->second.free_for_newcomer();
+      if (w->wants_lease && free) {
+        ++free->in_flight;  // granted together with publication (Lemonade #1836)
+        touch(*free);
+        w->granted = free;
+      } else if (w->wants_lease && group != groups_.end()) {
+        // All slots taken: in the model's line, in arrival order.
+        w->ticket = join_line(group->second);
       }
     } else {
       w->error = result.ok() ? Error(ErrorCode::kInternal, "load finished without a server")
@@ -99,13 +143,17 @@ Result<std::shared_ptr<WrappedServer>> Router::make_server(const LoadJob& job) {
 }
 
 Status Router::run_job(LoadJob& job) {
+  if (job.replica) {
+    return run_replica_job(job);
+  }
   {
     std::lock_guard lock(mu_);
-    auto it = slots_.find(job.model);
-    if (it != slots_.end() && it->second->state == SlotState::kReady &&
-        (!job.explicit_options || it->second->server->options() == job.options)) {
-      touch(*it->second);
-      finish_job(job, ok_status(), it->second);
+    auto it = groups_.find(job.model);
+    if (it != groups_.end() && it->second.serving() &&
+        (!job.explicit_options || it->second.replicas.front()->server->options() == job.options)) {
+      auto first = it->second.replicas.front();
+      touch(*first);
+      finish_job(job, ok_status(), first);
       return ok_status();
     }
   }
@@ -122,7 +170,8 @@ Status Router::run_job(LoadJob& job) {
     LoadTarget target{job.model, (*server)->type(), (*server)->device()};
     plan = plan_eviction(snapshot(), target, config_.limits);
     for (const auto& e : plan) {
-      victims.push_back(slots_.at(e.model));
+      auto replicas = replicas_of(e.model);
+      victims.insert(victims.end(), replicas.begin(), replicas.end());
     }
   }
   for (const auto& e : plan) {
@@ -145,8 +194,8 @@ Status Router::run_job(LoadJob& job) {
   std::vector<std::shared_ptr<ServerSlot>> everyone;
   {
     std::lock_guard lock(mu_);
-    for (const auto& [name, slot] : slots_) {
-      everyone.push_back(slot);
+    for (const auto& [name, group] : groups_) {
+      everyone.insert(everyone.end(), group.replicas.begin(), group.replicas.end());
     }
   }
   retire(everyone, "evict-all after a failed load");
@@ -161,7 +210,13 @@ Status Router::start_and_publish(LoadJob& job, const std::shared_ptr<WrappedServ
   std::shared_ptr<ServerSlot> slot;
   {
     std::lock_guard lock(mu_);
-    slot = std::make_shared<ServerSlot>(next_slot_id_++, server);
+    int replica = 0;
+    if (job.replica) {
+      for (const auto& r : replicas_of(job.model)) {
+        replica = std::max(replica, r->replica + 1);
+      }
+    }
+    slot = std::make_shared<ServerSlot>(next_slot_id_++, server, replica);
   }
   std::weak_ptr<ServerSlot> weak = slot;
   server->set_exit_listener([this, weak] { on_server_exit(weak); });
@@ -171,13 +226,17 @@ Status Router::start_and_publish(LoadJob& job, const std::shared_ptr<WrappedServ
   }
   {
     std::lock_guard lock(mu_);
-    if (!shutting_down_ && !server->exited()) {
+    if (!shutting_down_ && !server->exited() && (!job.replica || groups_.contains(job.model))) {
       slot->state = SlotState::kReady;
       touch(*slot);
-      slots_[job.model] = slot;
-      last_loaded_ = job.model;
+      slot->idle_since = std::chrono::steady_clock::now();
+      groups_[job.model].replicas.push_back(slot);
+      if (!job.replica) {
+        last_loaded_ = job.model;
+      }
       finish_job(job, ok_status(), slot);
       republish();
+      cv_.notify_all();  // a new replica: the model's line may move
     }
   }
   if (!job.done) {
@@ -188,9 +247,38 @@ Status Router::start_and_publish(LoadJob& job, const std::shared_ptr<WrappedServ
     return Error(ErrorCode::kBackendExited,
                  "'" + job.model + "' exited right after it became ready");
   }
+  if (job.replica) {
+    logger("router")->info("started replica {} of '{}' at {}", slot->replica, job.model,
+                           server->base_url());
+    emit({RouterEvent::Kind::kReplicaStarted, job.model, std::to_string(slot->replica), {}});
+    return ok_status();
+  }
   logger("router")->info("loaded '{}' at {}", job.model, server->base_url());
   emit({RouterEvent::Kind::kLoadSucceeded, job.model, server->base_url(), {}});
   return ok_status();
+}
+
+Status Router::run_replica_job(LoadJob& job) {
+  auto done = [&](const Status& st) {
+    std::lock_guard lock(mu_);
+    if (auto g = groups_.find(job.model); g != groups_.end()) {
+      g->second.scaling_up = false;
+    }
+    return st;
+  };
+  {
+    std::lock_guard lock(mu_);
+    auto g = groups_.find(job.model);
+    if (g == groups_.end() || !g->second.serving()) {
+      return done(Error(ErrorCode::kCancelled, "'" + job.model + "' is no longer loaded"));
+    }
+    job.options = g->second.replicas.front()->server->options();  // the same options
+  }
+  auto server = make_server(job);
+  if (!server.ok()) {
+    return done(std::move(server).error());
+  }
+  return done(start_and_publish(job, *server));
 }
 
 void Router::retire(const std::vector<std::shared_ptr<ServerSlot>>& victims, const char* reason) {
@@ -225,11 +313,7 @@ void Router::retire(const std::vector<std::shared_ptr<ServerSlot>>& victims, con
       lock.lock();
       cv_.wait(lock, [&] { return drained(*v); });
     }
-    auto it = slots_.find(v->server->model_name());
-    if (it != slots_.end() && it->second == v) {
-      slots_.erase(it);
-      republish();
-    }
+    remove_replica(v);
   }
   lock.unlock();
   for (const auto& v : owned) {
@@ -254,11 +338,7 @@ void Router::on_server_exit(const std::weak_ptr<ServerSlot>& weak) {
   }
   {
     std::lock_guard lock(mu_);
-    auto it = slots_.find(slot->server->model_name());
-    if (it != slots_.end() && it->second == slot) {
-      slots_.erase(it);
-      republish();
-    }
+    remove_replica(slot);
     if (!slot->retire_owned) {
       slot->state = SlotState::kGone;
     }
@@ -286,16 +366,22 @@ void Router::shutdown_now() {
     republish();
     cv_.notify_all();
   }
+  housekeeper_cv_.notify_all();
   if (loader_.joinable()) {
     loader_.join();
   }
+  if (housekeeper_.joinable()) {
+    housekeeper_.join();
+  }
   {
     std::lock_guard lock(mu_);
-    for (auto& [name, slot] : slots_) {
-      slot->retire_owned = true;
-      all.push_back(slot);
+    for (auto& [name, group] : groups_) {
+      for (auto& slot : group.replicas) {
+        slot->retire_owned = true;
+        all.push_back(slot);
+      }
     }
-    slots_.clear();
+    groups_.clear();
     republish();
     cv_.notify_all();
   }

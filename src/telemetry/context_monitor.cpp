@@ -39,8 +39,11 @@ double ModelContext::fraction() const {
 nlohmann::json ModelContext::to_json() const {
   nlohmann::json per_slot = nlohmann::json::array();
   for (const auto& s : slots) {
-    per_slot.push_back(
-        {{"id", s.id}, {"n_ctx", s.n_ctx}, {"used", s.used}, {"processing", s.processing}});
+    per_slot.push_back({{"replica", s.replica},
+                        {"id", s.id},
+                        {"n_ctx", s.n_ctx},
+                        {"used", s.used},
+                        {"processing", s.processing}});
   }
   return {{"model", model},
           {"used", used()},
@@ -117,11 +120,15 @@ std::map<std::string, ModelContext> ContextMonitor::poll() const {
       continue;
     }
     auto j = nlohmann::json::parse(reply->body, nullptr, false);
-    ModelContext c;
+    auto slots = parse_slots(j);
+    if (slots.empty()) {
+      continue;
+    }
+    ModelContext& c = out[s.info.model_name];  // replicas add their slots
     c.model = s.info.model_name;
-    c.slots = parse_slots(j);
-    if (!c.slots.empty()) {
-      out.emplace(c.model, std::move(c));
+    for (auto& slot : slots) {
+      slot.replica = s.info.replica;
+      c.slots.push_back(slot);
     }
   }
   return out;

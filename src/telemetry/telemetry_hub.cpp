@@ -108,6 +108,12 @@ void TelemetryHub::on_router_event(const RouterEvent& e) {
       data["message"] = e.detail;
       data["code"] = e.code ? error_code_name(*e.code) : "";
       break;
+    case RouterEvent::Kind::kReplicaStarted:
+      data["replica"] = std::atoi(e.detail.c_str());
+      break;
+    case RouterEvent::Kind::kReplicaStopped:
+      data["reason"] = e.detail;
+      break;
     case RouterEvent::Kind::kLoadQueued:
     case RouterEvent::Kind::kLoadJoined:
       break;
@@ -188,31 +194,49 @@ std::string TelemetryHub::render(const RouterView& view, const SlotLimits& limit
   PromText text(out);
   registry_.render(text);
 
-  // Per model, from the router's published view.
-  text.family("lemonade_requests_in_flight", "Requests a model's server is serving now", "gauge");
+  // Per model, from the router's published view (replicas summed).
+  struct ModelFigures {
+    int in_flight = 0;
+    int slots = 0;
+    int replicas = 0;
+    std::int64_t last_use_ms = 0;
+  };
+  std::map<std::string, ModelFigures> per_model;
   for (const auto& s : view.servers) {
-    text.sample("lemonade_requests_in_flight", {{"model", s.info.model_name}}, s.in_flight());
+    auto& f = per_model[s.info.model_name];
+    f.in_flight += s.in_flight();
+    f.slots += s.info.slots;
+    f.replicas += 1;
+    f.last_use_ms = std::max(f.last_use_ms, s.last_use_ms());
+  }
+  text.family("lemonade_requests_in_flight", "Requests a model's servers are serving now", "gauge");
+  for (const auto& [model, f] : per_model) {
+    text.sample("lemonade_requests_in_flight", {{"model", model}}, f.in_flight);
   }
   text.family("lemonade_queue_depth",
-              "Requests waiting for a model's load or for a free slot of its server", "gauge");
+              "Requests waiting for a model's load or for a free slot of its servers", "gauge");
   for (const auto& [model, n] : view.waiting) {
     text.sample("lemonade_queue_depth", {{"model", model}}, n);
   }
-  text.family("lemonade_model_slots", "Requests a model's server serves at once (0: no limit)",
-              "gauge");
-  for (const auto& s : view.servers) {
-    text.sample("lemonade_model_slots", {{"model", s.info.model_name}}, s.info.slots);
+  text.family("lemonade_model_replicas", "Backend processes serving a model", "gauge");
+  for (const auto& [model, f] : per_model) {
+    text.sample("lemonade_model_replicas", {{"model", model}}, f.replicas);
+  }
+  text.family("lemonade_model_slots",
+              "Requests a model's servers serve at once, all replicas (0: no limit)", "gauge");
+  for (const auto& [model, f] : per_model) {
+    text.sample("lemonade_model_slots", {{"model", model}}, f.slots);
   }
   text.family("lemonade_model_idle_seconds", "Seconds since a loaded model was last used", "gauge");
   const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                           std::chrono::system_clock::now().time_since_epoch())
                           .count();
-  for (const auto& s : view.servers) {
+  for (const auto& [model, f] : per_model) {
     const double idle =
-        s.in_flight() > 0
+        f.in_flight > 0
             ? 0.0
-            : static_cast<double>(std::max<std::int64_t>(0, now_ms - s.last_use_ms())) / 1000.0;
-    text.sample("lemonade_model_idle_seconds", {{"model", s.info.model_name}}, idle);
+            : static_cast<double>(std::max<std::int64_t>(0, now_ms - f.last_use_ms)) / 1000.0;
+    text.sample("lemonade_model_idle_seconds", {{"model", model}}, idle);
   }
 
   // The router.
@@ -266,8 +290,9 @@ std::string TelemetryHub::render(const RouterView& view, const SlotLimits& limit
               "gauge");
   text.sample("lemonade:kv_cache_usage_perc", {}, kv);
   std::string running_models;
+  std::set<std::string> running_seen;
   for (const auto& s : view.servers) {
-    if (!s.info.draining) {
+    if (!s.info.draining && running_seen.insert(s.info.model_name).second) {
       running_models += (running_models.empty() ? "" : ",") + s.info.model_name;
     }
   }

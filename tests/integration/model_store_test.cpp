@@ -87,7 +87,7 @@ class ModelStoreTest : public RouterTest {
   }
 
   static json registration(const std::string& name, const std::string& variant,
-                           json extra = json::object()) {
+                           const json& extra = json::object()) {
     json body = {{"model_name", name},
                  {"checkpoint", std::string(kRepo) + ":" + variant},
                  {"recipe", "llamacpp"}};

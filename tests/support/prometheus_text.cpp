@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -28,13 +29,13 @@ bool valid_name(const std::string& s, bool colon_ok) {
 
 std::optional<double> parse_value(const std::string& s) {
   if (s == "+Inf" || s == "Inf") {
-    return INFINITY;
+    return std::numeric_limits<double>::infinity();
   }
   if (s == "-Inf") {
-    return -INFINITY;
+    return -std::numeric_limits<double>::infinity();
   }
   if (s == "NaN") {
-    return NAN;
+    return std::numeric_limits<double>::quiet_NaN();
   }
   if (s.empty()) {
     return std::nullopt;
@@ -146,7 +147,10 @@ PromFamily* owner(std::vector<PromFamily>& families, const std::string& sample,
 std::string series_key(const PromSample& s) {
   std::string k = s.name + "{";
   for (const auto& [n, v] : s.labels) {
-    k += n + "=" + v + ",";
+    k += n;
+    k += '=';
+    k += v;
+    k += ',';
   }
   return k + "}";
 }
@@ -164,7 +168,10 @@ std::optional<std::string> check_histograms(const PromText& text) {
       base.erase("le");
       std::string key;
       for (const auto& [n, v] : base) {
-        key += n + "=" + v + ",";
+        key += n;
+        key += '=';
+        key += v;
+        key += ',';
       }
       if (s.name == f.name + "_bucket") {
         if (!s.labels.count("le")) {
@@ -176,7 +183,7 @@ std::optional<std::string> check_histograms(const PromText& text) {
       }
     }
     for (const auto& [key, list] : buckets) {
-      double last_bound = -INFINITY;
+      double last_bound = -std::numeric_limits<double>::infinity();
       double last_count = 0.0;
       for (const PromSample* b : list) {
         auto bound = parse_value(b->labels.at("le"));

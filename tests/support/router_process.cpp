@@ -63,7 +63,10 @@ RouterProcess::RouterProcess(const std::vector<std::string>& args,
   storage.insert(storage.end(), args.begin(), args.end());
   const std::size_t argc = storage.size();
   for (const auto& [key, value] : env) {
-    storage.push_back(key + "=" + value);
+    std::string assignment = key;
+    assignment += '=';
+    assignment += value;
+    storage.push_back(std::move(assignment));
   }
   std::vector<char*> argv;
   std::vector<char*> envp;

@@ -58,7 +58,10 @@ SseStream::SseStream(int port, const std::string& method, const std::string& pat
                         " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
                         "\r\nAccept: text/event-stream\r\n";
   for (const auto& [name, value] : headers) {
-    request += name + ": " + value + "\r\n";
+    request += name;
+    request += ": ";
+    request += value;
+    request += "\r\n";
   }
   if (method == "POST") {
     request +=

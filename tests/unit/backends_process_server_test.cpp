@@ -202,8 +202,9 @@ class ProcessServerTest : public ::testing::Test {
     return r.ok() ? *r : RecipeOptions{};
   }
 
-  std::unique_ptr<LlamaCppServer> make_server(ModelInfo info, RecipeOptions opts) const {
-    return std::make_unique<LlamaCppServer>(std::move(info), std::move(opts), env_);
+  std::unique_ptr<LlamaCppServer> make_server(const ModelInfo& info,
+                                              const RecipeOptions& opts) const {
+    return std::make_unique<LlamaCppServer>(info, opts, env_);
   }
   std::unique_ptr<LlamaCppServer> make_server() const { return make_server(model(), options()); }
 

@@ -101,6 +101,7 @@ TEST(PortAllocator, ConcurrentAcquiresAreUnique) {
   constexpr int kEach = 10;
   std::vector<std::vector<int>> got(kThreads);
   std::vector<std::thread> threads;
+  threads.reserve(kThreads);
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < kEach; ++i) {

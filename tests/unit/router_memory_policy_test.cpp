@@ -10,8 +10,7 @@ namespace {
 
 constexpr std::int64_t GiB = 1024LL * 1024 * 1024;
 
-ServerMemory server(const std::string& id, DeviceBytes charges, int in_flight,
-                    std::uint64_t lru) {
+ServerMemory server(const std::string& id, DeviceBytes charges, int in_flight, std::uint64_t lru) {
   return {id, std::move(charges), in_flight, lru};
 }
 
@@ -68,9 +67,9 @@ TEST(MemoryAdmission, EachDeviceIsCountedOnItsOwn) {
 }
 
 TEST(MemoryAdmission, AModelTooBigEvenAloneIsRefusedAtOnce) {
-  auto plan = plan_admission({server("a", {{"ram", GiB}}, 0, 1)},
-                             {{"ram", 10 * GiB}, {"gpu0", 8 * GiB}},
-                             {{"ram", GiB}, {"gpu0", 12 * GiB}});
+  auto plan =
+      plan_admission({server("a", {{"ram", GiB}}, 0, 1)}, {{"ram", 10 * GiB}, {"gpu0", 8 * GiB}},
+                     {{"ram", GiB}, {"gpu0", 12 * GiB}});
   EXPECT_EQ(plan.kind, AdmissionPlan::Kind::kTooBig);
   EXPECT_EQ(plan.device, "gpu0");
   EXPECT_EQ(plan.need, 12 * GiB);

@@ -90,6 +90,7 @@ TEST(Metrics, ConcurrentUpdatesAreAllCounted) {
   auto& c = r.add("demo_total", "n", MetricType::kCounter, {"model"});
   auto& h = r.add("demo_h", "n", MetricType::kHistogram, {"model"}, {1.0});
   std::vector<std::thread> threads;
+  threads.reserve(4);
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < 10000; ++i) {

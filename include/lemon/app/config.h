@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,9 +39,15 @@ struct Config {
   // Slow and hostile clients (issue #11 §3): see net::ServerOptions.
   int max_connections_per_client = 256;
   std::size_t max_request_memory = 256u << 20;
-  std::size_t max_response_bytes = 256u << 20;       // non-streaming backend replies
-  int max_queued_per_model = 256;                    // waiting for one model's load or slot
-  int max_queued_total = 1024;                       // waiting, all models together
+  std::size_t max_response_bytes = 256u << 20;  // non-streaming backend replies
+  int max_queued_per_model = 256;               // waiting for one model's load or slot
+  int max_queued_total = 1024;                  // waiting, all models together
+  // The pool (issue #13): see RouterConfig.
+  int max_replicas = 1;
+  std::chrono::milliseconds scale_up_after{2000};
+  std::chrono::milliseconds scale_down_after{60000};
+  std::optional<std::chrono::milliseconds> keep_alive;  // nullopt: forever
+  std::chrono::milliseconds max_starvation{30000};
   std::chrono::milliseconds request_timeout{0};      // 0: none
   std::chrono::milliseconds stream_idle_timeout{0};  // 0: none
   std::chrono::milliseconds header_timeout{10'000};
@@ -51,7 +58,7 @@ struct Config {
 
   std::string api_key;  // --api-key / LEMONADE_API_KEY; empty: no authentication
   bool health_without_auth = false;
-  bool metrics_public = false;            // --metrics-public / LEMONADE_METRICS_PUBLIC
+  bool metrics_public = false;  // --metrics-public / LEMONADE_METRICS_PUBLIC
   // LEMONADE_RUNTIME_DIR, else /tmp: the CLI's pid file and lock, and the
   // routers' shared port reservations (lemonade-router-ports/).
   std::string runtime_dir = "/tmp";

@@ -42,6 +42,11 @@ struct RouterOptionValues {
   double max_response_mb = 256.0;
   int max_queued_per_model = 256;
   int max_queued_total = 1024;
+  int max_replicas = 1;
+  double scale_up_after_s = 2.0;
+  double scale_down_after_s = 60.0;
+  std::string keep_alive = "-1";
+  double max_starvation_s = 30.0;
   double request_timeout_s = 0.0;
   double stream_idle_timeout_s = 0.0;
   double header_timeout_s = 10.0;

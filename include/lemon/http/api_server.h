@@ -82,6 +82,8 @@ struct InferenceRequest {
   std::string content_type;
   // Multipart routes whose form the backend rewrites (image edits).
   const std::vector<FormField>* form = nullptr;
+  // The request's keep_alive (Ollama's): how long its model stays loaded.
+  std::optional<KeepAlive> keep_alive;
   // Optional rewrite of a successful non-streaming answer.
   std::function<std::optional<std::string>(std::string_view)> transform;
 };

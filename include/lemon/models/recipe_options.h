@@ -1,6 +1,7 @@
 // RecipeOptions: the load-time options of one model (ctx_size, parallel,
 // llamacpp_backend, llamacpp_args, whispercpp_backend, sd-cpp_backend, steps,
-// cfg_scale, width, height), restricted to the keys its recipe understands.
+// cfg_scale, width, height, and the router's max_replicas), restricted to the
+// keys its recipe understands.
 //
 // Layering (issue #2 §5, seed 001 "Load Endpoint"): the load request, then the
 // per-model recipe_options.json entry, then the CLI/environment value, then the
@@ -21,6 +22,8 @@ namespace lemon {
 
 // The most llama.cpp slots one model may have (`parallel`).
 inline constexpr int kMaxParallel = 1024;
+// The most replicas (backend processes) one model may have (`max_replicas`).
+inline constexpr int kMaxReplicas = 64;
 
 class RecipeOptions {
  public:

@@ -25,7 +25,8 @@ struct LoadedServerInfo {
   int in_flight = 0;
   int slots = 0;                 // requests served at once; 0 = no limit
   int slot_ctx_size = 0;         // context tokens per slot; 0 when not applicable
-  int waiting = 0;               // requests waiting for a free slot
+  int waiting = 0;               // requests waiting for a free slot (in any replica)
+  int replica = 0;               // 0: the model's first server; 1, 2, ...: scale-up replicas
   std::int64_t last_use_ms = 0;  // Unix time in milliseconds
   bool draining = false;
 };

@@ -25,6 +25,15 @@
 // - A model whose loads failed twice in a row rests (LoadCooldown): requests
 //   get the last load error with Retry-After until the rest ends or an
 //   explicit load() resets it.
+// - A model may run as several replicas (issue #13 §2): requests go to the
+//   replica with the fewest in flight; when every replica is busy and
+//   requests have waited --scale-up-after, the housekeeper queues one more
+//   (up to max_replicas), and a replica idle for --scale-down-after stops
+//   (never the last). A model idle for its keep-alive is unloaded.
+// - Fairness (issue #13 §2a): a load that would evict a busy model (its
+//   type at its limit and every model of the type busy) waits while that
+//   model keeps serving, at most --max-starvation; loads that evict nothing
+//   busy go first meanwhile.
 //
 // Thread-safety: every public method may be called from any thread.
 #pragma once
@@ -52,6 +61,7 @@
 #include "lemon/router/lease.h"
 #include "lemon/router/load_cooldown.h"
 #include "lemon/router/loaded_server_info.h"
+#include "lemon/router/model_group.h"
 #include "lemon/router/router_view.h"
 #include "lemon/router/slot_limits.h"
 
@@ -82,6 +92,8 @@ struct RouterEvent {
     kLoadFailed,             // model, code
     kRetryingAfterEvictAll,  // model, code of the first failure
     kWaitingForSlot,         // model, detail = requests now in its line
+    kReplicaStarted,         // model, detail = replica index (a scale-up)
+    kReplicaStopped,         // model, detail = reason (scale-down, keep-alive)
   };
   Kind kind;
   std::string model;
@@ -98,8 +110,22 @@ struct RouterConfig {
   // in all; more get kQueueFull.
   int max_queued_per_model = 256;
   int max_queued_total = 1024;
+  // The pool (issue #13): replicas per model (a model's `max_replicas` load
+  // option wins), when to add and remove one, how long an idle model stays
+  // loaded (nullopt: forever), and how long fairness may hold a load back.
+  int max_replicas = 1;
+  std::chrono::milliseconds scale_up_after{2000};
+  std::chrono::milliseconds scale_down_after{60000};
+  std::optional<std::chrono::milliseconds> keep_alive;
+  std::chrono::milliseconds max_starvation{30000};
+  // How often the housekeeper looks (scale, keep-alive); tests shorten it.
+  std::chrono::milliseconds housekeeping_interval{200};
   std::function<void(const RouterEvent&)> on_event;
 };
+
+// A request's keep_alive (Ollama): how long its model stays loaded once idle.
+// Negative: forever; zero: unload as soon as it is idle.
+using KeepAlive = std::chrono::milliseconds;
 
 class Router {
  public:
@@ -118,8 +144,10 @@ class Router {
   // failures (typed, with Retry-After while the model rests after failed
   // loads), kQueueFull, or kCancelled if hooks.cancelled() turned true while
   // waiting.
+  // `keep_alive` (a request's own) replaces the model's idle time from now on.
   Result<Lease> acquire(std::string_view model_name, const WaitHooks& hooks = {},
-                        std::optional<ModelType> required = std::nullopt);
+                        std::optional<ModelType> required = std::nullopt,
+                        std::optional<KeepAlive> keep_alive = std::nullopt);
 
   // Explicit load: options layered as request > recipe_options.json > CLI >
   // defaults. Already loaded with the same effective options: no-op that
@@ -172,6 +200,7 @@ class Router {
   struct LoadWaiter;
   struct LoadJob;
   struct QueuePlace;
+  struct HousekeepingWork;
 
   static Error blocked_error(std::string_view model);
   void release(ServerSlot& slot);
@@ -190,23 +219,42 @@ class Router {
                  std::chrono::steady_clock::time_point& next_tick);
   Status wait_for_job(std::unique_lock<std::mutex>& lock, const std::shared_ptr<LoadJob>& job,
                       const std::shared_ptr<LoadWaiter>& waiter, const WaitHooks& hooks);
-  // Waits in `slot`'s line with `ticket` until it is first and a slot is free
-  // (true: in_flight counted, lease it) or the server stops serving (false).
-  // Errors: kCancelled, kShuttingDown. REQUIRES: lock holds mu_.
-  Result<bool> wait_for_slot(std::unique_lock<std::mutex>& lock,
-                             const std::shared_ptr<ServerSlot>& slot, std::uint64_t ticket,
-                             const WaitHooks& hooks);
+  // Waits in `model`'s line with `ticket` until it is first and a replica
+  // has a free slot (that replica, in_flight counted: lease it) or the model
+  // stops serving (null: start over). Errors: kCancelled, kShuttingDown.
+  // REQUIRES: lock holds mu_.
+  Result<std::shared_ptr<ServerSlot>> wait_for_slot(std::unique_lock<std::mutex>& lock,
+                                                    const std::string& model, std::uint64_t ticket,
+                                                    const WaitHooks& hooks);
+  // Joins `model`'s line with a new ticket. REQUIRES: mu_ held.
+  std::uint64_t join_line(ModelGroup& group);
+  // Counts a lease on `slot` and applies the request's keep_alive.
+  // REQUIRES: mu_ held.
+  Lease grant(const std::shared_ptr<ServerSlot>& slot, std::optional<KeepAlive> keep_alive);
   std::optional<Error> queue_refusal(std::string_view model) const;  // REQUIRES: mu_ held
 
   // Loader thread.
   void loader_loop();
+  // The next job the loader may start now (fairness), or null; `until`
+  // tells when to look again. REQUIRES: mu_ held.
+  std::shared_ptr<LoadJob> next_job(std::chrono::steady_clock::time_point& until);
   Status run_job(LoadJob& job);
+  Status run_replica_job(LoadJob& job);  // a scale-up
   Result<std::shared_ptr<WrappedServer>> make_server(const LoadJob& job);
   Status start_and_publish(LoadJob& job, const std::shared_ptr<WrappedServer>& server);
   void retire(const std::vector<std::shared_ptr<ServerSlot>>& victims, const char* reason);
   void finish_job(LoadJob& job, const Status& result,
                   const std::shared_ptr<ServerSlot>& slot);  // REQUIRES: mu_ held
   void on_server_exit(const std::weak_ptr<ServerSlot>& slot);
+  // Removes `slot` from its group (and the group when it was the last).
+  // REQUIRES: mu_ held.
+  void remove_replica(const std::shared_ptr<ServerSlot>& slot);
+  // Every replica of `model`. REQUIRES: mu_ held.
+  std::vector<std::shared_ptr<ServerSlot>> replicas_of(std::string_view model) const;
+
+  // Housekeeper thread: scale-up, scale-down and keep-alive (issue #13).
+  void housekeeper_loop();
+  HousekeepingWork plan_housekeeping(std::chrono::steady_clock::time_point now);  // mu_ held
   void emit(const RouterEvent& event) const;
   void shutdown_now();
   std::vector<SlotView> snapshot() const;  // REQUIRES: mu_ held
@@ -221,22 +269,24 @@ class Router {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;  // slots, in-flight counts and jobs changed
-  std::map<std::string, std::shared_ptr<ServerSlot>, std::less<>> slots_;  // guarded by mu_
-  std::deque<std::shared_ptr<LoadJob>> queue_;                             // guarded by mu_
-  std::shared_ptr<LoadJob> current_job_;                                   // guarded by mu_
-  std::uint64_t lru_clock_ = 0;                                            // guarded by mu_
-  std::uint64_t next_slot_id_ = 1;                                         // guarded by mu_
-  std::string last_loaded_;                                                // guarded by mu_
-  std::multiset<std::string, std::less<>> blocked_;                        // guarded by mu_
-  std::uint64_t next_ticket_ = 1;                                          // guarded by mu_
-  int queued_total_ = 0;                                                   // guarded by mu_
-  std::map<std::string, int, std::less<>> queued_by_model_;                // guarded by mu_
-  LoadCooldown cooldown_;                                                  // guarded by mu_
-  mutable std::mutex view_mu_;  // a leaf lock: guards only view_
+  std::map<std::string, ModelGroup, std::less<>> groups_;    // guarded by mu_
+  std::deque<std::shared_ptr<LoadJob>> queue_;               // guarded by mu_
+  std::shared_ptr<LoadJob> current_job_;                     // guarded by mu_
+  std::uint64_t lru_clock_ = 0;                              // guarded by mu_
+  std::uint64_t next_slot_id_ = 1;                           // guarded by mu_
+  std::string last_loaded_;                                  // guarded by mu_
+  std::multiset<std::string, std::less<>> blocked_;          // guarded by mu_
+  std::uint64_t next_ticket_ = 1;                            // guarded by mu_
+  int queued_total_ = 0;                                     // guarded by mu_
+  std::map<std::string, int, std::less<>> queued_by_model_;  // guarded by mu_
+  LoadCooldown cooldown_;                                    // guarded by mu_
+  mutable std::mutex view_mu_;                               // a leaf lock: guards only view_
   std::shared_ptr<const RouterView> view_ = std::make_shared<RouterView>();  // guarded by view_mu_
   std::atomic<bool> shutting_down_{false};
   std::once_flag shutdown_once_;
   std::thread loader_;
+  std::condition_variable housekeeper_cv_;  // wakes the housekeeper early
+  std::thread housekeeper_;
 };
 
 }  // namespace lemon

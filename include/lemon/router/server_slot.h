@@ -1,4 +1,6 @@
-// ServerSlot: the router's record of one loaded WrappedServer. Shared between
+// ServerSlot: the router's record of one loaded WrappedServer (one replica of
+// a model; the model's replicas and its waiting line are a ModelGroup, in
+// src/router). Shared between
 // the router's table and the Leases of in-flight requests, so a server that
 // is removed from the table (evicted, crashed) stays valid for requests that
 // still hold it.
@@ -10,8 +12,8 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <string>
 
@@ -26,25 +28,29 @@ enum class SlotState {
 };
 
 struct ServerSlot {
-  ServerSlot(std::uint64_t slot_id, std::shared_ptr<WrappedServer> srv)
-      : id(slot_id), server(std::move(srv)), capacity(server->slots().total) {}
+  ServerSlot(std::uint64_t slot_id, std::shared_ptr<WrappedServer> srv, int replica_index)
+      : id(slot_id),
+        server(std::move(srv)),
+        capacity(server->slots().total),
+        replica(replica_index) {}
 
   const std::uint64_t id;
   const std::shared_ptr<WrappedServer> server;
   // Requests the backend serves at once (RequestSlots::total); 0 = no limit.
   const int capacity;
+  // 0 for a model's first server, 1, 2, ... for the replicas started for it.
+  const int replica;
 
-  // True when a new request may be leased now: a free slot and nobody
-  // waiting ahead of it. REQUIRES: Router::mu_ held.
-  bool has_free_slot() const { return capacity == 0 || (in_flight < capacity && line.empty()); }
+  // True when one more request fits. REQUIRES: Router::mu_ held.
+  bool has_capacity() const { return capacity == 0 || in_flight < capacity; }
 
   // Guarded by Router::mu_.
   SlotState state = SlotState::kReady;
-  std::atomic<int> in_flight{0};             // exact count of live Leases
-  std::uint64_t lru_tick = 0;                // logical clock of the last touch
-  std::atomic<std::int64_t> last_use_ms{0};  // wall clock (Unix ms) of the last touch
-  bool retire_owned = false;                 // someone is draining/stopping it
-  std::deque<std::uint64_t> line;            // tickets of requests waiting for a slot, first first
+  std::atomic<int> in_flight{0};                       // exact count of live Leases
+  std::uint64_t lru_tick = 0;                          // logical clock of the last touch
+  std::atomic<std::int64_t> last_use_ms{0};            // wall clock (Unix ms) of the last touch
+  std::chrono::steady_clock::time_point idle_since{};  // when in_flight last became 0
+  bool retire_owned = false;                           // someone is draining/stopping it
 };
 
 }  // namespace lemon

@@ -30,6 +30,7 @@
 namespace lemon::telemetry {
 
 struct SlotContext {
+  int replica = 0;  // which of the model's servers
   int id = 0;
   int n_ctx = 0;  // tokens this slot can hold
   int used = 0;   // prompt tokens it holds plus tokens generated

@@ -1,0 +1,67 @@
+// The pool's timed decisions (issue #13 §2 and §3; seed 004 scenario 5), as
+// a pure function over a snapshot with the time passed in: when a model gets
+// another replica, when an idle replica stops, and when an idle model is
+// unloaded after its keep-alive. No clocks, locks or I/O here.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace lemon {
+
+using PoolClock = std::chrono::steady_clock;
+
+struct ReplicaPoolView {
+  std::uint64_t id = 0;  // the server's slot id
+  int replica = 0;       // 0 for the first server
+  int in_flight = 0;
+  bool ready = true;                   // false while draining
+  PoolClock::time_point idle_since{};  // when in_flight last became 0
+};
+
+struct ModelPoolView {
+  std::string model;
+  std::vector<ReplicaPoolView> replicas;
+  int waiting = 0;                        // requests in its line
+  PoolClock::time_point waiting_since{};  // when its line last became non-empty
+  bool scaling_up = false;                // a replica load is queued or running
+  int max_replicas = 1;
+  // The keep_alive its last request set (negative: forever), or nullopt.
+  std::optional<std::chrono::milliseconds> keep_alive;
+};
+
+struct PoolPolicy {
+  std::chrono::milliseconds scale_up_after{2000};
+  std::chrono::milliseconds scale_down_after{60000};
+  std::optional<std::chrono::milliseconds> keep_alive;  // --keep-alive; nullopt: forever
+};
+
+struct PoolPlan {
+  std::vector<std::string> scale_up;      // models that get one more replica
+  std::vector<std::uint64_t> scale_down;  // idle replicas to stop
+  std::vector<std::string> expired;       // idle models past their keep-alive
+};
+
+// - Scale up: a model whose requests have waited for a free slot for
+//   scale_up_after, with fewer ready replicas than max_replicas and no
+//   replica load under way, gets one more.
+// - Keep-alive: a model with nothing in flight or waiting, idle (every
+//   replica) for its keep-alive (the request's, else the policy's) is
+//   unloaded whole; 0 means at once, negative or none means never.
+// - Scale down: otherwise, replicas idle for scale_down_after stop, newest
+//   first, always leaving one ready replica.
+PoolPlan plan_pool(const std::vector<ModelPoolView>& models, PoolClock::time_point now,
+                   const PoolPolicy& policy);
+
+// A keep_alive value as Ollama takes it: a number of seconds, or a duration
+// string ("300ms", "5m", "1h30m", "2.5s"); negative means forever, 0 unload
+// when idle. nullopt when malformed.
+std::optional<std::chrono::milliseconds> parse_keep_alive(const std::string& text);
+std::optional<std::chrono::milliseconds> parse_keep_alive_seconds(double seconds);
+
+}  // namespace lemon

@@ -1,0 +1,125 @@
+#include "lemon/router/pool_policy.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+
+namespace lemon {
+
+PoolPlan plan_pool(const std::vector<ModelPoolView>& models, PoolClock::time_point now,
+                   const PoolPolicy& policy) {
+  PoolPlan plan;
+  for (const auto& m : models) {
+    int ready = 0;
+    int busy = 0;
+    PoolClock::time_point last_idle{};
+    for (const auto& r : m.replicas) {
+      ready += r.ready ? 1 : 0;
+      busy += r.in_flight > 0 ? 1 : 0;
+      last_idle = std::max(last_idle, r.idle_since);
+    }
+    if (ready == 0) {
+      continue;  // draining or gone: nothing to decide
+    }
+    if (m.waiting > 0) {
+      if (!m.scaling_up && ready < m.max_replicas &&
+          now - m.waiting_since >= policy.scale_up_after) {
+        plan.scale_up.push_back(m.model);
+      }
+      continue;
+    }
+    const auto keep_alive = m.keep_alive ? m.keep_alive : policy.keep_alive;
+    if (busy == 0 && keep_alive && keep_alive->count() >= 0 && now - last_idle >= *keep_alive) {
+      plan.expired.push_back(m.model);
+      continue;
+    }
+    // Scale down: idle ready replicas past scale_down_after, newest first,
+    // keeping one ready replica.
+    std::vector<const ReplicaPoolView*> idle;
+    for (const auto& r : m.replicas) {
+      if (r.ready && r.in_flight == 0 && now - r.idle_since >= policy.scale_down_after) {
+        idle.push_back(&r);
+      }
+    }
+    std::sort(idle.begin(), idle.end(),
+              [](const auto* a, const auto* b) { return a->replica > b->replica; });
+    int stoppable = ready - 1;
+    for (const auto* r : idle) {
+      if (stoppable <= 0) {
+        break;
+      }
+      plan.scale_down.push_back(r->id);
+      --stoppable;
+    }
+  }
+  return plan;
+}
+
+std::optional<std::chrono::milliseconds> parse_keep_alive_seconds(double seconds) {
+  if (!std::isfinite(seconds)) {
+    return std::nullopt;
+  }
+  if (seconds < 0) {
+    return std::chrono::milliseconds(-1);
+  }
+  if (seconds > 1e9) {
+    return std::nullopt;
+  }
+  return std::chrono::milliseconds(static_cast<long long>(std::llround(seconds * 1000.0)));
+}
+
+std::optional<std::chrono::milliseconds> parse_keep_alive(const std::string& text) {
+  if (text.empty()) {
+    return std::nullopt;
+  }
+  char* end = nullptr;
+  double plain = std::strtod(text.c_str(), &end);
+  if (*end == '\0') {
+    return parse_keep_alive_seconds(plain);  // "300", "-1"
+  }
+  // A Go-style duration: one or more <number><unit>, units h, m, s, ms.
+  bool negative = false;
+  std::size_t pos = 0;
+  if (text[0] == '-') {
+    negative = true;
+    pos = 1;
+  }
+  double total_ms = 0;
+  bool any = false;
+  while (pos < text.size()) {
+    const char* start = text.c_str() + pos;
+    double value = std::strtod(start, &end);
+    if (end == start || value < 0) {
+      return std::nullopt;
+    }
+    pos += static_cast<std::size_t>(end - start);
+    std::string unit;
+    while (pos < text.size() && std::isalpha(static_cast<unsigned char>(text[pos]))) {
+      unit += text[pos++];
+    }
+    double scale = 0;
+    if (unit == "h") {
+      scale = 3600000;
+    } else if (unit == "m") {
+      scale = 60000;
+    } else if (unit == "s") {
+      scale = 1000;
+    } else if (unit == "ms") {
+      scale = 1;
+    } else {
+      return std::nullopt;
+    }
+    total_ms += value * scale;
+    any = true;
+  }
+  if (!any) {
+    return std::nullopt;
+  }
+  if (negative) {
+    return std::chrono::milliseconds(-1);
+  }
+  return parse_keep_alive_seconds(total_ms / 1000.0);
+}
+
+}  // namespace lemon

@@ -1,0 +1,98 @@
+// Router: the housekeeper thread (issue #13 §2-3). It wakes every
+// housekeeping_interval (or when a request with keep_alive 0 ends), takes a
+// snapshot under mu_, asks plan_pool() what to do, and acts with mu_
+// released: scale-ups become replica jobs for the loader, scale-downs and
+// expired keep-alives go through retire(), like any eviction.
+#include "lemon/core/log.h"
+#include "lemon/router/pool_policy.h"
+#include "lemon/router/router.h"
+#include "load_job.h"
+
+namespace lemon {
+
+struct Router::HousekeepingWork {
+  std::vector<std::shared_ptr<ServerSlot>> scale_down;
+  std::vector<std::pair<std::string, std::vector<std::shared_ptr<ServerSlot>>>> expired;
+};
+
+Router::HousekeepingWork Router::plan_housekeeping(std::chrono::steady_clock::time_point now) {
+  std::vector<ModelPoolView> views;
+  views.reserve(groups_.size());
+  for (const auto& [name, group] : groups_) {
+    ModelPoolView v;
+    v.model = name;
+    v.waiting = static_cast<int>(group.line.size());
+    v.waiting_since = group.waiting_since;
+    v.scaling_up = group.scaling_up;
+    v.keep_alive = group.keep_alive;
+    v.max_replicas =
+        group.replicas.front()->server->options().int_value("max_replicas", config_.max_replicas);
+    for (const auto& r : group.replicas) {
+      v.replicas.push_back(
+          {r->id, r->replica, r->in_flight, r->state == SlotState::kReady, r->idle_since});
+    }
+    views.push_back(std::move(v));
+  }
+  PoolPolicy policy{config_.scale_up_after, config_.scale_down_after, config_.keep_alive};
+  PoolPlan plan = plan_pool(views, now, policy);
+
+  HousekeepingWork work;
+  for (const auto& model : plan.scale_up) {
+    auto& group = groups_.at(model);
+    auto job = std::make_shared<LoadJob>();
+    job->model = model;
+    job->info = group.replicas.front()->server->model();
+    job->options = group.replicas.front()->server->options();
+    job->replica = true;
+    job->announced = true;  // no queued event for a scale-up
+    group.scaling_up = true;
+    queue_.push_back(job);
+    logger("router")->info("'{}': {} request(s) waited {} ms for a free slot; starting a replica",
+                           model, group.line.size(), config_.scale_up_after.count());
+  }
+  if (!plan.scale_up.empty()) {
+    republish();
+    cv_.notify_all();
+  }
+  for (const auto& [name, group] : groups_) {
+    for (const auto& r : group.replicas) {
+      if (std::find(plan.scale_down.begin(), plan.scale_down.end(), r->id) !=
+          plan.scale_down.end()) {
+        work.scale_down.push_back(r);
+      }
+    }
+    if (std::find(plan.expired.begin(), plan.expired.end(), name) != plan.expired.end()) {
+      work.expired.emplace_back(name, group.replicas);
+    }
+  }
+  return work;
+}
+
+void Router::housekeeper_loop() {
+  std::unique_lock lock(mu_);
+  while (!shutting_down_) {
+    housekeeper_cv_.wait_for(lock, config_.housekeeping_interval);
+    if (shutting_down_) {
+      break;
+    }
+    HousekeepingWork work = plan_housekeeping(std::chrono::steady_clock::now());
+    if (work.scale_down.empty() && work.expired.empty()) {
+      continue;
+    }
+    lock.unlock();
+    for (const auto& r : work.scale_down) {
+      const std::string model = r->server->model_name();
+      logger("router")->info("'{}': replica {} idle for {} ms; stopping it", model, r->replica,
+                             config_.scale_down_after.count());
+      retire({r}, "scale-down");
+      emit({RouterEvent::Kind::kReplicaStopped, model, "scale-down", {}});
+    }
+    for (const auto& [model, replicas] : work.expired) {
+      logger("router")->info("'{}' was idle for its keep-alive; unloading it", model);
+      retire(replicas, "keep-alive");
+    }
+    lock.lock();
+  }
+}
+
+}  // namespace lemon

@@ -1,0 +1,106 @@
+// The pool's timed decisions as a pure function with injected time (issue
+// #13 §2-3): scale up after requests wait, scale down idle replicas but never
+// the last, unload after the keep-alive; keep_alive values as Ollama takes
+// them.
+#include <gtest/gtest.h>
+
+#include "lemon/router/pool_policy.h"
+
+namespace lemon {
+namespace {
+
+using namespace std::chrono_literals;
+const PoolClock::time_point T0 = PoolClock::time_point() + 1000h;
+
+ReplicaPoolView replica(std::uint64_t id, int index, int in_flight, PoolClock::duration idle_for,
+                        bool ready = true) {
+  return {id, index, in_flight, ready, T0 - idle_for};
+}
+
+ModelPoolView model(std::string name, std::vector<ReplicaPoolView> replicas, int max_replicas = 1) {
+  ModelPoolView m;
+  m.model = std::move(name);
+  m.replicas = std::move(replicas);
+  m.max_replicas = max_replicas;
+  return m;
+}
+
+TEST(PoolPolicy, AReplicaStartsOnlyAfterRequestsWaitedScaleUpAfter) {
+  PoolPolicy policy{2s, 60s, std::nullopt};
+  auto m = model("a", {replica(1, 0, 1, 0s)}, 3);
+  m.waiting = 4;
+  m.waiting_since = T0 - 1500ms;
+  EXPECT_TRUE(plan_pool({m}, T0, policy).scale_up.empty()) << "not yet 2 s";
+  m.waiting_since = T0 - 2s;
+  EXPECT_EQ(plan_pool({m}, T0, policy).scale_up, (std::vector<std::string>{"a"}));
+  m.scaling_up = true;
+  EXPECT_TRUE(plan_pool({m}, T0, policy).scale_up.empty()) << "one replica load at a time";
+  m.scaling_up = false;
+  m.replicas = {replica(1, 0, 1, 0s), replica(2, 1, 1, 0s), replica(3, 2, 1, 0s)};
+  EXPECT_TRUE(plan_pool({m}, T0, policy).scale_up.empty()) << "at max_replicas";
+  auto single = model("b", {replica(4, 0, 1, 0s)}, 1);
+  single.waiting = 9;
+  single.waiting_since = T0 - 1h;
+  EXPECT_TRUE(plan_pool({single}, T0, policy).scale_up.empty()) << "the default is one replica";
+}
+
+TEST(PoolPolicy, IdleReplicasStopNewestFirstButNeverTheLast) {
+  PoolPolicy policy{2s, 60s, std::nullopt};
+  auto m = model("a", {replica(1, 0, 0, 2min), replica(2, 1, 0, 2min), replica(3, 2, 0, 30s)}, 3);
+  EXPECT_EQ(plan_pool({m}, T0, policy).scale_down, (std::vector<std::uint64_t>{2, 1}))
+      << "both long-idle replicas go, newest first; the recently used one stays";
+  m.replicas = {replica(1, 0, 0, 2min), replica(2, 1, 0, 2min), replica(3, 2, 0, 2min)};
+  EXPECT_EQ(plan_pool({m}, T0, policy).scale_down, (std::vector<std::uint64_t>{3, 2}));
+  m.replicas = {replica(1, 0, 2, 0s), replica(2, 1, 0, 2min)};
+  EXPECT_EQ(plan_pool({m}, T0, policy).scale_down, (std::vector<std::uint64_t>{2}))
+      << "the busy first replica stays, the idle second goes";
+  m.replicas = {replica(1, 0, 0, 1h)};
+  EXPECT_TRUE(plan_pool({m}, T0, policy).scale_down.empty()) << "the last replica stays";
+  m.replicas = {replica(1, 0, 0, 1h), replica(2, 1, 0, 1h, /*ready=*/false)};
+  EXPECT_TRUE(plan_pool({m}, T0, policy).scale_down.empty()) << "a draining one is not counted";
+}
+
+TEST(PoolPolicy, KeepAliveUnloadsAWholeIdleModel) {
+  PoolPolicy forever{2s, 60s, std::nullopt};
+  auto m = model("a", {replica(1, 0, 0, 10h)});
+  EXPECT_TRUE(plan_pool({m}, T0, forever).expired.empty()) << "the default keeps models loaded";
+  PoolPolicy five_minutes{2s, 60s, 5min};
+  EXPECT_EQ(plan_pool({m}, T0, five_minutes).expired, (std::vector<std::string>{"a"}));
+  m.replicas = {replica(1, 0, 0, 4min)};
+  EXPECT_TRUE(plan_pool({m}, T0, five_minutes).expired.empty());
+  m.keep_alive = 0ms;  // the last request said 0
+  EXPECT_EQ(plan_pool({m}, T0, five_minutes).expired, (std::vector<std::string>{"a"}));
+  m.keep_alive = -1ms;  // the last request said -1
+  m.replicas = {replica(1, 0, 0, 100h)};
+  EXPECT_TRUE(plan_pool({m}, T0, five_minutes).expired.empty()) << "-1 is forever";
+  m.keep_alive = 0ms;
+  m.replicas = {replica(1, 0, 1, 0s)};
+  EXPECT_TRUE(plan_pool({m}, T0, five_minutes).expired.empty()) << "never while busy";
+  m.replicas = {replica(1, 0, 0, 1h)};
+  m.waiting = 1;
+  m.waiting_since = T0;
+  EXPECT_TRUE(plan_pool({m}, T0, five_minutes).expired.empty()) << "never while requests wait";
+  m.waiting = 0;
+  m.replicas = {replica(1, 0, 0, 10min), replica(2, 1, 0, 1s)};
+  m.keep_alive = 5min;
+  EXPECT_TRUE(plan_pool({m}, T0, five_minutes).expired.empty())
+      << "idle since the most recent replica's last request";
+}
+
+TEST(KeepAlive, ParsesSecondsAndDurationsAsOllamaDoes) {
+  EXPECT_EQ(parse_keep_alive("300"), 300s);
+  EXPECT_EQ(parse_keep_alive("0"), 0ms);
+  EXPECT_EQ(parse_keep_alive("-1"), -1ms);
+  EXPECT_EQ(parse_keep_alive("5m"), 5min);
+  EXPECT_EQ(parse_keep_alive("1h30m"), 90min);
+  EXPECT_EQ(parse_keep_alive("2.5s"), 2500ms);
+  EXPECT_EQ(parse_keep_alive("250ms"), 250ms);
+  EXPECT_EQ(parse_keep_alive("-5m"), -1ms) << "any negative is forever";
+  for (const char* bad : {"", "5x", "m", "1h-", "five", "1e20"}) {
+    EXPECT_FALSE(parse_keep_alive(bad).has_value()) << bad;
+  }
+  EXPECT_EQ(parse_keep_alive_seconds(1.5), 1500ms);
+}
+
+}  // namespace
+}  // namespace lemon
