@@ -40,12 +40,13 @@ nlohmann::json machine() {
 }
 
 void run_suite(bench::BenchEnv& env, const bench::Settings& s, bench::Report& report) {
-  for (const char* m : {"bench", "a", "b", "m1", "m2", "m3", "m4", "m5"}) {
+  for (const char* m : {"bench", "a", "b", "m1", "m2", "m3", "m4", "m5", "sess"}) {
     env.add_model(m);
   }
   bench::measure_non_streaming(env, s, report);
   bench::measure_streaming(env, s, report);
   bench::measure_http_layer(env, s, report);
+  bench::measure_sessions(env, s, report);
   if (s.fake) {
     bench::measure_model_switch(env, s, report);
     bench::measure_control_plane(env, s, report);

@@ -25,6 +25,8 @@ void measure_http_layer(BenchEnv& env, const Settings& s, Report& report);
 void measure_model_switch(BenchEnv& env, const Settings& s, Report& report);
 void measure_control_plane(BenchEnv& env, const Settings& s, Report& report);
 void measure_memory(BenchEnv& env, const Settings& s, Report& report);
+// Issue #13 §4: TTFT on the last turn of a conversation, session vs stateless.
+void measure_sessions(BenchEnv& env, const Settings& s, Report& report);
 // Issue #7: pulling a large file from the fake hub, against curl -o.
 void measure_download(BenchEnv& env, const Settings& s, Report& report);
 

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -225,6 +226,32 @@ void add_router_options(CLI::App& app, RouterOptionValues& v) {
       ->envname("LEMONADE_MAX_STARVATION")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_option("--memory-budget", v.memory_budget,
+                 "Memory the models may use per device: a percentage of what is available "
+                 "plus what they hold (80%), an absolute size of RAM (24G), or off")
+      ->envname("LEMONADE_MEMORY_BUDGET")
+      ->check([](const std::string& text) {
+        return text == "off" || BudgetRule::parse(text)
+                   ? std::string()
+                   : "expected a percentage (80%), a size (24G, 512M) or off";
+      })
+      ->capture_default_str();
+  app.add_option("--memory-margin", v.memory_margin_mb,
+                 "MiB a device keeps free: below it (another program took memory), idle models "
+                 "there are unloaded")
+      ->envname("LEMONADE_MEMORY_MARGIN")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--memory-poll-interval", v.memory_poll_interval_s,
+                 "Seconds between readings of each device's free memory")
+      ->envname("LEMONADE_MEMORY_POLL_INTERVAL")
+      ->check(CLI::Range(0.05, 3600.0))
+      ->capture_default_str();
+  app.add_option("--session-ttl", v.session_ttl_s,
+                 "Seconds a session may stay idle before it ends and its slot's cache is erased")
+      ->envname("LEMONADE_SESSION_TTL")
+      ->check(CLI::Range(0.05, 31'536'000.0))
+      ->capture_default_str();
   app.add_option("--request-timeout", v.request_timeout_s,
                  "Seconds a non-streaming inference request may take end to end (0: no limit; 504)")
       ->envname("LEMONADE_REQUEST_TIMEOUT")
@@ -270,6 +297,21 @@ void add_router_options(CLI::App& app, RouterOptionValues& v) {
   app.add_flag("--metrics-public", v.metrics_public,
                "Let /metrics answer without the API key (for a Prometheus scraper)")
       ->envname("LEMONADE_METRICS_PUBLIC");
+  app.add_option("--ollama-port", v.ollama_port,
+                 "Also serve the API on this port, where Ollama's clients look (11434 when "
+                 "given without a value)")
+      ->envname("LEMONADE_OLLAMA_PORT")
+      ->expected(0, 1)
+      ->check([](const std::string& text) {
+        if (text.empty() || text == "off") {
+          return std::string();
+        }
+        const bool digits = text.size() <= 5 && std::all_of(text.begin(), text.end(), [](char c) {
+                              return c >= '0' && c <= '9';
+                            });
+        return digits && std::stoi(text) <= 65535 ? std::string()
+                                                  : "expected a port from 0 to 65535";
+      });
   app.add_option("--cors-origins", v.cors,
                  "Comma-separated origins allowed to call the API from a browser ('*' for any)")
       ->envname("LEMONADE_CORS_ORIGINS");
@@ -355,6 +397,10 @@ ParsedConfig parse_config(int argc, const char* const* argv) {
     c.keep_alive = *ka;
   }
   c.max_starvation = seconds_to_ms(v.max_starvation_s);
+  c.memory_budget = v.memory_budget == "off" ? std::nullopt : BudgetRule::parse(v.memory_budget);
+  c.memory_margin = static_cast<std::int64_t>(v.memory_margin_mb * 1024.0 * 1024.0);
+  c.memory_poll_interval = seconds_to_ms(v.memory_poll_interval_s);
+  c.session_ttl = seconds_to_ms(v.session_ttl_s);
   c.stream_idle_timeout = seconds_to_ms(v.stream_idle_timeout_s);
   c.body_timeout = seconds_to_ms(v.body_timeout_s);
   c.body_min_rate = static_cast<std::size_t>(v.body_min_rate);
@@ -379,6 +425,9 @@ ParsedConfig parse_config(int argc, const char* const* argv) {
   c.metrics_public = v.metrics_public;
   if (const char* dir = std::getenv("LEMONADE_RUNTIME_DIR"); dir != nullptr && *dir != '\0') {
     c.runtime_dir = dir;
+  }
+  if (v.ollama_port != "off") {
+    c.ollama_port = v.ollama_port.empty() ? 11434 : std::stoi(v.ollama_port);
   }
   c.ready_fd = v.ready_fd;
   c.cache_dir = default_cache_dir();

@@ -27,6 +27,7 @@
 #include "lemon/process/process_launcher.h"
 #include "lemon/router/router.h"
 #include "lemon/telemetry/context_monitor.h"
+#include "lemon/telemetry/device_memory_reader.h"
 #include "lemon/telemetry/system_stats.h"
 #include "lemon/telemetry/telemetry_hub.h"
 
@@ -115,6 +116,12 @@ int main(int argc, char** argv) {
   router_config.scale_down_after = cfg.scale_down_after;
   router_config.keep_alive = cfg.keep_alive;
   router_config.max_starvation = cfg.max_starvation;
+  if (cfg.memory_budget) {
+    router_config.memory = std::make_shared<telemetry::SystemDeviceMemory>(launcher.get());
+    router_config.memory_budget = *cfg.memory_budget;
+    router_config.memory_margin = cfg.memory_margin;
+    router_config.memory_poll_interval = cfg.memory_poll_interval;
+  }
   router_config.on_event = [&telemetry](const RouterEvent& e) { telemetry.on_router_event(e); };
   Router router(**catalogue, factory, router_config);
   telemetry::ContextMonitor context(router, telemetry.events());
@@ -144,6 +151,8 @@ int main(int argc, char** argv) {
   settings.access.cors_origins = cfg.cors_origins;
   settings.cache_dir = cfg.cache_dir;
   settings.cli_options = cfg.cli_options;
+  settings.ollama_port = cfg.ollama_port;
+  settings.session_ttl = cfg.session_ttl;
   HubSettings hub = HubSettings::from_environment();
   ModelStore store(**catalogue, HubClient(hub));
   store.set_observer({[&telemetry](const std::string& model, const download::TaskProgress& p) {
@@ -170,6 +179,9 @@ int main(int argc, char** argv) {
   }
   log->info("lemonade-router {} listening on http://{}:{} (models: {}, cache: {})",
             LEMON_ROUTER_VERSION, cfg.host, *port, sources.server_models_json, cfg.cache_dir);
+  if (auto ollama = api.ollama_port()) {
+    log->info("Ollama API also served on http://{}:{} (--ollama-port)", cfg.host, *ollama);
+  }
   if (cfg.ready_fd >= 0) {
     // A launcher (lemonade-server) waits on this pipe instead of polling.
     std::string ready = std::to_string(*port) + "\n";

@@ -17,6 +17,7 @@ ModelType model_type_for_route(ApiRoute route) {
     case ApiRoute::kChatCompletions:
     case ApiRoute::kCompletions:
     case ApiRoute::kResponses:
+    case ApiRoute::kTokenize:
       return ModelType::kLlm;
   }
   return ModelType::kLlm;
@@ -42,6 +43,8 @@ const char* api_route_name(ApiRoute route) {
       return "images/edits";
     case ApiRoute::kImageVariations:
       return "images/variations";
+    case ApiRoute::kTokenize:
+      return "tokenize";
   }
   return "";
 }

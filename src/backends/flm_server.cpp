@@ -28,6 +28,7 @@ std::optional<std::string> FlmServer::upstream_path(ApiRoute route) const {
     case ApiRoute::kImageGenerations:
     case ApiRoute::kImageEdits:
     case ApiRoute::kImageVariations:
+    case ApiRoute::kTokenize:
       return std::nullopt;
   }
   return std::nullopt;

@@ -155,6 +155,8 @@ std::optional<std::string> LlamaCppServer::upstream_path(ApiRoute route) const {
       return "/v1/embeddings";
     case ApiRoute::kReranking:
       return "/v1/rerank";
+    case ApiRoute::kTokenize:
+      return "/tokenize";
     case ApiRoute::kTranscriptions:
     case ApiRoute::kImageGenerations:
     case ApiRoute::kImageEdits:
@@ -168,10 +170,7 @@ std::vector<std::pair<std::string, std::string>> LlamaCppServer::child_env(
     const std::string& executable) const {
   // Release builds ship their shared libraries (libllama, libggml-*, the
   // ROCm runtime) next to the binary; only the child is told where.
-  std::string dir = std::filesystem::path(executable).parent_path().string();
-  const char* existing = std::getenv("LD_LIBRARY_PATH");
-  return {
-      {"LD_LIBRARY_PATH", existing != nullptr && *existing != '\0' ? dir + ":" + existing : dir}};
+  return release_env(executable);
 }
 
 }  // namespace lemon

@@ -1,5 +1,6 @@
 #include "lemon/backends/process_server.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <sstream>
 #include <thread>
@@ -40,6 +41,21 @@ ProcessServer::~ProcessServer() {
 
 std::vector<std::string> ProcessServer::required_roles() const {
   return {"main"};
+}
+
+std::vector<std::pair<std::string, std::string>> ProcessServer::release_env(
+    const std::string& executable) const {
+  std::string dir = std::filesystem::path(executable).parent_path().string();
+  const char* existing = std::getenv("LD_LIBRARY_PATH");
+  std::vector<std::pair<std::string, std::string>> env = {
+      {"LD_LIBRARY_PATH", existing != nullptr && *existing != '\0' ? dir + ":" + existing : dir}};
+  if (int gpu = options().int_value("gpu", -1); gpu >= 0) {
+    for (const char* var : {"CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+                            "GGML_VK_VISIBLE_DEVICES"}) {
+      env.emplace_back(var, std::to_string(gpu));
+    }
+  }
+  return env;
 }
 
 std::vector<std::pair<std::string, std::string>> ProcessServer::child_env(

@@ -36,10 +36,7 @@ std::optional<std::string> WhisperServer::upstream_path(ApiRoute route) const {
 
 std::vector<std::pair<std::string, std::string>> WhisperServer::child_env(
     const std::string& executable) const {
-  std::string dir = std::filesystem::path(executable).parent_path().string();
-  const char* existing = std::getenv("LD_LIBRARY_PATH");
-  return {
-      {"LD_LIBRARY_PATH", existing != nullptr && *existing != '\0' ? dir + ":" + existing : dir}};
+  return release_env(executable);
 }
 
 }  // namespace lemon

@@ -70,6 +70,14 @@ const char* error_code_name(ErrorCode code) {
       return "checksum_mismatch";
     case ErrorCode::kInsufficientStorage:
       return "insufficient_storage";
+    case ErrorCode::kInsufficientMemory:
+      return "insufficient_memory";
+    case ErrorCode::kSessionNotFound:
+      return "session_not_found";
+    case ErrorCode::kSessionBusy:
+      return "session_busy";
+    case ErrorCode::kSessionLost:
+      return "session_lost";
     case ErrorCode::kOffline:
       return "offline";
     case ErrorCode::kInvalidArchive:

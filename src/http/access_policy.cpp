@@ -17,20 +17,25 @@ bool constant_time_equals(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
-void bind_access_to(AccessSettings& settings, const std::string& host, int port) {
-  const std::string p = ":" + std::to_string(port);
+void bind_access_to(AccessSettings& settings, const std::string& host, int port,
+                    const std::vector<int>& more_ports) {
   const bool loopback = host == "127.0.0.1" || host == "localhost" || host == "::1";
   settings.own_origins.clear();
   settings.allowed_hosts.clear();
-  for (const char* name : {"127.0.0.1", "localhost", "[::1]"}) {
-    settings.own_origins.push_back(std::string("http://") + name + p);
-    if (loopback) {
-      settings.allowed_hosts.push_back(name + p);
+  std::vector<int> ports = {port};
+  ports.insert(ports.end(), more_ports.begin(), more_ports.end());
+  for (int each : ports) {
+    const std::string p = ":" + std::to_string(each);
+    for (const char* name : {"127.0.0.1", "localhost", "[::1]"}) {
+      settings.own_origins.push_back(std::string("http://") + name + p);
+      if (loopback) {
+        settings.allowed_hosts.push_back(name + p);
+      }
     }
-  }
-  if (!loopback && host != "0.0.0.0" && host != "::") {
-    std::string h = host.find(':') != std::string::npos ? "[" + host + "]" : host;
-    settings.own_origins.push_back("http://" + h + p);
+    if (!loopback && host != "0.0.0.0" && host != "::") {
+      std::string h = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+      settings.own_origins.push_back("http://" + h + p);
+    }
   }
 }
 
@@ -89,14 +94,15 @@ net::Headers cors_headers(const net::Request& request, const AccessSettings& set
   }
   h.add("Access-Control-Allow-Origin", wildcard && !listed ? "*" : std::string(*origin));
   h.add("Vary", "Origin");
-  h.add("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
-  h.add("Access-Control-Allow-Headers", "Authorization, Content-Type");
+  h.add("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
+  h.add("Access-Control-Allow-Headers",
+        "Authorization, Content-Type, x-api-key, anthropic-version, anthropic-beta");
   h.add("Access-Control-Max-Age", "600");
   return h;
 }
 
 std::optional<Error> check_access(const net::Request& request, const AccessSettings& settings,
-                                  RouteAccess access) {
+                                  RouteAccess access, KeyHeaders keys) {
   if (!host_allowed(request, settings)) {
     return Error(ErrorCode::kForbidden,
                  "Host '" + std::string(*request.headers.get("Host")) +
@@ -116,9 +122,16 @@ std::optional<Error> check_access(const net::Request& request, const AccessSetti
     bool ok = auth.size() > kBearer.size() &&
               net::iequals(auth.substr(0, kBearer.size()), kBearer) &&
               constant_time_equals(auth.substr(kBearer.size()), settings.api_key);
+    if (!ok && keys == KeyHeaders::kBearerOrXApiKey) {
+      auto x_api_key = request.headers.get("x-api-key");
+      ok = x_api_key && constant_time_equals(*x_api_key, settings.api_key);
+    }
     if (!ok) {
       return Error(ErrorCode::kUnauthorized,
-                   "missing or invalid API key: send 'Authorization: Bearer <key>'");
+                   keys == KeyHeaders::kBearerOrXApiKey
+                       ? "missing or invalid API key: send 'x-api-key: <key>' or "
+                         "'Authorization: Bearer <key>'"
+                       : "missing or invalid API key: send 'Authorization: Bearer <key>'");
     }
   }
   if (access == RouteAccess::kJsonPost || access == RouteAccess::kMultipartPost) {

@@ -1,5 +1,7 @@
 #include "lemon/http/api_server.h"
 
+#include <thread>
+
 #include "cors_writer.h"
 #include "lemon/core/log.h"
 #include "lemon/http/error_response.h"
@@ -7,6 +9,23 @@
 #include "observed_writer.h"
 
 namespace lemon::http {
+namespace {
+
+// A route's tag in the route table: its RouteAccess and its ApiDialect.
+int route_tag(RouteAccess access, ApiDialect dialect) {
+  return static_cast<int>(access) | (static_cast<int>(dialect) << 8);
+}
+RouteAccess tag_access(int tag) {
+  return static_cast<RouteAccess>(tag & 0xff);
+}
+ApiDialect tag_dialect(int tag) {
+  return static_cast<ApiDialect>(tag >> 8);
+}
+KeyHeaders key_headers(ApiDialect dialect) {
+  return dialect == ApiDialect::kAnthropic ? KeyHeaders::kBearerOrXApiKey : KeyHeaders::kBearer;
+}
+
+}  // namespace
 
 ApiServer::ApiServer(ApiSettings settings, ModelCatalogue& catalogue, ModelStore& store,
                      BackendInstaller& installer, Router& router, StatsStore& stats,
@@ -18,10 +37,28 @@ ApiServer::ApiServer(ApiSettings settings, ModelCatalogue& catalogue, ModelStore
       router_(router),
       stats_(stats),
       observers_(observers) {
+  sessions_ = std::make_unique<SessionTable>(settings_.session_ttl, [this](const SessionState& s) {
+    logger("http")->info("session {} on '{}' ended after {} s idle", s.id, s.model,
+                         settings_.session_ttl.count() / 1000);
+    erase_session_slot(s);
+  });
   register_routes();
   settings_.server.head_check = [this](const net::Request& r) { return check_head(r); };
   server_ = std::make_unique<net::Server>(
       settings_.server, [this](net::Request& r, net::ResponseWriter& w) { handle(r, w); });
+  if (settings_.ollama_port) {
+    // Ollama's clients probe GET / for "Ollama is running"; the rest is the
+    // same table as the main port.
+    ollama_server_ = std::make_unique<net::Server>(
+        settings_.server, [this](net::Request& r, net::ResponseWriter& w) {
+          if (r.path == "/" && (r.method == "GET" || r.method == "HEAD")) {
+            w.send(200, net::Headers{{"Content-Type", "text/plain; charset=utf-8"}},
+                   "Ollama is running");
+            return;
+          }
+          handle(r, w);
+        });
+  }
 }
 
 ApiServer::~ApiServer() {
@@ -30,14 +67,34 @@ ApiServer::~ApiServer() {
 
 Result<int> ApiServer::bind() {
   auto port = server_->bind(settings_.host, settings_.port);
-  if (port.ok()) {
-    bind_access_to(settings_.access, settings_.host, *port);
+  if (!port.ok()) {
+    return port;
   }
+  std::vector<int> more;
+  if (ollama_server_) {
+    auto ollama = ollama_server_->bind(settings_.host, *settings_.ollama_port);
+    if (!ollama.ok()) {
+      return Error(ollama.error().code(), "--ollama-port " +
+                                              std::to_string(*settings_.ollama_port) + ": " +
+                                              ollama.error().message());
+    }
+    bound_ollama_port_ = *ollama;
+    more.push_back(*ollama);
+  }
+  bind_access_to(settings_.access, settings_.host, *port, more);
   return port;
 }
 
 void ApiServer::run() {
+  std::thread ollama;
+  if (ollama_server_ && bound_ollama_port_) {
+    ollama = std::thread([this] { ollama_server_->run(); });
+  }
   server_->run();
+  if (ollama.joinable()) {
+    ollama_server_->stop();
+    ollama.join();
+  }
 }
 
 void ApiServer::stop() {
@@ -49,10 +106,14 @@ void ApiServer::stop() {
   if (server_) {
     server_->stop();
   }
+  if (ollama_server_) {
+    ollama_server_->stop();
+  }
 }
 
 int ApiServer::open_connections() const {
-  return server_ ? server_->open_connections() : 0;
+  return (server_ ? server_->open_connections() : 0) +
+         (ollama_server_ ? ollama_server_->open_connections() : 0);
 }
 
 Error ApiServer::model_not_found(std::string_view name) const {
@@ -81,7 +142,7 @@ void ApiServer::handle(net::Request& r, net::ResponseWriter& raw) {
       write_error(w, *denied);
       return;
     }
-    w.send(204, net::Headers{{"Allow", "GET, POST, OPTIONS"}}, "");
+    w.send(204, net::Headers{{"Allow", "GET, POST, DELETE, OPTIONS"}}, "");
     return;
   }
   routes_.dispatch(r, w);
@@ -95,10 +156,17 @@ std::optional<net::EarlyAnswer> ApiServer::check_head(const net::Request& r) con
   net::EarlyAnswer answer;
   if (m.handler == nullptr) {
     answer = RouteTable::refusal(m, r);
-  } else if (auto denied = check_access(r, settings_.access, static_cast<RouteAccess>(m.tag))) {
-    answer.status = error_status(*denied);
-    answer.headers = json_headers();
-    answer.body = json_text(error_body(*denied));
+    if (m.status == 405 && tag_dialect(m.tag) != ApiDialect::kLemonade) {
+      // A wrong method on an Anthropic or Ollama route, in that API's shape.
+      answer.body = dialect_error_body(
+          tag_dialect(m.tag), 405, r.method + " is not allowed on " + r.path + "; use " + m.allow);
+    }
+  } else if (auto denied = check_access(r, settings_.access, tag_access(m.tag),
+                                        key_headers(tag_dialect(m.tag)))) {
+    DialectError e = dialect_error(tag_dialect(m.tag), *denied);
+    answer.status = e.status;
+    answer.headers = std::move(e.headers);
+    answer.body = std::move(e.body);
   } else {
     return std::nullopt;
   }
@@ -111,34 +179,38 @@ std::optional<net::EarlyAnswer> ApiServer::check_head(const net::Request& r) con
 
 void ApiServer::route(
     const std::string& method, const std::string& suffix, RouteAccess access,
-    std::function<void(net::Request&, net::ResponseWriter&, std::string_view)> handler) {
+    std::function<void(net::Request&, net::ResponseWriter&, std::string_view)> handler,
+    ApiDialect dialect) {
   routes_.add_api(
       method, suffix,
-      [this, access, handler = std::move(handler)](net::Request& r, net::ResponseWriter& w,
-                                                   std::string_view param) {
-        if (auto denied = check_access(r, settings_.access, access)) {
-          write_error(w, *denied);
+      [this, access, dialect, handler = std::move(handler)](net::Request& r, net::ResponseWriter& w,
+                                                            std::string_view param) {
+        if (auto denied = check_access(r, settings_.access, access, key_headers(dialect))) {
+          DialectError e = dialect_error(dialect, *denied);
+          w.send(e.status, e.headers, e.body);
           return;
         }
         handler(r, w, param);
       },
-      static_cast<int>(access));
+      route_tag(access, dialect));
 }
 
 void ApiServer::root(
     const std::string& method, const std::string& path, RouteAccess access,
-    std::function<void(net::Request&, net::ResponseWriter&, std::string_view)> handler) {
+    std::function<void(net::Request&, net::ResponseWriter&, std::string_view)> handler,
+    ApiDialect dialect) {
   routes_.add_root(
       method, path,
-      [this, access, handler = std::move(handler)](net::Request& r, net::ResponseWriter& w,
-                                                   std::string_view param) {
-        if (auto denied = check_access(r, settings_.access, access)) {
-          write_error(w, *denied);
+      [this, access, dialect, handler = std::move(handler)](net::Request& r, net::ResponseWriter& w,
+                                                            std::string_view param) {
+        if (auto denied = check_access(r, settings_.access, access, key_headers(dialect))) {
+          DialectError e = dialect_error(dialect, *denied);
+          w.send(e.status, e.headers, e.body);
           return;
         }
         handler(r, w, param);
       },
-      static_cast<int>(access));
+      route_tag(access, dialect));
 }
 
 void ApiServer::register_routes() {
@@ -229,6 +301,9 @@ void ApiServer::register_routes() {
        [this](net::Request&, net::ResponseWriter& w, P) { handle_web("index.html", w); });
   root("GET", "/web/{id}", RouteAccess::kPublic,
        [this](net::Request&, net::ResponseWriter& w, P file) { handle_web(file, w); });
+  register_anthropic_routes();
+  register_ollama_routes();
+  register_session_routes();
 }
 
 }  // namespace lemon::http

@@ -61,6 +61,14 @@ ErrorShape error_shape(ErrorCode code) {
       return {502, "server_error", "checksum_mismatch"};
     case ErrorCode::kInsufficientStorage:
       return {507, "server_error", "insufficient_storage"};
+    case ErrorCode::kInsufficientMemory:
+      return {507, "server_error", "insufficient_memory"};
+    case ErrorCode::kSessionNotFound:
+      return {404, "invalid_request_error", "session_not_found"};
+    case ErrorCode::kSessionBusy:
+      return {409, "invalid_request_error", "session_busy"};
+    case ErrorCode::kSessionLost:
+      return {409, "invalid_request_error", "session_lost"};
     case ErrorCode::kOffline:
       return {404, "invalid_request_error", "offline"};
     case ErrorCode::kInvalidArchive:

@@ -270,6 +270,13 @@ std::optional<RequestStats> ApiServer::forward_inference_to(InferenceRequest& re
     return std::nullopt;
   }
   WrappedServer& server = lease->server();
+  if (lease->backend_slot() >= 0 && req.json != nullptr &&
+      (req.route == ApiRoute::kChatCompletions || req.route == ApiRoute::kCompletions)) {
+    // Some of this server's slots hold sessions' contexts: use a free one
+    // of the others (issue #13 §4).
+    (*req.json)["id_slot"] = lease->backend_slot();
+    req.body_changed = true;
+  }
   auto path = server.upstream_path(req.route);
   if (!path) {
     write_error(w, Error(ErrorCode::kUnsupportedOperation,

@@ -38,6 +38,30 @@ nlohmann::json loaded_entry(const LoadedServerInfo& s) {
   return entry;
 }
 
+// What a server holds (issue #13 §1): its estimate per device before it
+// started, and its process group's RSS once measured (null until then).
+nlohmann::json memory_entry(const LoadedServerInfo& s) {
+  nlohmann::json estimate = nlohmann::json::object();
+  for (const auto& [device, bytes] : s.memory_estimate) {
+    estimate[device] = bytes;
+  }
+  return {{"estimate", std::move(estimate)},
+          {"measured_ram", s.measured_ram > 0 ? nlohmann::json(s.measured_ram) : nullptr}};
+}
+
+// Adds one replica's memory to its model's entry.
+void add_memory(nlohmann::json& total, const nlohmann::json& replica) {
+  for (const auto& [device, bytes] : replica["estimate"].items()) {
+    total["estimate"][device] =
+        total["estimate"].value(device, std::int64_t{0}) + bytes.get<std::int64_t>();
+  }
+  if (!replica["measured_ram"].is_null()) {
+    const std::int64_t before =
+        total["measured_ram"].is_null() ? 0 : total["measured_ram"].get<std::int64_t>();
+    total["measured_ram"] = before + replica["measured_ram"].get<std::int64_t>();
+  }
+}
+
 }  // namespace
 
 void ApiServer::handle_health(net::ResponseWriter& w) {
@@ -51,16 +75,19 @@ void ApiServer::handle_health(net::ResponseWriter& w) {
                               {"pid", s.pid ? nlohmann::json(*s.pid) : nlohmann::json(nullptr)},
                               {"backend_url", s.backend_url},
                               {"in_flight", s.in_flight},
-                              {"state", s.draining ? "draining" : "ready"}};
+                              {"state", s.draining ? "draining" : "ready"},
+                              {"memory", memory_entry(s)}};
     auto at = index.find(s.model_name);
     if (at == index.end()) {
       index[s.model_name] = all.size();
       nlohmann::json entry = loaded_entry(s);
+      entry["memory"] = replica["memory"];
       entry["replicas"] = nlohmann::json::array({replica});
       all.push_back(std::move(entry));
       continue;
     }
     nlohmann::json& entry = all[at->second];
+    add_memory(entry["memory"], replica["memory"]);
     entry["replicas"].push_back(replica);
     entry["in_flight"] = entry["in_flight"].get<int>() + s.in_flight;
     if (entry.contains("slots")) {
@@ -83,6 +110,17 @@ void ApiServer::handle_health(net::ResponseWriter& w) {
       {"checkpoint_loaded", latest ? nlohmann::json(latest->checkpoint) : nlohmann::json(nullptr)},
       {"all_models_loaded", std::move(all)},
       {"max_models", std::move(max_models)}};
+  // Each device's memory as last read, its budget and what our servers hold
+  // (empty with --memory-budget off).
+  nlohmann::json devices = nlohmann::json::array();
+  for (const auto& d : router_.view()->devices) {
+    devices.push_back({{"device", d.device},
+                       {"total", d.total},
+                       {"available", d.available},
+                       {"budget", d.budget},
+                       {"used_by_router", d.used_by_router}});
+  }
+  body["devices"] = std::move(devices);
   send_json(w, 200, body);
 }
 

@@ -133,6 +133,14 @@ std::optional<nlohmann::json> usage_objects(std::string_view body) {
   return out;
 }
 
+// A caller's own cancel (ProxyCall::cancelled), polled between the bytes.
+void watch_cancel(const ProxyCall& call, net::CallOptions& opts) {
+  if (call.cancelled) {
+    opts.on_tick = [&call] { return !call.cancelled(); };
+    opts.tick_interval = std::chrono::milliseconds(100);
+  }
+}
+
 std::optional<RequestStats> forward_whole(Lease& lease, const ProxyCall& call,
                                           net::ResponseWriter& writer, StatsStore& stats) {
   net::UpstreamRequest req;
@@ -144,6 +152,7 @@ std::optional<RequestStats> forward_whole(Lease& lease, const ProxyCall& call,
   opts.on_client_half_close = [&writer] { return writer.keep_serving_half_closed(); };
   opts.max_response_bytes = call.max_response_bytes;
   opts.total_timeout = call.request_timeout;
+  watch_cancel(call, opts);
   auto resp = lease.server().client().send(req, opts);
   if (!resp.ok()) {
     if (resp.error().code() != ErrorCode::kCancelled) {
@@ -177,6 +186,7 @@ std::optional<RequestStats> forward_stream(Lease& lease, const ProxyCall& call,
   opts.watch_fd = writer.client_fd();
   opts.on_client_half_close = [&writer] { return writer.keep_serving_half_closed(); };
   opts.idle_timeout = call.stream_idle_timeout;
+  watch_cancel(call, opts);
   SseScanner scanner(Clock::now());
   int status = 0;
   std::string error_body;
@@ -207,6 +217,10 @@ std::optional<RequestStats> forward_stream(Lease& lease, const ProxyCall& call,
           rewritten = normalize_sse_error_events(data);
         }
         scanner.feed(data, Clock::now());
+        if (call.cancelled && call.cancelled()) {
+          client_gone = true;  // stopped by the caller: nothing more is written
+          return false;
+        }
         if (!writer.write_chunk(rewritten ? std::string_view(*rewritten) : data)) {
           client_gone = true;
           return false;

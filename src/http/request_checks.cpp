@@ -179,7 +179,8 @@ Status check_request(ApiRoute route, const nlohmann::json& body) {
     case ApiRoute::kTranscriptions:
     case ApiRoute::kImageEdits:
     case ApiRoute::kImageVariations:
-      return ok_status();  // multipart: checked by their handlers
+    case ApiRoute::kTokenize:
+      return ok_status();  // multipart: checked by their handlers; tokenize: built by the router
   }
   return ok_status();
 }

@@ -75,6 +75,9 @@ RouteTable::Match RouteTable::match(std::string_view method, std::string_view pa
     }
   }
   out.status = 405;
+  // A path's routes share their tag's dialect (ApiServer), so a refusal can
+  // be answered in it.
+  out.tag = methods->by_method.empty() ? 0 : methods->by_method.front().tag;
   for (const auto& route : methods->by_method) {
     out.allow += (out.allow.empty() ? "" : ", ") + route.method;
   }

@@ -94,6 +94,13 @@ Result<json> validate(const std::string& key, const json& v) {
   if (key == "max_replicas") {
     return positive_int(key, v, kMaxReplicas);
   }
+  if (key == "gpu") {
+    // 0 is a valid index: checked here rather than with positive_int.
+    if (!v.is_number_integer() || v.get<long long>() < 0 || v.get<long long>() > 63) {
+      return invalid(key, "expected a GPU index from 0 to 63, got " + v.dump());
+    }
+    return json(v.get<int>());
+  }
   if (key == "cfg_scale") {
     if (!v.is_number()) {
       return invalid(key, "expected a number, got " + v.dump());
@@ -124,23 +131,23 @@ const std::vector<std::string>& RecipeOptions::all_keys() {
   static const std::vector<std::string> keys = {
       "ctx_size",       "parallel", "llamacpp_backend", "llamacpp_args", "whispercpp_backend",
       "sd-cpp_backend", "steps",    "cfg_scale",        "width",         "height",
-      "max_replicas"};
+      "max_replicas",   "gpu"};
   return keys;
 }
 
 std::vector<std::string> RecipeOptions::keys_for_recipe(std::string_view recipe) {
   // max_replicas is the router's (issue #13 §2), for every recipe.
   if (recipe == "llamacpp") {
-    return {"ctx_size", "parallel", "llamacpp_backend", "llamacpp_args", "max_replicas"};
+    return {"ctx_size", "parallel", "llamacpp_backend", "llamacpp_args", "max_replicas", "gpu"};
   }
   if (recipe == "flm" || recipe == "ryzenai-llm" || recipe.starts_with("oga-")) {
     return {"ctx_size", "max_replicas"};
   }
   if (recipe == "whispercpp") {
-    return {"whispercpp_backend", "max_replicas"};
+    return {"whispercpp_backend", "max_replicas", "gpu"};
   }
   if (recipe == "sd-cpp") {
-    return {"sd-cpp_backend", "steps", "cfg_scale", "width", "height", "max_replicas"};
+    return {"sd-cpp_backend", "steps", "cfg_scale", "width", "height", "max_replicas", "gpu"};
   }
   return {};
 }

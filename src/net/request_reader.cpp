@@ -46,8 +46,9 @@ ReadOutcome memory_full() {
 // Blank lines (CRLF) tolerated before a request line (RFC 9112 2.2).
 constexpr std::size_t kMaxLeadingBlankLines = 4;
 
-// Splits the target into path and query; false when the decoded path or the
-// query is not valid UTF-8.
+// Splits the target into path and query; false when the target as sent, its
+// decoded path or its decoded query is not valid UTF-8 (raw bytes and
+// percent-escapes can each be half of one character: "/\xc3%a9").
 bool split_target(const std::string& target, Request& request) {
   std::string_view rest = target;
   if (rest.starts_with("http://") || rest.starts_with("https://")) {
@@ -59,7 +60,8 @@ bool split_target(const std::string& target, Request& request) {
   std::string_view raw_path = rest.substr(0, q);
   request.path = raw_path.empty() ? std::string("/") : url_decode(raw_path, false);
   request.query = q == std::string_view::npos ? std::string() : std::string(rest.substr(q + 1));
-  return valid_utf8(request.path) && valid_utf8(url_decode(request.query, true));
+  return valid_utf8(target) && valid_utf8(request.path) &&
+         valid_utf8(url_decode(request.query, true));
 }
 
 }  // namespace

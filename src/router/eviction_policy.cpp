@@ -12,6 +12,8 @@ const char* eviction_reason_name(EvictionReason reason) {
       return "npu_exclusive";
     case EvictionReason::kSlotLimit:
       return "slot_limit";
+    case EvictionReason::kMemory:
+      return "memory";
   }
   return "";
 }

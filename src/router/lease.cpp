@@ -9,16 +9,18 @@ Lease& Lease::operator=(Lease&& other) noexcept {
     release();
     router_ = std::exchange(other.router_, nullptr);
     slot_ = std::move(other.slot_);
+    backend_slot_ = std::exchange(other.backend_slot_, -1);
   }
   return *this;
 }
 
 void Lease::release() {
   if (slot_ && router_ != nullptr) {
-    router_->release(*slot_);
+    router_->release(*slot_, backend_slot_);
   }
   router_ = nullptr;
   slot_.reset();
+  backend_slot_ = -1;
 }
 
 }  // namespace lemon

@@ -61,6 +61,7 @@ struct Router::LoadJob {
   // evicts nothing and has no waiters (the model's line takes its slots).
   bool replica = false;
   std::chrono::steady_clock::time_point queued_at = std::chrono::steady_clock::now();
+  DeviceBytes estimate;  // the new server's memory estimate, once it is made
   // Its creator has reported kLoadQueued: the loader starts it only then, so
   // "queued" always comes before "started" (events are sent without mu_).
   bool announced = false;

@@ -76,15 +76,18 @@ void Router::touch(ServerSlot& slot) {
   slot.last_use_ms.store(unix_ms_now(), std::memory_order_relaxed);
 }
 
-void Router::release(ServerSlot& slot) {
+void Router::release(ServerSlot& slot, int backend_slot) {
   std::lock_guard lock(mu_);
   touch(slot);
+  if (backend_slot >= 0 && static_cast<std::size_t>(backend_slot) < slot.busy_slots.size()) {
+    slot.busy_slots[static_cast<std::size_t>(backend_slot)] = false;
+  }
   const bool idle = --slot.in_flight == 0;
   if (idle) {
     slot.idle_since = std::chrono::steady_clock::now();
   }
   auto g = groups_.find(slot.server->model_name());
-  const bool waiters = g != groups_.end() && !g->second.line.empty();
+  const bool waiters = (g != groups_.end() && !g->second.line.empty()) || pinned_waiters_ > 0;
   // A server going idle may be what a drain or a deferred load waits for.
   if ((idle && (slot.state == SlotState::kDraining || !queue_.empty())) || waiters) {
     cv_.notify_all();
@@ -106,12 +109,19 @@ std::uint64_t Router::join_line(ModelGroup& group) {
 Lease Router::grant(const std::shared_ptr<ServerSlot>& slot, std::optional<KeepAlive> keep_alive) {
   ++slot->in_flight;
   touch(*slot);
+  int backend_slot = -1;
+  if (slot->pinned > 0) {
+    backend_slot = slot->slot_for_request();
+    if (backend_slot >= 0) {
+      slot->busy_slots[static_cast<std::size_t>(backend_slot)] = true;
+    }
+  }
   if (keep_alive) {
     if (auto g = groups_.find(slot->server->model_name()); g != groups_.end()) {
       g->second.keep_alive = *keep_alive;
     }
   }
-  return Lease(this, slot);
+  return Lease(this, slot, backend_slot);
 }
 
 std::shared_ptr<Router::LoadJob> Router::find_job(
@@ -280,6 +290,86 @@ Result<std::shared_ptr<ServerSlot>> Router::wait_for_slot(std::unique_lock<std::
       leave();
       return Error(ErrorCode::kCancelled,
                    "client went away while waiting for a free slot of '" + model + "'");
+    }
+  }
+}
+
+std::shared_ptr<ServerSlot> Router::find_server(std::uint64_t server_id) const {
+  for (const auto& [name, group] : groups_) {
+    for (const auto& r : group.replicas) {
+      if (r->id == server_id) {
+        return r;
+      }
+    }
+  }
+  return nullptr;
+}
+
+bool Router::pin_backend_slot(std::uint64_t server_id, int backend_slot) {
+  std::lock_guard lock(mu_);
+  auto slot = find_server(server_id);
+  if (!slot || slot->capacity <= 0 || backend_slot < 0 || backend_slot >= slot->capacity) {
+    return false;
+  }
+  const auto k = static_cast<std::size_t>(backend_slot);
+  if (slot->pinned_slots.empty()) {
+    slot->pinned_slots.assign(static_cast<std::size_t>(slot->capacity), false);
+    slot->busy_slots.assign(static_cast<std::size_t>(slot->capacity), false);
+  }
+  if (!slot->pinned_slots[k]) {
+    slot->pinned_slots[k] = true;
+    ++slot->pinned;
+  }
+  return true;
+}
+
+void Router::unpin_backend_slot(std::uint64_t server_id, int backend_slot) {
+  std::lock_guard lock(mu_);
+  auto slot = find_server(server_id);
+  if (!slot || backend_slot < 0 ||
+      static_cast<std::size_t>(backend_slot) >= slot->pinned_slots.size()) {
+    return;
+  }
+  const auto k = static_cast<std::size_t>(backend_slot);
+  if (slot->pinned_slots[k]) {
+    slot->pinned_slots[k] = false;
+    --slot->pinned;
+    cv_.notify_all();  // a request without a session may fit now
+  }
+}
+
+Result<Lease> Router::acquire_server(std::uint64_t server_id, int backend_slot,
+                                     const WaitHooks& hooks) {
+  std::unique_lock lock(mu_);
+  ++pinned_waiters_;
+  struct Leave {
+    int& count;
+    ~Leave() { --count; }
+  } leave{pinned_waiters_};  // destroyed while mu_ is still held
+  auto next_tick = std::chrono::steady_clock::now() + hooks.tick_interval;
+  for (;;) {
+    if (shutting_down_) {
+      return Error(ErrorCode::kShuttingDown, "lemonade-router is shutting down");
+    }
+    auto slot = find_server(server_id);
+    if (!slot || slot->state != SlotState::kReady) {
+      return Error(ErrorCode::kSessionLost,
+                   "the server this session was pinned to is gone (evicted, unloaded or "
+                   "crashed); its cached context is lost: start a new session");
+    }
+    const bool slot_free = backend_slot < 0 ||
+                           static_cast<std::size_t>(backend_slot) >= slot->busy_slots.size() ||
+                           !slot->busy_slots[static_cast<std::size_t>(backend_slot)];
+    if ((slot->capacity == 0 || slot->in_flight < slot->capacity) && slot_free) {
+      ++slot->in_flight;
+      touch(*slot);
+      if (backend_slot >= 0 && static_cast<std::size_t>(backend_slot) < slot->busy_slots.size()) {
+        slot->busy_slots[static_cast<std::size_t>(backend_slot)] = true;
+      }
+      return Lease(this, slot, backend_slot);
+    }
+    if (wait_step(lock, hooks, next_tick)) {
+      return Error(ErrorCode::kCancelled, "cancelled while waiting for the session's server");
     }
   }
 }
@@ -521,6 +611,9 @@ LoadedServerInfo Router::describe(const ServerSlot& slot) const {
   info.slots = slot.capacity;
   info.slot_ctx_size = s.slots().ctx_size;
   info.replica = slot.replica;
+  info.server_id = slot.id;
+  info.memory_estimate = slot.estimate;
+  info.measured_ram = slot.measured_ram.load(std::memory_order_relaxed);
   if (auto g = groups_.find(s.model_name()); g != groups_.end()) {
     info.waiting = static_cast<int>(g->second.line.size());
   }
@@ -575,6 +668,7 @@ void Router::republish() {
     view->loading.push_back(job->model);
   }
   view->published_ms = unix_ms_now();
+  view->devices = memory_report_locked();
   std::lock_guard lock(view_mu_);
   view_ = std::move(view);
 }
@@ -582,6 +676,94 @@ void Router::republish() {
 std::shared_ptr<const RouterView> Router::view() const {
   std::lock_guard lock(view_mu_);
   return view_;
+}
+
+DeviceBytes Router::charges(const ServerSlot& slot) {
+  DeviceBytes out = slot.estimate;
+  if (const auto measured = slot.measured_ram.load(std::memory_order_relaxed); measured > 0) {
+    out[kRamDevice] = measured;
+  }
+  return out;
+}
+
+DeviceBytes Router::budgets_for(const std::vector<DeviceReading>& readings) const {
+  DeviceBytes ours;
+  for (const auto& [name, group] : groups_) {
+    for (const auto& r : group.replicas) {
+      for (const auto& [device, bytes] : charges(*r)) {
+        ours[device] += bytes;
+      }
+    }
+  }
+  return device_budgets(readings, ours, config_.memory_budget);
+}
+
+Status Router::admit(const LoadJob& job, const std::vector<DeviceReading>& readings,
+                     std::vector<std::shared_ptr<ServerSlot>>& victims, bool may_evict) const {
+  const DeviceBytes budgets = budgets_for(readings);
+  std::vector<ServerMemory> servers;
+  std::map<std::string, std::shared_ptr<ServerSlot>> by_id;
+  for (const auto& [name, group] : groups_) {
+    for (const auto& r : group.replicas) {
+      if (std::find(victims.begin(), victims.end(), r) != victims.end() ||
+          (job.replica == false && name == job.model)) {
+        continue;  // already going (a reload replaces the model's servers too)
+      }
+      const std::string id = std::to_string(r->id);
+      servers.push_back({id, charges(*r), r->in_flight.load(), r->lru_tick});
+      by_id[id] = r;
+    }
+  }
+  AdmissionPlan plan = plan_admission(servers, budgets, job.estimate);
+  if (plan.kind == AdmissionPlan::Kind::kTooBig) {
+    return Error(ErrorCode::kInsufficientMemory,
+                 "model '" + job.model + "' needs about " + format_bytes(plan.need) + " on " +
+                     plan.device + ", more than its memory budget of " + format_bytes(plan.budget) +
+                     " (--memory-budget); nothing was unloaded",
+                 "model");
+  }
+  if (plan.kind == AdmissionPlan::Kind::kEvict) {
+    if (!may_evict) {
+      return Error(ErrorCode::kInsufficientMemory,
+                   "'" + job.model + "' would need " + std::to_string(plan.victims.size()) +
+                       " other server(s) unloaded to fit another replica");
+    }
+    for (const auto& id : plan.victims) {
+      victims.push_back(by_id.at(id));
+    }
+  }
+  return ok_status();
+}
+
+std::vector<DeviceMemoryInfo> Router::memory_report_locked() const {
+  std::vector<DeviceMemoryInfo> out;
+  if (!config_.memory) {
+    return out;
+  }
+  const DeviceBytes budgets = budgets_for(last_readings_);
+  DeviceBytes ours;
+  for (const auto& [name, group] : groups_) {
+    for (const auto& r : group.replicas) {
+      for (const auto& [device, bytes] : charges(*r)) {
+        ours[device] += bytes;
+      }
+    }
+  }
+  for (const auto& d : last_readings_) {
+    DeviceMemoryInfo info;
+    info.device = d.device;
+    info.total = d.total;
+    info.available = d.available;
+    info.budget = budgets.contains(d.device) ? budgets.at(d.device) : 0;
+    info.used_by_router = ours.contains(d.device) ? ours.at(d.device) : 0;
+    out.push_back(info);
+  }
+  return out;
+}
+
+std::vector<DeviceMemoryInfo> Router::memory_report() const {
+  std::lock_guard lock(mu_);
+  return memory_report_locked();
 }
 
 std::vector<SlotView> Router::snapshot() const {

@@ -4,6 +4,7 @@
 // released: scale-ups become replica jobs for the loader, scale-downs and
 // expired keep-alives go through retire(), like any eviction.
 #include "lemon/core/log.h"
+#include "lemon/router/memory_policy.h"
 #include "lemon/router/pool_policy.h"
 #include "lemon/router/router.h"
 #include "load_job.h"
@@ -23,7 +24,7 @@ Router::HousekeepingWork Router::plan_housekeeping(std::chrono::steady_clock::ti
     v.model = name;
     v.waiting = static_cast<int>(group.line.size());
     v.waiting_since = group.waiting_since;
-    v.scaling_up = group.scaling_up;
+    v.scaling_up = group.scaling_up || now < group.scale_blocked_until;
     v.keep_alive = group.keep_alive;
     v.max_replicas =
         group.replicas.front()->server->options().int_value("max_replicas", config_.max_replicas);
@@ -68,12 +69,74 @@ Router::HousekeepingWork Router::plan_housekeeping(std::chrono::steady_clock::ti
   return work;
 }
 
+void Router::watch_memory() {
+  std::vector<std::shared_ptr<ServerSlot>> servers;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [name, group] : groups_) {
+      servers.insert(servers.end(), group.replicas.begin(), group.replicas.end());
+    }
+  }
+  for (const auto& s : servers) {
+    s->measured_ram.store(s->server->measured_rss(), std::memory_order_relaxed);
+  }
+  auto readings = config_.memory->read();
+  std::vector<std::shared_ptr<ServerSlot>> victims;
+  {
+    std::lock_guard lock(mu_);
+    last_readings_ = readings;
+    std::vector<ServerMemory> views;
+    std::map<std::string, std::shared_ptr<ServerSlot>> by_id;
+    for (const auto& [name, group] : groups_) {
+      for (const auto& r : group.replicas) {
+        if (r->state != SlotState::kReady) {
+          continue;
+        }
+        const std::string id = std::to_string(r->id);
+        views.push_back({id, charges(*r), r->in_flight.load(), r->lru_tick});
+        by_id[id] = r;
+      }
+    }
+    for (const auto& id : plan_pressure_relief(views, readings, config_.memory_margin)) {
+      victims.push_back(by_id.at(id));
+    }
+    republish();  // the measured figures and the devices
+  }
+  for (const auto& v : victims) {
+    logger("router")->warn(
+        "'{}': less than {} free on a device it uses (another program took memory); "
+        "unloading it",
+        v->server->model_name(), format_bytes(config_.memory_margin));
+    retire({v}, "memory-pressure");
+  }
+}
+
 void Router::housekeeper_loop() {
+  if (config_.memory) {
+    // The devices as they are at start, for /health; servers are measured
+    // only from the first interval on.
+    auto readings = config_.memory->read();
+    std::lock_guard lock(mu_);
+    if (last_readings_.empty()) {
+      last_readings_ = std::move(readings);
+      republish();
+    }
+  }
   std::unique_lock lock(mu_);
+  auto next_memory_watch = std::chrono::steady_clock::now() + config_.memory_poll_interval;
   while (!shutting_down_) {
     housekeeper_cv_.wait_for(lock, config_.housekeeping_interval);
     if (shutting_down_) {
       break;
+    }
+    if (config_.memory && std::chrono::steady_clock::now() >= next_memory_watch) {
+      next_memory_watch = std::chrono::steady_clock::now() + config_.memory_poll_interval;
+      lock.unlock();
+      watch_memory();
+      lock.lock();
+      if (shutting_down_) {
+        break;
+      }
     }
     HousekeepingWork work = plan_housekeeping(std::chrono::steady_clock::now());
     if (work.scale_down.empty() && work.expired.empty()) {

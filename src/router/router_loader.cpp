@@ -163,6 +163,12 @@ Status Router::run_job(LoadJob& job) {
   if (!server.ok()) {
     return std::move(server).error();
   }
+  // Reading files and devices happens before mu_ is taken.
+  job.estimate = (*server)->memory_estimate();
+  std::vector<DeviceReading> readings;
+  if (config_.memory) {
+    readings = config_.memory->read();
+  }
   std::vector<std::shared_ptr<ServerSlot>> victims;
   std::vector<Eviction> plan;
   {
@@ -172,6 +178,16 @@ Status Router::run_job(LoadJob& job) {
     for (const auto& e : plan) {
       auto replicas = replicas_of(e.model);
       victims.insert(victims.end(), replicas.begin(), replicas.end());
+    }
+    const std::size_t slot_victims = victims.size();
+    if (config_.memory) {
+      last_readings_ = readings;
+      if (Status fits = admit(job, readings, victims, true); !fits.ok()) {
+        return fits;  // too big even alone: nothing is evicted
+      }
+    }
+    for (std::size_t i = slot_victims; i < victims.size(); ++i) {
+      plan.push_back({victims[i]->server->model_name(), EvictionReason::kMemory});
     }
   }
   for (const auto& e : plan) {
@@ -216,7 +232,7 @@ Status Router::start_and_publish(LoadJob& job, const std::shared_ptr<WrappedServ
         replica = std::max(replica, r->replica + 1);
       }
     }
-    slot = std::make_shared<ServerSlot>(next_slot_id_++, server, replica);
+    slot = std::make_shared<ServerSlot>(next_slot_id_++, server, replica, job.estimate);
   }
   std::weak_ptr<ServerSlot> weak = slot;
   server->set_exit_listener([this, weak] { on_server_exit(weak); });
@@ -263,6 +279,10 @@ Status Router::run_replica_job(LoadJob& job) {
     std::lock_guard lock(mu_);
     if (auto g = groups_.find(job.model); g != groups_.end()) {
       g->second.scaling_up = false;
+      if (!st.ok()) {
+        // Not again right away (no room, or it failed to start).
+        g->second.scale_blocked_until = std::chrono::steady_clock::now() + config_.scale_up_after;
+      }
     }
     return st;
   };
@@ -277,6 +297,21 @@ Status Router::run_replica_job(LoadJob& job) {
   auto server = make_server(job);
   if (!server.ok()) {
     return done(std::move(server).error());
+  }
+  job.estimate = (*server)->memory_estimate();
+  if (config_.memory) {
+    auto readings = config_.memory->read();
+    Status fits = ok_status();
+    {
+      std::lock_guard lock(mu_);
+      last_readings_ = readings;
+      std::vector<std::shared_ptr<ServerSlot>> none;  // a replica evicts nothing
+      fits = admit(job, readings, none, false);
+    }
+    if (!fits.ok()) {
+      logger("router")->info("no replica for '{}': {}", job.model, fits.error().message());
+      return done(fits);
+    }
   }
   return done(start_and_publish(job, *server));
 }

@@ -92,6 +92,8 @@ void TelemetryHub::on_router_event(const RouterEvent& e) {
         evictions_.counter({e.model, "unload"}).inc();
       } else if (e.detail == "evict-all after a failed load") {
         evictions_.counter({e.model, "evict_all"}).inc();
+      } else if (e.detail == "memory-pressure") {
+        evictions_.counter({e.model, "memory_pressure"}).inc();
       }
       data["reason"] = e.detail;
       break;
@@ -200,6 +202,8 @@ std::string TelemetryHub::render(const RouterView& view, const SlotLimits& limit
     int slots = 0;
     int replicas = 0;
     std::int64_t last_use_ms = 0;
+    std::int64_t measured_ram = 0;
+    DeviceBytes estimate;
   };
   std::map<std::string, ModelFigures> per_model;
   for (const auto& s : view.servers) {
@@ -208,6 +212,10 @@ std::string TelemetryHub::render(const RouterView& view, const SlotLimits& limit
     f.slots += s.info.slots;
     f.replicas += 1;
     f.last_use_ms = std::max(f.last_use_ms, s.last_use_ms());
+    f.measured_ram += s.info.measured_ram;
+    for (const auto& [device, bytes] : s.info.memory_estimate) {
+      f.estimate[device] += bytes;
+    }
   }
   text.family("lemonade_requests_in_flight", "Requests a model's servers are serving now", "gauge");
   for (const auto& [model, f] : per_model) {
@@ -221,6 +229,36 @@ std::string TelemetryHub::render(const RouterView& view, const SlotLimits& limit
   text.family("lemonade_model_replicas", "Backend processes serving a model", "gauge");
   for (const auto& [model, f] : per_model) {
     text.sample("lemonade_model_replicas", {{"model", model}}, f.replicas);
+  }
+  // Memory (issue #13 §1): per model and device, and per device.
+  text.family("lemonade_model_memory_estimate_bytes",
+              "What a model's servers were estimated to need per device before they started",
+              "gauge");
+  for (const auto& [model, f] : per_model) {
+    for (const auto& [device, bytes] : f.estimate) {
+      text.sample("lemonade_model_memory_estimate_bytes", {{"model", model}, {"device", device}},
+                  static_cast<double>(bytes));
+    }
+  }
+  text.family("lemonade_model_resident_bytes",
+              "Resident memory of a model's server processes, as last measured", "gauge");
+  for (const auto& [model, f] : per_model) {
+    if (f.measured_ram > 0) {
+      text.sample("lemonade_model_resident_bytes", {{"model", model}},
+                  static_cast<double>(f.measured_ram));
+    }
+  }
+  const std::pair<const char*, const char*> device_families[] = {
+      {"lemonade_device_memory_total_bytes", "A device's memory"},
+      {"lemonade_device_memory_available_bytes", "A device's memory free now, as last read"},
+      {"lemonade_device_memory_budget_bytes", "What the router's models may hold on a device"},
+      {"lemonade_device_memory_used_bytes", "What the router's models hold on a device"}};
+  for (std::size_t i = 0; i < std::size(device_families); ++i) {
+    text.family(device_families[i].first, device_families[i].second, "gauge");
+    for (const auto& d : view.devices) {
+      const std::int64_t values[] = {d.total, d.available, d.budget, d.used_by_router};
+      text.sample(device_families[i].first, {{"device", d.device}}, static_cast<double>(values[i]));
+    }
   }
   text.family("lemonade_model_slots",
               "Requests a model's servers serve at once, all replicas (0: no limit)", "gauge");

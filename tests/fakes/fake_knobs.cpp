@@ -70,7 +70,8 @@ void warn_unknown_keys(const json& j) {
                                                "tokens",
                                                "ignore_sigterm",
                                                "error_status",
-                                               "stream_error_after_chunks"};
+                                               "stream_error_after_chunks",
+                                               "prompt_us_per_token"};
   for (const auto& item : j.items()) {
     if (kKnown.count(item.key()) == 0) {
       std::fprintf(stderr, "fake: warning: unknown knob '%s' ignored\n", item.key().c_str());
@@ -116,6 +117,9 @@ Knobs from_json(const json& j) {
   if (j.contains("stream_chunk_delay_ms")) {
     k.stream_chunk_delay_ms = get_int(j, "stream_chunk_delay_ms");
   }
+  if (j.contains("prompt_us_per_token")) {
+    k.prompt_us_per_token = get_int(j, "prompt_us_per_token");
+  }
   k.crash_on_request = opt_int(j, "crash_on_request");
   k.crash_mid_stream_after_chunks = opt_int(j, "crash_mid_stream_after_chunks");
   k.tokens = opt_int(j, "tokens");
@@ -148,6 +152,7 @@ GenParams request_params(const Knobs& knobs, const json& body) {
   p.stream_chunk_delay_ms = knobs.stream_chunk_delay_ms;
   p.tokens = knobs.tokens;
   p.hang = knobs.hang_requests;
+  p.prompt_us_per_token = knobs.prompt_us_per_token;
   if (!body.is_object() || !body.contains("lemon_fake") || !body["lemon_fake"].is_object()) {
     return p;
   }
@@ -166,6 +171,9 @@ GenParams request_params(const Knobs& knobs, const json& body) {
   }
   if (auto v = int_field("tokens")) {
     p.tokens = *v;
+  }
+  if (auto v = int_field("prompt_us_per_token")) {
+    p.prompt_us_per_token = *v;
   }
   return p;
 }

@@ -34,6 +34,9 @@ struct Knobs {
   bool ignore_sigterm = false;
   std::optional<ErrorSpec> error_status;
   std::optional<int> stream_error_after_chunks;
+  // Prompt evaluation the fake really spends: microseconds per prompt token
+  // not reused from the slot's cache (0: none, only reported).
+  int prompt_us_per_token = 0;
 };
 
 // Loads the knobs; `sidecar_path` may be empty or name a missing file. A
@@ -46,6 +49,7 @@ struct GenParams {
   int stream_chunk_delay_ms = 0;
   std::optional<int> tokens;  // forced token count, if any
   bool hang = false;
+  int prompt_us_per_token = 0;
 };
 
 // Knob defaults, overridden by a "lemon_fake" object in the request body

@@ -1,5 +1,6 @@
 #include "fake_openai.h"
 
+#include <algorithm>
 #include <memory>
 
 #include "fake_reply.h"
@@ -21,6 +22,7 @@ struct Gen {
   std::string model;
   int64_t created = 0;
   int prompt_n = 0;
+  int cache_n = 0;  // of prompt_n, reused from the slot's cache
   TokenCount tokens;
   bool include_usage = false;
   double prompt_ms = 0;
@@ -39,10 +41,14 @@ json usage_json(const Gen& g) {
 }
 
 json timings_json(const Gen& g) {
-  return {{"prompt_n", g.prompt_n},
+  // As llama-server: prompt_n counts the tokens evaluated, cache_n those
+  // reused from the slot's cache.
+  const int evaluated = std::max(1, g.prompt_n - g.cache_n);
+  return {{"cache_n", g.cache_n},
+          {"prompt_n", g.prompt_n - g.cache_n},
           {"prompt_ms", g.prompt_ms},
-          {"prompt_per_token_ms", g.prompt_ms / g.prompt_n},
-          {"prompt_per_second", 1000.0 * g.prompt_n / g.prompt_ms},
+          {"prompt_per_token_ms", g.prompt_ms / evaluated},
+          {"prompt_per_second", 1000.0 * evaluated / std::max(g.prompt_ms, 1e-3)},
           {"predicted_n", g.tokens.n},
           {"predicted_ms", g.per_token_ms * g.tokens.n},
           {"predicted_per_token_ms", g.per_token_ms},
@@ -120,6 +126,105 @@ std::string final_chunk(const Gen& g) {
   return sse_data(j);
 }
 
+// The tool a chat request forces: tool_choice "required" (the first tool) or
+// {"type":"function","function":{"name"}} (that one, if listed); null when
+// the request does not force one (the fake then answers with text).
+const json* forced_tool(const json& body) {
+  auto tools = body.find("tools");
+  auto choice = body.find("tool_choice");
+  if (tools == body.end() || !tools->is_array() || tools->empty() || choice == body.end()) {
+    return nullptr;
+  }
+  if (choice->is_string() && *choice == "required") {
+    return &(*tools)[0];
+  }
+  if (!choice->is_object() || !choice->contains("function") || !(*choice)["function"].is_object()) {
+    return nullptr;
+  }
+  const json name = (*choice)["function"].value("name", json());
+  for (const auto& tool : *tools) {
+    if (tool.is_object() && tool.contains("function") && tool["function"].is_object() &&
+        tool["function"].value("name", json()) == name) {
+      return &tool;
+    }
+  }
+  return nullptr;
+}
+
+// The call's arguments: "fake-<name>" for each property of the tool's schema.
+std::string tool_arguments(const json& tool) {
+  json args = json::object();
+  const json params = tool["function"].value("parameters", json::object());
+  if (params.is_object() && params.contains("properties") && params["properties"].is_object()) {
+    for (const auto& item : params["properties"].items()) {
+      args[item.key()] = "fake-" + item.key();
+    }
+  }
+  return dump(args);
+}
+
+// The arguments in kToolFragments pieces (the last ones may be empty).
+constexpr int kToolFragments = 3;
+std::string tool_fragment(const std::string& args, int i) {
+  const std::size_t size = (args.size() + kToolFragments - 1) / kToolFragments;
+  const std::size_t start = std::min(args.size(), size * static_cast<std::size_t>(i));
+  return args.substr(start, size);
+}
+
+json tool_call_json(const Gen& g, const json& tool, const std::string& arguments) {
+  return {{"index", 0},
+          {"id", "call_" + g.id},
+          {"type", "function"},
+          {"function", {{"name", tool["function"].value("name", "")}, {"arguments", arguments}}}};
+}
+
+// Answers a chat that forces a tool with one call to it, as llama-server
+// does: the call (its id and name, then its arguments in pieces) and
+// finish_reason "tool_calls".
+void reply_tool_call(const JobPtr& job, httplib::Response& res, const GenParams& params,
+                     const json& body, const std::shared_ptr<Gen>& g, const json& tool) {
+  const std::string args = tool_arguments(tool);
+  g->tokens.n = kToolFragments;
+  g->tokens.hit_limit = false;
+  if (!json_true(body, "stream")) {
+    json j = envelope(*g, false);
+    json message = {{"role", "assistant"},
+                    {"content", nullptr},
+                    {"tool_calls", json::array({tool_call_json(*g, tool, args)})}};
+    j["choices"] =
+        json::array({{{"index", 0}, {"finish_reason", "tool_calls"}, {"message", message}}});
+    add_stats(*g, j, false);
+    reply_later(job, res, params, 0, dump(j));
+    return;
+  }
+  StreamPlan plan;
+  plan.tokens = kToolFragments;
+  plan.head = [g, tool] {
+    json j = envelope(*g, true);
+    json delta = {{"role", "assistant"},
+                  {"content", nullptr},
+                  {"tool_calls", json::array({tool_call_json(*g, tool, "")})}};
+    j["choices"] = json::array({{{"index", 0}, {"finish_reason", nullptr}, {"delta", delta}}});
+    return std::vector<std::string>{sse_data(j)};
+  };
+  plan.token_event = [g, args](int i, const std::string&) {
+    json j = envelope(*g, true);
+    json call = {{"index", 0}, {"function", {{"arguments", tool_fragment(args, i)}}}};
+    json delta = {{"tool_calls", json::array({call})}};
+    j["choices"] = json::array({{{"index", 0}, {"finish_reason", nullptr}, {"delta", delta}}});
+    j["fake_ts_ns"] = mono_ns();
+    return sse_data(j);
+  };
+  plan.tail = [g] {
+    json j = envelope(*g, true);
+    j["choices"] =
+        json::array({{{"index", 0}, {"finish_reason", "tool_calls"}, {"delta", json::object()}}});
+    add_stats(*g, j, true);
+    return std::vector<std::string>{sse_data(j), "data: [DONE]\n\n"};
+  };
+  reply_stream(job, res, params, std::move(plan));
+}
+
 bool validate(Kind kind, const json& body, std::string* error) {
   if (kind == Kind::kChat) {
     if (!body.contains("messages") || !body["messages"].is_array()) {
@@ -133,6 +238,23 @@ bool validate(Kind kind, const json& body, std::string* error) {
     return false;
   }
   return true;
+}
+
+// The prompt as a chat template would render it: what a slot's cache holds.
+std::string rendered_prompt(Kind kind, const json& body) {
+  if (kind == Kind::kCompletion) {
+    return body["prompt"].is_string() ? body["prompt"].get<std::string>() : body["prompt"].dump();
+  }
+  std::string out;
+  for (const auto& m : body["messages"]) {
+    if (!m.is_object()) {
+      continue;
+    }
+    const json content = m.value("content", json(""));
+    out += "<|" + m.value("role", std::string()) + "|>" +
+           (content.is_string() ? content.get<std::string>() : content.dump()) + "\n";
+  }
+  return out + "<|assistant|>";
 }
 
 void handle(Kind kind, const OpenAiOptions& options, const httplib::Request& req,
@@ -157,15 +279,39 @@ void handle(Kind kind, const OpenAiOptions& options, const httplib::Request& req
   g->created = unix_seconds();
   g->prompt_n = prompt_tokens(req);
   g->tokens = count_tokens(params, body, {"max_tokens", "max_completion_tokens", "n_predict"});
-  if (auto refused = take_slot(job, g->prompt_n, g->tokens.n)) {
-    reply_now(job, res, refused->status, refused->body);
+  SlotRequest slot_request;
+  slot_request.prompt_text = rendered_prompt(kind, body);
+  if (body.contains("id_slot") && body["id_slot"].is_number_integer()) {
+    slot_request.id_slot = body["id_slot"].get<int>();
+  }
+  if (body.contains("cache_prompt") && body["cache_prompt"].is_boolean()) {
+    slot_request.cache_prompt = body["cache_prompt"].get<bool>();
+  }
+  SlotGrant grant = take_slot(job, g->prompt_n, g->tokens.n, slot_request);
+  if (grant.refusal) {
+    reply_now(job, res, grant.refusal->status, grant.refusal->body);
     return;
   }
-  g->prompt_ms = params.response_delay_ms > 0 ? params.response_delay_ms : g->prompt_n * 0.25;
+  g->cache_n = grant.cache_n;
+  // The slot keeps the prompt and the reply, as the next turn will send them.
+  cache_in_slot(grant.slot, slot_request.prompt_text + generated_text(g->tokens.n) + "\n");
+  if (params.prompt_us_per_token > 0) {
+    const int prompt_delay_ms = static_cast<int>(static_cast<long>(g->prompt_n - g->cache_n) *
+                                                 params.prompt_us_per_token / 1000);
+    params.response_delay_ms += prompt_delay_ms;
+    g->prompt_ms = params.response_delay_ms;
+  } else {
+    g->prompt_ms =
+        params.response_delay_ms > 0 ? params.response_delay_ms : (g->prompt_n - g->cache_n) * 0.25;
+  }
   g->per_token_ms = params.stream_chunk_delay_ms > 0 ? params.stream_chunk_delay_ms : 10.0;
   g->include_usage =
       body.contains("stream_options") && json_true(body["stream_options"], "include_usage");
 
+  if (const json* tool = kind == Kind::kChat ? forced_tool(body) : nullptr) {
+    reply_tool_call(job, res, params, body, g, *tool);
+    return;
+  }
   if (!json_true(body, "stream")) {
     int gen_ms = params.stream_chunk_delay_ms > 0 ? params.stream_chunk_delay_ms * g->tokens.n : 0;
     reply_later(job, res, params, gen_ms, full_response(*g));
@@ -189,6 +335,34 @@ httplib::Server::Handler chat_completions_handler(const OpenAiOptions& options) 
 httplib::Server::Handler completions_handler(const OpenAiOptions& options) {
   return [options](const httplib::Request& req, httplib::Response& res) {
     handle(Kind::kCompletion, options, req, res);
+  };
+}
+
+httplib::Server::Handler tokenize_handler() {
+  return [](const httplib::Request& req, httplib::Response& res) {
+    json body = json::parse(req.body, nullptr, false);
+    if (!body.is_object() || !body.contains("content") || !body["content"].is_string()) {
+      res.status = 400;
+      res.set_content(
+          llama_error_json(400, "\"content\" must be provided", "invalid_request_error"),
+          "application/json");
+      return;
+    }
+    // One token per whitespace-separated word, after a BOS with add_special.
+    json tokens = json::array();
+    if (json_true(body, "add_special")) {
+      tokens.push_back(1);
+    }
+    const std::string& text = body["content"].get_ref<const std::string&>();
+    bool in_word = false;
+    for (char c : text) {
+      const bool space = c == ' ' || c == '\n' || c == '\t' || c == '\r';
+      if (!space && !in_word) {
+        tokens.push_back(100 + static_cast<int>(tokens.size()));
+      }
+      in_word = !space;
+    }
+    res.set_content(dump(json{{"tokens", tokens}}), "application/json");
   };
 }
 

@@ -23,6 +23,9 @@ struct OpenAiOptions {
 
 httplib::Server::Handler chat_completions_handler(const OpenAiOptions& options);
 httplib::Server::Handler completions_handler(const OpenAiOptions& options);
+// POST /tokenize {"content","add_special"}: {"tokens":[...]}, one token per
+// whitespace-separated word (and a BOS with add_special).
+httplib::Server::Handler tokenize_handler();
 // GET /v1/models: {"object":"list","data":[{"id",...}]}; `meta` is added when not null.
 httplib::Server::Handler models_handler(const OpenAiOptions& options, const std::string& meta_json);
 

@@ -20,7 +20,17 @@ struct SlotRecord {
   int id_task = -1;
   int n_prompt_tokens = 0;
   int n_decoded = 0;
+  std::string cached;  // the rendered prompt and reply its cache holds
+  long last_used = 0;  // task counter when it last ran
 };
+
+std::size_t common_prefix(const std::string& a, const std::string& b) {
+  std::size_t n = 0;
+  while (n < a.size() && n < b.size() && a[n] == b[n]) {
+    ++n;
+  }
+  return n;
+}
 
 struct SlotTable {
   std::mutex mu;
@@ -32,6 +42,9 @@ struct SlotTable {
   long waited = 0;
   long reserved_tokens = 0;  // unified cache: tokens held by running requests
   int next_task = 0;
+  int last_cache_n = 0;
+  int last_slot = -1;
+  int erased = 0;
 };
 
 SlotTable& table() {
@@ -69,12 +82,13 @@ void configure_slots(const SlotConfig& config) {
   table().slots.assign(static_cast<std::size_t>(std::max(config.slots, 0)), SlotRecord{});
 }
 
-std::optional<SlotRefusal> take_slot(const JobPtr& job, int prompt_tokens, int gen_tokens) {
+SlotGrant take_slot(const JobPtr& job, int prompt_tokens, int gen_tokens,
+                    const SlotRequest& request) {
   SlotTable& t = table();
   std::unique_lock lock(t.mu);
   const SlotConfig c = t.config;
   if (c.slots <= 0) {
-    return std::nullopt;
+    return {};
   }
   const int per_slot = c.unified ? c.n_ctx : c.n_ctx / c.slots;
   if (prompt_tokens > per_slot) {
@@ -84,36 +98,100 @@ std::optional<SlotRefusal> take_slot(const JobPtr& job, int prompt_tokens, int g
                 {"type", "exceed_context_size_error"},
                 {"n_prompt_tokens", prompt_tokens},
                 {"n_ctx", per_slot}}}};
-    return SlotRefusal{400, dump(e)};
+    return {SlotRefusal{400, dump(e)}};
   }
-  if (t.busy >= c.slots) {
+  if (request.id_slot >= c.slots) {
+    return {SlotRefusal{400, llama_error_json(400, "Invalid slot ID", "invalid_request_error")}};
+  }
+  auto blocked = [&] {
+    return t.busy >= c.slots ||
+           (request.id_slot >= 0 && t.slots[static_cast<std::size_t>(request.id_slot)].busy);
+  };
+  if (blocked()) {
     ++t.waited;
-    while (t.busy >= c.slots && !runtime().stopping) {
+    while (blocked() && !runtime().stopping) {
       t.cv.wait_for(lock, std::chrono::milliseconds(50));  // `stopping` is not notified
     }
   }
   const long need = static_cast<long>(prompt_tokens) + gen_tokens;
   if (c.unified && t.reserved_tokens + need > c.n_ctx) {
-    return SlotRefusal{500,
-                       llama_error_json(500, "Context size has been exceeded.", "server_error")};
+    return {
+        SlotRefusal{500, llama_error_json(500, "Context size has been exceeded.", "server_error")}};
   }
   ++t.busy;
   t.peak = std::max(t.peak, t.busy);
   const long held = c.unified ? need : 0;
   t.reserved_tokens += held;
-  std::size_t index = 0;
-  while (index < t.slots.size() && t.slots[index].busy) {
-    ++index;
+  std::size_t index = t.slots.size();
+  if (request.id_slot >= 0) {
+    index = static_cast<std::size_t>(request.id_slot);
+  } else {
+    // llama-server's choice: the idle slot with the longest common prefix
+    // (if at least 10 % of the prompt), else the least recently used.
+    std::size_t best_prefix = 0;
+    for (std::size_t i = 0; i < t.slots.size(); ++i) {
+      if (t.slots[i].busy) {
+        continue;
+      }
+      const std::size_t prefix = common_prefix(t.slots[i].cached, request.prompt_text);
+      if (prefix > best_prefix && prefix * 10 >= request.prompt_text.size()) {
+        best_prefix = prefix;
+        index = i;
+      }
+    }
+    if (index == t.slots.size()) {
+      for (std::size_t i = 0; i < t.slots.size(); ++i) {
+        if (!t.slots[i].busy &&
+            (index == t.slots.size() || t.slots[i].last_used < t.slots[index].last_used)) {
+          index = i;
+        }
+      }
+    }
   }
+  SlotGrant grant;
   if (index < t.slots.size()) {
     SlotRecord& r = t.slots[index];
+    if (request.cache_prompt && !request.prompt_text.empty()) {
+      const std::size_t prefix = common_prefix(r.cached, request.prompt_text);
+      // At least the last prompt token is evaluated again, as in llama-server.
+      grant.cache_n = std::min(std::max(0, prompt_tokens - 1),
+                               static_cast<int>(static_cast<long>(prefix) * prompt_tokens /
+                                                static_cast<long>(request.prompt_text.size())));
+    }
     r.busy = true;
     r.id_task = t.next_task++;
+    r.last_used = r.id_task;
     r.n_prompt_tokens = prompt_tokens;
     r.n_decoded = gen_tokens;  // the fake's tokens are all known at once
+    r.cached = request.prompt_text;
+    grant.slot = static_cast<int>(index);
   }
+  t.last_cache_n = grant.cache_n;
+  t.last_slot = grant.slot;
   job->hold(std::make_shared<SlotHold>(index, held));
-  return std::nullopt;
+  return grant;
+}
+
+void cache_in_slot(int slot, const std::string& cached_text) {
+  SlotTable& t = table();
+  std::lock_guard lock(t.mu);
+  if (slot >= 0 && static_cast<std::size_t>(slot) < t.slots.size()) {
+    t.slots[static_cast<std::size_t>(slot)].cached = cached_text;
+  }
+}
+
+std::optional<int> erase_slot(int slot) {
+  SlotTable& t = table();
+  std::lock_guard lock(t.mu);
+  if (slot < 0 || static_cast<std::size_t>(slot) >= t.slots.size()) {
+    return std::nullopt;
+  }
+  SlotRecord& r = t.slots[static_cast<std::size_t>(slot)];
+  const int erased = r.id_task >= 0 ? r.n_prompt_tokens + r.n_decoded : 0;
+  r.cached.clear();
+  r.n_prompt_tokens = 0;
+  ++t.erased;
+  return erased;
 }
 
 json slots_json() {
@@ -145,10 +223,18 @@ json slots_json() {
 json slot_state() {
   SlotTable& t = table();
   std::lock_guard lock(t.mu);
+  json cached = json::array();
+  for (const auto& r : t.slots) {
+    cached.push_back(approx_tokens(r.cached));
+  }
   return {{"slots", t.config.slots},
           {"peak_busy_slots", t.peak},
           {"waited_for_slot", t.waited},
-          {"busy_slots", t.busy}};
+          {"busy_slots", t.busy},
+          {"cached_tokens", std::move(cached)},
+          {"last_cache_n", t.last_cache_n},
+          {"last_slot", t.last_slot},
+          {"slots_erased", t.erased}};
 }
 
 }  // namespace fake

@@ -31,12 +31,36 @@ struct SlotRefusal {
   std::string body;
 };
 
-// Waits for a free slot and attaches it to `job` (freed when the job ends),
-// or returns the error llama-server answers for a request of `prompt_tokens`
-// prompt tokens that will generate `gen_tokens`.
-std::optional<SlotRefusal> take_slot(const JobPtr& job, int prompt_tokens, int gen_tokens);
+// What a request asks of the slots, as llama-server reads it: `id_slot`
+// (-1: the server picks an idle slot, the one whose cached prompt shares the
+// longest prefix with this one when that is at least 10 % of it, else the
+// least recently used), and `cache_prompt` (default true: the common prefix
+// with the slot's cached prompt is not evaluated again).
+struct SlotRequest {
+  std::string prompt_text;  // the prompt as the template renders it
+  int id_slot = -1;
+  bool cache_prompt = true;
+};
 
-// The slot fields of /fake/state.
+struct SlotGrant {
+  std::optional<SlotRefusal> refusal;
+  int slot = -1;
+  int cache_n = 0;  // prompt tokens reused from the slot's cache
+};
+
+// Waits for a free slot (the requested one, if any) and attaches it to `job`
+// (freed when the job ends), or returns the error llama-server answers for a
+// request of `prompt_tokens` prompt tokens that will generate `gen_tokens`.
+SlotGrant take_slot(const JobPtr& job, int prompt_tokens, int gen_tokens,
+                    const SlotRequest& request = {});
+// After a task on `slot`: the slot's cache holds its prompt and the reply.
+void cache_in_slot(int slot, const std::string& cached_text);
+// POST /slots/{id}?action=erase: forgets the slot's cache; the tokens it
+// held, or nullopt for an unknown slot.
+std::optional<int> erase_slot(int slot);
+
+// The slot fields of /fake/state, with each slot's cached tokens and the
+// prefix reuse of the last request ("last_cache_n", "last_slot").
 json slot_state();
 
 // GET /slots as llama-server answers it: one object per slot with id, n_ctx

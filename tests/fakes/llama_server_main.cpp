@@ -147,6 +147,26 @@ int main(int argc, char** argv) {
   svr.Get("/slots", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(fake::dump(fake::slots_json()), "application/json");
   });
+  // POST /slots/{id}?action=erase: forgets the slot's cached prompt.
+  svr.Post(R"(/slots/(\d{1,6}))", [](const httplib::Request& req, httplib::Response& res) {
+    const std::string action = req.get_param_value("action");
+    if (action != "erase") {
+      res.status = 400;
+      res.set_content(fake::llama_error_json(400, "Invalid action", "invalid_request_error"),
+                      "application/json");
+      return;
+    }
+    const int id = std::stoi(req.matches[1].str());
+    auto erased = fake::erase_slot(id);
+    if (!erased) {
+      res.status = 400;
+      res.set_content(fake::llama_error_json(400, "Invalid slot ID", "invalid_request_error"),
+                      "application/json");
+      return;
+    }
+    res.set_content(fake::dump(fake::json{{"id_slot", id}, {"n_erased", *erased}}),
+                    "application/json");
+  });
   fake::post_routes(svr, {"/chat/completions", "/v1/chat/completions"},
                     fake::chat_completions_handler(openai));
   fake::post_routes(svr, {"/completions", "/v1/completions"}, fake::completions_handler(openai));
@@ -155,6 +175,7 @@ int main(int argc, char** argv) {
   fake::post_routes(svr, {"/rerank", "/reranking", "/v1/rerank", "/v1/reranking"},
                     fake::rerank_handler(model_id, args.has("--reranking")));
   fake::post_routes(svr, {"/responses", "/v1/responses"}, fake::responses_handler(model_id));
+  fake::post_routes(svr, {"/tokenize"}, fake::tokenize_handler());
 
   fake::serve(svr, {"build: 6000 (fake0000) with c++ for x86_64-linux-gnu",
                     "llama_model_loader: loaded meta data from " + rt.model,

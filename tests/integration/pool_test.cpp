@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "support/http_client.h"
+#include "support/router_events.h"
 #include "support/router_fixture.h"
 #include "support/sse_reader.h"
 
@@ -16,43 +17,7 @@ namespace {
 using PoolTest = RouterTest;
 using Json = nlohmann::json;
 
-class Events {
- public:
-  explicit Events(int port) : stream_(port, "GET", "/api/v1/events", "", {}) {
-    EXPECT_TRUE(stream_.read_head());
-  }
-  // The next event of `type` for `model` within kWait.
-  std::optional<Json> next(const std::string& type, const std::string& model) {
-    const auto deadline = std::chrono::steady_clock::now() + kWait;
-    while (std::chrono::steady_clock::now() < deadline) {
-      auto e = stream_.next(std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - std::chrono::steady_clock::now()));
-      if (!e) {
-        break;
-      }
-      if (e->data.empty()) {
-        continue;
-      }
-      auto j = Json::parse(e->data);
-      seen_.push_back(j);
-      if (j["type"] == type && j.value("model", "") == model) {
-        return j;
-      }
-    }
-    return std::nullopt;
-  }
-  int count(const std::string& type, const std::string& model) const {
-    int n = 0;
-    for (const auto& j : seen_) {
-      n += j["type"] == type && j.value("model", "") == model ? 1 : 0;
-    }
-    return n;
-  }
-
- private:
-  SseStream stream_;
-  std::vector<Json> seen_;
-};
+using Events = RouterEvents;
 
 std::string slow_chat(const std::string& model) {
   return chat_body(model, {{"lemon_fake", {{"response_delay_ms", 30000}}}}).dump();
@@ -142,6 +107,8 @@ TEST_F(PoolTest, AlternatingRequestsDoNotSwapWhileTheLoadedModelIsBusy) {
   ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "1"}));
   Events events(port());
   ASSERT_EQ(load(port(), "user.a", {{"parallel", 4}}).status, 200);
+  // The event may follow the load's answer by a moment: wait for it here.
+  ASSERT_TRUE(events.next("load_succeeded", "user.a").has_value());
   const std::string a_url = loaded_field(health(port()), "user.a", "backend_url");
   // user.a is busy (one of its 4 slots); requests for B and A alternate.
   SseStream busy(port(), "/api/v1/chat/completions",
@@ -160,6 +127,7 @@ TEST_F(PoolTest, AlternatingRequestsDoNotSwapWhileTheLoadedModelIsBusy) {
   busy.disconnect();  // A goes idle: now B loads, once
   ASSERT_EQ(b1.wait_for(kWait), std::future_status::ready);
   EXPECT_EQ(b1.get().status, 200);
+  ASSERT_TRUE(events.next("load_succeeded", "user.b").has_value());
   EXPECT_EQ(events.count("load_succeeded", "user.a"), 1) << "A was loaded once, never swapped";
 }
 

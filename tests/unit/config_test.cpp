@@ -400,6 +400,21 @@ TEST_F(ConfigTest, ResourcesDirHoldsTheModelRegistry) {
 // ---- --help and --version
 // --------------------------------------------------------------------------
 
+// --ollama-port (issue #14 §4): off by default, 11434 without a value.
+TEST_F(ConfigTest, OllamaPort) {
+  env_.unset("LEMONADE_OLLAMA_PORT");
+  EXPECT_FALSE(parse_ok({}).ollama_port.has_value());
+  EXPECT_EQ(parse_ok({"--ollama-port"}).ollama_port, 11434);
+  EXPECT_EQ(parse_ok({"--ollama-port", "--port", "9000"}).ollama_port, 11434);
+  EXPECT_EQ(parse_ok({"--ollama-port", "11500"}).ollama_port, 11500);
+  EXPECT_EQ(parse_ok({"--ollama-port", "0"}).ollama_port, 0);
+  expect_usage_error({"--ollama-port", "70000"});
+  expect_usage_error({"--ollama-port", "x"});
+  env_.set("LEMONADE_OLLAMA_PORT", "11999");
+  EXPECT_EQ(parse_ok({}).ollama_port, 11999);
+  EXPECT_EQ(parse_ok({"--ollama-port", "12000"}).ollama_port, 12000);
+}
+
 TEST_F(ConfigTest, HelpExitsWithZero) {
   std::string out = expect_exit_zero({"--help"});
   EXPECT_NE(out.find("--max-loaded-models"), std::string::npos) << out;

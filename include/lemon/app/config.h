@@ -7,12 +7,14 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "lemon/core/error.h"
 #include "lemon/models/recipe_options.h"
+#include "lemon/router/memory_policy.h"
 #include "lemon/router/slot_limits.h"
 
 namespace lemon {
@@ -48,6 +50,12 @@ struct Config {
   std::chrono::milliseconds scale_down_after{60000};
   std::optional<std::chrono::milliseconds> keep_alive;  // nullopt: forever
   std::chrono::milliseconds max_starvation{30000};
+  // Memory admission (issue #13 §1); nullopt: --memory-budget off (slot
+  // limits only).
+  std::optional<BudgetRule> memory_budget = BudgetRule{};
+  std::int64_t memory_margin = 256LL << 20;
+  std::chrono::milliseconds memory_poll_interval{10000};
+  std::chrono::milliseconds session_ttl{1'800'000};  // idle sessions end (issue #13 §4)
   std::chrono::milliseconds request_timeout{0};      // 0: none
   std::chrono::milliseconds stream_idle_timeout{0};  // 0: none
   std::chrono::milliseconds header_timeout{10'000};
@@ -63,6 +71,9 @@ struct Config {
   // routers' shared port reservations (lemonade-router-ports/).
   std::string runtime_dir = "/tmp";
   std::vector<std::string> cors_origins;  // --cors-origins; "*" only when given
+  // --ollama-port / LEMONADE_OLLAMA_PORT: also serve the routes on this port
+  // (Ollama's clients look on 11434); nullopt: no second listener.
+  std::optional<int> ollama_port;
 
   int ready_fd = -1;  // --ready-fd: write "PORT\n" here once listening, then close it
 };

@@ -47,6 +47,10 @@ struct RouterOptionValues {
   double scale_down_after_s = 60.0;
   std::string keep_alive = "-1";
   double max_starvation_s = 30.0;
+  std::string memory_budget = "80%";  // "off", a percentage or a size (BudgetRule)
+  double memory_margin_mb = 256.0;
+  double memory_poll_interval_s = 10.0;
+  double session_ttl_s = 1800.0;
   double request_timeout_s = 0.0;
   double stream_idle_timeout_s = 0.0;
   double header_timeout_s = 10.0;
@@ -58,6 +62,8 @@ struct RouterOptionValues {
   bool health_without_auth = false;
   bool metrics_public = false;
   std::string cors;
+  // --ollama-port: "off" (not given), "" (given without a value: 11434) or a port.
+  std::string ollama_port = "off";
   int ready_fd = -1;
 
   // Defaults, with the load-option defaults of RecipeOptions::defaults().

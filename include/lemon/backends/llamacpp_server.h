@@ -24,6 +24,10 @@ class LlamaCppServer final : public ProcessServer {
   // `parallel` slots of ctx_size tokens each (the KV cache holds their
   // product; llama-server gets --parallel N --ctx-size N*ctx).
   RequestSlots slots() const override;
+  // The GGUF's tensors (from its header) and mmproj, the KV cache for
+  // parallel x ctx_size tokens, and compute buffers; on the GPU the model
+  // runs on (the `gpu` option; its child sees only that GPU), else in RAM.
+  DeviceBytes memory_estimate() const override;
   std::optional<std::string> upstream_path(ApiRoute route) const override;
 
   // The flags llamacpp_args may not contain.

@@ -48,6 +48,7 @@ class ProcessServer : public WrappedServer {
   std::string base_url() const override;
   std::optional<int> pid() const override;
   net::UpstreamClient& client() override;
+  std::int64_t measured_rss() const override;
   std::vector<std::string> last_output(std::size_t n) const override;
 
   // The full command line for `port` (argv[1..]). Pure; exposed for tests.
@@ -61,6 +62,11 @@ class ProcessServer : public WrappedServer {
   // Extra environment for the child (e.g. LD_LIBRARY_PATH).
   virtual std::vector<std::pair<std::string, std::string>> child_env(
       const std::string& executable) const;
+  // The environment of a backend shipped as a release folder: its shared
+  // libraries next to the binary (LD_LIBRARY_PATH), and, with the recipe
+  // option `gpu`, that GPU alone visible to the child (CUDA, HIP/ROCm and
+  // Vulkan variables; issue #13 §1).
+  std::vector<std::pair<std::string, std::string>> release_env(const std::string& executable) const;
   // Roles of the model whose resolved files must exist (default: "main").
   virtual std::vector<std::string> required_roles() const;
 

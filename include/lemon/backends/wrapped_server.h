@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lemon/core/device_bytes.h"
 #include "lemon/core/error.h"
 #include "lemon/core/model_types.h"
 #include "lemon/models/model_info.h"
@@ -37,6 +38,7 @@ enum class ApiRoute {
   kImageGenerations,
   kImageEdits,       // multipart: prompt, image(s), optional mask
   kImageVariations,  // multipart: image, no prompt
+  kTokenize,         // {"content"} -> {"tokens":[...]} (Anthropic's count_tokens)
 };
 
 // One field of a multipart/form-data body.
@@ -126,6 +128,14 @@ class WrappedServer {
     (void)fields;
     return std::nullopt;
   }
+
+  // What this server will hold in memory, per device (issue #13 §1), before
+  // it starts: the model's files plus a per-backend overhead, charged to
+  // "ram" or to the GPU it runs on ("gpu<N>", the `gpu` option, else gpu0).
+  // Recipes that know better override it (llama.cpp adds its KV cache).
+  virtual DeviceBytes memory_estimate() const;
+  // The process group's resident memory now (0 when not running).
+  virtual std::int64_t measured_rss() const { return 0; }
 
   // The backend's last output lines, oldest first.
   virtual std::vector<std::string> last_output(std::size_t n) const = 0;

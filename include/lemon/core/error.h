@@ -51,6 +51,10 @@ enum class ErrorCode {
   kShuttingDown,        // router is stopping
   kQueueFull,           // --max-queued-requests requests already wait for this model or in all
   kConflict,            // the model is busy with a conflicting operation (delete vs pull)
+  kInsufficientMemory,  // a model does not fit its device's memory budget even alone
+  kSessionNotFound,     // no session with that id (never was, ended, or expired)
+  kSessionBusy,         // the session is generating: no second generate, no append
+  kSessionLost,         // the session's server was evicted, unloaded or crashed
 
   // Download failures (model store, backend installer).
   kRemoteNotFound,       // the hub/release server has no such repository, revision or file
@@ -92,6 +96,10 @@ inline constexpr ErrorCode kAllErrorCodes[] = {
     ErrorCode::kShuttingDown,
     ErrorCode::kQueueFull,
     ErrorCode::kConflict,
+    ErrorCode::kInsufficientMemory,
+    ErrorCode::kSessionNotFound,
+    ErrorCode::kSessionBusy,
+    ErrorCode::kSessionLost,
     ErrorCode::kRemoteNotFound,
     ErrorCode::kRemoteUnauthorized,
     ErrorCode::kRemoteForbidden,

@@ -1,7 +1,8 @@
 // Who may call what (issue #3 "Access control (safe defaults)"):
 // - API key: with one configured, every route but GET /live needs
 //   `Authorization: Bearer <key>` (compared in constant time); /health too,
-//   unless health_without_auth.
+//   unless health_without_auth. Routes that speak Anthropic's API also take
+//   the key as `x-api-key: <key>`, as Anthropic's clients send it.
 // - Origin: a request carrying an Origin header from another site is refused
 //   (403) unless that origin is configured; CORS headers are sent only for
 //   configured origins, and `*` only when the user configured `*`. The
@@ -36,8 +37,10 @@ struct AccessSettings {
   std::vector<std::string> allowed_hosts;
 };
 
-// Fills own_origins and allowed_hosts for a router listening on host:port.
-void bind_access_to(AccessSettings& settings, const std::string& host, int port);
+// Fills own_origins and allowed_hosts for a router listening on host:port
+// (and on host:other for each of `more_ports`, e.g. --ollama-port).
+void bind_access_to(AccessSettings& settings, const std::string& host, int port,
+                    const std::vector<int>& more_ports = {});
 
 // What a route accepts, for the checks above.
 enum class RouteAccess {
@@ -49,9 +52,15 @@ enum class RouteAccess {
   kMultipartPost,  // POST with a multipart/form-data body
 };
 
+// Where a route takes the API key from.
+enum class KeyHeaders {
+  kBearer,           // Authorization: Bearer <key>
+  kBearerOrXApiKey,  // that, or x-api-key: <key> (Anthropic's Messages API)
+};
+
 // The error to answer with, or nullopt when the request may proceed.
 std::optional<Error> check_access(const net::Request& request, const AccessSettings& settings,
-                                  RouteAccess access);
+                                  RouteAccess access, KeyHeaders keys = KeyHeaders::kBearer);
 
 // CORS response headers for this request's Origin: empty when it has none or
 // it is not allowed.

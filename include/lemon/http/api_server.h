@@ -11,18 +11,21 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "lemon/backends/backend_installer.h"
 #include "lemon/backends/wrapped_server.h"
 #include "lemon/http/access_policy.h"
+#include "lemon/http/api_dialect.h"
 #include "lemon/http/route_table.h"
 #include "lemon/models/catalogue.h"
 #include "lemon/models/model_store.h"
 #include "lemon/net/server.h"
 #include "lemon/router/request_stats.h"
 #include "lemon/router/router.h"
+#include "lemon/router/session_table.h"
 #include "lemon/telemetry/context_monitor.h"
 #include "lemon/telemetry/system_stats.h"
 #include "lemon/telemetry/telemetry_hub.h"
@@ -44,6 +47,13 @@ struct ApiSettings {
   std::string cache_dir;      // for /system-info's backend lookup
   RecipeOptions cli_options;  // for /system-info's default backends
   std::string web_dir;        // the dashboard's files (resources/web); "" serves none
+  // --ollama-port: the same routes on a second listener, where GET / answers
+  // "Ollama is running" as Ollama's clients expect (0: any free port).
+  std::optional<int> ollama_port;
+  // Sessions (issue #13 §4): idle ones end after session_ttl; a new one
+  // waits up to session_wait for a free slot.
+  std::chrono::milliseconds session_ttl{30 * 60 * 1000};
+  std::chrono::milliseconds session_wait{60 * 1000};
 };
 
 // What the router observes of itself (issue #12): metrics, events, logs,
@@ -101,7 +111,10 @@ class ApiServer {
             BackendInstaller& installer, Router& router, StatsStore& stats, Observers observers);
   ~ApiServer();
 
+  // Binds the port, and the Ollama port when one is set.
   Result<int> bind();
+  // The Ollama listener's port once bound, else nullopt.
+  std::optional<int> ollama_port() const { return bound_ollama_port_; }
   void run();
   // Begins a graceful shutdown: stops accepting; requests already in a
   // handler go on, new ones on open connections get 503. run() returns once
@@ -129,13 +142,27 @@ class ApiServer {
   // The server's HeadCheck: the route and access (API key, origin, Host,
   // media type) checked before any of the body is read (issue #11 §3a).
   std::optional<net::EarlyAnswer> check_head(const net::Request& r) const;
-  // Registers an API route whose access is checked before `handler` runs.
+  // Registers an API route whose access is checked before `handler` runs;
+  // its refusals and errors are in `dialect`'s shape (the route table's tag
+  // holds both).
   void route(const std::string& method, const std::string& suffix, RouteAccess access,
-             std::function<void(net::Request&, net::ResponseWriter&, std::string_view)> handler);
+             std::function<void(net::Request&, net::ResponseWriter&, std::string_view)> handler,
+             ApiDialect dialect = ApiDialect::kLemonade);
   // The same for a root path ("/live"); "{id}" as the last segment matches
   // the rest of the path.
   void root(const std::string& method, const std::string& path, RouteAccess access,
-            std::function<void(net::Request&, net::ResponseWriter&, std::string_view)> handler);
+            std::function<void(net::Request&, net::ResponseWriter&, std::string_view)> handler,
+            ApiDialect dialect = ApiDialect::kLemonade);
+  // Anthropic's and Ollama's routes (handlers_anthropic.cpp, handlers_ollama.cpp).
+  void register_anthropic_routes();
+  void register_ollama_routes();
+  // Sessions (handlers_sessions.cpp, issue #13 §4).
+  void register_session_routes();
+  void handle_session_create(net::Request& r, net::ResponseWriter& w);
+  void handle_session_message(const std::string& id, net::Request& r, net::ResponseWriter& w);
+  void handle_session_generate(const std::string& id, net::Request& r, net::ResponseWriter& w);
+  // Erases the session's llama.cpp slot (its cached context) on its server.
+  void erase_session_slot(const SessionState& s);
 
   // Management (handlers_management.cpp).
   void handle_health(net::ResponseWriter& w);
@@ -196,6 +223,24 @@ class ApiServer {
   // audio/speech: no recipe here serves it (Lemonade's kokoro is not
   // supported); the body is checked and the model named in a clear 400.
   void handle_speech(net::Request& r, net::ResponseWriter& w);
+  // Anthropic Messages API (handlers_anthropic.cpp, issue #14 §3).
+  void handle_anthropic_messages(net::Request& r, net::ResponseWriter& w);
+  void handle_anthropic_count_tokens(net::Request& r, net::ResponseWriter& w);
+
+  // Ollama API (handlers_ollama.cpp, issue #14 §4).
+  void handle_ollama_chat(net::Request& r, net::ResponseWriter& w, bool generate);
+  void handle_ollama_embed(net::Request& r, net::ResponseWriter& w, bool legacy);
+  void handle_ollama_tags(net::ResponseWriter& w);
+  void handle_ollama_show(net::Request& r, net::ResponseWriter& w);
+  void handle_ollama_ps(net::ResponseWriter& w);
+  void handle_ollama_pull(net::Request& r, net::ResponseWriter& w);
+  void handle_ollama_delete(net::Request& r, net::ResponseWriter& w);
+  // An empty chat or prompt: loads the model (or, with keep_alive 0,
+  // unloads it) and answers done_reason "load" or "unload".
+  void ollama_load_only(const std::string& model, const std::string& client_model, bool generate,
+                        bool stream, std::optional<std::chrono::milliseconds> keep_alive,
+                        net::ResponseWriter& w);
+
   // Shared tail of every inference route: model lookup and type check,
   // acquire (auto-load, keepalives, cancellation), then forward.
   // Records the request's metrics (TelemetryHub) once it ends.
@@ -214,7 +259,11 @@ class ApiServer {
   Observers observers_;
   GenerationDefaults params_;
   RouteTable routes_;
+  std::unique_ptr<SessionTable> sessions_;
   std::unique_ptr<net::Server> server_;
+  // --ollama-port's listener, run on its own thread by run().
+  std::unique_ptr<net::Server> ollama_server_;
+  std::optional<int> bound_ollama_port_;
 };
 
 }  // namespace lemon::http

@@ -38,6 +38,10 @@ struct ProxyCall {
   // Set once a shutdown's drain has run out: a backend lost after that was
   // stopped by the shutdown, and the client is told so.
   const std::atomic<bool>* drain_expired = nullptr;
+  // Optional: polled about every 100 ms while the backend works; true stops
+  // the call as a client's departure does (a session's cancel), writing
+  // nothing more to the client.
+  std::function<bool()> cancelled;
   // Optional rewrite of a successful non-streaming answer (nullopt: as is).
   std::function<std::optional<std::string>(std::string_view)> transform;
 };

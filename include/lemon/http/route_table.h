@@ -40,7 +40,7 @@ class RouteTable {
   struct Match {
     const RouteHandler* handler = nullptr;  // null: status is 404 or 405
     std::string_view param;
-    int tag = 0;
+    int tag = 0;        // 405: the tag of one of the path's routes
     int status = 0;     // 404 or 405 when there is no handler
     std::string allow;  // 405: the methods the path takes
   };

@@ -1,7 +1,8 @@
 // RecipeOptions: the load-time options of one model (ctx_size, parallel,
 // llamacpp_backend, llamacpp_args, whispercpp_backend, sd-cpp_backend, steps,
-// cfg_scale, width, height, and the router's max_replicas), restricted to the
-// keys its recipe understands.
+// cfg_scale, width, height, and the router's max_replicas and gpu: the index
+// of the one GPU a server may use), restricted to the keys its recipe
+// understands.
 //
 // Layering (issue #2 §5, seed 001 "Load Endpoint"): the load request, then the
 // per-model recipe_options.json entry, then the CLI/environment value, then the

@@ -32,7 +32,8 @@ struct LoadTarget {
   Device device = Device::kNone;
 };
 
-enum class EvictionReason { kReload, kNpuExclusive, kSlotLimit };
+// kMemory: chosen by the memory budget (memory_policy.h), not by plan_eviction.
+enum class EvictionReason { kReload, kNpuExclusive, kSlotLimit, kMemory };
 const char* eviction_reason_name(EvictionReason reason);
 
 struct Eviction {

@@ -20,7 +20,9 @@ class Lease {
   Lease() = default;
   ~Lease() { release(); }
   Lease(Lease&& other) noexcept
-      : router_(std::exchange(other.router_, nullptr)), slot_(std::move(other.slot_)) {}
+      : router_(std::exchange(other.router_, nullptr)),
+        slot_(std::move(other.slot_)),
+        backend_slot_(std::exchange(other.backend_slot_, -1)) {}
   Lease& operator=(Lease&& other) noexcept;
   Lease(const Lease&) = delete;
   Lease& operator=(const Lease&) = delete;
@@ -28,17 +30,22 @@ class Lease {
   explicit operator bool() const { return slot_ != nullptr; }
   WrappedServer& server() const { return *slot_->server; }
   const std::string& model_name() const { return slot_->server->model_name(); }
+  // The llama.cpp slot this lease's request must use (`id_slot`), or -1 to
+  // let the backend choose: set for a session's turn, and for other requests
+  // while some of the server's slots are pinned to sessions.
+  int backend_slot() const { return backend_slot_; }
 
   // Ends the lease early. Idempotent.
   void release();
 
  private:
   friend class Router;
-  Lease(Router* router, std::shared_ptr<ServerSlot> slot)
-      : router_(router), slot_(std::move(slot)) {}
+  Lease(Router* router, std::shared_ptr<ServerSlot> slot, int backend_slot = -1)
+      : router_(router), slot_(std::move(slot)), backend_slot_(backend_slot) {}
 
   Router* router_ = nullptr;
   std::shared_ptr<ServerSlot> slot_;
+  int backend_slot_ = -1;
 };
 
 }  // namespace lemon

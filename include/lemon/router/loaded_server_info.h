@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lemon/core/device_bytes.h"
 #include "lemon/core/model_types.h"
 
 namespace lemon {
@@ -27,8 +28,20 @@ struct LoadedServerInfo {
   int slot_ctx_size = 0;         // context tokens per slot; 0 when not applicable
   int waiting = 0;               // requests waiting for a free slot (in any replica)
   int replica = 0;               // 0: the model's first server; 1, 2, ...: scale-up replicas
+  std::uint64_t server_id = 0;   // unique for the router's life (Router::acquire_server)
   std::int64_t last_use_ms = 0;  // Unix time in milliseconds
   bool draining = false;
+  DeviceBytes memory_estimate;    // before it started (issue #13 §1)
+  std::int64_t measured_ram = 0;  // its process group's RSS, once measured (0: not yet)
+};
+
+// One device's memory as the router last saw it.
+struct DeviceMemoryInfo {
+  std::string device;
+  std::int64_t total = 0;
+  std::int64_t available = 0;
+  std::int64_t budget = 0;
+  std::int64_t used_by_router = 0;  // what its servers hold there
 };
 
 }  // namespace lemon

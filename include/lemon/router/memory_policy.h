@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-namespace lemon {
+#include "lemon/core/device_bytes.h"
 
-using DeviceBytes = std::map<std::string, std::int64_t>;  // device -> bytes
+namespace lemon {
 
 // A device as measured now.
 struct DeviceReading {

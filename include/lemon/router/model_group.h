@@ -27,6 +27,8 @@ struct ModelGroup {
   std::optional<std::chrono::milliseconds> keep_alive;
   // A replica load for this model is queued or running.
   bool scaling_up = false;
+  // A replica could not start (no room): not before this.
+  std::chrono::steady_clock::time_point scale_blocked_until{};
 
   // True when some replica takes new requests.
   bool serving() const {

@@ -57,6 +57,7 @@
 
 #include "lemon/backends/server_factory.h"
 #include "lemon/models/catalogue.h"
+#include "lemon/router/device_memory.h"
 #include "lemon/router/eviction_policy.h"
 #include "lemon/router/lease.h"
 #include "lemon/router/load_cooldown.h"
@@ -120,6 +121,13 @@ struct RouterConfig {
   std::chrono::milliseconds max_starvation{30000};
   // How often the housekeeper looks (scale, keep-alive); tests shorten it.
   std::chrono::milliseconds housekeeping_interval{200};
+  // Memory (issue #13 §1): where device memory is read (null: no memory
+  // limit, only slot limits), the budget, the free memory below which idle
+  // models are unloaded, and how often devices and servers are measured.
+  std::shared_ptr<DeviceMemorySource> memory;
+  BudgetRule memory_budget;
+  std::int64_t memory_margin = 256LL << 20;
+  std::chrono::milliseconds memory_poll_interval{10000};
   std::function<void(const RouterEvent&)> on_event;
 };
 
@@ -148,6 +156,20 @@ class Router {
   Result<Lease> acquire(std::string_view model_name, const WaitHooks& hooks = {},
                         std::optional<ModelType> required = std::nullopt,
                         std::optional<KeepAlive> keep_alive = std::nullopt);
+
+  // A Lease on the one server `server_id` (LoadedServerInfo::server_id), for
+  // a session pinned to it (issue #13 §4): waits while all its slots are
+  // busy. kSessionLost once that server is gone or draining (evicted,
+  // unloaded, crashed): a session never moves to another server.
+  // With `backend_slot` >= 0, also waits until that llama.cpp slot is free
+  // and names it in the lease.
+  Result<Lease> acquire_server(std::uint64_t server_id, int backend_slot = -1,
+                               const WaitHooks& hooks = {});
+  // Reserves (or frees) one llama.cpp slot of a server for a session:
+  // requests without a session are then given other slots. False when the
+  // server is gone.
+  bool pin_backend_slot(std::uint64_t server_id, int backend_slot);
+  void unpin_backend_slot(std::uint64_t server_id, int backend_slot);
 
   // Explicit load: options layered as request > recipe_options.json > CLI >
   // defaults. Already loaded with the same effective options: no-op that
@@ -189,6 +211,9 @@ class Router {
   std::shared_ptr<const RouterView> view() const;
   // The most recently loaded server still loaded (health's model_loaded).
   std::optional<LoadedServerInfo> most_recently_loaded() const;
+  // Each device's memory as last measured, with its budget and what the
+  // router's servers hold there (empty without a memory source).
+  std::vector<DeviceMemoryInfo> memory_report() const;
   const SlotLimits& limits() const { return config_.limits; }
 
   // Fails queued loads with kShuttingDown, cancels the running one, and stops
@@ -203,7 +228,7 @@ class Router {
   struct HousekeepingWork;
 
   static Error blocked_error(std::string_view model);
-  void release(ServerSlot& slot);
+  void release(ServerSlot& slot, int backend_slot);
   void touch(ServerSlot& slot);  // REQUIRES: mu_ held
   // The job's kLoadQueued event is out: the loader may start it. REQUIRES: mu_ held.
   void announce(LoadJob& job);
@@ -231,6 +256,8 @@ class Router {
   // Counts a lease on `slot` and applies the request's keep_alive.
   // REQUIRES: mu_ held.
   Lease grant(const std::shared_ptr<ServerSlot>& slot, std::optional<KeepAlive> keep_alive);
+  // The server with this id in the table, or null. REQUIRES: mu_ held.
+  std::shared_ptr<ServerSlot> find_server(std::uint64_t server_id) const;
   std::optional<Error> queue_refusal(std::string_view model) const;  // REQUIRES: mu_ held
 
   // Loader thread.
@@ -249,6 +276,19 @@ class Router {
   // Removes `slot` from its group (and the group when it was the last).
   // REQUIRES: mu_ held.
   void remove_replica(const std::shared_ptr<ServerSlot>& slot);
+  // What `slot` holds per device: its estimate, with RAM measured once known.
+  static DeviceBytes charges(const ServerSlot& slot);
+  // Budgets from `readings` and what the servers hold. REQUIRES: mu_ held.
+  DeviceBytes budgets_for(const std::vector<DeviceReading>& readings) const;
+  // The memory half of admission (issue #13 §1): more victims so `job` fits,
+  // or kInsufficientMemory. `victims` holds the slot-limit ones already.
+  // REQUIRES: mu_ held.
+  Status admit(const LoadJob& job, const std::vector<DeviceReading>& readings,
+               std::vector<std::shared_ptr<ServerSlot>>& victims, bool may_evict) const;
+  // Measures the servers' RSS and the devices, and unloads idle servers on
+  // a device another program squeezed. Housekeeper thread, mu_ not held.
+  void watch_memory();
+  std::vector<DeviceMemoryInfo> memory_report_locked() const;  // REQUIRES: mu_ held
   // Every replica of `model`. REQUIRES: mu_ held.
   std::vector<std::shared_ptr<ServerSlot>> replicas_of(std::string_view model) const;
 
@@ -269,15 +309,16 @@ class Router {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;  // slots, in-flight counts and jobs changed
-  std::map<std::string, ModelGroup, std::less<>> groups_;    // guarded by mu_
-  std::deque<std::shared_ptr<LoadJob>> queue_;               // guarded by mu_
-  std::shared_ptr<LoadJob> current_job_;                     // guarded by mu_
-  std::uint64_t lru_clock_ = 0;                              // guarded by mu_
-  std::uint64_t next_slot_id_ = 1;                           // guarded by mu_
-  std::string last_loaded_;                                  // guarded by mu_
-  std::multiset<std::string, std::less<>> blocked_;          // guarded by mu_
-  std::uint64_t next_ticket_ = 1;                            // guarded by mu_
-  int queued_total_ = 0;                                     // guarded by mu_
+  std::map<std::string, ModelGroup, std::less<>> groups_;  // guarded by mu_
+  std::deque<std::shared_ptr<LoadJob>> queue_;             // guarded by mu_
+  std::shared_ptr<LoadJob> current_job_;                   // guarded by mu_
+  std::uint64_t lru_clock_ = 0;                            // guarded by mu_
+  std::uint64_t next_slot_id_ = 1;                         // guarded by mu_
+  std::string last_loaded_;                                // guarded by mu_
+  std::multiset<std::string, std::less<>> blocked_;        // guarded by mu_
+  std::uint64_t next_ticket_ = 1;                          // guarded by mu_
+  int pinned_waiters_ = 0;  // acquire_server() calls waiting; guarded by mu_
+  int queued_total_ = 0;    // guarded by mu_
   std::map<std::string, int, std::less<>> queued_by_model_;  // guarded by mu_
   LoadCooldown cooldown_;                                    // guarded by mu_
   mutable std::mutex view_mu_;                               // a leaf lock: guards only view_
@@ -285,7 +326,8 @@ class Router {
   std::atomic<bool> shutting_down_{false};
   std::once_flag shutdown_once_;
   std::thread loader_;
-  std::condition_variable housekeeper_cv_;  // wakes the housekeeper early
+  std::condition_variable housekeeper_cv_;    // wakes the housekeeper early
+  std::vector<DeviceReading> last_readings_;  // guarded by mu_
   std::thread housekeeper_;
 };
 

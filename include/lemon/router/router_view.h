@@ -38,6 +38,7 @@ struct RouterView {
   // Models whose load is running (first, if any) or queued, in order.
   std::vector<std::string> loading;
   std::int64_t published_ms = 0;  // Unix ms when this view was published
+  std::vector<DeviceMemoryInfo> devices;
 };
 
 }  // namespace lemon

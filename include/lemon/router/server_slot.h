@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "lemon/backends/wrapped_server.h"
 
@@ -28,11 +29,13 @@ enum class SlotState {
 };
 
 struct ServerSlot {
-  ServerSlot(std::uint64_t slot_id, std::shared_ptr<WrappedServer> srv, int replica_index)
+  ServerSlot(std::uint64_t slot_id, std::shared_ptr<WrappedServer> srv, int replica_index,
+             DeviceBytes memory_estimate)
       : id(slot_id),
         server(std::move(srv)),
         capacity(server->slots().total),
-        replica(replica_index) {}
+        replica(replica_index),
+        estimate(std::move(memory_estimate)) {}
 
   const std::uint64_t id;
   const std::shared_ptr<WrappedServer> server;
@@ -40,9 +43,33 @@ struct ServerSlot {
   const int capacity;
   // 0 for a model's first server, 1, 2, ... for the replicas started for it.
   const int replica;
+  // What it was expected to hold per device before it started.
+  const DeviceBytes estimate;
+  // Its process group's resident memory, measured by the housekeeper (0:
+  // not yet); replaces the RAM estimate once known.
+  std::atomic<std::int64_t> measured_ram{0};
 
   // True when one more request fits. REQUIRES: Router::mu_ held.
   bool has_capacity() const { return capacity == 0 || in_flight < capacity; }
+  // The backend slot for a request without a session while some slots are
+  // pinned: the lowest free one that no session holds, else the lowest free
+  // one (that session's context is then evaluated again on its next turn,
+  // but no request waits for a slot that sits idle); -1 if none is known
+  // free.
+  int slot_for_request() const {
+    int fallback = -1;
+    for (std::size_t i = 0; i < pinned_slots.size(); ++i) {
+      if (!busy_slots[i]) {
+        if (!pinned_slots[i]) {
+          return static_cast<int>(i);
+        }
+        if (fallback < 0) {
+          fallback = static_cast<int>(i);
+        }
+      }
+    }
+    return fallback;
+  }
 
   // Guarded by Router::mu_.
   SlotState state = SlotState::kReady;
@@ -51,6 +78,13 @@ struct ServerSlot {
   std::atomic<std::int64_t> last_use_ms{0};            // wall clock (Unix ms) of the last touch
   std::chrono::steady_clock::time_point idle_since{};  // when in_flight last became 0
   bool retire_owned = false;                           // someone is draining/stopping it
+  // llama.cpp slots (issue #13 §4): those pinned to sessions, and, while any
+  // is pinned, those that leases use (a lease then names its backend slot,
+  // so requests without a session never take a session's cached context).
+  // Sized `capacity` at the first pin.
+  std::vector<bool> pinned_slots;
+  std::vector<bool> busy_slots;
+  int pinned = 0;
 };
 
 }  // namespace lemon

@@ -1,0 +1,146 @@
+// SessionTable: multi-turn sessions that keep their context in one llama.cpp
+// slot (issue #13 §4, seed 002). The router keeps each session's history;
+// every turn goes to the same server and the same slot (`id_slot`,
+// `cache_prompt`), so llama-server evaluates only the tokens added since the
+// last turn. A session never moves: when its server goes, its calls get
+// kSessionLost (Router::acquire_server).
+//
+// A server of `parallel` slots takes at most that many sessions; a session
+// created when every slot of the model is pinned waits in one FIFO line
+// until a session ends (or its deadline passes: kQueueFull). Sessions idle
+// for the TTL end on the table's own reaper thread, which calls `on_end`.
+//
+// Thread-safety: every method may be called from any thread; callbacks run
+// without the table's lock. choose_pin() is a pure function.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lemon/core/error.h"
+
+namespace lemon {
+
+// Where a session lives: a server (LoadedServerInfo::server_id) and one of
+// its llama.cpp slots.
+struct SessionPin {
+  std::uint64_t server_id = 0;
+  int backend_slot = 0;
+  bool operator==(const SessionPin&) const = default;
+};
+
+// A model's server as choose_pin() sees it: its id and its slot count.
+struct PinnableServer {
+  std::uint64_t server_id = 0;
+  int slots = 1;
+};
+
+// The pin for a new session: on the server with the fewest sessions, its
+// lowest slot that no session holds; nullopt when every slot is taken.
+std::optional<SessionPin> choose_pin(const std::vector<PinnableServer>& servers,
+                                     const std::vector<SessionPin>& taken);
+
+// What a session is, as GET sessions/{id} shows it.
+struct SessionState {
+  std::string id;
+  std::string model;
+  std::string system;                                 // "" for none
+  nlohmann::json options = nlohmann::json::object();  // sampling fields for each turn
+  nlohmann::json history = nlohmann::json::array();   // {"role","content"} in order
+  SessionPin pin;
+  bool generating = false;
+  int turns = 0;                       // generations completed
+  std::int64_t prompt_tokens = 0;      // the last turn's prompt, cached part included
+  std::int64_t cached_tokens = 0;      // of those, reused from the slot's cache
+  std::int64_t completion_tokens = 0;  // all turns together
+  std::int64_t created_ms = 0;         // Unix ms
+  std::int64_t last_used_ms = 0;
+};
+
+// A turn's outcome: the assistant's reply and the backend's token figures.
+struct TurnResult {
+  std::string reply;
+  std::int64_t prompt_tokens = 0;
+  std::int64_t cached_tokens = 0;
+  std::int64_t completion_tokens = 0;
+};
+
+class SessionTable {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // Called when a session ends by TTL, with its last state (to erase its
+  // slot on the backend).
+  using EndCallback = std::function<void(const SessionState&)>;
+
+  SessionTable(std::chrono::milliseconds ttl, EndCallback on_expired);
+  ~SessionTable();  // stops the reaper; sessions are dropped without callbacks
+  SessionTable(const SessionTable&) = delete;
+  SessionTable& operator=(const SessionTable&) = delete;
+
+  // Creates a session on a free slot of `servers()` (called again whenever
+  // the line moves, as servers come and go). Waits in the FIFO line while
+  // every slot is taken, until `deadline` (kQueueFull) or `cancelled()`
+  // (kCancelled).
+  Result<SessionState> create(const std::string& model, const std::string& system,
+                              nlohmann::json options,
+                              const std::function<std::vector<PinnableServer>()>& servers,
+                              Clock::time_point deadline,
+                              const std::function<bool()>& cancelled = {});
+
+  Result<SessionState> get(const std::string& id) const;
+  std::vector<SessionState> list() const;
+
+  // Appends one message. kSessionNotFound; kSessionBusy while generating.
+  Result<SessionState> append(const std::string& id, nlohmann::json message);
+
+  // Starts a turn: marks the session generating and returns its state and
+  // the flag cancel() sets. kSessionNotFound; kSessionBusy if one runs.
+  struct Turn {
+    SessionState state;
+    std::shared_ptr<std::atomic<bool>> cancel;
+  };
+  Result<Turn> begin_turn(const std::string& id);
+  // Ends the turn begun last: with a result, the reply joins the history;
+  // without (failed or cancelled), the history stays as it was.
+  void end_turn(const std::string& id, const std::optional<TurnResult>& result);
+
+  // Stops the running turn, if any. kSessionNotFound; true if one ran.
+  Result<bool> cancel(const std::string& id);
+  // Ends a session (cancelling its turn) and returns its last state.
+  Result<SessionState> remove(const std::string& id);
+
+ private:
+  struct Entry {
+    SessionState state;
+    std::shared_ptr<std::atomic<bool>> cancel;
+    Clock::time_point idle_since;
+  };
+  void reap_loop();
+  std::vector<SessionPin> taken_locked() const;
+
+  const std::chrono::milliseconds ttl_;
+  const EndCallback on_expired_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;  // the line moved or a session ended
+  std::condition_variable reaper_cv_;
+  std::map<std::string, Entry> sessions_;
+  std::deque<std::uint64_t> line_;  // tickets of creators waiting for a slot
+  std::uint64_t next_ticket_ = 1;
+  bool stopping_ = false;
+  std::thread reaper_;
+};
+
+}  // namespace lemon

@@ -1,0 +1,35 @@
+// SystemDeviceMemory: the machine's memory per device, for the router's
+// memory budget (issue #13 §1):
+// - "ram": MemTotal and MemAvailable from /proc/meminfo;
+// - "gpu<N>": NVIDIA GPUs from `nvidia-smi --query-gpu=index,memory.total,
+//   memory.used` when it is on PATH (run with an argv, never a shell);
+//   otherwise AMD GPUs from sysfs (mem_info_vram_total and _used of each
+//   /sys/class/drm card that has them, in card order).
+//
+// Thread-safety: read() may be called from any thread (serialized inside).
+#pragma once
+
+#include <mutex>
+#include <string>
+
+#include "lemon/process/process_launcher.h"
+#include "lemon/router/device_memory.h"
+
+namespace lemon::telemetry {
+
+class SystemDeviceMemory final : public DeviceMemorySource {
+ public:
+  // `launcher` runs nvidia-smi (may be null: no NVIDIA GPUs); the roots are
+  // "/proc" and "/sys" but for tests.
+  explicit SystemDeviceMemory(ProcessLauncher* launcher, std::string proc_root = "/proc",
+                              std::string sys_root = "/sys");
+  std::vector<DeviceReading> read() override;
+
+ private:
+  ProcessLauncher* const launcher_;
+  const std::string proc_root_;
+  const std::string sys_root_;
+  std::mutex mu_;
+};
+
+}  // namespace lemon::telemetry

@@ -1,0 +1,98 @@
+// Anthropic Messages API routes (issue #14 §3): POST messages and
+// messages/count_tokens under every API prefix (/v1/messages,
+// /api/v1/messages, ...). A request is translated into a chat completions
+// request (anthropic_request.h) and goes through forward_inference like any
+// chat, so acquiring, auto-load, cancellation and stats are the same; a
+// TranslatingWriter turns the answer and every error into Anthropic's
+// shapes (anthropic_answer.h, api_dialect.h).
+#include "lemon/http/anthropic_answer.h"
+#include "lemon/http/anthropic_request.h"
+#include "lemon/http/api_server.h"
+#include "lemon/http/json_request.h"
+#include "lemon/http/ollama_models.h"
+#include "translating_writer.h"
+
+namespace lemon::http {
+
+void ApiServer::register_anthropic_routes() {
+  using P = std::string_view;
+  route(
+      "POST", "messages", RouteAccess::kJsonPost,
+      [this](net::Request& r, net::ResponseWriter& w, P) { handle_anthropic_messages(r, w); },
+      ApiDialect::kAnthropic);
+  route(
+      "POST", "messages/count_tokens", RouteAccess::kJsonPost,
+      [this](net::Request& r, net::ResponseWriter& w, P) { handle_anthropic_count_tokens(r, w); },
+      ApiDialect::kAnthropic);
+}
+
+void ApiServer::handle_anthropic_messages(net::Request& r, net::ResponseWriter& raw) {
+  TranslatingWriter errors(raw, ApiDialect::kAnthropic);
+  auto body = parse_json_object(r.body);
+  if (!body.ok()) {
+    errors.fail(body.error());
+    return;
+  }
+  auto request = anthropic_to_chat(*body);
+  if (!request.ok()) {
+    errors.fail(request.error());
+    return;
+  }
+  if (request->has_images) {
+    if (auto info = catalogue_.find(request->model); info && !model_has_vision(*info)) {
+      errors.fail(Error(ErrorCode::kInvalidRequest,
+                        "model '" + request->model +
+                            "' cannot take images: it has no 'vision' label or mmproj file",
+                        "messages"));
+      return;
+    }
+  }
+  params_.apply(request->chat);
+  AnthropicAnswer answer(request->model, AnthropicAnswer::new_id(),
+                         std::move(request->stop_sequences), request->stream);
+  TranslatingWriter w(raw, ApiDialect::kAnthropic, &answer);
+  InferenceRequest req;
+  req.route = ApiRoute::kChatCompletions;
+  req.model = request->model;
+  req.stream = true;  // the backend always streams; see chat_answer.h
+  req.json = &request->chat;
+  req.body_changed = true;
+  req.content_type = "application/json";
+  forward_inference(req, w);
+}
+
+void ApiServer::handle_anthropic_count_tokens(net::Request& r, net::ResponseWriter& raw) {
+  TranslatingWriter errors(raw, ApiDialect::kAnthropic);
+  auto body = parse_json_object(r.body);
+  if (!body.ok()) {
+    errors.fail(body.error());
+    return;
+  }
+  auto request = anthropic_count_tokens_text(*body);
+  if (!request.ok()) {
+    errors.fail(request.error());
+    return;
+  }
+  // llama-server's POST /tokenize; a recipe without it answers a 400
+  // naming the recipe (forward_inference: "tokenize is not supported by
+  // recipe ...").
+  nlohmann::json tokenize = {{"content", request->text}, {"add_special", true}};
+  TranslatingWriter w(raw, ApiDialect::kAnthropic, nullptr,
+                      [](const nlohmann::json& backend) -> Result<nlohmann::json> {
+                        auto tokens = backend.find("tokens");
+                        if (tokens == backend.end() || !tokens->is_array()) {
+                          return Error(ErrorCode::kUpstreamProtocol,
+                                       "the backend's /tokenize answer has no 'tokens' array");
+                        }
+                        return nlohmann::json{{"input_tokens", tokens->size()}};
+                      });
+  InferenceRequest req;
+  req.route = ApiRoute::kTokenize;
+  req.model = request->model;
+  req.json = &tokenize;
+  req.body_changed = true;
+  req.content_type = "application/json";
+  forward_inference(req, w);
+}
+
+}  // namespace lemon::http

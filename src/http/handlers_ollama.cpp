@@ -1,0 +1,378 @@
+// Ollama API routes (issue #14 §4), at the root paths Ollama uses
+// (/api/chat, /api/generate, ...; Lemonade's own routes live under
+// /api/v1/ and /api/v0/, so nothing collides). Chat, generate and the
+// embeddings go through forward_inference like the OpenAI routes, with a
+// TranslatingWriter that writes Ollama's NDJSON and error shape
+// (ollama_answer.h, api_dialect.h); the model routes read the catalogue,
+// the router and the model store.
+#include <algorithm>
+#include <map>
+
+#include "lemon/http/api_server.h"
+#include "lemon/http/error_response.h"
+#include "lemon/http/json_request.h"
+#include "lemon/http/ollama_answer.h"
+#include "lemon/http/ollama_models.h"
+#include "lemon/http/ollama_request.h"
+#include "translating_writer.h"
+
+namespace lemon::http {
+namespace {
+
+using nlohmann::json;
+using Clock = ChatAnswer::Clock;
+
+std::int64_t ns_since(Clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+}
+
+// Refuses keys of a small management body that the route does not take.
+std::optional<Error> unexpected_key(const json& body, std::initializer_list<const char*> known) {
+  for (auto it = body.begin(); it != body.end(); ++it) {
+    if (std::none_of(known.begin(), known.end(), [&](const char* k) { return it.key() == k; })) {
+      return Error(ErrorCode::kInvalidRequest,
+                   "'" + it.key() + "' is not supported by lemonade-router's Ollama API", it.key());
+    }
+  }
+  return std::nullopt;
+}
+
+void send_json(net::ResponseWriter& w, const json& j) {
+  w.send(200, json_headers(), json_text(j));
+}
+
+}  // namespace
+
+void ApiServer::register_ollama_routes() {
+  using P = std::string_view;
+  const auto o = ApiDialect::kOllama;
+  root(
+      "POST", "/api/chat", RouteAccess::kJsonPost,
+      [this](net::Request& r, net::ResponseWriter& w, P) { handle_ollama_chat(r, w, false); }, o);
+  root(
+      "POST", "/api/generate", RouteAccess::kJsonPost,
+      [this](net::Request& r, net::ResponseWriter& w, P) { handle_ollama_chat(r, w, true); }, o);
+  root(
+      "POST", "/api/embed", RouteAccess::kJsonPost,
+      [this](net::Request& r, net::ResponseWriter& w, P) { handle_ollama_embed(r, w, false); }, o);
+  root(
+      "POST", "/api/embeddings", RouteAccess::kJsonPost,
+      [this](net::Request& r, net::ResponseWriter& w, P) { handle_ollama_embed(r, w, true); }, o);
+  root(
+      "GET", "/api/tags", RouteAccess::kRead,
+      [this](net::Request&, net::ResponseWriter& w, P) { handle_ollama_tags(w); }, o);
+  root(
+      "POST", "/api/show", RouteAccess::kJsonPost,
+      [this](net::Request& r, net::ResponseWriter& w, P) { handle_ollama_show(r, w); }, o);
+  root(
+      "GET", "/api/ps", RouteAccess::kRead,
+      [this](net::Request&, net::ResponseWriter& w, P) { handle_ollama_ps(w); }, o);
+  root(
+      "POST", "/api/pull", RouteAccess::kJsonPost,
+      [this](net::Request& r, net::ResponseWriter& w, P) { handle_ollama_pull(r, w); }, o);
+  root(
+      "DELETE", "/api/delete", RouteAccess::kJsonPost,
+      [this](net::Request& r, net::ResponseWriter& w, P) { handle_ollama_delete(r, w); }, o);
+  root(
+      "GET", "/api/version", RouteAccess::kRead,
+      [](net::Request&, net::ResponseWriter& w, P) {
+        send_json(w, {{"version", kOllamaApiVersion}});
+      },
+      o);
+  // Ollama routes this router has no counterpart for: a clear refusal
+  // rather than a 404 that reads like a typo.
+  for (const char* path : {"/api/create", "/api/copy", "/api/push", "/api/blobs/{id}"}) {
+    std::string name = path;
+    root(
+        "POST", path, RouteAccess::kJsonPost,
+        [name](net::Request&, net::ResponseWriter& w, P) {
+          TranslatingWriter(w, ApiDialect::kOllama)
+              .fail(Error(ErrorCode::kUnsupportedOperation,
+                          name.substr(0, name.find("/{")) +
+                              " is not supported by lemonade-router: models come from its "
+                              "catalogue (see /api/pull and POST /api/v1/pull)"));
+        },
+        o);
+  }
+}
+
+void ApiServer::handle_ollama_chat(net::Request& r, net::ResponseWriter& raw, bool generate) {
+  const auto started = Clock::now();
+  TranslatingWriter errors(raw, ApiDialect::kOllama);
+  auto body = parse_json_object(r.body);
+  if (!body.ok()) {
+    errors.fail(body.error());
+    return;
+  }
+  auto request = generate ? ollama_generate_request(*body) : ollama_chat_request(*body);
+  if (!request.ok()) {
+    errors.fail(request.error());
+    return;
+  }
+  if (request->load_only) {
+    ollama_load_only(request->model, request->client_model, generate, request->stream,
+                     request->keep_alive, raw);
+    return;
+  }
+  if (request->has_images) {
+    if (auto info = catalogue_.find(request->model); info && !model_has_vision(*info)) {
+      errors.fail(Error(ErrorCode::kInvalidRequest,
+                        "'images' cannot be used with model '" + request->model +
+                            "': it has no 'vision' label or mmproj file",
+                        "images"));
+      return;
+    }
+  }
+  params_.apply(request->openai);
+  OllamaAnswer answer(generate ? OllamaEndpoint::kGenerate : OllamaEndpoint::kChat,
+                      request->client_model, request->stream, started);
+  TranslatingWriter w(raw, ApiDialect::kOllama, &answer);
+  InferenceRequest req;
+  req.route = ApiRoute::kChatCompletions;
+  req.model = request->model;
+  req.stream = true;  // the backend always streams; see chat_answer.h
+  req.json = &request->openai;
+  req.body_changed = true;
+  req.content_type = "application/json";
+  req.keep_alive = request->keep_alive;
+  forward_inference(req, w);
+}
+
+void ApiServer::ollama_load_only(const std::string& model, const std::string& client_model,
+                                 bool generate, bool stream,
+                                 std::optional<std::chrono::milliseconds> keep_alive,
+                                 net::ResponseWriter& raw) {
+  TranslatingWriter w(raw, ApiDialect::kOllama);
+  if (!catalogue_.find(model)) {
+    w.fail(model_not_found(model));
+    return;
+  }
+  json answer = {{"model", client_model},
+                 {"created_at", ollama_timestamp(std::chrono::system_clock::now())}};
+  if (generate) {
+    answer["response"] = "";
+  } else {
+    answer["message"] = {{"role", "assistant"}, {"content", ""}};
+  }
+  answer["done"] = true;
+  if (keep_alive && keep_alive->count() == 0) {
+    // Lemonade's and Ollama's way to unload: keep_alive 0 and nothing to do.
+    Status unloaded = router_.unload(model);
+    if (!unloaded.ok() && unloaded.error().code() != ErrorCode::kModelNotLoaded) {
+      w.fail(unloaded.error());
+      return;
+    }
+    answer["done_reason"] = "unload";
+  } else {
+    WaitHooks hooks;
+    hooks.tick_interval = settings_.keepalive_interval;
+    hooks.cancelled = [&raw] { return !raw.client_connected(); };
+    std::optional<Lease> lease;
+    Status got = fetch_missing_and_retry(model, RecipeOptions{}, hooks, [&]() -> Status {
+      auto acquired = router_.acquire(model, hooks, ModelType::kLlm, keep_alive);
+      if (!acquired.ok()) {
+        return std::move(acquired).error();
+      }
+      lease.emplace(std::move(acquired).value());
+      return ok_status();
+    });
+    if (!got.ok()) {
+      if (got.error().code() != ErrorCode::kCancelled) {
+        w.fail(got.error());
+      }
+      return;
+    }
+    answer["done_reason"] = "load";
+  }
+  if (stream) {
+    raw.send(200, net::Headers{{"Content-Type", "application/x-ndjson"}}, json_text(answer) + "\n");
+  } else {
+    send_json(raw, answer);
+  }
+}
+
+void ApiServer::handle_ollama_embed(net::Request& r, net::ResponseWriter& raw, bool legacy) {
+  const auto started = Clock::now();
+  TranslatingWriter errors(raw, ApiDialect::kOllama);
+  auto body = parse_json_object(r.body);
+  if (!body.ok()) {
+    errors.fail(body.error());
+    return;
+  }
+  auto request = ollama_embed_request(*body, legacy);
+  if (!request.ok()) {
+    errors.fail(request.error());
+    return;
+  }
+  const std::string client_model = request->client_model;
+  TranslatingWriter w(raw, ApiDialect::kOllama, nullptr, [&](const json& backend) -> Result<json> {
+    return ollama_embed_answer(backend, client_model, legacy, ns_since(started));
+  });
+  InferenceRequest req;
+  req.route = ApiRoute::kEmbeddings;
+  req.model = request->model;
+  req.json = &request->openai;
+  req.body_changed = true;
+  req.content_type = "application/json";
+  req.keep_alive = request->keep_alive;
+  forward_inference(req, w);
+}
+
+void ApiServer::handle_ollama_tags(net::ResponseWriter& w) {
+  json models = json::array();
+  for (const auto& m : catalogue_.list(false)) {
+    if (m.type == ModelType::kLlm || m.type == ModelType::kEmbedding) {
+      models.push_back(ollama_model_entry(m));
+    }
+  }
+  send_json(w, {{"models", std::move(models)}});
+}
+
+void ApiServer::handle_ollama_show(net::Request& r, net::ResponseWriter& raw) {
+  TranslatingWriter w(raw, ApiDialect::kOllama);
+  auto body = parse_json_object(r.body);
+  if (!body.ok()) {
+    w.fail(body.error());
+    return;
+  }
+  if (auto e = unexpected_key(*body, {"model", "name", "verbose"})) {
+    w.fail(*e);
+    return;
+  }
+  auto name = ollama_model_field(*body);
+  if (!name.ok()) {
+    w.fail(name.error());
+    return;
+  }
+  auto info = catalogue_.resolve(*name);
+  if (!info.ok()) {
+    w.fail(info.error().code() == ErrorCode::kModelNotFound ? model_not_found(*name)
+                                                            : info.error());
+    return;
+  }
+  send_json(w, ollama_show(*info));
+}
+
+void ApiServer::handle_ollama_ps(net::ResponseWriter& w) {
+  // One entry per model (replicas together), as `ollama ps` lists them.
+  std::map<std::string, int> context;
+  std::vector<std::string> order;
+  for (const auto& s : router_.loaded()) {
+    if (context.count(s.model_name) == 0) {
+      order.push_back(s.model_name);
+      context[s.model_name] = 0;
+    }
+    int ctx = s.slot_ctx_size;
+    if (ctx == 0 && s.recipe_options.is_object() && s.recipe_options.contains("ctx_size") &&
+        s.recipe_options["ctx_size"].is_number_integer()) {
+      ctx = s.recipe_options["ctx_size"].get<int>();
+    }
+    context[s.model_name] = std::max(context[s.model_name], ctx);
+  }
+  json models = json::array();
+  for (const auto& name : order) {
+    auto info = catalogue_.resolve(name);
+    if (!info.ok()) {
+      continue;  // unregistered since it loaded
+    }
+    models.push_back(ollama_running_entry(*info, context[name], std::nullopt));
+  }
+  send_json(w, {{"models", std::move(models)}});
+}
+
+void ApiServer::handle_ollama_pull(net::Request& r, net::ResponseWriter& raw) {
+  TranslatingWriter w(raw, ApiDialect::kOllama);
+  auto body = parse_json_object(r.body);
+  if (!body.ok()) {
+    w.fail(body.error());
+    return;
+  }
+  if (auto e = unexpected_key(*body, {"model", "name", "insecure", "stream"})) {
+    w.fail(*e);
+    return;
+  }
+  auto name = ollama_model_field(*body);
+  if (!name.ok()) {
+    w.fail(name.error());
+    return;
+  }
+  auto insecure = bool_field(*body, "insecure", false);
+  auto stream = bool_field(*body, "stream", true);
+  if (!insecure.ok() || !stream.ok()) {
+    w.fail(!insecure.ok() ? insecure.error() : stream.error());
+    return;
+  }
+  if (*insecure) {
+    w.fail(Error(ErrorCode::kInvalidRequest,
+                 "'insecure' is not supported: downloads always verify TLS", "insecure"));
+    return;
+  }
+  if (!catalogue_.find(*name)) {
+    w.fail(model_not_found(*name));
+    return;
+  }
+  auto download = store_.download(*name);
+  if (!download.ok()) {
+    w.fail(download.error());
+    return;
+  }
+  const net::Headers ndjson{{"Content-Type", "application/x-ndjson"}};
+  DownloadWait hooks;
+  hooks.cancelled = [&raw] { return !raw.client_connected(); };
+  if (*stream) {
+    // The head goes out with the first progress, so failures found before
+    // any file is fetched (hub 404/401, disk space) keep their status.
+    hooks.on_progress = [&](const download::TaskProgress& p) {
+      if (!raw.headers_sent()) {
+        raw.begin_chunked(200, ndjson);
+      }
+      raw.write_chunk(json_text({{"status", "pulling " + p.file},
+                                 {"digest", p.file},
+                                 {"total", p.file_bytes_total},
+                                 {"completed", p.file_bytes_done}}) +
+                      "\n");
+    };
+  }
+  Status done = store_.wait(*download, hooks);
+  if (!done.ok()) {
+    if (done.error().code() == ErrorCode::kCancelled && raw.headers_sent()) {
+      raw.finish();
+    } else {
+      w.fail(done.error());
+    }
+    return;
+  }
+  const std::string success = json_text({{"status", "success"}});
+  if (!*stream) {
+    raw.send(200, json_headers(), success);
+  } else if (raw.headers_sent()) {
+    raw.write_chunk(success + "\n");
+    raw.finish();
+  } else {
+    raw.send(200, ndjson, success + "\n");
+  }
+}
+
+void ApiServer::handle_ollama_delete(net::Request& r, net::ResponseWriter& raw) {
+  TranslatingWriter w(raw, ApiDialect::kOllama);
+  auto body = parse_json_object(r.body);
+  if (!body.ok()) {
+    w.fail(body.error());
+    return;
+  }
+  if (auto e = unexpected_key(*body, {"model", "name"})) {
+    w.fail(*e);
+    return;
+  }
+  auto name = ollama_model_field(*body);
+  if (!name.ok()) {
+    w.fail(name.error());
+    return;
+  }
+  // The same steps as POST /api/v1/delete (block loads, unload, remove the
+  // files); its errors come out in Ollama's shape.
+  r.body = json_text({{"model_name", *name}});
+  handle_delete(r, w);
+}
+
+}  // namespace lemon::http

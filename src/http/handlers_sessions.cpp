@@ -1,0 +1,488 @@
+// Sessions (issue #13 §4): routes under sessions/, each turn sent to the one
+// server and llama.cpp slot the session is pinned to, with `id_slot` and
+// `cache_prompt`, so the backend evaluates only what the turn added.
+#include <chrono>
+
+#include "lemon/core/log.h"
+#include "lemon/http/api_server.h"
+#include "lemon/http/error_response.h"
+#include "lemon/http/inference_proxy.h"
+#include "lemon/http/json_request.h"
+
+namespace lemon::http {
+namespace {
+
+void send_json(net::ResponseWriter& w, int status, const nlohmann::json& j) {
+  w.send(status, json_headers(), json_text(j));
+}
+
+nlohmann::json session_json(const SessionState& s, bool with_history) {
+  nlohmann::json j = {
+      {"id", s.id},
+      {"object", "session"},
+      {"model", s.model},
+      {"system", s.system.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.system)},
+      {"options", s.options},
+      {"state", s.generating ? "generating" : "idle"},
+      {"turns", s.turns},
+      {"messages", s.history.size()},
+      {"slot", s.pin.backend_slot},
+      {"tokens",
+       {{"prompt", s.prompt_tokens},
+        {"cached", s.cached_tokens},
+        {"completion", s.completion_tokens}}},
+      {"created", static_cast<double>(s.created_ms) / 1000.0},
+      {"last_use", static_cast<double>(s.last_used_ms) / 1000.0}};
+  if (with_history) {
+    j["history"] = s.history;
+  }
+  return j;
+}
+
+// The sampling fields a session's options may hold (sent with every turn).
+constexpr const char* kSessionOptions[] = {"temperature",
+                                           "top_p",
+                                           "top_k",
+                                           "min_p",
+                                           "repeat_penalty",
+                                           "seed",
+                                           "stop",
+                                           "presence_penalty",
+                                           "frequency_penalty",
+                                           "chat_template_kwargs",
+                                           "reasoning_format"};
+
+Result<nlohmann::json> session_options(const nlohmann::json& body) {
+  auto it = body.find("options");
+  if (it == body.end() || it->is_null()) {
+    return nlohmann::json::object();
+  }
+  if (!it->is_object()) {
+    return Error(ErrorCode::kInvalidRequest, "'options' must be an object", "options");
+  }
+  for (const auto& [key, value] : it->items()) {
+    const bool known = std::any_of(std::begin(kSessionOptions), std::end(kSessionOptions),
+                                   [&](const char* k) { return key == k; });
+    if (!known) {
+      return Error(ErrorCode::kInvalidRequest,
+                   "'options." + key +
+                       "' is not a session option (temperature, top_p, top_k, min_p, "
+                       "repeat_penalty, seed, stop, presence_penalty, frequency_penalty, "
+                       "chat_template_kwargs, reasoning_format)",
+                   "options");
+    }
+    (void)value;
+  }
+  return *it;
+}
+
+// The assistant's reply as it streams by: text deltas and the last token
+// figures. Passes every byte to the client unchanged, and reports the turn's
+// outcome (`done`, once) just before the answer's last bytes go out, so a
+// client that has the whole answer finds the turn ended.
+class TurnRecorder final : public net::ResponseWriter {
+ public:
+  using Done = std::function<void(const std::optional<TurnResult>&)>;
+  TurnRecorder(net::ResponseWriter& inner, Done done) : inner_(inner), done_(std::move(done)) {}
+
+  bool send(int status, const net::Headers& headers, std::string_view body) override {
+    if (status == 200) {
+      auto j = nlohmann::json::parse(body, nullptr, false);
+      if (j.is_object()) {
+        if (auto c = j.find("choices"); c != j.end() && c->is_array() && !c->empty()) {
+          const auto& message = (*c)[0].value("message", nlohmann::json::object());
+          if (message.contains("content") && message["content"].is_string()) {
+            reply_ += message["content"].get<std::string>();
+          }
+        }
+        figures(j);
+      } else {
+        failed_ = true;
+      }
+    } else {
+      failed_ = true;
+    }
+    complete();
+    return inner_.send(status, headers, body);
+  }
+  bool begin_chunked(int status, const net::Headers& headers) override {
+    return inner_.begin_chunked(status, headers);
+  }
+  bool write_chunk(std::string_view data) override {
+    pending_.append(data);
+    for (auto end = pending_.find("\n\n"); end != std::string::npos; end = pending_.find("\n\n")) {
+      event(std::string_view(pending_).substr(0, end));
+      pending_.erase(0, end + 2);
+    }
+    return inner_.write_chunk(data);
+  }
+  bool finish() override {
+    complete();
+    return inner_.finish();
+  }
+  bool headers_sent() const override { return inner_.headers_sent(); }
+  bool client_connected() override { return inner_.client_connected(); }
+  bool keep_serving_half_closed() override { return inner_.keep_serving_half_closed(); }
+  int client_fd() const override { return inner_.client_fd(); }
+
+  bool completed() const { return completed_; }
+
+ private:
+  void complete() {
+    if (completed_) {
+      return;
+    }
+    completed_ = true;
+    if (failed_) {
+      done_(std::nullopt);
+      return;
+    }
+    TurnResult r;
+    r.reply = reply_;
+    r.prompt_tokens = prompt_tokens_;
+    r.cached_tokens = cached_tokens_;
+    r.completion_tokens = completion_tokens_;
+    done_(r);
+  }
+  void event(std::string_view text) {
+    constexpr std::string_view kData = "data: ";
+    if (!text.starts_with(kData)) {
+      return;
+    }
+    text.remove_prefix(kData.size());
+    if (text == "[DONE]") {
+      complete();
+      return;
+    }
+    auto j = nlohmann::json::parse(text, nullptr, false);
+    if (!j.is_object()) {
+      return;
+    }
+    if (j.contains("error")) {
+      failed_ = true;  // the stream broke: the reply is not kept
+      return;
+    }
+    if (auto c = j.find("choices"); c != j.end() && c->is_array() && !c->empty()) {
+      const auto& delta = (*c)[0].value("delta", nlohmann::json::object());
+      if (delta.contains("content") && delta["content"].is_string()) {
+        reply_ += delta["content"].get<std::string>();
+      }
+    }
+    figures(j);
+  }
+  // llama.cpp's timings: prompt_n evaluated, cache_n reused, predicted_n.
+  void figures(const nlohmann::json& j) {
+    if (auto t = j.find("timings"); t != j.end() && t->is_object()) {
+      const std::int64_t evaluated = t->value("prompt_n", std::int64_t{0});
+      cached_tokens_ = t->value("cache_n", std::int64_t{0});
+      prompt_tokens_ = evaluated + cached_tokens_;
+      completion_tokens_ = t->value("predicted_n", std::int64_t{0});
+    } else if (auto u = j.find("usage"); u != j.end() && u->is_object()) {
+      prompt_tokens_ = u->value("prompt_tokens", std::int64_t{0});
+      completion_tokens_ = u->value("completion_tokens", std::int64_t{0});
+    }
+  }
+
+  net::ResponseWriter& inner_;
+  const Done done_;
+  std::string pending_;
+  std::string reply_;
+  bool failed_ = false;
+  bool completed_ = false;
+  std::int64_t prompt_tokens_ = 0;
+  std::int64_t cached_tokens_ = 0;
+  std::int64_t completion_tokens_ = 0;
+};
+
+// Ends a session's turn exactly once: explicitly, or as nothing (failed)
+// when it goes out of scope.
+class TurnEnd {
+ public:
+  TurnEnd(SessionTable& table, std::string id) : table_(table), id_(std::move(id)) {}
+  ~TurnEnd() { end(std::nullopt); }
+  TurnEnd(const TurnEnd&) = delete;
+  TurnEnd& operator=(const TurnEnd&) = delete;
+  void end(const std::optional<TurnResult>& result) {
+    if (!ended_) {
+      ended_ = true;
+      table_.end_turn(id_, result);
+    }
+  }
+
+ private:
+  SessionTable& table_;
+  const std::string id_;
+  bool ended_ = false;
+};
+
+}  // namespace
+
+void ApiServer::register_session_routes() {
+  using P = std::string_view;
+  route("POST", "sessions", RouteAccess::kJsonPost,
+        [this](net::Request& r, net::ResponseWriter& w, P) { handle_session_create(r, w); });
+  route("GET", "sessions", RouteAccess::kRead, [this](net::Request&, net::ResponseWriter& w, P) {
+    nlohmann::json data = nlohmann::json::array();
+    for (const auto& s : sessions_->list()) {
+      data.push_back(session_json(s, false));
+    }
+    send_json(w, 200, {{"object", "list"}, {"data", std::move(data)}});
+  });
+  // sessions/{id}, sessions/{id}/messages, /generate, /cancel.
+  route("GET", "sessions/{id}", RouteAccess::kRead,
+        [this](net::Request&, net::ResponseWriter& w, P id) {
+          auto s = sessions_->get(std::string(id));
+          if (!s.ok()) {
+            write_error(w, s.error());
+            return;
+          }
+          send_json(w, 200, session_json(*s, true));
+        });
+  route("DELETE", "sessions/{id}", RouteAccess::kRead,
+        [this](net::Request&, net::ResponseWriter& w, P id) {
+          auto s = sessions_->remove(std::string(id));
+          if (!s.ok()) {
+            write_error(w, s.error());
+            return;
+          }
+          erase_session_slot(*s);
+          send_json(w, 200, {{"id", s->id}, {"object", "session"}, {"deleted", true}});
+        });
+  route("POST", "sessions/{id}", RouteAccess::kJsonPost,
+        [this](net::Request& r, net::ResponseWriter& w, P rest) {
+          const auto slash = rest.find('/');
+          const std::string id(rest.substr(0, slash));
+          const std::string_view action =
+              slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+          if (action == "messages") {
+            handle_session_message(id, r, w);
+          } else if (action == "generate") {
+            handle_session_generate(id, r, w);
+          } else if (action == "cancel") {
+            auto cancelled = sessions_->cancel(id);
+            if (!cancelled.ok()) {
+              write_error(w, cancelled.error());
+              return;
+            }
+            send_json(w, 200, {{"id", id}, {"cancelled", *cancelled}});
+          } else {
+            write_error(w, Error(ErrorCode::kRouteNotFound, "no route POST sessions/{id}/" +
+                                                                std::string(action) +
+                                                                " (messages, generate, cancel)"));
+          }
+        });
+}
+
+void ApiServer::handle_session_create(net::Request& r, net::ResponseWriter& w) {
+  auto body = parse_json_object(r.body);
+  if (!body.ok()) {
+    write_error(w, body.error());
+    return;
+  }
+  auto model = string_field(*body, "model", true);
+  auto system = string_field(*body, "system", false);
+  auto options = session_options(*body);
+  if (!model.ok() || !system.ok() || !options.ok()) {
+    write_error(w, !model.ok() ? model.error() : !system.ok() ? system.error() : options.error());
+    return;
+  }
+  // Load the model (or find it loaded) the way a chat request would.
+  WaitHooks hooks;
+  hooks.tick_interval = settings_.keepalive_interval;
+  hooks.cancelled = [&w] { return !w.client_connected(); };
+  {
+    auto lease = router_.acquire(*model, hooks, ModelType::kLlm);
+    if (!lease.ok()) {
+      if (lease.error().code() != ErrorCode::kCancelled) {
+        write_error(w, lease.error());
+      }
+      return;
+    }
+    if (lease->server().model().recipe != "llamacpp") {
+      write_error(w, Error(ErrorCode::kUnsupportedOperation,
+                           "sessions keep their context in a llama.cpp slot; model '" + *model +
+                               "' runs on recipe '" + lease->server().model().recipe + "'",
+                           "model"));
+      return;
+    }
+  }
+  const std::string name = *model;
+  auto servers = [this, &name] {
+    std::vector<PinnableServer> out;
+    for (const auto& s : router_.loaded()) {
+      if (s.model_name == name && !s.draining) {
+        out.push_back({s.server_id, std::max(s.slots, 1)});
+      }
+    }
+    return out;
+  };
+  auto created = sessions_->create(*model, *system, std::move(*options), servers,
+                                   SessionTable::Clock::now() + settings_.session_wait,
+                                   [&w] { return !w.client_connected(); });
+  if (!created.ok()) {
+    if (created.error().code() != ErrorCode::kCancelled) {
+      write_error(w, created.error());
+    }
+    return;
+  }
+  if (!router_.pin_backend_slot(created->pin.server_id, created->pin.backend_slot)) {
+    (void)sessions_->remove(created->id);
+    write_error(w, Error(ErrorCode::kSessionLost,
+                         "model '" + created->model + "' was unloaded while the session began"));
+    return;
+  }
+  logger("http")->info("session {} on '{}' (server {}, slot {})", created->id, created->model,
+                       created->pin.server_id, created->pin.backend_slot);
+  send_json(w, 200, session_json(*created, false));
+}
+
+void ApiServer::handle_session_message(const std::string& id, net::Request& r,
+                                       net::ResponseWriter& w) {
+  auto body = parse_json_object(r.body);
+  if (!body.ok()) {
+    write_error(w, body.error());
+    return;
+  }
+  auto role = string_field(*body, "role", true);
+  auto content = string_field(*body, "content", true);
+  if (!role.ok() || !content.ok()) {
+    write_error(w, !role.ok() ? role.error() : content.error());
+    return;
+  }
+  if (*role != "user" && *role != "assistant" && *role != "system" && *role != "tool") {
+    write_error(w, Error(ErrorCode::kInvalidRequest,
+                         "'role' must be user, assistant, system or tool", "role"));
+    return;
+  }
+  auto appended = sessions_->append(id, {{"role", *role}, {"content", *content}});
+  if (!appended.ok()) {
+    write_error(w, appended.error());
+    return;
+  }
+  send_json(w, 200, session_json(*appended, false));
+}
+
+void ApiServer::handle_session_generate(const std::string& id, net::Request& r,
+                                        net::ResponseWriter& w) {
+  auto body = parse_json_object(r.body.empty() ? std::string_view("{}") : r.body);
+  if (!body.ok()) {
+    write_error(w, body.error());
+    return;
+  }
+  auto stream = bool_field(*body, "stream", false);
+  if (!stream.ok()) {
+    write_error(w, stream.error());
+    return;
+  }
+  std::optional<int> max_tokens;
+  if (auto it = body->find("max_tokens"); it != body->end() && !it->is_null()) {
+    if (!it->is_number_integer() || it->get<std::int64_t>() < 1 ||
+        it->get<std::int64_t>() > 1'000'000) {
+      write_error(w, Error(ErrorCode::kInvalidRequest, "'max_tokens' must be a positive integer",
+                           "max_tokens"));
+      return;
+    }
+    max_tokens = it->get<int>();
+  }
+  auto turn = sessions_->begin_turn(id);
+  if (!turn.ok()) {
+    write_error(w, turn.error());
+    return;
+  }
+  const SessionState& s = turn->state;
+  // The history grows only when the turn succeeds; every answer below is
+  // written after the turn has ended.
+  TurnEnd turn_end(*sessions_, id);
+  if (s.history.empty()) {
+    turn_end.end(std::nullopt);
+    write_error(w, Error(ErrorCode::kInvalidRequest,
+                         "the session has no messages yet: POST sessions/{id}/messages first"));
+    return;
+  }
+  nlohmann::json messages = nlohmann::json::array();
+  if (!s.system.empty()) {
+    messages.push_back({{"role", "system"}, {"content", s.system}});
+  }
+  for (const auto& m : s.history) {
+    messages.push_back(m);
+  }
+  nlohmann::json upstream = s.options;
+  upstream["model"] = s.model;
+  upstream["messages"] = std::move(messages);
+  upstream["stream"] = *stream;
+  upstream["id_slot"] = s.pin.backend_slot;
+  upstream["cache_prompt"] = true;
+  if (max_tokens) {
+    upstream["max_tokens"] = *max_tokens;
+  }
+  if (auto fake = body->find("lemon_fake"); fake != body->end()) {
+    upstream["lemon_fake"] = *fake;  // the fake backend's knobs, for tests
+  }
+  const std::string text = upstream.dump();
+
+  const auto cancel = turn->cancel;
+  WaitHooks hooks;
+  hooks.tick_interval = std::chrono::milliseconds(100);
+  hooks.cancelled = [&w, cancel] { return cancel->load() || !w.client_connected(); };
+  auto lease = router_.acquire_server(s.pin.server_id, s.pin.backend_slot, hooks);
+  if (!lease.ok()) {
+    turn_end.end(std::nullopt);
+    if (lease.error().code() != ErrorCode::kCancelled || cancel->load()) {
+      write_error(w, lease.error().code() == ErrorCode::kCancelled
+                         ? Error(ErrorCode::kCancelled, "the turn was cancelled")
+                         : lease.error());
+    }
+    return;
+  }
+  TurnRecorder recorder(
+      w, [&turn_end](const std::optional<TurnResult>& result) { turn_end.end(result); });
+  ProxyCall call;
+  call.path = "/v1/chat/completions";
+  call.body = text;
+  call.stream = *stream;
+  call.max_response_bytes = settings_.max_response_bytes;
+  call.request_timeout = settings_.request_timeout;
+  call.stream_idle_timeout = settings_.stream_idle_timeout;
+  call.drain_expired = &drain_expired_;
+  call.cancelled = [cancel] { return cancel->load(); };
+  forward_to_backend(*lease, call, recorder, stats_);
+  lease->release();
+  turn_end.end(std::nullopt);  // no effect when the recorder ended it
+  if (!recorder.completed() && cancel->load()) {
+    // Cancelled by POST sessions/{id}/cancel (or DELETE): end the answer
+    // cleanly; the history stays as it was before this turn.
+    if (w.headers_sent()) {
+      w.write_chunk("data: " + json_text({{"id", id}, {"cancelled", true}}) + "\n\n");
+      w.write_chunk("data: [DONE]\n\n");
+      w.finish();
+    } else {
+      send_json(w, 200, {{"id", id}, {"cancelled", true}});
+    }
+  }
+}
+
+void ApiServer::erase_session_slot(const SessionState& s) {
+  // Erased while still pinned (no request without a session can be on it),
+  // then unpinned. Best effort: a server that is gone took the cache along.
+  WaitHooks hooks;
+  hooks.tick_interval = std::chrono::milliseconds(100);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  hooks.cancelled = [deadline] { return std::chrono::steady_clock::now() >= deadline; };
+  auto lease = router_.acquire_server(s.pin.server_id, s.pin.backend_slot, hooks);
+  if (lease.ok()) {
+    net::UpstreamRequest req;
+    req.path = "/slots/" + std::to_string(s.pin.backend_slot) + "?action=erase";
+    req.content_type = "application/json";
+    req.body = "{}";
+    net::CallOptions opts;
+    opts.total_timeout = std::chrono::seconds(5);
+    auto resp = lease->server().client().send(req, opts);
+    if (!resp.ok() || resp->status != 200) {
+      logger("http")->debug("session {}: slot {} not erased", s.id, s.pin.backend_slot);
+    }
+    lease->release();
+  }
+  router_.unpin_backend_slot(s.pin.server_id, s.pin.backend_slot);
+}
+
+}  // namespace lemon::http

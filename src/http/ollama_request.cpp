@@ -1,0 +1,557 @@
+#include "lemon/http/ollama_request.h"
+
+#include <algorithm>
+#include <initializer_list>
+#include <map>
+#include <vector>
+
+#include "lemon/router/pool_policy.h"
+
+namespace lemon::http {
+namespace {
+
+using nlohmann::json;
+
+Error bad(const std::string& message, const std::string& param) {
+  return Error(ErrorCode::kInvalidRequest, message, param);
+}
+
+std::string at(const std::string& where, std::size_t i) {
+  return where + "[" + std::to_string(i) + "]";
+}
+
+bool absent(const json& body, const char* key) {
+  auto it = body.find(key);
+  return it == body.end() || it->is_null();
+}
+
+// Why Ollama's fields that are not in `known` are refused.
+std::optional<Error> unknown_key(const json& obj, std::initializer_list<const char*> known,
+                                 const std::string& where) {
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    const bool listed =
+        std::any_of(known.begin(), known.end(), [&](const char* k) { return it.key() == k; });
+    if (!listed) {
+      const std::string field = where.empty() ? it.key() : where + "." + it.key();
+      return bad("'" + field + "' is not supported by lemonade-router's Ollama API", field);
+    }
+  }
+  return std::nullopt;
+}
+
+// Sampling options and the chat completions field each becomes.
+const std::map<std::string, std::string>& option_fields() {
+  static const std::map<std::string, std::string> kFields = {
+      {"temperature", "temperature"},
+      {"top_p", "top_p"},
+      {"top_k", "top_k"},
+      {"min_p", "min_p"},
+      {"typical_p", "typical_p"},
+      {"seed", "seed"},
+      {"repeat_penalty", "repeat_penalty"},
+      {"repeat_last_n", "repeat_last_n"},
+      {"presence_penalty", "presence_penalty"},
+      {"frequency_penalty", "frequency_penalty"},
+      {"mirostat", "mirostat"},
+      {"mirostat_tau", "mirostat_tau"},
+      {"mirostat_eta", "mirostat_eta"},
+      {"num_keep", "n_keep"},
+  };
+  return kFields;
+}
+
+bool load_time_option(const std::string& key) {
+  static const char* kLoadTime[] = {"num_ctx",  "num_batch", "num_gpu",    "main_gpu",
+                                    "low_vram", "use_mmap",  "use_mlock",  "num_thread",
+                                    "numa",     "f16_kv",    "vocab_only", "logits_all"};
+  return std::any_of(std::begin(kLoadTime), std::end(kLoadTime),
+                     [&](const char* k) { return key == k; });
+}
+
+Status apply_options(const json& body, json& chat) {
+  auto options = body.find("options");
+  if (options == body.end() || options->is_null()) {
+    return ok_status();
+  }
+  if (!options->is_object()) {
+    return bad("'options' must be an object", "options");
+  }
+  for (auto it = options->begin(); it != options->end(); ++it) {
+    const std::string& key = it.key();
+    const std::string field = "options." + key;
+    const json& value = *it;
+    if (value.is_null()) {
+      continue;
+    }
+    if (key == "num_predict") {
+      if (!value.is_number_integer()) {
+        return bad("'options.num_predict' must be an integer", field);
+      }
+      if (value.get<long long>() > 0) {
+        chat["max_tokens"] = value;
+      } else if (value.get<long long>() == 0 || value.get<long long>() < -2) {
+        return bad("'options.num_predict' must be positive, or -1 or -2 for no limit", field);
+      }
+      continue;
+    }
+    if (key == "stop") {
+      const bool strings =
+          value.is_string() ||
+          (value.is_array() &&
+           std::all_of(value.begin(), value.end(), [](const json& s) { return s.is_string(); }));
+      if (!strings) {
+        return bad("'options.stop' must be a string or an array of strings", field);
+      }
+      chat["stop"] = value.is_string() ? json::array({value}) : value;
+      continue;
+    }
+    auto mapped = option_fields().find(key);
+    if (mapped == option_fields().end()) {
+      if (load_time_option(key)) {
+        return bad("'" + field +
+                       "' is a load-time setting that a request cannot change here; set it in "
+                       "the model's load options (POST /api/v1/load or recipe_options.json)",
+                   field);
+      }
+      return bad("'" + field + "' is not supported by lemonade-router's Ollama API", field);
+    }
+    if (!value.is_number()) {
+      return bad("'" + field + "' must be a number", field);
+    }
+    chat[mapped->second] = value;
+  }
+  return ok_status();
+}
+
+Status apply_format(const json& body, json& chat) {
+  auto format = body.find("format");
+  if (format == body.end() || format->is_null() ||
+      (format->is_string() && format->get_ref<const std::string&>().empty())) {
+    return ok_status();
+  }
+  if (format->is_string() && *format == "json") {
+    chat["response_format"] = {{"type", "json_object"}};
+    return ok_status();
+  }
+  if (format->is_object()) {
+    chat["response_format"] = {{"type", "json_schema"},
+                               {"json_schema", {{"name", "response"}, {"schema", *format}}}};
+    return ok_status();
+  }
+  return bad("'format' must be \"json\" or a JSON schema object", "format");
+}
+
+Status apply_think(const json& body, json& chat) {
+  auto think = body.find("think");
+  if (think == body.end() || think->is_null()) {
+    return ok_status();
+  }
+  if (think->is_boolean()) {
+    chat["chat_template_kwargs"] = {{"enable_thinking", think->get<bool>()}};
+    return ok_status();
+  }
+  if (think->is_string() && (*think == "low" || *think == "medium" || *think == "high")) {
+    chat["chat_template_kwargs"] = {{"reasoning_effort", *think}};
+    return ok_status();
+  }
+  return bad("'think' must be true, false, \"low\", \"medium\" or \"high\"", "think");
+}
+
+Result<std::optional<std::chrono::milliseconds>> keep_alive_of(const json& body) {
+  auto ka = body.find("keep_alive");
+  if (ka == body.end() || ka->is_null()) {
+    return std::optional<std::chrono::milliseconds>();
+  }
+  std::optional<std::chrono::milliseconds> parsed;
+  if (ka->is_number()) {
+    parsed = parse_keep_alive_seconds(ka->get<double>());
+  } else if (ka->is_string()) {
+    parsed = parse_keep_alive(ka->get<std::string>());
+  }
+  if (!parsed) {
+    return bad(
+        "'keep_alive' must be seconds or a duration such as \"5m\" (negative: keep "
+        "loaded, 0: unload)",
+        "keep_alive");
+  }
+  return std::optional<std::chrono::milliseconds>(parsed);
+}
+
+// The media type of base64 image data, from its first bytes.
+std::string image_media_type(const std::string& b64) {
+  if (b64.rfind("/9j/", 0) == 0) {
+    return "image/jpeg";
+  }
+  if (b64.rfind("R0lGOD", 0) == 0) {
+    return "image/gif";
+  }
+  if (b64.rfind("UklGR", 0) == 0) {
+    return "image/webp";
+  }
+  return "image/png";
+}
+
+Result<json> with_images(const std::string& text, const json& images, const std::string& where) {
+  if (!images.is_array()) {
+    return bad("'" + where + "' must be an array of base64 strings", where);
+  }
+  json parts = json::array();
+  if (!text.empty()) {
+    parts.push_back({{"type", "text"}, {"text", text}});
+  }
+  for (std::size_t i = 0; i < images.size(); ++i) {
+    if (!images[i].is_string() || images[i].get_ref<const std::string&>().empty()) {
+      return bad("'" + at(where, i) + "' must be base64 image data", at(where, i));
+    }
+    const std::string& data = images[i].get_ref<const std::string&>();
+    parts.push_back(
+        {{"type", "image_url"},
+         {"image_url", {{"url", "data:" + image_media_type(data) + ";base64," + data}}}});
+  }
+  return parts;
+}
+
+Result<OllamaRequest> common(const json& body) {
+  OllamaRequest out;
+  auto model = body.find("model");
+  if (model == body.end() || !model->is_string() || model->get_ref<const std::string&>().empty()) {
+    return bad("'model' is required and must be a string", "model");
+  }
+  out.client_model = model->get<std::string>();
+  out.model = ollama_catalogue_name(out.client_model);
+  if (auto stream = body.find("stream"); stream != body.end() && !stream->is_null()) {
+    if (!stream->is_boolean()) {
+      return bad("'stream' must be a boolean", "stream");
+    }
+    out.stream = stream->get<bool>();
+  }
+  auto ka = keep_alive_of(body);
+  if (!ka.ok()) {
+    return std::move(ka).error();
+  }
+  out.keep_alive = *ka;
+  return out;
+}
+
+Status chat_fields(const json& body, json& chat) {
+  for (Status s : {apply_options(body, chat), apply_format(body, chat), apply_think(body, chat)}) {
+    if (!s.ok()) {
+      return s;
+    }
+  }
+  chat["stream"] = true;
+  chat["stream_options"] = {{"include_usage", true}};
+  return ok_status();
+}
+
+// Ids for an assistant's tool calls, and the calls a tool message answers.
+struct PendingCall {
+  std::string id;
+  std::string name;
+};
+
+Result<json> assistant_calls(const json& calls, const std::string& where, std::size_t message,
+                             std::vector<PendingCall>& pending) {
+  if (!calls.is_array()) {
+    return bad("'" + where + "' must be an array", where);
+  }
+  json out = json::array();
+  for (std::size_t k = 0; k < calls.size(); ++k) {
+    const std::string cw = at(where, k);
+    const json& call = calls[k];
+    auto function = call.is_object() ? call.find("function") : call.end();
+    if (!call.is_object() || function == call.end() || !function->is_object() ||
+        !function->contains("name") || !(*function)["name"].is_string()) {
+      return bad("'" + cw + "' must be {\"function\":{\"name\",\"arguments\"}}", cw);
+    }
+    std::string id = call.contains("id") && call["id"].is_string()
+                         ? call["id"].get<std::string>()
+                         : "call_" + std::to_string(message) + "_" + std::to_string(k);
+    json args = function->value("arguments", json::object());
+    std::string arguments = args.is_string() ? args.get<std::string>() : args.dump();
+    const std::string name = (*function)["name"].get<std::string>();
+    out.push_back({{"id", id},
+                   {"type", "function"},
+                   {"function", {{"name", name}, {"arguments", arguments}}}});
+    pending.push_back({id, name});
+  }
+  return out;
+}
+
+Result<json> chat_messages(const json& messages, bool& has_images) {
+  json out = json::array();
+  std::vector<PendingCall> pending;
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    const std::string where = at("messages", i);
+    const json& m = messages[i];
+    if (!m.is_object()) {
+      return bad("'" + where + "' must be an object", where);
+    }
+    if (auto e = unknown_key(
+            m, {"role", "content", "images", "tool_calls", "tool_name", "tool_call_id", "thinking"},
+            where)) {
+      return *e;
+    }
+    auto role_it = m.find("role");
+    const std::string role =
+        role_it != m.end() && role_it->is_string() ? role_it->get<std::string>() : "";
+    if (role != "system" && role != "user" && role != "assistant" && role != "tool") {
+      return bad("'" + where + ".role' must be system, user, assistant or tool", where + ".role");
+    }
+    auto content_it = m.find("content");
+    if (content_it != m.end() && !content_it->is_null() && !content_it->is_string()) {
+      return bad("'" + where + ".content' must be a string", where + ".content");
+    }
+    const std::string content =
+        content_it != m.end() && content_it->is_string() ? content_it->get<std::string>() : "";
+    json message = {{"role", role}, {"content", content}};
+    if (!absent(m, "images")) {
+      if (role != "user") {
+        return bad("'" + where + ".images' belong to user messages", where + ".images");
+      }
+      auto parts = with_images(content, m["images"], where + ".images");
+      if (!parts.ok()) {
+        return std::move(parts).error();
+      }
+      message["content"] = std::move(parts).value();
+      has_images = has_images || !m["images"].empty();
+    }
+    if (!absent(m, "tool_calls")) {
+      if (role != "assistant") {
+        return bad("'" + where + ".tool_calls' belong to assistant messages",
+                   where + ".tool_calls");
+      }
+      auto calls = assistant_calls(m["tool_calls"], where + ".tool_calls", i, pending);
+      if (!calls.ok()) {
+        return std::move(calls).error();
+      }
+      if (!calls->empty()) {
+        message["tool_calls"] = std::move(calls).value();
+        if (content.empty()) {
+          message["content"] = nullptr;
+        }
+      }
+    }
+    if (!absent(m, "thinking")) {
+      if (role != "assistant" || !m["thinking"].is_string()) {
+        return bad("'" + where + ".thinking' must be a string on an assistant message",
+                   where + ".thinking");
+      }
+      message["reasoning_content"] = m["thinking"];
+    }
+    if (role == "tool") {
+      std::string id;
+      if (!absent(m, "tool_call_id") && m["tool_call_id"].is_string()) {
+        id = m["tool_call_id"].get<std::string>();
+      }
+      const std::string name = !absent(m, "tool_name") && m["tool_name"].is_string()
+                                   ? m["tool_name"].get<std::string>()
+                                   : "";
+      auto match = std::find_if(pending.begin(), pending.end(), [&](const PendingCall& c) {
+        return id.empty() ? name.empty() || c.name == name : c.id == id;
+      });
+      if (match != pending.end()) {
+        id = match->id;
+        pending.erase(match);
+      } else if (id.empty()) {
+        id = "call_" + std::to_string(i);
+      }
+      message["tool_call_id"] = id;
+    } else if (!absent(m, "tool_name") || !absent(m, "tool_call_id")) {
+      return bad("'" + where + "': tool_name and tool_call_id belong to tool messages", where);
+    }
+    out.push_back(std::move(message));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string ollama_catalogue_name(std::string_view name) {
+  constexpr std::string_view kLatest = ":latest";
+  if (name.size() > kLatest.size() && name.substr(name.size() - kLatest.size()) == kLatest) {
+    name.remove_suffix(kLatest.size());
+  }
+  return std::string(name);
+}
+
+std::string ollama_listed_name(std::string_view name) {
+  if (name.find(':') != std::string_view::npos) {
+    return std::string(name);
+  }
+  return std::string(name) + ":latest";
+}
+
+Result<std::string> ollama_model_field(const json& body) {
+  for (const char* key : {"model", "name"}) {
+    auto it = body.find(key);
+    if (it != body.end() && it->is_string() && !it->get_ref<const std::string&>().empty()) {
+      return ollama_catalogue_name(it->get<std::string>());
+    }
+  }
+  return bad("'model' is required and must be a string", "model");
+}
+
+Result<OllamaRequest> ollama_chat_request(const json& body) {
+  if (auto e = unknown_key(
+          body,
+          {"model", "messages", "tools", "format", "options", "stream", "keep_alive", "think"},
+          "")) {
+    return *e;
+  }
+  auto out = common(body);
+  if (!out.ok()) {
+    return out;
+  }
+  auto messages = body.find("messages");
+  if (messages != body.end() && !messages->is_null() && !messages->is_array()) {
+    return bad("'messages' must be an array", "messages");
+  }
+  if (messages == body.end() || messages->is_null() || messages->empty()) {
+    out->load_only = true;
+    return out;
+  }
+  json chat = {{"model", out->model}};
+  auto translated = chat_messages(*messages, out->has_images);
+  if (!translated.ok()) {
+    return std::move(translated).error();
+  }
+  chat["messages"] = std::move(translated).value();
+  if (!absent(body, "tools")) {
+    if (!body["tools"].is_array()) {
+      return bad("'tools' must be an array", "tools");
+    }
+    if (!body["tools"].empty()) {
+      chat["tools"] = body["tools"];
+    }
+  }
+  if (Status s = chat_fields(body, chat); !s.ok()) {
+    return std::move(s).error();
+  }
+  out->openai = std::move(chat);
+  return out;
+}
+
+Result<OllamaRequest> ollama_generate_request(const json& body) {
+  if (auto e = unknown_key(body,
+                           {"model", "prompt", "suffix", "images", "format", "options", "system",
+                            "template", "context", "stream", "raw", "keep_alive", "think"},
+                           "")) {
+    return *e;
+  }
+  auto refuse = [&](const char* key, const std::string& why) -> std::optional<Error> {
+    auto it = body.find(key);
+    if (it == body.end() || it->is_null() ||
+        (it->is_string() && it->get_ref<const std::string&>().empty()) ||
+        (it->is_array() && it->empty()) || (it->is_boolean() && !it->get<bool>())) {
+      return std::nullopt;
+    }
+    return bad(std::string("'") + key + "' is not supported: " + why, key);
+  };
+  if (auto e = refuse("raw", "the router always applies the model's chat template")) {
+    return *e;
+  }
+  if (auto e = refuse("context",
+                      "token contexts from earlier answers are not kept; send the "
+                      "conversation with /api/chat")) {
+    return *e;
+  }
+  if (auto e = refuse("suffix", "fill-in-the-middle is not available through this route")) {
+    return *e;
+  }
+  if (auto e = refuse("template", "the model's own chat template is always used")) {
+    return *e;
+  }
+  auto out = common(body);
+  if (!out.ok()) {
+    return out;
+  }
+  std::string prompt;
+  if (!absent(body, "prompt")) {
+    if (!body["prompt"].is_string()) {
+      return bad("'prompt' must be a string", "prompt");
+    }
+    prompt = body["prompt"].get<std::string>();
+  }
+  const bool images =
+      !absent(body, "images") && body["images"].is_array() && !body["images"].empty();
+  if (prompt.empty() && !images) {
+    out->load_only = true;
+    return out;
+  }
+  json messages = json::array();
+  if (!absent(body, "system")) {
+    if (!body["system"].is_string()) {
+      return bad("'system' must be a string", "system");
+    }
+    messages.push_back({{"role", "system"}, {"content", body["system"]}});
+  }
+  json user = {{"role", "user"}, {"content", prompt}};
+  if (!absent(body, "images")) {
+    auto parts = with_images(prompt, body["images"], "images");
+    if (!parts.ok()) {
+      return std::move(parts).error();
+    }
+    user["content"] = std::move(parts).value();
+    out->has_images = images;
+  }
+  messages.push_back(std::move(user));
+  json chat = {{"model", out->model}, {"messages", std::move(messages)}};
+  if (Status s = chat_fields(body, chat); !s.ok()) {
+    return std::move(s).error();
+  }
+  out->openai = std::move(chat);
+  return out;
+}
+
+Result<OllamaRequest> ollama_embed_request(const json& body, bool legacy) {
+  // Two calls, not one list chosen by a conditional: an initializer_list's
+  // array lives only as long as the expression that creates it.
+  const std::optional<Error> unknown =
+      legacy ? unknown_key(body, {"model", "prompt", "options", "keep_alive"}, "")
+             : unknown_key(
+                   body, {"model", "input", "truncate", "options", "keep_alive", "dimensions"}, "");
+  if (unknown) {
+    return *unknown;
+  }
+  if (!absent(body, "truncate") &&
+      !(body["truncate"].is_boolean() && !body["truncate"].get<bool>())) {
+    return bad(
+        "'truncate' is not supported: inputs longer than the model's context are refused, "
+        "not cut (send truncate: false, or leave it out)",
+        "truncate");
+  }
+  if (!absent(body, "dimensions")) {
+    return bad("'dimensions' is not supported: embeddings have the model's own size", "dimensions");
+  }
+  if (!absent(body, "options")) {
+    if (!body["options"].is_object()) {
+      return bad("'options' must be an object", "options");
+    }
+    if (!body["options"].empty()) {
+      const std::string key = body["options"].begin().key();
+      return bad("'options." + key + "' is not supported for embeddings", "options." + key);
+    }
+  }
+  auto out = common(body);
+  if (!out.ok()) {
+    return out;
+  }
+  out->stream = false;
+  const char* field = legacy ? "prompt" : "input";
+  auto input = body.find(field);
+  const bool strings =
+      input != body.end() &&
+      (input->is_string() ||
+       (input->is_array() && !input->empty() &&
+        std::all_of(input->begin(), input->end(), [](const json& s) { return s.is_string(); })));
+  if (!strings || (legacy && !input->is_string())) {
+    return bad(std::string("'") + field + "' is required and must be " +
+                   (legacy ? "a string" : "a string or an array of strings"),
+               field);
+  }
+  out->openai = {{"model", out->model}, {"input", *input}, {"encoding_format", "float"}};
+  return out;
+}
+
+}  // namespace lemon::http

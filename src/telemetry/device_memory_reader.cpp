@@ -1,0 +1,125 @@
+#include "lemon/telemetry/device_memory_reader.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace lemon::telemetry {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr std::int64_t MiB = 1024 * 1024;
+
+std::optional<std::int64_t> read_int(const fs::path& path) {
+  std::ifstream in(path);
+  long long v = 0;
+  if (in >> v) {
+    return v;
+  }
+  return std::nullopt;
+}
+
+std::string on_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  if (path == nullptr) {
+    return {};
+  }
+  std::stringstream dirs(path);
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    fs::path candidate = fs::path(dir) / name;
+    if (!dir.empty() && ::access(candidate.c_str(), X_OK) == 0) {
+      return candidate.string();
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+SystemDeviceMemory::SystemDeviceMemory(ProcessLauncher* launcher, std::string proc_root,
+                                       std::string sys_root)
+    : launcher_(launcher), proc_root_(std::move(proc_root)), sys_root_(std::move(sys_root)) {}
+
+std::vector<DeviceReading> SystemDeviceMemory::read() {
+  std::lock_guard lock(mu_);
+  std::vector<DeviceReading> out;
+  {
+    std::ifstream meminfo(proc_root_ + "/meminfo");
+    std::string line;
+    std::int64_t total = 0;
+    std::int64_t available = -1;
+    while (std::getline(meminfo, line)) {
+      std::istringstream fields(line);
+      std::string key;
+      long long kb = 0;
+      if (!(fields >> key >> kb)) {
+        continue;
+      }
+      if (key == "MemTotal:") {
+        total = kb * 1024;
+      } else if (key == "MemAvailable:") {
+        available = kb * 1024;
+      }
+    }
+    if (total > 0 && available >= 0) {
+      out.push_back({kRamDevice, total, available});
+    }
+  }
+  std::vector<DeviceReading> gpus;
+  const std::string smi = launcher_ != nullptr ? on_path("nvidia-smi") : std::string();
+  if (!smi.empty()) {
+    SpawnSpec spec;
+    spec.executable = smi;
+    spec.args = {"--query-gpu=index,memory.total,memory.used", "--format=csv,noheader,nounits"};
+    spec.log_tag = "nvidia-smi";
+    if (auto child = launcher_->spawn(spec); child.ok()) {
+      if ((*child)->wait_exit_until(std::chrono::steady_clock::now() + std::chrono::seconds(5))) {
+        for (const auto& line : (*child)->last_lines(64)) {
+          std::istringstream fields(line);
+          int index = -1;
+          double total_mib = 0;
+          double used_mib = 0;
+          char c1 = 0;
+          char c2 = 0;
+          if (fields >> index >> c1 >> total_mib >> c2 >> used_mib && c1 == ',' && c2 == ',' &&
+              index >= 0) {
+            const auto total = static_cast<std::int64_t>(total_mib * MiB);
+            const auto used = static_cast<std::int64_t>(used_mib * MiB);
+            gpus.push_back({gpu_device(index), total, std::max<std::int64_t>(0, total - used)});
+          }
+        }
+      } else {
+        (*child)->terminate(std::chrono::milliseconds(0));
+      }
+    }
+  }
+  if (gpus.empty()) {
+    std::vector<fs::path> cards;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(sys_root_ + "/class/drm", ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind("card", 0) == 0 && name.find('-') == std::string::npos) {
+        cards.push_back(entry.path());
+      }
+    }
+    std::sort(cards.begin(), cards.end());
+    int index = 0;
+    for (const auto& card : cards) {
+      auto total = read_int(card / "device/mem_info_vram_total");
+      auto used = read_int(card / "device/mem_info_vram_used");
+      if (total && used && *total > 0) {
+        gpus.push_back({gpu_device(index++), *total, std::max<std::int64_t>(0, *total - *used)});
+      }
+    }
+  }
+  std::sort(gpus.begin(), gpus.end(),
+            [](const DeviceReading& a, const DeviceReading& b) { return a.device < b.device; });
+  out.insert(out.end(), gpus.begin(), gpus.end());
+  return out;
+}
+
+}  // namespace lemon::telemetry

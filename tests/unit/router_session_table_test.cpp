@@ -1,0 +1,140 @@
+// SessionTable and choose_pin (issue #13 §4): pins spread over servers and
+// slots, the FIFO line when every slot is taken, busy and unknown sessions,
+// turns that grow the history only when they succeed, and the TTL.
+#include "lemon/router/session_table.h"
+
+#include <future>
+
+#include <gtest/gtest.h>
+
+namespace lemon {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(ChoosePin, TakesTheLowestFreeSlotOfTheLeastPinnedServer) {
+  const std::vector<PinnableServer> servers = {{7, 2}, {9, 2}};
+  EXPECT_EQ(choose_pin(servers, {}), (SessionPin{7, 0}));
+  EXPECT_EQ(choose_pin(servers, {{7, 0}}), (SessionPin{9, 0}));
+  EXPECT_EQ(choose_pin(servers, {{7, 0}, {9, 0}}), (SessionPin{7, 1}));
+  EXPECT_EQ(choose_pin(servers, {{7, 1}, {9, 0}}), (SessionPin{7, 0}));
+  EXPECT_EQ(choose_pin(servers, {{7, 0}, {7, 1}, {9, 1}}), (SessionPin{9, 0}));
+  EXPECT_FALSE(choose_pin(servers, {{7, 0}, {7, 1}, {9, 0}, {9, 1}}).has_value());
+  EXPECT_FALSE(choose_pin({}, {}).has_value()) << "no server: nothing to pin";
+}
+
+class SessionTableTest : public ::testing::Test {
+ protected:
+  std::vector<PinnableServer> servers_ = {{1, 1}};
+  std::function<std::vector<PinnableServer>()> servers() {
+    return [this] { return servers_; };
+  }
+  static SessionTable::Clock::time_point soon() { return SessionTable::Clock::now() + 5s; }
+};
+
+TEST_F(SessionTableTest, AppendGenerateAndTheHistory) {
+  SessionTable table(1h, {});
+  auto s = table.create("m", "be brief", {{"temperature", 0.2}}, servers(), soon());
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_EQ(s->id.rfind("sess_", 0), 0u);
+  EXPECT_EQ(s->pin, (SessionPin{1, 0}));
+  ASSERT_TRUE(table.append(s->id, {{"role", "user"}, {"content", "hi"}}).ok());
+
+  auto turn = table.begin_turn(s->id);
+  ASSERT_TRUE(turn.ok());
+  EXPECT_EQ(turn->state.history.size(), 1u);
+  // While it runs: no second turn, no append.
+  EXPECT_EQ(table.begin_turn(s->id).error().code(), ErrorCode::kSessionBusy);
+  EXPECT_EQ(table.append(s->id, {{"role", "user"}, {"content", "x"}}).error().code(),
+            ErrorCode::kSessionBusy);
+  table.end_turn(s->id, TurnResult{"hello", 12, 10, 3});
+
+  auto after = table.get(s->id);
+  ASSERT_TRUE(after.ok());
+  ASSERT_EQ(after->history.size(), 2u);
+  EXPECT_EQ(after->history[1], (nlohmann::json{{"role", "assistant"}, {"content", "hello"}}));
+  EXPECT_EQ(after->turns, 1);
+  EXPECT_EQ(after->prompt_tokens, 12);
+  EXPECT_EQ(after->cached_tokens, 10);
+  EXPECT_EQ(after->completion_tokens, 3);
+  EXPECT_FALSE(after->generating);
+}
+
+TEST_F(SessionTableTest, AFailedOrCancelledTurnLeavesTheHistoryAsItWas) {
+  SessionTable table(1h, {});
+  auto s = table.create("m", "", nlohmann::json::object(), servers(), soon());
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE(table.append(s->id, {{"role", "user"}, {"content", "hi"}}).ok());
+  EXPECT_FALSE(*table.cancel(s->id)) << "nothing runs yet";
+  auto turn = table.begin_turn(s->id);
+  ASSERT_TRUE(turn.ok());
+  EXPECT_TRUE(*table.cancel(s->id));
+  EXPECT_TRUE(turn->cancel->load()) << "the running turn sees the cancel";
+  table.end_turn(s->id, std::nullopt);
+  auto after = table.get(s->id);
+  EXPECT_EQ(after->history.size(), 1u);
+  EXPECT_EQ(after->turns, 0);
+  // The next turn starts uncancelled.
+  auto next = table.begin_turn(s->id);
+  ASSERT_TRUE(next.ok());
+  EXPECT_FALSE(next->cancel->load());
+}
+
+TEST_F(SessionTableTest, UnknownSessionsAreNotFound) {
+  SessionTable table(1h, {});
+  EXPECT_EQ(table.get("sess_x").error().code(), ErrorCode::kSessionNotFound);
+  EXPECT_EQ(table.append("sess_x", {}).error().code(), ErrorCode::kSessionNotFound);
+  EXPECT_EQ(table.begin_turn("sess_x").error().code(), ErrorCode::kSessionNotFound);
+  EXPECT_EQ(table.cancel("sess_x").error().code(), ErrorCode::kSessionNotFound);
+  EXPECT_EQ(table.remove("sess_x").error().code(), ErrorCode::kSessionNotFound);
+  auto s = table.create("m", "", nlohmann::json::object(), servers(), soon());
+  ASSERT_TRUE(table.remove(s->id).ok());
+  EXPECT_EQ(table.get(s->id).error().code(), ErrorCode::kSessionNotFound) << "deleted";
+}
+
+TEST_F(SessionTableTest, WhenEverySlotHoldsASessionCreatorsWaitInLineUntilOneEnds) {
+  SessionTable table(1h, {});
+  auto first = table.create("m", "", nlohmann::json::object(), servers(), soon());
+  ASSERT_TRUE(first.ok());
+  // No wait at all: refused at once with a Retry-After.
+  auto refused =
+      table.create("m", "", nlohmann::json::object(), servers(), SessionTable::Clock::now());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code(), ErrorCode::kQueueFull);
+
+  std::promise<void> asked;
+  std::atomic<bool> told{false};
+  auto watched = [&] {
+    if (!told.exchange(true)) {
+      asked.set_value();  // the waiter has looked at the servers once
+    }
+    return servers_;
+  };
+  auto second = std::async(std::launch::async, [&] {
+    return table.create("m", "", nlohmann::json::object(), watched, soon());
+  });
+  asked.get_future().wait();
+  ASSERT_TRUE(table.remove(first->id).ok());
+  auto got = second.get();
+  ASSERT_TRUE(got.ok()) << got.error().message();
+  EXPECT_EQ(got->pin, (SessionPin{1, 0})) << "the freed slot";
+}
+
+TEST_F(SessionTableTest, IdleSessionsEndAfterTheTtlAndRunningOnesDoNot) {
+  std::promise<SessionState> ended;
+  SessionTable table(50ms, [&](const SessionState& s) { ended.set_value(s); });
+  servers_ = {{1, 2}};
+  auto busy = table.create("m", "", nlohmann::json::object(), servers(), soon());
+  ASSERT_TRUE(busy.ok());
+  ASSERT_TRUE(table.begin_turn(busy->id).ok());  // generating: never expires
+  auto idle = table.create("m", "", nlohmann::json::object(), servers(), soon());
+  ASSERT_TRUE(idle.ok());
+  auto future = ended.get_future();
+  ASSERT_EQ(future.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(future.get().id, idle->id);
+  EXPECT_EQ(table.get(idle->id).error().code(), ErrorCode::kSessionNotFound);
+  EXPECT_TRUE(table.get(busy->id).ok());
+}
+
+}  // namespace
+}  // namespace lemon
