@@ -11,7 +11,7 @@ namespace lemon {
 namespace {
 
 namespace fs = std::filesystem;
-constexpr std::int64_t MiB = 1024 * 1024;
+constexpr std::int64_t MiB = std::int64_t{1024} * 1024;
 // The backend process itself (code, runtime, host buffers).
 constexpr std::int64_t kProcessOverhead = 64 * MiB;
 

@@ -227,7 +227,10 @@ Status user_turn(const json& blocks, const std::string& where, json& out, bool& 
       }
       out.push_back(std::move(tool).value());
     } else if (type == "tool_use" || type == "thinking") {
-      return bad("'" + bw + "': " + type + " blocks belong to assistant messages", bw + ".type");
+      std::string why = "'" + bw + "': ";
+      why += type;
+      why += " blocks belong to assistant messages";
+      return bad(why, bw + ".type");
     } else {
       return unsupported_block(type, bw);
     }
@@ -276,7 +279,10 @@ Status assistant_turn(const json& blocks, const std::string& where, json& out) {
       }
       reasoning += *t;
     } else if (type == "image" || type == "tool_result") {
-      return bad("'" + bw + "': " + type + " blocks belong to user messages", bw + ".type");
+      std::string why = "'" + bw + "': ";
+      why += type;
+      why += " blocks belong to user messages";
+      return bad(why, bw + ".type");
     } else {
       return unsupported_block(type, bw);
     }

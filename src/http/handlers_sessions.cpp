@@ -60,7 +60,8 @@ Result<nlohmann::json> session_options(const nlohmann::json& body) {
   if (!it->is_object()) {
     return Error(ErrorCode::kInvalidRequest, "'options' must be an object", "options");
   }
-  for (const auto& [key, value] : it->items()) {
+  for (const auto& item : it->items()) {
+    const std::string& key = item.key();
     const bool known = std::any_of(std::begin(kSessionOptions), std::end(kSessionOptions),
                                    [&](const char* k) { return key == k; });
     if (!known) {
@@ -71,7 +72,6 @@ Result<nlohmann::json> session_options(const nlohmann::json& body) {
                        "chat_template_kwargs, reasoning_format)",
                    "options");
     }
-    (void)value;
   }
   return *it;
 }

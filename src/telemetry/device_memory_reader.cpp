@@ -11,7 +11,7 @@ namespace lemon::telemetry {
 namespace {
 
 namespace fs = std::filesystem;
-constexpr std::int64_t MiB = 1024 * 1024;
+constexpr std::int64_t MiB = std::int64_t{1024} * 1024;
 
 std::optional<std::int64_t> read_int(const fs::path& path) {
   std::ifstream in(path);

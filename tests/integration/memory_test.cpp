@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "support/http_client.h"
+#include "support/prometheus_text.h"
 #include "support/router_events.h"
 #include "support/router_fixture.h"
 
@@ -18,7 +19,7 @@ namespace {
 
 using MemoryTest = RouterTest;
 using Json = nlohmann::json;
-constexpr std::uintmax_t MiB = 1024 * 1024;
+constexpr std::uintmax_t MiB = std::uintmax_t{1024} * 1024;
 
 // A user llamacpp model whose file has `mib` MiB (sparse: no disk is used).
 void add_sized_llm(TestEnv& env, const std::string& key, std::uintmax_t mib) {
@@ -69,6 +70,18 @@ TEST_F(MemoryTest, ALoadEvictsTheLeastRecentlyUsedUntilItFitsTheBudget) {
   EXPECT_EQ(ram["used_by_router"],
             estimate["ram"].get<std::int64_t>() +
                 (*loaded_entry(before, "user.b"))["memory"]["estimate"]["ram"].get<std::int64_t>());
+
+  // /metrics says the same.
+  HttpReply scrape = http_get(port(), "/metrics");
+  ASSERT_EQ(scrape.status, 200);
+  std::string problem;
+  auto metrics = parse_prom_text(scrape.body, &problem);
+  ASSERT_TRUE(metrics.has_value()) << problem;
+  EXPECT_EQ(metrics->value("lemonade_device_memory_budget_bytes", {{"device", "ram"}}),
+            static_cast<double>(700 * MiB));
+  EXPECT_EQ(metrics->value("lemonade_model_memory_estimate_bytes",
+                           {{"model", "user.a"}, {"device", "ram"}}),
+            estimate["ram"].get<double>());
 
   // Three do not fit in 700 MiB, though the slot limit allows them.
   ASSERT_EQ(load(port(), "user.c").status, 200);
