@@ -7,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "lemon/process/executable_search.h"
+
 namespace lemon::telemetry {
 namespace {
 
@@ -20,22 +22,6 @@ std::optional<std::int64_t> read_int(const fs::path& path) {
     return v;
   }
   return std::nullopt;
-}
-
-std::string on_path(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  if (path == nullptr) {
-    return {};
-  }
-  std::stringstream dirs(path);
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    fs::path candidate = fs::path(dir) / name;
-    if (!dir.empty() && ::access(candidate.c_str(), X_OK) == 0) {
-      return candidate.string();
-    }
-  }
-  return {};
 }
 
 }  // namespace
@@ -70,7 +56,7 @@ std::vector<DeviceReading> SystemDeviceMemory::read() {
     }
   }
   std::vector<DeviceReading> gpus;
-  const std::string smi = launcher_ != nullptr ? on_path("nvidia-smi") : std::string();
+  const std::string smi = launcher_ != nullptr ? find_on_path("nvidia-smi") : std::string();
   if (!smi.empty()) {
     SpawnSpec spec;
     spec.executable = smi;

@@ -9,6 +9,8 @@
 #include <thread>
 #include <vector>
 
+#include "lemon/process/executable_search.h"
+
 namespace lemon::telemetry {
 namespace {
 
@@ -26,26 +28,6 @@ std::optional<double> read_number(const fs::path& path) {
 
 double round1(double v) {
   return std::round(v * 10.0) / 10.0;
-}
-
-// The first executable `name` on PATH, or "".
-std::string on_path(const std::string& name) {
-  const char* path = std::getenv("PATH");
-  if (path == nullptr) {
-    return {};
-  }
-  std::stringstream dirs(path);
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    if (dir.empty()) {
-      continue;
-    }
-    fs::path candidate = fs::path(dir) / name;
-    if (::access(candidate.c_str(), X_OK) == 0) {
-      return candidate.string();
-    }
-  }
-  return {};
 }
 
 }  // namespace
@@ -114,7 +96,7 @@ void SystemStatsReader::read_nvidia_gpus(SystemStats& out) {
     nvidia_read_ = Clock::now();
     nvidia_percent_.reset();
     nvidia_vram_gb_.reset();
-    const std::string exe = on_path("nvidia-smi");
+    const std::string exe = find_on_path("nvidia-smi");
     if (!exe.empty()) {
       SpawnSpec spec;
       spec.executable = exe;
