@@ -157,16 +157,24 @@ std::vector<SessionState> SessionTable::list() const {
   return out;
 }
 
-Result<SessionState> SessionTable::append(const std::string& id, nlohmann::json message) {
-  std::lock_guard lock(mu_);
+Result<SessionTable::Entry*> SessionTable::idle_entry_locked(const std::string& id) {
   auto it = sessions_.find(id);
   if (it == sessions_.end()) {
     return not_found(id);
   }
-  Entry& e = it->second;
-  if (e.state.generating) {
+  if (it->second.state.generating) {
     return busy(id);
   }
+  return &it->second;
+}
+
+Result<SessionState> SessionTable::append(const std::string& id, nlohmann::json message) {
+  std::lock_guard lock(mu_);
+  auto entry = idle_entry_locked(id);
+  if (!entry.ok()) {
+    return std::move(entry).error();
+  }
+  Entry& e = **entry;
   e.state.history.push_back(std::move(message));
   e.state.last_used_ms = unix_ms();
   e.idle_since = Clock::now();
@@ -175,14 +183,11 @@ Result<SessionState> SessionTable::append(const std::string& id, nlohmann::json 
 
 Result<SessionTable::Turn> SessionTable::begin_turn(const std::string& id) {
   std::lock_guard lock(mu_);
-  auto it = sessions_.find(id);
-  if (it == sessions_.end()) {
-    return not_found(id);
+  auto entry = idle_entry_locked(id);
+  if (!entry.ok()) {
+    return std::move(entry).error();
   }
-  Entry& e = it->second;
-  if (e.state.generating) {
-    return busy(id);
-  }
+  Entry& e = **entry;
   e.state.generating = true;
   e.cancel->store(false);
   e.state.last_used_ms = unix_ms();

@@ -129,6 +129,9 @@ class SessionTable {
     Clock::time_point idle_since;
   };
   void reap_loop();
+  // The session if it exists and runs no turn: else kSessionNotFound or
+  // kSessionBusy. REQUIRES: mu_ held.
+  Result<Entry*> idle_entry_locked(const std::string& id);
   std::vector<SessionPin> taken_locked() const;
 
   const std::chrono::milliseconds ttl_;
