@@ -112,8 +112,11 @@ void ApiServer::handle_health(net::ResponseWriter& w) {
       {"max_models", std::move(max_models)}};
   // Each device's memory as last read, its budget and what our servers hold
   // (empty with --memory-budget off).
+  // Hold the view: a range-for over a member of a temporary would read it
+  // after it is freed (C++20 does not extend the temporary's life).
+  const auto view = router_.view();
   nlohmann::json devices = nlohmann::json::array();
-  for (const auto& d : router_.view()->devices) {
+  for (const auto& d : view->devices) {
     devices.push_back({{"device", d.device},
                        {"total", d.total},
                        {"available", d.available},
