@@ -257,6 +257,12 @@ void add_router_options(CLI::App& app, RouterOptionValues& v) {
       ->envname("LEMONADE_REQUEST_TIMEOUT")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_option("--backend-retry-delay", v.backend_retry_delay_s,
+                 "Seconds before the first retry of a request whose backend refused or reset the "
+                 "connection before answering; doubles for each of the 3 retries (0: no retry)")
+      ->envname("LEMONADE_BACKEND_RETRY_DELAY")
+      ->check(CLI::Range(0.0, 60.0))
+      ->capture_default_str();
   app.add_option("--stream-idle-timeout", v.stream_idle_timeout_s,
                  "Seconds a stream may go without a chunk from its backend (0: no limit)")
       ->envname("LEMONADE_STREAM_IDLE_TIMEOUT")
@@ -390,6 +396,7 @@ ParsedConfig parse_config(int argc, const char* const* argv) {
   c.max_queued_total = v.max_queued_total;
   c.header_timeout = seconds_to_ms(v.header_timeout_s);
   c.request_timeout = seconds_to_ms(v.request_timeout_s);
+  c.backend_retry_delay = seconds_to_ms(v.backend_retry_delay_s);
   c.max_replicas = v.max_replicas;
   c.scale_up_after = seconds_to_ms(v.scale_up_after_s);
   c.scale_down_after = seconds_to_ms(v.scale_down_after_s);

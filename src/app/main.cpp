@@ -138,6 +138,7 @@ int main(int argc, char** argv) {
   settings.server.max_connections_per_client = cfg.max_connections_per_client;
   settings.max_response_bytes = cfg.max_response_bytes;
   settings.request_timeout = cfg.request_timeout;
+  settings.backend_retry_delay = cfg.backend_retry_delay;
   settings.stream_idle_timeout = cfg.stream_idle_timeout;
   settings.server.header_timeout = cfg.header_timeout;
   settings.server.body_idle_timeout = cfg.body_timeout;

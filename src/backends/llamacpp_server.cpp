@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "lemon/backends/out_of_memory.h"
 #include "lemon/backends/user_args.h"
 
 namespace lemon {
@@ -171,6 +172,10 @@ std::vector<std::pair<std::string, std::string>> LlamaCppServer::child_env(
   // Release builds ship their shared libraries (libllama, libggml-*, the
   // ROCm runtime) next to the binary; only the child is told where.
   return release_env(executable);
+}
+
+bool LlamaCppServer::output_reports_out_of_memory(const std::vector<std::string>& lines) const {
+  return ggml_output_reports_out_of_memory(lines);
 }
 
 }  // namespace lemon

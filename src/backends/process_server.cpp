@@ -5,6 +5,7 @@
 #include <sstream>
 #include <thread>
 
+#include "lemon/backends/out_of_memory.h"
 #include "lemon/core/log.h"
 #include "lemon/process/socket_owner.h"
 
@@ -19,6 +20,8 @@ constexpr auto kFastReadyPeriod = std::chrono::milliseconds(200);
 constexpr auto kSlowReadyPoll = std::chrono::milliseconds(20);
 constexpr int kPortAttempts = 3;
 constexpr std::size_t kErrorTailLines = 20;
+// ggml prints its allocation failure some lines before it exits.
+constexpr std::size_t kOutOfMemoryScanLines = 80;
 
 std::string join_lines(const std::vector<std::string>& lines) {
   std::string out;
@@ -93,16 +96,26 @@ Status ProcessServer::prepare() {
   return ok_status();
 }
 
+bool ProcessServer::output_reports_out_of_memory(const std::vector<std::string>& /*lines*/) const {
+  return false;
+}
+
 Error ProcessServer::exited_error(const ChildProcess& child) const {
   auto status = child.exit_status();
   std::string how = status ? status->describe() : std::string("unknown status");
   auto tail = child.last_lines(kErrorTailLines);
+  // Issue #14 §2: an allocation failure in the output, or the OOM killer's
+  // SIGKILL (we send none while a server starts), is typed here, once.
+  const bool out_of_memory = output_reports_out_of_memory(child.last_lines(kOutOfMemoryScanLines)) ||
+                             (status && killed_like_out_of_memory(*status));
   std::string message = binary_query().binary + " for model '" + model_name() +
-                        "' exited during startup (" + how + ")";
+                        (out_of_memory ? "' ran out of memory while loading (" : "' exited during startup (") +
+                        how + ")";
   if (!tail.empty()) {
     message += ": " + tail.back();
   }
-  return Error(ErrorCode::kBackendExited, message).with_detail(join_lines(tail));
+  return Error(out_of_memory ? ErrorCode::kOutOfMemory : ErrorCode::kBackendExited, message)
+      .with_detail(join_lines(tail));
 }
 
 ProcessServer::ReadyOutcome ProcessServer::wait_ready(

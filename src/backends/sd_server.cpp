@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "lemon/backends/out_of_memory.h"
+
 namespace lemon {
 namespace {
 
@@ -147,6 +149,10 @@ std::optional<std::string> SdServer::rewrite_body(ApiRoute route,
 std::vector<std::pair<std::string, std::string>> SdServer::child_env(
     const std::string& executable) const {
   return release_env(executable);
+}
+
+bool SdServer::output_reports_out_of_memory(const std::vector<std::string>& lines) const {
+  return ggml_output_reports_out_of_memory(lines);
 }
 
 }  // namespace lemon

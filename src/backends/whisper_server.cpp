@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "lemon/backends/out_of_memory.h"
+
 namespace lemon {
 namespace {
 
@@ -37,6 +39,10 @@ std::optional<std::string> WhisperServer::upstream_path(ApiRoute route) const {
 std::vector<std::pair<std::string, std::string>> WhisperServer::child_env(
     const std::string& executable) const {
   return release_env(executable);
+}
+
+bool WhisperServer::output_reports_out_of_memory(const std::vector<std::string>& lines) const {
+  return ggml_output_reports_out_of_memory(lines);
 }
 
 }  // namespace lemon

@@ -72,6 +72,8 @@ const char* error_code_name(ErrorCode code) {
       return "insufficient_storage";
     case ErrorCode::kInsufficientMemory:
       return "insufficient_memory";
+    case ErrorCode::kOutOfMemory:
+      return "out_of_memory";
     case ErrorCode::kSessionNotFound:
       return "session_not_found";
     case ErrorCode::kSessionBusy:
@@ -100,6 +102,7 @@ bool is_retryable_load_failure(ErrorCode code) {
     case ErrorCode::kBackendExited:
     case ErrorCode::kBackendStartTimeout:
     case ErrorCode::kSpawnFailed:
+    case ErrorCode::kOutOfMemory:
       return true;
     default:
       return false;

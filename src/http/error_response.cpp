@@ -63,6 +63,8 @@ ErrorShape error_shape(ErrorCode code) {
       return {507, "server_error", "insufficient_storage"};
     case ErrorCode::kInsufficientMemory:
       return {507, "server_error", "insufficient_memory"};
+    case ErrorCode::kOutOfMemory:
+      return {507, "server_error", "out_of_memory"};
     case ErrorCode::kSessionNotFound:
       return {404, "invalid_request_error", "session_not_found"};
     case ErrorCode::kSessionBusy:

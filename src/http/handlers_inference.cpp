@@ -1,16 +1,21 @@
 // Inference routes. Each handler only checks its body; forward_inference()
 // does the rest for every route alike: model lookup and type check (before
 // anything loads), acquire (auto-load, keepalives, cancellation), forward.
+#include <algorithm>
+#include <chrono>
 #include <optional>
+#include <thread>
 
 #include "lemon/http/api_server.h"
 #include "lemon/http/embedding_format.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/inference_proxy.h"
 #include "lemon/http/json_request.h"
+#include "lemon/http/message_repair.h"
 #include "lemon/http/multipart.h"
 #include "lemon/http/request_checks.h"
 #include "lemon/http/rerank_format.h"
+#include "lemon/core/log.h"
 #include "lemon/router/pool_policy.h"
 #include "observed_writer.h"
 
@@ -18,6 +23,8 @@ namespace lemon::http {
 namespace {
 
 const char* kTranscriptionFormats[] = {"json", "text", "srt", "verbose_json", "vtt"};
+// Retries of a request whose backend did not answer (seed 003: 1, 2, 4 s).
+constexpr int kBackendRetries = 3;
 
 }  // namespace
 
@@ -248,9 +255,96 @@ std::optional<RequestStats> ApiServer::forward_inference_to(InferenceRequest& re
       w.write_chunk(": loading\n\n");
     };
   }
+  // Issue #14 §2: a backend that refused or reset the connection before
+  // answering is tried again after 1, 2 and 4 s (--backend-retry-delay),
+  // within --request-timeout; a chat its template rejected is repaired and
+  // tried once more. Each attempt takes a new lease, so a backend that died
+  // meanwhile is loaded again.
+  const auto started = std::chrono::steady_clock::now();
+  int retries = 0;
+  bool sanitized = false;
+  for (;;) {
+    std::optional<Lease> lease;
+    auto outcome = forward_attempt(req, w, hooks, known_model, sanitized, lease);
+    if (!outcome.unanswered) {
+      return outcome.stats;
+    }
+    const UnansweredFailure& failure = *outcome.unanswered;
+    if (failure.kind == UnansweredFailure::Kind::kUnreachable) {
+      const auto delay = settings_.backend_retry_delay * (1 << retries);
+      const bool in_time =
+          settings_.request_timeout.count() == 0 ||
+          std::chrono::steady_clock::now() - started + delay < settings_.request_timeout;
+      if (retries < kBackendRetries && delay.count() > 0 && in_time) {
+        logger("http")->warn("backend of '{}' did not answer ({}); retrying in {} ms", req.model,
+                             failure.error.message(), delay.count());
+        lease.reset();
+        ++retries;
+        if (!wait_before_retry(delay, hooks)) {
+          return std::nullopt;  // the client left
+        }
+        continue;
+      }
+    } else if (failure.rejection == BackendRejection::kTemplate && !sanitized &&
+               req.route == ApiRoute::kChatCompletions && req.json != nullptr &&
+               req.json->contains("messages")) {
+      const MessageRepair repair = repair_chat_messages((*req.json)["messages"]);
+      if (repair.changed()) {
+        logger("http")->warn("'{}' rejected the chat's shape; retrying with repaired messages ({})",
+                             req.model, repair.describe());
+        sanitized = true;
+        req.body_changed = true;
+        continue;
+      }
+    }
+    ProxyCall call = make_call(req, "", "");
+    write_unanswered(w, *lease, call, failure);
+    return std::nullopt;
+  }
+}
+
+ProxyCall ApiServer::make_call(const InferenceRequest& req, std::string path,
+                               std::string content_type) const {
+  ProxyCall call;
+  call.path = std::move(path);
+  call.content_type = std::move(content_type);
+  call.stream = req.stream;
+  call.append_done = req.route != ApiRoute::kResponses;
+  call.transform = req.transform;
+  call.max_response_bytes = settings_.max_response_bytes;
+  call.request_timeout = settings_.request_timeout;
+  call.stream_idle_timeout = settings_.stream_idle_timeout;
+  call.drain_expired = &drain_expired_;
+  return call;
+}
+
+bool ApiServer::wait_before_retry(std::chrono::milliseconds delay, const WaitHooks& hooks) {
+  // Polls the client (and sends a streaming client its keepalives) while it
+  // waits; nothing else waits on this thread.
+  const auto until = std::chrono::steady_clock::now() + delay;
+  auto next_tick = std::chrono::steady_clock::now() + hooks.tick_interval;
+  for (;;) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= until) {
+      return true;
+    }
+    if (hooks.cancelled && hooks.cancelled()) {
+      return false;
+    }
+    if (hooks.on_tick && now >= next_tick) {
+      hooks.on_tick();
+      next_tick += hooks.tick_interval;
+    }
+    std::this_thread::sleep_for(
+        std::min<std::chrono::steady_clock::duration>(until - now, std::chrono::milliseconds(50)));
+  }
+}
+
+ProxyOutcome ApiServer::forward_attempt(InferenceRequest& req, net::ResponseWriter& w,
+                                        const WaitHooks& hooks, bool& known_model, bool sanitized,
+                                        std::optional<Lease>& lease) {
   // The router checks the model's type (before loading anything) and leases
   // a loaded model without touching the catalogue.
-  std::optional<Lease> lease;
   Status got = fetch_missing_and_retry(req.model, RecipeOptions{}, hooks, [&]() -> Status {
     auto acquired =
         router_.acquire(req.model, hooks, model_type_for_route(req.route), req.keep_alive);
@@ -267,15 +361,20 @@ std::optional<RequestStats> ApiServer::forward_inference_to(InferenceRequest& re
     } else if (got.error().code() != ErrorCode::kCancelled) {
       write_error(w, got.error());
     }
-    return std::nullopt;
+    return {};
   }
   WrappedServer& server = lease->server();
-  if (lease->backend_slot() >= 0 && req.json != nullptr &&
+  if (req.json != nullptr &&
       (req.route == ApiRoute::kChatCompletions || req.route == ApiRoute::kCompletions)) {
-    // Some of this server's slots hold sessions' contexts: use a free one
-    // of the others (issue #13 §4).
-    (*req.json)["id_slot"] = lease->backend_slot();
-    req.body_changed = true;
+    if (lease->backend_slot() >= 0) {
+      // Some of this server's slots hold sessions' contexts: use a free one
+      // of the others (issue #13 §4).
+      (*req.json)["id_slot"] = lease->backend_slot();
+      req.body_changed = true;
+    } else if (req.json->contains("id_slot") && req.slot_set_by_router) {
+      req.json->erase("id_slot");  // a slot chosen for an earlier attempt
+    }
+    req.slot_set_by_router = lease->backend_slot() >= 0;
   }
   auto path = server.upstream_path(req.route);
   if (!path) {
@@ -283,7 +382,7 @@ std::optional<RequestStats> ApiServer::forward_inference_to(InferenceRequest& re
                          std::string(api_route_name(req.route)) + " is not supported by recipe '" +
                              server.model().recipe + "'",
                          "model"));
-    return std::nullopt;
+    return {};
   }
   std::string owned_body;
   std::string_view body = req.raw_body;
@@ -304,18 +403,19 @@ std::optional<RequestStats> ApiServer::forward_inference_to(InferenceRequest& re
       body = owned_body;
     }
   }
-  ProxyCall call;
-  call.path = *path;
+  ProxyCall call = make_call(req, *path, content_type);
   call.body = body;
-  call.content_type = content_type;
-  call.stream = req.stream;
-  call.append_done = req.route != ApiRoute::kResponses;
-  call.transform = req.transform;
-  call.max_response_bytes = settings_.max_response_bytes;
-  call.request_timeout = settings_.request_timeout;
-  call.stream_idle_timeout = settings_.stream_idle_timeout;
-  call.drain_expired = &drain_expired_;
-  return forward_to_backend(*lease, call, w, stats_);
+  call.defer_retryable = true;
+  if (sanitized) {
+    call.extra_headers.add("X-Lemonade-Sanitized", "1");
+  }
+  auto outcome = forward_to_backend(*lease, call, w, stats_);
+  if (outcome.unanswered && sanitized) {
+    // The repaired chat failed too: the backend's error is the answer.
+    write_unanswered(w, *lease, call, *outcome.unanswered);
+    return {};
+  }
+  return outcome;
 }
 
 }  // namespace lemon::http

@@ -141,8 +141,54 @@ void watch_cancel(const ProxyCall& call, net::CallOptions& opts) {
   }
 }
 
-std::optional<RequestStats> forward_whole(Lease& lease, const ProxyCall& call,
-                                          net::ResponseWriter& writer, StatsStore& stats) {
+// The backend's error answer, in the router's envelope with its status.
+void write_rejection(net::ResponseWriter& writer, int status, std::string_view body) {
+  auto envelope = normalize_backend_error(body, status);
+  if (!writer.headers_sent()) {
+    writer.send(status, json_headers(), json_text(envelope));
+  } else {
+    writer.write_chunk("data: " + json_text(envelope) + "\n\n");
+    writer.write_chunk("data: [DONE]\n\n");
+    writer.finish();
+  }
+}
+
+// A failure with nothing written yet, returned to a caller that may retry.
+std::optional<UnansweredFailure> deferrable(const ProxyCall& call, const Error& e) {
+  if (!call.defer_retryable || e.code() != ErrorCode::kBackendUnavailable) {
+    return std::nullopt;
+  }
+  UnansweredFailure f;
+  f.kind = UnansweredFailure::Kind::kUnreachable;
+  f.error = e;
+  return f;
+}
+
+std::optional<UnansweredFailure> deferrable(const ProxyCall& call, int status,
+                                            std::string_view body) {
+  if (!call.defer_retryable) {
+    return std::nullopt;
+  }
+  const auto rejection = classify_backend_rejection(status, body);
+  if (rejection != BackendRejection::kTemplate) {
+    return std::nullopt;
+  }
+  UnansweredFailure f;
+  f.kind = UnansweredFailure::Kind::kRejected;
+  f.status = status;
+  f.body = std::string(body);
+  f.rejection = rejection;
+  return f;
+}
+
+void add_extra(net::Headers& headers, const ProxyCall& call) {
+  for (const auto& [name, value] : call.extra_headers.fields()) {
+    headers.add(name, value);
+  }
+}
+
+ProxyOutcome forward_whole(Lease& lease, const ProxyCall& call, net::ResponseWriter& writer,
+                           StatsStore& stats) {
   net::UpstreamRequest req;
   req.path = call.path;
   req.content_type = call.content_type;
@@ -155,29 +201,35 @@ std::optional<RequestStats> forward_whole(Lease& lease, const ProxyCall& call,
   watch_cancel(call, opts);
   auto resp = lease.server().client().send(req, opts);
   if (!resp.ok()) {
+    if (auto deferred = deferrable(call, resp.error())) {
+      return {std::nullopt, std::move(deferred)};
+    }
     if (resp.error().code() != ErrorCode::kCancelled) {
       write_error(writer, backend_failure(lease, std::move(resp).error(), call));
     }
-    return std::nullopt;
+    return {};
   }
   if (resp->status >= 400) {
-    writer.send(resp->status, json_headers(),
-                json_text(normalize_backend_error(resp->body, resp->status)));
-    return std::nullopt;
+    if (auto deferred = deferrable(call, resp->status, resp->body)) {
+      return {std::nullopt, std::move(deferred)};
+    }
+    write_rejection(writer, resp->status, resp->body);
+    return {};
   }
   net::Headers headers;
   headers.add("Content-Type",
               std::string(resp->headers.get("Content-Type").value_or("application/json")));
+  add_extra(headers, call);
   std::optional<std::string> transformed;
   if (call.transform) {
     transformed = call.transform(resp->body);
   }
   writer.send(resp->status, headers, transformed ? *transformed : resp->body);
-  return record(stats, lease, usage_objects(resp->body), nullptr);
+  return {record(stats, lease, usage_objects(resp->body), nullptr), std::nullopt};
 }
 
-std::optional<RequestStats> forward_stream(Lease& lease, const ProxyCall& call,
-                                           net::ResponseWriter& writer, StatsStore& stats) {
+ProxyOutcome forward_stream(Lease& lease, const ProxyCall& call, net::ResponseWriter& writer,
+                            StatsStore& stats) {
   net::UpstreamRequest req;
   req.path = call.path;
   req.content_type = call.content_type;
@@ -198,8 +250,9 @@ std::optional<RequestStats> forward_stream(Lease& lease, const ProxyCall& call,
         if (status >= 400 || writer.headers_sent()) {
           return true;
         }
-        if (!writer.begin_chunked(200,
-                                  sse_headers(head.headers.get("Content-Type").value_or("")))) {
+        net::Headers headers = sse_headers(head.headers.get("Content-Type").value_or(""));
+        add_extra(headers, call);
+        if (!writer.begin_chunked(200, headers)) {
           client_gone = true;
           return false;
         }
@@ -229,28 +282,29 @@ std::optional<RequestStats> forward_stream(Lease& lease, const ProxyCall& call,
       });
   if (client_gone || (!result.ok() && result.error().code() == ErrorCode::kCancelled)) {
     logger("http")->debug("client left a stream from '{}'", lease.model_name());
-    return std::nullopt;
+    return {};
   }
   if (status >= 400) {
-    auto envelope = normalize_backend_error(error_body, status);
-    if (!writer.headers_sent()) {
-      writer.send(status, json_headers(), json_text(envelope));
-    } else {
-      writer.write_chunk("data: " + json_text(envelope) + "\n\n");
-      writer.write_chunk("data: [DONE]\n\n");
-      writer.finish();
+    if (auto deferred = deferrable(call, status, error_body)) {
+      return {std::nullopt, std::move(deferred)};
     }
-    return std::nullopt;
+    write_rejection(writer, status, error_body);
+    return {};
   }
   if (!result.ok()) {
+    if (status == 0) {
+      if (auto deferred = deferrable(call, result.error())) {
+        return {std::nullopt, std::move(deferred)};
+      }
+    }
     write_error(writer, backend_failure(lease, std::move(result).error(), call));
-    return std::nullopt;
+    return {};
   }
   if (call.append_done && !scanner.saw_done()) {
     writer.write_chunk("data: [DONE]\n\n");
   }
   writer.finish();
-  return record(stats, lease, scanner.last_usage(), &scanner);
+  return {record(stats, lease, scanner.last_usage(), &scanner), std::nullopt};
 }
 
 }  // namespace
@@ -295,10 +349,19 @@ void write_error(net::ResponseWriter& writer, const Error& error) {
   writer.finish();
 }
 
-std::optional<RequestStats> forward_to_backend(Lease& lease, const ProxyCall& call,
-                                               net::ResponseWriter& writer, StatsStore& stats) {
+ProxyOutcome forward_to_backend(Lease& lease, const ProxyCall& call, net::ResponseWriter& writer,
+                                StatsStore& stats) {
   return call.stream ? forward_stream(lease, call, writer, stats)
                      : forward_whole(lease, call, writer, stats);
+}
+
+void write_unanswered(net::ResponseWriter& writer, const Lease& lease, const ProxyCall& call,
+                      const UnansweredFailure& failure) {
+  if (failure.kind == UnansweredFailure::Kind::kUnreachable) {
+    write_error(writer, backend_failure(lease, failure.error, call));
+  } else {
+    write_rejection(writer, failure.status, failure.body);
+  }
 }
 
 }  // namespace lemon::http

@@ -209,6 +209,12 @@ Status UpstreamClient::Impl::call(const UpstreamRequest& request, const CallOpti
                             outcome.status.error().message());
       continue;
     }
+    if (outcome.retryable) {
+      // Not one byte of a response arrived: the backend closed or reset the
+      // connection without answering (it is restarting or dying). Typed as
+      // unreachable, like a refused connect, so callers may try again.
+      return Error(ErrorCode::kBackendUnavailable, outcome.status.error().message());
+    }
     return std::move(outcome.status);
   }
 }

@@ -14,6 +14,8 @@ const char* eviction_reason_name(EvictionReason reason) {
       return "slot_limit";
     case EvictionReason::kMemory:
       return "memory";
+    case EvictionReason::kOutOfMemory:
+      return "out_of_memory";
   }
   return "";
 }

@@ -165,6 +165,35 @@ std::vector<std::string> plan_pressure_relief(const std::vector<ServerMemory>& s
   return victims;
 }
 
+std::string primary_device(const DeviceBytes& estimate) {
+  std::string device = kRamDevice;
+  std::int64_t most = 0;
+  for (const auto& [name, bytes] : estimate) {
+    if (bytes > most) {
+      device = name;
+      most = bytes;
+    }
+  }
+  return device;
+}
+
+std::vector<std::string> plan_out_of_memory_recovery(const std::vector<ServerMemory>& servers,
+                                                     const std::string& device) {
+  std::vector<ServerMemory> idle;
+  for (const auto& s : servers) {
+    if (s.in_flight == 0 && charge_on(s, device) > 0) {
+      idle.push_back(s);
+    }
+  }
+  std::sort(idle.begin(), idle.end(), evict_before);
+  std::vector<std::string> victims;
+  victims.reserve(idle.size());
+  for (const auto& s : idle) {
+    victims.push_back(s.id);
+  }
+  return victims;
+}
+
 std::string format_bytes(std::int64_t bytes) {
   char buf[32];
   const double b = static_cast<double>(bytes);

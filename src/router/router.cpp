@@ -40,6 +40,8 @@ const char* router_event_name(RouterEvent::Kind kind) {
       return "load_failed";
     case RouterEvent::Kind::kRetryingAfterEvictAll:
       return "retrying_after_evict_all";
+    case RouterEvent::Kind::kRetryingAfterOutOfMemory:
+      return "retrying_after_out_of_memory";
     case RouterEvent::Kind::kWaitingForSlot:
       return "waiting_for_slot";
     case RouterEvent::Kind::kReplicaStarted:

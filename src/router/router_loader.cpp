@@ -5,8 +5,10 @@
 // everyone waiting for it.
 #include <algorithm>
 #include <future>
+#include <map>
 
 #include "lemon/core/log.h"
+#include "lemon/router/memory_policy.h"
 #include "lemon/router/router.h"
 #include "load_job.h"
 
@@ -198,6 +200,9 @@ Status Router::run_job(LoadJob& job) {
   retire(victims, "evicted");
 
   Status started = start_and_publish(job, *server);
+  if (!started.ok() && !shutting_down_ && started.error().code() == ErrorCode::kOutOfMemory) {
+    return recover_from_out_of_memory(job, std::move(started).error());
+  }
   if (started.ok() || shutting_down_ ||
       on_load_failure(started.error().code(), 1) != FailureAction::kEvictAllAndRetry) {
     return started;
@@ -215,11 +220,86 @@ Status Router::run_job(LoadJob& job) {
     }
   }
   retire(everyone, "evict-all after a failed load");
+  return retry_start(job);
+}
+
+Status Router::retry_start(LoadJob& job) {
   auto retry = make_server(job);
   if (!retry.ok()) {
     return std::move(retry).error();
   }
   return start_and_publish(job, *retry);
+}
+
+Status Router::recover_from_out_of_memory(LoadJob& job, Error failure) {
+  const std::string device = primary_device(job.estimate);
+  // Issue #14 §2: the idle servers of the same device go first, one at a
+  // time, least recently used first; the load is retried after each.
+  for (;;) {
+    std::shared_ptr<ServerSlot> victim;
+    {
+      std::lock_guard lock(mu_);
+      std::vector<ServerMemory> servers;
+      std::map<std::string, std::shared_ptr<ServerSlot>> by_id;
+      for (const auto& [name, group] : groups_) {
+        for (const auto& r : group.replicas) {
+          if (name == job.model || r->state != SlotState::kReady || r->retire_owned) {
+            continue;
+          }
+          const std::string id = std::to_string(r->id);
+          servers.push_back({id, charges(*r), r->in_flight.load(), r->lru_tick});
+          by_id[id] = r;
+        }
+      }
+      const auto plan = plan_out_of_memory_recovery(servers, device);
+      if (!plan.empty()) {
+        victim = by_id.at(plan.front());
+      }
+    }
+    if (!victim || shutting_down_) {
+      break;
+    }
+    const std::string name = victim->server->model_name();
+    logger("router")->warn("'{}' ran out of memory on {}; unloading idle '{}' and retrying",
+                           job.model, device, name);
+    emit({RouterEvent::Kind::kEvictionPlanned, name,
+          eviction_reason_name(EvictionReason::kOutOfMemory), {}});
+    retire({victim}, "out-of-memory recovery");
+    emit({RouterEvent::Kind::kRetryingAfterOutOfMemory, job.model, name, ErrorCode::kOutOfMemory});
+    Status again = retry_start(job);
+    if (again.ok() || again.error().code() != ErrorCode::kOutOfMemory) {
+      return again;
+    }
+    failure = std::move(again).error();
+  }
+  // Then everything, busy servers after they drain, and one last try.
+  std::vector<std::shared_ptr<ServerSlot>> everyone;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [name, group] : groups_) {
+      everyone.insert(everyone.end(), group.replicas.begin(), group.replicas.end());
+    }
+  }
+  if (!everyone.empty() && !shutting_down_) {
+    logger("router")->warn("'{}' still runs out of memory; evicting every model and retrying once",
+                           job.model);
+    emit({RouterEvent::Kind::kRetryingAfterEvictAll, job.model, failure.message(),
+          ErrorCode::kOutOfMemory});
+    retire(everyone, "evict-all after running out of memory");
+    Status last = retry_start(job);
+    if (last.ok() || last.error().code() != ErrorCode::kOutOfMemory) {
+      return last;
+    }
+    failure = std::move(last).error();
+  }
+  const auto estimate = job.estimate.find(device);
+  const std::int64_t need = estimate == job.estimate.end() ? 0 : estimate->second;
+  return Error(ErrorCode::kOutOfMemory,
+               "model '" + job.model + "' ran out of memory on " + device +
+                   " while loading, even with every other model unloaded (estimated " +
+                   format_bytes(need) + " on " + device + "): " + failure.message(),
+               "model")
+      .with_detail(failure.detail());
 }
 
 Status Router::start_and_publish(LoadJob& job, const std::shared_ptr<WrappedServer>& server) {

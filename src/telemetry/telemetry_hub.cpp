@@ -90,7 +90,8 @@ void TelemetryHub::on_router_event(const RouterEvent& e) {
       // Evictions were counted when planned; unloads and evict-all here.
       if (e.detail == "unload") {
         evictions_.counter({e.model, "unload"}).inc();
-      } else if (e.detail == "evict-all after a failed load") {
+      } else if (e.detail == "evict-all after a failed load" ||
+                 e.detail == "evict-all after running out of memory") {
         evictions_.counter({e.model, "evict_all"}).inc();
       } else if (e.detail == "memory-pressure") {
         evictions_.counter({e.model, "memory_pressure"}).inc();
@@ -109,6 +110,9 @@ void TelemetryHub::on_router_event(const RouterEvent& e) {
     case RouterEvent::Kind::kRetryingAfterEvictAll:
       data["message"] = e.detail;
       data["code"] = e.code ? error_code_name(*e.code) : "";
+      break;
+    case RouterEvent::Kind::kRetryingAfterOutOfMemory:
+      data["unloaded"] = e.detail;
       break;
     case RouterEvent::Kind::kReplicaStarted:
       data["replica"] = std::atoi(e.detail.c_str());

@@ -68,6 +68,7 @@ const ShapeCase kShapes[] = {
     {ErrorCode::kChecksumMismatch, 502, "server_error", "checksum_mismatch"},
     {ErrorCode::kInsufficientStorage, 507, "server_error", "insufficient_storage"},
     {ErrorCode::kInsufficientMemory, 507, "server_error", "insufficient_memory"},
+    {ErrorCode::kOutOfMemory, 507, "server_error", "out_of_memory"},
     {ErrorCode::kSessionNotFound, 404, "invalid_request_error", "session_not_found"},
     {ErrorCode::kSessionBusy, 409, "invalid_request_error", "session_busy"},
     {ErrorCode::kSessionLost, 409, "invalid_request_error", "session_lost"},

@@ -57,6 +57,7 @@ struct Config {
   std::chrono::milliseconds memory_poll_interval{10000};
   std::chrono::milliseconds session_ttl{1'800'000};  // idle sessions end (issue #13 §4)
   std::chrono::milliseconds request_timeout{0};      // 0: none
+  std::chrono::milliseconds backend_retry_delay{1000};  // first retry; 0: none (issue #14 §2)
   std::chrono::milliseconds stream_idle_timeout{0};  // 0: none
   std::chrono::milliseconds header_timeout{10'000};
   std::chrono::milliseconds body_timeout{30'000};

@@ -52,6 +52,7 @@ struct RouterOptionValues {
   double memory_poll_interval_s = 10.0;
   double session_ttl_s = 1800.0;
   double request_timeout_s = 0.0;
+  double backend_retry_delay_s = 1.0;
   double stream_idle_timeout_s = 0.0;
   double header_timeout_s = 10.0;
   double body_timeout_s = 30.0;

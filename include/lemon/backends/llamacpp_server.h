@@ -37,6 +37,7 @@ class LlamaCppServer final : public ProcessServer {
   BinaryQuery binary_query() const override;
   std::string health_path() const override { return "/health"; }
   std::vector<std::string> required_roles() const override;
+  bool output_reports_out_of_memory(const std::vector<std::string>& lines) const override;
   std::vector<std::pair<std::string, std::string>> child_env(
       const std::string& executable) const override;
 

@@ -69,6 +69,10 @@ class ProcessServer : public WrappedServer {
   std::vector<std::pair<std::string, std::string>> release_env(const std::string& executable) const;
   // Roles of the model whose resolved files must exist (default: "main").
   virtual std::vector<std::string> required_roles() const;
+  // Whether the last output of a child that exited while loading says it ran
+  // out of memory (then the load fails with kOutOfMemory, not
+  // kBackendExited). Default: no backend-specific recognition.
+  virtual bool output_reports_out_of_memory(const std::vector<std::string>& lines) const;
 
   bool verbose() const { return env_.verbose; }
 

@@ -19,6 +19,7 @@ class WhisperServer final : public ProcessServer {
  protected:
   BinaryQuery binary_query() const override;
   std::string health_path() const override { return "/health"; }
+  bool output_reports_out_of_memory(const std::vector<std::string>& lines) const override;
   std::vector<std::pair<std::string, std::string>> child_env(
       const std::string& executable) const override;
 };

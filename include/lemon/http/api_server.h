@@ -19,6 +19,7 @@
 #include "lemon/backends/wrapped_server.h"
 #include "lemon/http/access_policy.h"
 #include "lemon/http/api_dialect.h"
+#include "lemon/http/inference_proxy.h"
 #include "lemon/http/route_table.h"
 #include "lemon/models/catalogue.h"
 #include "lemon/models/model_store.h"
@@ -41,6 +42,10 @@ struct ApiSettings {
   // --request-timeout and --stream-idle-timeout (zero: none).
   std::chrono::milliseconds request_timeout{0};
   std::chrono::milliseconds stream_idle_timeout{0};
+  // A request whose backend refused or reset the connection before
+  // answering is retried after this, then twice and four times as long
+  // (seed 003); zero: never.
+  std::chrono::milliseconds backend_retry_delay{1000};
   // How often a streaming client waiting for a load gets ": loading".
   std::chrono::milliseconds keepalive_interval{1000};
   AccessSettings access;
@@ -96,6 +101,8 @@ struct InferenceRequest {
   std::optional<KeepAlive> keep_alive;
   // Optional rewrite of a successful non-streaming answer.
   std::function<std::optional<std::string>(std::string_view)> transform;
+  // json's id_slot was set by the router for the current attempt's lease.
+  bool slot_set_by_router = false;
 };
 
 // Follows a download or install task for a /pull or /install request: with
@@ -249,6 +256,15 @@ class ApiServer {
   // known_model turns false when the name is not in the catalogue.
   std::optional<RequestStats> forward_inference_to(InferenceRequest& req, net::ResponseWriter& w,
                                                    bool& known_model);
+  // One try of forward_inference_to: acquire a lease (kept in `lease`),
+  // forward, and return a retryable failure unwritten.
+  ProxyOutcome forward_attempt(InferenceRequest& req, net::ResponseWriter& w,
+                               const WaitHooks& hooks, bool& known_model, bool sanitized,
+                               std::optional<Lease>& lease);
+  ProxyCall make_call(const InferenceRequest& req, std::string path,
+                      std::string content_type) const;
+  // Sleeps `delay` before a retry; false when the client left meanwhile.
+  static bool wait_before_retry(std::chrono::milliseconds delay, const WaitHooks& hooks);
 
   ApiSettings settings_;
   ModelCatalogue& catalogue_;

@@ -7,7 +7,11 @@
 //   and `data: [DONE]`; stats come from the final `timings`/`usage` event,
 //   keeping only that event in memory;
 // - the client's socket is watched, so a client that leaves cancels the
-//   backend request immediately (also during prompt processing).
+//   backend request immediately (also during prompt processing);
+// - with ProxyCall::defer_retryable, a failure of which nothing reached the
+//   client and that a retry may fix (the backend refused or reset the
+//   connection before answering; the chat template rejected the messages)
+//   is returned unwritten, for the caller to retry or write (issue #14 §2).
 //
 // Thread-safety: runs on the request's connection thread.
 #pragma once
@@ -18,6 +22,7 @@
 #include <string>
 #include <string_view>
 
+#include "lemon/http/backend_rejection.h"
 #include "lemon/net/server.h"
 #include "lemon/router/lease.h"
 #include "lemon/router/request_stats.h"
@@ -44,12 +49,39 @@ struct ProxyCall {
   std::function<bool()> cancelled;
   // Optional rewrite of a successful non-streaming answer (nullopt: as is).
   std::function<std::optional<std::string>(std::string_view)> transform;
+  // Return retryable failures unwritten (ProxyOutcome::unanswered).
+  bool defer_retryable = false;
+  // Headers added to a successful answer (X-Lemonade-Sanitized).
+  net::Headers extra_headers;
 };
 
-// Returns the figures recorded in `stats` for a request that succeeded, or
-// nullopt.
-std::optional<RequestStats> forward_to_backend(Lease& lease, const ProxyCall& call,
-                                               net::ResponseWriter& writer, StatsStore& stats);
+// A failure forward_to_backend() left unwritten: nothing of it reached the
+// client.
+struct UnansweredFailure {
+  enum class Kind {
+    kUnreachable,  // refused, or closed/reset before any byte: `error`
+    kRejected,     // an HTTP error answer: `status`, `body`, `rejection`
+  };
+  Kind kind = Kind::kUnreachable;
+  Error error{ErrorCode::kBackendUnavailable, ""};
+  int status = 0;
+  std::string body;
+  BackendRejection rejection = BackendRejection::kOther;
+};
+
+struct ProxyOutcome {
+  std::optional<RequestStats> stats;               // the request succeeded
+  std::optional<UnansweredFailure> unanswered;     // only with defer_retryable
+};
+
+// Forwards one request. `stats` gets the figures of a request that
+// succeeded (also returned).
+ProxyOutcome forward_to_backend(Lease& lease, const ProxyCall& call, net::ResponseWriter& writer,
+                                StatsStore& stats);
+
+// Writes a failure forward_to_backend() left unwritten, as it would have.
+void write_unanswered(net::ResponseWriter& writer, const Lease& lease, const ProxyCall& call,
+                      const UnansweredFailure& failure);
 
 // Writes `error` to the client: the envelope with its status, or, once a
 // stream has started, one SSE error event, `data: [DONE]`, and the end.

@@ -4,8 +4,10 @@
 // Every call can watch the downstream client's socket (CallOptions::watch_fd):
 // when that client hangs up, the upstream connection is closed at once, so the
 // backend stops work even during prompt processing (issue #3 "Client
-// disconnects"). Errors are typed where they happen: cannot connect ->
-// kBackendUnavailable, connection lost mid-response -> kBackendCrashed,
+// disconnects"). Errors are typed where they happen: cannot connect, or the
+// connection closed or reset before any byte of a response ->
+// kBackendUnavailable (nothing was answered: a caller may retry), connection
+// lost mid-response -> kBackendCrashed,
 // watched client gone -> kCancelled, garbage -> kUpstreamProtocol, deadline ->
 // kBackendStartTimeout is NOT used here (callers decide), a timeout is
 // kBackendUnavailable.

@@ -33,7 +33,8 @@ struct LoadTarget {
 };
 
 // kMemory: chosen by the memory budget (memory_policy.h), not by plan_eviction.
-enum class EvictionReason { kReload, kNpuExclusive, kSlotLimit, kMemory };
+// kOutOfMemory: unloaded after a load ran out of memory (Router, issue #14 §2).
+enum class EvictionReason { kReload, kNpuExclusive, kSlotLimit, kMemory, kOutOfMemory };
 const char* eviction_reason_name(EvictionReason reason);
 
 struct Eviction {

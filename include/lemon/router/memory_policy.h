@@ -76,6 +76,17 @@ std::vector<std::string> plan_pressure_relief(const std::vector<ServerMemory>& s
                                               const std::vector<DeviceReading>& devices,
                                               std::int64_t margin);
 
+// The device a server charged `estimate` mostly lives on: the one with the
+// largest charge ("ram" when there is none).
+std::string primary_device(const DeviceBytes& estimate);
+
+// A load ran out of memory on `device` (issue #14 §2): the idle servers that
+// hold memory there, least recently used first. The router unloads them one
+// at a time, retrying the load after each, before it evicts everything.
+// Busy servers are never chosen here.
+std::vector<std::string> plan_out_of_memory_recovery(const std::vector<ServerMemory>& servers,
+                                                     const std::string& device);
+
 // "1.5 GiB", "512 MiB", "900 B": for messages.
 std::string format_bytes(std::int64_t bytes);
 

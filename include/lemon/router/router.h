@@ -15,7 +15,11 @@
 //   loaded(), stats and unrelated requests are never blocked.
 // - A failed load evicts everything and retries once only for failures a
 //   retry can fix (typed ErrorCode); missing files, bad arguments, unknown
-//   recipe and missing binary evict nothing.
+//   recipe and missing binary evict nothing. A load that ran out of memory
+//   (kOutOfMemory, issue #14 §2) instead unloads the idle models of its
+//   device one at a time, least recently used first, retrying after each,
+//   and evicts everything only before its last try; kOutOfMemory (507) if
+//   that fails too.
 // - A backend that exits unexpectedly is dropped from the table at once; the
 //   next request loads it again.
 // - A server with request slots (llama.cpp's --parallel) is never leased more
@@ -92,6 +96,7 @@ struct RouterEvent {
     kLoadSucceeded,          // model
     kLoadFailed,             // model, code
     kRetryingAfterEvictAll,  // model, code of the first failure
+    kRetryingAfterOutOfMemory,  // model, detail = the model just unloaded to make room
     kWaitingForSlot,         // model, detail = requests now in its line
     kReplicaStarted,         // model, detail = replica index (a scale-up)
     kReplicaStopped,         // model, detail = reason (scale-down, keep-alive)
@@ -269,6 +274,11 @@ class Router {
   Status run_replica_job(LoadJob& job);  // a scale-up
   Result<std::shared_ptr<WrappedServer>> make_server(const LoadJob& job);
   Status start_and_publish(LoadJob& job, const std::shared_ptr<WrappedServer>& server);
+  // After `failure` (kOutOfMemory): unload idle servers of the job's device,
+  // least recently used first, retrying after each, then everything.
+  Status recover_from_out_of_memory(LoadJob& job, Error failure);
+  // make_server() and start_and_publish() again.
+  Status retry_start(LoadJob& job);
   void retire(const std::vector<std::shared_ptr<ServerSlot>>& victims, const char* reason);
   void finish_job(LoadJob& job, const Status& result,
                   const std::shared_ptr<ServerSlot>& slot);  // REQUIRES: mu_ held
