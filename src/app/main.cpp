@@ -23,6 +23,7 @@
 #include "lemon/models/catalogue.h"
 #include "lemon/models/hub_client.h"
 #include "lemon/models/model_store.h"
+#include "lemon/models/preset_catalogue.h"
 #include "lemon/process/port_allocator.h"
 #include "lemon/process/process_launcher.h"
 #include "lemon/router/router.h"
@@ -123,7 +124,14 @@ int main(int argc, char** argv) {
     router_config.memory_poll_interval = cfg.memory_poll_interval;
   }
   router_config.on_event = [&telemetry](const RouterEvent& e) { telemetry.on_router_event(e); };
-  Router router(**catalogue, factory, router_config);
+  // Presets (issue #14 §1) wrap the catalogue: the router resolves a
+  // preset's server name through them.
+  PresetSources preset_sources;
+  preset_sources.builtin_json = cfg.resources_dir + "/presets.json";
+  preset_sources.cache_dir = cfg.cache_dir;
+  preset_sources.hf_hub_cache = cfg.hf_hub_cache;
+  PresetCatalogue presets(**catalogue, preset_sources);
+  Router router(presets, factory, router_config);
   telemetry::ContextMonitor context(router, telemetry.events());
   context.start();
   telemetry::SystemStatsReader system_stats(launcher.get());
@@ -170,7 +178,7 @@ int main(int argc, char** argv) {
   install.offline = hub.offline;
   install.transfer = hub.transfer;
   BackendInstaller installer(install);
-  http::ApiServer api(settings, **catalogue, store, installer, router, stats,
+  http::ApiServer api(settings, **catalogue, presets, store, installer, router, stats,
                       http::Observers{telemetry, context, system_stats});
   auto port = api.bind();
   if (!port.ok()) {

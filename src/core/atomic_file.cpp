@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <system_error>
 
@@ -38,6 +39,28 @@ Status write_file_atomically(const fs::path& path, std::string_view text) {
     return Error(ErrorCode::kInternal, "cannot replace " + path.string() + ": " + ec.message());
   }
   return ok_status();
+}
+
+Result<nlohmann::ordered_json> read_json_object_for_update(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    return nlohmann::ordered_json::object();
+  }
+  std::ifstream in(path);
+  if (!in) {
+    return Error(ErrorCode::kInternal, "cannot read " + path.string());
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  if (text.str().find_first_not_of(" \t\r\n") == std::string::npos) {
+    return nlohmann::ordered_json::object();
+  }
+  auto j = nlohmann::ordered_json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (j.is_object()) {
+    return j;
+  }
+  return Error(ErrorCode::kInternal,
+               path.string() + " is not a JSON object; fix or remove it before changing it");
 }
 
 }  // namespace lemon

@@ -94,7 +94,7 @@ net::Headers cors_headers(const net::Request& request, const AccessSettings& set
   }
   h.add("Access-Control-Allow-Origin", wildcard && !listed ? "*" : std::string(*origin));
   h.add("Vary", "Origin");
-  h.add("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
+  h.add("Access-Control-Allow-Methods", "GET, POST, PUT, DELETE, OPTIONS");
   h.add("Access-Control-Allow-Headers",
         "Authorization, Content-Type, x-api-key, anthropic-version, anthropic-beta");
   h.add("Access-Control-Max-Age", "600");

@@ -27,11 +27,12 @@ KeyHeaders key_headers(ApiDialect dialect) {
 
 }  // namespace
 
-ApiServer::ApiServer(ApiSettings settings, ModelCatalogue& catalogue, ModelStore& store,
-                     BackendInstaller& installer, Router& router, StatsStore& stats,
-                     Observers observers)
+ApiServer::ApiServer(ApiSettings settings, ModelCatalogue& catalogue, PresetCatalogue& presets,
+                     ModelStore& store, BackendInstaller& installer, Router& router,
+                     StatsStore& stats, Observers observers)
     : settings_(std::move(settings)),
       catalogue_(catalogue),
+      presets_(presets),
       store_(store),
       installer_(installer),
       router_(router),
@@ -142,7 +143,7 @@ void ApiServer::handle(net::Request& r, net::ResponseWriter& raw) {
       write_error(w, *denied);
       return;
     }
-    w.send(204, net::Headers{{"Allow", "GET, POST, DELETE, OPTIONS"}}, "");
+    w.send(204, net::Headers{{"Allow", "GET, POST, PUT, DELETE, OPTIONS"}}, "");
     return;
   }
   routes_.dispatch(r, w);
@@ -304,6 +305,7 @@ void ApiServer::register_routes() {
   register_anthropic_routes();
   register_ollama_routes();
   register_session_routes();
+  register_preset_routes();
 }
 
 }  // namespace lemon::http

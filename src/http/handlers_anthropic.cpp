@@ -47,13 +47,18 @@ void ApiServer::handle_anthropic_messages(net::Request& r, net::ResponseWriter& 
       return;
     }
   }
+  std::string model = request->model;  // the answer names the model as asked
+  if (auto preset = apply_preset(model, &request->chat, ApiRoute::kChatCompletions); !preset.ok()) {
+    errors.fail(preset.error());
+    return;
+  }
   params_.apply(request->chat);
   AnthropicAnswer answer(request->model, AnthropicAnswer::new_id(),
                          std::move(request->stop_sequences), request->stream);
   TranslatingWriter w(raw, ApiDialect::kAnthropic, &answer);
   InferenceRequest req;
   req.route = ApiRoute::kChatCompletions;
-  req.model = request->model;
+  req.model = model;
   req.stream = true;  // the backend always streams; see chat_answer.h
   req.json = &request->chat;
   req.body_changed = true;

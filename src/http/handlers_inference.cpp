@@ -77,6 +77,13 @@ void ApiServer::handle_json_inference(ApiRoute route, net::Request& r, net::Resp
   req.stream = *stream;
   req.json = &*body;
   req.body_changed = map_max_completion_tokens(*body);
+  // A preset's own values come before the /params defaults.
+  auto preset = apply_preset(req.model, &*body, route);
+  if (!preset.ok()) {
+    write_error(w, preset.error());
+    return;
+  }
+  req.body_changed = *preset || req.body_changed;
   if (route == ApiRoute::kChatCompletions || route == ApiRoute::kCompletions) {
     req.body_changed = params_.apply(*body) || req.body_changed;
   }

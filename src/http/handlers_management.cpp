@@ -142,7 +142,11 @@ void ApiServer::handle_ready(net::ResponseWriter& w) {
 }
 
 void ApiServer::handle_system_info(net::ResponseWriter& w) {
-  send_json(w, 200, system_info_json(installer_, settings_.cache_dir, settings_.cli_options));
+  nlohmann::json info = system_info_json(installer_, settings_.cache_dir, settings_.cli_options);
+  PresetReport presets = presets_.report();
+  info["presets"] = {
+      {"builtin", presets.builtin}, {"user", presets.user}, {"errors", presets.errors}};
+  send_json(w, 200, info);
 }
 
 void ApiServer::handle_stats(net::ResponseWriter& w) {
@@ -172,6 +176,15 @@ void ApiServer::handle_model(std::string_view id, net::ResponseWriter& w) {
 }
 
 void ApiServer::handle_load(net::Request& r, net::ResponseWriter& w) {
+  if (auto raw = parse_json_object(r.body); raw.ok() && raw->contains("preset")) {
+    if (raw->contains("model_name") || raw->contains("model")) {
+      write_error(w, Error(ErrorCode::kInvalidRequest,
+                           "name either 'preset' or 'model_name', not both", "preset"));
+      return;
+    }
+    handle_load_preset(*raw, w);
+    return;
+  }
   auto request = parse_model_request(r.body);
   if (!request.ok()) {
     write_error(w, request.error());

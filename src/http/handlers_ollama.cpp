@@ -123,6 +123,11 @@ void ApiServer::handle_ollama_chat(net::Request& r, net::ResponseWriter& raw, bo
       return;
     }
   }
+  if (auto preset = apply_preset(request->model, &request->openai, ApiRoute::kChatCompletions);
+      !preset.ok()) {
+    errors.fail(preset.error());
+    return;
+  }
   params_.apply(request->openai);
   OllamaAnswer answer(generate ? OllamaEndpoint::kGenerate : OllamaEndpoint::kChat,
                       request->client_model, request->stream, started);

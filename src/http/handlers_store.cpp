@@ -216,14 +216,16 @@ Status ApiServer::fetch_missing_and_retry(std::string_view model,
                                           const WaitHooks& hooks,
                                           const std::function<Status()>& attempt) {
   Status result = attempt();
+  // A preset's server downloads and installs what its base model needs.
+  const std::string base = presets_.catalogue_name(model);
   if (!result.ok() && result.error().code() == ErrorCode::kModelFilesMissing) {
-    if (Status fetched = download_if_missing(model, hooks); !fetched.ok()) {
+    if (Status fetched = download_if_missing(base, hooks); !fetched.ok()) {
       return fetched;
     }
     result = attempt();
   }
   if (!result.ok() && result.error().code() == ErrorCode::kBackendBinaryMissing) {
-    Status installed = install_backend_for(model, request_options, hooks);
+    Status installed = install_backend_for(base, request_options, hooks);
     if (installed.ok()) {
       result = attempt();
     } else if (installed.error().code() != ErrorCode::kUnsupportedOperation) {

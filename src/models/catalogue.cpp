@@ -80,33 +80,6 @@ bool extra_files_present(const ModelInfo& info) {
   return !info.resolved_paths.empty();
 }
 
-// Reads a JSON object file for rewriting: a missing file is an empty
-// object; an unreadable or malformed one is an error (never overwritten).
-Result<nlohmann::ordered_json> read_for_update(const fs::path& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) {
-    return nlohmann::ordered_json::object();
-  }
-  std::ifstream in(path);
-  if (!in) {
-    return Error(ErrorCode::kInternal, "cannot read " + path.string());
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  if (text.str().find_first_not_of(" \t\r\n") == std::string::npos) {
-    return nlohmann::ordered_json::object();
-  }
-  try {
-    auto j = nlohmann::ordered_json::parse(text.str());
-    if (j.is_object()) {
-      return j;
-    }
-  } catch (const nlohmann::json::exception&) {
-  }
-  return Error(ErrorCode::kInternal,
-               path.string() + " is not a JSON object; fix or remove it before changing models");
-}
-
 }  // namespace
 
 struct ModelCatalogue::State {
@@ -334,7 +307,7 @@ Status ModelCatalogue::put_user_model(const std::string& key, const nlohmann::or
     return Error(ErrorCode::kInternal, "no cache directory: cannot register user models");
   }
   std::lock_guard<std::mutex> write(s.write_mu);
-  auto file = read_for_update(s.user_file.path());
+  auto file = read_json_object_for_update(s.user_file.path());
   if (!file.ok()) {
     return std::move(file).error();
   }
@@ -350,7 +323,7 @@ Status ModelCatalogue::remove_user_model(const std::string& key) {
     return ok_status();
   }
   std::lock_guard<std::mutex> write(s.write_mu);
-  auto file = read_for_update(s.user_file.path());
+  auto file = read_json_object_for_update(s.user_file.path());
   if (!file.ok()) {
     return std::move(file).error();
   }
@@ -368,7 +341,7 @@ Status ModelCatalogue::save_options(const std::string& name, const nlohmann::jso
     return Error(ErrorCode::kInternal, "no cache directory: cannot save load options");
   }
   std::lock_guard<std::mutex> write(s.write_mu);
-  auto file = read_for_update(s.options_file.path());
+  auto file = read_json_object_for_update(s.options_file.path());
   if (!file.ok()) {
     return std::move(file).error();
   }

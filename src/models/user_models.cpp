@@ -33,12 +33,14 @@ bool WatchedJsonFile::refresh() {
   loaded_ = true;
   stamp_ = now;
   value_ = nlohmann::ordered_json::object();
+  problem_.clear();
   if (!now.exists) {
     return true;
   }
   auto log = logger("models");
   std::ifstream in(path_);
   if (!in) {
+    problem_ = "cannot be read";
     log->warn("cannot read {}; treating it as empty", path_.string());
     return true;
   }
@@ -46,8 +48,10 @@ bool WatchedJsonFile::refresh() {
   text << in.rdbuf();
   auto parsed = nlohmann::ordered_json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) {
+    problem_ = "is not valid JSON";
     log->warn("{} is not valid JSON; treating it as empty", path_.string());
   } else if (!parsed.is_object()) {
+    problem_ = "is not a JSON object";
     log->warn("{} is not a JSON object; treating it as empty", path_.string());
   } else {
     value_ = std::move(parsed);

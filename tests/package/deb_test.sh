@@ -30,6 +30,7 @@ echo "built $(basename "$deb")"
 dpkg-deb -c "$deb" >"$work/contents"
 for f in ./usr/bin/lemonade-router ./usr/bin/lemonade-server \
          ./usr/share/lemonade-router/resources/server_models.json \
+         ./usr/share/lemonade-router/resources/presets.json \
          ./usr/share/lemonade-router/resources/backend_versions.json \
          ./usr/lib/systemd/system/lemonade-router.service; do
   grep -q " $f\$" "$work/contents" || fail "$f is not in the package"

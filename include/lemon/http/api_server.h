@@ -23,6 +23,7 @@
 #include "lemon/http/route_table.h"
 #include "lemon/models/catalogue.h"
 #include "lemon/models/model_store.h"
+#include "lemon/models/preset_catalogue.h"
 #include "lemon/net/server.h"
 #include "lemon/router/request_stats.h"
 #include "lemon/router/router.h"
@@ -114,8 +115,9 @@ void respond_when_done(net::ResponseWriter& w, bool stream,
 
 class ApiServer {
  public:
-  ApiServer(ApiSettings settings, ModelCatalogue& catalogue, ModelStore& store,
-            BackendInstaller& installer, Router& router, StatsStore& stats, Observers observers);
+  ApiServer(ApiSettings settings, ModelCatalogue& catalogue, PresetCatalogue& presets,
+            ModelStore& store, BackendInstaller& installer, Router& router, StatsStore& stats,
+            Observers observers);
   ~ApiServer();
 
   // Binds the port, and the Ollama port when one is set.
@@ -170,6 +172,21 @@ class ApiServer {
   void handle_session_generate(const std::string& id, net::Request& r, net::ResponseWriter& w);
   // Erases the session's llama.cpp slot (its cached context) on its server.
   void erase_session_slot(const SessionState& s);
+
+  // Presets (handlers_presets.cpp, issue #14 §1).
+  void register_preset_routes();
+  void handle_presets(net::ResponseWriter& w);
+  void handle_preset(std::string_view id, net::ResponseWriter& w);
+  void handle_preset_create(net::Request& r, net::ResponseWriter& w);
+  void handle_preset_replace(std::string_view id, net::Request& r, net::ResponseWriter& w);
+  void handle_preset_delete(std::string_view id, net::ResponseWriter& w);
+  // POST /load {"preset": id}.
+  void handle_load_preset(const nlohmann::json& body, net::ResponseWriter& w);
+  // A request whose model is "preset.<id>": `model` becomes the preset's
+  // server name and, on chat, completions and responses, the preset's
+  // request-time values fill what `body` leaves out. True when the body
+  // changed; kModelNotFound for an unknown preset. Other names: no change.
+  Result<bool> apply_preset(std::string& model, nlohmann::json* body, ApiRoute route) const;
 
   // Management (handlers_management.cpp).
   void handle_health(net::ResponseWriter& w);
@@ -268,6 +285,7 @@ class ApiServer {
 
   ApiSettings settings_;
   ModelCatalogue& catalogue_;
+  PresetCatalogue& presets_;
   ModelStore& store_;
   BackendInstaller& installer_;
   Router& router_;

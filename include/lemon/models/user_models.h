@@ -33,6 +33,9 @@ class WatchedJsonFile {
   // The parsed top-level object, in file order; empty when the file is
   // missing, unreadable, malformed or not an object.
   const nlohmann::ordered_json& value() const { return value_; }
+  // Why the file read as empty ("not valid JSON", ...); "" when it is
+  // missing or was read.
+  const std::string& problem() const { return problem_; }
   const std::filesystem::path& path() const { return path_; }
 
  private:
@@ -51,6 +54,7 @@ class WatchedJsonFile {
   bool loaded_ = false;
   Stamp stamp_;
   nlohmann::ordered_json value_ = nlohmann::ordered_json::object();
+  std::string problem_;
 };
 
 // The entries of user_models.json as "user.<key>" models, in file order.

@@ -1,0 +1,89 @@
+// PresetCatalogue: the presets the router knows (issue #14 §1), built-in
+// (resources/presets.json, read once, read-only) and the user's (presets.json
+// in the cache dir, re-read when its mtime or size changes, changed through
+// create/replace/remove), and the ModelResolver the Router is built with.
+//
+// resolve() wraps the ModelCatalogue: "preset.<id>" and a preset's server
+// name ("<base>~<8 hex>", preset.h) both give the base model's ModelInfo
+// named after the server, with the preset's load options over the base's
+// saved options; every other name passes through to the catalogue. So two
+// presets with equal load-time settings share one server, and the router
+// needs to know nothing about presets.
+//
+// Robustness: an unparseable file or an invalid entry is logged and listed
+// in report().errors; the file's valid entries and the built-ins still work.
+// A malformed user file is never overwritten: writes then fail (kInternal).
+//
+// Ownership: holds a reference to the catalogue, which outlives it.
+// Thread-safety: every method may be called from any thread; writers are
+// serialized, and readers see the old or the new file, never a mix.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lemon/models/catalogue.h"
+#include "lemon/models/preset.h"
+
+namespace lemon {
+
+struct PresetSources {
+  std::string builtin_json;  // resources/presets.json (missing: no built-ins)
+  std::string cache_dir;     // the user's presets.json lives here ("" : none)
+  std::string hf_hub_cache;  // where checkpoint presets' files are looked for
+};
+
+struct PresetEntry {
+  Preset preset;
+  bool builtin = false;
+  std::string server;  // preset.server_name()
+};
+
+// For /system-info.
+struct PresetReport {
+  int builtin = 0;
+  int user = 0;
+  std::vector<std::string> errors;  // "<file>: <what>"
+};
+
+class PresetCatalogue final : public ModelResolver {
+ public:
+  PresetCatalogue(const ModelCatalogue& models, PresetSources sources);
+  ~PresetCatalogue() override;
+
+  Result<ModelInfo> resolve(std::string_view name) const override;
+
+  // Built-ins first (file order), then the user's (file order).
+  std::vector<PresetEntry> list() const;
+  std::optional<PresetEntry> find(std::string_view id) const;
+  // For a request's model: nullopt when it does not start with "preset.",
+  // the preset when it names one, kModelNotFound (param "model") otherwise.
+  Result<std::optional<PresetEntry>> for_request(std::string_view model) const;
+  // The catalogue name behind a server name (what to download or install
+  // for it): the base model of a preset server, else `name` itself.
+  std::string catalogue_name(std::string_view name) const;
+
+  // Writes to the user's presets.json. create: kConflict when the id is
+  // taken (built-in or user); replace and remove: kConflict for a built-in,
+  // kModelNotFound (param "preset") for an unknown id. A catalogue `model`
+  // must exist (kInvalidRequest, param "model"). kInternal when the file is
+  // malformed (it is left alone) or cannot be written.
+  Status create(const Preset& preset);
+  Status replace(const Preset& preset);
+  Status remove(std::string_view id);
+
+  PresetReport report() const;
+
+ private:
+  struct State;
+  Result<ModelInfo> server_info(const PresetEntry& entry) const;
+  Status check_model_exists(const Preset& preset) const;
+  const ModelCatalogue& models_;
+  PresetSources sources_;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace lemon

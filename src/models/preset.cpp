@@ -1,0 +1,279 @@
+#include "lemon/models/preset.h"
+
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include <openssl/evp.h>
+
+namespace lemon {
+namespace {
+
+constexpr const char* kReasoningFormats[] = {"none", "deepseek", "deepseek-legacy", "auto"};
+
+struct SamplingRule {
+  const char* key;
+  bool integer;
+  double min;
+  double max;
+};
+
+constexpr SamplingRule kSampling[] = {
+    {"temperature", false, 0.0, 100.0},
+    {"top_p", false, 0.0, 1.0},
+    {"top_k", true, 0.0, 1e9},
+    {"min_p", false, 0.0, 1.0},
+    {"repeat_penalty", false, 0.0, 100.0},
+};
+
+Error bad(const std::string& field, const std::string& why) {
+  return Error(ErrorCode::kInvalidRequest, "preset field '" + field + "' " + why, field);
+}
+
+std::optional<Error> check_model(const std::string& model) {
+  if (model.empty()) {
+    return bad("model", "must be a non-empty string");
+  }
+  for (unsigned char c : model) {
+    if (c < 0x20 || c == 0x7f) {
+      return bad("model", "must not hold control characters");
+    }
+  }
+  Preset probe;
+  probe.model = model;
+  switch (probe.model_kind()) {
+    case PresetModelKind::kLocalPath:
+      if (std::filesystem::path(model).extension() != ".gguf" || model.find("/../") != model.npos) {
+        return bad("model", "as a path must be an absolute path to a .gguf file");
+      }
+      break;
+    case PresetModelKind::kCheckpoint: {
+      const std::string repo = model.substr(0, model.find(':'));
+      const auto slash = repo.find('/');
+      if (slash == 0 || slash + 1 >= repo.size() || repo.find('/', slash + 1) != repo.npos ||
+          repo.find(' ') != repo.npos) {
+        return bad("model", "as a checkpoint must be 'owner/repo' or 'owner/repo:VARIANT'");
+      }
+      break;
+    }
+    case PresetModelKind::kCatalogue:
+      if (model.find(' ') != model.npos) {
+        return bad("model", "must be a catalogue name, a checkpoint or an absolute .gguf path");
+      }
+      break;
+  }
+  return std::nullopt;
+}
+
+Result<nlohmann::json> parse_sampling(const nlohmann::json& j) {
+  if (!j.is_object()) {
+    return bad("sampling", "must be an object");
+  }
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [key, value] : j.items()) {
+    const SamplingRule* rule = nullptr;
+    for (const auto& r : kSampling) {
+      rule = key == r.key ? &r : rule;
+    }
+    const std::string field = "sampling." + key;
+    if (rule == nullptr) {
+      return bad(field,
+                 "is unknown (sampling takes temperature, top_p, top_k, min_p, repeat_penalty)");
+    }
+    if (value.is_null()) {
+      continue;
+    }
+    if (!value.is_number() || (rule->integer && !value.is_number_integer())) {
+      return bad(field, rule->integer ? "must be an integer" : "must be a number");
+    }
+    const double v = value.get<double>();
+    if (!std::isfinite(v) || v < rule->min || v > rule->max) {
+      return bad(field, "is out of range (" + std::to_string(rule->min) + " to " +
+                            std::to_string(rule->max) + ")");
+    }
+    out[key] = value;
+  }
+  return out;
+}
+
+std::string sha256_hex(std::string_view text) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  EVP_Digest(text.data(), text.size(), digest, &size, EVP_sha256(), nullptr);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < size; ++i) {
+    out += kHex[digest[i] >> 4];
+    out += kHex[digest[i] & 0xf];
+  }
+  return out;
+}
+
+}  // namespace
+
+PresetModelKind Preset::model_kind() const {
+  if (model.starts_with('/')) {
+    return PresetModelKind::kLocalPath;
+  }
+  if (model.find('/') != model.npos && !model.starts_with("user.") &&
+      !model.starts_with("extra.")) {
+    return PresetModelKind::kCheckpoint;
+  }
+  return PresetModelKind::kCatalogue;
+}
+
+bool Preset::has_load_overrides() const {
+  return !load_options.raw().empty() || model_kind() != PresetModelKind::kCatalogue;
+}
+
+std::string Preset::load_identity() const {
+  // nlohmann::json (not ordered) keeps keys sorted: one text per settings.
+  nlohmann::json identity = {{"model", model}, {"options", load_options.raw()}};
+  return identity.dump();
+}
+
+std::string Preset::server_name() const {
+  if (!has_load_overrides()) {
+    return model;
+  }
+  std::string base = model;
+  if (model_kind() == PresetModelKind::kLocalPath) {
+    base = std::filesystem::path(model).filename().string();
+  }
+  return base + "~" + sha256_hex(load_identity()).substr(0, 8);
+}
+
+nlohmann::ordered_json Preset::to_json() const {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  if (!name.empty()) {
+    j["name"] = name;
+  }
+  if (!description.empty()) {
+    j["description"] = description;
+  }
+  j["model"] = model;
+  for (const auto& [key, value] : load_options.raw().items()) {
+    j[key] = value;
+  }
+  if (!reasoning_format.empty()) {
+    j["reasoning_format"] = reasoning_format;
+  }
+  if (chat_template_kwargs.is_object()) {
+    j["chat_template_kwargs"] = chat_template_kwargs;
+  }
+  if (!sampling.empty()) {
+    j["sampling"] = sampling;
+  }
+  return j;
+}
+
+bool valid_preset_id(std::string_view id) {
+  if (id.empty() || id.size() > 64) {
+    return false;
+  }
+  for (char c : id) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '.' || c == '_' || c == '-';
+    if (!ok) {
+      return false;
+    }
+  }
+  return true;
+}
+
+Result<Preset> parse_preset(std::string_view id, const nlohmann::json& entry) {
+  if (!valid_preset_id(id)) {
+    return bad("id", "must be 1 to 64 characters from A-Z, a-z, 0-9, '.', '_' and '-'");
+  }
+  if (!entry.is_object()) {
+    return Error(ErrorCode::kInvalidRequest,
+                 "preset '" + std::string(id) + "' must be a JSON object", "preset");
+  }
+  const auto load_keys = RecipeOptions::keys_for_recipe("llamacpp");
+  const std::set<std::string> load_set(load_keys.begin(), load_keys.end());
+  Preset p;
+  p.id = std::string(id);
+  nlohmann::json load = nlohmann::json::object();
+  for (const auto& [key, value] : entry.items()) {
+    if (key == "name" || key == "description") {
+      if (!value.is_string()) {
+        return bad(key, "must be a string");
+      }
+      (key == "name" ? p.name : p.description) = value.get<std::string>();
+    } else if (key == "model") {
+      if (!value.is_string()) {
+        return bad(key, "must be a string");
+      }
+      p.model = value.get<std::string>();
+    } else if (key == "reasoning_format") {
+      bool known = false;
+      for (const char* f : kReasoningFormats) {
+        known = known || (value.is_string() && value.get<std::string>() == f);
+      }
+      if (!known) {
+        return bad(key, "must be one of none, deepseek, deepseek-legacy, auto");
+      }
+      p.reasoning_format = value.get<std::string>();
+    } else if (key == "chat_template_kwargs") {
+      if (!value.is_object()) {
+        return bad(key, "must be an object");
+      }
+      p.chat_template_kwargs = value;
+    } else if (key == "sampling") {
+      auto sampling = parse_sampling(value);
+      if (!sampling.ok()) {
+        return std::move(sampling).error();
+      }
+      p.sampling = std::move(sampling).value();
+    } else if (load_set.contains(key)) {
+      load[key] = value;
+    } else {
+      return bad(key, "is unknown");
+    }
+  }
+  if (!entry.contains("model")) {
+    return bad("model", "is required");
+  }
+  if (auto problem = check_model(p.model)) {
+    return *problem;
+  }
+  // The load options' checks are the /load route's, shared.
+  auto options = RecipeOptions::from_json("llamacpp", load);
+  if (!options.ok()) {
+    const Error& e = options.error();
+    return Error(ErrorCode::kInvalidRequest, "preset " + e.message(), e.param());
+  }
+  p.load_options = std::move(options).value();
+  return p;
+}
+
+bool apply_preset_defaults(const Preset& preset, nlohmann::json& body) {
+  bool changed = false;
+  for (const auto& [key, value] : preset.sampling.items()) {
+    if (!body.contains(key)) {
+      body[key] = value;
+      changed = true;
+    }
+  }
+  if (!preset.reasoning_format.empty() && !body.contains("reasoning_format")) {
+    body["reasoning_format"] = preset.reasoning_format;
+    changed = true;
+  }
+  if (preset.chat_template_kwargs.is_object() && !preset.chat_template_kwargs.empty()) {
+    auto it = body.find("chat_template_kwargs");
+    if (it == body.end() || it->is_null()) {
+      body["chat_template_kwargs"] = preset.chat_template_kwargs;
+      changed = true;
+    } else if (it->is_object()) {
+      for (const auto& [key, value] : preset.chat_template_kwargs.items()) {
+        if (!it->contains(key)) {
+          (*it)[key] = value;
+          changed = true;
+        }
+      }
+    }
+  }
+  return changed;
+}
+
+}  // namespace lemon

@@ -1,0 +1,315 @@
+#include "lemon/models/preset_catalogue.h"
+
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+#include "lemon/core/atomic_file.h"
+#include "lemon/core/log.h"
+#include "lemon/models/model_files.h"
+#include "lemon/models/registry_entry.h"
+#include "lemon/models/user_models.h"
+
+namespace lemon {
+namespace fs = std::filesystem;
+namespace {
+
+// The valid entries of one presets file; each problem is "<file>: <what>".
+std::vector<PresetEntry> parse_file(const std::string& file, const nlohmann::ordered_json& j,
+                                    bool builtin, std::vector<std::string>& errors) {
+  std::vector<PresetEntry> out;
+  for (const auto& [id, entry] : j.items()) {
+    auto preset = parse_preset(id, nlohmann::json(entry));
+    if (!preset.ok()) {
+      errors.push_back(file + ": preset '" + id + "': " + preset.error().message());
+      logger("models")->warn("{}", errors.back());
+      continue;
+    }
+    PresetEntry e;
+    e.server = preset->server_name();
+    e.preset = std::move(preset).value();
+    e.builtin = builtin;
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+}  // namespace
+
+struct PresetCatalogue::State {
+  explicit State(const PresetSources& s)
+      : user_file(s.cache_dir.empty() ? fs::path() : fs::path(s.cache_dir) / "presets.json") {}
+
+  // Guards everything below. File reads happen under it: the files are small.
+  mutable std::mutex mu;
+  std::vector<PresetEntry> builtin;
+  std::vector<std::string> builtin_errors;
+  WatchedJsonFile user_file;
+  std::vector<PresetEntry> user;
+  std::vector<std::string> user_errors;
+
+  // Serializes writers of the user's file.
+  std::mutex write_mu;
+
+  // Re-reads the user's file when it changed. REQUIRES: mu held.
+  void refresh_locked() {
+    if (user_file.path().empty() || !user_file.refresh()) {
+      return;
+    }
+    user_errors.clear();
+    const std::string file = user_file.path().string();
+    if (!user_file.problem().empty()) {
+      user_errors.push_back(file + ": " + user_file.problem());
+    }
+    user = parse_file(file, user_file.value(), false, user_errors);
+    std::erase_if(user, [&](const PresetEntry& e) {
+      for (const auto& b : builtin) {
+        if (b.preset.id == e.preset.id) {
+          user_errors.push_back(file + ": preset '" + e.preset.id +
+                                "' takes a built-in preset's id; ignored");
+          logger("models")->warn("{}", user_errors.back());
+          return true;
+        }
+      }
+      return false;
+    });
+  }
+
+  // Every entry, built-ins first. REQUIRES: mu held.
+  std::vector<PresetEntry> all_locked() const {
+    std::vector<PresetEntry> out = builtin;
+    out.insert(out.end(), user.begin(), user.end());
+    return out;
+  }
+};
+
+PresetCatalogue::PresetCatalogue(const ModelCatalogue& models, PresetSources sources)
+    : models_(models), sources_(std::move(sources)), state_(std::make_unique<State>(sources_)) {
+  State& s = *state_;
+  if (!sources_.builtin_json.empty()) {
+    WatchedJsonFile file(sources_.builtin_json);
+    file.refresh();
+    std::error_code ec;
+    if (!fs::exists(sources_.builtin_json, ec)) {
+      s.builtin_errors.push_back(sources_.builtin_json + ": not found");
+      logger("models")->warn("{}", s.builtin_errors.back());
+    } else if (!file.problem().empty()) {
+      s.builtin_errors.push_back(sources_.builtin_json + ": " + file.problem());
+    }
+    s.builtin = parse_file(sources_.builtin_json, file.value(), true, s.builtin_errors);
+  }
+  std::lock_guard lock(s.mu);
+  s.refresh_locked();
+  logger("models")->info("presets: {} built-in, {} user", s.builtin.size(), s.user.size());
+}
+
+PresetCatalogue::~PresetCatalogue() = default;
+
+std::vector<PresetEntry> PresetCatalogue::list() const {
+  std::lock_guard lock(state_->mu);
+  state_->refresh_locked();
+  return state_->all_locked();
+}
+
+std::optional<PresetEntry> PresetCatalogue::find(std::string_view id) const {
+  for (auto& e : list()) {
+    if (e.preset.id == id) {
+      return std::move(e);
+    }
+  }
+  return std::nullopt;
+}
+
+Result<std::optional<PresetEntry>> PresetCatalogue::for_request(std::string_view model) const {
+  if (!model.starts_with(kPresetPrefix)) {
+    return std::optional<PresetEntry>();
+  }
+  auto found = find(model.substr(kPresetPrefix.size()));
+  if (!found) {
+    return Error(ErrorCode::kModelNotFound,
+                 "preset '" + std::string(model.substr(kPresetPrefix.size())) +
+                     "' was not found. See GET /api/v1/presets",
+                 "model");
+  }
+  return found;
+}
+
+std::string PresetCatalogue::catalogue_name(std::string_view name) const {
+  if (name.find('~') == name.npos && !name.starts_with(kPresetPrefix)) {
+    return std::string(name);
+  }
+  for (const auto& e : list()) {
+    const bool named = e.server == name || (name.starts_with(kPresetPrefix) &&
+                                            name.substr(kPresetPrefix.size()) == e.preset.id);
+    if (named && e.preset.model_kind() == PresetModelKind::kCatalogue) {
+      return e.preset.model;
+    }
+  }
+  return std::string(name);
+}
+
+Result<ModelInfo> PresetCatalogue::server_info(const PresetEntry& entry) const {
+  const Preset& p = entry.preset;
+  ModelInfo info;
+  if (p.model_kind() == PresetModelKind::kCatalogue) {
+    auto base = models_.resolve(p.model);
+    if (!base.ok()) {
+      return std::move(base).error();
+    }
+    info = std::move(base).value();
+  } else {
+    // A checkpoint in the HF cache or a local file: resolved like a user
+    // model registered with it.
+    nlohmann::ordered_json registered = {{"checkpoint", p.model}, {"recipe", "llamacpp"}};
+    if (p.model_kind() == PresetModelKind::kLocalPath) {
+      registered["source"] = "local_path";
+    }
+    auto parsed = parse_registry_entry(entry.server, registered, ModelSource::kUser);
+    if (!parsed.ok()) {
+      return std::move(parsed).error();
+    }
+    info = std::move(parsed).value();
+    resolve_model_files(info, ResolveContext{sources_.hf_hub_cache, std::nullopt});
+  }
+  info.name = entry.server;
+  info.saved_options = p.load_options.inherit(info.saved_options).restricted_to(info.recipe);
+  return info;
+}
+
+Result<ModelInfo> PresetCatalogue::resolve(std::string_view name) const {
+  if (name.starts_with(kPresetPrefix) || name.find('~') != name.npos) {
+    for (const auto& e : list()) {
+      if (e.server == name ||
+          (name.starts_with(kPresetPrefix) && name.substr(kPresetPrefix.size()) == e.preset.id)) {
+        return server_info(e);
+      }
+    }
+    if (name.starts_with(kPresetPrefix)) {
+      return Error(ErrorCode::kModelNotFound, "preset '" + std::string(name) + "' not found",
+                   "model");
+    }
+  }
+  return models_.resolve(name);
+}
+
+Status PresetCatalogue::check_model_exists(const Preset& preset) const {
+  if (preset.model_kind() == PresetModelKind::kCatalogue && !models_.find(preset.model)) {
+    return Error(ErrorCode::kInvalidRequest,
+                 "preset field 'model': no model named '" + preset.model +
+                     "' in the catalogue (a catalogue name, a checkpoint 'owner/repo:VARIANT' "
+                     "or an absolute .gguf path)",
+                 "model");
+  }
+  return ok_status();
+}
+
+namespace {
+
+// One change to the user's file under write_mu: read it (refusing a
+// malformed one), apply `change`, write it atomically.
+template <typename Change>
+Status rewrite(const fs::path& path, const Change& change) {
+  if (path.empty()) {
+    return Error(ErrorCode::kInternal, "no cache directory: cannot store user presets");
+  }
+  auto file = read_json_object_for_update(path);
+  if (!file.ok()) {
+    return std::move(file).error();
+  }
+  if (Status changed = change(*file); !changed.ok()) {
+    return changed;
+  }
+  return write_file_atomically(path, file->dump(2) + "\n");
+}
+
+Error unknown_preset(std::string_view id) {
+  return Error(ErrorCode::kModelNotFound, "preset '" + std::string(id) + "' was not found",
+               "preset");
+}
+
+Error builtin_conflict(std::string_view id, const char* what) {
+  return Error(ErrorCode::kConflict,
+               "preset '" + std::string(id) + "' is built in and read-only: " + what, "id");
+}
+
+}  // namespace
+
+Status PresetCatalogue::create(const Preset& preset) {
+  if (Status exists = check_model_exists(preset); !exists.ok()) {
+    return exists;
+  }
+  State& s = *state_;
+  std::lock_guard write(s.write_mu);
+  for (const auto& b : s.builtin) {
+    if (b.preset.id == preset.id) {
+      return builtin_conflict(preset.id, "choose another id for a user preset");
+    }
+  }
+  Status written = rewrite(s.user_file.path(), [&](nlohmann::ordered_json& file) -> Status {
+    if (file.contains(preset.id)) {
+      return Error(ErrorCode::kConflict, "preset '" + preset.id + "' already exists", "id");
+    }
+    file[preset.id] = preset.to_json();
+    return ok_status();
+  });
+  std::lock_guard lock(s.mu);
+  s.refresh_locked();
+  return written;
+}
+
+Status PresetCatalogue::replace(const Preset& preset) {
+  State& s = *state_;
+  std::lock_guard write(s.write_mu);
+  for (const auto& b : s.builtin) {
+    if (b.preset.id == preset.id) {
+      return builtin_conflict(preset.id, "create a user preset with another id instead");
+    }
+  }
+  Status written = rewrite(s.user_file.path(), [&](nlohmann::ordered_json& file) -> Status {
+    if (!file.contains(preset.id)) {
+      return unknown_preset(preset.id);
+    }
+    if (Status exists = check_model_exists(preset); !exists.ok()) {
+      return exists;
+    }
+    file[preset.id] = preset.to_json();
+    return ok_status();
+  });
+  std::lock_guard lock(s.mu);
+  s.refresh_locked();
+  return written;
+}
+
+Status PresetCatalogue::remove(std::string_view id) {
+  State& s = *state_;
+  std::lock_guard write(s.write_mu);
+  for (const auto& b : s.builtin) {
+    if (b.preset.id == id) {
+      return builtin_conflict(id, "it cannot be deleted");
+    }
+  }
+  Status written = rewrite(s.user_file.path(), [&](nlohmann::ordered_json& file) -> Status {
+    if (file.erase(std::string(id)) == 0) {
+      return unknown_preset(id);
+    }
+    return ok_status();
+  });
+  std::lock_guard lock(s.mu);
+  s.refresh_locked();
+  return written;
+}
+
+PresetReport PresetCatalogue::report() const {
+  State& s = *state_;
+  std::lock_guard lock(s.mu);
+  s.refresh_locked();
+  PresetReport r;
+  r.builtin = static_cast<int>(s.builtin.size());
+  r.user = static_cast<int>(s.user.size());
+  r.errors = s.builtin_errors;
+  r.errors.insert(r.errors.end(), s.user_errors.begin(), s.user_errors.end());
+  return r;
+}
+
+}  // namespace lemon
