@@ -106,11 +106,13 @@ Error ProcessServer::exited_error(const ChildProcess& child) const {
   auto tail = child.last_lines(kErrorTailLines);
   // Issue #14 §2: an allocation failure in the output, or the OOM killer's
   // SIGKILL (we send none while a server starts), is typed here, once.
-  const bool out_of_memory = output_reports_out_of_memory(child.last_lines(kOutOfMemoryScanLines)) ||
-                             (status && killed_like_out_of_memory(*status));
-  std::string message = binary_query().binary + " for model '" + model_name() +
-                        (out_of_memory ? "' ran out of memory while loading (" : "' exited during startup (") +
-                        how + ")";
+  const bool out_of_memory =
+      output_reports_out_of_memory(child.last_lines(kOutOfMemoryScanLines)) ||
+      (status && killed_like_out_of_memory(*status));
+  std::string message =
+      binary_query().binary + " for model '" + model_name() +
+      (out_of_memory ? "' ran out of memory while loading (" : "' exited during startup (") + how +
+      ")";
   if (!tail.empty()) {
     message += ": " + tail.back();
   }

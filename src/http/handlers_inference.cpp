@@ -6,6 +6,7 @@
 #include <optional>
 #include <thread>
 
+#include "lemon/core/log.h"
 #include "lemon/http/api_server.h"
 #include "lemon/http/embedding_format.h"
 #include "lemon/http/error_response.h"
@@ -15,7 +16,6 @@
 #include "lemon/http/multipart.h"
 #include "lemon/http/request_checks.h"
 #include "lemon/http/rerank_format.h"
-#include "lemon/core/log.h"
 #include "lemon/router/pool_policy.h"
 #include "observed_writer.h"
 

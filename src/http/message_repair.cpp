@@ -8,7 +8,8 @@ namespace {
 using nlohmann::json;
 
 bool is_empty_content(const json& content) {
-  return content.is_null() || (content.is_string() && content.get_ref<const std::string&>().empty()) ||
+  return content.is_null() ||
+         (content.is_string() && content.get_ref<const std::string&>().empty()) ||
          (content.is_array() && content.empty());
 }
 
@@ -122,7 +123,8 @@ int move_system_first(json& messages) {
 
 bool mergeable(const json& m) {
   const std::string role = role_of(m);
-  return (role == "user" || role == "assistant") && !has_tool_calls(m) && !m.contains("tool_call_id");
+  return (role == "user" || role == "assistant") && !has_tool_calls(m) &&
+         !m.contains("tool_call_id");
 }
 
 int merge_consecutive(json& messages) {
@@ -151,7 +153,8 @@ std::string MessageRepair::describe() const {
       out += (out.empty() ? "" : ", ") + std::to_string(n) + " " + what;
     }
   };
-  add(merged_reasoning, "assistant turn(s) with tool calls had their content merged into reasoning");
+  add(merged_reasoning,
+      "assistant turn(s) with tool calls had their content merged into reasoning");
   add(moved_system, "system message(s) moved to the front");
   add(merged_turns, "consecutive turn(s) with the same role merged");
   return out.empty() ? "nothing changed" : out;

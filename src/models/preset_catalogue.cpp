@@ -4,6 +4,7 @@
 #include <fstream>
 #include <mutex>
 #include <sstream>
+#include <utility>
 
 #include "lemon/core/atomic_file.h"
 #include "lemon/core/log.h"
@@ -22,7 +23,10 @@ std::vector<PresetEntry> parse_file(const std::string& file, const nlohmann::ord
   for (const auto& [id, entry] : j.items()) {
     auto preset = parse_preset(id, nlohmann::json(entry));
     if (!preset.ok()) {
-      errors.push_back(file + ": preset '" + id + "': " + preset.error().message());
+      std::string problem = file;
+      problem += ": preset '" + id + "': ";
+      problem += preset.error().message();
+      errors.push_back(std::move(problem));
       logger("models")->warn("{}", errors.back());
       continue;
     }

@@ -209,10 +209,12 @@ Status UpstreamClient::Impl::call(const UpstreamRequest& request, const CallOpti
                             outcome.status.error().message());
       continue;
     }
-    if (outcome.retryable) {
-      // Not one byte of a response arrived: the backend closed or reset the
-      // connection without answering (it is restarting or dying). Typed as
-      // unreachable, like a refused connect, so callers may try again.
+    if (outcome.reset) {
+      // The backend reset the connection before one byte of a response (a
+      // listener going away as it restarts). Typed as unreachable, like a
+      // refused connect, so callers may try again (issue #14 §2). An
+      // orderly close without an answer stays kBackendCrashed: a backend
+      // that died holding the request is not sent it again.
       return Error(ErrorCode::kBackendUnavailable, outcome.status.error().message());
     }
     return std::move(outcome.status);

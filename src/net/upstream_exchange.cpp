@@ -123,7 +123,8 @@ Error UpstreamExchange::wait_error(Wait w) const {
   return Error(ErrorCode::kInternal, "poll failed: " + errno_text(errno));
 }
 
-Error UpstreamExchange::lost(std::string_view when, int err) const {
+Error UpstreamExchange::lost(std::string_view when, int err) {
+  lost_errno_ = err;
   std::string message = "connection to backend " + endpoint_ + " was lost ";
   message += when;
   if (err != 0) {
@@ -378,6 +379,7 @@ ExchangeOutcome UpstreamExchange::run(const UpstreamRequest& request,
   on_data_ = &on_data;
   if (auto sent = send_request(request); !sent.ok()) {
     out.retryable = sent.error().code() == ErrorCode::kBackendCrashed;
+    out.reset = out.retryable && (lost_errno_ == ECONNRESET || lost_errno_ == EPIPE);
     out.status = std::move(sent);
     return out;
   }
@@ -385,6 +387,7 @@ ExchangeOutcome UpstreamExchange::run(const UpstreamRequest& request,
   int minor_version = 1;
   if (auto status = read_head(head, minor_version); !status.ok()) {
     out.retryable = !got_bytes_ && status.error().code() == ErrorCode::kBackendCrashed;
+    out.reset = out.retryable && (lost_errno_ == ECONNRESET || lost_errno_ == EPIPE);
     out.status = std::move(status);
     return out;
   }

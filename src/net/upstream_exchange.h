@@ -34,6 +34,7 @@ struct ExchangeOutcome {
   Status status;
   bool reusable = false;   // complete response on a keep-alive connection
   bool retryable = false;  // failed before the backend answered a single byte
+  bool reset = false;      // ... because it reset the connection (ECONNRESET, EPIPE)
 };
 
 class UpstreamExchange {
@@ -55,7 +56,7 @@ class UpstreamExchange {
   // Receives into this thread's buffer; on kFailed, failure_ holds the error.
   Recv receive(std::size_t max, std::string_view& got);
   Error wait_error(Wait w) const;
-  Error lost(std::string_view when, int err) const;
+  Error lost(std::string_view when, int err);  // records err in lost_errno_
   Error protocol(std::string_view why) const;
 
   Status send_request(const UpstreamRequest& request);
@@ -65,6 +66,7 @@ class UpstreamExchange {
   Status read_until_close();
 
   int fd_;
+  int lost_errno_ = 0;  // errno of the last loss (0: an orderly close)
   const std::string& endpoint_;
   const CallOptions& options_;
   std::optional<Clock::time_point> deadline_;

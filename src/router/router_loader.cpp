@@ -262,8 +262,10 @@ Status Router::recover_from_out_of_memory(LoadJob& job, Error failure) {
     const std::string name = victim->server->model_name();
     logger("router")->warn("'{}' ran out of memory on {}; unloading idle '{}' and retrying",
                            job.model, device, name);
-    emit({RouterEvent::Kind::kEvictionPlanned, name,
-          eviction_reason_name(EvictionReason::kOutOfMemory), {}});
+    emit({RouterEvent::Kind::kEvictionPlanned,
+          name,
+          eviction_reason_name(EvictionReason::kOutOfMemory),
+          {}});
     retire({victim}, "out-of-memory recovery");
     emit({RouterEvent::Kind::kRetryingAfterOutOfMemory, job.model, name, ErrorCode::kOutOfMemory});
     Status again = retry_start(job);

@@ -71,7 +71,10 @@ void warn_unknown_keys(const json& j) {
                                                "ignore_sigterm",
                                                "error_status",
                                                "stream_error_after_chunks",
-                                               "prompt_us_per_token"};
+                                               "prompt_us_per_token",
+                                               "oom_while_siblings_above",
+                                               "template_rules",
+                                               "reset_first_requests"};
   for (const auto& item : j.items()) {
     if (kKnown.count(item.key()) == 0) {
       std::fprintf(stderr, "fake: warning: unknown knob '%s' ignored\n", item.key().c_str());
@@ -120,6 +123,23 @@ Knobs from_json(const json& j) {
   if (j.contains("prompt_us_per_token")) {
     k.prompt_us_per_token = get_int(j, "prompt_us_per_token");
   }
+  if (j.contains("reset_first_requests")) {
+    k.reset_first_requests = get_int(j, "reset_first_requests");
+  }
+  if (j.contains("template_rules")) {
+    const json& rules = j["template_rules"];
+    if (!rules.is_array()) {
+      bad_config("template_rules must be an array of strings");
+    }
+    for (const auto& r : rules) {
+      if (!r.is_string() ||
+          (r != "reasoning_with_tool_calls" && r != "system_first" && r != "alternate_roles")) {
+        bad_config("template_rules: unknown rule " + r.dump());
+      }
+      k.template_rules.push_back(r.get<std::string>());
+    }
+  }
+  k.oom_while_siblings_above = opt_int(j, "oom_while_siblings_above");
   k.crash_on_request = opt_int(j, "crash_on_request");
   k.crash_mid_stream_after_chunks = opt_int(j, "crash_mid_stream_after_chunks");
   k.tokens = opt_int(j, "tokens");

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -37,6 +38,14 @@ struct Knobs {
   // Prompt evaluation the fake really spends: microseconds per prompt token
   // not reused from the slot's cache (0: none, only reported).
   int prompt_us_per_token = 0;
+  // Recovery (issue #14 §2). Out of memory at start while more than N other
+  // llama-servers of the same parent (the router) run.
+  std::optional<int> oom_while_siblings_above;
+  // Chat shapes the "template" rejects: "reasoning_with_tool_calls",
+  // "system_first", "alternate_roles".
+  std::vector<std::string> template_rules;
+  // The first N inference requests are reset (RST) before any answer.
+  int reset_first_requests = 0;
 };
 
 // Loads the knobs; `sidecar_path` may be empty or name a missing file. A

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "fake_reply.h"
 #include "fake_request.h"
@@ -225,6 +228,44 @@ void reply_tool_call(const JobPtr& job, httplib::Response& res, const GenParams&
   reply_stream(job, res, params, std::move(plan));
 }
 
+// What a template following `rules` raises for `messages`, if anything
+// (texts of real templates: gpt-oss, Qwen3.5, Mistral).
+std::optional<std::string> template_refusal(const std::vector<std::string>& rules,
+                                            const json& messages) {
+  auto has = [&](const char* rule) {
+    return std::find(rules.begin(), rules.end(), rule) != rules.end();
+  };
+  std::string previous;
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    const json& m = messages[i];
+    if (!m.is_object()) {
+      continue;
+    }
+    const std::string role = m.value("role", "");
+    const bool tool_calls =
+        m.contains("tool_calls") && m["tool_calls"].is_array() && !m["tool_calls"].empty();
+    const bool content = m.contains("content") && m["content"].is_string() &&
+                         !m["content"].get_ref<const std::string&>().empty();
+    const bool reasoning = (m.contains("thinking") && m["thinking"].is_string()) ||
+                           (m.contains("reasoning_content") && m["reasoning_content"].is_string());
+    if (has("reasoning_with_tool_calls") && role == "assistant" && tool_calls && content &&
+        reasoning) {
+      return "Cannot pass both content and thinking in an assistant message with tool calls! Put "
+             "the analysis message in one or the other, but not both.";
+    }
+    if (has("system_first") && role == "system" && i > 0) {
+      return "System message must be at the beginning.";
+    }
+    if (has("alternate_roles") && (role == "user" || role == "assistant") && role == previous &&
+        !tool_calls) {
+      return "After the optional system message, conversation roles must alternate "
+             "user/assistant/user/assistant/...";
+    }
+    previous = tool_calls ? std::string("tool_calls") : role;
+  }
+  return std::nullopt;
+}
+
 bool validate(Kind kind, const json& body, std::string* error) {
   if (kind == Kind::kChat) {
     if (!body.contains("messages") || !body["messages"].is_array()) {
@@ -259,7 +300,7 @@ std::string rendered_prompt(Kind kind, const json& body) {
 
 void handle(Kind kind, const OpenAiOptions& options, const httplib::Request& req,
             httplib::Response& res) {
-  JobPtr job = admit(res);
+  JobPtr job = admit(req, res);
   json body;
   if (!job || !parse_json_body(job, req, res, &body)) {
     return;
@@ -269,6 +310,15 @@ void handle(Kind kind, const OpenAiOptions& options, const httplib::Request& req
   if (!validate(kind, body, &error)) {
     reply_bad_request(job, res, error);
     return;
+  }
+  if (kind == Kind::kChat) {
+    if (auto refusal = template_refusal(runtime().knobs.template_rules, body["messages"])) {
+      // llama-server: the template's raise_exception(), as a 400.
+      ++runtime().counters.template_rejections;
+      reply_now(job, res, 400,
+                llama_error_json(400, "Jinja Exception: " + *refusal, "invalid_request_error"));
+      return;
+    }
   }
   GenParams params = request_params(runtime().knobs, body);
   auto g = std::make_shared<Gen>();

@@ -1,9 +1,14 @@
 #include "fake_reply.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <thread>
 
 #include "fake_runtime.h"
@@ -139,6 +144,56 @@ Job::~Job() {
     std::printf("fake: client disconnected\n");
   }
   c.active--;
+}
+
+namespace {
+
+// The accepted socket whose peer is the request's client.
+int socket_of(const httplib::Request& req) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    const int fd = std::atoi(entry.path().filename().c_str());
+    sockaddr_storage peer{};
+    socklen_t len = sizeof peer;
+    if (::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) != 0) {
+      continue;
+    }
+    char host[INET6_ADDRSTRLEN] = {};
+    int port = 0;
+    if (peer.ss_family == AF_INET) {
+      const auto* a = reinterpret_cast<const sockaddr_in*>(&peer);
+      ::inet_ntop(AF_INET, &a->sin_addr, host, sizeof host);
+      port = ntohs(a->sin_port);
+    } else if (peer.ss_family == AF_INET6) {
+      const auto* a = reinterpret_cast<const sockaddr_in6*>(&peer);
+      ::inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof host);
+      port = ntohs(a->sin6_port);
+    }
+    if (port == req.remote_port && req.remote_addr == host) {
+      return fd;
+    }
+  }
+  return -1;
+}
+
+}  // namespace
+
+JobPtr admit(const httplib::Request& req, httplib::Response& res) {
+  Runtime& rt = runtime();
+  if (is_ready() && rt.counters.resets.load() < rt.knobs.reset_first_requests) {
+    const int fd = socket_of(req);
+    if (fd >= 0) {
+      ++rt.counters.resets;
+      // Disconnecting an established TCP socket aborts it with a RST; the
+      // server then fails to write and closes its descriptor itself.
+      sockaddr unspec{};
+      unspec.sa_family = AF_UNSPEC;
+      ::connect(fd, &unspec, sizeof unspec);
+      std::printf("fake: reset the connection of request %ld\n", rt.counters.resets.load());
+      res.status = 500;
+      return nullptr;
+    }
+  }
+  return admit(res);
 }
 
 JobPtr admit(httplib::Response& res) {

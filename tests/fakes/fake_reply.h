@@ -39,6 +39,9 @@ using JobPtr = std::shared_ptr<Job>;
 // crash_on_request and error_status knobs, and returns nullptr when the
 // request has already been answered.
 JobPtr admit(httplib::Response& res);
+// The same, after the reset_first_requests knob: such a request's connection
+// is reset (RST) with no answer, as by a backend that is restarting.
+JobPtr admit(const httplib::Request& req, httplib::Response& res);
 
 // Answers immediately (validation errors and the like).
 void reply_now(const JobPtr& job, httplib::Response& res, int status, const std::string& body,

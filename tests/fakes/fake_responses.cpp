@@ -98,7 +98,7 @@ std::string error_event(Resp& r) {
 }
 
 void handle(const std::string& model_id, const httplib::Request& req, httplib::Response& res) {
-  JobPtr job = admit(res);
+  JobPtr job = admit(req, res);
   json body;
   if (!job || !parse_json_body(job, req, res, &body)) {
     return;

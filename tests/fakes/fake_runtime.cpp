@@ -13,7 +13,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <mutex>
+#include <sstream>
+#include <string>
 #include <thread>
 
 #include "fake_util.h"
@@ -58,6 +63,8 @@ void state_handler(const httplib::Request&, httplib::Response& res) {
                 {"completed", rt.counters.completed.load()},
                 {"active", rt.counters.active.load()},
                 {"cancelled", rt.counters.cancelled.load()},
+                {"resets", rt.counters.resets.load()},
+                {"template_rejections", rt.counters.template_rejections.load()},
                 {"ready", is_ready()},
                 {"ready_after_ms", ready_after_ms()},
                 {"env", env_snapshot()}};
@@ -208,6 +215,72 @@ void apply_exit_at_start() {
   std::fflush(stdout);
   std::fflush(stderr);
   _exit(k.exit_at_start->code);
+}
+
+namespace {
+
+// Other live processes running this program whose parent is ours (the
+// router's other llama-servers).
+int running_siblings() {
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) {
+    return 0;
+  }
+  const std::string exe(self, static_cast<std::size_t>(n));
+  const pid_t me = getpid();
+  const pid_t parent = getppid();
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos ||
+        std::stol(name) == me) {
+      continue;
+    }
+    std::ifstream stat(entry.path() / "stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const auto close = text.rfind(')');
+    if (close == std::string::npos) {
+      continue;
+    }
+    std::istringstream rest(text.substr(close + 1));
+    char state = 0;
+    long ppid = 0;
+    rest >> state >> ppid;
+    if (state == 'Z' || ppid != parent) {
+      continue;
+    }
+    char other[4096];
+    const ssize_t m = ::readlink((entry.path() / "exe").c_str(), other, sizeof other - 1);
+    if (m > 0 && std::string(other, static_cast<std::size_t>(m)) == exe) {
+      ++count;
+    }
+  }
+  return count;
+}
+
+}  // namespace
+
+void apply_oom_at_start(const std::string& model) {
+  const Knobs& k = runtime().knobs;
+  if (!k.oom_while_siblings_above || running_siblings() <= *k.oom_while_siblings_above) {
+    return;
+  }
+  // What llama-server prints when the CUDA back end cannot hold the weights.
+  std::fprintf(stderr,
+               "llama_model_load: loading model tensors, this can take a while... (mmap = true)\n"
+               "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 4096.00 MiB on device 0: "
+               "cudaMalloc failed: out of memory\n"
+               "alloc_tensor_range: failed to allocate CUDA0 buffer of size 4294967296\n"
+               "llama_model_load: error loading model: unable to allocate CUDA0 buffer\n"
+               "llama_model_load_from_file_impl: failed to load model\n"
+               "common_init_from_params: failed to load model '%s'\n"
+               "srv    load_model: failed to load model, '%s'\n"
+               "main: exiting due to model loading failure\n",
+               model.c_str(), model.c_str());
+  std::fflush(stdout);
+  std::fflush(stderr);
+  _exit(1);
 }
 
 bool is_ready() {

@@ -15,10 +15,12 @@
 namespace fake {
 
 struct Counters {
-  std::atomic<long> requests{0};   // inference requests received (admitted)
-  std::atomic<long> completed{0};  // inference requests fully answered
-  std::atomic<long> active{0};     // inference requests in progress
-  std::atomic<long> cancelled{0};  // client went away before the answer ended
+  std::atomic<long> requests{0};             // inference requests received (admitted)
+  std::atomic<long> completed{0};            // inference requests fully answered
+  std::atomic<long> active{0};               // inference requests in progress
+  std::atomic<long> cancelled{0};            // client went away before the answer ended
+  std::atomic<long> resets{0};               // connections reset by reset_first_requests
+  std::atomic<long> template_rejections{0};  // chats refused by template_rules
 };
 
 struct Runtime {
@@ -42,6 +44,8 @@ void init_runtime(const char* program, int argc, char** argv);
 
 // Prints the exit_at_start message and exits when that knob is set.
 void apply_exit_at_start();
+// The oom_while_siblings_above knob: llama.cpp's out-of-memory lines, exit 1.
+void apply_oom_at_start(const std::string& model);
 
 // Keeps the body of the last chat or completion request for /fake/state's
 // "last_request" (tests check what the router sent).

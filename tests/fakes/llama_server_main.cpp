@@ -111,6 +111,7 @@ int main(int argc, char** argv) {
   rt.port = args.get_int("--port", 8080);
   rt.knobs = fake::load_knobs(rt.model + ".fake.json");
   fake::apply_exit_at_start();
+  fake::apply_oom_at_start(rt.model);
   if (!rt.knobs.ignore_model_check) {
     if (!fake::is_regular_file(rt.model)) {
       model_load_failure(rt.model);

@@ -56,7 +56,8 @@ TEST_F(LoadFailuresTest, AMissingBackendBinaryIs500AndEvictsNothing) {
 TEST_F(LoadFailuresTest, ABackendThatRefusesToStartEvictsEverythingAndIsTriedTwice) {
   env_.add_embedding("e");
   const std::string x = env_.add_llm("x");
-  env_.write_sidecar(x, {{"exit_at_start", {{"code", 3}, {"message", "boom: out of memory"}}}});
+  env_.write_sidecar(x,
+                     {{"exit_at_start", {{"code", 3}, {"message", "boom: segmentation fault"}}}});
   ASSERT_NO_FATAL_FAILURE(start_router());
   const int e = load_ok("user.e");  // another type: a plain load of x would keep it
   ASSERT_GT(e, 0);
@@ -69,7 +70,7 @@ TEST_F(LoadFailuresTest, ABackendThatRefusesToStartEvictsEverythingAndIsTriedTwi
   EXPECT_EQ(j["error"]["code"], "model_load_error");
   const std::string msg = j["error"].value("message", "");
   EXPECT_NE(msg.find("exit code 3"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("boom: out of memory"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("boom: segmentation fault"), std::string::npos) << msg;
 
   EXPECT_TRUE(health(port())["all_models_loaded"].empty());
   EXPECT_TRUE(e_watch.wait_exit(kWait)) << "the evict-all did not stop user.e";
@@ -86,13 +87,14 @@ TEST_F(LoadFailuresTest, ABackendThatRefusesToStartEvictsEverythingAndIsTriedTwi
 
 TEST_F(LoadFailuresTest, AutoLoadReportsTheSameFailure) {
   const std::string x = env_.add_llm("x");
-  env_.write_sidecar(x, {{"exit_at_start", {{"code", 3}, {"message", "boom: out of memory"}}}});
+  env_.write_sidecar(x,
+                     {{"exit_at_start", {{"code", 3}, {"message", "boom: segmentation fault"}}}});
   ASSERT_NO_FATAL_FAILURE(start_router());
   HttpReply r = chat(port(), "user.x");
   EXPECT_EQ(r.status, 500) << r.body;
   auto j = r.json();
   EXPECT_TRUE(is_error_envelope(j)) << r.body;
-  EXPECT_NE(j["error"].value("message", "").find("boom: out of memory"), std::string::npos)
+  EXPECT_NE(j["error"].value("message", "").find("boom: segmentation fault"), std::string::npos)
       << r.body;
 
   // Once the cause is gone the model loads.

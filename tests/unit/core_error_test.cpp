@@ -35,7 +35,7 @@ TEST(CoreError, OnlyResourceLikeLoadFailuresAreRetryable) {
   }
   EXPECT_EQ(retryable,
             (std::set<ErrorCode>{ErrorCode::kBackendExited, ErrorCode::kBackendStartTimeout,
-                                 ErrorCode::kSpawnFailed}));
+                                 ErrorCode::kSpawnFailed, ErrorCode::kOutOfMemory}));
   // Spelled out: a retry cannot fix these.
   for (ErrorCode c :
        {ErrorCode::kModelFilesMissing, ErrorCode::kInvalidUserArgs, ErrorCode::kUnknownRecipe,

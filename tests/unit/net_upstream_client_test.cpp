@@ -244,10 +244,7 @@ TEST(HttpUpstreamClient, RequestOnConnectionClosedUnderneathIsRetriedOnce) {
   EXPECT_EQ(r2->body, "again");
 }
 
-TEST(HttpUpstreamClient, FreshConnectionClosedBeforeAnswerIsUnavailableNotRetried) {
-  // Nothing was answered: typed like a refused connect (issue #14 §2), so the
-  // API layer may try again; the client itself does not resend on a fresh
-  // connection.
+TEST(HttpUpstreamClient, FreshConnectionClosedBeforeAnswerIsCrashedNotRetried) {
   RawBackend backend([](RawBackend& b) {
     int c = b.accept_one();
     RawBackend::read_head(c);
@@ -256,8 +253,25 @@ TEST(HttpUpstreamClient, FreshConnectionClosedBeforeAnswerIsUnavailableNotRetrie
   UpstreamClient client("127.0.0.1", backend.port());
   auto r = client.send(get("/"), {});
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().code(), ErrorCode::kBackendUnavailable);
+  EXPECT_EQ(r.error().code(), ErrorCode::kBackendCrashed);
   EXPECT_NE(r.error().message().find("lost"), std::string::npos) << r.error().message();
+}
+
+TEST(HttpUpstreamClient, FreshConnectionResetBeforeAnswerIsUnavailable) {
+  // A reset with nothing answered is typed like a refused connect (issue
+  // #14 §2), so the API layer may try again.
+  RawBackend backend([](RawBackend& b) {
+    int c = b.accept_one();
+    RawBackend::read_head(c);
+    linger abort{1, 0};  // close() now sends RST
+    ::setsockopt(c, SOL_SOCKET, SO_LINGER, &abort, sizeof abort);
+    ::close(c);
+  });
+  UpstreamClient client("127.0.0.1", backend.port());
+  auto r = client.send(get("/"), {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), ErrorCode::kBackendUnavailable);
+  EXPECT_NE(r.error().message().find("reset"), std::string::npos) << r.error().message();
 }
 
 TEST(HttpUpstreamClient, RefusedPortIsBackendUnavailable) {

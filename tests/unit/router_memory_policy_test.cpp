@@ -97,5 +97,25 @@ TEST(MemoryFormat, BytesReadAsPeopleWriteThem) {
   EXPECT_EQ(format_bytes(900), "900 B");
 }
 
+TEST(OutOfMemoryRecovery, IdleServersOfTheSameDeviceLeastRecentlyUsedFirst) {
+  std::vector<ServerMemory> servers = {
+      server("gpu-new", {{"gpu0", 4 * GiB}, {"ram", 1 * GiB}}, 0, 9),
+      server("gpu-old", {{"gpu0", 4 * GiB}}, 0, 2), server("gpu-busy", {{"gpu0", 4 * GiB}}, 1, 1),
+      server("other-gpu", {{"gpu1", 4 * GiB}}, 0, 0), server("cpu", {{"ram", 2 * GiB}}, 0, 0)};
+  EXPECT_EQ(plan_out_of_memory_recovery(servers, "gpu0"),
+            (std::vector<std::string>{"gpu-old", "gpu-new"}))
+      << "busy servers wait for the final evict-all; other devices are no help";
+  EXPECT_EQ(plan_out_of_memory_recovery(servers, "ram"),
+            (std::vector<std::string>{"cpu", "gpu-new"}))
+      << "a GPU server that also holds RAM frees some";
+  EXPECT_TRUE(plan_out_of_memory_recovery(servers, "gpu7").empty());
+}
+
+TEST(OutOfMemoryRecovery, TheLoadsDeviceIsWhereMostOfItsEstimateIs) {
+  EXPECT_EQ(primary_device({{"ram", 1 * GiB}, {"gpu0", 6 * GiB}}), "gpu0");
+  EXPECT_EQ(primary_device({{"ram", 3 * GiB}}), "ram");
+  EXPECT_EQ(primary_device({}), "ram");
+}
+
 }  // namespace
 }  // namespace lemon

@@ -41,7 +41,7 @@ enum class ErrorCode {
   kBackendExited,        // child exited before becoming ready
   kBackendStartTimeout,  // child never became ready within --load-timeout
   kSpawnFailed,          // fork/exec failed for a resource reason
-  kOutOfMemory,          // the backend ran out of memory while loading (its output, or the OOM killer)
+  kOutOfMemory,  // the backend ran out of memory while loading (its output, or the OOM killer)
 
   // Runtime failures.
   kBackendUnavailable,  // cannot reach a loaded backend (crashed, refused)

@@ -70,8 +70,8 @@ struct UnansweredFailure {
 };
 
 struct ProxyOutcome {
-  std::optional<RequestStats> stats;               // the request succeeded
-  std::optional<UnansweredFailure> unanswered;     // only with defer_retryable
+  std::optional<RequestStats> stats;            // the request succeeded
+  std::optional<UnansweredFailure> unanswered;  // only with defer_retryable
 };
 
 // Forwards one request. `stats` gets the figures of a request that

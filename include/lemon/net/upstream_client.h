@@ -5,9 +5,9 @@
 // when that client hangs up, the upstream connection is closed at once, so the
 // backend stops work even during prompt processing (issue #3 "Client
 // disconnects"). Errors are typed where they happen: cannot connect, or the
-// connection closed or reset before any byte of a response ->
-// kBackendUnavailable (nothing was answered: a caller may retry), connection
-// lost mid-response -> kBackendCrashed,
+// connection reset before any byte of a response -> kBackendUnavailable
+// (nothing was answered: a caller may retry), connection closed before an
+// answer or lost mid-response -> kBackendCrashed,
 // watched client gone -> kCancelled, garbage -> kUpstreamProtocol, deadline ->
 // kBackendStartTimeout is NOT used here (callers decide), a timeout is
 // kBackendUnavailable.

@@ -86,20 +86,20 @@ struct WaitHooks {
 // sleeping). Delivered on the thread that did the thing, never under mu_.
 struct RouterEvent {
   enum class Kind {
-    kLoadQueued,             // model (a new load entered the queue)
-    kLoadJoined,             // model (a caller joined a queued or running load)
-    kLoadStarted,            // model (a load left the queue)
-    kEvictionPlanned,        // model = victim, detail = reason
-    kDrainWaiting,           // model = victim with requests in flight
-    kServerStopped,          // model
-    kServerCrashed,          // model
-    kLoadSucceeded,          // model
-    kLoadFailed,             // model, code
-    kRetryingAfterEvictAll,  // model, code of the first failure
+    kLoadQueued,                // model (a new load entered the queue)
+    kLoadJoined,                // model (a caller joined a queued or running load)
+    kLoadStarted,               // model (a load left the queue)
+    kEvictionPlanned,           // model = victim, detail = reason
+    kDrainWaiting,              // model = victim with requests in flight
+    kServerStopped,             // model
+    kServerCrashed,             // model
+    kLoadSucceeded,             // model
+    kLoadFailed,                // model, code
+    kRetryingAfterEvictAll,     // model, code of the first failure
     kRetryingAfterOutOfMemory,  // model, detail = the model just unloaded to make room
-    kWaitingForSlot,         // model, detail = requests now in its line
-    kReplicaStarted,         // model, detail = replica index (a scale-up)
-    kReplicaStopped,         // model, detail = reason (scale-down, keep-alive)
+    kWaitingForSlot,            // model, detail = requests now in its line
+    kReplicaStarted,            // model, detail = replica index (a scale-up)
+    kReplicaStopped,            // model, detail = reason (scale-down, keep-alive)
   };
   Kind kind;
   std::string model;
