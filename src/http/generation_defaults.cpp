@@ -1,31 +1,11 @@
 // GenerationDefaults: POST /params (Lemonade 9.4.1 registers the route but
 // stores nothing). Here it sets sampling defaults for chat, completions and
 // responses requests that leave the fields out.
-#include <cmath>
-
 #include "lemon/http/api_server.h"
+#include "lemon/models/sampling_rule.h"
 
 namespace lemon::http {
 namespace {
-
-struct Rule {
-  const char* key;
-  bool integer;
-  double min;
-  double max;
-};
-
-constexpr Rule kRules[] = {
-    {"temperature", false, 0.0, 100.0},
-    {"top_p", false, 0.0, 1.0},
-    {"top_k", true, 0.0, 1e9},
-    {"min_p", false, 0.0, 1.0},
-    {"repeat_penalty", false, 0.0, 100.0},
-    {"presence_penalty", false, -2.0, 2.0},
-    {"frequency_penalty", false, -2.0, 2.0},
-    {"max_tokens", true, 1.0, 1e9},
-    {"seed", true, -1e18, 1e18},
-};
 
 Error bad(const std::string& key, const std::string& why) {
   return Error(ErrorCode::kInvalidRequest, "'" + key + "' " + why, key);
@@ -46,16 +26,9 @@ std::optional<Error> check(const std::string& key, const nlohmann::json& value) 
     }
     return bad(key, "must be a string or a list of at most 16 strings");
   }
-  for (const auto& rule : kRules) {
-    if (key != rule.key) {
-      continue;
-    }
-    if (!value.is_number() || (rule.integer && !value.is_number_integer())) {
-      return bad(key, rule.integer ? "must be an integer" : "must be a number");
-    }
-    const double v = value.get<double>();
-    if (!std::isfinite(v) || v < rule.min || v > rule.max) {
-      return bad(key, "is out of range");
+  if (const SamplingRule* rule = find_sampling_rule(key)) {
+    if (auto problem = sampling_value_problem(*rule, value)) {
+      return bad(key, *problem);
     }
     return std::nullopt;
   }

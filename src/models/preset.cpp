@@ -1,30 +1,16 @@
 #include "lemon/models/preset.h"
 
-#include <cmath>
 #include <filesystem>
 #include <set>
 
 #include <openssl/evp.h>
 
+#include "lemon/models/sampling_rule.h"
+
 namespace lemon {
 namespace {
 
 constexpr const char* kReasoningFormats[] = {"none", "deepseek", "deepseek-legacy", "auto"};
-
-struct SamplingRule {
-  const char* key;
-  bool integer;
-  double min;
-  double max;
-};
-
-constexpr SamplingRule kSampling[] = {
-    {"temperature", false, 0.0, 100.0},
-    {"top_p", false, 0.0, 1.0},
-    {"top_k", true, 0.0, 1e9},
-    {"min_p", false, 0.0, 1.0},
-    {"repeat_penalty", false, 0.0, 100.0},
-};
 
 Error bad(const std::string& field, const std::string& why) {
   return Error(ErrorCode::kInvalidRequest, "preset field '" + field + "' " + why, field);
@@ -71,25 +57,17 @@ Result<nlohmann::json> parse_sampling(const nlohmann::json& j) {
   }
   nlohmann::json out = nlohmann::json::object();
   for (const auto& [key, value] : j.items()) {
-    const SamplingRule* rule = nullptr;
-    for (const auto& r : kSampling) {
-      rule = key == r.key ? &r : rule;
-    }
+    const SamplingRule* rule = find_sampling_rule(key);
     const std::string field = "sampling." + key;
-    if (rule == nullptr) {
+    if (rule == nullptr || !rule->in_presets) {
       return bad(field,
                  "is unknown (sampling takes temperature, top_p, top_k, min_p, repeat_penalty)");
     }
     if (value.is_null()) {
       continue;
     }
-    if (!value.is_number() || (rule->integer && !value.is_number_integer())) {
-      return bad(field, rule->integer ? "must be an integer" : "must be a number");
-    }
-    const double v = value.get<double>();
-    if (!std::isfinite(v) || v < rule->min || v > rule->max) {
-      return bad(field, "is out of range (" + std::to_string(rule->min) + " to " +
-                            std::to_string(rule->max) + ")");
+    if (auto problem = sampling_value_problem(*rule, value)) {
+      return bad(field, *problem);
     }
     out[key] = value;
   }

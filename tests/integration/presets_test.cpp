@@ -113,9 +113,10 @@ TEST_F(PresetsTest, CrudRoundTripPersistsAcrossARestart) {
   ASSERT_NO_FATAL_FAILURE(start_router());
   auto listed = http_get(port(), "/api/v1/presets");
   ASSERT_EQ(listed.status, 200) << listed.body;
-  const std::size_t builtins = listed.json()["data"].size();
+  const json listing = listed.json();  // held: the loop reads one of its members
+  const std::size_t builtins = listing["data"].size();
   EXPECT_GE(builtins, 3u);
-  for (const auto& p : listed.json()["data"]) {
+  for (const auto& p : listing["data"]) {
     EXPECT_EQ(p["source"], "builtin") << p.dump();
   }
 
