@@ -216,6 +216,9 @@ Status ApiServer::fetch_missing_and_retry(std::string_view model,
                                           const WaitHooks& hooks,
                                           const std::function<Status()>& attempt) {
   Status result = attempt();
+  if (result.ok()) {
+    return result;  // the common case: no preset lookup on the request path
+  }
   // A preset's server downloads and installs what its base model needs.
   const std::string base = presets_.catalogue_name(model);
   if (!result.ok() && result.error().code() == ErrorCode::kModelFilesMissing) {
