@@ -1,5 +1,7 @@
 #include "lemon/http/error_response.h"
 
+#include "lemon/net/server.h"
+
 namespace lemon::http {
 
 ErrorShape error_shape(ErrorCode code) {
@@ -113,6 +115,10 @@ net::Headers error_headers(const Error& error) {
     headers.add("Retry-After", std::to_string(*seconds));
   }
   return headers;
+}
+
+void send_json(net::ResponseWriter& writer, int status, const nlohmann::json& j) {
+  writer.send(status, json_headers(), json_text(j));
 }
 
 std::string json_text(const nlohmann::json& j) {

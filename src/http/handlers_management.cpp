@@ -12,10 +12,6 @@
 namespace lemon::http {
 namespace {
 
-void send_json(net::ResponseWriter& w, int status, const nlohmann::json& j) {
-  w.send(status, json_headers(), json_text(j));
-}
-
 nlohmann::json loaded_entry(const LoadedServerInfo& s) {
   nlohmann::json entry = {{"model_name", s.model_name},
                           {"checkpoint", s.checkpoint},

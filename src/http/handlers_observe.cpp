@@ -57,10 +57,6 @@ Result<std::size_t> count_param(const net::Request& r, const char* name, std::si
   return std::min<std::size_t>(static_cast<std::size_t>(v), max);
 }
 
-void send_json(net::ResponseWriter& w, int status, const nlohmann::json& j) {
-  w.send(status, json_headers(), json_text(j));
-}
-
 }  // namespace
 
 template <typename Follower, typename Frame>

@@ -37,10 +37,6 @@ std::optional<Error> unexpected_key(const json& body, std::initializer_list<cons
   return std::nullopt;
 }
 
-void send_json(net::ResponseWriter& w, const json& j) {
-  w.send(200, json_headers(), json_text(j));
-}
-
 }  // namespace
 
 void ApiServer::register_ollama_routes() {
@@ -76,7 +72,7 @@ void ApiServer::register_ollama_routes() {
   root(
       "GET", "/api/version", RouteAccess::kRead,
       [](net::Request&, net::ResponseWriter& w, P) {
-        send_json(w, {{"version", kOllamaApiVersion}});
+        send_json(w, 200, {{"version", kOllamaApiVersion}});
       },
       o);
   // Ollama routes this router has no counterpart for: a clear refusal
@@ -192,7 +188,7 @@ void ApiServer::ollama_load_only(const std::string& model, const std::string& cl
   if (stream) {
     raw.send(200, net::Headers{{"Content-Type", "application/x-ndjson"}}, json_text(answer) + "\n");
   } else {
-    send_json(raw, answer);
+    send_json(raw, 200, answer);
   }
 }
 
@@ -230,7 +226,7 @@ void ApiServer::handle_ollama_tags(net::ResponseWriter& w) {
       models.push_back(ollama_model_entry(m));
     }
   }
-  send_json(w, {{"models", std::move(models)}});
+  send_json(w, 200, {{"models", std::move(models)}});
 }
 
 void ApiServer::handle_ollama_show(net::Request& r, net::ResponseWriter& raw) {
@@ -255,7 +251,7 @@ void ApiServer::handle_ollama_show(net::Request& r, net::ResponseWriter& raw) {
                                                             : info.error());
     return;
   }
-  send_json(w, ollama_show(*info));
+  send_json(w, 200, ollama_show(*info));
 }
 
 void ApiServer::handle_ollama_ps(net::ResponseWriter& w) {
@@ -282,7 +278,7 @@ void ApiServer::handle_ollama_ps(net::ResponseWriter& w) {
     }
     models.push_back(ollama_running_entry(*info, context[name], std::nullopt));
   }
-  send_json(w, {{"models", std::move(models)}});
+  send_json(w, 200, {{"models", std::move(models)}});
 }
 
 void ApiServer::handle_ollama_pull(net::Request& r, net::ResponseWriter& raw) {

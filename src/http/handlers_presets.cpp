@@ -11,10 +11,6 @@
 namespace lemon::http {
 namespace {
 
-void send_json(net::ResponseWriter& w, int status, const nlohmann::json& j) {
-  w.send(status, json_headers(), json_text(j));
-}
-
 nlohmann::json preset_json(const PresetEntry& e, const std::set<std::string>& loaded) {
   nlohmann::json j = {{"id", e.preset.id},
                       {"object", "preset"},

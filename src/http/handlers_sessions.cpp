@@ -12,10 +12,6 @@
 namespace lemon::http {
 namespace {
 
-void send_json(net::ResponseWriter& w, int status, const nlohmann::json& j) {
-  w.send(status, json_headers(), json_text(j));
-}
-
 nlohmann::json session_json(const SessionState& s, bool with_history) {
   nlohmann::json j = {
       {"id", s.id},

@@ -12,10 +12,6 @@
 namespace lemon::http {
 namespace {
 
-void send_json(net::ResponseWriter& w, int status, const nlohmann::json& j) {
-  w.send(status, json_headers(), json_text(j));
-}
-
 // Lemonade's progress event data; file_index is 1-based.
 nlohmann::json progress_data(const download::TaskProgress& p) {
   int percent =

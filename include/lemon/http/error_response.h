@@ -14,6 +14,10 @@
 #include "lemon/core/error.h"
 #include "lemon/net/message.h"
 
+namespace lemon::net {
+class ResponseWriter;
+}
+
 namespace lemon::http {
 
 struct ErrorShape {
@@ -39,6 +43,9 @@ std::string json_text(const nlohmann::json& j);
 
 // Headers for a JSON response.
 net::Headers json_headers();
+
+// Answers `status` with `j` as the body (json_headers, json_text).
+void send_json(net::ResponseWriter& writer, int status, const nlohmann::json& j);
 // Headers for an error response: JSON, plus Retry-After when the error
 // carries one (queue full, load cooldown).
 net::Headers error_headers(const Error& error);
