@@ -312,19 +312,20 @@ void ApiServer::handle_session_create(net::Request& r, net::ResponseWriter& w) {
     }
     return out;
   };
-  auto created = sessions_->create(*model, *system, std::move(*options), servers,
-                                   SessionTable::Clock::now() + settings_.session_wait,
-                                   [&w] { return !w.client_connected(); });
+  // The slot is reserved on its server in the step that creates the
+  // session, so the pool never sees a session without its pin (a replica
+  // with sessions is not scaled down or unloaded by keep-alive).
+  auto reserve = [this](const SessionPin& pin) {
+    return router_.pin_backend_slot(pin.server_id, pin.backend_slot);
+  };
+  auto created = sessions_->create(
+      *model, *system, std::move(*options), servers,
+      SessionTable::Clock::now() + settings_.session_wait, [&w] { return !w.client_connected(); },
+      reserve);
   if (!created.ok()) {
     if (created.error().code() != ErrorCode::kCancelled) {
       write_error(w, created.error());
     }
-    return;
-  }
-  if (!router_.pin_backend_slot(created->pin.server_id, created->pin.backend_slot)) {
-    (void)sessions_->remove(created->id);
-    write_error(w, Error(ErrorCode::kSessionLost,
-                         "model '" + created->model + "' was unloaded while the session began"));
     return;
   }
   logger("http")->info("session {} on '{}' (server {}, slot {})", created->id, created->model,

@@ -13,10 +13,12 @@ PoolPlan plan_pool(const std::vector<ModelPoolView>& models, PoolClock::time_poi
   for (const auto& m : models) {
     int ready = 0;
     int busy = 0;
+    int sessions = 0;
     PoolClock::time_point last_idle{};
     for (const auto& r : m.replicas) {
       ready += r.ready ? 1 : 0;
       busy += r.in_flight > 0 ? 1 : 0;
+      sessions += r.sessions;
       last_idle = std::max(last_idle, r.idle_since);
     }
     if (ready == 0) {
@@ -30,15 +32,17 @@ PoolPlan plan_pool(const std::vector<ModelPoolView>& models, PoolClock::time_poi
       continue;
     }
     const auto keep_alive = m.keep_alive ? m.keep_alive : policy.keep_alive;
-    if (busy == 0 && keep_alive && keep_alive->count() >= 0 && now - last_idle >= *keep_alive) {
+    if (busy == 0 && sessions == 0 && keep_alive && keep_alive->count() >= 0 &&
+        now - last_idle >= *keep_alive) {
       plan.expired.push_back(m.model);
       continue;
     }
-    // Scale down: idle ready replicas past scale_down_after, newest first,
-    // keeping one ready replica.
+    // Scale down: idle ready replicas past scale_down_after that hold no
+    // session, newest first, keeping one ready replica.
     std::vector<const ReplicaPoolView*> idle;
     for (const auto& r : m.replicas) {
-      if (r.ready && r.in_flight == 0 && now - r.idle_since >= policy.scale_down_after) {
+      if (r.ready && r.in_flight == 0 && r.sessions == 0 &&
+          now - r.idle_since >= policy.scale_down_after) {
         idle.push_back(&r);
       }
     }

@@ -310,8 +310,9 @@ std::shared_ptr<ServerSlot> Router::find_server(std::uint64_t server_id) const {
 bool Router::pin_backend_slot(std::uint64_t server_id, int backend_slot) {
   std::lock_guard lock(mu_);
   auto slot = find_server(server_id);
-  if (!slot || slot->capacity <= 0 || backend_slot < 0 || backend_slot >= slot->capacity) {
-    return false;
+  if (!slot || slot->state != SlotState::kReady || slot->capacity <= 0 || backend_slot < 0 ||
+      backend_slot >= slot->capacity) {
+    return false;  // gone, or draining (retire() marked it before this pin)
   }
   const auto k = static_cast<std::size_t>(backend_slot);
   if (slot->pinned_slots.empty()) {

@@ -2,7 +2,9 @@
 // housekeeping_interval (or when a request with keep_alive 0 ends), takes a
 // snapshot under mu_, asks plan_pool() what to do, and acts with mu_
 // released: scale-ups become replica jobs for the loader, scale-downs and
-// expired keep-alives go through retire(), like any eviction.
+// expired keep-alives go through retire(), like any eviction, except that
+// retire() spares them when a session was pinned meanwhile (a replica with
+// sessions is never stopped by the pool's idle timers).
 #include "lemon/core/log.h"
 #include "lemon/router/memory_policy.h"
 #include "lemon/router/pool_policy.h"
@@ -29,8 +31,11 @@ Router::HousekeepingWork Router::plan_housekeeping(std::chrono::steady_clock::ti
     v.max_replicas =
         group.replicas.front()->server->options().int_value("max_replicas", config_.max_replicas);
     for (const auto& r : group.replicas) {
-      v.replicas.push_back(
-          {r->id, r->replica, r->in_flight, r->state == SlotState::kReady, r->idle_since});
+      // r->pinned: its sessions, a counter on the slot that
+      // pin_backend_slot() keeps under mu_ (nothing here calls the session
+      // table, which calls the router under its own lock).
+      v.replicas.push_back({r->id, r->replica, r->in_flight, r->state == SlotState::kReady,
+                            r->idle_since, r->pinned});
     }
     views.push_back(std::move(v));
   }
@@ -147,12 +152,14 @@ void Router::housekeeper_loop() {
       const std::string model = r->server->model_name();
       logger("router")->info("'{}': replica {} idle for {} ms; stopping it", model, r->replica,
                              config_.scale_down_after.count());
-      retire({r}, "scale-down");
-      emit({RouterEvent::Kind::kReplicaStopped, model, "scale-down", {}});
+      // A session pinned since the snapshot keeps it (checked under mu_).
+      if (retire({r}, "scale-down", /*spare_sessions=*/true)) {
+        emit({RouterEvent::Kind::kReplicaStopped, model, "scale-down", {}});
+      }
     }
     for (const auto& [model, replicas] : work.expired) {
       logger("router")->info("'{}' was idle for its keep-alive; unloading it", model);
-      retire(replicas, "keep-alive");
+      retire(replicas, "keep-alive", /*spare_sessions=*/true);
     }
     lock.lock();
   }

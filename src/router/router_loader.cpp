@@ -398,10 +398,18 @@ Status Router::run_replica_job(LoadJob& job) {
   return done(start_and_publish(job, *server));
 }
 
-void Router::retire(const std::vector<std::shared_ptr<ServerSlot>>& victims, const char* reason) {
+bool Router::retire(const std::vector<std::shared_ptr<ServerSlot>>& victims, const char* reason,
+                    bool spare_sessions) {
   std::vector<std::shared_ptr<ServerSlot>> owned;
   std::vector<std::shared_ptr<ServerSlot>> others;
   std::unique_lock lock(mu_);
+  if (spare_sessions && std::any_of(victims.begin(), victims.end(), [](const auto& v) {
+        return v->state == SlotState::kReady && v->pinned > 0;
+      })) {
+    logger("router")->info("'{}' holds sessions; not stopping it ({})",
+                           victims.front()->server->model_name(), reason);
+    return false;
+  }
   for (const auto& v : victims) {
     if (v->state == SlotState::kGone) {
       continue;
@@ -446,6 +454,7 @@ void Router::retire(const std::vector<std::shared_ptr<ServerSlot>>& victims, con
   for (const auto& v : others) {
     cv_.wait(lock, [&] { return v->state == SlotState::kGone || shutting_down_.load(); });
   }
+  return true;
 }
 
 void Router::on_server_exit(const std::weak_ptr<ServerSlot>& weak) {

@@ -88,23 +88,28 @@ std::vector<SessionPin> SessionTable::taken_locked() const {
 Result<SessionState> SessionTable::create(
     const std::string& model, const std::string& system, nlohmann::json options,
     const std::function<std::vector<PinnableServer>()>& servers, Clock::time_point deadline,
-    const std::function<bool()>& cancelled) {
+    const std::function<bool()>& cancelled, const std::function<bool(const SessionPin&)>& reserve) {
   std::unique_lock lock(mu_);
   const std::uint64_t ticket = next_ticket_++;
-  line_.push_back(ticket);
+  lines_[model].push_back(ticket);
   auto leave = [&] {
-    line_.erase(std::find(line_.begin(), line_.end(), ticket));
-    cv_.notify_all();  // the next in line may go now
+    auto line = lines_.find(model);
+    line->second.erase(std::find(line->second.begin(), line->second.end(), ticket));
+    if (line->second.empty()) {
+      lines_.erase(line);
+    }
+    cv_.notify_all();  // the next in this model's line may go now
   };
   for (;;) {
     if (stopping_) {
       leave();
       return Error(ErrorCode::kShuttingDown, "lemonade-router is shutting down");
     }
-    if (line_.front() == ticket) {
-      // servers() asks the router (its own lock, never ours in return).
+    if (lines_.at(model).front() == ticket) {
+      // servers() and reserve() ask the router (its own lock, never ours in
+      // return).
       auto pin = choose_pin(servers(), taken_locked());
-      if (pin) {
+      if (pin && (!reserve || reserve(*pin))) {
         leave();
         Entry e;
         e.state.id = new_session_id();
@@ -121,6 +126,8 @@ Result<SessionState> SessionTable::create(
         reaper_cv_.notify_all();
         return out;
       }
+      // No free slot, or the chosen server began to drain after servers()
+      // listed it: wait below and look again.
     }
     if (Clock::now() >= deadline) {
       leave();

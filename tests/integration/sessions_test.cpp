@@ -2,8 +2,10 @@
 // each turn goes to the session's server and slot with id_slot and
 // cache_prompt, so the fake reuses the cached prefix; a session's slot is
 // its own while it lives (creators wait when all are taken); cancel keeps
-// the history; busy, unknown and lost sessions get 409/404/409; idle ones
-// end after --session-ttl and their slot's cache is erased.
+// the history; busy, unknown and lost (unloaded, crashed) sessions get
+// 409/404/409; idle ones end after --session-ttl and their slot's cache is
+// erased; a replica that holds sessions is spared by scale-down and
+// keep-alive.
 #include <future>
 
 #include <gtest/gtest.h>
@@ -202,6 +204,105 @@ TEST_F(SessionsTest, IdleSessionsEndAfterTheTtl) {
   ASSERT_TRUE(eventually([&] { return http_get(port(), kSessions + "/" + id).status == 404; }));
   EXPECT_TRUE(eventually([&] { return fake_state(url)["slots_erased"] == 1; }))
       << "its slot's cache was erased";
+}
+
+Json replicas(int port, const std::string& model) {
+  auto entry = loaded_entry(health(port), model);
+  return entry ? (*entry)["replicas"] : Json::array();
+}
+
+TEST_F(SessionsTest, AReplicaThatHoldsASessionIsNotScaledDown) {
+  env_.add_llm("a");
+  ASSERT_NO_FATAL_FAILURE(start_router(
+      {"--max-replicas", "2", "--scale-up-after", "0.2", "--scale-down-after", "0.3"}));
+  RouterEvents events(port());
+  ASSERT_EQ(load(port(), "user.a", {{"parallel", 2}}).status, 200);
+  const std::string first_url = loaded_field(health(port()), "user.a", "backend_url");
+  const std::string slow =
+      chat_body("user.a", {{"lemon_fake", {{"response_delay_ms", 30000}}}}).dump();
+  // Both slots of the first replica busy; a third request waits, which
+  // starts a second replica, and it serves that request.
+  SseStream busy1(port(), "/api/v1/chat/completions", slow);
+  SseStream busy2(port(), "/api/v1/chat/completions", slow);
+  ASSERT_TRUE(eventually([&] { return fake_state(first_url)["active"] == 2; }));
+  SseStream busy3(port(), "/api/v1/chat/completions", slow);
+  ASSERT_TRUE(events.next("replica_started", "user.a").has_value());
+  Json both = replicas(port(), "user.a");
+  ASSERT_EQ(both.size(), 2u) << both.dump();
+  const std::string second_url = both[1]["backend_url"];
+  ASSERT_TRUE(eventually([&] { return fake_state(second_url)["active"] == 1; }));
+  // While every replica is busy (none can scale down yet), one session on
+  // each: the fewest sessions first, so the first on the first replica.
+  Json on_first = create_session(port(), {{"model", "user.a"}});
+  Json on_second = create_session(port(), {{"model", "user.a"}});
+  busy1.disconnect();
+  busy2.disconnect();
+  busy3.disconnect();
+  // Ending the first replica's session leaves it the only one without a
+  // session: it goes, although the newest replica would go first without
+  // sessions.
+  ASSERT_EQ(
+      http_request(port(), "DELETE", kSessions + "/" + on_first["id"].get<std::string>()).status,
+      200);
+  auto stopped = events.next("replica_stopped", "user.a");
+  ASSERT_TRUE(stopped.has_value());
+  EXPECT_EQ((*stopped)["reason"], "scale-down");
+  Json left = replicas(port(), "user.a");
+  ASSERT_EQ(left.size(), 1u) << left.dump();
+  EXPECT_EQ(left[0]["backend_url"], second_url) << "the replica with the session stays";
+  // The session goes on there, in its slot.
+  const std::string id = on_second["id"];
+  ASSERT_EQ(say(port(), id, "still there?").status, 200);
+  HttpReply turn = generate(port(), id, {{"max_tokens", 2}});
+  EXPECT_EQ(turn.status, 200) << turn.body;
+  EXPECT_EQ(fake_state(second_url)["last_request"]["id_slot"], on_second["slot"]);
+}
+
+TEST_F(SessionsTest, KeepAliveDoesNotUnloadAModelWhileItHoldsASession) {
+  env_.add_llm("a");
+  env_.add_llm("b");
+  ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "2", "--keep-alive", "0.3"}));
+  RouterEvents events(port());
+  Json s = create_session(port(), {{"model", "user.a"}});
+  const std::string id = s["id"];
+  ASSERT_EQ(say(port(), id, "hi").status, 200);
+  ASSERT_EQ(generate(port(), id, {{"max_tokens", 2}}).status, 200);
+  // user.b is used after user.a's last turn, so its keep-alive runs out no
+  // sooner than user.a's would (the housekeeper retires expired models in
+  // name order: user.a's stop would come first).
+  ASSERT_EQ(chat(port(), "user.b").status, 200);
+  auto b_stopped = events.next("server_stopped", "user.b");
+  ASSERT_TRUE(b_stopped.has_value());
+  EXPECT_EQ((*b_stopped)["reason"], "keep-alive");
+  EXPECT_EQ(events.count("server_stopped", "user.a"), 0);
+  EXPECT_EQ(loaded_names(health(port())), (Names{"user.a"}));
+  // The session goes on; once it ends, the keep-alive applies again.
+  ASSERT_EQ(say(port(), id, "again").status, 200);
+  ASSERT_EQ(generate(port(), id, {{"max_tokens", 2}}).status, 200);
+  ASSERT_EQ(http_request(port(), "DELETE", kSessions + "/" + id).status, 200);
+  auto a_stopped = events.next("server_stopped", "user.a");
+  ASSERT_TRUE(a_stopped.has_value());
+  EXPECT_EQ((*a_stopped)["reason"], "keep-alive");
+}
+
+TEST_F(SessionsTest, ASessionWhoseServerCrashedIsLost) {
+  const std::string a = env_.add_llm("a");
+  env_.write_sidecar(a, {{"crash_on_request", 2}});
+  ASSERT_NO_FATAL_FAILURE(start_router());
+  Json s = create_session(port(), {{"model", "user.a"}});
+  const std::string id = s["id"];
+  ASSERT_EQ(say(port(), id, "hi").status, 200);
+  ASSERT_EQ(generate(port(), id, {{"max_tokens", 2}}).status, 200);
+  ASSERT_EQ(say(port(), id, "and now?").status, 200);
+  HttpReply crashed = generate(port(), id, {{"max_tokens", 2}});
+  EXPECT_GE(crashed.status, 500) << crashed.body;
+  ASSERT_TRUE(eventually([&] { return !loaded_entry(health(port()), "user.a").has_value(); }));
+  HttpReply lost = generate(port(), id);
+  EXPECT_EQ(lost.status, 409) << lost.body;
+  EXPECT_EQ(error_code(lost), "session_lost");
+  EXPECT_TRUE(loaded_names(health(port())).empty()) << "nothing was loaded for it";
+  EXPECT_EQ(session(port(), id)["history"].size(), 3u) << "the failed turns added nothing";
+  EXPECT_EQ(http_request(port(), "DELETE", kSessions + "/" + id).status, 200);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // The pool's timed decisions as a pure function with injected time (issue
 // #13 §2-3): scale up after requests wait, scale down idle replicas but never
-// the last, unload after the keep-alive; keep_alive values as Ollama takes
-// them.
+// the last, unload after the keep-alive, neither for a replica that holds
+// sessions; keep_alive values as Ollama takes them.
 #include <gtest/gtest.h>
 
 #include "lemon/router/pool_policy.h"
@@ -85,6 +85,45 @@ TEST(PoolPolicy, KeepAliveUnloadsAWholeIdleModel) {
   m.keep_alive = 5min;
   EXPECT_TRUE(plan_pool({m}, T0, five_minutes).expired.empty())
       << "idle since the most recent replica's last request";
+}
+
+ReplicaPoolView with_sessions(ReplicaPoolView r, int sessions) {
+  r.sessions = sessions;
+  return r;
+}
+
+TEST(PoolPolicy, AReplicaWithSessionsIsNeverScaledDown) {
+  PoolPolicy policy{2s, 60s, std::nullopt};
+  // The newest replica would go first; its session keeps it, so the older
+  // idle one goes instead (one ready replica stays either way).
+  auto m = model("a", {replica(1, 0, 0, 2min), with_sessions(replica(2, 1, 0, 2min), 1)}, 2);
+  EXPECT_EQ(plan_pool({m}, T0, policy).scale_down, (std::vector<std::uint64_t>{1}));
+  m.replicas = {with_sessions(replica(1, 0, 0, 1h), 2), with_sessions(replica(2, 1, 0, 1h), 1)};
+  EXPECT_TRUE(plan_pool({m}, T0, policy).scale_down.empty()) << "both hold sessions";
+  m.replicas = {with_sessions(replica(1, 0, 0, 1h), 1), replica(2, 1, 0, 1h), replica(3, 2, 0, 1h)};
+  EXPECT_EQ(plan_pool({m}, T0, policy).scale_down, (std::vector<std::uint64_t>{3, 2}))
+      << "the replicas without sessions go; the one with a session is the one left";
+  m.replicas = {replica(1, 0, 0, 1h), replica(2, 1, 0, 1h)};
+  EXPECT_EQ(plan_pool({m}, T0, policy).scale_down, (std::vector<std::uint64_t>{2}))
+      << "once its sessions end the usual rule applies";
+}
+
+TEST(PoolPolicy, KeepAliveNeverUnloadsAModelWhileAReplicaHoldsSessions) {
+  PoolPolicy five_minutes{2s, 60s, 5min};
+  auto m = model("a", {with_sessions(replica(1, 0, 0, 10h), 1)});
+  EXPECT_TRUE(plan_pool({m}, T0, five_minutes).expired.empty())
+      << "the session ends by --session-ttl, not by the model's keep-alive";
+  m.keep_alive = 0ms;
+  EXPECT_TRUE(plan_pool({m}, T0, five_minutes).expired.empty()) << "not even keep_alive 0";
+  m.replicas = {replica(1, 0, 0, 10h), with_sessions(replica(2, 1, 0, 10h), 1)};
+  m.max_replicas = 2;
+  auto plan = plan_pool({m}, T0, five_minutes);
+  EXPECT_TRUE(plan.expired.empty()) << "a session on any replica keeps the model";
+  EXPECT_EQ(plan.scale_down, (std::vector<std::uint64_t>{1}))
+      << "its replicas without sessions still scale down";
+  m.replicas = {replica(1, 0, 0, 10h)};
+  EXPECT_EQ(plan_pool({m}, T0, five_minutes).expired, (std::vector<std::string>{"a"}))
+      << "once the sessions end, the keep-alive applies again";
 }
 
 TEST(KeepAlive, ParsesSecondsAndDurationsAsOllamaDoes) {

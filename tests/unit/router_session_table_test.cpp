@@ -1,9 +1,11 @@
 // SessionTable and choose_pin (issue #13 §4): pins spread over servers and
-// slots, the FIFO line when every slot is taken, busy and unknown sessions,
+// slots, the FIFO line per model when every slot is taken, the slot reserved
+// on its server as the session is created, busy and unknown sessions,
 // turns that grow the history only when they succeed, and the TTL.
 #include "lemon/router/session_table.h"
 
 #include <future>
+#include <mutex>
 
 #include <gtest/gtest.h>
 
@@ -118,6 +120,69 @@ TEST_F(SessionTableTest, WhenEverySlotHoldsASessionCreatorsWaitInLineUntilOneEnd
   auto got = second.get();
   ASSERT_TRUE(got.ok()) << got.error().message();
   EXPECT_EQ(got->pin, (SessionPin{1, 0})) << "the freed slot";
+}
+
+TEST_F(SessionTableTest, ACreatorWaitsOnlyBehindCreatorsOfItsOwnModel) {
+  SessionTable table(1h, {});
+  const std::vector<PinnableServer> a_servers = {{1, 1}};
+  const std::vector<PinnableServer> b_servers = {{2, 1}};
+  auto a = [&] { return a_servers; };
+  auto b = [&] { return b_servers; };
+  auto first_a = table.create("a", "", nlohmann::json::object(), a, soon());
+  ASSERT_TRUE(first_a.ok());
+
+  // A second creator for the full model "a" waits in a's line.
+  std::promise<void> asked;
+  std::atomic<bool> told{false};
+  auto watched_a = [&] {
+    if (!told.exchange(true)) {
+      asked.set_value();
+    }
+    return a_servers;
+  };
+  auto waiting_a = std::async(std::launch::async, [&] {
+    return table.create("a", "", nlohmann::json::object(), watched_a, soon());
+  });
+  asked.get_future().wait();
+
+  // A creator for "b", which has a free slot, goes at once: with a deadline
+  // of now it would get kQueueFull if it had to wait behind the "a" creator.
+  auto got_b = table.create("b", "", nlohmann::json::object(), b, SessionTable::Clock::now());
+  ASSERT_TRUE(got_b.ok()) << got_b.error().message();
+  EXPECT_EQ(got_b->pin, (SessionPin{2, 0}));
+  // And "b" being full now does not hold up "a": its creator still waits
+  // for a's slot and takes it once that session ends.
+  ASSERT_TRUE(table.remove(first_a->id).ok());
+  auto got_a = waiting_a.get();
+  ASSERT_TRUE(got_a.ok()) << got_a.error().message();
+  EXPECT_EQ(got_a->pin, (SessionPin{1, 0}));
+}
+
+TEST_F(SessionTableTest, TheSlotIsReservedBeforeTheSessionExistsAndAFailedReserveLooksAgain) {
+  SessionTable table(1h, {});
+  // Server 1 begins to drain after servers() listed it: its reserve fails,
+  // and the creator's next look no longer lists it.
+  std::vector<PinnableServer> listed = {{1, 1}, {2, 1}};
+  std::mutex mu;
+  std::vector<SessionPin> tried;
+  auto servers = [&] {
+    std::lock_guard lock(mu);
+    return listed;
+  };
+  auto reserve = [&](const SessionPin& pin) {
+    std::lock_guard lock(mu);
+    tried.push_back(pin);
+    if (pin.server_id == 1) {
+      listed = {{2, 1}};
+      return false;
+    }
+    return true;
+  };
+  auto s = table.create("m", "", nlohmann::json::object(), servers, soon(), {}, reserve);
+  ASSERT_TRUE(s.ok()) << s.error().message();
+  EXPECT_EQ(s->pin, (SessionPin{2, 0}));
+  EXPECT_EQ(tried, (std::vector<SessionPin>{{1, 0}, {2, 0}}));
+  EXPECT_EQ(table.list().size(), 1u) << "no session for the failed reserve";
 }
 
 TEST_F(SessionTableTest, IdleSessionsEndAfterTheTtlAndRunningOnesDoNot) {

@@ -22,6 +22,7 @@ struct ReplicaPoolView {
   int in_flight = 0;
   bool ready = true;                   // false while draining
   PoolClock::time_point idle_since{};  // when in_flight last became 0
+  int sessions = 0;                    // live sessions pinned to it (issue #13 §4)
 };
 
 struct ModelPoolView {
@@ -50,11 +51,14 @@ struct PoolPlan {
 // - Scale up: a model whose requests have waited for a free slot for
 //   scale_up_after, with fewer ready replicas than max_replicas and no
 //   replica load under way, gets one more.
-// - Keep-alive: a model with nothing in flight or waiting, idle (every
-//   replica) for its keep-alive (the request's, else the policy's) is
-//   unloaded whole; 0 means at once, negative or none means never.
-// - Scale down: otherwise, replicas idle for scale_down_after stop, newest
-//   first, always leaving one ready replica.
+// - Keep-alive: a model with nothing in flight or waiting and no session on
+//   any replica, idle (every replica) for its keep-alive (the request's,
+//   else the policy's) is unloaded whole; 0 means at once, negative or none
+//   means never.
+// - Scale down: otherwise, replicas idle for scale_down_after that hold no
+//   session stop, newest first, always leaving one ready replica.
+// A replica with sessions stays while they live: they end by their own
+// --session-ttl (or by DELETE), not by the pool's idle timers.
 PoolPlan plan_pool(const std::vector<ModelPoolView>& models, PoolClock::time_point now,
                    const PoolPolicy& policy);
 

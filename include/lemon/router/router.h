@@ -33,7 +33,8 @@
 //   replica with the fewest in flight; when every replica is busy and
 //   requests have waited --scale-up-after, the housekeeper queues one more
 //   (up to max_replicas), and a replica idle for --scale-down-after stops
-//   (never the last). A model idle for its keep-alive is unloaded.
+//   (never the last). A model idle for its keep-alive is unloaded. A
+//   replica that holds sessions (pin_backend_slot) is exempt from both.
 // - Fairness (issue #13 §2a): a load that would evict a busy model (its
 //   type at its limit and every model of the type busy) waits while that
 //   model keeps serving, at most --max-starvation; loads that evict nothing
@@ -172,7 +173,8 @@ class Router {
                                const WaitHooks& hooks = {});
   // Reserves (or frees) one llama.cpp slot of a server for a session:
   // requests without a session are then given other slots. False when the
-  // server is gone.
+  // server is gone or draining. A server with a reserved slot is not stopped
+  // by scale-down or keep-alive (only by eviction, unload or a crash).
   bool pin_backend_slot(std::uint64_t server_id, int backend_slot);
   void unpin_backend_slot(std::uint64_t server_id, int backend_slot);
 
@@ -279,7 +281,12 @@ class Router {
   Status recover_from_out_of_memory(LoadJob& job, Error failure);
   // make_server() and start_and_publish() again.
   Status retry_start(LoadJob& job);
-  void retire(const std::vector<std::shared_ptr<ServerSlot>>& victims, const char* reason);
+  // Drains and stops `victims`. With `spare_sessions`, retires none of them
+  // (and returns false) when one holds a session pinned since the caller's
+  // snapshot: checked under mu_, in the step that marks them draining, so a
+  // pin_backend_slot() either comes first and spares them or fails.
+  bool retire(const std::vector<std::shared_ptr<ServerSlot>>& victims, const char* reason,
+              bool spare_sessions = false);
   void finish_job(LoadJob& job, const Status& result,
                   const std::shared_ptr<ServerSlot>& slot);  // REQUIRES: mu_ held
   void on_server_exit(const std::weak_ptr<ServerSlot>& slot);

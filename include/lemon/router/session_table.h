@@ -6,9 +6,14 @@
 // kSessionLost (Router::acquire_server).
 //
 // A server of `parallel` slots takes at most that many sessions; a session
-// created when every slot of the model is pinned waits in one FIFO line
-// until a session ends (or its deadline passes: kQueueFull). Sessions idle
-// for the TTL end on the table's own reaper thread, which calls `on_end`.
+// created when every slot of the model is pinned waits in its model's FIFO
+// line until a session ends (or its deadline passes: kQueueFull). Each model
+// has its own line: a creator waits only behind earlier creators of the same
+// model, never behind one for a model that is full. Sessions idle for the
+// TTL end on the table's own reaper thread, which calls `on_end`.
+//
+// Lock order: the table's lock, then the router's (create() calls `servers`
+// and `reserve` under the table's lock); the router never calls the table.
 //
 // Thread-safety: every method may be called from any thread; callbacks run
 // without the table's lock. choose_pin() is a pure function.
@@ -91,14 +96,17 @@ class SessionTable {
   SessionTable& operator=(const SessionTable&) = delete;
 
   // Creates a session on a free slot of `servers()` (called again whenever
-  // the line moves, as servers come and go). Waits in the FIFO line while
-  // every slot is taken, until `deadline` (kQueueFull) or `cancelled()`
-  // (kCancelled).
+  // the line moves, as servers come and go). Waits in `model`'s FIFO line
+  // while every slot is taken, until `deadline` (kQueueFull) or
+  // `cancelled()` (kCancelled). `reserve(pin)`, when given, claims the slot
+  // on its server before the session exists (Router::pin_backend_slot); if
+  // it fails (the server went or is draining), the creator looks again.
   Result<SessionState> create(const std::string& model, const std::string& system,
                               nlohmann::json options,
                               const std::function<std::vector<PinnableServer>()>& servers,
                               Clock::time_point deadline,
-                              const std::function<bool()>& cancelled = {});
+                              const std::function<bool()>& cancelled = {},
+                              const std::function<bool(const SessionPin&)>& reserve = {});
 
   Result<SessionState> get(const std::string& id) const;
   std::vector<SessionState> list() const;
@@ -140,7 +148,8 @@ class SessionTable {
   std::condition_variable cv_;  // the line moved or a session ended
   std::condition_variable reaper_cv_;
   std::map<std::string, Entry> sessions_;
-  std::deque<std::uint64_t> line_;  // tickets of creators waiting for a slot
+  // Per model, the tickets of creators waiting for a slot, in order.
+  std::map<std::string, std::deque<std::uint64_t>, std::less<>> lines_;
   std::uint64_t next_ticket_ = 1;
   bool stopping_ = false;
   std::thread reaper_;
