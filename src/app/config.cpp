@@ -268,6 +268,13 @@ void add_router_options(CLI::App& app, RouterOptionValues& v) {
       ->envname("LEMONADE_STREAM_IDLE_TIMEOUT")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_option("--backend-idle-timeout", v.backend_idle_timeout_s,
+                 "Seconds an inference request may wait without a byte from its backend, "
+                 "streaming or not (0: no limit; 504). A non-streaming llama-server reply sends "
+                 "nothing until it is done, so this must exceed the longest generation")
+      ->envname("LEMONADE_BACKEND_IDLE_TIMEOUT")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--header-timeout", v.header_timeout_s,
                  "Seconds a request's headers may take to arrive in all (408 beyond)")
       ->envname("LEMONADE_HEADER_TIMEOUT")
@@ -409,6 +416,7 @@ ParsedConfig parse_config(int argc, const char* const* argv) {
   c.memory_poll_interval = seconds_to_ms(v.memory_poll_interval_s);
   c.session_ttl = seconds_to_ms(v.session_ttl_s);
   c.stream_idle_timeout = seconds_to_ms(v.stream_idle_timeout_s);
+  c.backend_idle_timeout = seconds_to_ms(v.backend_idle_timeout_s);
   c.body_timeout = seconds_to_ms(v.body_timeout_s);
   c.body_min_rate = static_cast<std::size_t>(v.body_min_rate);
   c.keep_alive_timeout = seconds_to_ms(v.keep_alive_timeout_s);

@@ -148,6 +148,7 @@ int main(int argc, char** argv) {
   settings.request_timeout = cfg.request_timeout;
   settings.backend_retry_delay = cfg.backend_retry_delay;
   settings.stream_idle_timeout = cfg.stream_idle_timeout;
+  settings.backend_idle_timeout = cfg.backend_idle_timeout;
   settings.server.header_timeout = cfg.header_timeout;
   settings.server.body_idle_timeout = cfg.body_timeout;
   settings.server.body_min_rate = cfg.body_min_rate;

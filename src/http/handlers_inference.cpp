@@ -321,6 +321,7 @@ ProxyCall ApiServer::make_call(const InferenceRequest& req, std::string path,
   call.max_response_bytes = settings_.max_response_bytes;
   call.request_timeout = settings_.request_timeout;
   call.stream_idle_timeout = settings_.stream_idle_timeout;
+  call.backend_idle_timeout = settings_.backend_idle_timeout;
   call.drain_expired = &drain_expired_;
   return call;
 }

@@ -440,6 +440,7 @@ void ApiServer::handle_session_generate(const std::string& id, net::Request& r,
   call.max_response_bytes = settings_.max_response_bytes;
   call.request_timeout = settings_.request_timeout;
   call.stream_idle_timeout = settings_.stream_idle_timeout;
+  call.backend_idle_timeout = settings_.backend_idle_timeout;
   call.drain_expired = &drain_expired_;
   call.cancelled = [cancel] { return cancel->load(); };
   forward_to_backend(*lease, call, recorder, stats_);

@@ -31,22 +31,53 @@ void take(const nlohmann::json& j, const char* key, T& out, bool only_if_unset) 
   out = it->get<T>();
 }
 
-Error backend_failure(const Lease& lease, Error e, const ProxyCall& call) {
+// A timeout flag and its value.
+struct Bound {
+  const char* flag;
+  std::chrono::milliseconds limit;
+};
+
+// The bound on the backend's silence: --backend-idle-timeout, or for a
+// stream --stream-idle-timeout when that one is set and smaller. A zero
+// limit is none.
+Bound idle_bound(const ProxyCall& call) {
+  if (call.stream && call.stream_idle_timeout.count() > 0 &&
+      (call.backend_idle_timeout.count() == 0 ||
+       call.stream_idle_timeout <= call.backend_idle_timeout)) {
+    return {"--stream-idle-timeout", call.stream_idle_timeout};
+  }
+  return {"--backend-idle-timeout", call.backend_idle_timeout};
+}
+
+// Which bound a kGatewayTimeout after `elapsed` came from: the upstream
+// client prefers the idle deadline when it is not later than the total one,
+// so --request-timeout fired only if that much time has passed.
+Bound fired_bound(const ProxyCall& call, Clock::duration elapsed) {
+  if (!call.stream && call.request_timeout.count() > 0 && elapsed >= call.request_timeout) {
+    return {"--request-timeout", call.request_timeout};
+  }
+  return idle_bound(call);
+}
+
+Error backend_failure(const Lease& lease, Error e, const ProxyCall& call,
+                      Clock::duration elapsed = {}) {
+  // A backend that breaks off its answer (kUpstreamProtocol for a body cut
+  // short) after the drain ran out was stopped by the shutdown.
   if (call.drain_expired != nullptr && call.drain_expired->load() &&
-      (e.code() == ErrorCode::kBackendCrashed || e.code() == ErrorCode::kBackendUnavailable)) {
+      (e.code() == ErrorCode::kBackendCrashed || e.code() == ErrorCode::kBackendUnavailable ||
+       e.code() == ErrorCode::kUpstreamProtocol)) {
     return Error(ErrorCode::kShuttingDown,
                  "the router is shutting down: --drain-timeout passed before this request to '" +
                      lease.model_name() + "' finished");
   }
   if (e.code() == ErrorCode::kGatewayTimeout) {
-    const bool stream = call.stream;
-    const auto limit = stream ? call.stream_idle_timeout : call.request_timeout;
+    const Bound fired = fired_bound(call, elapsed);
     return Error(ErrorCode::kGatewayTimeout,
-                 std::string(stream ? "--stream-idle-timeout" : "--request-timeout") + " (" +
-                     std::to_string(limit.count()) + " ms) expired for model '" +
-                     lease.model_name() + "': " + e.message());
+                 std::string(fired.flag) + " (" + std::to_string(fired.limit.count()) +
+                     " ms) expired for model '" + lease.model_name() + "': " + e.message());
   }
-  if (e.code() == ErrorCode::kBackendCrashed || e.code() == ErrorCode::kBackendUnavailable) {
+  if (e.code() == ErrorCode::kBackendCrashed || e.code() == ErrorCode::kBackendUnavailable ||
+      e.code() == ErrorCode::kUpstreamProtocol) {
     return Error(e.code(), "backend for model '" + lease.model_name() + "' failed: " + e.message());
   }
   return e;
@@ -198,14 +229,17 @@ ProxyOutcome forward_whole(Lease& lease, const ProxyCall& call, net::ResponseWri
   opts.on_client_half_close = [&writer] { return writer.keep_serving_half_closed(); };
   opts.max_response_bytes = call.max_response_bytes;
   opts.total_timeout = call.request_timeout;
+  opts.idle_timeout = call.backend_idle_timeout;
   watch_cancel(call, opts);
+  const auto started = Clock::now();
   auto resp = lease.server().client().send(req, opts);
   if (!resp.ok()) {
     if (auto deferred = deferrable(call, resp.error())) {
       return {std::nullopt, std::move(deferred)};
     }
     if (resp.error().code() != ErrorCode::kCancelled) {
-      write_error(writer, backend_failure(lease, std::move(resp).error(), call));
+      write_error(writer,
+                  backend_failure(lease, std::move(resp).error(), call, Clock::now() - started));
     }
     return {};
   }
@@ -237,7 +271,7 @@ ProxyOutcome forward_stream(Lease& lease, const ProxyCall& call, net::ResponseWr
   net::CallOptions opts;
   opts.watch_fd = writer.client_fd();
   opts.on_client_half_close = [&writer] { return writer.keep_serving_half_closed(); };
-  opts.idle_timeout = call.stream_idle_timeout;
+  opts.idle_timeout = idle_bound(call).limit;
   watch_cancel(call, opts);
   SseScanner scanner(Clock::now());
   int status = 0;

@@ -138,6 +138,17 @@ Error UpstreamExchange::protocol(std::string_view why) const {
                "malformed response from backend " + endpoint_ + ": " + std::string(why));
 }
 
+Error UpstreamExchange::cut_short(std::string_view what, const Error& loss) const {
+  // A body that ends before its framing says it does is a broken answer
+  // (502), whatever ended it: the head was complete, so the backend was
+  // alive and answering. Whether its process died is for the process
+  // watcher to find out, not for this call.
+  if (loss.code() != ErrorCode::kBackendCrashed) {
+    return loss;  // a timeout, a cancel: not the backend's framing
+  }
+  return protocol(std::string(what) + " (" + loss.message() + ")");
+}
+
 UpstreamExchange::Recv UpstreamExchange::receive(std::size_t max, std::string_view& got) {
   // One receive buffer per thread, reused by every exchange that thread
   // runs: no per-request allocation or zero-filling (a thread runs one
@@ -286,11 +297,11 @@ Status UpstreamExchange::read_head(UpstreamHead& head, int& minor_version) {
   }
 }
 
-Status UpstreamExchange::read_length_body(std::uint64_t length, bool& extra) {
+Status UpstreamExchange::read_length_body(std::uint64_t length) {
   std::uint64_t remaining = length;
   const std::size_t take =
       static_cast<std::size_t>(std::min<std::uint64_t>(remaining, buf_.size()));
-  extra = buf_.size() > take;
+  const std::size_t excess = buf_.size() - take;
   if (take > 0) {
     if (!(*on_data_)(std::string_view(buf_).substr(0, take))) {
       return Error(ErrorCode::kCancelled, "request cancelled");
@@ -298,6 +309,10 @@ Status UpstreamExchange::read_length_body(std::uint64_t length, bool& extra) {
     remaining -= take;
   }
   buf_.clear();
+  const auto short_by = [&] {
+    return "the body ended " + std::to_string(remaining) + " bytes short of its Content-Length " +
+           std::to_string(length);
+  };
   while (remaining > 0) {
     std::string_view got;
     switch (
@@ -305,14 +320,21 @@ Status UpstreamExchange::read_length_body(std::uint64_t length, bool& extra) {
       case Recv::kData:
         break;
       case Recv::kEof:
-        return lost("mid-response", 0);
+        return protocol(short_by() + ": the backend closed the connection");
       case Recv::kFailed:
-        return *failure_;
+        return cut_short(short_by(), *failure_);
     }
     remaining -= got.size();
     if (!(*on_data_)(got)) {
       return Error(ErrorCode::kCancelled, "request cancelled");
     }
+  }
+  // Nothing may follow the body (no request is pipelined): bytes already
+  // here mean the backend sent more than it announced. (Bytes still on
+  // their way are caught when the idle connection is next taken.)
+  char next = 0;
+  if (excess > 0 || ::recv(fd_, &next, 1, MSG_PEEK | MSG_DONTWAIT) > 0) {
+    return protocol("more bytes than its Content-Length " + std::to_string(length));
   }
   return ok_status();
 }
@@ -342,9 +364,11 @@ Status UpstreamExchange::read_chunked_body(bool& extra) {
       case Recv::kData:
         break;  // `in` views the receive buffer, consumed before the next receive
       case Recv::kEof:
-        return lost("mid-response", 0);
+        return protocol(
+            "the chunked body ended before its last chunk: the backend closed the "
+            "connection");
       case Recv::kFailed:
-        return *failure_;
+        return cut_short("the chunked body ended before its last chunk", *failure_);
     }
   }
 }
@@ -414,7 +438,7 @@ ExchangeOutcome UpstreamExchange::run(const UpstreamRequest& request,
   } else if (coding == wire::TransferCoding::kChunked) {
     body = read_chunked_body(extra);
   } else if (coding == wire::TransferCoding::kNone && length_field == wire::LengthField::kValid) {
-    body = read_length_body(length, extra);
+    body = read_length_body(length);
   } else {
     keep_alive = false;
     body = read_until_close();

@@ -58,10 +58,15 @@ class UpstreamExchange {
   Error wait_error(Wait w) const;
   Error lost(std::string_view when, int err);  // records err in lost_errno_
   Error protocol(std::string_view why) const;
+  // A body cut short by `loss`: kUpstreamProtocol when the connection was
+  // lost (closed or reset), else `loss` itself (a timeout, a cancel).
+  Error cut_short(std::string_view what, const Error& loss) const;
 
   Status send_request(const UpstreamRequest& request);
   Status read_head(UpstreamHead& head, int& minor_version);
-  Status read_length_body(std::uint64_t length, bool& extra);
+  // Fewer bytes than `length` (the connection lost first) or more (bytes
+  // seen after the body) are kUpstreamProtocol.
+  Status read_length_body(std::uint64_t length);
   Status read_chunked_body(bool& extra);
   Status read_until_close();
 

@@ -42,6 +42,7 @@ const char* const kEnvVars[] = {"LEMONADE_HOST",
                                 "LEMONADE_NO_BROADCAST",
                                 "LEMONADE_MAX_BODY_SIZE",
                                 "LEMONADE_MAX_CONNECTIONS",
+                                "LEMONADE_BACKEND_IDLE_TIMEOUT",
                                 "LEMONADE_CACHE_DIR",
                                 "HF_HUB_CACHE",
                                 "HF_HOME",
@@ -339,6 +340,14 @@ TEST_F(ConfigTest, LoadTimeoutFromEnvironmentAndFlag) {
   env_.set("LEMONADE_LOAD_TIMEOUT", "12");
   EXPECT_EQ(parse_ok({}).load_timeout, 12s);
   EXPECT_EQ(parse_ok({"--load-timeout", "30"}).load_timeout, 30s);
+}
+
+TEST_F(ConfigTest, BackendIdleTimeoutDefaultsToTenMinutesFromEnvironmentAndFlag) {
+  EXPECT_EQ(parse_ok({}).backend_idle_timeout, 600s);
+  env_.set("LEMONADE_BACKEND_IDLE_TIMEOUT", "0");
+  EXPECT_EQ(parse_ok({}).backend_idle_timeout, 0ms);  // off
+  EXPECT_EQ(parse_ok({"--backend-idle-timeout", "2.5"}).backend_idle_timeout, 2500ms);
+  expect_usage_error({"--backend-idle-timeout", "-1"});
 }
 
 TEST_F(ConfigTest, StopGraceFromEnvironmentAndFlag) {

@@ -6,11 +6,13 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <functional>
 #include <future>
@@ -291,7 +293,9 @@ TEST(HttpUpstreamClient, RefusedPortIsBackendUnavailable) {
   EXPECT_EQ(p.error().code(), ErrorCode::kBackendUnavailable);
 }
 
-TEST(HttpUpstreamClient, ServerClosingMidBodyIsBackendCrashed) {
+TEST(HttpUpstreamClient, ServerClosingMidChunkedBodyIsUpstreamProtocolError) {
+  // Broken chunking (the body ends before its last chunk) is a bad answer:
+  // 502, not "the backend crashed" (issue #11 §3b).
   RunningServer backend([](Request&, ResponseWriter& w) {
     w.begin_chunked(200, {});
     w.write_chunk("partial");
@@ -306,22 +310,71 @@ TEST(HttpUpstreamClient, ServerClosingMidBodyIsBackendCrashed) {
         return true;
       });
   ASSERT_FALSE(status.ok());
-  EXPECT_EQ(status.error().code(), ErrorCode::kBackendCrashed);
-  EXPECT_NE(status.error().message().find("lost"), std::string::npos);
+  EXPECT_EQ(status.error().code(), ErrorCode::kUpstreamProtocol) << status.error().message();
   EXPECT_EQ(got, "partial");
 }
 
-TEST(HttpUpstreamClient, ShortContentLengthBodyIsBackendCrashed) {
-  RawBackend backend([](RawBackend& b) {
+// A backend that answers `reply` to one request, then closes the connection.
+std::function<void(RawBackend&)> answer_once(std::string reply) {
+  return [reply = std::move(reply)](RawBackend& b) {
     int c = b.accept_one();
     RawBackend::read_head(c);
-    RawBackend::write(c, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc");
+    RawBackend::write(c, reply);
     ::close(c);
-  });
+  };
+}
+
+TEST(HttpUpstreamClient, FewerBytesThanContentLengthIsUpstreamProtocolError) {
+  RawBackend backend(answer_once("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc"));
   UpstreamClient client("127.0.0.1", backend.port());
   auto r = client.send(get("/"), {});
   ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.error().code(), ErrorCode::kBackendCrashed);
+  EXPECT_EQ(r.error().code(), ErrorCode::kUpstreamProtocol) << r.error().message();
+  EXPECT_NE(r.error().message().find("7 bytes short of its Content-Length 10"), std::string::npos)
+      << r.error().message();
+}
+
+TEST(HttpUpstreamClient, AResetBeforeTheContentLengthIsUpstreamProtocolError) {
+  Gate head_read;
+  RawBackend backend([&](RawBackend& b) {
+    int c = b.accept_one();
+    RawBackend::read_head(c);
+    RawBackend::write(c, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc");
+    // Reset only once the client has the head: a reset before it is
+    // "nothing answered" (kBackendUnavailable, retried by the API layer).
+    head_read.wait();
+    linger abort{1, 0};  // close() now sends RST
+    ::setsockopt(c, SOL_SOCKET, SO_LINGER, &abort, sizeof abort);
+    ::close(c);
+  });
+  UpstreamClient client("127.0.0.1", backend.port());
+  auto status = client.stream(
+      get("/"), {},
+      [&](const UpstreamHead&) {
+        head_read.open();
+        return true;
+      },
+      [](std::string_view) { return true; });
+  ASSERT_FALSE(status.ok());
+  EXPECT_EQ(status.error().code(), ErrorCode::kUpstreamProtocol) << status.error().message();
+}
+
+TEST(HttpUpstreamClient, MoreBytesThanContentLengthIsUpstreamProtocolError) {
+  RawBackend backend(answer_once("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokEXTRA"));
+  UpstreamClient client("127.0.0.1", backend.port());
+  auto r = client.send(get("/"), {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), ErrorCode::kUpstreamProtocol) << r.error().message();
+  EXPECT_NE(r.error().message().find("more bytes than its Content-Length 2"), std::string::npos)
+      << r.error().message();
+}
+
+TEST(HttpUpstreamClient, AnExactContentLengthBodyFromAClosingBackendIsFine) {
+  RawBackend backend(answer_once("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"));
+  UpstreamClient client("127.0.0.1", backend.port());
+  auto r = client.send(get("/"), {});
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->body, "ok");
 }
 
 // A connected TCP pair standing in for the downstream client connection.
@@ -425,6 +478,59 @@ TEST(HttpUpstreamClient, ClientHangUpCancelsEvenWhileTheBackendNeverPauses) {
   Status status = result.get();
   ASSERT_FALSE(status.ok());
   EXPECT_EQ(status.error().code(), ErrorCode::kCancelled);
+  ::close(pair.server_side);
+}
+
+TEST(HttpUpstreamClient, ClientHangUpCancelsANonStreamingCallWhileTheBackendNeverPauses) {
+  // send() collects the whole body, so the flood is chunks of one byte
+  // behind a long chunk extension: the backend writes (1 MiB at a time)
+  // faster than the client decodes, so its recv() finds data every time and
+  // the hang-up is noticed only by the check between reads; the body stays
+  // small.
+  Gate entered;
+  std::promise<bool> backend_saw_close;
+  RawBackend backend([&](RawBackend& b) {
+    int c = b.accept_one();
+    timeval guard{kIoTimeoutMs / 1000, 0};  // a send that blocks this long fails
+    ::setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &guard, sizeof guard);
+    RawBackend::read_head(c);
+    RawBackend::write(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
+    const std::string chunk = "1;x=" + std::string(4000, 'y') + "\r\nz\r\n";
+    std::string block;
+    while (block.size() < (1u << 20)) {
+      block += chunk;
+    }
+    bool first = true;
+    bool closed = false;
+    for (;;) {
+      if (::send(c, block.data(), block.size(), MSG_NOSIGNAL) < 0) {
+        closed = errno == EPIPE || errno == ECONNRESET;
+        break;
+      }
+      if (std::exchange(first, false)) {
+        entered.open();
+      }
+    }
+    backend_saw_close.set_value(closed);
+    ::close(c);
+  });
+  auto pair = make_tcp_pair();
+  UpstreamClient client("127.0.0.1", backend.port());
+  CallOptions options;
+  options.watch_fd = pair.server_side;
+  auto result = std::async(std::launch::async, [&] { return client.send(get("/flood"), options); });
+  ASSERT_TRUE(entered.wait());
+  const auto closed_at = std::chrono::steady_clock::now();
+  ::close(pair.client_side);
+  ASSERT_EQ(result.wait_for(5s), std::future_status::ready);
+  EXPECT_LT(std::chrono::steady_clock::now() - closed_at, 1s);
+  auto reply = result.get();
+  ASSERT_FALSE(reply.ok());
+  EXPECT_EQ(reply.error().code(), ErrorCode::kCancelled) << reply.error().message();
+  // The upstream connection was closed: the backend's next send failed.
+  auto saw = backend_saw_close.get_future();
+  ASSERT_EQ(saw.wait_for(5s), std::future_status::ready);
+  EXPECT_TRUE(saw.get());
   ::close(pair.server_side);
 }
 

@@ -55,10 +55,11 @@ struct Config {
   std::optional<BudgetRule> memory_budget = BudgetRule{};
   std::int64_t memory_margin = 256LL << 20;
   std::chrono::milliseconds memory_poll_interval{10000};
-  std::chrono::milliseconds session_ttl{1'800'000};     // idle sessions end (issue #13 §4)
-  std::chrono::milliseconds request_timeout{0};         // 0: none
-  std::chrono::milliseconds backend_retry_delay{1000};  // first retry; 0: none (issue #14 §2)
-  std::chrono::milliseconds stream_idle_timeout{0};     // 0: none
+  std::chrono::milliseconds session_ttl{1'800'000};         // idle sessions end (issue #13 §4)
+  std::chrono::milliseconds request_timeout{0};             // 0: none
+  std::chrono::milliseconds backend_retry_delay{1000};      // first retry; 0: none (issue #14 §2)
+  std::chrono::milliseconds stream_idle_timeout{0};         // 0: none
+  std::chrono::milliseconds backend_idle_timeout{600'000};  // no byte from a backend; 0: none
   std::chrono::milliseconds header_timeout{10'000};
   std::chrono::milliseconds body_timeout{30'000};
   std::size_t body_min_rate = 1024;

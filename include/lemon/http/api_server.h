@@ -40,9 +40,11 @@ struct ApiSettings {
   net::ServerOptions server;
   // Largest non-streaming backend reply passed on (--max-response-size).
   std::size_t max_response_bytes = 256u << 20;
-  // --request-timeout and --stream-idle-timeout (zero: none).
+  // --request-timeout, --stream-idle-timeout and --backend-idle-timeout
+  // (zero: none).
   std::chrono::milliseconds request_timeout{0};
   std::chrono::milliseconds stream_idle_timeout{0};
+  std::chrono::milliseconds backend_idle_timeout{600'000};
   // A request whose backend refused or reset the connection before
   // answering is retried after this, then twice and four times as long
   // (seed 003); zero: never.

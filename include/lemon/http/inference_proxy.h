@@ -37,9 +37,14 @@ struct ProxyCall {
   bool append_done = true;  // end SSE streams with data: [DONE] if the backend did not
   std::size_t max_response_bytes = 256u << 20;  // non-streaming replies; 502 beyond
   // --request-timeout: a non-streaming call end to end; --stream-idle-timeout:
-  // the longest gap between a stream's chunks. Zero: none. 504 on expiry.
+  // the longest gap between a stream's chunks; --backend-idle-timeout: the
+  // longest time without a byte from the backend, streaming or not (a
+  // stream gets the smaller of the two idle bounds that are set). Zero:
+  // none. On expiry the backend request is cancelled (its connection
+  // closed) and the client gets 504 naming the flag.
   std::chrono::milliseconds request_timeout{0};
   std::chrono::milliseconds stream_idle_timeout{0};
+  std::chrono::milliseconds backend_idle_timeout{600'000};
   // Set once a shutdown's drain has run out: a backend lost after that was
   // stopped by the shutdown, and the client is told so.
   const std::atomic<bool>* drain_expired = nullptr;

@@ -7,10 +7,11 @@
 // disconnects"). Errors are typed where they happen: cannot connect, or the
 // connection reset before any byte of a response -> kBackendUnavailable
 // (nothing was answered: a caller may retry), connection closed before an
-// answer or lost mid-response -> kBackendCrashed,
-// watched client gone -> kCancelled, garbage -> kUpstreamProtocol, deadline ->
-// kBackendStartTimeout is NOT used here (callers decide), a timeout is
-// kBackendUnavailable.
+// answer, or lost within the head or a body read until close ->
+// kBackendCrashed, watched client gone -> kCancelled, garbage -> kUpstreamProtocol (502), and so is
+// a body that does not match its framing: the connection lost before the Content-Length or the last
+// chunk arrived, or bytes beyond the Content-Length. A connect timeout is kBackendUnavailable; an
+// idle or total timeout is kGatewayTimeout.
 //
 // Thread-safety: all methods may be called concurrently; each call uses its
 // own connection.
