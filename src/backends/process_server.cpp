@@ -53,8 +53,11 @@ std::vector<std::pair<std::string, std::string>> ProcessServer::release_env(
   std::vector<std::pair<std::string, std::string>> env = {
       {"LD_LIBRARY_PATH", existing != nullptr && *existing != '\0' ? dir + ":" + existing : dir}};
   if (int gpu = options().int_value("gpu", -1); gpu >= 0) {
-    for (const char* var : {"CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
-                            "GGML_VK_VISIBLE_DEVICES"}) {
+    // One variable per runtime, each naming the same index. Never
+    // ROCR_VISIBLE_DEVICES as well: ROCm filters with it first and HIP then
+    // numbers only the devices left, so index N >= 1 would name no GPU.
+    for (const char* var :
+         {"CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "GGML_VK_VISIBLE_DEVICES"}) {
       env.emplace_back(var, std::to_string(gpu));
     }
   }

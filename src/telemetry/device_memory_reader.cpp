@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -22,6 +23,13 @@ std::optional<std::int64_t> read_int(const fs::path& path) {
     return v;
   }
   return std::nullopt;
+}
+
+// The number in "card<N>" (sysfs) or "gpu<N>" (ours), for numeric order:
+// card10 comes after card2.
+int trailing_number(const std::string& name) {
+  std::size_t digits = name.find_first_of("0123456789");
+  return digits == std::string::npos ? -1 : std::atoi(name.c_str() + digits);
 }
 
 }  // namespace
@@ -92,7 +100,9 @@ std::vector<DeviceReading> SystemDeviceMemory::read() {
         cards.push_back(entry.path());
       }
     }
-    std::sort(cards.begin(), cards.end());
+    std::sort(cards.begin(), cards.end(), [](const fs::path& a, const fs::path& b) {
+      return trailing_number(a.filename().string()) < trailing_number(b.filename().string());
+    });
     int index = 0;
     for (const auto& card : cards) {
       auto total = read_int(card / "device/mem_info_vram_total");
@@ -102,8 +112,9 @@ std::vector<DeviceReading> SystemDeviceMemory::read() {
       }
     }
   }
-  std::sort(gpus.begin(), gpus.end(),
-            [](const DeviceReading& a, const DeviceReading& b) { return a.device < b.device; });
+  std::sort(gpus.begin(), gpus.end(), [](const DeviceReading& a, const DeviceReading& b) {
+    return trailing_number(a.device) < trailing_number(b.device);
+  });
   out.insert(out.end(), gpus.begin(), gpus.end());
   return out;
 }

@@ -33,11 +33,22 @@ int g_listen_fd = -1;
 
 std::atomic<httplib::Server*> g_server{nullptr};
 
+// The variables that choose a GPU for a child (the router's `gpu` option).
+bool is_device_selector(const std::string& entry) {
+  for (const char* var : {"CUDA_VISIBLE_DEVICES=", "HIP_VISIBLE_DEVICES=", "ROCR_VISIBLE_DEVICES=",
+                          "GGML_VK_VISIBLE_DEVICES="}) {
+    if (entry.rfind(var, 0) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
 json env_snapshot() {
   json env = json::object();
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     std::string entry(*e);
-    if (entry.rfind("LEMON_FAKE_", 0) != 0) {
+    if (entry.rfind("LEMON_FAKE_", 0) != 0 && !is_device_selector(entry)) {
       continue;
     }
     size_t eq = entry.find('=');

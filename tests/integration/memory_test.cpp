@@ -5,6 +5,7 @@
 // Model sizes come from sparse files (the estimate of a file that is not a
 // GGUF is its size); a GPU comes from the fake nvidia-smi (fakes/gpu), whose
 // answer the test rewrites.
+#include <cstdlib>
 #include <filesystem>
 
 #include <gtest/gtest.h>
@@ -140,6 +141,17 @@ TEST_F(MemoryTest, GpuModelsAreChargedToTheirGpuAndUnloadedWhenAnotherProgramTak
   ASSERT_EQ(load(port(), "user.g1").status, 200);
   ASSERT_EQ(load(port(), "user.g2").status, 200);
   Json h = health(port());
+  // The child sees only its GPU, through one selector per runtime; never
+  // ROCR_VISIBLE_DEVICES too, which would renumber what HIP sees.
+  Json g1_env = fake_state(loaded_field(h, "user.g1", "backend_url").get<std::string>())["env"];
+  EXPECT_EQ(g1_env.value("CUDA_VISIBLE_DEVICES", ""), "0") << g1_env.dump();
+  EXPECT_EQ(g1_env.value("HIP_VISIBLE_DEVICES", ""), "0") << g1_env.dump();
+  EXPECT_EQ(g1_env.value("GGML_VK_VISIBLE_DEVICES", ""), "0") << g1_env.dump();
+  EXPECT_FALSE(g1_env.contains("ROCR_VISIBLE_DEVICES")) << g1_env.dump();
+  if (std::getenv("CUDA_VISIBLE_DEVICES") == nullptr) {  // not inherited from this machine
+    Json cpu_env = fake_state(loaded_field(h, "user.cpu", "backend_url").get<std::string>())["env"];
+    EXPECT_FALSE(cpu_env.contains("CUDA_VISIBLE_DEVICES")) << cpu_env.dump();
+  }
   const std::int64_t each = gpu0_estimate(h, "user.g1");
   EXPECT_GE(each, static_cast<std::int64_t>(300 * MiB)) << h.dump();
   EXPECT_EQ(gpu0_estimate(h, "user.cpu"), 0) << "a CPU model holds nothing on the GPU";

@@ -7,85 +7,17 @@
 #include <string>
 
 #include "lemon/models/gguf_header.h"
+#include "support/gguf_writer.h"
 #include "support/temp_dir.h"
 
 namespace lemon {
 namespace {
 
-// Writes GGUF v3 in its little-endian layout.
-class GgufWriter {
- public:
-  template <typename T>
-  void put(T v) {
-    char b[sizeof(T)];
-    std::memcpy(b, &v, sizeof(T));
-    out_.append(b, sizeof(T));
-  }
-  void str(const std::string& s) {
-    put<std::uint64_t>(s.size());
-    out_ += s;
-  }
-  void kv_u32(const std::string& key, std::uint32_t v) {
-    str(key);
-    put<std::uint32_t>(4);
-    put(v);
-  }
-  void kv_str(const std::string& key, const std::string& v) {
-    str(key);
-    put<std::uint32_t>(8);
-    str(v);
-  }
-  void kv_string_array(const std::string& key, int n) {
-    str(key);
-    put<std::uint32_t>(9);
-    put<std::uint32_t>(8);
-    put<std::uint64_t>(n);
-    for (int i = 0; i < n; ++i) {
-      str("tok" + std::to_string(i));
-    }
-  }
-  void kv_f32(const std::string& key, float v) {
-    str(key);
-    put<std::uint32_t>(6);
-    put(v);
-  }
-  void tensor(const std::string& name, std::initializer_list<std::uint64_t> dims,
-              std::uint32_t type) {
-    str(name);
-    put<std::uint32_t>(static_cast<std::uint32_t>(dims.size()));
-    for (auto d : dims) {
-      put(d);
-    }
-    put(type);
-    put<std::uint64_t>(0);
-  }
-  std::string& bytes() { return out_; }
-
- private:
-  std::string out_;
-};
-
-std::string tiny_llama() {
-  GgufWriter w;
-  w.put<std::uint32_t>(0x46554747u);
-  w.put<std::uint32_t>(3);
-  w.put<std::uint64_t>(2);  // tensors
-  w.put<std::uint64_t>(8);  // key/value pairs
-  w.kv_str("general.architecture", "llama");
-  w.kv_string_array("tokenizer.ggml.tokens", 1000);
-  w.kv_u32("llama.block_count", 2);
-  w.kv_u32("llama.embedding_length", 64);
-  w.kv_u32("llama.attention.head_count", 4);
-  w.kv_u32("llama.attention.head_count_kv", 2);
-  w.kv_u32("llama.context_length", 2048);
-  w.kv_f32("llama.rope.freq_base", 10000.0f);
-  w.tensor("token_embd.weight", {64, 64}, 1);  // F16: 4,096 x 2 bytes
-  w.tensor("blk.0.ffn.weight", {256}, 2);      // Q4_0: 8 blocks of 18 bytes
-  return w.bytes();
-}
+using testing::GgufWriter;
+using testing::tiny_llama_gguf;
 
 TEST(GgufHeader, ReadsWhatAnEstimateNeeds) {
-  auto h = parse_gguf_header(tiny_llama());
+  auto h = parse_gguf_header(tiny_llama_gguf());
   ASSERT_TRUE(h.ok()) << h.error().message();
   EXPECT_EQ(h->version, 3u);
   EXPECT_EQ(h->architecture, "llama");
@@ -102,7 +34,7 @@ TEST(GgufHeader, ReadsWhatAnEstimateNeeds) {
 }
 
 TEST(GgufHeader, EveryTruncationIsAnErrorNotACrash) {
-  const std::string whole = tiny_llama();
+  const std::string whole = tiny_llama_gguf();
   for (std::size_t n = 0; n < whole.size(); ++n) {
     auto h = parse_gguf_header(std::string_view(whole).substr(0, n));
     EXPECT_FALSE(h.ok()) << "a header cut at " << n << " bytes was accepted";
@@ -110,21 +42,21 @@ TEST(GgufHeader, EveryTruncationIsAnErrorNotACrash) {
 }
 
 TEST(GgufHeader, HostileLengthsAreRefused) {
-  std::string bytes = tiny_llama();
+  std::string bytes = tiny_llama_gguf();
   // The first key's length (right after magic, version and the two counts)
   // claims far more than the file holds.
   const std::uint64_t huge = 1ull << 60;
   std::memcpy(bytes.data() + 24, &huge, sizeof huge);
   EXPECT_FALSE(parse_gguf_header(bytes).ok());
   EXPECT_FALSE(parse_gguf_header("GGML but not really").ok());
-  std::string v1 = tiny_llama();
+  std::string v1 = tiny_llama_gguf();
   v1[4] = 1;
   EXPECT_FALSE(parse_gguf_header(v1).ok()) << "version 1 is not supported";
 }
 
 TEST(GgufHeader, ReadsAFileAndNamesItOnError) {
   testing::TempDir dir("lemon-gguf");
-  auto good = dir.write("m.gguf", tiny_llama() + std::string(1000, '\0'));
+  auto good = dir.write("m.gguf", tiny_llama_gguf() + std::string(1000, '\0'));
   auto h = read_gguf_header(good.string());
   ASSERT_TRUE(h.ok()) << h.error().message();
   EXPECT_EQ(h->block_count, 2u);

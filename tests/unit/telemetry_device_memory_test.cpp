@@ -1,0 +1,61 @@
+// SystemDeviceMemory (issue #13 §1): RAM from /proc/meminfo and AMD GPUs from
+// sysfs, read from a fake root.
+#include "lemon/telemetry/device_memory_reader.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "support/temp_dir.h"
+
+namespace lemon::telemetry {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr std::int64_t MiB = std::int64_t{1024} * 1024;
+
+void write(const fs::path& path, std::int64_t value) {
+  fs::create_directories(path.parent_path());
+  std::ofstream(path) << value << "\n";
+}
+
+TEST(SystemDeviceMemory, ReadsRamAndAmdGpusInCardNumberOrder) {
+  testing::TempDir dir("lemon-devmem");
+  const fs::path proc = dir.path() / "proc";
+  const fs::path drm = dir.path() / "sys/class/drm";
+  fs::create_directories(proc);
+  std::ofstream(proc / "meminfo") << "MemTotal:       16777216 kB\nMemFree:  1 kB\n"
+                                     "MemAvailable:    8388608 kB\n";
+  // card2 and card10: numeric order, not "card10" < "card2". card1 has no
+  // VRAM files (a display-only device) and is not a GPU here; connectors are
+  // skipped.
+  write(drm / "card2/device/mem_info_vram_total", 8192 * MiB);
+  write(drm / "card2/device/mem_info_vram_used", 1024 * MiB);
+  write(drm / "card10/device/mem_info_vram_total", 4096 * MiB);
+  write(drm / "card10/device/mem_info_vram_used", 4096 * MiB);
+  fs::create_directories(drm / "card1/device");
+  fs::create_directories(drm / "card2-DP-1");
+
+  SystemDeviceMemory source(nullptr, proc.string(), (dir.path() / "sys").string());
+  auto readings = source.read();
+  ASSERT_EQ(readings.size(), 3u);
+  EXPECT_EQ(readings[0].device, "ram");
+  EXPECT_EQ(readings[0].total, 16777216LL * 1024);
+  EXPECT_EQ(readings[0].available, 8388608LL * 1024);
+  EXPECT_EQ(readings[1].device, "gpu0");
+  EXPECT_EQ(readings[1].total, 8192 * MiB);
+  EXPECT_EQ(readings[1].available, 7168 * MiB);
+  EXPECT_EQ(readings[2].device, "gpu1");
+  EXPECT_EQ(readings[2].total, 4096 * MiB);
+  EXPECT_EQ(readings[2].available, 0);
+}
+
+TEST(SystemDeviceMemory, NoMeminfoAndNoGpusReadNothing) {
+  testing::TempDir dir("lemon-devmem");
+  SystemDeviceMemory source(nullptr, (dir.path() / "proc").string(), (dir.path() / "sys").string());
+  EXPECT_TRUE(source.read().empty());
+}
+
+}  // namespace
+}  // namespace lemon::telemetry
