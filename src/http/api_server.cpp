@@ -298,8 +298,14 @@ void ApiServer::register_routes() {
        [this](net::Request&, net::ResponseWriter& w, P) { handle_metrics(w); });
   root("POST", "/internal/shutdown", RouteAccess::kJsonPost,
        [this](net::Request&, net::ResponseWriter& w, P) { handle_shutdown(w); });
-  root("GET", "/", RouteAccess::kPublic,
-       [this](net::Request&, net::ResponseWriter& w, P) { handle_web("index.html", w); });
+  // Where Lemonade 9.4.1 serves its web page (/, /status, /api/v1, /web-app)
+  // and icon, this router serves its dashboard, so bookmarks keep working.
+  for (const char* page : {"/", "/status", "/api/v1", "/api/v0", "/web-app"}) {
+    root("GET", page, RouteAccess::kPublic,
+         [this](net::Request&, net::ResponseWriter& w, P) { handle_web("index.html", w); });
+  }
+  root("GET", "/favicon.ico", RouteAccess::kPublic,
+       [this](net::Request&, net::ResponseWriter& w, P) { handle_web("favicon.svg", w); });
   root("GET", "/web/{id}", RouteAccess::kPublic,
        [this](net::Request&, net::ResponseWriter& w, P file) { handle_web(file, w); });
   register_anthropic_routes();

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <limits>
 #include <set>
 
 namespace lemon::telemetry {
@@ -345,6 +346,10 @@ std::string TelemetryHub::render(const RouterView& view, const SlotLimits& limit
       waiting_models += (waiting_models.empty() ? "" : ",") + m;
     }
   }
+  // A gateway counts running + waiting < max_lora as room for another model,
+  // so "no limit" must be a large number, never -1 (which reads as full).
+  const int llm_limit = limits.limit(ModelType::kLlm);
+  constexpr int kNoLimit = std::numeric_limits<std::int32_t>::max();
   // As the protocol asks of its adapter info: the value is when it changed.
   text.family("lemonade:loaded_models_info",
               "Loaded models (running_lora_adapters), models whose load is queued "
@@ -354,7 +359,7 @@ std::string TelemetryHub::render(const RouterView& view, const SlotLimits& limit
   text.sample("lemonade:loaded_models_info",
               {{"running_lora_adapters", running_models},
                {"waiting_lora_adapters", waiting_models},
-               {"max_lora", std::to_string(limits.limit(ModelType::kLlm))}},
+               {"max_lora", std::to_string(llm_limit >= 0 ? llm_limit : kNoLimit)}},
               static_cast<double>(view.published_ms) / 1000.0);
   return out;
 }

@@ -261,6 +261,25 @@ test("the unload button unloads the model", async () => {
   assertNoProblems(page);
 });
 
+test("the load button loads the model chosen in the picker", async () => {
+  await page.waitFor(
+    "user.quick in the model picker",
+    `[...document.getElementById("model-picker").options].some((o) => o.value === "user.quick")`,
+  );
+  await page.evaluate(`(() => {
+    const picker = document.getElementById("model-picker");
+    picker.value = "user.quick";
+    picker.dispatchEvent(new Event("change"));
+  })()`);
+  await page.click("#load-button");
+  await until("user.quick to be loaded", async () => (await loadedModels(router.port)).includes("user.quick"));
+  await page.waitFor("user.quick ready in the table", `${rowState("user.quick")} === "ready"`);
+  await page.waitFor("the load to be reported", `document.getElementById("manage-status").textContent.includes("user.quick loaded")`);
+  await post(router.port, "unload", { model_name: "user.quick" });
+  await page.waitFor("the row to go", `!document.querySelector('${rowSelector("user.quick")}')`);
+  assertNoProblems(page);
+});
+
 test("the chat box streams a reply from a loaded model", async () => {
   await post(router.port, "load", { model_name: "user.talk" });
   await page.waitFor(

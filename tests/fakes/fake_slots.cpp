@@ -45,6 +45,7 @@ struct SlotTable {
   int last_cache_n = 0;
   int last_slot = -1;
   int erased = 0;
+  long reads = 0;  // GET /slots answered
 };
 
 SlotTable& table() {
@@ -197,6 +198,7 @@ std::optional<int> erase_slot(int slot) {
 json slots_json() {
   SlotTable& t = table();
   std::lock_guard lock(t.mu);
+  ++t.reads;
   const SlotConfig c = t.config;
   const int per_slot = c.slots <= 0 ? 0 : (c.unified ? c.n_ctx : c.n_ctx / c.slots);
   json out = json::array();
@@ -234,7 +236,8 @@ json slot_state() {
           {"cached_tokens", std::move(cached)},
           {"last_cache_n", t.last_cache_n},
           {"last_slot", t.last_slot},
-          {"slots_erased", t.erased}};
+          {"slots_erased", t.erased},
+          {"slots_reads", t.reads}};
 }
 
 }  // namespace fake

@@ -59,8 +59,9 @@ void cache_in_slot(int slot, const std::string& cached_text);
 // held, or nullopt for an unknown slot.
 std::optional<int> erase_slot(int slot);
 
-// The slot fields of /fake/state, with each slot's cached tokens and the
-// prefix reuse of the last request ("last_cache_n", "last_slot").
+// The slot fields of /fake/state, with each slot's cached tokens, the
+// prefix reuse of the last request ("last_cache_n", "last_slot") and how
+// often GET /slots was read ("slots_reads").
 json slot_state();
 
 // GET /slots as llama-server answers it: one object per slot with id, n_ctx

@@ -133,7 +133,9 @@ TEST_F(EventsTest, FailedLoadsAndCrashesAreEvents) {
   env_.add_llm("a");
   env_.write_sidecar(env_.models_dir() + "/a.gguf",
                      {{"exit_at_start", {{"code", 3}, {"message", "out of luck"}}}});
-  ASSERT_NO_FATAL_FAILURE(start_router());
+  env_.add_llm("b");
+  env_.write_sidecar(env_.models_dir() + "/b.gguf", {{"crash_on_request", 1}});
+  ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "2"}));
   auto events = follow(port(), "/api/v1/events");
   EXPECT_EQ(load(port(), "user.a").status, 500);
   auto failed = next_of_type(*events, "load_failed");
@@ -141,6 +143,17 @@ TEST_F(EventsTest, FailedLoadsAndCrashesAreEvents) {
   EXPECT_EQ((*failed)["code"], "backend_exited");
   EXPECT_NE((*failed)["message"].get<std::string>().find("out of luck"), std::string::npos)
       << failed->dump();
+
+  // A backend that dies under a request: server_crashed, and the table no
+  // longer lists it.
+  ASSERT_EQ(load(port(), "user.b").status, 200);
+  EXPECT_GE(chat(port(), "user.b").status, 500);
+  auto crashed = next_of_type(*events, "server_crashed");
+  ASSERT_TRUE(crashed.has_value());
+  EXPECT_EQ((*crashed)["model"], "user.b");
+  EXPECT_TRUE(eventually([&] {
+    return !loaded_field(health(port()), "user.b", "pid").is_number();
+  })) << "a crashed server left in the table";
 }
 
 TEST_F(EventsTest, ContextUseArrivesWhileSomeoneFollows) {
@@ -161,6 +174,65 @@ TEST_F(EventsTest, ContextUseArrivesWhileSomeoneFollows) {
   ASSERT_EQ((*context)["slots"].size(), 2u);
   EXPECT_EQ((*context)["slots"][0]["n_ctx"], 1000);
   EXPECT_GE((*context)["slots"][0]["used"].get<int>(), 20) << context->dump();
+}
+
+// Reads `n` heartbeat comments (each after a second with nothing else to
+// send); false if the stream ends or stays silent past kWait.
+bool wait_heartbeats(SseStream& s, int n) {
+  const auto deadline = std::chrono::steady_clock::now() + kWait;
+  while (n > 0 && std::chrono::steady_clock::now() < deadline) {
+    auto e = s.next(std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now()));
+    if (!e) {
+      return false;
+    }
+    if (e->is_comment() && e->comments.front().find("heartbeat") != std::string::npos) {
+      --n;
+    }
+  }
+  return n == 0;
+}
+
+TEST_F(EventsTest, SlotsAreReadOnlyWhileSomeoneFollowsAndAtMostOnceASecond) {
+  env_.add_llm("a");
+  ASSERT_NO_FATAL_FAILURE(start_router());
+  ASSERT_EQ(load(port(), "user.a", {{"parallel", 2}}).status, 200);
+  ASSERT_EQ(chat(port(), "user.a", {{"max_tokens", 10}}).status, 200);
+  const std::string url = loaded_field(health(port()), "user.a", "backend_url").get<std::string>();
+  auto reads = [&] { return fake_state(url)["slots_reads"].get<long>(); };
+
+  // Nobody follows the events: two heartbeats of the log stream (two quiet
+  // seconds) pass without one read of the backend's /slots.
+  const long quiet = reads();
+  {
+    auto logs = follow(port(), "/api/v1/logs/stream?tail=0");
+    ASSERT_TRUE(wait_heartbeats(*logs, 2));
+  }
+  EXPECT_EQ(reads(), quiet) << "/slots was polled with no one watching";
+
+  // A follower: the context comes from /slots, then at most one read a second.
+  auto events = follow(port(), "/api/v1/events");
+  ASSERT_TRUE(next_of_type(*events, "context").has_value());
+  const long first = reads();
+  EXPECT_GT(first, quiet);
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(wait_heartbeats(*events, 3));
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const long polled = reads() - first;
+  EXPECT_GE(polled, 1) << "the monitor stopped while followed";
+  EXPECT_LE(static_cast<double>(polled), seconds + 1.0) << "more than one read a second";
+
+  // The follower leaves: once the router has noticed (at its next write), the
+  // polling stops.
+  events.reset();
+  {
+    auto logs = follow(port(), "/api/v1/logs/stream?tail=0");
+    ASSERT_TRUE(wait_heartbeats(*logs, 2));
+    const long after_leave = reads();
+    ASSERT_TRUE(wait_heartbeats(*logs, 2));
+    EXPECT_EQ(reads(), after_leave) << "/slots still polled after the follower left";
+  }
 }
 
 TEST_F(EventsTest, ALateFollowerGetsTheCurrentContextToo) {

@@ -172,6 +172,15 @@ TEST_F(ManagementRoutesTest, TheDashboardIsServedWithoutTheKeyAndNothingElseIs) 
   EXPECT_NE(page.header("Content-Security-Policy").find("default-src 'self'"), std::string::npos);
   EXPECT_NE(page.body.find("<html"), std::string::npos);
   EXPECT_EQ(http_get(port(), "/web/index.html").status, 200);
+  // Lemonade's own page addresses lead to the dashboard too.
+  for (const char* path : {"/status", "/api/v1", "/api/v0", "/web-app", "/web-app/"}) {
+    auto alias = http_get(port(), path);
+    EXPECT_EQ(alias.status, 200) << path;
+    EXPECT_EQ(alias.body, page.body) << path;
+  }
+  auto icon = http_get(port(), "/favicon.ico");
+  EXPECT_EQ(icon.status, 200);
+  EXPECT_EQ(icon.header("Content-Type"), "image/svg+xml");
   for (const char* path : {"/web/..%2Fserver_models.json", "/web/../server_models.json",
                            "/web/.hidden", "/web/nope.js", "/web/sub/dir.js"}) {
     EXPECT_EQ(http_get(port(), path).status, 404) << path;

@@ -178,6 +178,19 @@ TEST(TelemetryHub, RenderIsValidAndCountsWhatHappened) {
       << "the value is when the set last changed";
 }
 
+TEST(TelemetryHub, NoSlotLimitIsALargeMaxLoraNeverMinusOne) {
+  // A gateway reads running + waiting >= max_lora as a full server: -1 would
+  // make a router with no limit look full to every scorer.
+  TelemetryHub hub;
+  RouterView view;
+  view.published_ms = 1795611616352;
+  auto p = parsed(hub.render(view, SlotLimits::uniform(SlotLimits::kUnlimited), {0, 0}, {}));
+  EXPECT_EQ(p.value("lemonade:loaded_models_info", {{"running_lora_adapters", ""},
+                                                    {"waiting_lora_adapters", ""},
+                                                    {"max_lora", "2147483647"}}),
+            1795611616.352);
+}
+
 TEST(TelemetryHub, RequestEventsAreBuiltOnlyWhileSomeoneFollows) {
   TelemetryHub hub;
   RequestRecord r{"user.a", "completions", 200, false, 0.2, 0, 1, 2, 0};
