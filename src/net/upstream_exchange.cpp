@@ -364,11 +364,13 @@ Status UpstreamExchange::read_chunked_body(bool& extra) {
       case Recv::kData:
         break;  // `in` views the receive buffer, consumed before the next receive
       case Recv::kEof:
-        return protocol(
-            "the chunked body ended before its last chunk: the backend closed the "
-            "connection");
+        // A stream cut off between chunks is what a backend that dies while
+        // it generates looks like: a crash (503, or the stream's
+        // backend_unavailable event), as the process watcher will also
+        // find. Malformed chunk syntax is a protocol error (502) above.
+        return lost("mid-response", 0);
       case Recv::kFailed:
-        return cut_short("the chunked body ended before its last chunk", *failure_);
+        return *failure_;
     }
   }
 }

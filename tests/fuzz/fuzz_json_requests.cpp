@@ -1,9 +1,11 @@
 // Fuzz target: the JSON request checks of every route. The body goes through
 // what the handlers do with a client's JSON: parse_json_object, the field
 // checks of each inference route, the max_completion_tokens mapping, the
-// model/load request parser, recipe options of every recipe, and user model
-// registration. Every error must render as a valid JSON envelope, even when
-// the input quotes invalid UTF-8 back.
+// model/load request parser, recipe options of every recipe, user model
+// registration, the Anthropic Messages and Ollama request translations, and
+// preset entries. Every error must render as a valid JSON envelope, even when
+// the input quotes invalid UTF-8 back, and every translated body must
+// serialize.
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -12,9 +14,12 @@
 #include <nlohmann/json.hpp>
 
 #include "lemon/backends/wrapped_server.h"
+#include "lemon/http/anthropic_request.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/json_request.h"
+#include "lemon/http/ollama_request.h"
 #include "lemon/http/request_checks.h"
+#include "lemon/models/preset.h"
 #include "lemon/models/recipe_options.h"
 #include "lemon/models/user_registration.h"
 
@@ -32,6 +37,17 @@ void envelope_is_json(const Error& e) {
 constexpr ApiRoute kRoutes[] = {ApiRoute::kChatCompletions, ApiRoute::kCompletions,
                                 ApiRoute::kResponses,       ApiRoute::kEmbeddings,
                                 ApiRoute::kReranking,       ApiRoute::kImageGenerations};
+
+// A translation either fails with a valid envelope or gives a body that
+// serializes.
+template <typename T, typename Body>
+void translated(const Result<T>& r, Body body) {
+  if (!r.ok()) {
+    envelope_is_json(r.error());
+  } else {
+    (void)http::json_text(body(*r));
+  }
+}
 
 }  // namespace
 
@@ -60,6 +76,24 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       (void)options->ctx_size();
       (void)options->inherit(RecipeOptions::defaults()).to_json().dump();
     }
+  }
+  translated(http::anthropic_to_chat(*parsed),
+             [](const http::AnthropicRequest& a) { return a.chat; });
+  translated(http::anthropic_count_tokens_text(*parsed),
+             [](const http::AnthropicCountRequest& c) { return nlohmann::json(c.text); });
+  auto ollama_body = [](const http::OllamaRequest& o) { return o.openai; };
+  translated(http::ollama_chat_request(*parsed), ollama_body);
+  translated(http::ollama_generate_request(*parsed), ollama_body);
+  translated(http::ollama_embed_request(*parsed, true), ollama_body);
+  translated(http::ollama_embed_request(*parsed, false), ollama_body);
+  if (auto preset = parse_preset("fuzz", *parsed); !preset.ok()) {
+    envelope_is_json(preset.error());
+  } else {
+    nlohmann::json chat = {{"messages", nlohmann::json::array()}};
+    (void)apply_preset_defaults(*preset, chat);
+    (void)http::json_text(chat);
+    (void)preset->server_name();
+    (void)preset->to_json().dump();
   }
   if (has_registration_fields(*parsed)) {
     auto reg = parse_user_registration("user.fuzz", *parsed);

@@ -108,6 +108,39 @@ TEST_F(LimitsTest, MalformedJsonIs400NamingTheParseError) {
   EXPECT_TRUE(health(port())["all_models_loaded"].empty());
 }
 
+TEST_F(LimitsTest, TextThatIsNotUtf8Gets400WithAValidJsonBody) {
+  // Bytes that are not UTF-8 inside JSON strings, raw over the socket: the
+  // parse error quotes them, and the error writer must still produce JSON
+  // (issue #11 §3), never a 500 from a throwing serializer.
+  env_.add_llm("a");
+  ASSERT_NO_FATAL_FAILURE(start_router());
+  const HeaderList json_type = {{"Content-Type", "application/json"}};
+  const std::vector<std::string> bodies = {
+      "{\"model\":\"\xff\xfe\",\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}",
+      "{\"model\":\"user.a\",\"messages\":[{\"role\":\"user\",\"content\":\"\xc3\x28\"}]}",
+      "{\"model\":\"user.\xed\xa0\x80\"}",  // an encoded surrogate
+      "{\"model\":\"\\udc00\"}",            // a lone surrogate escape
+      "{\"\xf5\x80\x80\x80\":1}",           // a key past U+10FFFF
+  };
+  for (const char* path : {"/api/v1/chat/completions", "/api/v1/load", "/api/v1/pull"}) {
+    for (const auto& body : bodies) {
+      HttpReply r = raw_request(port(), "POST", path, json_type, body);
+      EXPECT_EQ(r.status, 400) << path << ": " << r.body;
+      EXPECT_TRUE(nlohmann::json::accept(r.body)) << path << ": not JSON: " << r.body;
+      EXPECT_TRUE(is_exact_envelope(r.json())) << path << ": " << r.body;
+    }
+  }
+  // In a header that ends up in the message: an unsupported Content-Type.
+  HttpReply typed =
+      raw_request(port(), "POST", "/api/v1/chat/completions",
+                  {{"Content-Type", "application/\xff\xfejson"}}, chat_body("user.a").dump());
+  EXPECT_GE(typed.status, 400) << typed.body;
+  EXPECT_LT(typed.status, 500) << typed.body;
+  EXPECT_TRUE(nlohmann::json::accept(typed.body)) << typed.body;
+  // The router is still serving.
+  EXPECT_EQ(health(port())["status"], "ok");
+}
+
 TEST_F(LimitsTest, MissingOrMistypedFieldsAre400NamingTheField) {
   env_.add_llm("a");
   ASSERT_NO_FATAL_FAILURE(start_router());

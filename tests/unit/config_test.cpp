@@ -42,7 +42,20 @@ const char* const kEnvVars[] = {"LEMONADE_HOST",
                                 "LEMONADE_NO_BROADCAST",
                                 "LEMONADE_MAX_BODY_SIZE",
                                 "LEMONADE_MAX_CONNECTIONS",
+                                "LEMONADE_MAX_CONNECTIONS_PER_CLIENT",
+                                "LEMONADE_MAX_REQUEST_MEMORY",
+                                "LEMONADE_MAX_RESPONSE_SIZE",
+                                "LEMONADE_MAX_QUEUED_REQUESTS",
+                                "LEMONADE_MAX_QUEUED_REQUESTS_TOTAL",
+                                "LEMONADE_DRAIN_TIMEOUT",
+                                "LEMONADE_REQUEST_TIMEOUT",
+                                "LEMONADE_STREAM_IDLE_TIMEOUT",
                                 "LEMONADE_BACKEND_IDLE_TIMEOUT",
+                                "LEMONADE_HEADER_TIMEOUT",
+                                "LEMONADE_BODY_TIMEOUT",
+                                "LEMONADE_BODY_MIN_RATE",
+                                "LEMONADE_KEEP_ALIVE_TIMEOUT",
+                                "LEMONADE_WRITE_TIMEOUT",
                                 "LEMONADE_CACHE_DIR",
                                 "HF_HUB_CACHE",
                                 "HF_HOME",
@@ -306,6 +319,66 @@ TEST_F(ConfigTest, FractionalLoadTimeout) {
 }
 
 // ---- flag > environment > default ---------------------------------------------------------------
+
+// The limits against slow and hostile clients and overload (issue #11 §3,
+// §3a, §6): their documented defaults, each variable, and the flag over it.
+TEST_F(ConfigTest, HardeningLimitsHaveDefaultsVariablesAndFlags) {
+  Config d = parse_ok({});
+  EXPECT_EQ(d.header_timeout, 10s);
+  EXPECT_EQ(d.body_timeout, 30s);
+  EXPECT_EQ(d.body_min_rate, 1024u);
+  EXPECT_EQ(d.keep_alive_timeout, 60s);
+  EXPECT_EQ(d.write_timeout, 60s);
+  EXPECT_EQ(d.drain_timeout, 30s);
+  EXPECT_EQ(d.request_timeout, 0ms);
+  EXPECT_EQ(d.stream_idle_timeout, 0ms);
+  EXPECT_EQ(d.max_connections, 1024);
+  EXPECT_EQ(d.max_connections_per_client, 256);
+  EXPECT_EQ(d.max_request_memory, std::size_t{256} << 20);
+  EXPECT_EQ(d.max_response_bytes, std::size_t{256} << 20);
+  EXPECT_EQ(d.max_queued_per_model, 256);
+  EXPECT_EQ(d.max_queued_total, 1024);
+
+  env_.set("LEMONADE_HEADER_TIMEOUT", "3");
+  env_.set("LEMONADE_BODY_TIMEOUT", "4.5");
+  env_.set("LEMONADE_BODY_MIN_RATE", "0");
+  env_.set("LEMONADE_KEEP_ALIVE_TIMEOUT", "7");
+  env_.set("LEMONADE_WRITE_TIMEOUT", "8");
+  env_.set("LEMONADE_DRAIN_TIMEOUT", "0");
+  env_.set("LEMONADE_REQUEST_TIMEOUT", "120");
+  env_.set("LEMONADE_STREAM_IDLE_TIMEOUT", "15");
+  env_.set("LEMONADE_MAX_CONNECTIONS_PER_CLIENT", "16");
+  env_.set("LEMONADE_MAX_REQUEST_MEMORY", "32");
+  env_.set("LEMONADE_MAX_RESPONSE_SIZE", "8");
+  env_.set("LEMONADE_MAX_QUEUED_REQUESTS", "5");
+  env_.set("LEMONADE_MAX_QUEUED_REQUESTS_TOTAL", "9");
+  Config e = parse_ok({});
+  EXPECT_EQ(e.header_timeout, 3s);
+  EXPECT_EQ(e.body_timeout, 4500ms);
+  EXPECT_EQ(e.body_min_rate, 0u);
+  EXPECT_EQ(e.keep_alive_timeout, 7s);
+  EXPECT_EQ(e.write_timeout, 8s);
+  EXPECT_EQ(e.drain_timeout, 0ms);
+  EXPECT_EQ(e.request_timeout, 120s);
+  EXPECT_EQ(e.stream_idle_timeout, 15s);
+  EXPECT_EQ(e.max_connections_per_client, 16);
+  EXPECT_EQ(e.max_request_memory, std::size_t{32} << 20);
+  EXPECT_EQ(e.max_response_bytes, std::size_t{8} << 20);
+  EXPECT_EQ(e.max_queued_per_model, 5);
+  EXPECT_EQ(e.max_queued_total, 9);
+
+  Config f = parse_ok({"--header-timeout", "2", "--write-timeout", "1", "--max-queued-requests",
+                       "3", "--max-request-memory", "64"});
+  EXPECT_EQ(f.header_timeout, 2s);
+  EXPECT_EQ(f.write_timeout, 1s);
+  EXPECT_EQ(f.max_queued_per_model, 3);
+  EXPECT_EQ(f.max_request_memory, std::size_t{64} << 20);
+  EXPECT_EQ(f.body_timeout, 4500ms) << "the variable still applies where no flag is given";
+
+  expect_usage_error({"--header-timeout", "0"});
+  expect_usage_error({"--body-min-rate", "-1"});
+  expect_usage_error({"--max-connections-per-client", "0"});
+}
 
 TEST_F(ConfigTest, PortFromEnvironmentAndFlag) {
   env_.set("LEMONADE_PORT", "9201");

@@ -293,9 +293,10 @@ TEST(HttpUpstreamClient, RefusedPortIsBackendUnavailable) {
   EXPECT_EQ(p.error().code(), ErrorCode::kBackendUnavailable);
 }
 
-TEST(HttpUpstreamClient, ServerClosingMidChunkedBodyIsUpstreamProtocolError) {
-  // Broken chunking (the body ends before its last chunk) is a bad answer:
-  // 502, not "the backend crashed" (issue #11 §3b).
+TEST(HttpUpstreamClient, ServerClosingMidChunkedBodyIsBackendCrashed) {
+  // A stream cut off between well-formed chunks is what a backend that dies
+  // while generating looks like: a crash (the stream's backend_unavailable
+  // event), not a malformed answer; malformed chunk syntax is 502.
   RunningServer backend([](Request&, ResponseWriter& w) {
     w.begin_chunked(200, {});
     w.write_chunk("partial");
@@ -310,7 +311,7 @@ TEST(HttpUpstreamClient, ServerClosingMidChunkedBodyIsUpstreamProtocolError) {
         return true;
       });
   ASSERT_FALSE(status.ok());
-  EXPECT_EQ(status.error().code(), ErrorCode::kUpstreamProtocol) << status.error().message();
+  EXPECT_EQ(status.error().code(), ErrorCode::kBackendCrashed) << status.error().message();
   EXPECT_EQ(got, "partial");
 }
 
