@@ -1,7 +1,8 @@
 // lemon-bench: measures what lemonade-router costs, side by side with going
 // directly to the same backend (issue #4). Prints a table and writes JSON.
 //
-//   lemon-bench [--quick] [--out FILE] [--router BIN] [--fakes DIR]
+//   lemon-bench [--quick] [--out FILE] [--router BIN] [--fakes DIR] [--only PART ...]
+//               [--skip-fake]
 //   lemon-bench --validate FILE      (checks a report; used by the smoke test)
 //
 // With LLAMA_SERVER (a real llama-server) and BENCH_MODEL (a GGUF) set, the
@@ -14,6 +15,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
+#include <set>
+#include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -39,19 +44,41 @@ nlohmann::json machine() {
   return {{"cpu", cpu}, {"cores", ::sysconf(_SC_NPROCESSORS_ONLN)}, {"kernel", u.release}};
 }
 
-void run_suite(bench::BenchEnv& env, const bench::Settings& s, bench::Report& report) {
+// The measurements, by the name --only takes; the last four need the fake.
+const char* const kParts[] = {"requests", "streaming", "http_layer", "sessions",
+                              "switch",   "control",   "memory",     "download"};
+
+void run_suite(bench::BenchEnv& env, const bench::Settings& s, const std::set<std::string>& only,
+               bench::Report& report) {
   for (const char* m : {"bench", "a", "b", "m1", "m2", "m3", "m4", "m5", "sess"}) {
     env.add_model(m);
   }
-  bench::measure_non_streaming(env, s, report);
-  bench::measure_streaming(env, s, report);
-  bench::measure_http_layer(env, s, report);
-  bench::measure_sessions(env, s, report);
+  auto wanted = [&](const char* part) { return only.empty() || only.count(part) > 0; };
+  if (wanted("requests")) {
+    bench::measure_non_streaming(env, s, report);
+  }
+  if (wanted("streaming")) {
+    bench::measure_streaming(env, s, report);
+  }
+  if (wanted("http_layer")) {
+    bench::measure_http_layer(env, s, report);
+  }
+  if (wanted("sessions")) {
+    bench::measure_sessions(env, s, report);
+  }
   if (s.fake) {
-    bench::measure_model_switch(env, s, report);
-    bench::measure_control_plane(env, s, report);
-    bench::measure_memory(env, s, report);
-    bench::measure_download(env, s, report);
+    if (wanted("switch")) {
+      bench::measure_model_switch(env, s, report);
+    }
+    if (wanted("control")) {
+      bench::measure_control_plane(env, s, report);
+    }
+    if (wanted("memory")) {
+      bench::measure_memory(env, s, report);
+    }
+    if (wanted("download")) {
+      bench::measure_download(env, s, report);
+    }
   }
   env.stop_router();
 }
@@ -70,8 +97,14 @@ int main(int argc, char** argv) {
   app.add_option("--router", router_bin, "lemonade-router binary");
   app.add_option("--fakes", fakes, "Directory of the fake backends");
   app.add_option("--validate", validate, "Check a JSON report and exit");
+  std::vector<std::string> only_list;
+  app.add_option("--only", only_list, "Run only these measurements (all by default)")
+      ->check(CLI::IsMember(std::vector<std::string>(std::begin(kParts), std::end(kParts))));
+  app.add_flag("--skip-fake", s.skip_fake,
+               "With LLAMA_SERVER and BENCH_MODEL: measure only the real backend");
   CLI11_PARSE(app, argc, argv);
   lemon::init_logging("error");
+  const std::set<std::string> only(only_list.begin(), only_list.end());
 
   if (!validate.empty()) {
     std::ifstream in(validate);
@@ -99,7 +132,9 @@ int main(int argc, char** argv) {
     bench::Report fake_report;
     {
       bench::BenchEnv env({router_bin, fakes, fakes + "/llama-server", placeholder.string()});
-      run_suite(env, s, fake_report);
+      if (!s.skip_fake) {
+        run_suite(env, s, only, fake_report);
+      }
     }
     fake_report.data()["machine"] = machine();
     fake_report.data()["mode"] = s.quick ? "quick" : "full";
@@ -117,7 +152,7 @@ int main(int argc, char** argv) {
       bench::Report real_report;
       {
         bench::BenchEnv env({router_bin, fakes, real, model});
-        run_suite(env, rs, real_report);
+        run_suite(env, rs, only, real_report);
       }
       std::cout << "\n== lemonade-router vs direct, real llama-server (" << real << ", " << model
                 << ") ==\n";

@@ -12,6 +12,7 @@ namespace bench {
 struct Settings {
   bool quick = false;                        // tiny counts for the smoke test
   bool fake = true;                          // fake backends (false: a real llama-server)
+  bool skip_fake = false;                    // --skip-fake: only the real llama-server's run
   std::chrono::milliseconds duration{2000};  // per load measurement
   int streams = 256;                         // concurrent streams for the control-plane test
   int switches = 20;                         // model switches measured

@@ -48,6 +48,18 @@ void add_fake_knobs(json& body, const Settings& s) {
 struct Streamed {
   double ttft_ms = -1;  // request sent -> first content chunk
   std::string reply;
+  int prompt_n = -1;  // prompt tokens the backend evaluated (its timings)
+  int cache_n = -1;   // prompt tokens it reused from the slot's cache
+};
+
+// One turn's figures, per mode.
+struct Turns {
+  std::vector<double> ttft_ms;
+  std::vector<int> evaluated;  // prompt tokens evaluated, -1 where not reported
+  void add(const Streamed& r) {
+    ttft_ms.push_back(r.ttft_ms);
+    evaluated.push_back(r.prompt_n);
+  }
 };
 
 // POSTs `body` (a streaming request) and reads the SSE answer to its end.
@@ -73,6 +85,10 @@ Streamed stream_post(int port, const std::string& path, const json& body) {
             continue;
           }
           auto j = json::parse(event.substr(6), nullptr, false);
+          if (j.is_object() && j.contains("timings") && j["timings"].is_object()) {
+            out.prompt_n = j["timings"].value("prompt_n", -1);
+            out.cache_n = j["timings"].value("cache_n", -1);
+          }
           if (!j.is_object() || !j.contains("choices") || j["choices"].empty()) {
             continue;
           }
@@ -105,9 +121,9 @@ void other_clients(int port, int turn, const Settings& s) {
   }
 }
 
-// TTFT of each turn of one conversation, stateless: the whole history each time.
-std::vector<double> stateless_turns(int port, bool busy, const Settings& s) {
-  std::vector<double> ttft;
+// Each turn of one conversation, stateless: the whole history each time.
+Turns stateless_turns(int port, bool busy, const Settings& s) {
+  Turns turns_seen;
   json history = json::array({{{"role", "system"}, {"content", "You are a helpful assistant."}}});
   for (int turn = 1; turn <= turns(s); ++turn) {
     if (busy && turn > 1) {
@@ -120,15 +136,15 @@ std::vector<double> stateless_turns(int port, bool busy, const Settings& s) {
                  {"stream", true}};
     add_fake_knobs(body, s);
     Streamed r = stream_post(port, "/v1/chat/completions", body);
-    ttft.push_back(r.ttft_ms);
+    turns_seen.add(r);
     history.push_back({{"role", "assistant"}, {"content", r.reply}});
   }
-  return ttft;
+  return turns_seen;
 }
 
 // The same conversation in a session: one message appended per turn.
-std::vector<double> session_turns(int port, bool busy, const Settings& s) {
-  std::vector<double> ttft;
+Turns session_turns(int port, bool busy, const Settings& s) {
+  Turns turns_seen;
   lemon::net::UpstreamClient client("127.0.0.1", port);
   auto post = [&](const std::string& path, const json& body) {
     lemon::net::UpstreamRequest req;
@@ -153,32 +169,59 @@ std::vector<double> session_turns(int port, bool busy, const Settings& s) {
     post(base + "/messages", {{"role", "user"}, {"content", message(turn, 0, 60)}});
     json body = {{"max_tokens", kReplyTokens}, {"stream", true}};
     add_fake_knobs(body, s);
-    ttft.push_back(stream_post(port, base + "/generate", body).ttft_ms);
+    turns_seen.add(stream_post(port, base + "/generate", body));
   }
   lemon::net::UpstreamRequest del;
   del.method = "DELETE";
   del.path = base;
   (void)client.send(del, {});
-  return ttft;
+  return turns_seen;
 }
 
 }  // namespace
 
 void measure_sessions(BenchEnv& env, const Settings& s, Report& report) {
   json data = json::object();
-  for (bool busy : {true, false}) {
-    const std::string setting = busy ? "shared server" : "quiet server";
+  struct Setting {
+    const char* key;
+    const char* label;
+    bool busy;
+    std::vector<std::string> extra_args;
+  };
+  std::vector<Setting> settings = {{"shared", "shared server", true, {}},
+                                   {"quiet", "quiet server", false, {}}};
+  if (!s.fake) {
+    // A real llama-server keeps evicted prompts in RAM (--cache-ram, 8 GiB by
+    // default) and restores them; without that cache, a slot's own cache is
+    // all there is, as with older releases or a machine short of memory.
+    settings.push_back({"shared_no_cache_ram",
+                        "shared, --cache-ram 0",
+                        true,
+                        {"--llamacpp-args", "--cache-ram 0"}});
+  }
+  for (const auto& setting : settings) {
+    std::vector<std::string> args = {"--parallel", "2", "--log-level", "warning"};
+    args.insert(args.end(), setting.extra_args.begin(), setting.extra_args.end());
     // A fresh router (and backend) for each mode, so no cache carries over.
-    int port = env.start_router({"--parallel", "2", "--log-level", "warning"});
-    std::vector<double> stateless = stateless_turns(port, busy, s);
-    port = env.start_router({"--parallel", "2", "--log-level", "warning"});
-    std::vector<double> session = session_turns(port, busy, s);
-    report.add({"sessions (" + setting + ")", "TTFT last turn, stateless chat", std::nullopt,
-                stateless.back(), std::nullopt, "ms"});
-    report.add({"sessions (" + setting + ")", "TTFT last turn, session", std::nullopt,
-                session.back(), std::nullopt, "ms"});
-    data[busy ? "shared" : "quiet"] = {{"stateless_ttft_ms", stateless},
-                                       {"session_ttft_ms", session}};
+    int port = env.start_router(args);
+    Turns stateless = stateless_turns(port, setting.busy, s);
+    port = env.start_router(args);
+    Turns session = session_turns(port, setting.busy, s);
+    const std::string section = std::string("sessions (") + setting.label + ")";
+    report.add({section, "TTFT last turn, stateless chat", std::nullopt, stateless.ttft_ms.back(),
+                std::nullopt, "ms"});
+    report.add({section, "TTFT last turn, session", std::nullopt, session.ttft_ms.back(),
+                std::nullopt, "ms"});
+    if (stateless.evaluated.back() >= 0 && session.evaluated.back() >= 0) {
+      report.add({section, "prompt tokens evaluated last turn, stateless", std::nullopt,
+                  static_cast<double>(stateless.evaluated.back()), std::nullopt, "tokens"});
+      report.add({section, "prompt tokens evaluated last turn, session", std::nullopt,
+                  static_cast<double>(session.evaluated.back()), std::nullopt, "tokens"});
+    }
+    data[setting.key] = {{"stateless_ttft_ms", stateless.ttft_ms},
+                         {"session_ttft_ms", session.ttft_ms},
+                         {"stateless_prompt_tokens_evaluated", stateless.evaluated},
+                         {"session_prompt_tokens_evaluated", session.evaluated}};
   }
   data["turns"] = turns(s);
   data["prompt_us_per_token"] = s.fake ? json(prompt_us_per_token(s)) : json(nullptr);
