@@ -258,8 +258,13 @@ ProxyOutcome forward_whole(Lease& lease, const ProxyCall& call, net::ResponseWri
   if (call.transform) {
     transformed = call.transform(resp->body);
   }
+  RequestStats figures = record(stats, lease, usage_objects(resp->body), nullptr);
+  // The backend is done: its slot is free before the client has the answer,
+  // so a client that sends its next request at once never finds this one
+  // still holding it (and is never given a session's slot instead).
+  lease.release();
   writer.send(resp->status, headers, transformed ? *transformed : resp->body);
-  return {record(stats, lease, usage_objects(resp->body), nullptr), std::nullopt};
+  return {figures, std::nullopt};
 }
 
 ProxyOutcome forward_stream(Lease& lease, const ProxyCall& call, net::ResponseWriter& writer,
@@ -277,6 +282,10 @@ ProxyOutcome forward_stream(Lease& lease, const ProxyCall& call, net::ResponseWr
   int status = 0;
   std::string error_body;
   bool client_gone = false;
+  // The piece that carries the backend's [DONE] (and anything after it)
+  // waits until the backend has ended its answer and the lease is released,
+  // as the whole answer does in forward_whole().
+  std::string held;
   Status result = lease.server().client().stream(
       req, opts,
       [&](const net::UpstreamHead& head) {
@@ -303,10 +312,15 @@ ProxyOutcome forward_stream(Lease& lease, const ProxyCall& call, net::ResponseWr
         if (scanner.at_boundary()) {
           rewritten = normalize_sse_error_events(data);
         }
+        const bool done_before = scanner.saw_done();
         scanner.feed(data, Clock::now());
         if (call.cancelled && call.cancelled()) {
           client_gone = true;  // stopped by the caller: nothing more is written
           return false;
+        }
+        if (done_before || scanner.saw_done()) {
+          held.append(rewritten ? std::string_view(*rewritten) : data);
+          return true;
         }
         if (!writer.write_chunk(rewritten ? std::string_view(*rewritten) : data)) {
           client_gone = true;
@@ -325,7 +339,8 @@ ProxyOutcome forward_stream(Lease& lease, const ProxyCall& call, net::ResponseWr
     write_rejection(writer, status, error_body);
     return {};
   }
-  if (!result.ok()) {
+  // A connection lost after the backend's [DONE] has the whole answer.
+  if (!result.ok() && !scanner.saw_done()) {
     if (status == 0) {
       if (auto deferred = deferrable(call, result.error())) {
         return {std::nullopt, std::move(deferred)};
@@ -334,11 +349,16 @@ ProxyOutcome forward_stream(Lease& lease, const ProxyCall& call, net::ResponseWr
     write_error(writer, backend_failure(lease, std::move(result).error(), call));
     return {};
   }
+  RequestStats figures = record(stats, lease, scanner.last_usage(), &scanner);
+  lease.release();  // the backend is done; see `held`
+  if (!held.empty()) {
+    writer.write_chunk(held);
+  }
   if (call.append_done && !scanner.saw_done()) {
     writer.write_chunk("data: [DONE]\n\n");
   }
   writer.finish();
-  return {record(stats, lease, scanner.last_usage(), &scanner), std::nullopt};
+  return {figures, std::nullopt};
 }
 
 }  // namespace

@@ -67,6 +67,7 @@ void warn_unknown_keys(const json& j) {
                                                "hang_requests",
                                                "response_delay_ms",
                                                "stream_chunk_delay_ms",
+                                               "stream_end_delay_ms",
                                                "tokens",
                                                "ignore_sigterm",
                                                "error_status",
@@ -119,6 +120,9 @@ Knobs from_json(const json& j) {
   }
   if (j.contains("stream_chunk_delay_ms")) {
     k.stream_chunk_delay_ms = get_int(j, "stream_chunk_delay_ms");
+  }
+  if (j.contains("stream_end_delay_ms")) {
+    k.stream_end_delay_ms = get_int(j, "stream_end_delay_ms");
   }
   if (j.contains("prompt_us_per_token")) {
     k.prompt_us_per_token = get_int(j, "prompt_us_per_token");

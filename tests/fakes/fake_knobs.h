@@ -31,6 +31,9 @@ struct Knobs {
   bool hang_requests = false;
   int response_delay_ms = 0;
   int stream_chunk_delay_ms = 0;
+  // After a stream's last event ([DONE]), the ms before its body ends, as
+  // llama-server still finishes its task after writing [DONE].
+  int stream_end_delay_ms = 0;
   std::optional<int> tokens;
   bool ignore_sigterm = false;
   std::optional<ErrorSpec> error_status;

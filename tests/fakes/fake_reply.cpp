@@ -114,6 +114,10 @@ bool run_stream(Job& job, httplib::DataSink& sink, const GenParams& params,
     }
   }
   job.mark_answered();
+  if (const int end_delay = runtime().knobs.stream_end_delay_ms;
+      end_delay > 0 && wait_watching(sink, end_delay) != Wait::kDone) {
+    return false;
+  }
   sink.done();
   return true;
 }

@@ -305,5 +305,42 @@ TEST_F(SessionsTest, ASessionWhoseServerCrashedIsLost) {
   EXPECT_EQ(http_request(port(), "DELETE", kSessions + "/" + id).status, 200);
 }
 
+TEST_F(SessionsTest, BackToBackRequestsWithoutASessionNeverTakeItsSlot) {
+  // A client that sends its next request as soon as it has read the end of
+  // the last one ([DONE], or the whole body) finds that request's slot free
+  // again: the router releases it before it writes the end. Otherwise the
+  // soft reservation would give the new request the session's slot, the
+  // only one free, and the session would lose its cache. The fake ends each
+  // stream's body 100 ms after its [DONE], as llama-server ends it only
+  // after finishing its task.
+  const std::string a = env_.add_llm("a");
+  env_.write_sidecar(a, {{"stream_end_delay_ms", 100}});
+  ASSERT_NO_FATAL_FAILURE(start_router());
+  ASSERT_EQ(load(port(), "user.a", {{"parallel", 2}}).status, 200);
+  const std::string url = loaded_field(health(port()), "user.a", "backend_url");
+  Json s = create_session(port(), {{"model", "user.a"}});
+  const auto pinned = s["slot"].get<std::size_t>();
+  const Json before = fake_state(url)["cached_tokens"][pinned];  // the session has not spoken
+  for (int i = 0; i < 20; ++i) {
+    if (i % 2 == 0) {
+      SseStream stream(port(), "/api/v1/chat/completions",
+                       chat_body("user.a", {{"stream", true}, {"max_tokens", 2}}).dump());
+      ASSERT_TRUE(stream.read_head());
+      ASSERT_EQ(stream.status(), 200);
+      std::optional<SseEvent> e;
+      while ((e = stream.next()) && !e->is_done()) {
+      }
+      ASSERT_TRUE(e.has_value()) << "no [DONE]";
+      // The next request goes out now, before the rest of this answer is read.
+    } else {
+      ASSERT_EQ(chat(port(), "user.a", {{"max_tokens", 2}}).status, 200);
+    }
+  }
+  // No request without the session ran on its slot: its cache is untouched.
+  Json state = fake_state(url);
+  EXPECT_EQ(state["cached_tokens"][pinned], before) << state.dump();
+  EXPECT_EQ(state["last_request"]["id_slot"], 1 - static_cast<int>(pinned));
+}
+
 }  // namespace
 }  // namespace lemon::testing

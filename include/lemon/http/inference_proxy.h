@@ -80,7 +80,11 @@ struct ProxyOutcome {
 };
 
 // Forwards one request. `stats` gets the figures of a request that
-// succeeded (also returned).
+// succeeded (also returned). On success `lease` is released once the backend
+// has ended its answer and before the answer's end (a stream's [DONE], a
+// whole body) is written, so a client that sends its next request as soon
+// as it has read this one finds the backend's slot free; the lease must not
+// be used after a success.
 ProxyOutcome forward_to_backend(Lease& lease, const ProxyCall& call, net::ResponseWriter& writer,
                                 StatsStore& stats);
 
