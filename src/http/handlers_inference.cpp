@@ -312,12 +312,17 @@ std::optional<RequestStats> ApiServer::forward_inference_to(InferenceRequest& re
 
 ProxyCall ApiServer::make_call(const InferenceRequest& req, std::string path,
                                std::string content_type) const {
+  ProxyCall call = limited_call(std::move(path), std::move(content_type), req.stream);
+  call.append_done = req.route != ApiRoute::kResponses;
+  call.transform = req.transform;
+  return call;
+}
+
+ProxyCall ApiServer::limited_call(std::string path, std::string content_type, bool stream) const {
   ProxyCall call;
   call.path = std::move(path);
   call.content_type = std::move(content_type);
-  call.stream = req.stream;
-  call.append_done = req.route != ApiRoute::kResponses;
-  call.transform = req.transform;
+  call.stream = stream;
   call.max_response_bytes = settings_.max_response_bytes;
   call.request_timeout = settings_.request_timeout;
   call.stream_idle_timeout = settings_.stream_idle_timeout;

@@ -433,15 +433,8 @@ void ApiServer::handle_session_generate(const std::string& id, net::Request& r,
   }
   TurnRecorder recorder(
       w, [&turn_end](const std::optional<TurnResult>& result) { turn_end.end(result); });
-  ProxyCall call;
-  call.path = "/v1/chat/completions";
+  ProxyCall call = limited_call("/v1/chat/completions", "application/json", *stream);
   call.body = text;
-  call.stream = *stream;
-  call.max_response_bytes = settings_.max_response_bytes;
-  call.request_timeout = settings_.request_timeout;
-  call.stream_idle_timeout = settings_.stream_idle_timeout;
-  call.backend_idle_timeout = settings_.backend_idle_timeout;
-  call.drain_expired = &drain_expired_;
   call.cancelled = [cancel] { return cancel->load(); };
   forward_to_backend(*lease, call, recorder, stats_);
   lease->release();

@@ -282,6 +282,9 @@ class ApiServer {
                                std::optional<Lease>& lease);
   ProxyCall make_call(const InferenceRequest& req, std::string path,
                       std::string content_type) const;
+  // A backend call with the router's limits (sizes, timeouts, the drain):
+  // what every call, inference or a session's turn, shares.
+  ProxyCall limited_call(std::string path, std::string content_type, bool stream) const;
   // Sleeps `delay` before a retry; false when the client left meanwhile.
   static bool wait_before_retry(std::chrono::milliseconds delay, const WaitHooks& hooks);
 
