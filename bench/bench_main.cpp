@@ -15,7 +15,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <iterator>
 #include <set>
 #include <string>
 #include <vector>
@@ -44,40 +43,29 @@ nlohmann::json machine() {
   return {{"cpu", cpu}, {"cores", ::sysconf(_SC_NPROCESSORS_ONLN)}, {"kernel", u.release}};
 }
 
-// The measurements, by the name --only takes; the last four need the fake.
-const char* const kParts[] = {"requests", "streaming", "http_layer", "sessions",
-                              "switch",   "control",   "memory",     "download"};
+// The measurements, in order, by the name --only takes.
+struct Part {
+  const char* name;
+  void (*measure)(bench::BenchEnv&, const bench::Settings&, bench::Report&);
+  bool fake_only;  // needs the fake backends (knobs, a fake hub)
+};
+const Part kParts[] = {{"requests", bench::measure_non_streaming, false},
+                       {"streaming", bench::measure_streaming, false},
+                       {"http_layer", bench::measure_http_layer, false},
+                       {"sessions", bench::measure_sessions, false},
+                       {"switch", bench::measure_model_switch, true},
+                       {"control", bench::measure_control_plane, true},
+                       {"memory", bench::measure_memory, true},
+                       {"download", bench::measure_download, true}};
 
 void run_suite(bench::BenchEnv& env, const bench::Settings& s, const std::set<std::string>& only,
                bench::Report& report) {
   for (const char* m : {"bench", "a", "b", "m1", "m2", "m3", "m4", "m5", "sess"}) {
     env.add_model(m);
   }
-  auto wanted = [&](const char* part) { return only.empty() || only.count(part) > 0; };
-  if (wanted("requests")) {
-    bench::measure_non_streaming(env, s, report);
-  }
-  if (wanted("streaming")) {
-    bench::measure_streaming(env, s, report);
-  }
-  if (wanted("http_layer")) {
-    bench::measure_http_layer(env, s, report);
-  }
-  if (wanted("sessions")) {
-    bench::measure_sessions(env, s, report);
-  }
-  if (s.fake) {
-    if (wanted("switch")) {
-      bench::measure_model_switch(env, s, report);
-    }
-    if (wanted("control")) {
-      bench::measure_control_plane(env, s, report);
-    }
-    if (wanted("memory")) {
-      bench::measure_memory(env, s, report);
-    }
-    if (wanted("download")) {
-      bench::measure_download(env, s, report);
+  for (const Part& part : kParts) {
+    if ((only.empty() || only.count(part.name) > 0) && (s.fake || !part.fake_only)) {
+      part.measure(env, s, report);
     }
   }
   env.stop_router();
@@ -99,7 +87,13 @@ int main(int argc, char** argv) {
   app.add_option("--validate", validate, "Check a JSON report and exit");
   std::vector<std::string> only_list;
   app.add_option("--only", only_list, "Run only these measurements (all by default)")
-      ->check(CLI::IsMember(std::vector<std::string>(std::begin(kParts), std::end(kParts))));
+      ->check(CLI::IsMember([] {
+        std::vector<std::string> names;
+        for (const Part& part : kParts) {
+          names.emplace_back(part.name);
+        }
+        return names;
+      }()));
   app.add_flag("--skip-fake", s.skip_fake,
                "With LLAMA_SERVER and BENCH_MODEL: measure only the real backend");
   CLI11_PARSE(app, argc, argv);
