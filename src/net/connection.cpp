@@ -1,6 +1,9 @@
 #include "connection.h"
 
+#include <sys/socket.h>
+
 #include <exception>
+#include <optional>
 
 #include "io.h"
 #include "lemon/core/log.h"
@@ -9,6 +12,29 @@
 
 namespace lemon::net::detail {
 namespace {
+
+// Tells the registry when a response's end goes out (issue #23): the
+// connection is idle from its last write on, and one chosen to make room
+// while that write was under way is shut down once it is done.
+class ResponseEndMarker final : public SocketResponseWriter::EndListener {
+ public:
+  ResponseEndMarker(ConnectionRegistry& registry, std::uint64_t id, int fd)
+      : registry_(registry), id_(id), fd_(fd) {}
+  void last_write_begins() override { registry_.response_ending(id_); }
+  void last_write_done() override {
+    ended_ = true;
+    if (!registry_.response_ended(id_)) {
+      ::shutdown(fd_, SHUT_RDWR);
+    }
+  }
+  bool ended() const { return ended_; }
+
+ private:
+  ConnectionRegistry& registry_;
+  const std::uint64_t id_;
+  const int fd_;
+  bool ended_ = false;
+};
 
 // How long an error response waits for the client to stop sending before the
 // connection is closed (closing with unread data would reset the connection
@@ -57,13 +83,22 @@ void serve_connection(PendingConnection& connection, const ConnectionContext& co
       writer.send_error(503, "shutting_down", "the server is shutting down", 1);
       break;
     }
-    if (connection.registry != nullptr &&
-        !connection.registry->set_busy(connection.registry_id, true)) {
+    ConnectionRegistry* registry = connection.registry;
+    const std::uint64_t registry_id = connection.registry_id;
+    if (registry != nullptr && !registry->mark_busy(registry_id)) {
       break;  // closed to make room for another connection
     }
     const bool stopping = context.stopping->load(std::memory_order_relaxed);
     ResponseMode mode{outcome.head_request, outcome.http10, outcome.keep_alive && !stopping};
     SocketResponseWriter writer(fd.get(), mode, context.stopping, options.write_timeout);
+    // Idle from the moment the client can see the response end, not from
+    // when this thread gets back here: a connection served earlier is never
+    // younger than one served later (issue #23).
+    std::optional<ResponseEndMarker> end_marker;
+    if (registry != nullptr) {
+      end_marker.emplace(*registry, registry_id, fd.get());
+      writer.set_end_listener(&*end_marker);
+    }
     bool threw = false;
     try {
       (*context.handler)(request, writer);
@@ -82,9 +117,9 @@ void serve_connection(PendingConnection& connection, const ConnectionContext& co
       writer.send_error(500, "internal_error",
                         threw ? "internal server error" : "the handler wrote no response");
     }
-    if (connection.registry != nullptr &&
-        !connection.registry->set_busy(connection.registry_id, false)) {
-      break;
+    if (registry != nullptr && !(end_marker->ended() ? registry->is_open(registry_id)
+                                                     : registry->mark_idle(registry_id))) {
+      break;  // closed to make room for another connection
     }
     if (!writer.reusable()) {
       break;

@@ -62,8 +62,11 @@ std::optional<std::uint64_t> ConnectionRegistry::admit(int fd, const std::string
   }
   if (decision.what == Admission::kEvictThenAdmit) {
     auto it = entries_.find(decision.victim);
-    // Its thread sees the end of input, closes it and leaves.
-    ::shutdown(it->second.fd, SHUT_RDWR);
+    // Its thread sees the end of input, closes it and leaves; one still
+    // writing its last bytes shuts it down once they are out.
+    if (!it->second.ending) {
+      ::shutdown(it->second.fd, SHUT_RDWR);
+    }
     entries_.erase(it);
   }
   const std::uint64_t id = next_id_++;
@@ -74,17 +77,49 @@ std::optional<std::uint64_t> ConnectionRegistry::admit(int fd, const std::string
   return id;
 }
 
-bool ConnectionRegistry::set_busy(std::uint64_t id, bool busy) {
+bool ConnectionRegistry::mark_busy(std::uint64_t id) {
   std::lock_guard lock(mu_);
   auto it = entries_.find(id);
   if (it == entries_.end()) {
     return false;  // evicted
   }
-  it->second.state.busy = busy;
-  if (!busy) {
-    it->second.state.idle_since = std::chrono::steady_clock::now();
-  }
+  it->second.state.busy = true;
   return true;
+}
+
+void ConnectionRegistry::response_ending(std::uint64_t id) {
+  std::lock_guard lock(mu_);
+  if (auto it = entries_.find(id); it != entries_.end()) {
+    it->second.state.busy = false;
+    it->second.state.idle_since = std::chrono::steady_clock::now();
+    it->second.ending = true;
+  }
+}
+
+bool ConnectionRegistry::response_ended(std::uint64_t id) {
+  std::lock_guard lock(mu_);
+  auto it = entries_.find(id);
+  if (it == entries_.end()) {
+    return false;  // evicted while it wrote
+  }
+  it->second.ending = false;
+  return true;
+}
+
+bool ConnectionRegistry::mark_idle(std::uint64_t id) {
+  std::lock_guard lock(mu_);
+  auto it = entries_.find(id);
+  if (it == entries_.end()) {
+    return false;  // evicted
+  }
+  it->second.state.busy = false;
+  it->second.state.idle_since = std::chrono::steady_clock::now();
+  return true;
+}
+
+bool ConnectionRegistry::is_open(std::uint64_t id) const {
+  std::lock_guard lock(mu_);
+  return entries_.count(id) != 0;
 }
 
 void ConnectionRegistry::leave(std::uint64_t id) {

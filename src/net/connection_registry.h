@@ -13,9 +13,14 @@
 // function.
 //
 // Internal to src/net. Thread-safety: every method takes the registry's lock;
-// the acceptor admits, connection threads mark and leave. A victim's socket is
-// shut down (never closed) under the lock, and a connection leaves before its
-// thread closes the socket, so a shut-down descriptor is never a reused one.
+// the acceptor admits, connection threads mark and leave. A connection whose
+// response's last bytes are being written already counts as idle (issue
+// #23): a client that has seen a response end must find the connection
+// idle from then on. A victim's socket is shut down (never closed) under the
+// lock, which wakes its thread if it waits for a request; one still writing
+// its last bytes is only forgotten, and its thread shuts the socket down once
+// they are out, so no response is cut. A connection leaves before its thread
+// closes the socket, so a shut-down descriptor is never a reused one.
 #pragma once
 
 #include <chrono>
@@ -58,9 +63,21 @@ class ConnectionRegistry {
   // Admits a connection (closing an idle one first if needed); its id, or
   // nullopt when it must be refused.
   std::optional<std::uint64_t> admit(int fd, const std::string& address);
-  // Marks a handler running (or done). False when the connection was
-  // evicted meanwhile: its socket is shut down, so the caller just closes.
-  bool set_busy(std::uint64_t id, bool busy);
+  // Marks a handler running. False when the connection was evicted
+  // meanwhile: its socket is shut down, so the caller just closes.
+  bool mark_busy(std::uint64_t id);
+  // Its response's last bytes are being written: idle from now on (the
+  // handler may still be running), but not to be shut down until they are
+  // out.
+  void response_ending(std::uint64_t id);
+  // They are out. False when the connection was chosen to make room
+  // meanwhile: the caller shuts its socket down.
+  bool response_ended(std::uint64_t id);
+  // Marks the connection idle from now (a response that never ended). False
+  // when evicted.
+  bool mark_idle(std::uint64_t id);
+  // Whether the connection is still admitted (not evicted).
+  bool is_open(std::uint64_t id) const;
   // Called before the connection's socket is closed.
   void leave(std::uint64_t id);
 
@@ -70,6 +87,7 @@ class ConnectionRegistry {
   struct Entry {
     int fd = -1;
     OpenConnection state;
+    bool ending = false;  // its response's last bytes are being written
   };
   ConnectionLimits limits_;
   mutable std::mutex mu_;

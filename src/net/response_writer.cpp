@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -126,7 +127,7 @@ bool SocketResponseWriter::send(int status, const Headers& headers, std::string_
   const bool write_body = body_allowed && !mode_.head_request && !body.empty();
   iovec iov[2] = {{head.data(), head.size()},
                   {const_cast<char*>(body.data()), write_body ? body.size() : 0}};
-  if (!write(iov, 2)) {
+  if (!last_write(iov, 2)) {
     return false;
   }
   state_ = State::kDone;
@@ -185,15 +186,25 @@ bool SocketResponseWriter::finish() {
   if (state_ != State::kChunked) {
     return false;
   }
-  if (!no_body_ && !raw_stream_) {
-    char last[] = "0\r\n\r\n";
-    iovec iov{last, 5};
-    if (!write(&iov, 1)) {
-      return false;
-    }
+  char last[] = "0\r\n\r\n";
+  iovec iov{last, 5};
+  if (!last_write(&iov, no_body_ || raw_stream_ ? 0 : 1)) {
+    return false;
   }
   state_ = State::kDone;
   return true;
+}
+
+bool SocketResponseWriter::last_write(iovec* iov, int count) {
+  EndListener* listener = std::exchange(end_listener_, nullptr);
+  if (listener != nullptr) {
+    listener->last_write_begins();
+  }
+  const bool written = count == 0 || write(iov, count);
+  if (listener != nullptr) {
+    listener->last_write_done();
+  }
+  return written;
 }
 
 void SocketResponseWriter::remember_tail(std::string_view data) {

@@ -51,6 +51,19 @@ class SocketResponseWriter final : public ResponseWriter {
   // A complete response was written and the connection may serve another.
   bool reusable() const { return state_ == State::kDone && keep_alive_; }
 
+  // Told when the response's last bytes go out (the whole of send(),
+  // finish()'s last chunk): from then on the client can see the response
+  // end, so its connection counts as idle even if the handler has not
+  // returned yet (issue #23). Each is called once; `listener` outlives the
+  // writer.
+  class EndListener {
+   public:
+    virtual ~EndListener() = default;
+    virtual void last_write_begins() = 0;
+    virtual void last_write_done() = 0;  // written, or the write failed
+  };
+  void set_end_listener(EndListener* listener) { end_listener_ = listener; }
+
  private:
   enum class State { kIdle, kChunked, kDone, kFailed };
 
@@ -59,6 +72,7 @@ class SocketResponseWriter final : public ResponseWriter {
   bool write(iovec* iov, int count);
   void remember_tail(std::string_view data);
   bool at_event_boundary() const;
+  bool last_write(iovec* iov, int count);
 
   static constexpr std::size_t kTailSize = 4;
 
@@ -73,6 +87,7 @@ class SocketResponseWriter final : public ResponseWriter {
   bool half_closed_ = false;   // the client shut its sending side; we still answer
   bool event_stream_ = false;  // chunked text/event-stream: comments are harmless
   std::string tail_;           // the stream's last bytes, to find event boundaries
+  EndListener* end_listener_ = nullptr;
 };
 
 }  // namespace lemon::net::detail

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "lemon/net/server.h"
+#include "support/gate.h"
 #include "support/raw_client.h"
 #include "support/running_server.h"
 
@@ -23,6 +24,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using namespace std::string_literals;
+using testing::Gate;
 using testing::RawClient;
 using testing::RunningServer;
 
@@ -308,6 +310,69 @@ TEST(HttpServerHostile, IdleAndTricklingSocketsMakeRoomForAWholeRequest) {
   last.send("GET /fresh HTTP/1.1\r\nHost: t\r\n\r\n");
   EXPECT_EQ(last.read_response().status, 200);
   EXPECT_TRUE(fresh[0]->read_to_eof());
+}
+
+// A connection counts as idle from the moment its response's end is on the
+// wire, not from when its handler thread gets back to waiting (issue #23):
+// here the first connection's handler is held after it has answered, so its
+// thread has not returned when the third connection arrives, and it is still
+// the one closed to make room. The gate forces the interleaving that load
+// produced at random.
+TEST(HttpServerHostile, AConnectionIsIdleOnceItsResponseIsWrittenEvenIfItsHandlerLingers) {
+  ServerOptions o;
+  o.max_connections_per_client = 2;
+  Gate answered;
+  Gate release;
+  RunningServer s(o, [&](Request& req, ResponseWriter& w) {
+    echo(req, w);
+    if (req.path == "/linger") {
+      answered.open();
+      EXPECT_TRUE(release.wait());
+    }
+  });
+  RawClient first(s.port());
+  first.send("GET /linger HTTP/1.1\r\nHost: t\r\n\r\n");
+  EXPECT_EQ(first.read_response().status, 200);
+  ASSERT_TRUE(answered.wait());  // its handler now waits, after answering
+  RawClient second(s.port());
+  second.send("GET /second HTTP/1.1\r\nHost: t\r\n\r\n");
+  EXPECT_EQ(second.read_response().status, 200);
+  // At the address's limit: the first connection has been idle longest.
+  RawClient third(s.port());
+  third.send("GET /third HTTP/1.1\r\nHost: t\r\n\r\n");
+  EXPECT_EQ(third.read_response().status, 200);
+  EXPECT_TRUE(first.read_to_eof()) << "the connection idle longest was not the one closed";
+  // The second one was left alone and still serves.
+  second.send("GET /again HTTP/1.1\r\nHost: t\r\n\r\n");
+  EXPECT_EQ(second.read_response().status, 200);
+  release.open();
+}
+
+// A connection chosen to make room while its response's last bytes are still
+// being written delivers them whole before it closes (issue #23): the client
+// reads only the head of a body far larger than the socket buffers, so the
+// server's write is still under way (and the connection idle) when a
+// newcomer evicts it; then the client reads everything.
+TEST(HttpServerHostile, AnEvictedConnectionStillDeliversTheResponseItWasWriting) {
+  ServerOptions o;
+  o.max_connections_per_client = 1;
+  const std::string big(64 << 20, 'x');
+  RunningServer s(o, [&](Request& req, ResponseWriter& w) {
+    if (req.path == "/big") {
+      w.send(200, Headers{{"Content-Type", "text/plain"}}, big);
+      return;
+    }
+    echo(req, w);
+  });
+  RawClient first(s.port());
+  first.send("GET /big HTTP/1.1\r\nHost: t\r\n\r\n");
+  ASSERT_FALSE(first.read_until("\r\n\r\n").empty());  // the write has begun
+  RawClient second(s.port());
+  second.send("GET /second HTTP/1.1\r\nHost: t\r\n\r\n");
+  EXPECT_EQ(second.read_response().status, 200);
+  std::string rest;
+  EXPECT_TRUE(first.read_to_eof(&rest)) << "the evicted connection was not closed";
+  EXPECT_EQ(rest.size(), big.size()) << "the body was cut";
 }
 
 }  // namespace
