@@ -371,9 +371,13 @@ void ApiServer::handle_ollama_delete(net::Request& r, net::ResponseWriter& raw) 
     return;
   }
   // The same steps as POST /api/v1/delete (block loads, unload, remove the
-  // files); its errors come out in Ollama's shape.
-  r.body = json_text({{"model_name", *name}});
-  handle_delete(r, w);
+  // files); its errors come out in Ollama's shape with the table's status
+  // (404 for a model Ollama would not know, where Lemonade's route says 422).
+  if (Status deleted = delete_model(*name); !deleted.ok()) {
+    w.fail(deleted.error());
+    return;
+  }
+  send_json(w, 200, {{"status", "success"}, {"message", "Deleted model: " + *name}});
 }
 
 }  // namespace lemon::http

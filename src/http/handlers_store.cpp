@@ -154,6 +154,24 @@ void ApiServer::handle_pull(net::Request& r, net::ResponseWriter& w) {
                     {{"status", "success"}, {"model_name", name}});
 }
 
+namespace {
+
+// Lemonade 9.4.1 answers 422 for a delete it cannot do: a model it does not
+// know, or one whose files it does not manage; its clients and published
+// tests check for that status (issue #25). The code stays ours.
+int lemonade_delete_status(const Error& e) {
+  switch (e.code()) {
+    case ErrorCode::kModelNotFound:
+    case ErrorCode::kModelFilesMissing:
+    case ErrorCode::kUnsupportedOperation:
+      return 422;
+    default:
+      return error_status(e);
+  }
+}
+
+}  // namespace
+
 void ApiServer::handle_delete(net::Request& r, net::ResponseWriter& w) {
   auto request = parse_model_request(r.body);
   if (!request.ok()) {
@@ -161,23 +179,28 @@ void ApiServer::handle_delete(net::Request& r, net::ResponseWriter& w) {
     return;
   }
   const std::string& name = request->model;
-  auto info = catalogue_.find(name);
-  if (!info) {
-    write_error(w, model_not_found(name));
+  if (Status deleted = delete_model(name); !deleted.ok()) {
+    const Error& e = deleted.error();
+    w.send(lemonade_delete_status(e), error_headers(e), json_text(error_body(e)));
     return;
   }
+  send_json(w, 200, {{"status", "success"}, {"message", "Deleted model: " + name}});
+}
+
+Status ApiServer::delete_model(const std::string& name) {
+  auto info = catalogue_.find(name);
+  if (!info) {
+    return model_not_found(name);
+  }
   if (store_.downloading(name)) {
-    write_error(w, Error(ErrorCode::kConflict,
-                         "model '" + name + "' is downloading; delete it when the pull ends",
-                         "model_name"));
-    return;
+    return Error(ErrorCode::kConflict,
+                 "model '" + name + "' is downloading; delete it when the pull ends", "model_name");
   }
   // No new loads while the files go; a loaded server drains, then stops.
   auto block = router_.block_loads(name);
   if (Status unloaded = router_.unload(name);
       !unloaded.ok() && unloaded.error().code() != ErrorCode::kModelNotLoaded) {
-    write_error(w, unloaded.error());
-    return;
+    return unloaded;
   }
   const bool is_user = name.starts_with("user.");
   Status removed = store_.remove_files(name);
@@ -186,17 +209,13 @@ void ApiServer::handle_delete(net::Request& r, net::ResponseWriter& w) {
     const bool nothing_to_delete = removed.error().code() == ErrorCode::kModelFilesMissing ||
                                    removed.error().code() == ErrorCode::kUnsupportedOperation;
     if (!is_user || !nothing_to_delete) {
-      write_error(w, removed.error());
-      return;
+      return removed;
     }
   }
   if (is_user) {
-    if (Status gone = catalogue_.remove_user_model(name.substr(5)); !gone.ok()) {
-      write_error(w, gone.error());
-      return;
-    }
+    return catalogue_.remove_user_model(name.substr(5));
   }
-  send_json(w, 200, {{"status", "success"}, {"message", "Deleted model: " + name}});
+  return ok_status();
 }
 
 Status ApiServer::download_if_missing(std::string_view model, const WaitHooks& hooks) {

@@ -325,12 +325,13 @@ TEST_F(ModelStoreTest, DeleteRemovesOneVariantAndKeepsTheOtherAndTheSharedMmproj
   expect_hub_layout(repo_dir(), commit(), {"tiny-Q8_0.gguf", "mmproj-tiny-F16.gguf"});
   EXPECT_EQ(chat(port(), "user.q8").status, 200);
 
-  // Unknown: 404; a built-in model that is not downloaded: 404 model_not_downloaded.
+  // Unknown: 422 (Lemonade's status, issue #25); a built-in model that is
+  // not downloaded: 422 model_not_downloaded.
   HttpReply unknown = http_post(port(), "/api/v1/delete", json{{"model_name", "nope"}});
-  EXPECT_EQ(unknown.status, 404);
+  EXPECT_EQ(unknown.status, 422);
   EXPECT_EQ(unknown.json()["error"]["code"], "model_not_found");
   HttpReply absent = http_post(port(), "/api/v1/delete", json{{"model_name", "Qwen3-0.6B-GGUF"}});
-  EXPECT_EQ(absent.status, 404) << absent.body;
+  EXPECT_EQ(absent.status, 422) << absent.body;
   EXPECT_EQ(absent.json()["error"]["code"], "model_not_downloaded");
 }
 

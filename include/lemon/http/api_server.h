@@ -221,6 +221,9 @@ class ApiServer {
   // Model store (handlers_store.cpp).
   void handle_pull(net::Request& r, net::ResponseWriter& w);
   void handle_delete(net::Request& r, net::ResponseWriter& w);
+  // Deletes a model's files (and a user model's registration), as both
+  // Lemonade's and Ollama's delete routes do; each writes the error itself.
+  Status delete_model(const std::string& name);
   // Downloads `model` when it is registered but not on disk (auto-load,
   // /load), following `hooks` (cancellation, keepalive ticks). OK when there
   // is nothing to download.
