@@ -9,6 +9,8 @@
 
 #include <openssl/evp.h>
 
+#include "lemon/core/hex.h"
+
 namespace lemon::download {
 
 const char* checksum_kind_name(Checksum::Kind kind) {
@@ -63,14 +65,7 @@ std::string Hasher::finish() {
   EVP_DigestFinal_ex(impl_->ctx, digest, &len);
   EVP_MD_CTX_free(impl_->ctx);
   impl_->ctx = nullptr;
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(len * 2);
-  for (unsigned int i = 0; i < len; ++i) {
-    out += kHex[digest[i] >> 4];
-    out += kHex[digest[i] & 0xf];
-  }
-  return out;
+  return lower_hex(digest, len);
 }
 
 namespace {

@@ -5,6 +5,7 @@
 
 #include <openssl/evp.h>
 
+#include "lemon/core/hex.h"
 #include "lemon/models/sampling_rule.h"
 
 namespace lemon {
@@ -78,13 +79,7 @@ std::string sha256_hex(std::string_view text) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int size = 0;
   EVP_Digest(text.data(), text.size(), digest, &size, EVP_sha256(), nullptr);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < size; ++i) {
-    out += kHex[digest[i] >> 4];
-    out += kHex[digest[i] & 0xf];
-  }
-  return out;
+  return lower_hex(digest, size);
 }
 
 }  // namespace
