@@ -10,7 +10,11 @@ Result<std::vector<std::string>> FlmServer::build_args(int port) const {
   if (options().has("ctx_size")) {
     args.insert(args.end(), {"--ctx-len", std::to_string(options().ctx_size())});
   }
-  args.insert(args.end(), {"--port", std::to_string(port), "--host", "127.0.0.1", "--quiet"});
+  // `--cors 0`: no answers to cross-origin preflights (FastFlowLM's only
+  // switch; its other answers still allow any origin, docs/api.md "Access
+  // control").
+  args.insert(args.end(),
+              {"--port", std::to_string(port), "--host", "127.0.0.1", "--cors", "0", "--quiet"});
   return args;
 }
 

@@ -171,7 +171,19 @@ std::vector<std::pair<std::string, std::string>> LlamaCppServer::child_env(
     const std::string& executable) const {
   // Release builds ship their shared libraries (libllama, libggml-*, the
   // ROCm runtime) next to the binary; only the child is told where.
-  return release_env(executable);
+  auto env = release_env(executable);
+  // No cross-origin answers: browsers reach models only through the router
+  // (issue #24). llama-server from b10015 reads these (an origin no page can
+  // have, RFC 2606's .invalid, and no credentials); older ones ignore
+  // variables they do not know, and answer every origin, behind the key.
+  env.emplace_back("LLAMA_ARG_CORS_ORIGINS", "http://backend-of-lemonade-router.invalid");
+  env.emplace_back("LLAMA_ARG_CORS_CREDENTIALS", "false");
+  return env;
+}
+
+std::vector<std::pair<std::string, std::string>> LlamaCppServer::secret_env() const {
+  // llama-server's --api-key, from the environment (common/arg.cpp).
+  return {{"LLAMA_API_KEY", secret()}};
 }
 
 bool LlamaCppServer::output_reports_out_of_memory(const std::vector<std::string>& lines) const {

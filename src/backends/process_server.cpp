@@ -5,6 +5,7 @@
 #include <sstream>
 #include <thread>
 
+#include "lemon/backends/backend_secret.h"
 #include "lemon/backends/out_of_memory.h"
 #include "lemon/core/log.h"
 #include "lemon/process/socket_owner.h"
@@ -36,10 +37,16 @@ std::string join_lines(const std::vector<std::string>& lines) {
 
 ProcessServer::ProcessServer(ModelInfo model, RecipeOptions options, Device device,
                              const BackendEnvironment& env)
-    : WrappedServer(std::move(model), std::move(options), device), env_(env) {}
+    : WrappedServer(std::move(model), std::move(options), device),
+      env_(env),
+      secret_(make_backend_secret()) {}
 
 ProcessServer::~ProcessServer() {
   stop();
+}
+
+std::vector<std::pair<std::string, std::string>> ProcessServer::secret_env() const {
+  return {};
 }
 
 std::vector<std::string> ProcessServer::required_roles() const {
@@ -166,6 +173,7 @@ Status ProcessServer::start(const std::function<bool()>& cancelled) {
     if (!port.ok()) {
       return std::move(port).error();
     }
+    secret_ = make_backend_secret();  // a new one for every process
     auto args = build_args(*port);
     if (!args.ok()) {
       env_.ports->release(*port);
@@ -175,6 +183,10 @@ Status ProcessServer::start(const std::function<bool()>& cancelled) {
     spec.executable = executable_;
     spec.args = std::move(*args);
     spec.env = child_env(executable_);
+    // Through the environment, which /proc keeps private to the user, never
+    // the command line, which every local user can read.
+    const auto secret_vars = secret_env();
+    spec.env.insert(spec.env.end(), secret_vars.begin(), secret_vars.end());
     spec.log_tag = model_name() + ":" + std::to_string(*port);
     spec.model = model_name();
     // Health polls and the context monitor's /slots reads are not news.
@@ -194,7 +206,8 @@ Status ProcessServer::start(const std::function<bool()>& cancelled) {
       return std::move(spawned).error();
     }
     std::shared_ptr<ChildProcess> child = *spawned;
-    auto client = std::make_unique<net::UpstreamClient>("127.0.0.1", *port);
+    auto client = std::make_unique<net::UpstreamClient>(
+        "127.0.0.1", *port, 64, secret_vars.empty() ? std::string() : secret_);
     ReadyOutcome outcome = wait_ready(*child, *client, deadline, cancelled);
     if (outcome == ReadyOutcome::kReady) {
       {

@@ -25,13 +25,29 @@ BinaryQuery WhisperServer::binary_query() const {
 }
 
 Result<std::vector<std::string>> WhisperServer::build_args(int port) const {
-  return std::vector<std::string>{
-      "-m", model().resolved_path("main"), "--port", std::to_string(port), "--host", "127.0.0.1"};
+  // whisper-server has no API key: its routes live under a path made of the
+  // process's secret instead (issue #24), which a web page cannot guess.
+  return std::vector<std::string>{"-m",
+                                  model().resolved_path("main"),
+                                  "--port",
+                                  std::to_string(port),
+                                  "--host",
+                                  "127.0.0.1",
+                                  "--request-path",
+                                  secret_path()};
+}
+
+std::string WhisperServer::secret_path() const {
+  return "/" + secret();
+}
+
+std::string WhisperServer::health_path() const {
+  return secret_path() + "/health";
 }
 
 std::optional<std::string> WhisperServer::upstream_path(ApiRoute route) const {
   if (route == ApiRoute::kTranscriptions) {
-    return "/inference";
+    return secret_path() + "/inference";
   }
   return std::nullopt;
 }

@@ -33,10 +33,11 @@ bool idle_connection_alive(int fd) {
 
 class UpstreamClient::Impl {
  public:
-  Impl(std::string host, int port, std::size_t max_idle)
+  Impl(std::string host, int port, std::size_t max_idle, std::string authorization)
       : host_(std::move(host)),
         port_(port),
         max_idle_(max_idle),
+        authorization_(std::move(authorization)),
         endpoint_((host_.find(':') != std::string::npos ? "[" + host_ + "]" : host_) + ":" +
                   std::to_string(port_)) {}
 
@@ -56,6 +57,7 @@ class UpstreamClient::Impl {
   const std::string host_;
   const int port_;
   const std::size_t max_idle_;
+  const std::string authorization_;  // never logged
   const std::string endpoint_;
 
  private:
@@ -194,7 +196,7 @@ Status UpstreamClient::Impl::call(const UpstreamRequest& request, const CallOpti
       }
       fd = std::move(*connected);
     }
-    detail::UpstreamExchange exchange(fd.get(), endpoint_, options, deadline);
+    detail::UpstreamExchange exchange(fd.get(), endpoint_, authorization_, options, deadline);
     auto outcome = exchange.run(request, on_head, on_data);
     if (outcome.status.ok()) {
       if (pooled && outcome.reusable) {
@@ -221,8 +223,11 @@ Status UpstreamClient::Impl::call(const UpstreamRequest& request, const CallOpti
   }
 }
 
-UpstreamClient::UpstreamClient(std::string host, int port, std::size_t max_idle_connections)
-    : impl_(std::make_unique<Impl>(std::move(host), port, max_idle_connections)) {}
+UpstreamClient::UpstreamClient(std::string host, int port, std::size_t max_idle_connections,
+                               const std::string& bearer_token)
+    : impl_(std::make_unique<Impl>(
+          std::move(host), port, max_idle_connections,
+          bearer_token.empty() ? std::string() : "Bearer " + bearer_token)) {}
 
 UpstreamClient::~UpstreamClient() = default;
 

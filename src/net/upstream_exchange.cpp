@@ -29,10 +29,12 @@ bool method_may_have_body(std::string_view method) {
 
 }  // namespace
 
-UpstreamExchange::UpstreamExchange(int fd, const std::string& endpoint, const CallOptions& options,
+UpstreamExchange::UpstreamExchange(int fd, const std::string& endpoint,
+                                   const std::string& authorization, const CallOptions& options,
                                    std::optional<Clock::time_point> deadline)
     : fd_(fd),
       endpoint_(endpoint),
+      authorization_(authorization),
       options_(options),
       deadline_(deadline),
       tick_interval_(std::max(options.tick_interval, kMinTick)) {
@@ -204,6 +206,11 @@ Status UpstreamExchange::send_request(const UpstreamRequest& request) {
   head += " HTTP/1.1\r\nHost: ";
   head += endpoint_;
   head += "\r\n";
+  if (!authorization_.empty()) {
+    head += "Authorization: ";
+    head += authorization_;
+    head += "\r\n";
+  }
   if (!request.content_type.empty()) {
     head += "Content-Type: ";
     head += request.content_type;
@@ -217,7 +224,8 @@ Status UpstreamExchange::send_request(const UpstreamRequest& request) {
   }
   for (const auto& [name, value] : request.headers.fields()) {
     if (is_hop_by_hop_or_framing(name) ||
-        (!request.content_type.empty() && iequals(name, "Content-Type"))) {
+        (!request.content_type.empty() && iequals(name, "Content-Type")) ||
+        (!authorization_.empty() && iequals(name, "Authorization"))) {
       continue;
     }
     head += name;

@@ -39,10 +39,12 @@ struct ExchangeOutcome {
 
 class UpstreamExchange {
  public:
-  // `endpoint` ("127.0.0.1:8001") is used for the Host header and messages.
-  // `deadline`, when set, bounds the whole exchange (probes).
-  UpstreamExchange(int fd, const std::string& endpoint, const CallOptions& options,
-                   std::optional<Clock::time_point> deadline);
+  // `endpoint` ("127.0.0.1:8001") is used for the Host header and messages;
+  // `authorization` (may be empty) is sent as the Authorization header, in
+  // place of any the request carries. `deadline`, when set, bounds the
+  // whole exchange (probes).
+  UpstreamExchange(int fd, const std::string& endpoint, const std::string& authorization,
+                   const CallOptions& options, std::optional<Clock::time_point> deadline);
 
   ExchangeOutcome run(const UpstreamRequest& request,
                       const std::function<bool(const UpstreamHead&)>& on_head,
@@ -73,6 +75,7 @@ class UpstreamExchange {
   int fd_;
   int lost_errno_ = 0;  // errno of the last loss (0: an orderly close)
   const std::string& endpoint_;
+  const std::string& authorization_;
   const CallOptions& options_;
   std::optional<Clock::time_point> deadline_;
   std::optional<Clock::time_point> idle_deadline_;

@@ -2,6 +2,7 @@
 // OpenAI-compatible routes plus /health, /props, /v1/models, embeddings,
 // reranking and the Responses API, driven by the knobs in README.md.
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -63,18 +64,29 @@ const std::vector<ArgSpec>& llama_args() {
   std::exit(1);
 }
 
-// Like llama-server with --api-key: everything but health, models and
-// /fake/state needs "Authorization: Bearer <key>".
+// Like llama-server with --api-key or LLAMA_API_KEY (tools/server/
+// server-http.cpp at b8175, lines 127-176): OPTIONS is answered without the
+// key, health, models and / are public (and the fake's /fake/state); every
+// other route needs the key in "Authorization" (with or without "Bearer ")
+// or, without that header, "X-Api-Key", else 401.
 void require_api_key(httplib::Server& svr, const std::string& key) {
   svr.set_pre_routing_handler([key](const httplib::Request& req, httplib::Response& res) {
-    static const std::vector<std::string> kPublic = {"/health", "/v1/health", "/models",
-                                                     "/v1/models", "/fake/state"};
+    if (req.method == "OPTIONS") {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    static const std::vector<std::string> kPublic = {
+        "/health", "/v1/health", "/models", "/v1/models", "/api/tags", "/", "/fake/state"};
     for (const std::string& p : kPublic) {
       if (req.path == p) {
         return httplib::Server::HandlerResponse::Unhandled;
       }
     }
-    if (req.get_header_value("Authorization") == "Bearer " + key) {
+    std::string given = req.has_header("Authorization") ? req.get_header_value("Authorization")
+                                                        : req.get_header_value("X-Api-Key");
+    if (given.rfind("Bearer ", 0) == 0) {
+      given = given.substr(7);
+    }
+    if (!key.empty() && given == key) {
       return httplib::Server::HandlerResponse::Unhandled;
     }
     res.status = 401;
@@ -137,8 +149,13 @@ int main(int argc, char** argv) {
   std::string props = props_json(args, n_ctx, slots);
 
   httplib::Server svr;
+  // The flag, else the environment (common/arg.cpp: --api-key's env is
+  // LLAMA_API_KEY).
+  const char* env_key = std::getenv("LLAMA_API_KEY");
   if (args.has("--api-key")) {
     require_api_key(svr, args.get("--api-key"));
+  } else if (env_key != nullptr && *env_key != '\0') {
+    require_api_key(svr, env_key);
   }
   fake::get_routes(svr, {"/health", "/v1/health"}, fake::health_handler);
   fake::get_routes(svr, {"/models", "/v1/models"}, fake::models_handler(openai, meta));

@@ -132,13 +132,17 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::string language = args.get("-l", "en");
+  // Every route lives under --request-path, as in whisper.cpp's
+  // examples/server/server.cpp (v1.8.2, lines 790-1157); a request outside
+  // it gets the 404 of its error handler.
+  const std::string prefix = args.get("--request-path", "");
   httplib::Server svr;
-  svr.Get("/health", fake::health_handler);
-  svr.Post(args.get("--inference-path", "/inference"),
+  svr.Get(prefix + "/health", fake::health_handler);
+  svr.Post(prefix + args.get("--inference-path", "/inference"),
            [language](const httplib::Request& req, httplib::Response& res) {
              inference_handler(language, req, res);
            });
-  svr.Post("/load", [](const httplib::Request&, httplib::Response& res) {
+  svr.Post(prefix + "/load", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("Load was successful!", "text/plain");
   });
   fake::serve(svr,

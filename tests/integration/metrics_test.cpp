@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "support/http_client.h"
+#include "support/process_watch.h"
 #include "support/prometheus_text.h"
 #include "support/raw_client.h"
 #include "support/router_fixture.h"
@@ -111,7 +112,9 @@ TEST_F(MetricsTest, KvCacheUsageIsTheBackendsSlotsInUse) {
   ASSERT_EQ(chat(port(), "user.a", {{"max_tokens", 50}}).status, 200);
   // What the backend itself reports, summed over its slots.
   const std::string url = loaded_field(health(port()), "user.a", "backend_url");
-  auto slots = url_get(url, "/slots").json();
+  // Only with the backend's secret, as the router reads it (issue #24).
+  const std::string key = environment_value(loaded_pid(port(), "user.a"), "LLAMA_API_KEY");
+  auto slots = url_request(url, "GET", "/slots", "", {{"Authorization", "Bearer " + key}}).json();
   ASSERT_TRUE(slots.is_array()) << slots.dump();
   double used = 0;
   double total = 0;

@@ -12,7 +12,7 @@ namespace lemon::testing {
 namespace {
 
 HttpReply send(httplib::Client& client, const std::string& method, const std::string& path,
-               const std::string& body) {
+               const std::string& body, const HeaderList& headers = {}) {
   client.set_tcp_nodelay(true);
   client.set_connection_timeout(std::chrono::seconds(10));
   client.set_read_timeout(std::chrono::seconds(60));
@@ -23,6 +23,9 @@ HttpReply send(httplib::Client& client, const std::string& method, const std::st
   if (!body.empty() || (method != "GET" && method != "HEAD")) {
     req.body = body;
     req.set_header("Content-Type", "application/json");
+  }
+  for (const auto& [name, value] : headers) {
+    req.set_header(name, value);
   }
   HttpReply reply;
   auto res = client.send(req);
@@ -83,6 +86,12 @@ HttpReply http_post(int port, const std::string& path, const nlohmann::json& bod
 HttpReply url_get(const std::string& base_url, const std::string& path) {
   httplib::Client client(base_url);
   return send(client, "GET", path, "");
+}
+
+HttpReply url_request(const std::string& base_url, const std::string& method,
+                      const std::string& path, const std::string& body, const HeaderList& headers) {
+  httplib::Client client(base_url);
+  return send(client, method, path, body, headers);
 }
 
 nlohmann::json chat_body(const std::string& model, const nlohmann::json& extra) {

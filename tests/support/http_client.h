@@ -37,7 +37,11 @@ HttpReply http_post(int port, const std::string& path, const std::string& body);
 HttpReply http_post(int port, const std::string& path, const nlohmann::json& body);
 
 // Same, to a backend's base URL ("http://127.0.0.1:PORT").
+using HeaderList = std::vector<std::pair<std::string, std::string>>;
 HttpReply url_get(const std::string& base_url, const std::string& path);
+HttpReply url_request(const std::string& base_url, const std::string& method,
+                      const std::string& path, const std::string& body,
+                      const HeaderList& headers = {});
 
 // A chat request body for `model` ("hi", non-streaming) merged with `extra`.
 nlohmann::json chat_body(const std::string& model,

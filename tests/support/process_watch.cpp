@@ -75,4 +75,37 @@ std::vector<pid_t> descendants_of(pid_t pid) {
   return out;
 }
 
+namespace {
+
+// The NUL-separated fields of /proc/<pid>/<file>.
+std::vector<std::string> proc_fields(pid_t pid, const char* file) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/" + file, std::ios::binary);
+  std::vector<std::string> out;
+  for (std::string field; std::getline(in, field, '\0');) {
+    out.push_back(field);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string environment_value(pid_t pid, const std::string& name) {
+  const std::string prefix = name + "=";
+  for (const auto& field : proc_fields(pid, "environ")) {
+    if (field.rfind(prefix, 0) == 0) {
+      return field.substr(prefix.size());
+    }
+  }
+  return {};
+}
+
+std::string command_line(pid_t pid) {
+  std::string out;
+  for (const auto& field : proc_fields(pid, "cmdline")) {
+    out += out.empty() ? "" : " ";
+    out += field;
+  }
+  return out;
+}
+
 }  // namespace lemon::testing

@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <string>
 #include <vector>
 
 namespace lemon::testing {
@@ -36,5 +37,13 @@ bool wait_pid_exit(pid_t pid, std::chrono::milliseconds timeout);
 // Every live descendant of `pid` (children, grandchildren, ...), read from
 // /proc/<pid>/task/*/children.
 std::vector<pid_t> descendants_of(pid_t pid);
+
+// Variable `name` of the environment `pid` was started with
+// (/proc/<pid>/environ, readable by the same user only), or "" when it has
+// none. A backend's secret is found this way (issue #24).
+std::string environment_value(pid_t pid, const std::string& name);
+// The command line of `pid`, its arguments joined by spaces
+// (/proc/<pid>/cmdline, readable by every user).
+std::string command_line(pid_t pid);
 
 }  // namespace lemon::testing

@@ -3,6 +3,7 @@
 // the production factory that picks the class per recipe.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -68,7 +69,7 @@ ModelInfo flm_model() {
 TEST_F(RecipeArgs, FlmCommandLine) {
   FlmServer s(flm_model(), opts("flm", {{"ctx_size", 8192}}), env_);
   EXPECT_EQ(args_of(s), (Args{"serve", "llama3.2:1b", "--ctx-len", "8192", "--port", "8123",
-                              "--host", "127.0.0.1", "--quiet"}));
+                              "--host", "127.0.0.1", "--cors", "0", "--quiet"}));
 }
 
 TEST_F(RecipeArgs, FlmRewritesModelToCheckpointAndKeepsTheRest) {
@@ -119,7 +120,7 @@ ModelInfo ryzen_model(const std::string& recipe) {
 TEST_F(RecipeArgs, RyzenAiCommandLine) {
   RyzenAiServer s(ryzen_model("ryzenai-llm"), opts("ryzenai-llm", {{"ctx_size", 3072}}), env_);
   EXPECT_EQ(args_of(s), (Args{"-m", "/hub/models--amd--Phi-3/snapshots/abc", "--port", "8123",
-                              "--ctx-size", "3072"}));
+                              "--host", "127.0.0.1", "--ctx-size", "3072"}));
 }
 
 TEST_F(RecipeArgs, RyzenAiDefaultContextAndVerbose) {
@@ -127,7 +128,7 @@ TEST_F(RecipeArgs, RyzenAiDefaultContextAndVerbose) {
   verbose_env.verbose = true;
   RyzenAiServer s(ryzen_model("ryzenai-llm"), opts("ryzenai-llm", {}), verbose_env);
   EXPECT_EQ(args_of(s), (Args{"-m", "/hub/models--amd--Phi-3/snapshots/abc", "--port", "8123",
-                              "--ctx-size", "4096", "--verbose"}));
+                              "--host", "127.0.0.1", "--ctx-size", "4096", "--verbose"}));
 }
 
 TEST_F(RecipeArgs, RyzenAiDevicePerRecipe) {
@@ -156,15 +157,29 @@ ModelInfo whisper_model() {
                     {{"main", "/hub/ggml-tiny.bin"}}, ModelType::kAudio);
 }
 
+// whisper-server has no API key: its routes go under a secret path (issue
+// #24), 256 bits as hex, a new one for each server.
+std::string request_path_of(const Args& args) {
+  auto it = std::find(args.begin(), args.end(), "--request-path");
+  return it == args.end() || it + 1 == args.end() ? std::string() : *(it + 1);
+}
+
 TEST_F(RecipeArgs, WhisperCommandLine) {
   WhisperServer s(whisper_model(), opts("whispercpp", {{"whispercpp_backend", "cpu"}}), env_);
-  EXPECT_EQ(args_of(s),
-            (Args{"-m", "/hub/ggml-tiny.bin", "--port", "8123", "--host", "127.0.0.1"}));
+  const Args args = args_of(s);
+  const std::string secret_path = request_path_of(args);
+  ASSERT_EQ(secret_path.size(), 65u) << "/ and 64 hex digits";
+  EXPECT_EQ(secret_path[0], '/');
+  EXPECT_EQ(secret_path.find_first_not_of("0123456789abcdef", 1), std::string::npos);
+  EXPECT_EQ(args, (Args{"-m", "/hub/ggml-tiny.bin", "--port", "8123", "--host", "127.0.0.1",
+                        "--request-path", secret_path}));
+  WhisperServer other(whisper_model(), opts("whispercpp", {}), env_);
+  EXPECT_NE(request_path_of(args_of(other)), secret_path);
 }
 
 TEST_F(RecipeArgs, WhisperServesOnlyTranscriptionsAtInference) {
   WhisperServer s(whisper_model(), opts("whispercpp", {}), env_);
-  EXPECT_EQ(s.upstream_path(ApiRoute::kTranscriptions), "/inference");
+  EXPECT_EQ(s.upstream_path(ApiRoute::kTranscriptions), request_path_of(args_of(s)) + "/inference");
   EXPECT_EQ(s.upstream_path(ApiRoute::kChatCompletions), std::nullopt);
   EXPECT_EQ(s.upstream_path(ApiRoute::kEmbeddings), std::nullopt);
   EXPECT_EQ(s.upstream_path(ApiRoute::kImageGenerations), std::nullopt);

@@ -569,6 +569,33 @@ TEST(HttpUpstreamClient, IdleTimeoutIsGatewayTimeout) {
   EXPECT_NE(r.error().message().find("sent nothing for 100 ms"), std::string::npos);
 }
 
+// Issue #24: the backend's secret goes on every call and probe, in place of
+// any Authorization header a request carries.
+TEST(HttpUpstreamClient, TheBearerTokenGoesOnEveryCallInPlaceOfTheRequests) {
+  std::mutex mu;
+  std::vector<std::string> seen;
+  RunningServer backend([&](Request& req, ResponseWriter& w) {
+    std::lock_guard lock(mu);
+    seen.push_back(std::string(req.headers.get("Authorization").value_or("<none>")));
+    w.send(200, {}, "ok");
+  });
+  UpstreamClient client("127.0.0.1", backend.port(), 4, "s3cret");
+  UpstreamRequest req = get("/v1/models");
+  req.headers.add("Authorization", "Bearer the-clients-key");
+  ASSERT_TRUE(client.send(req, {}).ok());
+  ASSERT_TRUE(client
+                  .stream(
+                      get("/stream"), {}, [](const UpstreamHead&) { return true; },
+                      [](std::string_view) { return true; })
+                  .ok());
+  ASSERT_EQ(*client.probe("/health", 1000ms), 200);
+  UpstreamClient anonymous("127.0.0.1", backend.port());
+  ASSERT_TRUE(anonymous.send(get("/"), {}).ok());
+  std::lock_guard lock(mu);
+  EXPECT_EQ(seen, (std::vector<std::string>{"Bearer s3cret", "Bearer s3cret", "Bearer s3cret",
+                                            "<none>"}));
+}
+
 TEST(HttpUpstreamClient, TotalTimeoutBoundsACallThatKeepsSending) {
   Gate release;
   RunningServer backend([&](Request&, ResponseWriter& w) {

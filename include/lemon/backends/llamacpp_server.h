@@ -8,7 +8,9 @@
 //   [--embeddings | --reranking by model type] -ngl 99|0 <llamacpp_args...>
 // Embedding models get a context of at least 8192. Flags the router owns are
 // refused in llamacpp_args; defaults the user names in llamacpp_args (exact
-// flag match, or its --no- twin) are left out.
+// flag match, or its --no- twin) are left out. The child gets its secret as
+// LLAMA_API_KEY and no cross-origin answers (LLAMA_ARG_CORS_*), from its
+// environment (issue #24).
 #pragma once
 
 #include "lemon/backends/process_server.h"
@@ -40,6 +42,7 @@ class LlamaCppServer final : public ProcessServer {
   bool output_reports_out_of_memory(const std::vector<std::string>& lines) const override;
   std::vector<std::pair<std::string, std::string>> child_env(
       const std::string& executable) const override;
+  std::vector<std::pair<std::string, std::string>> secret_env() const override;
 
  private:
   std::string backend() const;

@@ -67,6 +67,16 @@ class ProcessServer : public WrappedServer {
   // option `gpu`, that GPU alone visible to the child (CUDA, HIP/ROCm and
   // Vulkan variables; issue #13 §1).
   std::vector<std::pair<std::string, std::string>> release_env(const std::string& executable) const;
+  // The environment variables that hand this process's secret() to a
+  // program that takes an API key (issue #24): llama-server's
+  // LLAMA_API_KEY. When there are any, every call to the backend carries the
+  // secret as a bearer token. Default: none.
+  virtual std::vector<std::pair<std::string, std::string>> secret_env() const;
+  // This process's secret (backend_secret.h): made at construction and anew
+  // for each spawn, before build_args(). A recipe whose program has no API
+  // key may put it in its paths (whisper-server's --request-path). Set only
+  // by start(), before the server is used.
+  const std::string& secret() const { return secret_; }
   // Roles of the model whose resolved files must exist (default: "main").
   virtual std::vector<std::string> required_roles() const;
   // Whether the last output of a child that exited while loading says it ran
@@ -98,6 +108,7 @@ class ProcessServer : public WrappedServer {
 
   const BackendEnvironment& env_;
   std::string executable_;  // set by prepare()
+  std::string secret_;      // see secret(); never logged
   std::shared_ptr<ExitWatch> exit_watch_ = std::make_shared<ExitWatch>();
 
   mutable std::mutex mu_;

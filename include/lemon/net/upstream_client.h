@@ -75,7 +75,11 @@ struct UpstreamResponse {
 
 class UpstreamClient {
  public:
-  UpstreamClient(std::string host, int port, std::size_t max_idle_connections = 64);
+  // `bearer_token`, when not empty, is sent as "Authorization: Bearer
+  // <token>" on every call and probe (the backend's secret, issue #24), in
+  // place of any Authorization header a request carries. It is never logged.
+  UpstreamClient(std::string host, int port, std::size_t max_idle_connections = 64,
+                 const std::string& bearer_token = {});
   ~UpstreamClient();
   UpstreamClient(const UpstreamClient&) = delete;
   UpstreamClient& operator=(const UpstreamClient&) = delete;
