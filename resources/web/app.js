@@ -506,6 +506,41 @@ function requestRow(e) {
   return row;
 }
 
+// Requests whose backend is still reading the prompt (issue #26): one row
+// each, with a progress bar, until the request's end replaces it.
+const prefillRows = new Map(); // request_id -> its row
+
+function showPrefill(e) {
+  let row = prefillRows.get(e.request_id);
+  if (!row) {
+    row = el("tr", "prefill");
+    row.dataset.requestId = String(e.request_id);
+    const bar = el("progress");
+    const label = el("span", "prefill-label");
+    const status = el("td", "num");
+    status.append(bar, label);
+    row.append(el("td", "", clockTime(e.time)), el("td", "", e.route), el("td", "", e.model), status);
+    for (let i = 0; i < 4; i += 1) {
+      row.append(el("td", "num", "–"));
+    }
+    $("requests-body").prepend(row);
+    $("requests-empty").hidden = true;
+    prefillRows.set(e.request_id, row);
+  }
+  const bar = row.querySelector("progress");
+  bar.max = Math.max(1, e.prefill_tokens_total);
+  bar.value = Math.min(e.prefill_tokens_done, bar.max);
+  setText(row.querySelector(".prefill-label"), ` ${e.prefill_tokens_done} / ${e.prefill_tokens_total} prompt tokens`);
+}
+
+function endPrefill(id) {
+  const row = prefillRows.get(id);
+  if (row) {
+    row.remove();
+    prefillRows.delete(id);
+  }
+}
+
 function flushRequests() {
   if (pendingRequests.length === 0) {
     return;
@@ -593,6 +628,11 @@ function onRouterEvent(e) {
       state.loading.delete(e.model);
       break;
     case "request":
+      if (e.phase === "prefill") {
+        showPrefill(e);
+        break;
+      }
+      endPrefill(e.request_id);
       pendingRequests.push(e);
       if (pendingRequests.length > MAX_LIST_ROWS) {
         pendingRequests.shift();

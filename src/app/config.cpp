@@ -275,6 +275,18 @@ void add_router_options(CLI::App& app, RouterOptionValues& v) {
       ->envname("LEMONADE_BACKEND_IDLE_TIMEOUT")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_option("--stream-heartbeat", v.stream_heartbeat_s,
+                 "Seconds a stream's backend may be silent (reading a long prompt) before the "
+                 "client gets an SSE comment, \": ping\", and again as often (0: none)")
+      ->envname("LEMONADE_STREAM_HEARTBEAT")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--max-prefill-tokens", v.max_prefill_tokens,
+                 "Refuse (400 prompt_too_long) a chat or completion whose prompt has more tokens, "
+                 "counted by the backend before it starts (0: no limit)")
+      ->envname("LEMONADE_MAX_PREFILL_TOKENS")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--header-timeout", v.header_timeout_s,
                  "Seconds a request's headers may take to arrive in all (408 beyond)")
       ->envname("LEMONADE_HEADER_TIMEOUT")
@@ -417,6 +429,8 @@ ParsedConfig parse_config(int argc, const char* const* argv) {
   c.session_ttl = seconds_to_ms(v.session_ttl_s);
   c.stream_idle_timeout = seconds_to_ms(v.stream_idle_timeout_s);
   c.backend_idle_timeout = seconds_to_ms(v.backend_idle_timeout_s);
+  c.stream_heartbeat = seconds_to_ms(v.stream_heartbeat_s);
+  c.max_prefill_tokens = v.max_prefill_tokens;
   c.body_timeout = seconds_to_ms(v.body_timeout_s);
   c.body_min_rate = static_cast<std::size_t>(v.body_min_rate);
   c.keep_alive_timeout = seconds_to_ms(v.keep_alive_timeout_s);

@@ -149,6 +149,8 @@ int main(int argc, char** argv) {
   settings.backend_retry_delay = cfg.backend_retry_delay;
   settings.stream_idle_timeout = cfg.stream_idle_timeout;
   settings.backend_idle_timeout = cfg.backend_idle_timeout;
+  settings.stream_heartbeat = cfg.stream_heartbeat;
+  settings.max_prefill_tokens = cfg.max_prefill_tokens;
   settings.server.header_timeout = cfg.header_timeout;
   settings.server.body_idle_timeout = cfg.body_timeout;
   settings.server.body_min_rate = cfg.body_min_rate;

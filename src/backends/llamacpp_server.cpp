@@ -1,11 +1,13 @@
 #include "lemon/backends/llamacpp_server.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 
 #include "lemon/backends/out_of_memory.h"
 #include "lemon/backends/user_args.h"
+#include "lemon/net/upstream_client.h"
 
 namespace lemon {
 namespace {
@@ -184,6 +186,83 @@ std::vector<std::pair<std::string, std::string>> LlamaCppServer::child_env(
 std::vector<std::pair<std::string, std::string>> LlamaCppServer::secret_env() const {
   // llama-server's --api-key, from the environment (common/arg.cpp).
   return {{"LLAMA_API_KEY", secret()}};
+}
+
+namespace {
+
+// Counting a huge prompt's tokens takes llama-server a moment.
+constexpr std::chrono::milliseconds kCountTimeout{30'000};
+
+// A short call to the backend's own API (its slots, its tokenizer).
+Result<nlohmann::json> backend_json(net::UpstreamClient& client, const std::string& method,
+                                    const std::string& path, const std::string& body,
+                                    std::chrono::milliseconds timeout) {
+  net::UpstreamRequest req;
+  req.method = method;
+  req.path = path;
+  if (!body.empty()) {
+    req.content_type = "application/json";
+    req.body = body;
+  }
+  net::CallOptions options;
+  options.connect_timeout = std::min(timeout, std::chrono::milliseconds(500));
+  options.total_timeout = timeout;
+  options.max_response_bytes = 64u << 20;
+  auto reply = client.send(req, options);
+  if (!reply.ok()) {
+    return std::move(reply).error();
+  }
+  if (reply->status != 200) {
+    return Error(ErrorCode::kUpstreamProtocol, path + " answered " + std::to_string(reply->status));
+  }
+  auto j = nlohmann::json::parse(reply->body, nullptr, false);
+  if (j.is_discarded()) {
+    return Error(ErrorCode::kUpstreamProtocol, path + " answered something that is not JSON");
+  }
+  return j;
+}
+
+}  // namespace
+
+bool LlamaCppServer::reports_work_in_progress() {
+  // Asked from a request's wait: a server too busy or hung to answer in a
+  // second is not reported as working.
+  auto slots = backend_json(client(), "GET", "/slots", "", std::chrono::seconds(1));
+  if (!slots.ok() || !slots->is_array()) {
+    return false;
+  }
+  for (const auto& slot : *slots) {
+    if (slot.is_object() && slot.value("is_processing", false)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::optional<long long> LlamaCppServer::count_prompt_tokens(ApiRoute route,
+                                                             const nlohmann::json& body) {
+  // The prompt as the model sees it: a chat through its template.
+  nlohmann::json prompt;
+  if (route == ApiRoute::kChatCompletions) {
+    auto applied = backend_json(client(), "POST", "/apply-template", body.dump(), kCountTimeout);
+    if (!applied.ok() || !applied->contains("prompt")) {
+      return std::nullopt;
+    }
+    prompt = (*applied)["prompt"];
+  } else if (route == ApiRoute::kCompletions && body.contains("prompt")) {
+    prompt = body["prompt"];
+  } else {
+    return std::nullopt;
+  }
+  // add_special as the completion path tokenizes (a BOS where the model
+  // has one).
+  auto tokens = backend_json(client(), "POST", "/tokenize",
+                             nlohmann::json{{"content", prompt}, {"add_special", true}}.dump(),
+                             kCountTimeout);
+  if (!tokens.ok() || !tokens->contains("tokens") || !(*tokens)["tokens"].is_array()) {
+    return std::nullopt;
+  }
+  return static_cast<long long>((*tokens)["tokens"].size());
 }
 
 bool LlamaCppServer::output_reports_out_of_memory(const std::vector<std::string>& lines) const {

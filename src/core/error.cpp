@@ -80,6 +80,8 @@ const char* error_code_name(ErrorCode code) {
       return "session_busy";
     case ErrorCode::kSessionLost:
       return "session_lost";
+    case ErrorCode::kPromptTooLong:
+      return "prompt_too_long";
     case ErrorCode::kOffline:
       return "offline";
     case ErrorCode::kInvalidArchive:

@@ -71,6 +71,8 @@ ErrorShape error_shape(ErrorCode code) {
       return {404, "invalid_request_error", "session_not_found"};
     case ErrorCode::kSessionBusy:
       return {409, "invalid_request_error", "session_busy"};
+    case ErrorCode::kPromptTooLong:
+      return {400, "invalid_request_error", "prompt_too_long"};
     case ErrorCode::kSessionLost:
       return {409, "invalid_request_error", "session_lost"};
     case ErrorCode::kOffline:

@@ -224,6 +224,7 @@ void ApiServer::handle_speech(net::Request& r, net::ResponseWriter& w) {
 
 void ApiServer::forward_inference(InferenceRequest& req, net::ResponseWriter& raw) {
   const auto started = ObservedWriter::Clock::now();
+  req.id = next_request_id_.fetch_add(1, std::memory_order_relaxed);
   ObservedWriter w(raw);
   bool known_model = true;
   auto figures = forward_inference_to(req, w, known_model);
@@ -231,6 +232,7 @@ void ApiServer::forward_inference(InferenceRequest& req, net::ResponseWriter& ra
     return;  // an unknown name gets no series of its own (a client could make endless ones)
   }
   telemetry::RequestRecord record;
+  record.id = req.id;
   record.model = req.model;
   record.route = api_route_name(req.route);
   record.status = w.status();
@@ -308,6 +310,79 @@ std::optional<RequestStats> ApiServer::forward_inference_to(InferenceRequest& re
     write_unanswered(w, *lease, call, failure);
     return std::nullopt;
   }
+}
+
+namespace {
+
+// Chat and completions: the routes whose prompt a backend reads before it
+// answers, and that llama-server reports progress on.
+bool reads_a_prompt(ApiRoute route) {
+  return route == ApiRoute::kChatCompletions || route == ApiRoute::kCompletions;
+}
+
+bool client_asked_progress(const nlohmann::json& body) {
+  auto it = body.find("return_progress");
+  return it != body.end() && it->is_boolean() && it->get<bool>();
+}
+
+// How often a request's prefill progress becomes a `request` event.
+constexpr std::chrono::milliseconds kProgressEventPace{500};
+
+}  // namespace
+
+Status ApiServer::check_prefill_limit(const InferenceRequest& req, WrappedServer& server) {
+  if (settings_.max_prefill_tokens <= 0 || req.json == nullptr || !reads_a_prompt(req.route)) {
+    return ok_status();
+  }
+  auto tokens = server.count_prompt_tokens(req.route, *req.json);
+  if (!tokens) {
+    logger("http")->warn(
+        "--max-prefill-tokens: '{}' could not count the prompt's tokens; "
+        "the request goes on",
+        req.model);
+    return ok_status();
+  }
+  if (*tokens <= settings_.max_prefill_tokens) {
+    return ok_status();
+  }
+  return Error(ErrorCode::kPromptTooLong,
+               "the prompt has " + std::to_string(*tokens) + " tokens, more than " +
+                   "--max-prefill-tokens (" + std::to_string(settings_.max_prefill_tokens) +
+                   ") allows",
+               req.route == ApiRoute::kChatCompletions ? "messages" : "prompt");
+}
+
+void ApiServer::watch_long_prompt(const InferenceRequest& req, WrappedServer& server,
+                                  std::string& owned_body, std::string_view& body,
+                                  ProxyCall& call) {
+  // Issue #26: a silent backend that says it is working is not idle; a
+  // stream hears a heartbeat while the backend reads its prompt, and its
+  // backend is asked how far it got.
+  call.still_working = [&server] { return server.reports_work_in_progress(); };
+  if (!req.stream) {
+    return;
+  }
+  call.heartbeat = settings_.stream_heartbeat;
+  if (req.json == nullptr || !reads_a_prompt(req.route) || !server.reports_prompt_progress()) {
+    return;
+  }
+  if (!client_asked_progress(*req.json)) {
+    if (auto asked = with_return_progress(body)) {
+      owned_body = std::move(*asked);
+      body = owned_body;
+      call.strip_progress = true;
+    }
+  }
+  call.on_progress = [this, last_event = std::chrono::steady_clock::time_point{}, id = req.id,
+                      model = req.model,
+                      route = api_route_name(req.route)](const PromptProgress& p) mutable {
+    const auto now = std::chrono::steady_clock::now();
+    if (p.processed < p.total && now - last_event < kProgressEventPace) {
+      return;
+    }
+    last_event = now;
+    observers_.hub.on_prefill_progress({id, model, route, p.processed, p.total});
+  };
 }
 
 ProxyCall ApiServer::make_call(const InferenceRequest& req, std::string path,
@@ -416,7 +491,12 @@ ProxyOutcome ApiServer::forward_attempt(InferenceRequest& req, net::ResponseWrit
       body = owned_body;
     }
   }
+  if (auto refused = check_prefill_limit(req, server); !refused.ok()) {
+    write_error(w, refused.error());
+    return {};
+  }
   ProxyCall call = make_call(req, *path, content_type);
+  watch_long_prompt(req, server, owned_body, body, call);
   call.body = body;
   call.defer_retryable = true;
   if (sanitized) {

@@ -164,12 +164,16 @@ std::optional<nlohmann::json> usage_objects(std::string_view body) {
   return out;
 }
 
-// A caller's own cancel (ProxyCall::cancelled), polled between the bytes.
+constexpr std::chrono::milliseconds kCancelPoll{100};
+
+// A caller's own cancel (ProxyCall::cancelled), polled between the bytes,
+// and its test of a silent backend (ProxyCall::still_working).
 void watch_cancel(const ProxyCall& call, net::CallOptions& opts) {
   if (call.cancelled) {
     opts.on_tick = [&call] { return !call.cancelled(); };
-    opts.tick_interval = std::chrono::milliseconds(100);
+    opts.tick_interval = kCancelPoll;
   }
+  opts.still_working = call.still_working;
 }
 
 // The backend's error answer, in the router's envelope with its status.
@@ -267,6 +271,40 @@ ProxyOutcome forward_whole(Lease& lease, const ProxyCall& call, net::ResponseWri
   return {figures, std::nullopt};
 }
 
+// What a stream has written to its client, for the heartbeat: when, and
+// whether the last write ended an event.
+class StreamClient {
+ public:
+  StreamClient(net::ResponseWriter& writer, const ProxyCall& call)
+      : writer_(writer), call_(call), last_write_(Clock::now()) {}
+
+  bool begin(const net::Headers& headers) { return writer_.begin_chunked(200, headers); }
+  bool write(std::string_view data, bool ends_event) {
+    last_write_ = Clock::now();
+    between_events_ = ends_event;
+    return writer_.write_chunk(data);
+  }
+  // One heartbeat if the client has heard nothing for ProxyCall::heartbeat
+  // and no event is half written; the response's head first if the
+  // backend has not answered yet. False once the client is gone.
+  bool heartbeat_if_due() {
+    if (call_.heartbeat.count() <= 0 || !between_events_ ||
+        Clock::now() - last_write_ < call_.heartbeat) {
+      return true;
+    }
+    if (!writer_.headers_sent() && !begin(sse_headers(""))) {
+      return false;
+    }
+    return write(": ping\n\n", true);
+  }
+
+ private:
+  net::ResponseWriter& writer_;
+  const ProxyCall& call_;
+  Clock::time_point last_write_;
+  bool between_events_ = true;
+};
+
 ProxyOutcome forward_stream(Lease& lease, const ProxyCall& call, net::ResponseWriter& writer,
                             StatsStore& stats) {
   net::UpstreamRequest req;
@@ -279,9 +317,27 @@ ProxyOutcome forward_stream(Lease& lease, const ProxyCall& call, net::ResponseWr
   opts.idle_timeout = idle_bound(call).limit;
   watch_cancel(call, opts);
   SseScanner scanner(Clock::now());
+  StreamClient client(writer, call);
+  ProgressStripper stripper;
   int status = 0;
   std::string error_body;
   bool client_gone = false;
+  if (call.heartbeat.count() > 0) {
+    opts.tick_interval = std::min(call.heartbeat, kCancelPoll);
+    opts.on_tick = [&] {
+      if (call.cancelled && call.cancelled()) {
+        return false;
+      }
+      // Not while the backend's error answer is being read: it becomes the
+      // client's status if nothing was written yet.
+      if (status < 400 && !client.heartbeat_if_due()) {
+        client_gone = true;
+        return false;
+      }
+      return true;
+    };
+  }
+  std::size_t progress_told = 0;
   // The piece that carries the backend's [DONE] (and anything after it)
   // waits until the backend has ended its answer and the lease is released,
   // as the whole answer does in forward_whole().
@@ -295,7 +351,7 @@ ProxyOutcome forward_stream(Lease& lease, const ProxyCall& call, net::ResponseWr
         }
         net::Headers headers = sse_headers(head.headers.get("Content-Type").value_or(""));
         add_extra(headers, call);
-        if (!writer.begin_chunked(200, headers)) {
+        if (!client.begin(headers)) {
           client_gone = true;
           return false;
         }
@@ -308,21 +364,36 @@ ProxyOutcome forward_stream(Lease& lease, const ProxyCall& call, net::ResponseWr
           }
           return true;
         }
-        std::optional<std::string> rewritten;
-        if (scanner.at_boundary()) {
-          rewritten = normalize_sse_error_events(data);
-        }
         const bool done_before = scanner.saw_done();
+        const bool starts_event = scanner.at_boundary();
         scanner.feed(data, Clock::now());
+        if (call.on_progress && scanner.progress_reports() != progress_told) {
+          progress_told = scanner.progress_reports();
+          call.on_progress(*scanner.progress());
+        }
         if (call.cancelled && call.cancelled()) {
           client_gone = true;  // stopped by the caller: nothing more is written
           return false;
         }
-        if (done_before || scanner.saw_done()) {
-          held.append(rewritten ? std::string_view(*rewritten) : data);
+        // What the client gets: progress it did not ask for is dropped
+        // (whole events only then), backend errors in the router's shape.
+        std::string_view out = call.strip_progress ? stripper.feed(data) : data;
+        const bool ends_event = call.strip_progress ? true : scanner.at_boundary();
+        std::optional<std::string> rewritten;
+        if (call.strip_progress || starts_event) {
+          rewritten = normalize_sse_error_events(out);
+        }
+        if (rewritten) {
+          out = *rewritten;
+        }
+        if (out.empty()) {
           return true;
         }
-        if (!writer.write_chunk(rewritten ? std::string_view(*rewritten) : data)) {
+        if (done_before || scanner.saw_done()) {
+          held.append(out);
+          return true;
+        }
+        if (!client.write(out, ends_event)) {
           client_gone = true;
           return false;
         }

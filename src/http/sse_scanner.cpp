@@ -86,6 +86,11 @@ void SseScanner::on_event(std::string_view event, Clock::time_point now) {
       return;
     }
   }
+  if (auto progress = prompt_progress_in(event)) {
+    progress_ = *progress;  // the prompt is still being read: no token yet
+    ++progress_reports_;
+    return;
+  }
   ++data_events_;
   if (last_event_ && gaps_.size() < max_gaps_) {
     gaps_.push_back(std::chrono::duration<double>(now - *last_event_).count());

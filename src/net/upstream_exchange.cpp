@@ -79,8 +79,16 @@ UpstreamExchange::Wait UpstreamExchange::wait(short events) {
       return Wait::kReady;
     }
     const auto now = Clock::now();
-    if ((deadline_ && now >= *deadline_) || (idle_deadline_ && now >= *idle_deadline_)) {
+    if (deadline_ && now >= *deadline_) {
       return Wait::kTimedOut;
+    }
+    if (idle_deadline_ && now >= *idle_deadline_) {
+      // Silence before the first byte may be a long prompt being read: a
+      // backend that says it is still working gets another recheck period.
+      if (body_started_ || !options_.still_working || !options_.still_working()) {
+        return Wait::kTimedOut;
+      }
+      idle_deadline_ = Clock::now() + std::max(options_.working_recheck, kMinTick);
     }
     if (options_.on_tick && now >= next_tick_) {
       if (!options_.on_tick()) {
@@ -311,7 +319,7 @@ Status UpstreamExchange::read_length_body(std::uint64_t length) {
       static_cast<std::size_t>(std::min<std::uint64_t>(remaining, buf_.size()));
   const std::size_t excess = buf_.size() - take;
   if (take > 0) {
-    if (!(*on_data_)(std::string_view(buf_).substr(0, take))) {
+    if (!deliver(std::string_view(buf_).substr(0, take))) {
       return Error(ErrorCode::kCancelled, "request cancelled");
     }
     remaining -= take;
@@ -333,7 +341,7 @@ Status UpstreamExchange::read_length_body(std::uint64_t length) {
         return cut_short(short_by(), *failure_);
     }
     remaining -= got.size();
-    if (!(*on_data_)(got)) {
+    if (!deliver(got)) {
       return Error(ErrorCode::kCancelled, "request cancelled");
     }
   }
@@ -355,7 +363,7 @@ Status UpstreamExchange::read_chunked_body(bool& extra) {
     std::string_view piece;
     switch (decoder.next(in, piece)) {
       case wire::ChunkedDecoder::Step::kData:
-        if (!(*on_data_)(piece)) {
+        if (!deliver(piece)) {
           return Error(ErrorCode::kCancelled, "request cancelled");
         }
         continue;
@@ -385,7 +393,7 @@ Status UpstreamExchange::read_chunked_body(bool& extra) {
 
 Status UpstreamExchange::read_until_close() {
   if (!buf_.empty()) {
-    if (!(*on_data_)(buf_)) {
+    if (!deliver(buf_)) {
       return Error(ErrorCode::kCancelled, "request cancelled");
     }
     buf_.clear();
@@ -400,7 +408,7 @@ Status UpstreamExchange::read_until_close() {
       case Recv::kFailed:
         return *failure_;
     }
-    if (!(*on_data_)(got)) {
+    if (!deliver(got)) {
       return Error(ErrorCode::kCancelled, "request cancelled");
     }
   }

@@ -65,6 +65,11 @@ class UpstreamExchange {
   Error cut_short(std::string_view what, const Error& loss) const;
 
   Status send_request(const UpstreamRequest& request);
+  // Passes body bytes to the caller's on_data.
+  bool deliver(std::string_view data) {
+    body_started_ = body_started_ || !data.empty();
+    return (*on_data_)(data);
+  }
   Status read_head(UpstreamHead& head, int& minor_version);
   // Fewer bytes than `length` (the connection lost first) or more (bytes
   // seen after the body) are kUpstreamProtocol.
@@ -87,6 +92,7 @@ class UpstreamExchange {
   const std::function<bool(std::string_view)>* on_data_ = nullptr;
   std::string buf_;  // received, not yet consumed
   bool got_bytes_ = false;
+  bool body_started_ = false;  // a byte of the body was passed on
   std::optional<Error> failure_;
   short watch_events_ = POLLRDHUP;  // 0 once a half-closed client is kept
 };

@@ -149,6 +149,8 @@ void TelemetryHub::record_request(const RequestRecord& r) {
     return;
   }
   events_.publish("request", {{"model", r.model},
+                              {"request_id", r.id},
+                              {"phase", "done"},
                               {"route", r.route},
                               {"status", r.status},
                               {"stream", r.stream},
@@ -157,6 +159,18 @@ void TelemetryHub::record_request(const RequestRecord& r) {
                               {"prompt_tokens", r.prompt_tokens},
                               {"completion_tokens", r.completion_tokens},
                               {"tokens_per_second", r.tokens_per_second}});
+}
+
+void TelemetryHub::on_prefill_progress(const PrefillProgress& p) {
+  if (!events_.wants_request_events()) {
+    return;
+  }
+  events_.publish("request", {{"model", p.model},
+                              {"request_id", p.id},
+                              {"phase", "prefill"},
+                              {"route", p.route},
+                              {"prefill_tokens_done", p.tokens_done},
+                              {"prefill_tokens_total", p.tokens_total}});
 }
 
 void TelemetryHub::on_download_progress(const std::string& model, const std::string& file,

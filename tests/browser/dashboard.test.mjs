@@ -213,8 +213,8 @@ before(async () => {
   // user.hub is on the fake hub, not on disk.
   root = makeRoot(
     "lemon-dash-",
-    ["quick", "talk", "tiny"],
-    { talk: { stream_chunk_delay_ms: 25, tokens: 24 } },
+    ["quick", "talk", "tiny", "reader"],
+    { talk: { stream_chunk_delay_ms: 25, tokens: 24 }, reader: { prefill_progress_ms: 100 } },
     { hub: { checkpoint: `${HUB_REPO}:Q4_0`, recipe: "llamacpp" } },
   );
   hub = await startHub(root);
@@ -352,6 +352,32 @@ test("the pull button downloads a model with a progress bar", async () => {
     `[...document.querySelectorAll('#model-picker optgroup[label="Downloaded"] option')].some((o) => o.value === "user.hub")`,
   );
   await page.waitFor("the queue to empty", `!document.querySelector("#queue .downloading")`);
+  assertNoProblems(page);
+});
+
+test("a request whose prompt is being read shows a progress bar until it ends", async () => {
+  // A streamed chat whose backend spends 2 s on the prompt, reporting its
+  // progress (issue #26); the page follows it from `request` events.
+  const reply = fetch(`http://127.0.0.1:${router.port}/api/v1/chat/completions`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({
+      model: "user.reader",
+      stream: true,
+      messages: [{ role: "user", content: "Summarise this long document" }],
+      lemon_fake: { response_delay_ms: 2000, tokens: 3 },
+    }),
+  }).then((r) => r.text());
+  await page.waitFor(
+    "the request's progress bar",
+    `document.querySelector('#requests-body tr.prefill progress')?.value > 0`,
+  );
+  const label = await page.evaluate(`document.querySelector('#requests-body tr.prefill .prefill-label').textContent`);
+  assert.match(label, /\d+ \/ \d+ prompt tokens/);
+  const body = await reply;
+  assert.ok(body.includes("[DONE]"), body);
+  assert.ok(!body.includes("prompt_progress"), "progress the client did not ask for was forwarded");
+  await page.waitFor("the bar to give way to the finished request", `!document.querySelector('#requests-body tr.prefill')`);
   assertNoProblems(page);
 });
 

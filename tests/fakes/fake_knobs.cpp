@@ -75,7 +75,11 @@ void warn_unknown_keys(const json& j) {
                                                "prompt_us_per_token",
                                                "oom_while_siblings_above",
                                                "template_rules",
-                                               "reset_first_requests"};
+                                               "reset_first_requests",
+                                               "prefill_progress_ms",
+                                               "ignore_return_progress",
+                                               "slots_report_idle",
+                                               "head_delay_ms"};
   for (const auto& item : j.items()) {
     if (kKnown.count(item.key()) == 0) {
       std::fprintf(stderr, "fake: warning: unknown knob '%s' ignored\n", item.key().c_str());
@@ -117,6 +121,18 @@ Knobs from_json(const json& j) {
   }
   if (j.contains("response_delay_ms")) {
     k.response_delay_ms = get_int(j, "response_delay_ms");
+  }
+  if (j.contains("prefill_progress_ms")) {
+    k.prefill_progress_ms = get_int(j, "prefill_progress_ms");
+  }
+  if (j.contains("ignore_return_progress")) {
+    k.ignore_return_progress = get_bool(j, "ignore_return_progress");
+  }
+  if (j.contains("slots_report_idle")) {
+    k.slots_report_idle = get_bool(j, "slots_report_idle");
+  }
+  if (j.contains("head_delay_ms")) {
+    k.head_delay_ms = get_int(j, "head_delay_ms");
   }
   if (j.contains("stream_chunk_delay_ms")) {
     k.stream_chunk_delay_ms = get_int(j, "stream_chunk_delay_ms");

@@ -49,6 +49,18 @@ struct Knobs {
   std::vector<std::string> template_rules;
   // The first N inference requests are reset (RST) before any answer.
   int reset_first_requests = 0;
+  // Long prompts (issue #26). A streamed chat or completion that asks
+  // "return_progress" gets llama-server's prompt-progress chunks during its
+  // response delay (the prefill): 0 % at the start, one every
+  // prefill_progress_ms (0: none between), 100 % at the end...
+  int prefill_progress_ms = 0;
+  // ... unless the fake plays a llama-server from before progress existed.
+  bool ignore_return_progress = false;
+  // GET /slots shows every slot idle, even one that is working.
+  bool slots_report_idle = false;
+  // A stream's response head is sent only after this many ms, as older
+  // llama-servers answered their head with the first result.
+  int head_delay_ms = 0;
 };
 
 // Loads the knobs; `sidecar_path` may be empty or name a missing file. A

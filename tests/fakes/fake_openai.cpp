@@ -84,6 +84,23 @@ json envelope(const Gen& g, bool chunk) {
   return j;
 }
 
+// llama-server's prompt progress (tools/server/server-task.cpp): an ordinary
+// chunk of the route's kind (a chat one with an empty assistant delta) with
+// "prompt_progress": {"total","cache","processed","time_ms"}.
+std::string progress_chunk(const Gen& g, long processed) {
+  json j = envelope(g, true);
+  json choice = {{"index", 0}, {"finish_reason", nullptr}};
+  if (g.kind == Kind::kChat) {
+    choice["delta"] = {{"role", "assistant"}, {"content", nullptr}};
+  } else {
+    choice["text"] = "";
+  }
+  j["choices"] = json::array({choice});
+  j["prompt_progress"] = {
+      {"total", g.prompt_n}, {"cache", g.cache_n}, {"processed", processed}, {"time_ms", 0.0}};
+  return sse_data(j);
+}
+
 std::string full_response(const Gen& g) {
   json j = envelope(g, false);
   std::string text = generated_text(g.tokens.n);
@@ -371,6 +388,12 @@ void handle(Kind kind, const OpenAiOptions& options, const httplib::Request& req
   plan.tokens = g->tokens.n;
   plan.token_event = [g](int i, const std::string& piece) { return token_chunk(*g, i, piece); };
   plan.tail = [g] { return std::vector<std::string>{final_chunk(*g), "data: [DONE]\n\n"}; };
+  if (options.stats == StatsStyle::kLlama && json_true(body, "return_progress") &&
+      !runtime().knobs.ignore_return_progress) {
+    plan.prompt_tokens = g->prompt_n;
+    plan.cached_tokens = g->cache_n;
+    plan.progress_event = [g](long processed) { return progress_chunk(*g, processed); };
+  }
   reply_stream(job, res, params, std::move(plan));
 }
 
@@ -388,8 +411,24 @@ httplib::Server::Handler completions_handler(const OpenAiOptions& options) {
   };
 }
 
+httplib::Server::Handler apply_template_handler() {
+  return [](const httplib::Request& req, httplib::Response& res) {
+    ++runtime().counters.template_applications;
+    json body = json::parse(req.body, nullptr, false);
+    std::string error;
+    if (!body.is_object() || !body.contains("messages") || !body["messages"].is_array()) {
+      res.status = 400;
+      res.set_content(llama_error_json(400, "'messages' is required", "invalid_request_error"),
+                      "application/json");
+      return;
+    }
+    res.set_content(dump(json{{"prompt", rendered_prompt(Kind::kChat, body)}}), "application/json");
+  };
+}
+
 httplib::Server::Handler tokenize_handler() {
   return [](const httplib::Request& req, httplib::Response& res) {
+    ++runtime().counters.tokenizations;
     json body = json::parse(req.body, nullptr, false);
     if (!body.is_object() || !body.contains("content") || !body["content"].is_string()) {
       res.status = 400;

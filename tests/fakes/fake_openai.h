@@ -26,6 +26,9 @@ httplib::Server::Handler completions_handler(const OpenAiOptions& options);
 // POST /tokenize {"content","add_special"}: {"tokens":[...]}, one token per
 // whitespace-separated word (and a BOS with add_special).
 httplib::Server::Handler tokenize_handler();
+// POST /apply-template {"messages",...}: {"prompt": the chat as the fake's
+// template renders it} (llama-server's route; counted in /fake/state).
+httplib::Server::Handler apply_template_handler();
 // GET /v1/models: {"object":"list","data":[{"id",...}]}; `meta` is added when not null.
 httplib::Server::Handler models_handler(const OpenAiOptions& options, const std::string& meta_json);
 

@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -69,10 +70,39 @@ StreamFault after_chunks(int sent) {
   return knobs.stream_error_after_chunks == sent ? StreamFault::kError : StreamFault::kNone;
 }
 
+// The response delay, llama-server's prefill: with a progress event, 0 % at
+// its start, one every prefill_progress_ms, and 100 % at its end, as
+// llama-server reports a prompt batch by batch.
+Wait prefill(httplib::DataSink& sink, const GenParams& params, const StreamPlan& plan) {
+  if (!plan.progress_event || params.hang) {
+    return wait_watching(sink, params.hang ? -1 : params.response_delay_ms);
+  }
+  const int every = runtime().knobs.prefill_progress_ms;
+  const long todo = plan.prompt_tokens - plan.cached_tokens;
+  if (!write_event(sink, plan.progress_event(plan.cached_tokens))) {
+    return Wait::kClientGone;
+  }
+  for (int spent = 0; spent < params.response_delay_ms;) {
+    const int step = every > 0 ? std::min(every, params.response_delay_ms - spent)
+                               : params.response_delay_ms - spent;
+    if (Wait w = wait_watching(sink, step); w != Wait::kDone) {
+      return w;
+    }
+    spent += step;
+    if (spent < params.response_delay_ms &&
+        !write_event(sink, plan.progress_event(plan.cached_tokens +
+                                               todo * spent / params.response_delay_ms))) {
+      return Wait::kClientGone;
+    }
+  }
+  return write_event(sink, plan.progress_event(plan.prompt_tokens)) ? Wait::kDone
+                                                                    : Wait::kClientGone;
+}
+
 // Body of reply_stream's content provider; returns false to abort the connection.
 bool run_stream(Job& job, httplib::DataSink& sink, const GenParams& params,
                 const StreamPlan& plan) {
-  if (wait_watching(sink, params.hang ? -1 : params.response_delay_ms) != Wait::kDone) {
+  if (prefill(sink, params, plan) != Wait::kDone) {
     return false;
   }
   if (plan.head) {
@@ -243,6 +273,11 @@ void reply_later(const JobPtr& job, httplib::Response& res, const GenParams& par
 
 void reply_stream(const JobPtr& job, httplib::Response& res, const GenParams& params,
                   StreamPlan plan) {
+  // head_delay_ms: the handler returns (and the head goes out) only then.
+  for (int64_t until = mono_ns() + int64_t{runtime().knobs.head_delay_ms} * 1000000;
+       mono_ns() < until && !runtime().stopping;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(kPollMs));
+  }
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream", [job, params, plan = std::move(plan)](size_t, httplib::DataSink& sink) {

@@ -63,6 +63,11 @@ struct StreamPlan {
   std::function<std::vector<std::string>()> tail;
   // The event sent by stream_error_after_chunks (default: llama.cpp's).
   std::function<std::string()> error_event;
+  // With "return_progress": the prompt-progress event for `processed` of
+  // the prompt's tokens, sent during the response delay (prefill_progress_ms).
+  std::function<std::string(long processed)> progress_event;
+  long prompt_tokens = 0;
+  long cached_tokens = 0;
 };
 
 // Streams `plan` as text/event-stream, applying the delay, hang, crash and

@@ -76,6 +76,8 @@ void state_handler(const httplib::Request&, httplib::Response& res) {
                 {"cancelled", rt.counters.cancelled.load()},
                 {"resets", rt.counters.resets.load()},
                 {"template_rejections", rt.counters.template_rejections.load()},
+                {"template_applications", rt.counters.template_applications.load()},
+                {"tokenizations", rt.counters.tokenizations.load()},
                 {"ready", is_ready()},
                 {"ready_after_ms", ready_after_ms()},
                 {"env", env_snapshot()}};

@@ -15,12 +15,14 @@
 namespace fake {
 
 struct Counters {
-  std::atomic<long> requests{0};             // inference requests received (admitted)
-  std::atomic<long> completed{0};            // inference requests fully answered
-  std::atomic<long> active{0};               // inference requests in progress
-  std::atomic<long> cancelled{0};            // client went away before the answer ended
-  std::atomic<long> resets{0};               // connections reset by reset_first_requests
-  std::atomic<long> template_rejections{0};  // chats refused by template_rules
+  std::atomic<long> requests{0};               // inference requests received (admitted)
+  std::atomic<long> completed{0};              // inference requests fully answered
+  std::atomic<long> active{0};                 // inference requests in progress
+  std::atomic<long> cancelled{0};              // client went away before the answer ended
+  std::atomic<long> resets{0};                 // connections reset by reset_first_requests
+  std::atomic<long> template_rejections{0};    // chats refused by template_rules
+  std::atomic<long> template_applications{0};  // POST /apply-template answered
+  std::atomic<long> tokenizations{0};          // POST /tokenize answered
 };
 
 struct Runtime {

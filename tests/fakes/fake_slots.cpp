@@ -207,7 +207,7 @@ json slots_json() {
     json slot = {{"id", static_cast<int>(i)},
                  {"n_ctx", per_slot},
                  {"speculative", false},
-                 {"is_processing", r.busy}};
+                 {"is_processing", r.busy && !runtime().knobs.slots_report_idle}};
     if (r.id_task >= 0) {
       slot["id_task"] = r.id_task;
       slot["n_prompt_tokens"] = r.n_prompt_tokens;

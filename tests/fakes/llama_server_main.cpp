@@ -194,6 +194,7 @@ int main(int argc, char** argv) {
                     fake::rerank_handler(model_id, args.has("--reranking")));
   fake::post_routes(svr, {"/responses", "/v1/responses"}, fake::responses_handler(model_id));
   fake::post_routes(svr, {"/tokenize"}, fake::tokenize_handler());
+  fake::post_routes(svr, {"/apply-template"}, fake::apply_template_handler());
 
   fake::serve(svr, {"build: 6000 (fake0000) with c++ for x86_64-linux-gnu",
                     "llama_model_loader: loaded meta data from " + rt.model,

@@ -78,7 +78,9 @@ TEST_F(TimeoutsTest, AStreamSilentPastTheIdleTimeoutEndsWithAnErrorEvent) {
 }
 
 TEST_F(TimeoutsTest, ABackendSilentPastTheBackendIdleTimeoutGets504AndIsCancelled) {
-  env_.add_llm("a");
+  // Silent, and its /slots does not show it working either (a backend that
+  // does is waited for: LongPromptTest).
+  env_.write_sidecar(env_.add_llm("a"), {{"slots_report_idle", true}});
   ASSERT_NO_FATAL_FAILURE(start_router({"--backend-idle-timeout", "0.3"}));
   // The fake sends its head at once, then nothing for 5 s.
   HttpReply r = chat(port(), "user.a", {{"lemon_fake", {{"response_delay_ms", 5000}}}});

@@ -72,6 +72,7 @@ const ShapeCase kShapes[] = {
     {ErrorCode::kSessionNotFound, 404, "invalid_request_error", "session_not_found"},
     {ErrorCode::kSessionBusy, 409, "invalid_request_error", "session_busy"},
     {ErrorCode::kSessionLost, 409, "invalid_request_error", "session_lost"},
+    {ErrorCode::kPromptTooLong, 400, "invalid_request_error", "prompt_too_long"},
     {ErrorCode::kOffline, 404, "invalid_request_error", "offline"},
     {ErrorCode::kInvalidArchive, 502, "server_error", "invalid_archive"},
     {ErrorCode::kInternal, 500, "server_error", "internal_error"},

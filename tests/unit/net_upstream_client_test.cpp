@@ -569,6 +569,51 @@ TEST(HttpUpstreamClient, IdleTimeoutIsGatewayTimeout) {
   EXPECT_NE(r.error().message().find("sent nothing for 100 ms"), std::string::npos);
 }
 
+// Issue #26: silence before the first byte is not idleness while the
+// backend says it is working; the wait goes on one recheck at a time, and
+// times out as usual once the backend stops saying so.
+TEST(HttpUpstreamClient, ABackendThatSaysItIsWorkingIsNotIdleBeforeItsFirstByte) {
+  Gate release;
+  RunningServer backend([&](Request&, ResponseWriter& w) {
+    release.wait();
+    w.send(200, {}, "done");
+  });
+  UpstreamClient client("127.0.0.1", backend.port());
+  CallOptions options;
+  options.idle_timeout = 50ms;
+  options.working_recheck = 20ms;
+  int asked = 0;
+  options.still_working = [&] {
+    if (++asked == 3) {
+      release.open();  // the answer comes while the third recheck waits
+    }
+    return true;
+  };
+  auto r = client.send(get("/"), options);
+  ASSERT_TRUE(r.ok()) << r.error().message();
+  EXPECT_EQ(r->body, "done");
+  EXPECT_GE(asked, 3);
+}
+
+TEST(HttpUpstreamClient, ABackendThatStopsSayingItIsWorkingTimesOut) {
+  Gate release;
+  RunningServer backend([&](Request&, ResponseWriter& w) {
+    release.wait();
+    w.send(200, {}, "late");
+  });
+  UpstreamClient client("127.0.0.1", backend.port());
+  CallOptions options;
+  options.idle_timeout = 50ms;
+  options.working_recheck = 20ms;
+  int asked = 0;
+  options.still_working = [&] { return ++asked < 4; };
+  auto r = client.send(get("/"), options);
+  release.open();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code(), ErrorCode::kGatewayTimeout);
+  EXPECT_EQ(asked, 4);
+}
+
 // Issue #24: the backend's secret goes on every call and probe, in place of
 // any Authorization header a request carries.
 TEST(HttpUpstreamClient, TheBearerTokenGoesOnEveryCallInPlaceOfTheRequests) {

@@ -60,6 +60,8 @@ struct Config {
   std::chrono::milliseconds backend_retry_delay{1000};      // first retry; 0: none (issue #14 §2)
   std::chrono::milliseconds stream_idle_timeout{0};         // 0: none
   std::chrono::milliseconds backend_idle_timeout{600'000};  // no byte from a backend; 0: none
+  std::chrono::milliseconds stream_heartbeat{1000};         // ": ping" in a silent stream; 0: none
+  long long max_prefill_tokens = 0;                         // 0: no limit
   std::chrono::milliseconds header_timeout{10'000};
   std::chrono::milliseconds body_timeout{30'000};
   std::size_t body_min_rate = 1024;

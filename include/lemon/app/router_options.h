@@ -55,6 +55,8 @@ struct RouterOptionValues {
   double backend_retry_delay_s = 1.0;
   double stream_idle_timeout_s = 0.0;
   double backend_idle_timeout_s = 600.0;
+  double stream_heartbeat_s = 1.0;
+  long long max_prefill_tokens = 0;
   double header_timeout_s = 10.0;
   double body_timeout_s = 30.0;
   double body_min_rate = 1024.0;

@@ -30,6 +30,9 @@ class LlamaCppServer final : public ProcessServer {
   // parallel x ctx_size tokens, and compute buffers; on the GPU the model
   // runs on (the `gpu` option; its child sees only that GPU), else in RAM.
   DeviceBytes memory_estimate() const override;
+  bool reports_prompt_progress() const override { return true; }
+  bool reports_work_in_progress() override;
+  std::optional<long long> count_prompt_tokens(ApiRoute route, const nlohmann::json& body) override;
   std::optional<std::string> upstream_path(ApiRoute route) const override;
 
   // The flags llamacpp_args may not contain.

@@ -119,6 +119,23 @@ class WrappedServer {
     return std::nullopt;
   }
 
+  // Long prompts (issue #26). Whether a streamed chat or completion may ask
+  // this backend for its prompt progress ("return_progress", llama-server;
+  // prompt_progress.h).
+  virtual bool reports_prompt_progress() const { return false; }
+  // Whether the backend says it is working on a request now (llama-server:
+  // a slot processing in GET /slots), for a request that has heard nothing
+  // from it for its idle timeout. Default: it cannot say (false).
+  virtual bool reports_work_in_progress() { return false; }
+  // The prompt's tokens for a chat or completion `body`, counted as the
+  // backend counts them (llama-server: /apply-template, then /tokenize),
+  // for --max-prefill-tokens; nullopt when it cannot count.
+  virtual std::optional<long long> count_prompt_tokens(ApiRoute route, const nlohmann::json& body) {
+    (void)route;
+    (void)body;
+    return std::nullopt;
+  }
+
   // For multipart routes (image edits and variations): the form the backend
   // takes, built from the client's `fields`, or nullopt to forward the
   // client's body unchanged.

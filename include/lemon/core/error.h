@@ -56,6 +56,7 @@ enum class ErrorCode {
   kSessionNotFound,     // no session with that id (never was, ended, or expired)
   kSessionBusy,         // the session is generating: no second generate, no append
   kSessionLost,         // the session's server was evicted, unloaded or crashed
+  kPromptTooLong,       // the prompt has more tokens than --max-prefill-tokens allows
 
   // Download failures (model store, backend installer).
   kRemoteNotFound,       // the hub/release server has no such repository, revision or file
@@ -102,6 +103,7 @@ inline constexpr ErrorCode kAllErrorCodes[] = {
     ErrorCode::kSessionNotFound,
     ErrorCode::kSessionBusy,
     ErrorCode::kSessionLost,
+    ErrorCode::kPromptTooLong,
     ErrorCode::kRemoteNotFound,
     ErrorCode::kRemoteUnauthorized,
     ErrorCode::kRemoteForbidden,

@@ -51,6 +51,12 @@ struct ApiSettings {
   std::chrono::milliseconds backend_retry_delay{1000};
   // How often a streaming client waiting for a load gets ": loading".
   std::chrono::milliseconds keepalive_interval{1000};
+  // --stream-heartbeat: a stream whose backend is silent this long (reading
+  // a long prompt) gets ": ping" (zero: none; issue #26).
+  std::chrono::milliseconds stream_heartbeat{1000};
+  // --max-prefill-tokens: a chat or completion whose prompt has more tokens
+  // is refused with 400 before it reaches the backend (0: no limit).
+  long long max_prefill_tokens = 0;
   AccessSettings access;
   std::string cache_dir;      // for /system-info's backend lookup
   RecipeOptions cli_options;  // for /system-info's default backends
@@ -106,6 +112,8 @@ struct InferenceRequest {
   std::function<std::optional<std::string>(std::string_view)> transform;
   // json's id_slot was set by the router for the current attempt's lease.
   bool slot_set_by_router = false;
+  // The router's number for it, in its `request` events.
+  std::uint64_t id = 0;
 };
 
 // Follows a download or install task for a /pull or /install request: with
@@ -150,6 +158,7 @@ class ApiServer {
   std::atomic<int> open_streams_{0};
   std::atomic<bool> drain_expired_{false};
   std::atomic<bool> stopping_{false};
+  std::atomic<std::uint64_t> next_request_id_{1};
   // The server's HeadCheck: the route and access (API key, origin, Host,
   // media type) checked before any of the body is read (issue #11 §3a).
   std::optional<net::EarlyAnswer> check_head(const net::Request& r) const;
@@ -285,6 +294,15 @@ class ApiServer {
                                std::optional<Lease>& lease);
   ProxyCall make_call(const InferenceRequest& req, std::string path,
                       std::string content_type) const;
+  // --max-prefill-tokens: kPromptTooLong when the backend counts more
+  // tokens in the request's prompt (issue #26).
+  Status check_prefill_limit(const InferenceRequest& req, WrappedServer& server);
+  // Long prompts (issue #26): the backend's "still working" test, and for a
+  // stream its heartbeat and llama-server's prompt progress (asked for in
+  // `body`, rewritten into `owned_body`, and stripped unless the client
+  // asked for it too).
+  void watch_long_prompt(const InferenceRequest& req, WrappedServer& server,
+                         std::string& owned_body, std::string_view& body, ProxyCall& call);
   // A backend call with the router's limits (sizes, timeouts, the drain):
   // what every call, inference or a session's turn, shares.
   ProxyCall limited_call(std::string path, std::string content_type, bool stream) const;

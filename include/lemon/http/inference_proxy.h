@@ -5,7 +5,10 @@
 // - streaming: every piece the backend writes becomes one chunk to the client
 //   at once (no buffering); a stream that breaks ends with an SSE error event
 //   and `data: [DONE]`; stats come from the final `timings`/`usage` event,
-//   keeping only that event in memory;
+//   keeping only that event in memory; while the backend is silent (reading
+//   a long prompt, issue #26) the client gets an SSE comment every
+//   ProxyCall::heartbeat, between events only, and the response's head
+//   first if the backend has not sent its own;
 // - the client's socket is watched, so a client that leaves cancels the
 //   backend request immediately (also during prompt processing);
 // - with ProxyCall::defer_retryable, a failure of which nothing reached the
@@ -23,6 +26,7 @@
 #include <string_view>
 
 #include "lemon/http/backend_rejection.h"
+#include "lemon/http/prompt_progress.h"
 #include "lemon/net/server.h"
 #include "lemon/router/lease.h"
 #include "lemon/router/request_stats.h"
@@ -58,6 +62,18 @@ struct ProxyCall {
   bool defer_retryable = false;
   // Headers added to a successful answer (X-Lemonade-Sanitized).
   net::Headers extra_headers;
+  // Streams: after this long without a byte written to the client, an SSE
+  // comment (": ping"); zero: none (--stream-heartbeat, issue #26).
+  std::chrono::milliseconds heartbeat{0};
+  // Streams: llama-server's prompt-progress events, asked for by the router
+  // and not by the client, are read but not forwarded.
+  bool strip_progress = false;
+  // Optional: told of each prompt progress the backend reports.
+  std::function<void(const PromptProgress&)> on_progress;
+  // Optional: whether the backend is still working on the request, asked
+  // when the idle bound passes before its first byte (CallOptions::
+  // still_working): a llama-server slot processing.
+  std::function<bool()> still_working;
 };
 
 // A failure forward_to_backend() left unwritten: nothing of it reached the

@@ -2,7 +2,9 @@
 // It finds event boundaries, keeps only the last complete event that carries
 // `timings` or `usage` (for /stats), notes `data: [DONE]`, and times the
 // arrival of data events (router-measured time to first token and gaps
-// between tokens). Memory is bounded by the largest single event.
+// between tokens). llama-server's prompt-progress events are not data
+// events: it keeps the latest (prompt_progress.h). Memory is bounded by the
+// largest single event.
 //
 // Thread-safety: one scanner per stream, used by one thread.
 #pragma once
@@ -14,6 +16,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "lemon/http/prompt_progress.h"
 
 namespace lemon::http {
 
@@ -40,6 +44,10 @@ class SseScanner {
   const std::vector<double>& gaps() const { return gaps_; }
   // Seconds from the first to the last data event.
   double generation_seconds() const;
+  // The latest prompt progress the backend reported, and how many reports
+  // came so far.
+  const std::optional<PromptProgress>& progress() const { return progress_; }
+  std::size_t progress_reports() const { return progress_reports_; }
 
  private:
   void on_event(std::string_view event, Clock::time_point now);
@@ -54,6 +62,8 @@ class SseScanner {
   std::optional<Clock::time_point> first_event_;
   std::optional<Clock::time_point> last_event_;
   std::vector<double> gaps_;
+  std::optional<PromptProgress> progress_;
+  std::size_t progress_reports_ = 0;
 };
 
 // The `data:` payload of one SSE event (lines joined with '\n'), or nullopt

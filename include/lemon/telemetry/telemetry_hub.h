@@ -35,6 +35,16 @@ struct RequestRecord {
   int prompt_tokens = 0;
   int completion_tokens = 0;
   double tokens_per_second = 0.0;  // 0 when unknown
+  std::uint64_t id = 0;            // the router's number for the request (ties progress to it)
+};
+
+// How far a backend has read a request's prompt (issue #26).
+struct PrefillProgress {
+  std::uint64_t id = 0;  // RequestRecord::id
+  std::string model;
+  std::string route;
+  long long tokens_done = 0;  // evaluated or found in the cache
+  long long tokens_total = 0;
 };
 
 // Figures the HTTP layer knows and the router does not.
@@ -53,6 +63,9 @@ class TelemetryHub {
   // Router::on_event: events for the bus, load and eviction metrics.
   void on_router_event(const RouterEvent& event);
   void record_request(const RequestRecord& record);
+  // A `request` event in its prefill phase, while someone follows the
+  // events (the caller paces them).
+  void on_prefill_progress(const PrefillProgress& progress);
   // A download's progress (ModelStore), at most twice a second per model.
   void on_download_progress(const std::string& model, const std::string& file, std::uint64_t bytes,
                             std::uint64_t total);
