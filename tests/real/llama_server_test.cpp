@@ -1,0 +1,137 @@
+// The router against a real llama-server (LEMON_REAL_LLAMA_SERVER) and the
+// tiny random-weight chat model: its secret keeps direct callers out
+// (issue #24), and a long prompt is heartbeated, reported and never cut
+// (issue #26).
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "real/real_backend.h"
+#include "support/http_client.h"
+#include "support/process_watch.h"
+#include "support/router_events.h"
+#include "support/sse_reader.h"
+
+namespace lemon::testing {
+namespace {
+
+using nlohmann::json;
+
+TEST_F(RealLlamaTest, OnlyTheRouterGetsThroughToTheBackend) {
+  add_tiny_chat("tiny");
+  ASSERT_NO_FATAL_FAILURE(start_real_router({"--log-level", "trace"}));
+  load_ok("user.tiny");
+  const std::string url = loaded_field(health(port()), "user.tiny", "backend_url");
+  const int pid = loaded_pid(port(), "user.tiny");
+  const std::string key = environment_value(pid, "LLAMA_API_KEY");
+  ASSERT_EQ(key.size(), 64u);
+
+  const std::string body =
+      R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":3})";
+  HttpReply direct =
+      url_request(url, "POST", "/v1/chat/completions", body, {{"Origin", "http://evil.example"}});
+  EXPECT_EQ(direct.status, 401) << direct.body;
+  EXPECT_EQ(direct.json()["error"]["type"], "authentication_error") << direct.body;
+  for (const char* path : {"/slots", "/props"}) {
+    EXPECT_EQ(url_get(url, path).status, 401) << path;
+  }
+  // With the key, as the router calls it.
+  HttpReply keyed = url_request(url, "POST", "/v1/chat/completions", body,
+                                {{"Authorization", "Bearer " + key}});
+  EXPECT_EQ(keyed.status, 200) << keyed.body;
+
+  HttpReply routed = chat(port(), "user.tiny", {{"max_tokens", 3}});
+  EXPECT_EQ(routed.status, 200) << routed.body;
+  // The router's telemetry reads /slots with the key.
+  EXPECT_EQ(http_get(port(), "/api/v1/metrics").status, 200);
+
+  EXPECT_EQ(command_line(pid).find(key), std::string::npos);
+  EXPECT_EQ(router().log_text().find(key), std::string::npos)
+      << "the key is in the router's log (llama-server's own lines included)";
+  EXPECT_EQ(health(port()).dump().find(key), std::string::npos);
+}
+
+// A prompt of about 4,000 tokens, read 256 tokens a batch: the client hears
+// heartbeats while llama-server reads it, gets its progress only when it
+// asks, and the dashboard's events see it either way.
+TEST_F(RealLlamaTest, ALongPromptIsHeartbeatedAndReported) {
+  add_tiny_chat("tiny");
+  ASSERT_NO_FATAL_FAILURE(start_real_router({"--stream-heartbeat", "0.01"}));
+  ASSERT_EQ(load(port(), "user.tiny",
+                 {{"ctx_size", 8192}, {"llamacpp_args", "--batch-size 256 --ubatch-size 256"}})
+                .status,
+            200);
+  std::string document;
+  for (int i = 0; i < 1000; ++i) {
+    document += "the quick brown fox ";
+  }
+  json body = {{"model", "user.tiny"},
+               {"stream", true},
+               {"max_tokens", 4},
+               {"messages", {{{"role", "user"}, {"content", document}}}}};
+
+  RouterEvents events(port());
+  for (bool asked : {false, true}) {
+    if (asked) {
+      body["return_progress"] = true;
+    }
+    SseStream s(port(), "/api/v1/chat/completions", body.dump());
+    ASSERT_TRUE(s.read_head());
+    ASSERT_EQ(s.status(), 200);
+    int pings = 0;
+    int progress = 0;
+    json last_progress;
+    bool done = false;
+    for (const auto& e : s.rest()) {
+      if (e.is_comment()) {
+        pings += 1;
+      } else if (e.is_done()) {
+        done = true;
+      } else {
+        json d = json::parse(e.data, nullptr, false);
+        ASSERT_FALSE(d.is_discarded()) << e.data;
+        EXPECT_FALSE(d.contains("error")) << e.data;
+        if (d.contains("prompt_progress")) {
+          ++progress;
+          last_progress = d["prompt_progress"];
+        }
+      }
+    }
+    EXPECT_TRUE(done);
+    EXPECT_TRUE(s.ended_cleanly());
+    EXPECT_GE(pings, 1) << "no heartbeat while llama-server read the prompt";
+    if (asked) {
+      EXPECT_GE(progress, 3) << "0 %, batches, 100 %";
+      EXPECT_GT(last_progress["total"].get<long long>(), 3000) << last_progress.dump();
+      EXPECT_EQ(last_progress["processed"], last_progress["total"]) << last_progress.dump();
+    } else {
+      EXPECT_EQ(progress, 0) << "progress the client did not ask for was forwarded";
+    }
+  }
+  auto prefill = events.next("request", "user.tiny");
+  ASSERT_TRUE(prefill.has_value());
+  EXPECT_EQ((*prefill)["phase"], "prefill") << prefill->dump();
+  EXPECT_GT((*prefill)["prefill_tokens_total"].get<long long>(), 3000) << prefill->dump();
+}
+
+// A non-streaming request whose prompt takes longer to read than
+// --backend-idle-timeout: llama-server's /slots shows it working, so it is
+// not cut.
+TEST_F(RealLlamaTest, ANonStreamingLongPromptOutlastsTheIdleTimeout) {
+  add_tiny_chat("tiny");
+  ASSERT_NO_FATAL_FAILURE(start_real_router({"--backend-idle-timeout", "0.2"}));
+  ASSERT_EQ(load(port(), "user.tiny", {{"ctx_size", 16384}}).status, 200);
+  std::string document;
+  for (int i = 0; i < 3000; ++i) {
+    document += "the quick brown fox ";
+  }
+  HttpReply r = http_post(port(), "/api/v1/chat/completions",
+                          json{{"model", "user.tiny"},
+                               {"max_tokens", 4},
+                               {"messages", {{{"role", "user"}, {"content", document}}}}});
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_GT(r.json()["usage"]["prompt_tokens"].get<long long>(), 10000) << r.body;
+}
+
+}  // namespace
+}  // namespace lemon::testing
