@@ -4,7 +4,7 @@
 
 #include "lemon/backends/llamacpp_server.h"
 #include "lemon/backends/process_server.h"
-#include "lemon/models/gguf_header.h"
+#include "lemon/models/gguf_header_cache.h"
 #include "lemon/process/process_memory.h"
 
 namespace lemon {
@@ -59,7 +59,7 @@ DeviceBytes LlamaCppServer::memory_estimate() const {
   const std::string main = model().resolved_path("main");
   std::int64_t weights = path_bytes(main);
   std::int64_t kv = 0;
-  if (auto header = read_gguf_header(main); header.ok()) {
+  if (auto header = GgufHeaderCache::shared().get(main); header.ok()) {
     if (header->tensor_bytes > 0) {
       weights = static_cast<std::int64_t>(header->tensor_bytes);
     }
