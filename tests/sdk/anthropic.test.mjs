@@ -5,7 +5,15 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import Anthropic from "@anthropic-ai/sdk";
-import { makeRoot, removeRoot, startRouter, stopRouter } from "./router.mjs";
+import {
+  HEARTBEAT,
+  SLOW_PROMPT,
+  makeRoot,
+  rawStream,
+  removeRoot,
+  startRouter,
+  stopRouter,
+} from "./router.mjs";
 
 let root;
 let router;
@@ -21,8 +29,9 @@ before(async () => {
   root = makeRoot("lemon-sdk-anthropic-", {
     chat: { recipe: "llamacpp", labels: [] },
     embed: { recipe: "llamacpp", labels: ["embeddings"] },
+    slow: { recipe: "llamacpp", labels: [], knobs: SLOW_PROMPT },
   });
-  router = await startRouter(root);
+  router = await startRouter(root, HEARTBEAT);
   client = new Anthropic({ baseURL: `http://127.0.0.1:${router.port}`, apiKey: "unused", maxRetries: 0 });
 });
 
@@ -87,6 +96,16 @@ test("messages.stream collects the final message", async () => {
   assert.deepEqual(m.content, [{ type: "text", text: "The quick brown " }]);
   assert.equal(m.stop_reason, "stop_sequence");
   assert.equal(m.stop_sequence, "fox");
+});
+
+test("ping events while the backend reads a long prompt are ignored by the SDK", async () => {
+  const request = { model: "user.slow", max_tokens: 5, messages: [{ role: "user", content: "Read this" }] };
+  const raw = await rawStream(router.port, "/v1/messages", { ...request, stream: true });
+  assert.match(raw, /event: ping\ndata: \{"type":\s?"ping"\}/, "the router sent no ping event");
+  assert.doesNotMatch(raw, /^:/m, "Anthropic's stream carries ping events, not comments");
+  const message = await client.messages.stream(request).finalMessage();
+  assert.deepEqual(message.content, [{ type: "text", text: "The quick brown fox jumps" }]);
+  assert.equal(message.stop_reason, "end_turn", "the fake's five tokens end the answer");
 });
 
 test("tool use, non-streaming and streamed", async () => {

@@ -84,17 +84,24 @@ before(async () => {
   mkdirSync(join(root, "cache"));
   mkdirSync(join(root, "hf"));
   const models = {};
-  const add = (name, recipe, labels) => {
+  const add = (name, recipe, labels, knobs) => {
     const file = join(root, `${name}.gguf`);
     writeFileSync(file, "GGUF");
+    if (knobs) {
+      writeFileSync(`${file}.fake.json`, JSON.stringify(knobs));
+    }
     models[name] = { checkpoint: file, recipe, labels, source: "local_path" };
   };
   add("chat", "llamacpp", []);
   add("embed", "llamacpp", ["embeddings"]);
   add("whisper", "whispercpp", ["audio"]);
   add("sd", "sd-cpp", ["image"]);
+  // The fake reads this one's prompt for 600 ms (issue #26).
+  add("slow", "llamacpp", [], { response_delay_ms: 600, tokens: 5 });
   writeFileSync(join(root, "cache", "user_models.json"), JSON.stringify(models));
-  router = await startRouter(root);
+  // Heartbeats in every silence over 50 ms: every stream below must parse
+  // with them.
+  router = await startRouter(root, ["--stream-heartbeat", "0.05"]);
   client = new OpenAI({ baseURL: `http://127.0.0.1:${router.port}/api/v1`, apiKey: "unused" });
 });
 
@@ -133,6 +140,26 @@ test("chat.completions.create, streaming", async () => {
   assert.ok(chunks >= 6, `got ${chunks} chunks`);
   assert.ok(text.length > 0);
   assert.equal(finish, "length");
+});
+
+test("heartbeats while the backend reads a long prompt are ignored by the SDK", async () => {
+  const request = { model: "user.slow", messages: [{ role: "user", content: "Read this" }] };
+  const r = await fetch(`http://127.0.0.1:${router.port}/api/v1/chat/completions`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ ...request, stream: true }),
+  });
+  const raw = await r.text();
+  assert.match(raw, /^: ping$/m, "the router sent no heartbeat");
+  const stream = await client.chat.completions.create({ ...request, stream: true });
+  let text = "";
+  let chunks = 0;
+  for await (const chunk of stream) {
+    chunks += 1;
+    text += chunk.choices[0]?.delta?.content ?? "";
+  }
+  assert.equal(text, "The quick brown fox jumps");
+  assert.equal(chunks, 6, "5 tokens and the final chunk, nothing for the heartbeats");
 });
 
 test("completions.create", async () => {

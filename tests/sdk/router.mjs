@@ -12,19 +12,40 @@ const FAKES = process.env.LEMON_FAKES_DIR;
 assert.ok(ROUTER && FAKES, "LEMON_ROUTER_BIN and LEMON_FAKES_DIR must be set");
 
 // A temporary root with cache/user_models.json listing `models`
-// ({name: {recipe, labels}}), each served as "user.<name>".
+// ({name: {recipe, labels, knobs?}}), each served as "user.<name>"; `knobs`
+// are the fake backend's (tests/fakes/README.md).
 export function makeRoot(prefix, models) {
   const root = mkdtempSync(join(tmpdir(), prefix));
   mkdirSync(join(root, "cache"));
   mkdirSync(join(root, "hf"));
   const entries = {};
-  for (const [name, { recipe, labels }] of Object.entries(models)) {
+  for (const [name, { recipe, labels, knobs }] of Object.entries(models)) {
     const file = join(root, `${name}.gguf`);
     writeFileSync(file, "GGUF");
+    if (knobs) {
+      writeFileSync(`${file}.fake.json`, JSON.stringify(knobs));
+    }
     entries[name] = { checkpoint: file, recipe, labels, source: "local_path" };
   }
   writeFileSync(join(root, "cache", "user_models.json"), JSON.stringify(entries));
   return root;
+}
+
+// A slow prompt (issue #26): the fake spends this long before its first
+// token, so the router's heartbeat (--stream-heartbeat, set short by the
+// tests) fills the silence.
+export const SLOW_PROMPT = { response_delay_ms: 600, tokens: 5 };
+export const HEARTBEAT = ["--stream-heartbeat", "0.05"];
+
+// The raw text of a streamed POST, as any HTTP client would read it.
+export async function rawStream(port, path, body, headers = {}) {
+  const r = await fetch(`http://127.0.0.1:${port}${path}`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", ...headers },
+    body: JSON.stringify(body),
+  });
+  assert.equal(r.status, 200);
+  return r.text();
 }
 
 export function removeRoot(root) {
