@@ -320,6 +320,12 @@ Status Router::start_and_publish(LoadJob& job, const std::shared_ptr<WrappedServ
   server->set_exit_listener([this, weak] { on_server_exit(weak); });
   Status started = server->start([this] { return shutting_down_.load(); });
   if (!started.ok()) {
+    if (started.error().code() == ErrorCode::kCancelled && shutting_down_) {
+      // Nobody cancelled it but the shutdown: the waiting client is told so
+      // (kCancelled would mean it left, and get no answer).
+      return Error(ErrorCode::kShuttingDown,
+                   "the router is shutting down: the load of '" + job.model + "' was stopped");
+    }
     return started;
   }
   {

@@ -156,7 +156,7 @@ export class Page {
 
   // Polls an expression until it is truthy; throws after timeoutMs with the
   // description and the last value.
-  async waitFor(description, expression, timeoutMs = 10000) {
+  async waitFor(description, expression, timeoutMs = 30000) {
     const deadline = Date.now() + timeoutMs;
     let last;
     for (;;) {

@@ -151,8 +151,19 @@ async function loadedModels(port) {
   return health.all_models_loaded.map((m) => m.model_name);
 }
 
-// Polls an async condition until it is truthy or the deadline passes.
-async function until(description, condition, timeoutMs = 10000) {
+async function backendUrl(port, model) {
+  const r = await fetch(`http://127.0.0.1:${port}/api/v1/health`);
+  const health = await r.json();
+  return health.all_models_loaded.find((m) => m.model_name === model)?.backend_url;
+}
+
+async function fakeState(url) {
+  return (await fetch(`${url}/fake/state`)).json();
+}
+
+// Polls an async condition until it is truthy or the deadline passes (a
+// guard against hangs, as long as the other suites' 30 s).
+async function until(description, condition, timeoutMs = 30000) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await condition();
@@ -214,7 +225,9 @@ before(async () => {
   root = makeRoot(
     "lemon-dash-",
     ["quick", "talk", "tiny", "reader"],
-    { talk: { stream_chunk_delay_ms: 25, tokens: 24 }, reader: { prefill_progress_ms: 100 } },
+    // talk's fake holds each token after the first until the test releases
+    // it; reader reports its prompt progress.
+    { talk: { gate: "tokens", tokens: 24 }, reader: { prefill_progress_ms: 100 } },
     { hub: { checkpoint: `${HUB_REPO}:Q4_0`, recipe: "llamacpp" } },
   );
   hub = await startHub(root);
@@ -300,6 +313,16 @@ test("the chat box streams a reply from a loaded model", async () => {
     "the reply to start",
     `document.querySelector(".bubble.assistant.streaming .text")?.textContent.startsWith("The")`,
   );
+  // The fake holds every token after the first: release them one by one,
+  // each once the fake waits for it.
+  const talk = await backendUrl(router.port, "user.talk");
+  for (let i = 1; i < 24; i += 1) {
+    await until(`token ${i} to be held`, async () => {
+      const state = await fakeState(talk);
+      return state.gates_reached === i && state.held === 1;
+    });
+    await fetch(`${talk}/fake/release`, { method: "POST" });
+  }
   const reply = await page.waitFor(
     "the whole reply",
     `!document.querySelector(".bubble.assistant.streaming") &&
@@ -356,8 +379,11 @@ test("the pull button downloads a model with a progress bar", async () => {
 });
 
 test("a request whose prompt is being read shows a progress bar until it ends", async () => {
-  // A streamed chat whose backend spends 2 s on the prompt, reporting its
-  // progress (issue #26); the page follows it from `request` events.
+  // A streamed chat whose backend reads its prompt for 600 ms, reporting its
+  // progress (issue #26), then holds the answer until the test releases it;
+  // the page follows it from `request` events.
+  await post(router.port, "load", { model_name: "user.reader" });
+  const reader = await backendUrl(router.port, "user.reader");
   const reply = fetch(`http://127.0.0.1:${router.port}/api/v1/chat/completions`, {
     method: "POST",
     headers: { "Content-Type": "application/json" },
@@ -365,15 +391,17 @@ test("a request whose prompt is being read shows a progress bar until it ends", 
       model: "user.reader",
       stream: true,
       messages: [{ role: "user", content: "Summarise this long document" }],
-      lemon_fake: { response_delay_ms: 2000, tokens: 3 },
+      lemon_fake: { response_delay_ms: 600, tokens: 3, gate: "start" },
     }),
   }).then((r) => r.text());
-  await page.waitFor(
+  const label = await page.waitFor(
     "the request's progress bar",
-    `document.querySelector('#requests-body tr.prefill progress')?.value > 0`,
+    `document.querySelector('#requests-body tr.prefill progress')?.value > 0 &&
+     document.querySelector('#requests-body tr.prefill .prefill-label').textContent`,
   );
-  const label = await page.evaluate(`document.querySelector('#requests-body tr.prefill .prefill-label').textContent`);
   assert.match(label, /\d+ \/ \d+ prompt tokens/);
+  await until("the answer to be held", async () => (await fakeState(reader)).held === 1);
+  await fetch(`${reader}/fake/release`, { method: "POST" });
   const body = await reply;
   assert.ok(body.includes("[DONE]"), body);
   assert.ok(!body.includes("prompt_progress"), "progress the client did not ask for was forwarded");

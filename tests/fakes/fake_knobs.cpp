@@ -79,7 +79,8 @@ void warn_unknown_keys(const json& j) {
                                                "prefill_progress_ms",
                                                "ignore_return_progress",
                                                "slots_report_idle",
-                                               "head_delay_ms"};
+                                               "head_delay_ms",
+                                               "gate"};
   for (const auto& item : j.items()) {
     if (kKnown.count(item.key()) == 0) {
       std::fprintf(stderr, "fake: warning: unknown knob '%s' ignored\n", item.key().c_str());
@@ -133,6 +134,12 @@ Knobs from_json(const json& j) {
   }
   if (j.contains("head_delay_ms")) {
     k.head_delay_ms = get_int(j, "head_delay_ms");
+  }
+  if (j.contains("gate")) {
+    if (!j["gate"].is_string()) {
+      bad_config("gate must be a string");
+    }
+    k.gate = j["gate"].get<std::string>();
   }
   if (j.contains("stream_chunk_delay_ms")) {
     k.stream_chunk_delay_ms = get_int(j, "stream_chunk_delay_ms");
@@ -193,6 +200,7 @@ GenParams request_params(const Knobs& knobs, const json& body) {
   p.tokens = knobs.tokens;
   p.hang = knobs.hang_requests;
   p.prompt_us_per_token = knobs.prompt_us_per_token;
+  p.gate = knobs.gate;
   if (!body.is_object() || !body.contains("lemon_fake") || !body["lemon_fake"].is_object()) {
     return p;
   }
@@ -214,6 +222,9 @@ GenParams request_params(const Knobs& knobs, const json& body) {
   }
   if (auto v = int_field("prompt_us_per_token")) {
     p.prompt_us_per_token = *v;
+  }
+  if (o.contains("gate") && o["gate"].is_string()) {
+    p.gate = o["gate"].get<std::string>();
   }
   return p;
 }

@@ -61,6 +61,9 @@ struct Knobs {
   // A stream's response head is sent only after this many ms, as older
   // llama-servers answered their head with the first result.
   int head_delay_ms = 0;
+  // Every request's gate (GenParams::gate), for clients that cannot send
+  // lemon_fake (the dashboard's chat box).
+  std::string gate;
 };
 
 // Loads the knobs; `sidecar_path` may be empty or name a missing file. A
@@ -74,10 +77,15 @@ struct GenParams {
   std::optional<int> tokens;  // forced token count, if any
   bool hang = false;
   int prompt_us_per_token = 0;
+  // A test's gate (lemon_fake.gate): "start" holds the answer before its
+  // first token (or its body) until POST /fake/release, "tokens" holds
+  // every token after the first until a release each; "" none.
+  std::string gate;
 };
 
 // Knob defaults, overridden by a "lemon_fake" object in the request body
-// (keys response_delay_ms, stream_chunk_delay_ms, tokens). Never throws.
+// (keys response_delay_ms, stream_chunk_delay_ms, tokens, prompt_us_per_token,
+// gate). Never throws.
 GenParams request_params(const Knobs& knobs, const nlohmann::json& body);
 
 }  // namespace fake

@@ -7,9 +7,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
 #include <thread>
 
 #include "fake_runtime.h"
@@ -37,6 +40,52 @@ Wait wait_watching(httplib::DataSink& sink, int ms) {
     std::this_thread::sleep_for(std::chrono::milliseconds(left_ms < kPollMs ? left_ms : kPollMs));
   }
   return rt.stopping ? Wait::kStopping : Wait::kDone;
+}
+
+// The tests' gates (GenParams::gate): each POST /fake/release opens every
+// gate waiting at that moment.
+struct Gates {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::uint64_t generation = 0;  // releases so far
+  int held = 0;                  // answers waiting at a gate now
+  long reached = 0;              // gates answers have come to, in all
+};
+
+Gates& gates() {
+  static Gates g;
+  return g;
+}
+
+std::uint64_t gate_generation() {
+  std::lock_guard lock(gates().mu);
+  return gates().generation;
+}
+
+// Waits until a release after `seen` (gate_generation() taken before the
+// test could have seen what it releases), watching the client.
+Wait wait_for_release(httplib::DataSink& sink, std::uint64_t seen) {
+  Gates& g = gates();
+  std::unique_lock lock(g.mu);
+  ++g.held;
+  ++g.reached;
+  Wait outcome = Wait::kDone;
+  while (g.generation == seen) {
+    if (runtime().stopping) {
+      outcome = Wait::kStopping;
+      break;
+    }
+    lock.unlock();
+    const bool writable = sink.is_writable();
+    lock.lock();
+    if (!writable) {
+      outcome = Wait::kClientGone;
+      break;
+    }
+    g.cv.wait_for(lock, std::chrono::milliseconds(kPollMs));
+  }
+  --g.held;
+  return outcome;
 }
 
 bool write_event(httplib::DataSink& sink, const std::string& event) {
@@ -105,6 +154,9 @@ bool run_stream(Job& job, httplib::DataSink& sink, const GenParams& params,
   if (prefill(sink, params, plan) != Wait::kDone) {
     return false;
   }
+  if (params.gate == "start" && wait_for_release(sink, gate_generation()) != Wait::kDone) {
+    return false;
+  }
   if (plan.head) {
     for (const std::string& ev : plan.head()) {
       if (!write_event(sink, ev)) {
@@ -112,6 +164,7 @@ bool run_stream(Job& job, httplib::DataSink& sink, const GenParams& params,
       }
     }
   }
+  std::uint64_t token_gate = 0;
   for (int i = 0; i <= plan.tokens; ++i) {
     if (after_chunks(i) == StreamFault::kError) {
       std::printf("fake: sending mid-stream error after %d chunks\n", i);
@@ -129,9 +182,15 @@ bool run_stream(Job& job, httplib::DataSink& sink, const GenParams& params,
         wait_watching(sink, params.stream_chunk_delay_ms) != Wait::kDone) {
       return false;
     }
+    if (i > 0 && params.gate == "tokens" && wait_for_release(sink, token_gate) != Wait::kDone) {
+      return false;
+    }
     if (params.stream_chunk_delay_ms <= 0 && !sink.is_writable()) {
       return false;
     }
+    // Taken before the token goes out: the test releases the next one only
+    // after it has read this one.
+    token_gate = gate_generation();
     if (!write_event(sink, plan.token_event(i, token_piece(i)))) {
       return false;
     }
@@ -163,6 +222,10 @@ void Job::mark_answered() {
     return;
   }
   answered_ = true;
+  // llama-server frees the slot when its task ends, before the answer's
+  // last bytes: a request sent as soon as this one's end is read finds it
+  // free.
+  holds_.clear();
   Counters& c = runtime().counters;
   c.completed++;
   c.active--;
@@ -261,8 +324,11 @@ void reply_later(const JobPtr& job, httplib::Response& res, const GenParams& par
                  int extra_delay_ms, std::string body, std::string content_type) {
   int delay = params.hang ? -1 : params.response_delay_ms + extra_delay_ms;
   res.set_chunked_content_provider(
-      content_type, [job, delay, body = std::move(body)](size_t, httplib::DataSink& sink) {
-        if (wait_watching(sink, delay) != Wait::kDone || !write_event(sink, body)) {
+      content_type,
+      [job, delay, gate = params.gate, body = std::move(body)](size_t, httplib::DataSink& sink) {
+        if (wait_watching(sink, delay) != Wait::kDone ||
+            (gate == "start" && wait_for_release(sink, gate_generation()) != Wait::kDone) ||
+            !write_event(sink, body)) {
           return false;
         }
         job->mark_answered();
@@ -288,6 +354,23 @@ void reply_stream(const JobPtr& job, httplib::Response& res, const GenParams& pa
           return false;
         }
       });
+}
+
+void release_gates() {
+  Gates& g = gates();
+  std::lock_guard lock(g.mu);
+  ++g.generation;
+  g.cv.notify_all();
+}
+
+int gates_held() {
+  std::lock_guard lock(gates().mu);
+  return gates().held;
+}
+
+long gates_reached() {
+  std::lock_guard lock(gates().mu);
+  return gates().reached;
 }
 
 }  // namespace fake

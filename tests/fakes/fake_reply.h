@@ -70,6 +70,13 @@ struct StreamPlan {
   long cached_tokens = 0;
 };
 
+// POST /fake/release: opens every gate an answer waits at now
+// (GenParams::gate); gates_held() counts them, for /fake/state's "held",
+// and gates_reached() every gate an answer has come to ("gates_reached").
+void release_gates();
+int gates_held();
+long gates_reached();
+
 // Streams `plan` as text/event-stream, applying the delay, hang, crash and
 // error knobs. Each event is its own sink.write().
 void reply_stream(const JobPtr& job, httplib::Response& res, const GenParams& params,

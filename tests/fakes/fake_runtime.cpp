@@ -1,5 +1,6 @@
 #include "fake_runtime.h"
 
+#include "fake_reply.h"
 #include "fake_slots.h"
 
 #include "fake_task_queue.h"
@@ -78,6 +79,8 @@ void state_handler(const httplib::Request&, httplib::Response& res) {
                 {"template_rejections", rt.counters.template_rejections.load()},
                 {"template_applications", rt.counters.template_applications.load()},
                 {"tokenizations", rt.counters.tokenizations.load()},
+                {"held", gates_held()},
+                {"gates_reached", gates_reached()},
                 {"ready", is_ready()},
                 {"ready_after_ms", ready_after_ms()},
                 {"env", env_snapshot()}};
@@ -174,6 +177,10 @@ void configure(httplib::Server& svr) {
         res.set_content(llama_error_json(500, what, "server_error"), "application/json");
       });
   svr.Get("/fake/state", state_handler);
+  svr.Post("/fake/release", [](const httplib::Request&, httplib::Response& res) {
+    release_gates();
+    res.set_content("{}", "application/json");
+  });
 }
 
 // Ends the simulated model load after startup_delay_ms (never with hang_at_start).

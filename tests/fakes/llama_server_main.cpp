@@ -74,8 +74,9 @@ void require_api_key(httplib::Server& svr, const std::string& key) {
     if (req.method == "OPTIONS") {
       return httplib::Server::HandlerResponse::Unhandled;
     }
-    static const std::vector<std::string> kPublic = {
-        "/health", "/v1/health", "/models", "/v1/models", "/api/tags", "/", "/fake/state"};
+    static const std::vector<std::string> kPublic = {"/health",     "/v1/health",   "/models",
+                                                     "/v1/models",  "/api/tags",    "/",
+                                                     "/fake/state", "/fake/release"};
     for (const std::string& p : kPublic) {
       if (req.path == p) {
         return httplib::Server::HandlerResponse::Unhandled;

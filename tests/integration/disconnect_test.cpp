@@ -15,9 +15,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// "Promptly": the backend's delays are 30 s or more, so anything under this
-// proves the cancellation, with room for a loaded machine.
-constexpr std::chrono::milliseconds kPrompt{5000};
+// A guard, not a budget: the backend's delays are 30 s or more and a request
+// that was not cancelled would also complete, so only a cancel brings about
+// what the tests wait for (issue #23).
+constexpr std::chrono::milliseconds kPrompt = kWait;
 
 class DisconnectTest : public RouterTest {
  protected:

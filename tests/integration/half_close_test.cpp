@@ -83,10 +83,18 @@ TEST_F(HalfCloseTest, AHalfCloseMidStreamGetsAnSseCommentProbeAndTheRestOfTheStr
   const std::string url = start_with_a_loaded();
   ASSERT_FALSE(url.empty());
   RawClient c(port());
-  ASSERT_TRUE(c.send(post(port(), stream_body("user.a", 6, 100))));
+  // The fake holds each token after the first until the test releases it:
+  // the half-close comes mid-stream, whatever the machine's load.
+  nlohmann::json body = stream_body("user.a", 6, 0);
+  body["lemon_fake"]["gate"] = "tokens";
+  ASSERT_TRUE(c.send(post(port(), body)));
   ASSERT_NE(c.read_until("data: ").find("200 OK"), std::string::npos);
   c.shutdown_write();
   std::string rest;
+  for (int i = 1; i < 6; ++i) {
+    ASSERT_TRUE(fake_reached_gate(url, i)) << "token " << i;
+    release_fake_gates(url);
+  }
   ASSERT_TRUE(c.read_to_eof(&rest)) << rest;
   EXPECT_NE(rest.find(": \n\n"), std::string::npos) << "the probe between two events: " << rest;
   EXPECT_NE(rest.find("data: [DONE]"), std::string::npos) << rest;

@@ -39,27 +39,42 @@ TEST_F(PoolTest, AReplicaStartsUnderLoadServesTheLeastBusyAndStopsWhenIdle) {
   SseStream busy(port(), "/api/v1/chat/completions", slow_chat("user.a"));
   ASSERT_TRUE(eventually([&] { return fake_state(first_url)["active"] == 1; }));
   // A second request finds the one slot taken, waits, and the waiting starts
-  // a replica, which then serves it.
-  std::future<HttpReply> second = std::async(std::launch::async, [&] {
-    return chat(port(), "user.a", {{"max_tokens", 3}});
-  });
+  // a replica, which then serves it; the fake holds it there (a gate), so the
+  // replica stays busy while the test looks.
+  auto held = [&] {
+    return std::async(std::launch::async, [&] {
+      return chat(port(), "user.a", {{"max_tokens", 3}, {"lemon_fake", {{"gate", "start"}}}});
+    });
+  };
+  std::future<HttpReply> second = held();
   auto started = events.next("replica_started", "user.a");
   ASSERT_TRUE(started.has_value()) << "no replica started for the waiting request";
   EXPECT_EQ((*started)["replica"], 1);
-  ASSERT_EQ(second.wait_for(kWait), std::future_status::ready);
-  EXPECT_EQ(second.get().status, 200);
-  Json both = replicas(port(), "user.a");
-  ASSERT_EQ(both.size(), 2u) << both.dump();
+  Json both;
+  ASSERT_TRUE(eventually([&] {
+    both = replicas(port(), "user.a");
+    return both.size() == 2 && both[1]["backend_url"].is_string();
+  })) << both.dump();
   EXPECT_NE(both[0]["pid"], both[1]["pid"]);
   EXPECT_NE(both[0]["backend_url"], both[1]["backend_url"]);
   const std::string second_url = both[1]["backend_url"];
-  EXPECT_EQ(fake_state(second_url)["completed"], 1) << "the replica served the waiting request";
+  ASSERT_TRUE(fake_holds(second_url, 1)) << "the replica serves the waiting request";
   Json first_argv = fake_state(first_url)["argv"];
   Json second_argv = fake_state(second_url)["argv"];
   ASSERT_EQ(first_argv.size(), second_argv.size()) << "the same options, another port";
 
-  // With the first replica busy, new requests go to the idle one.
-  ASSERT_EQ(chat(port(), "user.a").status, 200);
+  // A third request waits for a free slot; the replica that frees first
+  // serves it at once (no idle moment in between), never the busy one.
+  std::future<HttpReply> third = held();
+  ASSERT_TRUE(
+      eventually([&] { return loaded_field(health(port()), "user.a", "slots")["waiting"] == 1; }));
+  release_fake_gates(second_url);
+  ASSERT_EQ(second.wait_for(kWait), std::future_status::ready);
+  EXPECT_EQ(second.get().status, 200);
+  ASSERT_TRUE(fake_reached_gate(second_url, 2)) << "the third request went to the replica";
+  release_fake_gates(second_url);
+  ASSERT_EQ(third.wait_for(kWait), std::future_status::ready);
+  EXPECT_EQ(third.get().status, 200);
   EXPECT_EQ(fake_state(second_url)["completed"], 2);
   EXPECT_EQ(fake_state(first_url)["completed"], 0);
 

@@ -9,6 +9,8 @@
 //   backoff (--backend-retry-delay), at most three times.
 #include <gtest/gtest.h>
 
+#include <future>
+
 #include "support/http_client.h"
 #include "support/router_events.h"
 #include "support/router_fixture.h"
@@ -66,14 +68,25 @@ TEST_F(RecoveryTest, OutOfMemoryEvictsEvenABusyModelBeforeTheLastTry) {
   ASSERT_NO_FATAL_FAILURE(start_router(kManyModels));
   RouterEvents events(port());
   ASSERT_EQ(load(port(), "user.a").status, 200);
-  // a is busy with a slow stream while d loads: no idle model to unload, so
-  // everything is evicted (a after its stream ends) and d tried once more.
-  SseStream stream(port(), "/api/v1/chat/completions", stream_body("user.a", 20, 50).dump());
+  // a is busy with a stream (held by the fake until the test releases it)
+  // while d loads: no idle model to unload, so everything is evicted (a
+  // after its stream ends) and d tried once more.
+  const std::string a_url = loaded_field(health(port()), "user.a", "backend_url");
+  nlohmann::json body = stream_body("user.a", 3, 0);
+  body["lemon_fake"]["gate"] = "start";
+  SseStream stream(port(), "/api/v1/chat/completions", body.dump());
   ASSERT_TRUE(stream.read_head());
-  ASSERT_TRUE(stream.next().has_value());  // generating
-  HttpReply r = load(port(), "user.d");
+  ASSERT_TRUE(fake_holds(a_url, 1));  // generating
+  auto loading = std::async(std::launch::async, [&] { return load(port(), "user.d"); });
+  auto draining = events.next("drain_waiting", "user.a");
+  ASSERT_TRUE(draining.has_value()) << "a was not drained for the evict-all";
+  release_fake_gates(a_url);
+  EXPECT_TRUE(stream.rest().back().is_done());
+  ASSERT_EQ(loading.wait_for(kWait), std::future_status::ready);
+  HttpReply r = loading.get();
   ASSERT_EQ(r.status, 200) << r.body;
-  ASSERT_TRUE(events.next("retrying_after_evict_all", "user.d").has_value());
+  // (It came before a's drain, among the events already read.)
+  EXPECT_EQ(events.count("retrying_after_evict_all", "user.d"), 1);
   EXPECT_EQ(events.count("eviction_planned", "user.a"), 0);  // never unloaded as idle
   EXPECT_EQ(loaded_names(health(port())), (Names{"user.d"}));
 }

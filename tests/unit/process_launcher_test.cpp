@@ -299,8 +299,9 @@ TEST_F(Launcher, WaitExitUntilReturnsPromptlyAfterExit) {
   ASSERT_NE(c, nullptr);
   ASSERT_EQ(::kill(c->pid(), SIGKILL), 0);
   const auto t0 = Clock::now();
-  EXPECT_TRUE(c->wait_exit_until(t0 + 20s));
-  EXPECT_LT(Clock::now() - t0, 5s);  // woken by the exit, not by the deadline
+  EXPECT_TRUE(c->wait_exit_until(t0 + 120s));
+  // Woken by the exit, not by the deadline (a margin no load reaches).
+  EXPECT_LT(Clock::now() - t0, 60s);
   auto status = c->exit_status();
   ASSERT_TRUE(status.has_value());
   EXPECT_TRUE(status->signaled);
@@ -370,17 +371,17 @@ TEST_F(Launcher, TerminateEscalatesToSigkillWhenSigtermIsIgnored) {
   ASSERT_TRUE(status.has_value());
   EXPECT_TRUE(status->signaled);
   EXPECT_EQ(status->code, SIGKILL);
-  EXPECT_GE(took, 200ms);  // SIGTERM was given its grace period
-  EXPECT_LT(took, 10s);
+  EXPECT_GE(took, 200ms);  // SIGTERM was given its grace period, and no more:
+  EXPECT_LT(took, 30s);    // perl would have slept 30 s
   EXPECT_TRUE(process_gone(c->pid()));
 }
 
 TEST_F(Launcher, TerminateStopsAtSigtermWhenTheChildObeys) {
-  auto c = spawn("/bin/sleep", {"30"});
+  auto c = spawn("/bin/sleep", {"600"});
   ASSERT_NE(c, nullptr);
   const auto t0 = Clock::now();
-  c->terminate(10s);
-  EXPECT_LT(Clock::now() - t0, 5s);  // did not wait out the grace period
+  c->terminate(120s);
+  EXPECT_LT(Clock::now() - t0, 60s);  // did not wait out the grace period
   auto status = c->exit_status();
   ASSERT_TRUE(status.has_value());
   EXPECT_TRUE(status->signaled);
