@@ -152,9 +152,11 @@ ProcessServer::ReadyOutcome ProcessServer::wait_ready(
     if (cancelled && cancelled()) {
       return ReadyOutcome::kCancelled;
     }
-    // Sleeps only until the next poll, and wakes at once if the child exits.
+    // Sleeps only until the next poll, and wakes at once if the child exits
+    // or writes a line (backends say they are ready in their output, so the
+    // probe that finds it ready follows at once, issue #27 §1).
     auto interval = now - started < kFastReadyPeriod ? kFastReadyPoll : kSlowReadyPoll;
-    if (child.wait_exit_until(std::min(deadline, now + interval))) {
+    if (child.wait_output_or_exit_until(std::min(deadline, now + interval))) {
       return ReadyOutcome::kExited;
     }
   }
@@ -270,6 +272,15 @@ Status ProcessServer::start(const std::function<bool()>& cancelled) {
     return exited_error(*child);
   }
   return Error(ErrorCode::kSpawnFailed, "could not find a free port for '" + model_name() + "'");
+}
+
+std::string ProcessServer::exit_description() const {
+  std::lock_guard lock(mu_);
+  if (!child_) {
+    return {};
+  }
+  auto status = child_->exit_status();
+  return status ? status->describe() : std::string();
 }
 
 void ProcessServer::stop() {

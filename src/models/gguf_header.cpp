@@ -1,7 +1,9 @@
 #include "lemon/models/gguf_header.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <optional>
@@ -325,15 +327,21 @@ Result<GgufHeader> read_gguf_header(const std::string& path) {
   if (!in) {
     return Error(ErrorCode::kModelFilesMissing, "cannot read " + path);
   }
+  // Never more than the file holds: a small file costs no 4 MiB buffer.
+  std::error_code size_error;
+  const auto file_size = std::filesystem::file_size(path, size_error);
   std::string bytes;
   Result<GgufHeader> h = malformed("empty");
   for (std::size_t limit : {std::size_t{4} << 20, std::size_t{64} << 20}) {
+    if (!size_error) {
+      limit = std::min<std::size_t>(limit, file_size);
+    }
     const std::size_t have = bytes.size();
     bytes.resize(limit);
     in.read(bytes.data() + have, static_cast<std::streamsize>(limit - have));
     bytes.resize(have + static_cast<std::size_t>(in.gcount()));
     h = parse_gguf_header(bytes);
-    if (h.ok() || bytes.size() < limit) {
+    if (h.ok() || bytes.size() < limit || (!size_error && bytes.size() >= file_size)) {
       break;  // parsed, or the whole file was read
     }
   }

@@ -32,13 +32,11 @@ Result<GgufHeader> GgufHeaderCache::get(const std::string& path) {
   }
   // Read outside the lock: another load's estimate never waits for it.
   auto header = reader_(path);
-  if (header.ok()) {
-    std::lock_guard lock(mu_);
-    if (entries_.size() >= capacity_ && !entries_.contains(path)) {
-      entries_.clear();
-    }
-    entries_[path] = Entry{identity, *header};
+  std::lock_guard lock(mu_);
+  if (entries_.size() >= capacity_ && !entries_.contains(path)) {
+    entries_.clear();
   }
+  entries_.insert_or_assign(path, Entry{identity, header});
   return header;
 }
 

@@ -50,11 +50,23 @@ bool PosixChild::wait_exit_until(std::chrono::steady_clock::time_point deadline)
   return exited_cv_.wait_until(lock, deadline, [&] { return status_.has_value(); });
 }
 
+bool PosixChild::wait_output_or_exit_until(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock lock(mu_);
+  const std::uint64_t seen = lines_written_;
+  exited_cv_.wait_until(lock, deadline,
+                        [&] { return status_.has_value() || lines_written_ != seen; });
+  return status_.has_value();
+}
+
 void PosixChild::signal_group(int sig) {
-  // The leader is not reaped while status_ is unset (reap() sets it under
-  // mu_), so its pid is still its process-group id and cannot be reused.
-  pidfd_signal(pidfd_, sig);
-  ::kill(-pid_, sig);
+  // One signal, to the group, which holds the leader (issue #27 §2: a
+  // second SIGTERM makes llama-server quit at once with status 1). The
+  // leader is not reaped while status_ is unset (reap() sets it under mu_),
+  // so its pid is still its process-group id and cannot be reused. Only a
+  // leader that left its group is signalled through its pidfd.
+  if (::kill(-pid_, sig) != 0) {
+    pidfd_signal(pidfd_, sig);
+  }
 }
 
 void PosixChild::terminate(std::chrono::milliseconds grace) {
@@ -115,6 +127,8 @@ void PosixChild::append_line(std::string line) {
   while (lines_.size() > kept_lines_) {
     lines_.pop_front();
   }
+  ++lines_written_;
+  exited_cv_.notify_all();  // a readiness probe may follow (wait_output_or_exit_until)
 }
 
 void PosixChild::reap() {

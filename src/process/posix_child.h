@@ -6,6 +6,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -26,6 +27,7 @@ class PosixChild final : public ChildProcess {
   pid_t pid() const override { return pid_; }
   std::optional<ExitStatus> exit_status() const override;
   bool wait_exit_until(std::chrono::steady_clock::time_point deadline) override;
+  bool wait_output_or_exit_until(std::chrono::steady_clock::time_point deadline) override;
   void terminate(std::chrono::milliseconds grace) override;
   std::vector<std::string> last_lines(std::size_t n) const override;
   void on_exit(std::function<void(const ExitStatus&)> callback) override;
@@ -53,6 +55,7 @@ class PosixChild final : public ChildProcess {
   std::condition_variable exited_cv_;
   std::optional<ExitStatus> status_;                // guarded by mu_
   std::deque<std::string> lines_;                   // guarded by mu_
+  std::uint64_t lines_written_ = 0;                 // guarded by mu_
   std::function<void(const ExitStatus&)> on_exit_;  // guarded by mu_
 };
 

@@ -102,4 +102,12 @@ FailureAction on_load_failure(ErrorCode code, int attempt) {
   return FailureAction::kFail;
 }
 
+bool may_start_while_victims_stop(Device new_server, const std::vector<VictimView>& victims,
+                                  bool fits_beside_victims) {
+  return fits_beside_victims && !victims.empty() && new_server == Device::kCpu &&
+         std::all_of(victims.begin(), victims.end(), [](const VictimView& v) {
+           return v.device == Device::kCpu && v.in_flight == 0;
+         });
+}
+
 }  // namespace lemon

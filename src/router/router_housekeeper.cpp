@@ -85,6 +85,7 @@ void Router::watch_memory() {
   for (const auto& s : servers) {
     s->measured_ram.store(s->server->measured_rss(), std::memory_order_relaxed);
   }
+  config_.memory->rescan_tools();
   auto readings = config_.memory->read();
   std::vector<std::shared_ptr<ServerSlot>> victims;
   {

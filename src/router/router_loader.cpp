@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <future>
 #include <map>
+#include <thread>
 
 #include "lemon/core/log.h"
 #include "lemon/router/memory_policy.h"
@@ -133,6 +134,26 @@ void Router::finish_job(LoadJob& job, const Status& result,
   cv_.notify_all();
 }
 
+std::vector<DeviceReading> Router::read_devices_for(const DeviceBytes& estimate) {
+  // A model placed on the CPU needs only system RAM read now (one small
+  // file); the GPUs keep the memory poller's last reading, so no load on
+  // the CPU ever runs nvidia-smi or reads sysfs (issue #27 §1). A model on a
+  // GPU reads every device afresh: its admission depends on it.
+  const bool on_gpu = std::any_of(estimate.begin(), estimate.end(),
+                                  [](const auto& charge) { return charge.first != kRamDevice; });
+  if (on_gpu) {
+    return config_.memory->read();
+  }
+  std::vector<DeviceReading> readings = config_.memory->read_ram();
+  std::lock_guard lock(mu_);
+  for (const auto& d : last_readings_) {
+    if (d.device != kRamDevice) {
+      readings.push_back(d);
+    }
+  }
+  return readings;
+}
+
 Result<std::shared_ptr<WrappedServer>> Router::make_server(const LoadJob& job) {
   auto server = factory_.create(job.info, job.options);
   if (!server.ok()) {
@@ -169,10 +190,11 @@ Status Router::run_job(LoadJob& job) {
   job.estimate = (*server)->memory_estimate();
   std::vector<DeviceReading> readings;
   if (config_.memory) {
-    readings = config_.memory->read();
+    readings = read_devices_for(job.estimate);
   }
   std::vector<std::shared_ptr<ServerSlot>> victims;
   std::vector<Eviction> plan;
+  bool overlap = false;
   {
     std::lock_guard lock(mu_);
     LoadTarget target{job.model, (*server)->type(), (*server)->device()};
@@ -187,6 +209,16 @@ Status Router::run_job(LoadJob& job) {
       if (Status fits = admit(job, readings, victims, true); !fits.ok()) {
         return fits;  // too big even alone: nothing is evicted
       }
+      // Victims chosen for the slot limit alone, and the new server fits
+      // beside them: they may stop while it starts.
+      std::vector<std::shared_ptr<ServerSlot>> none;
+      std::vector<VictimView> devices;
+      for (const auto& v : victims) {
+        devices.push_back({v->server->device(), v->in_flight.load()});
+      }
+      overlap = victims.size() == slot_victims &&
+                may_start_while_victims_stop((*server)->device(), devices,
+                                             admit(job, readings, none, false).ok());
     }
     for (std::size_t i = slot_victims; i < victims.size(); ++i) {
       plan.push_back({victims[i]->server->model_name(), EvictionReason::kMemory});
@@ -197,9 +229,19 @@ Status Router::run_job(LoadJob& job) {
                            eviction_reason_name(e.reason), job.model);
     emit({RouterEvent::Kind::kEvictionPlanned, e.model, eviction_reason_name(e.reason), {}});
   }
-  retire(victims, "evicted");
-
-  Status started = start_and_publish(job, *server);
+  Status started = ok_status();
+  if (overlap) {
+    // The (idle) victims leave the table now, so no request reaches them;
+    // their processes stop on a thread of their own while the new server
+    // starts, and the load is complete once both are.
+    const Withdrawn withdrawn = withdraw(victims, "evicted", false);
+    std::thread stopping([this, &withdrawn] { stop_withdrawn(withdrawn, "evicted"); });
+    started = start_and_publish(job, *server);
+    stopping.join();
+  } else {
+    retire(victims, "evicted");
+    started = start_and_publish(job, *server);
+  }
   if (!started.ok() && !shutting_down_ && started.error().code() == ErrorCode::kOutOfMemory) {
     return recover_from_out_of_memory(job, std::move(started).error());
   }
@@ -388,7 +430,7 @@ Status Router::run_replica_job(LoadJob& job) {
   }
   job.estimate = (*server)->memory_estimate();
   if (config_.memory) {
-    auto readings = config_.memory->read();
+    auto readings = read_devices_for(job.estimate);
     Status fits = ok_status();
     {
       std::lock_guard lock(mu_);
@@ -406,34 +448,44 @@ Status Router::run_replica_job(LoadJob& job) {
 
 bool Router::retire(const std::vector<std::shared_ptr<ServerSlot>>& victims, const char* reason,
                     bool spare_sessions) {
-  std::vector<std::shared_ptr<ServerSlot>> owned;
-  std::vector<std::shared_ptr<ServerSlot>> others;
+  Withdrawn withdrawn = withdraw(victims, reason, spare_sessions);
+  if (withdrawn.spared) {
+    return false;
+  }
+  stop_withdrawn(withdrawn, reason);
+  return true;
+}
+
+Router::Withdrawn Router::withdraw(const std::vector<std::shared_ptr<ServerSlot>>& victims,
+                                   const char* reason, bool spare_sessions) {
+  Withdrawn out;
   std::unique_lock lock(mu_);
   if (spare_sessions && std::any_of(victims.begin(), victims.end(), [](const auto& v) {
         return v->state == SlotState::kReady && v->pinned > 0;
       })) {
     logger("router")->info("'{}' holds sessions; not stopping it ({})",
                            victims.front()->server->model_name(), reason);
-    return false;
+    out.spared = true;
+    return out;
   }
   for (const auto& v : victims) {
     if (v->state == SlotState::kGone) {
       continue;
     }
     if (v->retire_owned) {
-      others.push_back(v);  // someone else is already draining it
+      out.others.push_back(v);  // someone else is already draining it
       continue;
     }
     v->retire_owned = true;
     v->state = SlotState::kDraining;
-    owned.push_back(v);
+    out.owned.push_back(v);
   }
   republish();
   cv_.notify_all();  // requests waiting in a victim's line start over
   auto drained = [&](const ServerSlot& s) {
     return s.in_flight == 0 || s.state == SlotState::kGone || shutting_down_.load();
   };
-  for (const auto& v : owned) {
+  for (const auto& v : out.owned) {
     if (!drained(*v)) {
       std::string name = v->server->model_name();
       int busy = v->in_flight;
@@ -446,21 +498,30 @@ bool Router::retire(const std::vector<std::shared_ptr<ServerSlot>>& victims, con
     }
     remove_replica(v);
   }
-  lock.unlock();
-  for (const auto& v : owned) {
+  return out;
+}
+
+void Router::stop_withdrawn(const Withdrawn& withdrawn, const char* reason) {
+  for (const auto& v : withdrawn.owned) {
+    const auto signalled = std::chrono::steady_clock::now();
     v->server->stop();
-    logger("router")->info("stopped '{}' ({})", v->server->model_name(), reason);
-    emit({RouterEvent::Kind::kServerStopped, v->server->model_name(), reason, {}});
+    RouterEvent stopped{RouterEvent::Kind::kServerStopped, v->server->model_name(), reason, {}};
+    stopped.stop_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - signalled).count();
+    stopped.exit = v->server->exit_description();
+    logger("router")->info("stopped '{}' ({}; {}, in {:.1f} ms)", stopped.model, reason,
+                           stopped.exit.empty() ? "not running" : stopped.exit,
+                           stopped.stop_s * 1000.0);
+    emit(std::move(stopped));
   }
-  lock.lock();
-  for (const auto& v : owned) {
+  std::unique_lock lock(mu_);
+  for (const auto& v : withdrawn.owned) {
     v->state = SlotState::kGone;
   }
   cv_.notify_all();
-  for (const auto& v : others) {
+  for (const auto& v : withdrawn.others) {
     cv_.wait(lock, [&] { return v->state == SlotState::kGone || shutting_down_.load(); });
   }
-  return true;
 }
 
 void Router::on_server_exit(const std::weak_ptr<ServerSlot>& weak) {

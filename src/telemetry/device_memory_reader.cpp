@@ -36,10 +36,24 @@ int trailing_number(const std::string& name) {
 
 SystemDeviceMemory::SystemDeviceMemory(ProcessLauncher* launcher, std::string proc_root,
                                        std::string sys_root)
-    : launcher_(launcher), proc_root_(std::move(proc_root)), sys_root_(std::move(sys_root)) {}
+    : launcher_(launcher), proc_root_(std::move(proc_root)), sys_root_(std::move(sys_root)) {
+  rescan_tools();
+}
+
+void SystemDeviceMemory::rescan_tools() {
+  std::string found = launcher_ != nullptr ? find_on_path("nvidia-smi") : std::string();
+  std::lock_guard lock(mu_);
+  nvidia_smi_ = std::move(found);
+}
 
 std::vector<DeviceReading> SystemDeviceMemory::read() {
-  std::lock_guard lock(mu_);
+  std::vector<DeviceReading> out = read_ram();
+  auto gpus = read_gpus();
+  out.insert(out.end(), gpus.begin(), gpus.end());
+  return out;
+}
+
+std::vector<DeviceReading> SystemDeviceMemory::read_ram() {
   std::vector<DeviceReading> out;
   {
     std::ifstream meminfo(proc_root_ + "/meminfo");
@@ -63,8 +77,13 @@ std::vector<DeviceReading> SystemDeviceMemory::read() {
       out.push_back({kRamDevice, total, available});
     }
   }
+  return out;
+}
+
+std::vector<DeviceReading> SystemDeviceMemory::read_gpus() {
+  std::lock_guard lock(mu_);  // one nvidia-smi at a time
   std::vector<DeviceReading> gpus;
-  const std::string smi = launcher_ != nullptr ? find_on_path("nvidia-smi") : std::string();
+  const std::string smi = nvidia_smi_;
   if (!smi.empty()) {
     SpawnSpec spec;
     spec.executable = smi;
@@ -115,8 +134,7 @@ std::vector<DeviceReading> SystemDeviceMemory::read() {
   std::sort(gpus.begin(), gpus.end(), [](const DeviceReading& a, const DeviceReading& b) {
     return trailing_number(a.device) < trailing_number(b.device);
   });
-  out.insert(out.end(), gpus.begin(), gpus.end());
-  return out;
+  return gpus;
 }
 
 }  // namespace lemon::telemetry

@@ -98,6 +98,8 @@ void TelemetryHub::on_router_event(const RouterEvent& e) {
         evictions_.counter({e.model, "memory_pressure"}).inc();
       }
       data["reason"] = e.detail;
+      data["stop_s"] = e.stop_s;
+      data["exit"] = e.exit;
       break;
     case RouterEvent::Kind::kServerCrashed:
       crashes_.counter({e.model}).inc();

@@ -104,13 +104,10 @@ namespace {
 // Waits for SIGTERM/SIGINT (blocked in every other thread), then stops the
 // server and exits 0 shortly after, without waiting for idle keep-alive
 // connections or for streams (which observe `stopping`).
-void signal_thread(sigset_t set) {
-  int sig = 0;
-  while (sigwait(&set, &sig) != 0) {
-  }
+// The shutdown after the first signal: stop serving, let open streams
+// notice, exit 0.
+void shut_down() {
   Runtime& rt = runtime();
-  std::printf("main: received signal %d (%s), shutting down\n", sig, strsignal(sig));
-  rt.stopping = true;
   if (httplib::Server* svr = g_server.load()) {
     svr->stop();
   }
@@ -121,6 +118,28 @@ void signal_thread(sigset_t set) {
   std::fflush(stdout);
   std::fflush(stderr);
   _exit(0);
+}
+
+// As llama-server: the first SIGTERM or SIGINT shuts down cleanly (exit 0);
+// a second one while it does quits at once with status 1. Every signal is
+// logged, so a test can count them.
+void signal_thread(sigset_t set) {
+  for (int received = 0;;) {
+    int sig = 0;
+    if (sigwait(&set, &sig) != 0) {
+      continue;
+    }
+    ++received;
+    std::printf("main: received signal %d (%s)%s\n", sig, strsignal(sig),
+                received == 1 ? ", shutting down" : "");
+    if (received > 1) {
+      std::printf("Received second interrupt, terminating immediately.\n");
+      std::fflush(stdout);
+      _exit(1);
+    }
+    runtime().stopping = true;
+    std::thread(shut_down).detach();
+  }
 }
 
 void install_signal_handling(bool ignore_sigterm) {

@@ -5,12 +5,16 @@
 // Model sizes come from sparse files (the estimate of a file that is not a
 // GGUF is its size); a GPU comes from the fake nvidia-smi (fakes/gpu), whose
 // answer the test rewrites.
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include <gtest/gtest.h>
 
 #include "support/http_client.h"
+#include "support/process_watch.h"
 #include "support/prometheus_text.h"
 #include "support/router_events.h"
 #include "support/router_fixture.h"
@@ -121,6 +125,73 @@ std::string smi_line(std::int64_t used) {
 std::int64_t gpu0_estimate(const Json& health, const std::string& model) {
   auto entry = loaded_entry(health, model);
   return entry ? (*entry)["memory"]["estimate"].value("gpu0", std::int64_t{0}) : 0;
+}
+
+// A load placed on the CPU reads system RAM only: nvidia-smi runs at start
+// and for the memory poller, never for it (issue #27 §1); a load on a GPU
+// reads its GPU afresh.
+TEST_F(MemoryTest, ALoadOnTheCpuNeverRunsNvidiaSmi) {
+  const std::string smi = env_.root() + "/nvidia-smi.csv";
+  const std::string calls = env_.root() + "/nvidia-smi.calls";
+  write_file_atomically(smi, smi_line(0));
+  add_sized_llm(env_, "a", 10);
+  add_sized_llm(env_, "b", 10);
+  add_sized_llm(env_, "g", 10);
+  env_.write_recipe_options({{"user.g", {{"llamacpp_backend", "vulkan"}, {"gpu", 0}}}});
+  auto env = gpu_env(env_, smi);
+  env["LEMON_FAKE_NVIDIA_SMI_CALLS"] = calls;
+  ASSERT_NO_FATAL_FAILURE(
+      start_router({"--max-loaded-models", "1", "--memory-poll-interval", "3600"}, env));
+  auto runs = [&] {
+    std::ifstream in(calls);
+    return static_cast<int>(
+        std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(), '\n'));
+  };
+  // The device table /health shows comes from the reading at start.
+  ASSERT_TRUE(eventually([&] { return device_entry(health(port()), "gpu0").is_object(); }));
+  const int at_start = runs();
+  EXPECT_GE(at_start, 1);
+  for (const char* model : {"user.a", "user.b", "user.a", "user.b"}) {
+    ASSERT_EQ(load(port(), model).status, 200) << model;  // each one a switch
+  }
+  EXPECT_EQ(runs(), at_start) << "a load on the CPU ran nvidia-smi";
+  ASSERT_EQ(load(port(), "user.g").status, 200);
+  EXPECT_EQ(runs(), at_start + 1) << "a load on the GPU reads it afresh";
+}
+
+// Issue #27 §1: a switch between CPU models that both fit the budget starts
+// the new backend while the old one stops (here an old one that takes its
+// whole --stop-grace), so the switching request does not wait for it; on a
+// GPU the old process must be gone first, since only then is its memory
+// free.
+TEST_F(MemoryTest, ASwitchOnTheCpuStartsTheNewBackendWhileTheOldOneStops) {
+  // The old backend ignores SIGTERM and its grace outlasts the test: a
+  // switch that waited for it to stop would never be served.
+  env_.write_sidecar(env_.add_llm("slow"), {{"ignore_sigterm", true}});
+  env_.add_llm("b");
+  ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "1", "--stop-grace", "600"}));
+  const int old_pid = load_ok("user.slow");
+  PidWatch old_backend(old_pid);
+  ASSERT_EQ(chat(port(), "user.b").status, 200);
+  EXPECT_FALSE(old_backend.exited());
+  EXPECT_TRUE(eventually([&] { return loaded_names(health(port())) == Names{"user.b"}; }))
+      << "the old one is still served";
+}
+
+TEST_F(MemoryTest, ASwitchOnAGpuWaitsForTheOldBackendToStop) {
+  const std::string smi = env_.root() + "/nvidia-smi.csv";
+  write_file_atomically(smi, smi_line(0));
+  env_.write_sidecar(env_.add_llm("g1"), {{"ignore_sigterm", true}});
+  env_.add_llm("g2");
+  env_.write_recipe_options({{"user.g1", {{"llamacpp_backend", "vulkan"}, {"gpu", 0}}},
+                             {"user.g2", {{"llamacpp_backend", "vulkan"}, {"gpu", 0}}}});
+  ASSERT_NO_FATAL_FAILURE(start_router(
+      {"--max-loaded-models", "1", "--stop-grace", "3", "--memory-poll-interval", "3600"},
+      gpu_env(env_, smi)));
+  const int old_pid = load_ok("user.g1");
+  PidWatch old_backend(old_pid);
+  ASSERT_EQ(chat(port(), "user.g2").status, 200);
+  EXPECT_TRUE(old_backend.exited()) << "the GPU model started before the old one was gone";
 }
 
 TEST_F(MemoryTest, GpuModelsAreChargedToTheirGpuAndUnloadedWhenAnotherProgramTakesIt) {

@@ -1,9 +1,11 @@
 // POST /unload (issue #2 §7.4): one model, every model, or 404 for a model
-// that is not loaded; unloaded backends exit.
+// that is not loaded; unloaded backends exit, after exactly one SIGTERM
+// (issue #27 §2), or SIGKILL after --stop-grace when they ignore it.
 #include <gtest/gtest.h>
 
 #include "support/http_client.h"
 #include "support/process_watch.h"
+#include "support/router_events.h"
 #include "support/router_fixture.h"
 
 namespace lemon::testing {
@@ -65,6 +67,40 @@ INSTANTIATE_TEST_SUITE_P(Bodies, UnloadAllTest, ::testing::Values("{}", ""),
                          [](const ::testing::TestParamInfo<std::string>& p) {
                            return p.param.empty() ? "EmptyBody" : "EmptyObject";
                          });
+
+// One SIGTERM, to the process group: a second one makes llama-server quit at
+// once with status 1 instead of shutting down (the fake does the same). The
+// fake logs every signal it gets; at debug level its lines reach the log.
+TEST_F(UnloadTest, AStoppedBackendGetsOneSigtermAndExitsCleanly) {
+  env_.add_llm("a");
+  ASSERT_NO_FATAL_FAILURE(start_router({"--log-level", "debug"}));
+  load_ok("user.a");
+  RouterEvents events(port());
+  ASSERT_EQ(http_post(port(), "/api/v1/unload", nlohmann::json{{"model_name", "user.a"}}).status,
+            200);
+  auto stopped = events.next("server_stopped", "user.a");
+  ASSERT_TRUE(stopped.has_value());
+  EXPECT_EQ((*stopped)["reason"], "unload");
+  EXPECT_EQ((*stopped)["exit"], "exit code 0") << stopped->dump();
+  EXPECT_GE((*stopped)["stop_s"].get<double>(), 0.0);
+  EXPECT_EQ(router().count_log("main: received signal 15"), 1) << router().log_text();
+  EXPECT_EQ(router().count_log("second interrupt"), 0);
+}
+
+TEST_F(UnloadTest, ABackendThatIgnoresSigtermIsKilledAfterTheGrace) {
+  env_.write_sidecar(env_.add_llm("a"), {{"ignore_sigterm", true}});
+  ASSERT_NO_FATAL_FAILURE(start_router({"--stop-grace", "0.2"}));
+  const int pid = load_ok("user.a");
+  PidWatch watch(pid);
+  RouterEvents events(port());
+  ASSERT_EQ(http_post(port(), "/api/v1/unload", nlohmann::json{{"model_name", "user.a"}}).status,
+            200);
+  auto stopped = events.next("server_stopped", "user.a");
+  ASSERT_TRUE(stopped.has_value());
+  EXPECT_EQ((*stopped)["exit"], "killed by signal 9 (SIGKILL)") << stopped->dump();
+  EXPECT_GE((*stopped)["stop_s"].get<double>(), 0.2) << "the grace was given";
+  EXPECT_TRUE(watch.wait_exit(kWait));
+}
 
 }  // namespace
 }  // namespace lemon::testing

@@ -26,8 +26,7 @@ TEST_F(RealLlamaTest, OnlyTheRouterGetsThroughToTheBackend) {
   const std::string key = environment_value(pid, "LLAMA_API_KEY");
   ASSERT_EQ(key.size(), 64u);
 
-  const std::string body =
-      R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":3})";
+  const std::string body = R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":3})";
   HttpReply direct =
       url_request(url, "POST", "/v1/chat/completions", body, {{"Origin", "http://evil.example"}});
   EXPECT_EQ(direct.status, 401) << direct.body;
@@ -36,8 +35,8 @@ TEST_F(RealLlamaTest, OnlyTheRouterGetsThroughToTheBackend) {
     EXPECT_EQ(url_get(url, path).status, 401) << path;
   }
   // With the key, as the router calls it.
-  HttpReply keyed = url_request(url, "POST", "/v1/chat/completions", body,
-                                {{"Authorization", "Bearer " + key}});
+  HttpReply keyed =
+      url_request(url, "POST", "/v1/chat/completions", body, {{"Authorization", "Bearer " + key}});
   EXPECT_EQ(keyed.status, 200) << keyed.body;
 
   HttpReply routed = chat(port(), "user.tiny", {{"max_tokens", 3}});
@@ -142,6 +141,21 @@ TEST_F(RealLlamaTest, ANonStreamingLongPromptOutlastsTheIdleTimeout) {
   EXPECT_EQ(r.status, 200) << r.body;
   ASSERT_TRUE(r.json()["usage"]["prompt_tokens"].is_number()) << r.body;
   EXPECT_GT(r.json()["usage"]["prompt_tokens"].get<long long>(), 3000) << r.body;
+}
+
+// One SIGTERM (issue #27 §2): llama-server shuts down cleanly and exits 0;
+// a second one would make it quit at once with status 1.
+TEST_F(RealLlamaTest, AnUnloadedLlamaServerExitsCleanly) {
+  add_tiny_chat("tiny");
+  ASSERT_NO_FATAL_FAILURE(start_real_router());
+  load_ok("user.tiny");
+  ASSERT_EQ(chat(port(), "user.tiny", {{"max_tokens", 2}}).status, 200);
+  RouterEvents events(port());
+  ASSERT_EQ(http_post(port(), "/api/v1/unload", json{{"model_name", "user.tiny"}}).status, 200);
+  auto stopped = events.next("server_stopped", "user.tiny");
+  ASSERT_TRUE(stopped.has_value());
+  EXPECT_EQ((*stopped)["exit"], "exit code 0") << stopped->dump();
+  RecordProperty("stop_ms", static_cast<int>((*stopped)["stop_s"].get<double>() * 1000));
 }
 
 }  // namespace

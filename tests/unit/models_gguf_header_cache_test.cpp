@@ -1,6 +1,6 @@
 // GgufHeaderCache (issue #27 §1): a file read once is not opened again while
-// it is unchanged; a change of size or modification time reads it again; a
-// failed read is not kept.
+// it is unchanged, whether it parsed or not; a change of size or
+// modification time reads it again.
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
@@ -76,7 +76,7 @@ TEST(GgufHeaderCacheTest, AChangedFileIsReadAgain) {
   EXPECT_EQ(reader.calls, 3);
 }
 
-TEST(GgufHeaderCacheTest, FailuresAreNotKept) {
+TEST(GgufHeaderCacheTest, AFailureIsKeptUntilTheFileChanges) {
   testing::TempDir dir("lemon-gguf-cache");
   const fs::path model = dir.path() / "m.gguf";
   write(model, "partial");
@@ -84,7 +84,11 @@ TEST(GgufHeaderCacheTest, FailuresAreNotKept) {
   reader.fail = true;
   GgufHeaderCache cache([&reader](const std::string& p) { return reader(p); });
   EXPECT_FALSE(cache.get(model.string()).ok());
+  EXPECT_FALSE(cache.get(model.string()).ok());
+  EXPECT_EQ(reader.calls, 1) << "an unchanged file that is not a GGUF is read once";
+  // The download goes on: the file grows, and is read again.
   reader.fail = false;
+  write(model, "partial, and now complete");
   EXPECT_TRUE(cache.get(model.string()).ok());
   EXPECT_EQ(reader.calls, 2);
   // A missing file goes to the reader, which names the problem.

@@ -178,4 +178,20 @@ TEST(SlotLimits, RejectsZeroBelowMinusOneGarbageAndTooMany) {
 }
 
 }  // namespace
+// Issue #27 §1: a switch may start the new server while its victims stop
+// only when memory is not what they make room for and they are idle.
+TEST(StartWhileVictimsStop, OnlyIdleCpuServersThatFitBesideTheirVictims) {
+  const VictimView idle_cpu{Device::kCpu, 0};
+  EXPECT_TRUE(may_start_while_victims_stop(Device::kCpu, {idle_cpu}, true));
+  EXPECT_TRUE(may_start_while_victims_stop(Device::kCpu, {idle_cpu, idle_cpu}, true));
+  EXPECT_FALSE(may_start_while_victims_stop(Device::kCpu, {idle_cpu}, false))
+      << "the victims' memory is needed";
+  EXPECT_FALSE(may_start_while_victims_stop(Device::kCpu, {idle_cpu, {Device::kCpu, 1}}, true))
+      << "a busy victim drains first";
+  EXPECT_FALSE(may_start_while_victims_stop(Device::kGpu, {idle_cpu}, true));
+  EXPECT_FALSE(may_start_while_victims_stop(Device::kCpu, {{Device::kGpu, 0}}, true));
+  EXPECT_FALSE(may_start_while_victims_stop(Device::kNpu, {{Device::kNpu, 0}}, true));
+  EXPECT_FALSE(may_start_while_victims_stop(Device::kCpu, {}, true)) << "nothing to overlap";
+}
+
 }  // namespace lemon

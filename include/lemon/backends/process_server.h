@@ -50,6 +50,7 @@ class ProcessServer : public WrappedServer {
   net::UpstreamClient& client() override;
   std::int64_t measured_rss() const override;
   std::vector<std::string> last_output(std::size_t n) const override;
+  std::string exit_description() const override;
 
   // The full command line for `port` (argv[1..]). Pure; exposed for tests.
   virtual Result<std::vector<std::string>> build_args(int port) const = 0;

@@ -154,6 +154,10 @@ class WrappedServer {
   // The process group's resident memory now (0 when not running).
   virtual std::int64_t measured_rss() const { return 0; }
 
+  // How the backend's process ended ("exit code 0", "killed by signal 9
+  // (SIGKILL)"), or "" while it runs or when there is none.
+  virtual std::string exit_description() const { return {}; }
+
   // The backend's last output lines, oldest first.
   virtual std::vector<std::string> last_output(std::size_t n) const = 0;
 

@@ -1,8 +1,10 @@
 // GgufHeaderCache: GGUF headers already read, by file identity (issue #27
 // §1). A memory estimate reads a model's header on every load; a file seen
 // before (same path, size and modification time) is answered from memory
-// without opening it. A file that changed is read again. Failures are not
-// kept (a file being downloaded may be readable a moment later).
+// without opening it. A file that changed is read again. A failure is kept
+// as well, by the same identity: a file that is not a GGUF (a placeholder, a
+// foreign format) costs one read, and one that is still being written
+// changes size or time, so it is read again once it has.
 //
 // Thread-safety: every method may be called from any thread.
 #pragma once
@@ -40,7 +42,7 @@ class GgufHeaderCache {
   };
   struct Entry {
     Identity identity;
-    GgufHeader header;
+    Result<GgufHeader> header;
   };
 
   Reader reader_;

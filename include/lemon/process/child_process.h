@@ -40,6 +40,12 @@ class ChildProcess {
   // Blocks until the child has exited or `deadline` passes. Returns whether it
   // exited. Wakes at once on exit (no polling).
   virtual bool wait_exit_until(std::chrono::steady_clock::time_point deadline) = 0;
+  // The same, but also returns (false) as soon as the child writes a line
+  // of output: a backend says it is ready in its output, so a readiness
+  // probe can follow each line instead of waiting for its next turn.
+  virtual bool wait_output_or_exit_until(std::chrono::steady_clock::time_point deadline) {
+    return wait_exit_until(deadline);
+  }
 
   // SIGTERM to the group, wait up to `grace` for the leader to exit, then
   // SIGKILL the group and wait until it is reaped. Idempotent; concurrent

@@ -68,4 +68,21 @@ enum class FailureAction {
 // resources) evict everything, and only on the first attempt.
 FailureAction on_load_failure(ErrorCode code, int attempt);
 
+// A server a load evicts, as may_start_while_victims_stop sees it.
+struct VictimView {
+  Device device = Device::kCpu;
+  int in_flight = 0;
+};
+
+// Whether a load may start while the servers it evicts are still stopping
+// (issue #27 §1: a switch then costs the new backend's start, not the old
+// one's stop as well). Only when memory is not what they make room for and
+// nothing is served beside the new server: the new server and every victim
+// run on the CPU, every victim is idle (a busy one drains first, as
+// before), and the memory budget admits the new server with the victims
+// still counted. A GPU's or an NPU's memory is freed only when its process
+// is gone, so loads there wait.
+bool may_start_while_victims_stop(Device new_server, const std::vector<VictimView>& victims,
+                                  bool fits_beside_victims);
+
 }  // namespace lemon

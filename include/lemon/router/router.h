@@ -106,6 +106,10 @@ struct RouterEvent {
   std::string model;
   std::string detail;
   std::optional<ErrorCode> code;
+  // kServerStopped: seconds from the stop's signal to the process reaped,
+  // and how it ended ("exit code 0", "killed by signal 9 (SIGKILL)").
+  double stop_s = 0.0;
+  std::string exit = {};
 };
 const char* router_event_name(RouterEvent::Kind kind);
 
@@ -275,6 +279,10 @@ class Router {
   Status run_job(LoadJob& job);
   Status run_replica_job(LoadJob& job);  // a scale-up
   Result<std::shared_ptr<WrappedServer>> make_server(const LoadJob& job);
+  // The device readings a load charged `estimate` is admitted against:
+  // system RAM alone read now for a model on the CPU, every device for one
+  // on a GPU. Takes mu_ briefly; call without it.
+  std::vector<DeviceReading> read_devices_for(const DeviceBytes& estimate);
   Status start_and_publish(LoadJob& job, const std::shared_ptr<WrappedServer>& server);
   // After `failure` (kOutOfMemory): unload idle servers of the job's device,
   // least recently used first, retrying after each, then everything.
@@ -287,6 +295,18 @@ class Router {
   // pin_backend_slot() either comes first and spares them or fails.
   bool retire(const std::vector<std::shared_ptr<ServerSlot>>& victims, const char* reason,
               bool spare_sessions = false);
+  // retire() in its two steps, for a load that starts its server while its
+  // victims stop (issue #27 §1): withdraw() marks them draining, waits for
+  // their requests and takes them out of the table (so no request reaches
+  // them once it returns); stop_withdrawn() stops their processes.
+  struct Withdrawn {
+    std::vector<std::shared_ptr<ServerSlot>> owned;   // this caller stops them
+    std::vector<std::shared_ptr<ServerSlot>> others;  // another retire() does
+    bool spared = false;                              // spare_sessions kept them all
+  };
+  Withdrawn withdraw(const std::vector<std::shared_ptr<ServerSlot>>& victims, const char* reason,
+                     bool spare_sessions);
+  void stop_withdrawn(const Withdrawn& withdrawn, const char* reason);
   void finish_job(LoadJob& job, const Status& result,
                   const std::shared_ptr<ServerSlot>& slot);  // REQUIRES: mu_ held
   void on_server_exit(const std::weak_ptr<ServerSlot>& slot);

@@ -2,7 +2,8 @@
 // memory budget (issue #13 §1):
 // - "ram": MemTotal and MemAvailable from /proc/meminfo;
 // - "gpu<N>": NVIDIA GPUs from `nvidia-smi --query-gpu=index,memory.total,
-//   memory.used` when it is on PATH (run with an argv, never a shell);
+//   memory.used` when it is on PATH (run with an argv, never a shell; PATH
+//   is searched at construction and by rescan_tools(), never per read);
 //   otherwise AMD GPUs from sysfs (mem_info_vram_total and _used of each
 //   /sys/class/drm card that has them, in card order).
 //
@@ -24,12 +25,17 @@ class SystemDeviceMemory final : public DeviceMemorySource {
   explicit SystemDeviceMemory(ProcessLauncher* launcher, std::string proc_root = "/proc",
                               std::string sys_root = "/sys");
   std::vector<DeviceReading> read() override;
+  std::vector<DeviceReading> read_ram() override;
+  void rescan_tools() override;
 
  private:
+  std::vector<DeviceReading> read_gpus();
+
   ProcessLauncher* const launcher_;
   const std::string proc_root_;
   const std::string sys_root_;
   std::mutex mu_;
+  std::string nvidia_smi_;  // guarded by mu_; "" when not found
 };
 
 }  // namespace lemon::telemetry
