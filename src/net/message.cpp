@@ -1,13 +1,14 @@
 #include "lemon/net/message.h"
 
 #include <algorithm>
-#include <cctype>
 
 namespace lemon::net {
 namespace {
 
+// ASCII only, as HTTP's tokens are (RFC 9110 5.1): no locale, no call (the
+// header lookups run for every request, issue #27 §3).
 char lower(char c) {
-  return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
 }
 
 int hex_value(char c) {
