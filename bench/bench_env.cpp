@@ -247,4 +247,42 @@ void BenchEnv::stop_direct_backend() {
   stop(direct_);
 }
 
+BenchEnv::StartStop BenchEnv::time_direct_start_stop() {
+  // The command line the router gives a model (one slot, the default
+  // context), so the two starts do the same work.
+  const int port = free_port();
+  lemon::SpawnSpec spec;
+  spec.executable = paths_.llama_server;
+  spec.args = {"-m",     paths_.model_file,     "--ctx-size", "4096", "--parallel", "1",
+               "--port", std::to_string(port), "--host",     "127.0.0.1"};
+  spec.log_tag = "direct start";
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  auto child = launcher_->spawn(spec);
+  if (!child.ok()) {
+    throw std::runtime_error("cannot start the backend: " + child.error().message());
+  }
+  // Probed as the router probes it: at once after each output line, else
+  // every 2 ms.
+  lemon::net::UpstreamClient client("127.0.0.1", port);
+  for (;;) {
+    auto status = client.probe("/health", std::chrono::milliseconds(500));
+    if (status.ok() && *status == 200) {
+      break;
+    }
+    if ((*child)->wait_output_or_exit_until(Clock::now() + std::chrono::milliseconds(2))) {
+      throw std::runtime_error("the backend exited while starting");
+    }
+    if (Clock::now() - t0 > std::chrono::seconds(60)) {
+      throw std::runtime_error("the backend did not become ready");
+    }
+  }
+  StartStop out;
+  out.start_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  const auto t1 = Clock::now();
+  (*child)->terminate(std::chrono::seconds(10));
+  out.stop_ms = std::chrono::duration<double, std::milli>(Clock::now() - t1).count();
+  return out;
+}
+
 }  // namespace bench

@@ -64,6 +64,15 @@ class BenchEnv {
   int start_direct_backend();
   void stop_direct_backend();
 
+  // The backend's own start and stop, without the router (the baseline of
+  // the model switch, issue #27): from spawning it with a model to its
+  // health answering 200, and from its SIGTERM to its exit, in ms.
+  struct StartStop {
+    double start_ms = 0;
+    double stop_ms = 0;
+  };
+  StartStop time_direct_start_stop();
+
  private:
   int free_port() const;
   void wait_ready(int port, const std::string& path, lemon::ChildProcess& child) const;

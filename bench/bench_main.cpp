@@ -4,6 +4,7 @@
 //   lemon-bench [--quick] [--out FILE] [--router BIN] [--fakes DIR] [--only PART ...]
 //               [--skip-fake]
 //   lemon-bench --validate FILE      (checks a report; used by the smoke test)
+//   lemon-bench --check [--out FILE] (the CI guard: bench/guard.h)
 //
 // With LLAMA_SERVER (a real llama-server) and BENCH_MODEL (a GGUF) set, the
 // request and streaming measurements also run against the real backend,
@@ -22,6 +23,7 @@
 #include <CLI/CLI.hpp>
 
 #include "bench_env.h"
+#include "guard.h"
 #include "lemon/core/log.h"
 #include "report.h"
 #include "scenarios.h"
@@ -96,6 +98,9 @@ int main(int argc, char** argv) {
       }()));
   app.add_flag("--skip-fake", s.skip_fake,
                "With LLAMA_SERVER and BENCH_MODEL: measure only the real backend");
+  bool check = false;
+  app.add_flag("--check", check,
+               "The CI guard: a few figures against fixed bounds, exit 1 on a gross regression");
   CLI11_PARSE(app, argc, argv);
   lemon::init_logging("error");
   const std::set<std::string> only(only_list.begin(), only_list.end());
@@ -110,6 +115,21 @@ int main(int argc, char** argv) {
     }
     std::cout << validate << ": well-formed report\n";
     return 0;
+  }
+  if (check) {
+    std::filesystem::path placeholder =
+        std::filesystem::temp_directory_path() /
+        ("lemon-bench-model-" + std::to_string(::getpid()) + ".gguf");
+    std::ofstream(placeholder) << "GGUF";
+    int status = 1;
+    try {
+      bench::BenchEnv env({router_bin, fakes, fakes + "/llama-server", placeholder.string()});
+      status = bench::run_guard(env, s, app.count("--out") > 0 ? out : std::string());
+    } catch (const std::exception& e) {
+      std::cerr << "lemon-bench --check: " << e.what() << "\n";
+    }
+    std::filesystem::remove(placeholder);
+    return status;
   }
   if (s.quick) {
     s.duration = std::chrono::milliseconds(150);
