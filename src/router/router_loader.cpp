@@ -213,6 +213,7 @@ Status Router::run_job(LoadJob& job) {
       // beside them: they may stop while it starts.
       std::vector<std::shared_ptr<ServerSlot>> none;
       std::vector<VictimView> devices;
+      devices.reserve(victims.size());
       for (const auto& v : victims) {
         devices.push_back({v->server->device(), v->in_flight.load()});
       }
@@ -512,7 +513,7 @@ void Router::stop_withdrawn(const Withdrawn& withdrawn, const char* reason) {
     logger("router")->info("stopped '{}' ({}; {}, in {:.1f} ms)", stopped.model, reason,
                            stopped.exit.empty() ? "not running" : stopped.exit,
                            stopped.stop_s * 1000.0);
-    emit(std::move(stopped));
+    emit(stopped);
   }
   std::unique_lock lock(mu_);
   for (const auto& v : withdrawn.owned) {
