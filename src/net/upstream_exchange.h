@@ -41,8 +41,9 @@ class UpstreamExchange {
  public:
   // `endpoint` ("127.0.0.1:8001") is used for the Host header and messages;
   // `authorization` (may be empty) is sent as the Authorization header, in
-  // place of any the request carries. `deadline`, when set, bounds the
-  // whole exchange (probes).
+  // place of any the request carries; both are kept by reference and must
+  // outlive the exchange. `deadline`, when set, bounds the whole exchange
+  // (probes).
   UpstreamExchange(int fd, const std::string& endpoint, const std::string& authorization,
                    const CallOptions& options, std::optional<Clock::time_point> deadline);
 

@@ -37,10 +37,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   request.content_type = "application/json";
   request.body = R"({"model":"m","messages":[{"role":"user","content":"hi"}]})";
   const std::string endpoint = "127.0.0.1:8001";
+  const std::string authorization = "Bearer fuzz";
   int final_status = 0;
   std::size_t body_bytes = 0;
   {
-    detail::UpstreamExchange exchange(fds[1], endpoint, options,
+    detail::UpstreamExchange exchange(fds[1], endpoint, authorization, options,
                                       detail::Clock::now() + std::chrono::seconds(2));
     detail::ExchangeOutcome out = exchange.run(
         request,

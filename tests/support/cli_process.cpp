@@ -14,6 +14,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "support/sanitizer_env.h"
+
 namespace lemon::testing {
 namespace {
 
@@ -50,7 +52,7 @@ CliProcess::CliProcess(const std::vector<std::string>& args,
     : terminal_(terminal) {
   std::vector<std::string> argv_strings = {cli_binary()};
   argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-  std::vector<std::string> env_list = env_strings(env);
+  std::vector<std::string> env_list = env_strings(with_sanitizer_options(env));
   auto argv = pointers(argv_strings);
   auto envp = pointers(env_list);
   if (terminal) {

@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include "support/process_watch.h"
+#include "support/sanitizer_env.h"
 
 namespace lemon::testing {
 namespace {
@@ -62,7 +63,7 @@ RouterProcess::RouterProcess(const std::vector<std::string>& args,
   storage.push_back(router_binary());
   storage.insert(storage.end(), args.begin(), args.end());
   const std::size_t argc = storage.size();
-  for (const auto& [key, value] : env) {
+  for (const auto& [key, value] : with_sanitizer_options(env)) {
     std::string assignment = key;
     assignment += '=';
     assignment += value;
