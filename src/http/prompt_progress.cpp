@@ -2,25 +2,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lemon/http/sse_event_boundary.h"
 #include "lemon/http/sse_scanner.h"
 
 namespace lemon::http {
 namespace {
 
 constexpr std::string_view kProgressKey = "\"prompt_progress\":";
-
-// Position just past the next blank line at or after `from`, or npos.
-std::size_t next_boundary(std::string_view s, std::size_t from) {
-  for (std::size_t i = s.find('\n', from); i != std::string_view::npos; i = s.find('\n', i + 1)) {
-    if (i + 1 < s.size() && s[i + 1] == '\n') {
-      return i + 2;
-    }
-    if (i + 2 < s.size() && s[i + 1] == '\r' && s[i + 2] == '\n') {
-      return i + 3;
-    }
-  }
-  return std::string_view::npos;
-}
 
 bool ends_at_boundary(std::string_view s) {
   return s.ends_with("\n\n") || s.ends_with("\n\r\n");
@@ -80,7 +68,8 @@ std::string_view ProgressStripper::feed(std::string_view data) {
   pending_.append(data);
   out_.clear();
   std::size_t start = 0;
-  for (std::size_t end; (end = next_boundary(pending_, start)) != std::string::npos; start = end) {
+  for (std::size_t end; (end = next_sse_event_end(pending_, start)) != std::string::npos;
+       start = end) {
     std::string_view event = std::string_view(pending_).substr(start, end - start);
     if (!prompt_progress_in(event)) {
       out_.append(event);

@@ -1,25 +1,12 @@
 #include "lemon/http/sse_scanner.h"
 
 #include "lemon/http/error_response.h"
+#include "lemon/http/sse_event_boundary.h"
 
 namespace lemon::http {
 namespace {
 
 constexpr std::size_t kMaxEventBytes = 1u << 20;
-
-// Position just past the next blank line ("\n\n" or "\r\n\r\n") at or after
-// `from`, or npos.
-std::size_t next_boundary(std::string_view s, std::size_t from) {
-  for (std::size_t i = s.find('\n', from); i != std::string_view::npos; i = s.find('\n', i + 1)) {
-    if (i + 1 < s.size() && s[i + 1] == '\n') {
-      return i + 2;
-    }
-    if (i + 2 < s.size() && s[i + 1] == '\r' && s[i + 2] == '\n') {
-      return i + 3;
-    }
-  }
-  return std::string_view::npos;
-}
 
 }  // namespace
 
@@ -57,7 +44,8 @@ void SseScanner::feed(std::string_view bytes, Clock::time_point now) {
     view = pending_;
   }
   std::size_t start = 0;
-  for (std::size_t end; (end = next_boundary(view, start)) != std::string_view::npos; start = end) {
+  for (std::size_t end; (end = next_sse_event_end(view, start)) != std::string_view::npos;
+       start = end) {
     if (!overflowed_) {
       on_event(view.substr(start, end - start), now);
     }
@@ -177,7 +165,7 @@ std::optional<std::string> normalize_sse_error_events(std::string_view chunk) {
   std::string out;
   bool changed = false;
   std::size_t start = 0;
-  for (std::size_t end; (end = next_boundary(chunk, start)) != std::string_view::npos;
+  for (std::size_t end; (end = next_sse_event_end(chunk, start)) != std::string_view::npos;
        start = end) {
     std::string_view event = chunk.substr(start, end - start);
     auto data = sse_event_data(event);
