@@ -127,7 +127,7 @@ TEST_F(DisconnectTest, AClientLeavingMidStreamCancelsTheBackend) {
   ASSERT_TRUE(s.read_head());
   ASSERT_EQ(s.status(), 200);
   for (int i = 0; i < 2; ++i) {
-    auto ev = s.next();
+    auto ev = s.next_data();
     ASSERT_TRUE(ev.has_value()) << "chunk " << i;
     ASSERT_FALSE(ev->data.empty()) << "chunk " << i;
   }

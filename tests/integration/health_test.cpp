@@ -135,7 +135,7 @@ TEST_F(HealthTest, InFlightCountsAnOpenStream) {
   SseStream stream(port(), "/api/v1/chat/completions", stream_body("user.a", 1000, 100).dump());
   ASSERT_TRUE(stream.read_head());
   ASSERT_EQ(stream.status(), 200);
-  auto first = stream.next();
+  auto first = stream.next_data();
   ASSERT_TRUE(first.has_value());
   ASSERT_FALSE(first->data.empty());
 

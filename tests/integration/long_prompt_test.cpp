@@ -50,7 +50,7 @@ StreamRead read_stream(int port, const json& body,
   StreamRead out;
   EXPECT_TRUE(s.read_head());
   out.status = s.status();
-  out.events = s.rest();
+  out.events = s.rest_with_comments();
   EXPECT_TRUE(s.ended_cleanly());
   for (const auto& e : out.events) {
     if (e.is_comment()) {
@@ -304,7 +304,7 @@ TEST_F(LongPromptTest, AnthropicStreamsGetPingEventsAndOllamaStreamsOnlyJsonLine
   ASSERT_TRUE(a.read_head());
   EXPECT_EQ(a.status(), 200);
   int pings = 0;
-  for (const auto& e : a.rest()) {
+  for (const auto& e : a.rest_with_comments()) {
     pings += e.event == "ping" ? 1 : 0;
     EXPECT_FALSE(e.is_comment()) << "Anthropic's stream carries ping events, not comments";
   }

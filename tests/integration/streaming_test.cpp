@@ -16,11 +16,11 @@ namespace {
 using StreamingTest = RouterTest;
 
 // Reads a whole stream; fails the test unless it is 200 text/event-stream.
-std::vector<SseEvent> read_stream(SseStream& s) {
+std::vector<SseEvent> read_stream(SseStream& s, bool with_comments = false) {
   EXPECT_TRUE(s.read_head());
   EXPECT_EQ(s.status(), 200);
   EXPECT_NE(s.header("content-type").find("text/event-stream"), std::string::npos);
-  return s.rest();
+  return with_comments ? s.rest_with_comments() : s.rest();
 }
 
 // /stats once it describes a request to `model` (it is recorded just after the
@@ -49,7 +49,7 @@ TEST_F(StreamingTest, EachChunkArrivesBeforeTheBackendWritesTheNext) {
   ASSERT_TRUE(s.read_head());
   std::vector<SseEvent> events;
   for (int i = 0; i < 5; ++i) {
-    auto e = s.next();
+    auto e = s.next_data();
     ASSERT_TRUE(e.has_value()) << "token " << i << " never arrived while the next was held";
     events.push_back(*e);
     if (i < 4) {
@@ -129,7 +129,7 @@ TEST_F(StreamingTest, AClientWaitingForALoadGetsLoadingComments) {
   env_.write_sidecar(a, {{"startup_delay_ms", 2500}});
   ASSERT_NO_FATAL_FAILURE(start_router());
   SseStream s(port(), "/api/v1/chat/completions", stream_body("user.a", 3, 0).dump());
-  auto events = read_stream(s);
+  auto events = read_stream(s, /*with_comments=*/true);
   EXPECT_TRUE(s.ended_cleanly());
   ASSERT_GE(events.size(), 6u) << "a comment, 3 tokens, the final chunk and [DONE]";
   ASSERT_TRUE(events.front().is_comment()) << events.front().data;

@@ -85,7 +85,7 @@ TEST_F(RealLlamaTest, ALongPromptIsHeartbeatedAndReported) {
     int progress = 0;
     json last_progress;
     bool done = false;
-    for (const auto& e : s.rest()) {
+    for (const auto& e : s.rest_with_comments()) {
       if (e.is_comment()) {
         pings += 1;
       } else if (e.is_done()) {

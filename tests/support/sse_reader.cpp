@@ -288,7 +288,28 @@ std::optional<SseEvent> SseStream::next(std::chrono::milliseconds timeout) {
   }
 }
 
+std::optional<SseEvent> SseStream::next_data(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (auto ev = next(std::chrono::duration_cast<std::chrono::milliseconds>(
+             deadline - std::chrono::steady_clock::now()))) {
+    if (!ev->is_comment()) {
+      return ev;
+    }
+  }
+  return std::nullopt;
+}
+
 std::vector<SseEvent> SseStream::rest(std::chrono::milliseconds timeout) {
+  std::vector<SseEvent> out;
+  for (auto& ev : rest_with_comments(timeout)) {
+    if (!ev.is_comment()) {
+      out.push_back(std::move(ev));
+    }
+  }
+  return out;
+}
+
+std::vector<SseEvent> SseStream::rest_with_comments(std::chrono::milliseconds timeout) {
   std::vector<SseEvent> out;
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (auto ev = next(std::chrono::duration_cast<std::chrono::milliseconds>(

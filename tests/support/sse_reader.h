@@ -50,8 +50,14 @@ class SseStream {
   // The next event, or nullopt once the body has ended (see ended_cleanly())
   // or the deadline passed (timed_out()).
   std::optional<SseEvent> next(std::chrono::milliseconds timeout = kWait);
-  // Every remaining event until the body ends.
+  // The same, skipping comment-only events: the router's ": ping" heartbeat
+  // may come in any second of silence (a slow machine, a sanitizer), so a
+  // test that reads or counts data events must not see it.
+  std::optional<SseEvent> next_data(std::chrono::milliseconds timeout = kWait);
+  // Every remaining event until the body ends, without comment-only ones.
   std::vector<SseEvent> rest(std::chrono::milliseconds timeout = kWait);
+  // Every remaining event, comments included (heartbeat tests).
+  std::vector<SseEvent> rest_with_comments(std::chrono::milliseconds timeout = kWait);
   // The undecoded remainder of the body (for non-SSE replies), until it ends.
   std::string read_body(std::chrono::milliseconds timeout = kWait);
 
