@@ -13,6 +13,7 @@
 
 #include "lemon/cli/chat_session.h"
 #include "lemon/cli/commands.h"
+#include "lemon/core/text.h"
 
 namespace lemon::cli {
 namespace {
@@ -63,12 +64,6 @@ class LineReader {
   std::string buffer_;
 };
 
-std::string trim(const std::string& s) {
-  auto b = s.find_first_not_of(" \t\r\n");
-  auto e = s.find_last_not_of(" \t\r\n");
-  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
-}
-
 Status ensure_model_ready(const ServerClient& client, const CommandLine& cl) {
   auto models = get_object_with(client, "/api/v1/models?show_all=true", "data",
                                 nlohmann::json::value_t::array, "the models");
@@ -112,7 +107,7 @@ std::string read_prompt() {
   for (std::string line; reader.next(line) == ReadOutcome::kLine;) {
     prompt += line + "\n";
   }
-  return trim(prompt);
+  return std::string(trim_whitespace(prompt));
 }
 
 int answer_once(ChatSession& chat, const std::string& prompt) {
@@ -158,7 +153,7 @@ int chat_loop(ChatSession& chat, const std::string& model) {
       std::cout << "\nUse Ctrl + d or /bye to exit." << std::endl;
       continue;
     }
-    std::string text = trim(line);
+    std::string text(trim_whitespace(line));
     if (text.starts_with("\"\"\"")) {
       text = text.substr(3);
       bool closed = text.size() >= 3 && text.ends_with("\"\"\"");
@@ -173,13 +168,13 @@ int chat_loop(ChatSession& chat, const std::string& model) {
           break;
         }
         text += "\n" + more;
-        closed = trim(more).ends_with("\"\"\"");
+        closed = trim_whitespace(more).ends_with("\"\"\"");
       }
       auto end = text.rfind("\"\"\"");
       if (end != std::string::npos) {
         text = text.substr(0, end);
       }
-      text = trim(text);
+      text = std::string(trim_whitespace(text));
     } else if (text == "/bye") {
       return 0;
     } else if (text == "/clear") {

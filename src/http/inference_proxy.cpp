@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "lemon/core/clock.h"
 #include "lemon/core/log.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/sse_scanner.h"
@@ -14,12 +15,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr std::size_t kMaxErrorBody = 64u << 10;
-
-std::int64_t unix_ms_now() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 template <typename T>
 void take(const nlohmann::json& j, const char* key, T& out, bool only_if_unset) {

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <utility>
 
+#include "lemon/core/text.h"
 #include "lemon/net/message.h"
 
 namespace lemon::http {
@@ -12,16 +13,6 @@ namespace {
 constexpr std::size_t kMaxBoundary = 200;  // RFC 2046 says 70; be lenient
 
 using Params = std::vector<std::pair<std::string, std::string>>;
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
 
 std::string lowered(std::string_view s) {
   std::string out(s);
@@ -39,7 +30,7 @@ Error invalid(std::string message) {
 // quoted string is not terminated.
 bool split_params(std::string_view value, std::string_view& head, Params& params) {
   std::size_t i = value.find(';');
-  head = trim(value.substr(0, i));
+  head = trim_ows(value.substr(0, i));
   while (i != std::string_view::npos && i < value.size()) {
     ++i;  // past ';'
     while (i < value.size() && (value[i] == ' ' || value[i] == '\t')) {
@@ -51,7 +42,7 @@ bool split_params(std::string_view value, std::string_view& head, Params& params
       i = eq;
       continue;
     }
-    std::string name = lowered(trim(value.substr(i, eq - i)));
+    std::string name = lowered(trim_ows(value.substr(i, eq - i)));
     i = eq + 1;
     while (i < value.size() && (value[i] == ' ' || value[i] == '\t')) {
       ++i;
@@ -77,7 +68,7 @@ bool split_params(std::string_view value, std::string_view& head, Params& params
       i = value.find(';', i);
     } else {
       std::size_t end = value.find(';', i);
-      param_value = std::string(trim(value.substr(i, end - i)));
+      param_value = std::string(trim_ows(value.substr(i, end - i)));
       i = end;
     }
     params.emplace_back(std::move(name), std::move(param_value));
@@ -110,8 +101,8 @@ Status apply_header(std::string_view line, MultipartPart& part, bool& has_dispos
   if (colon == std::string_view::npos || colon == 0) {
     return invalid("malformed part header '" + std::string(line.substr(0, 80)) + "'");
   }
-  std::string_view name = trim(line.substr(0, colon));
-  std::string_view value = trim(line.substr(colon + 1));
+  std::string_view name = trim_ows(line.substr(0, colon));
+  std::string_view value = trim_ows(line.substr(colon + 1));
   if (net::iequals(name, "Content-Type")) {
     part.content_type = std::string(value);
     return ok_status();

@@ -5,6 +5,8 @@
 #include <set>
 #include <system_error>
 
+#include "lemon/core/text.h"
+
 namespace lemon::hf {
 
 namespace fs = std::filesystem;
@@ -13,16 +15,6 @@ namespace {
 
 constexpr std::string_view kPartialSuffix = ".partial";
 constexpr std::string_view kManifestName = ".download_manifest.json";
-
-std::string trim(std::string s) {
-  const char* ws = " \t\r\n";
-  auto b = s.find_first_not_of(ws);
-  if (b == std::string::npos) {
-    return "";
-  }
-  auto e = s.find_last_not_of(ws);
-  return s.substr(b, e - b + 1);
-}
 
 bool is_dir(const fs::path& p) {
   std::error_code ec;
@@ -37,7 +29,7 @@ std::optional<fs::path> snapshot_from_ref(const fs::path& repo_dir) {
   }
   std::string sha;
   std::getline(in, sha);
-  sha = trim(sha);
+  sha = std::string(trim_whitespace(sha));
   if (sha.empty() || sha == "." || sha == ".." || sha.find('/') != std::string::npos) {
     return std::nullopt;
   }

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lemon/core/text.h"
 #include "lemon/download/url.h"
 
 namespace lemon {
@@ -25,18 +26,6 @@ bool env_true(const char* name) {
   return v == "1" || v == "true" || v == "yes" || v == "on";
 }
 
-std::string trim(std::string s) {
-  auto not_space = [](unsigned char c) { return std::isspace(c) == 0; };
-  while (!s.empty() && !not_space(static_cast<unsigned char>(s.back()))) {
-    s.pop_back();
-  }
-  std::size_t i = 0;
-  while (i < s.size() && !not_space(static_cast<unsigned char>(s[i]))) {
-    ++i;
-  }
-  return s.substr(i);
-}
-
 std::string read_token_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
@@ -44,12 +33,12 @@ std::string read_token_file(const std::string& path) {
   }
   std::stringstream text;
   text << in.rdbuf();
-  return trim(text.str());
+  return std::string(trim_whitespace(text.str()));
 }
 
 std::string hub_token() {
   for (const char* name : {"HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"}) {
-    if (auto t = trim(env(name)); !t.empty()) {
+    if (auto t = std::string(trim_whitespace(env(name))); !t.empty()) {
       return t;
     }
   }
@@ -95,7 +84,7 @@ Error bad_listing(std::string_view repo, const std::string& what) {
 
 HubSettings HubSettings::from_environment() {
   HubSettings s;
-  if (auto endpoint = trim(env("HF_ENDPOINT")); !endpoint.empty()) {
+  if (auto endpoint = std::string(trim_whitespace(env("HF_ENDPOINT"))); !endpoint.empty()) {
     while (!endpoint.empty() && endpoint.back() == '/') {
       endpoint.pop_back();
     }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "lemon/core/text.h"
+
 namespace lemon::net {
 namespace {
 
@@ -22,16 +24,6 @@ int hex_value(char c) {
     return c - 'A' + 10;
   }
   return -1;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
-    s.remove_suffix(1);
-  }
-  return s;
 }
 
 }  // namespace
@@ -110,7 +102,7 @@ std::string Headers::media_type() const {
   if (!value) {
     return {};
   }
-  std::string_view type = trim(value->substr(0, value->find(';')));
+  std::string_view type = trim_ows(value->substr(0, value->find(';')));
   std::string out(type);
   std::transform(out.begin(), out.end(), out.begin(), lower);
   return out;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "lemon/core/text.h"
+
 namespace lemon::net::wire {
 namespace {
 
@@ -76,16 +78,6 @@ bool valid_absolute_authority(std::string_view target) {
 bool is_ctl(char c) {
   auto u = static_cast<unsigned char>(c);
   return (u < 0x20 && u != '\t') || u == 0x7f;
-}
-
-std::string_view trim_ows(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
-    s.remove_suffix(1);
-  }
-  return s;
 }
 
 // Splits `head` into lines. In strict mode (requests) every line must end in

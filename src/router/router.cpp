@@ -4,19 +4,11 @@
 
 #include <algorithm>
 
+#include "lemon/core/clock.h"
 #include "lemon/core/log.h"
 #include "load_job.h"
 
 namespace lemon {
-namespace {
-
-std::int64_t unix_ms_now() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
 
 const char* router_event_name(RouterEvent::Kind kind) {
   switch (kind) {

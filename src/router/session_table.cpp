@@ -4,14 +4,10 @@
 #include <cstdio>
 #include <random>
 
+#include "lemon/core/clock.h"
+
 namespace lemon {
 namespace {
-
-std::int64_t unix_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // "sess_" and 32 hex digits from the system's random source.
 std::string new_session_id() {
@@ -117,7 +113,7 @@ Result<SessionState> SessionTable::create(
         e.state.system = system;
         e.state.options = std::move(options);
         e.state.pin = *pin;
-        e.state.created_ms = unix_ms();
+        e.state.created_ms = unix_ms_now();
         e.state.last_used_ms = e.state.created_ms;
         e.cancel = std::make_shared<std::atomic<bool>>(false);
         e.idle_since = Clock::now();
@@ -183,7 +179,7 @@ Result<SessionState> SessionTable::append(const std::string& id, nlohmann::json 
   }
   Entry& e = **entry;
   e.state.history.push_back(std::move(message));
-  e.state.last_used_ms = unix_ms();
+  e.state.last_used_ms = unix_ms_now();
   e.idle_since = Clock::now();
   return e.state;
 }
@@ -197,7 +193,7 @@ Result<SessionTable::Turn> SessionTable::begin_turn(const std::string& id) {
   Entry& e = **entry;
   e.state.generating = true;
   e.cancel->store(false);
-  e.state.last_used_ms = unix_ms();
+  e.state.last_used_ms = unix_ms_now();
   return Turn{e.state, e.cancel};
 }
 
@@ -209,7 +205,7 @@ void SessionTable::end_turn(const std::string& id, const std::optional<TurnResul
   }
   Entry& e = it->second;
   e.state.generating = false;
-  e.state.last_used_ms = unix_ms();
+  e.state.last_used_ms = unix_ms_now();
   e.idle_since = Clock::now();
   if (result) {
     e.state.history.push_back({{"role", "assistant"}, {"content", result->reply}});

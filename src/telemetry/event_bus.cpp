@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "lemon/core/clock.h"
+
 namespace lemon::telemetry {
 
 std::string event_sse_frame(std::uint64_t id, const Event& event) {
@@ -18,9 +20,7 @@ std::string event_sse_frame(std::uint64_t id, const Event& event) {
 
 std::uint64_t EventBus::publish(std::string type, nlohmann::json data) {
   Event e;
-  e.time_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                  std::chrono::system_clock::now().time_since_epoch())
-                  .count();
+  e.time_ms = unix_ms_now();
   e.type = std::move(type);
   e.data = std::move(data);
   return stream_.publish(std::move(e));

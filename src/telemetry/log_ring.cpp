@@ -6,14 +6,10 @@
 
 #include <spdlog/sinks/base_sink.h>
 
+#include "lemon/core/clock.h"
+
 namespace lemon::telemetry {
 namespace {
-
-std::int64_t unix_ms_now() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string level_text(spdlog::level::level_enum level) {
   switch (level) {

@@ -7,6 +7,8 @@
 #include <limits>
 #include <set>
 
+#include "lemon/core/clock.h"
+
 namespace lemon::telemetry {
 namespace {
 
@@ -287,9 +289,7 @@ std::string TelemetryHub::render(const RouterView& view, const SlotLimits& limit
     text.sample("lemonade_model_slots", {{"model", model}}, f.slots);
   }
   text.family("lemonade_model_idle_seconds", "Seconds since a loaded model was last used", "gauge");
-  const auto now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          std::chrono::system_clock::now().time_since_epoch())
-                          .count();
+  const auto now_ms = unix_ms_now();
   for (const auto& [model, f] : per_model) {
     const double idle =
         f.in_flight > 0

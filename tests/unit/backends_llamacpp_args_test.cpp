@@ -1,5 +1,5 @@
-// LlamaCppServer: the llama-server command line (research/lemonade.md §3.2
-// plus --host), router-owned flags refused in llamacpp_args, user-overridable
+// LlamaCppServer: the llama-server command line (Lemonade 9.4.1's plus
+// --host), router-owned flags refused in llamacpp_args, user-overridable
 // defaults dropped by exact flag name, routes and device per backend.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// The other recipes' WrappedServers (research/lemonade.md §3.9): command
+// The other recipes' WrappedServers (as Lemonade 9.4.1 starts them): command
 // lines, routes, body rewriting, devices, which binary each one looks for, and
 // the production factory that picks the class per recipe.
 #include <gtest/gtest.h>

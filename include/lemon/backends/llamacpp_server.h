@@ -1,6 +1,6 @@
 // LlamaCppServer: the `llamacpp` recipe, served by llama.cpp's llama-server.
 //
-// Command line (research/lemonade.md §3.2, plus --host so the child never
+// Command line (Lemonade 9.4.1's, plus --host so the child never
 // listens beyond loopback):
 //   -m <gguf> --ctx-size N --port P --host 127.0.0.1 --jinja
 //   [--mmproj F [--no-mmproj-offload on cpu]] [--context-shift on vulkan/rocm]

@@ -126,7 +126,8 @@ std::string errno_message(int err);
 // True for load failures where evicting every server and retrying once may
 // help (resource exhaustion, a crashed or hung start). False for failures a
 // retry cannot fix (missing files, bad arguments, unknown recipe, missing
-// binary). Seed 000 "Error Handling"; research/lemonade.md §8 item 6.
+// binary). Seed 000 "Error Handling"; Lemonade 9.4.1 evicted everything and
+// retried on any failure but a missing file.
 bool is_retryable_load_failure(ErrorCode code);
 
 class Error {

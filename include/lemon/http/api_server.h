@@ -1,8 +1,7 @@
 // ApiServer: the HTTP surface of lemonade-router. It owns the HTTP server and
 // the route table, and turns each request into calls on the catalogue, the
 // router and the stats store. Handlers are thin: parse and check the body,
-// then one router call, then one response writer (research/aesthetics.md,
-// "patterns to avoid" 1).
+// then one router call, then one response writer.
 //
 // Thread-safety: bind()/run() from the main thread; stop() from any thread;
 // handlers run on connection threads.

@@ -1,4 +1,4 @@
-// The one error envelope every route uses (DEVELOPERS.md):
+// The one error envelope every route uses (docs/api.md "Errors"):
 //   {"error":{"message":"...","type":"...","param":<string|null>,"code":"..."}}
 // The HTTP status, type and code come from the ErrorCode alone, through one
 // table (error_status); a backend's own status is kept when the error came

@@ -1,5 +1,5 @@
 // ProcessLauncher: spawns backend programs from an argv, never through a
-// shell (DEVELOPERS.md "No shells").
+// shell (docs/architecture.md, "process").
 //
 // The POSIX launcher forks from a dedicated spawner thread (so that
 // PR_SET_PDEATHSIG, which fires when the *thread* that forked exits, only

@@ -1,6 +1,7 @@
 // SystemStats: GET /system-stats, in Lemonade 9.4.1's shape
 // ({"cpu_percent","memory_gb","gpu_percent","vram_gb"}, plus "npu_percent"),
-// null where the machine cannot tell (research/lemonade.md §2.3).
+// null where the machine cannot tell (Lemonade 9.4.1's shape; docs/api.md
+// "GET system-stats").
 //
 // - CPU: busy share of all cores since the previous reading (/proc/stat); a
 //   first reading, or one after 10 s, samples for 100 ms.

@@ -1,0 +1,25 @@
+#include "lemon/core/text.h"
+
+namespace lemon {
+namespace {
+
+std::string_view trim_any_of(std::string_view s, std::string_view chars) {
+  const auto begin = s.find_first_not_of(chars);
+  if (begin == std::string_view::npos) {
+    return {};
+  }
+  const auto end = s.find_last_not_of(chars);
+  return s.substr(begin, end - begin + 1);
+}
+
+}  // namespace
+
+std::string_view trim_ows(std::string_view s) {
+  return trim_any_of(s, " \t");
+}
+
+std::string_view trim_whitespace(std::string_view s) {
+  return trim_any_of(s, " \t\r\n\v\f");
+}
+
+}  // namespace lemon
