@@ -48,6 +48,20 @@ ModelType model_type_from_labels(const std::vector<std::string>& labels) {
   return ModelType::kLlm;
 }
 
+ModelType model_type_of(const std::vector<std::string>& labels, std::string_view recipe) {
+  const ModelType by_labels = model_type_from_labels(labels);
+  if (by_labels != ModelType::kLlm) {
+    return by_labels;
+  }
+  if (recipe == "whispercpp") {
+    return ModelType::kAudio;
+  }
+  if (recipe == "sd-cpp") {
+    return ModelType::kImage;
+  }
+  return by_labels;
+}
+
 std::string device_name(Device device) {
   std::string out;
   auto append = [&](Device bit, const char* name) {

@@ -69,7 +69,7 @@ std::vector<ModelInfo> scan_extra_models_dir(const fs::path& dir) {
                              info.checkpoint());
       return;
     }
-    info.type = model_type_from_labels(info.labels);
+    info.type = model_type_of(info.labels, info.recipe);
     out.push_back(std::move(info));
   };
 

@@ -138,7 +138,7 @@ Result<ModelInfo> parse_registry_entry(const std::string& name, const ojson& ent
       info.source = ModelSource::kUser;
     }
   }
-  info.type = model_type_from_labels(info.labels);
+  info.type = model_type_of(info.labels, info.recipe);
   return info;
 }
 

@@ -34,6 +34,15 @@ TEST(CoreModelType, OtherLabelsAreLlm) {
   EXPECT_EQ(model_type_from_labels({"rerank"}), ModelType::kLlm);
 }
 
+TEST(CoreModelType, ARecipeOfOneTypeGivesItWhenNoLabelDoes) {
+  EXPECT_EQ(model_type_of({}, "whispercpp"), ModelType::kAudio);
+  EXPECT_EQ(model_type_of({"hot"}, "sd-cpp"), ModelType::kImage);
+  EXPECT_EQ(model_type_of({}, "llamacpp"), ModelType::kLlm);
+  EXPECT_EQ(model_type_of({"embeddings"}, "llamacpp"), ModelType::kEmbedding);
+  // A label that names a type wins.
+  EXPECT_EQ(model_type_of({"audio"}, "sd-cpp"), ModelType::kAudio);
+}
+
 TEST(CoreModelType, PrecedenceDoesNotDependOnLabelOrder) {
   EXPECT_EQ(model_type_from_labels({"image", "embedding"}), ModelType::kEmbedding);
   EXPECT_EQ(model_type_from_labels({"embedding", "image"}), ModelType::kEmbedding);

@@ -30,6 +30,10 @@ std::optional<ModelType> parse_model_type(std::string_view name);
 // name several types, the first in that order wins (not label order), so the
 // answer does not depend on how a user happened to list labels.
 ModelType model_type_from_labels(const std::vector<std::string>& labels);
+// The labels' type, except that a model whose labels name no type and whose
+// recipe serves one type only takes that type: `whispercpp` is kAudio and
+// `sd-cpp` kImage, as a user model registered without labels expects.
+ModelType model_type_of(const std::vector<std::string>& labels, std::string_view recipe);
 
 enum class Device : std::uint8_t { kNone = 0, kCpu = 1, kGpu = 2, kNpu = 4 };
 
