@@ -1,9 +1,15 @@
 // Memory estimates of servers before they start (issue #13 §1): the default
-// from the model's files, and llama.cpp's from its GGUF header.
+// from the model's files, llama.cpp's from its GGUF header, whisper.cpp's
+// from its ggml header (issue #31).
+#include <array>
+#include <cstdint>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 
 #include "lemon/backends/llamacpp_server.h"
 #include "lemon/backends/process_server.h"
+#include "lemon/backends/whisper_server.h"
 #include "lemon/models/gguf_header_cache.h"
 #include "lemon/process/process_memory.h"
 
@@ -73,6 +79,69 @@ DeviceBytes LlamaCppServer::memory_estimate() const {
   const std::int64_t compute = std::max<std::int64_t>(32 * MiB, weights / 20);
   DeviceBytes out;
   out[model_device(*this)] += weights + mmproj + kv + compute;
+  out[kRamDevice] += kProcessOverhead;
+  return out;
+}
+
+namespace {
+
+// whisper.cpp's ggml model header: the "ggml" magic, then n_vocab,
+// n_audio_ctx, n_audio_state, n_audio_head, n_audio_layer, n_text_ctx,
+// n_text_state, n_text_head, n_text_layer, n_mels, ftype (int32 each,
+// little-endian; src/whisper.cpp, whisper_model_load).
+struct WhisperShape {
+  std::int64_t vocab = 0, audio_ctx = 0, audio_state = 0, audio_layers = 0, text_ctx = 0,
+               text_state = 0, text_layers = 0;
+};
+
+std::optional<WhisperShape> read_whisper_shape(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::array<unsigned char, 48> head{};
+  if (!in.read(reinterpret_cast<char*>(head.data()), head.size())) {
+    return std::nullopt;
+  }
+  auto word = [&head](int i) {
+    std::uint32_t v = 0;
+    for (int b = 3; b >= 0; --b) {
+      v = (v << 8) | head[static_cast<std::size_t>(i * 4 + b)];
+    }
+    return static_cast<std::int64_t>(static_cast<std::int32_t>(v));
+  };
+  if (static_cast<std::uint32_t>(word(0)) != 0x67676D6Cu) {  // "ggml"
+    return std::nullopt;
+  }
+  WhisperShape s{word(1), word(2), word(3), word(5), word(6), word(7), word(9)};
+  const bool sane = s.vocab > 0 && s.vocab < 1'000'000 && s.audio_ctx > 0 &&
+                    s.audio_ctx < 100'000 && s.audio_state > 0 && s.audio_state < 100'000 &&
+                    s.audio_layers > 0 && s.audio_layers < 1'000 && s.text_ctx > 0 &&
+                    s.text_ctx < 100'000 && s.text_state > 0 && s.text_state < 100'000 &&
+                    s.text_layers > 0 && s.text_layers < 1'000;
+  return sane ? std::optional<WhisperShape>(s) : std::nullopt;
+}
+
+}  // namespace
+
+// Weights, then whisper_init_state's buffers (whisper.cpp v1.8.2): the
+// cross-attention cache (2 x audio_ctx x state x layers, f16), the
+// self-attention cache (2 x text_ctx x state x layers, f16), the decoder's
+// logits (vocab x text_ctx, f32) and the encoder's activations (about
+// 3 x 2 x audio_ctx x state, f32). Checked against the process's RSS after a
+// transcription, for random-weight models of tiny, base and small's shapes
+// (docs/benchmarks.md "Real backends"). A file that is not ggml: its size
+// and a half.
+DeviceBytes WhisperServer::memory_estimate() const {
+  const std::string main = model().resolved_path("main");
+  const std::int64_t weights = path_bytes(main);
+  std::int64_t state = weights / 2;
+  if (auto s = read_whisper_shape(main)) {
+    const std::int64_t cross = 2 * s->audio_ctx * s->audio_state * s->text_layers * 2;
+    const std::int64_t self = 2 * s->text_ctx * s->text_state * s->text_layers * 2;
+    const std::int64_t logits = s->vocab * s->text_ctx * 4;
+    const std::int64_t encoder = 3 * 2 * s->audio_ctx * s->audio_state * 4;
+    state = cross + self + logits + encoder;
+  }
+  DeviceBytes out;
+  out[model_device(*this)] += weights + state;
   out[kRamDevice] += kProcessOverhead;
   return out;
 }

@@ -16,13 +16,13 @@
 #include "lemon/http/multipart.h"
 #include "lemon/http/request_checks.h"
 #include "lemon/http/rerank_format.h"
+#include "lemon/http/transcription_form.h"
 #include "lemon/router/pool_policy.h"
 #include "observed_writer.h"
 
 namespace lemon::http {
 namespace {
 
-const char* kTranscriptionFormats[] = {"json", "text", "srt", "verbose_json", "vtt"};
 // Retries of a request whose backend did not answer (seed 003: 1, 2, 4 s).
 constexpr int kBackendRetries = 3;
 
@@ -110,33 +110,23 @@ void ApiServer::handle_transcription(net::Request& r, net::ResponseWriter& w) {
     write_error(w, parts.error());
     return;
   }
-  const MultipartPart* file = find_part(*parts, "file");
-  if (file == nullptr || file->data.empty()) {
-    write_error(w, Error(ErrorCode::kInvalidRequest, "'file' (the audio) is required", "file"));
+  if (auto checked = check_transcription_form(*parts); !checked.ok()) {
+    write_error(w, checked.error());
     return;
   }
   const MultipartPart* model = find_part(*parts, "model");
-  if (model == nullptr || model->data.empty()) {
-    write_error(w, Error(ErrorCode::kInvalidRequest, "'model' is required", "model"));
-    return;
-  }
-  if (const MultipartPart* fmt = find_part(*parts, "response_format")) {
-    bool known = false;
-    for (const char* f : kTranscriptionFormats) {
-      known = known || fmt->data == f;
-    }
-    if (!known) {
-      write_error(w, Error(ErrorCode::kInvalidRequest,
-                           "'response_format' must be json, text, srt, verbose_json or vtt",
-                           "response_format"));
-      return;
-    }
-  }
   InferenceRequest req;
+  req.answer_content_type = transcription_content_type(*parts);
+  std::vector<FormField> fields;
+  fields.reserve(parts->size());
+  for (const auto& p : *parts) {
+    fields.push_back({p.name, p.filename, p.content_type, std::string(p.data)});
+  }
   req.route = ApiRoute::kTranscriptions;
   req.model = std::string(model->data);
   req.raw_body = r.body;
   req.content_type = std::string(content_type);
+  req.form = &fields;
   forward_inference(req, w);
 }
 
@@ -390,6 +380,7 @@ ProxyCall ApiServer::make_call(const InferenceRequest& req, std::string path,
   ProxyCall call = limited_call(std::move(path), std::move(content_type), req.stream);
   call.append_done = req.route != ApiRoute::kResponses;
   call.transform = req.transform;
+  call.answer_content_type = req.answer_content_type;
   return call;
 }
 
@@ -476,6 +467,10 @@ ProxyOutcome ApiServer::forward_attempt(InferenceRequest& req, net::ResponseWrit
   std::string_view body = req.raw_body;
   std::string content_type = req.content_type;
   if (req.form != nullptr) {
+    if (auto checked = server.check_form(req.route, *req.form); !checked.ok()) {
+      write_error(w, checked.error());
+      return {};
+    }
     if (auto form = server.rewrite_form(req.route, *req.form)) {
       const std::string boundary = make_boundary(*form);
       owned_body = write_multipart(*form, boundary);
@@ -496,6 +491,9 @@ ProxyOutcome ApiServer::forward_attempt(InferenceRequest& req, net::ResponseWrit
     return {};
   }
   ProxyCall call = make_call(req, *path, content_type);
+  call.refusal = [&server, route = req.route](std::string_view answer) {
+    return server.refusal_in_answer(route, answer);
+  };
   watch_long_prompt(req, server, owned_body, body, call);
   call.body = body;
   call.defer_retryable = true;

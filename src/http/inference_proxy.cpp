@@ -270,9 +270,17 @@ ProxyOutcome forward_whole(Lease& lease, const ProxyCall& call, net::ResponseWri
     write_rejection(writer, resp->status, resp->body);
     return {};
   }
+  if (call.refusal) {
+    if (auto refused = call.refusal(resp->body)) {
+      write_error(writer, *refused);
+      return {};
+    }
+  }
   net::Headers headers;
   headers.add("Content-Type",
-              std::string(resp->headers.get("Content-Type").value_or("application/json")));
+              !call.answer_content_type.empty()
+                  ? call.answer_content_type
+                  : std::string(resp->headers.get("Content-Type").value_or("application/json")));
   add_extra(headers, call);
   std::optional<std::string> transformed;
   if (call.transform) {

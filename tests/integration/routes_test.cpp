@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <future>
 #include <optional>
 
@@ -319,43 +320,6 @@ TEST_F(RoutesTest, RerankingRejectsAMissingQueryOrBadDocuments) {
     expect_error(http_post(port(), path, nlohmann::json{{"model", "user.r"}, {"query", "q"}}), 400,
                  "invalid_request_error", "documents", std::string(path) + " no documents");
   }
-  expect_nothing_loaded();
-}
-
-// ---- audio/transcriptions -------------------------------------------------
-
-TEST_F(RoutesTest, TranscriptionJsonAndText) {
-  env_.add_whisper("w");
-  ASSERT_NO_FATAL_FAILURE(start_router());
-  const std::string wav = wav_bytes(16000);
-  HttpReply r = transcribe({audio_file(wav), form_field("model", "user.w")});
-  ASSERT_EQ(r.status, 200) << r.error << r.body;
-  EXPECT_NE(r.header("Content-Type").find("application/json"), std::string::npos);
-  auto j = r.json();
-  const std::string expected =
-      "fake transcript of " + std::to_string(wav.size()) + " bytes from speech.wav";
-  EXPECT_EQ(j, (nlohmann::json{{"text", expected}})) << r.body;
-
-  HttpReply t = transcribe(
-      {form_field("model", "user.w"), audio_file(wav), form_field("response_format", "text")},
-      "/v1/audio/transcriptions");
-  ASSERT_EQ(t.status, 200) << t.error << t.body;
-  EXPECT_NE(t.header("Content-Type").find("text/plain"), std::string::npos)
-      << t.header("Content-Type");
-  EXPECT_NE(t.body.find(expected), std::string::npos) << t.body;
-  EXPECT_TRUE(t.json().is_discarded()) << "text/plain passes through unwrapped: " << t.body;
-}
-
-TEST_F(RoutesTest, TranscriptionRejectsMissingFieldsAndBadFormats) {
-  env_.add_whisper("w");
-  ASSERT_NO_FATAL_FAILURE(start_router());
-  const std::string wav = wav_bytes(1600);
-  expect_error(transcribe({form_field("model", "user.w")}), 400, "invalid_request_error", "file",
-               "no file");
-  expect_error(transcribe({audio_file(wav)}), 400, "invalid_request_error", "model", "no model");
-  expect_error(transcribe({audio_file(wav), form_field("model", "user.w"),
-                           form_field("response_format", "mp3")}),
-               400, "invalid_request_error", "response_format", "response_format mp3");
   expect_nothing_loaded();
 }
 

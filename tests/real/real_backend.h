@@ -5,8 +5,12 @@
 // line saying so; CI names none.
 #pragma once
 
+#include <spawn.h>
+#include <sys/wait.h>
+
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -26,6 +30,29 @@ inline std::string real_model_file(const std::string& name) {
   const char* dir = std::getenv("LEMON_REAL_MODELS_DIR");
   return (dir != nullptr ? std::string(dir) : std::string(LEMON_SOURCE_DIR) + "/../shared/models") +
          "/" + name;
+}
+
+// Runs `argv` (PATH searched, no shell, stdout and stderr to /dev/null) and
+// returns its exit status, or -1 if it could not start.
+inline int run_program(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const auto& a : argv) {
+    args.push_back(const_cast<char*>(a.c_str()));
+  }
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", 1 /* O_WRONLY */, 0);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  pid_t pid = 0;
+  const int rc = ::posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) {
+    return -1;
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 class RealLlamaTest : public RouterTest {
@@ -48,6 +75,44 @@ class RealLlamaTest : public RouterTest {
   }
 
   std::string llama_server_;
+};
+
+// The router against a real whisper-server and tiny random-weight whisper
+// models written at test time by tests/models/make_tiny_whisper.py (Debian's
+// python3 with python3-numpy).
+class RealWhisperTest : public RouterTest {
+ protected:
+  void SetUp() override {
+    whisper_server_ = real_program("LEMON_REAL_WHISPER_SERVER");
+    if (whisper_server_.empty()) {
+      GTEST_SKIP() << "LEMON_REAL_WHISPER_SERVER is not set: no real whisper-server to test "
+                      "against";
+    }
+  }
+  // user.<key>: a tiny whisper model (a different one per seed), or one of
+  // the shape `shape` gives (make_tiny_whisper.py's options).
+  void add_tiny_whisper(const std::string& key, int seed = 31,
+                        const std::vector<std::string>& shape = {}) {
+    const std::string path = env_.models_dir() + "/" + key + ".bin";
+    std::vector<std::string> argv = {
+        python(), std::string(LEMON_SOURCE_DIR) + "/tests/models/make_tiny_whisper.py", path,
+        "--seed", std::to_string(seed)};
+    argv.insert(argv.end(), shape.begin(), shape.end());
+    ASSERT_EQ(run_program(argv), 0)
+        << "tests/models/make_tiny_whisper.py failed: it needs python3 with numpy "
+           "(LEMON_PYTHON, else /usr/bin/python3)";
+    env_.add_user_model(key,
+                        {{"checkpoint", path}, {"recipe", "whispercpp"}, {"source", "local_path"}});
+  }
+  void start_real_router(const std::vector<std::string>& args = {}) {
+    start_router(args, {{"LEMONADE_WHISPERCPP_CPU_BIN", whisper_server_}});
+  }
+  static std::string python() {
+    const char* p = std::getenv("LEMON_PYTHON");
+    return p != nullptr ? std::string(p) : std::string("/usr/bin/python3");
+  }
+
+  std::string whisper_server_;
 };
 
 }  // namespace lemon::testing

@@ -1,9 +1,10 @@
 // Memory estimates before a server starts (issue #13 §1): llama.cpp's from
 // its GGUF header (tensor bytes, KV cache for ctx_size x parallel, compute
-// buffers) on the device it runs on, plus the process overhead in RAM; other
-// recipes from their files' sizes.
+// buffers) on the device it runs on, plus the process overhead in RAM;
+// whisper.cpp's from its ggml header; other recipes from their files' sizes.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <fstream>
 #include <string>
 
@@ -89,7 +90,32 @@ TEST_F(MemoryEstimate, AFileThatIsNotGgufCountsItsSize) {
       << "no header: the file's size, no KV term";
   WhisperServer whisper(model("whispercpp", blob),
                         options("whispercpp", {{"whispercpp_backend", "cpu"}}), env_);
-  EXPECT_EQ(whisper.memory_estimate()["ram"], 4096 + kOverhead);
+  EXPECT_EQ(whisper.memory_estimate()["ram"], 4096 + 4096 / 2 + kOverhead)
+      << "not ggml: whisper's file and a half";
+}
+
+// The header of a model of whisper small's shape, then `weights` bytes.
+void write_whisper_file(const std::string& path, std::size_t weights) {
+  const std::int32_t hparams[] = {51864, 1500, 768, 12, 12, 448, 768, 12, 12, 80, 1};
+  std::ofstream out(path, std::ios::binary);
+  const std::uint32_t magic = 0x67676D6C;  // "ggml", little-endian
+  out.write(reinterpret_cast<const char*>(&magic), 4);
+  out.write(reinterpret_cast<const char*>(hparams), sizeof(hparams));
+  out << std::string(weights, '\0');
+}
+
+// whisper.cpp (issue #31): the weights plus the buffers whisper_init_state
+// allocates for the header's shape.
+TEST_F(MemoryEstimate, WhisperAddsTheBuffersOfTheModelsShape) {
+  const std::string path = (dir_.path() / "ggml-small.bin").string();
+  write_whisper_file(path, 1000);
+  WhisperServer whisper(model("whispercpp", path), options("whispercpp", {}), env_);
+  const std::int64_t file = 4 + 44 + 1000;
+  const std::int64_t cross = 2LL * 1500 * 768 * 12 * 2;  // f16 K and V
+  const std::int64_t self = 2LL * 448 * 768 * 12 * 2;
+  const std::int64_t logits = 51864LL * 448 * 4;
+  const std::int64_t encoder = 3LL * 2 * 1500 * 768 * 4;
+  EXPECT_EQ(whisper.memory_estimate()["ram"], file + cross + self + logits + encoder + kOverhead);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Out-of-memory recognition where a backend's output is read (issue #14 §2),
-// against lines recorded from llama.cpp's CUDA, Vulkan and CPU back ends.
+// against lines recorded from llama.cpp's CUDA, Vulkan and CPU back ends and
+// from whisper-server.
 #include "lemon/backends/out_of_memory.h"
 
 #include <csignal>
@@ -24,6 +25,24 @@ TEST(OutOfMemoryOutput, LlamaCppAllocationFailuresAreRecognised) {
   };
   for (const auto& lines : recorded) {
     EXPECT_TRUE(ggml_output_reports_out_of_memory(lines)) << lines.front();
+  }
+}
+
+// Recorded from whisper-server (whisper.cpp v1.8.2, CPU) loading a model of
+// whisper base's shape under `ulimit -v` (issue #31): the allocation fails
+// in ggml (then it dies of SIGSEGV), or in the C++ runtime (SIGABRT).
+TEST(OutOfMemoryOutput, WhisperCppAllocationFailuresAreRecognised) {
+  const std::vector<std::vector<std::string>> recorded = {
+      {"whisper_init_state: kv self size  =    6.29 MB",
+       "ggml_backend_cpu_buffer_type_alloc_buffer: failed to allocate buffer of size 18874368",
+       "alloc_tensor_range: failed to allocate CPU buffer of size 18874368",
+       "whisper_kv_cache_init: failed to allocate memory for the kv cache"},
+      {"whisper_init_state: kv pad  size  =    3.15 MB",
+       "terminate called after throwing an instance of 'std::bad_alloc'",
+       "  what():  std::bad_alloc"},
+  };
+  for (const auto& lines : recorded) {
+    EXPECT_TRUE(ggml_output_reports_out_of_memory(lines)) << lines.back();
   }
 }
 

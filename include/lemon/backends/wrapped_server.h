@@ -11,6 +11,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -136,6 +137,14 @@ class WrappedServer {
     return std::nullopt;
   }
 
+  // For multipart routes: OK, or why the backend must not be given this form
+  // (checked before rewrite_form).
+  virtual Status check_form(ApiRoute route, const std::vector<FormField>& fields) const {
+    (void)route;
+    (void)fields;
+    return {};
+  }
+
   // For multipart routes (image edits and variations): the form the backend
   // takes, built from the client's `fields`, or nullopt to forward the
   // client's body unchanged.
@@ -143,6 +152,16 @@ class WrappedServer {
       ApiRoute route, const std::vector<FormField>& fields) const {
     (void)route;
     (void)fields;
+    return std::nullopt;
+  }
+
+  // A successful (2xx) non-streaming answer that is in fact a refusal, as the
+  // client should get it; nullopt when the answer is what it says.
+  // whisper-server answers an upload it cannot read with 200 and
+  // {"error":"..."} (issue #31).
+  virtual std::optional<Error> refusal_in_answer(ApiRoute route, std::string_view body) const {
+    (void)route;
+    (void)body;
     return std::nullopt;
   }
 

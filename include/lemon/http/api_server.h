@@ -109,6 +109,8 @@ struct InferenceRequest {
   std::optional<KeepAlive> keep_alive;
   // Optional rewrite of a successful non-streaming answer.
   std::function<std::optional<std::string>(std::string_view)> transform;
+  // The answer's Content-Type, replacing the backend's ("": the backend's).
+  std::string answer_content_type;
   // json's id_slot was set by the router for the current attempt's lease.
   bool slot_set_by_router = false;
   // The router's number for it, in its `request` events.

@@ -58,6 +58,11 @@ struct ProxyCall {
   std::function<bool()> cancelled;
   // Optional rewrite of a successful non-streaming answer (nullopt: as is).
   std::function<std::optional<std::string>(std::string_view)> transform;
+  // Optional: a successful non-streaming answer that is a refusal, written
+  // to the client as this error instead (WrappedServer::refusal_in_answer).
+  std::function<std::optional<Error>(std::string_view)> refusal;
+  // The answer's Content-Type, replacing the backend's ("": the backend's).
+  std::string answer_content_type;
   // Return retryable failures unwritten (ProxyOutcome::unanswered).
   bool defer_retryable = false;
   // Headers added to a successful answer (X-Lemonade-Sanitized).
