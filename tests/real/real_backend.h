@@ -115,4 +115,23 @@ class RealWhisperTest : public RouterTest {
   std::string whisper_server_;
 };
 
+// The router against a real sd-server. stable-diffusion.cpp loads only its
+// fixed architectures (docs/testing.md), so these tests stop at the model
+// load: the router's command lines are accepted, and a failed load is
+// reported with the program's own lines.
+class RealSdTest : public RouterTest {
+ protected:
+  void SetUp() override {
+    sd_server_ = real_program("LEMON_REAL_SD_SERVER");
+    if (sd_server_.empty()) {
+      GTEST_SKIP() << "LEMON_REAL_SD_SERVER is not set: no real sd-server to test against";
+    }
+  }
+  void start_real_router(const std::vector<std::string>& args = {}) {
+    start_router(args, {{"LEMONADE_SDCPP_CPU_BIN", sd_server_}});
+  }
+
+  std::string sd_server_;
+};
+
 }  // namespace lemon::testing
