@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "lemon/backends/backend_secret.h"
+#include "lemon/backends/bind_failure.h"
 #include "lemon/backends/out_of_memory.h"
 #include "lemon/core/log.h"
 #include "lemon/process/socket_owner.h"
@@ -264,7 +265,10 @@ Status ProcessServer::start(const std::function<bool()>& cancelled) {
     }
     // Someone else took the port between our probe and the child's bind:
     // not the model's fault, so try another port (no eviction, no retry cost).
-    if (port_in_use(*port) && attempt < kPortAttempts) {
+    // The child's own word for it counts too: the other program may have
+    // let the port go again by now.
+    if ((port_in_use(*port) || output_reports_bind_failure(child->last_lines(kErrorTailLines))) &&
+        attempt < kPortAttempts) {
       log->warn("port {} was taken while {} started; retrying on another port", *port,
                 model_name());
       continue;
