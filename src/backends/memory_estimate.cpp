@@ -100,10 +100,10 @@ std::optional<WhisperShape> read_whisper_shape(const std::string& path) {
   if (!in.read(reinterpret_cast<char*>(head.data()), head.size())) {
     return std::nullopt;
   }
-  auto word = [&head](int i) {
+  auto word = [&head](std::size_t i) {
     std::uint32_t v = 0;
-    for (int b = 3; b >= 0; --b) {
-      v = (v << 8) | head[static_cast<std::size_t>(i * 4 + b)];
+    for (std::size_t b = 4; b-- > 0;) {
+      v = (v << 8) | head[i * 4 + b];
     }
     return static_cast<std::int64_t>(static_cast<std::int32_t>(v));
   };
@@ -137,7 +137,7 @@ DeviceBytes WhisperServer::memory_estimate() const {
     const std::int64_t cross = 2 * s->audio_ctx * s->audio_state * s->text_layers * 2;
     const std::int64_t self = 2 * s->text_ctx * s->text_state * s->text_layers * 2;
     const std::int64_t logits = s->vocab * s->text_ctx * 4;
-    const std::int64_t encoder = 3 * 2 * s->audio_ctx * s->audio_state * 4;
+    const std::int64_t encoder = std::int64_t{3} * 2 * s->audio_ctx * s->audio_state * 4;
     state = cross + self + logits + encoder;
   }
   DeviceBytes out;

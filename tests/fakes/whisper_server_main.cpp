@@ -10,6 +10,7 @@
 //   the detected language's probabilities (lines 1035-1100);
 // - the fields of a request that fails stay set for the next request: only a
 //   request that succeeds resets them (`params = default_params`).
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <mutex>
@@ -56,7 +57,7 @@ bool looks_like_audio(const std::string& b) {
 
 // "00:00:01,250" (srt) or "00:00:01.250" (vtt).
 std::string timestamp(double seconds, char separator) {
-  long ms = static_cast<long>(seconds * 1000.0 + 0.5);
+  long ms = std::lround(seconds * 1000.0);
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%02ld:%02ld:%02ld%c%03ld", ms / 3600000, (ms / 60000) % 60,
                 (ms / 1000) % 60, separator, ms % 1000);

@@ -104,7 +104,8 @@ TEST_F(WhisperForm, A200WithAnErrorIsARefusalAboutTheFile) {
 
 // ---- the transcription form --------------------------------------------------
 
-std::vector<http::MultipartPart> form(std::vector<std::pair<std::string, std::string>> fields) {
+std::vector<http::MultipartPart> form(
+    const std::vector<std::pair<std::string, std::string>>& fields) {
   std::vector<http::MultipartPart> parts;
   for (const auto& [name, value] : fields) {
     static std::deque<std::string> keep;  // the parts view their data
