@@ -74,24 +74,6 @@ std::uint32_t big_endian32(const std::string& s, std::size_t at) {
 
 class RoutesTest : public RouterTest {
  protected:
-  // Expects the error envelope with `status`, `code` and (unless empty) `param`.
-  void expect_error(const HttpReply& r, int status, const std::string& code,
-                    const std::string& param, const std::string& what) {
-    EXPECT_EQ(r.status, status) << what << ": " << r.error << r.body;
-    auto j = r.json();
-    ASSERT_TRUE(is_error_envelope(j)) << what << ": " << r.body;
-    EXPECT_EQ(j["error"]["code"], code) << what << ": " << r.body;
-    if (!param.empty()) {
-      EXPECT_EQ(j["error"]["param"], param) << what << ": " << r.body;
-    }
-  }
-
-  HttpReply transcribe(const std::vector<FormPart>& parts,
-                       const std::string& path = "/api/v1/audio/transcriptions") {
-    return raw_request(port(), "POST", path, {{"Content-Type", multipart_content_type()}},
-                       multipart_body(parts));
-  }
-
   std::vector<SseEvent> read_stream(const std::string& path, const nlohmann::json& body) {
     SseStream s(port(), path, body.dump());
     EXPECT_TRUE(s.read_head());
@@ -100,11 +82,6 @@ class RoutesTest : public RouterTest {
     auto events = s.rest();
     EXPECT_TRUE(s.ended_cleanly()) << path;
     return events;
-  }
-
-  void expect_nothing_loaded() {
-    EXPECT_TRUE(health(port())["all_models_loaded"].empty());
-    EXPECT_EQ(router().count_log("starting "), 0) << "a backend was started";
   }
 };
 

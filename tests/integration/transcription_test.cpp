@@ -15,27 +15,7 @@
 namespace lemon::testing {
 namespace {
 
-class TranscriptionTest : public RouterTest {
- protected:
-  HttpReply transcribe(const std::vector<FormPart>& parts,
-                       const std::string& path = "/api/v1/audio/transcriptions") {
-    return raw_request(port(), "POST", path, {{"Content-Type", multipart_content_type()}},
-                       multipart_body(parts));
-  }
-  // Expects the error envelope with `status`, `code` and `param`.
-  void expect_error(const HttpReply& r, int status, const std::string& code,
-                    const std::string& param, const std::string& what) {
-    EXPECT_EQ(r.status, status) << what << ": " << r.error << r.body;
-    auto j = r.json();
-    ASSERT_TRUE(is_error_envelope(j)) << what << ": " << r.body;
-    EXPECT_EQ(j["error"]["code"], code) << what << ": " << r.body;
-    EXPECT_EQ(j["error"]["param"], param) << what << ": " << r.body;
-  }
-  void expect_nothing_loaded() {
-    EXPECT_TRUE(health(port())["all_models_loaded"].empty());
-    EXPECT_EQ(router().count_log("starting "), 0) << "a backend was started";
-  }
-};
+using TranscriptionTest = RouterTest;
 
 FormPart audio_file(const std::string& wav) {
   return form_file("file", wav, "speech.wav", "audio/wav");

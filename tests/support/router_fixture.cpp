@@ -39,4 +39,25 @@ int RouterTest::load_ok(const std::string& model) {
   return loaded_pid(port(), model);
 }
 
+void RouterTest::expect_error(const HttpReply& r, int status, const std::string& code,
+                              const std::string& param, const std::string& what) {
+  EXPECT_EQ(r.status, status) << what << ": " << r.error << r.body;
+  auto j = r.json();
+  ASSERT_TRUE(is_error_envelope(j)) << what << ": " << r.body;
+  EXPECT_EQ(j["error"]["code"], code) << what << ": " << r.body;
+  if (!param.empty()) {
+    EXPECT_EQ(j["error"]["param"], param) << what << ": " << r.body;
+  }
+}
+
+void RouterTest::expect_nothing_loaded() {
+  EXPECT_TRUE(health(port())["all_models_loaded"].empty());
+  EXPECT_EQ(router().count_log("starting "), 0) << "a backend was started";
+}
+
+HttpReply RouterTest::transcribe(const std::vector<FormPart>& parts, const std::string& path) {
+  return raw_request(port(), "POST", path, {{"Content-Type", multipart_content_type()}},
+                     multipart_body(parts));
+}
+
 }  // namespace lemon::testing

@@ -12,6 +12,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/http_client.h"
+#include "support/raw_http.h"
 #include "support/router_process.h"
 #include "support/test_env.h"
 
@@ -34,6 +36,16 @@ class RouterTest : public ::testing::Test {
 
   // POST /api/v1/load and expect 200; returns the model's pid from /health.
   int load_ok(const std::string& model);
+
+  // Expects `r` to be the error envelope with `status`, `code` and (unless
+  // empty) `param`; `what` names the case in failure messages.
+  static void expect_error(const HttpReply& r, int status, const std::string& code,
+                           const std::string& param, const std::string& what);
+  // Expects no model loaded and no backend ever started.
+  void expect_nothing_loaded();
+  // POST audio/transcriptions (`path`) with `parts` as multipart/form-data.
+  HttpReply transcribe(const std::vector<FormPart>& parts,
+                       const std::string& path = "/api/v1/audio/transcriptions");
 
   TestEnv env_;
   std::unique_ptr<RouterProcess> router_;  // destroyed first
