@@ -11,7 +11,7 @@ std::string env_or(const char* name, const std::string& fallback) {
   return v != nullptr && *v != '\0' ? std::string(v) : fallback;
 }
 
-constexpr auto kStopGrace = std::chrono::seconds(30);
+constexpr auto kRouterStopGrace = std::chrono::seconds(30);
 
 }  // namespace
 
@@ -83,7 +83,7 @@ Result<std::unique_ptr<ServerSession>> ServerSession::open(const CliContext& ctx
 
 ServerSession::~ServerSession() {
   if (router_) {
-    router_->stop(kStopGrace);
+    router_->stop(kRouterStopGrace);
   }
 }
 
@@ -130,7 +130,7 @@ Result<std::unique_ptr<OwnedServer>> OwnedServer::start(const CliContext& ctx, b
 
 OwnedServer::~OwnedServer() {
   if (router_) {
-    router_->stop(kStopGrace);
+    router_->stop(kRouterStopGrace);
     remove_server_record(pid_file_, router_->pid());
   }
 }

@@ -22,4 +22,25 @@ std::string_view trim_whitespace(std::string_view s) {
   return trim_any_of(s, " \t\r\n\v\f");
 }
 
+std::string ascii_lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') {
+      c = static_cast<char>(c - 'A' + 'a');
+    }
+  }
+  return out;
+}
+
+std::string join(const std::vector<std::string>& items, std::string_view separator) {
+  std::string out;
+  for (const auto& item : items) {
+    if (&item != &items.front()) {
+      out += separator;
+    }
+    out += item;
+  }
+  return out;
+}
+
 }  // namespace lemon

@@ -1,4 +1,5 @@
 #include "lemon/http/anthropic_request.h"
+#include "lemon/http/request_fields.h"
 
 #include <algorithm>
 #include <initializer_list>
@@ -9,27 +10,7 @@ namespace {
 
 using nlohmann::json;
 
-Error bad(const std::string& message, const std::string& param) {
-  return Error(ErrorCode::kInvalidRequest, message, param);
-}
-
-std::string at(const std::string& where, std::size_t i) {
-  return where + "[" + std::to_string(i) + "]";
-}
-
-// The first key of `obj` not in `known`, refused by name.
-std::optional<Error> unknown_key(const json& obj, std::initializer_list<const char*> known,
-                                 const std::string& where) {
-  for (auto it = obj.begin(); it != obj.end(); ++it) {
-    const bool listed =
-        std::any_of(known.begin(), known.end(), [&](const char* k) { return it.key() == k; });
-    if (!listed) {
-      const std::string field = where.empty() ? it.key() : where + "." + it.key();
-      return bad("'" + field + "' is not supported by lemonade-router's Messages API", field);
-    }
-  }
-  return std::nullopt;
-}
+constexpr std::string_view kAnthropicApi = "Messages API";
 
 std::optional<std::string> string_at(const json& obj, const char* key) {
   auto it = obj.find(key);
@@ -44,16 +25,17 @@ std::string block_type(const json& block) {
 }
 
 Result<std::string> text_of(const json& block, const std::string& where) {
-  if (auto e = unknown_key(block, {"type", "text", "cache_control", "citations"}, where)) {
+  if (auto e = unknown_key(block, {"type", "text", "cache_control", "citations"}, where,
+                           kAnthropicApi)) {
     return *e;
   }
   if (auto c = block.find("citations");
       c != block.end() && !c->is_null() && !(c->is_array() && c->empty())) {
-    return bad("'" + where + ".citations' is not supported", where + ".citations");
+    return bad_field("'" + where + ".citations' is not supported", where + ".citations");
   }
   auto text = string_at(block, "text");
   if (!text) {
-    return bad("'" + where + ".text' must be a string", where + ".text");
+    return bad_field("'" + where + ".text' must be a string", where + ".text");
   }
   return *text;
 }
@@ -63,13 +45,13 @@ Result<std::string> system_text(const json& system) {
     return system.get<std::string>();
   }
   if (!system.is_array()) {
-    return bad("'system' must be a string or an array of text blocks", "system");
+    return bad_field("'system' must be a string or an array of text blocks", "system");
   }
   std::string out;
   for (std::size_t i = 0; i < system.size(); ++i) {
-    const std::string where = at("system", i);
+    const std::string where = indexed("system", i);
     if (!system[i].is_object() || block_type(system[i]) != "text") {
-      return bad("'" + where + "' must be a text block", where);
+      return bad_field("'" + where + "' must be a text block", where);
     }
     auto text = text_of(system[i], where);
     if (!text.ok()) {
@@ -84,34 +66,35 @@ Result<std::string> system_text(const json& system) {
 }
 
 Result<json> image_part(const json& block, const std::string& where) {
-  if (auto e = unknown_key(block, {"type", "source", "cache_control"}, where)) {
+  if (auto e = unknown_key(block, {"type", "source", "cache_control"}, where, kAnthropicApi)) {
     return *e;
   }
   auto source = block.find("source");
   if (source == block.end() || !source->is_object()) {
-    return bad("'" + where + ".source' must be an object", where + ".source");
+    return bad_field("'" + where + ".source' must be an object", where + ".source");
   }
   const std::string kind = block_type(*source);
   if (kind == "url") {
-    return bad(
+    return bad_field(
         "image sources of type 'url' are not supported (the router fetches nothing); send "
         "the image as base64",
         where + ".source.type");
   }
   if (kind != "base64") {
-    return bad("'" + where + ".source.type' must be 'base64'", where + ".source.type");
+    return bad_field("'" + where + ".source.type' must be 'base64'", where + ".source.type");
   }
-  if (auto e = unknown_key(*source, {"type", "media_type", "data"}, where + ".source")) {
+  if (auto e =
+          unknown_key(*source, {"type", "media_type", "data"}, where + ".source", kAnthropicApi)) {
     return *e;
   }
   auto media = string_at(*source, "media_type");
   auto data = string_at(*source, "data");
   if (!media || media->rfind("image/", 0) != 0) {
-    return bad("'" + where + ".source.media_type' must be an image type such as image/png",
-               where + ".source.media_type");
+    return bad_field("'" + where + ".source.media_type' must be an image type such as image/png",
+                     where + ".source.media_type");
   }
   if (!data || data->empty()) {
-    return bad("'" + where + ".source.data' must be base64 text", where + ".source.data");
+    return bad_field("'" + where + ".source.data' must be base64 text", where + ".source.data");
   }
   return json{{"type", "image_url"},
               {"image_url", {{"url", "data:" + *media + ";base64," + *data}}}};
@@ -120,12 +103,12 @@ Result<json> image_part(const json& block, const std::string& where) {
 // A tool_result's content (a string or text blocks) as one text.
 Result<json> tool_message(const json& block, const std::string& where) {
   if (auto e = unknown_key(block, {"type", "tool_use_id", "content", "is_error", "cache_control"},
-                           where)) {
+                           where, kAnthropicApi)) {
     return *e;
   }
   auto id = string_at(block, "tool_use_id");
   if (!id || id->empty()) {
-    return bad("'" + where + ".tool_use_id' must be a string", where + ".tool_use_id");
+    return bad_field("'" + where + ".tool_use_id' must be a string", where + ".tool_use_id");
   }
   std::string text;
   auto content = block.find("content");
@@ -133,13 +116,14 @@ Result<json> tool_message(const json& block, const std::string& where) {
     text = content->get<std::string>();
   } else if (content != block.end() && content->is_array()) {
     for (std::size_t i = 0; i < content->size(); ++i) {
-      const std::string inner = at(where + ".content", i);
+      const std::string inner = indexed(where + ".content", i);
       const json& part = (*content)[i];
       if (!part.is_object() || block_type(part) != "text") {
-        return bad("'" + inner +
-                       "': only text blocks are supported inside a tool_result (an OpenAI tool "
-                       "message carries text)",
-                   inner);
+        return bad_field(
+            "'" + inner +
+                "': only text blocks are supported inside a tool_result (an OpenAI tool "
+                "message carries text)",
+            inner);
       }
       auto t = text_of(part, inner);
       if (!t.ok()) {
@@ -148,12 +132,12 @@ Result<json> tool_message(const json& block, const std::string& where) {
       text += (text.empty() ? "" : "\n") + *t;
     }
   } else if (content != block.end() && !content->is_null()) {
-    return bad("'" + where + ".content' must be a string or an array of text blocks",
-               where + ".content");
+    return bad_field("'" + where + ".content' must be a string or an array of text blocks",
+                     where + ".content");
   }
   auto is_error = block.find("is_error");
   if (is_error != block.end() && !is_error->is_null() && !is_error->is_boolean()) {
-    return bad("'" + where + ".is_error' must be a boolean", where + ".is_error");
+    return bad_field("'" + where + ".is_error' must be a boolean", where + ".is_error");
   }
   if (is_error != block.end() && is_error->is_boolean() && is_error->get<bool>()) {
     text = "Error: " + text;
@@ -162,20 +146,21 @@ Result<json> tool_message(const json& block, const std::string& where) {
 }
 
 Result<json> tool_call(const json& block, const std::string& where) {
-  if (auto e = unknown_key(block, {"type", "id", "name", "input", "cache_control"}, where)) {
+  if (auto e = unknown_key(block, {"type", "id", "name", "input", "cache_control"}, where,
+                           kAnthropicApi)) {
     return *e;
   }
   auto id = string_at(block, "id");
   auto name = string_at(block, "name");
   auto input = block.find("input");
   if (!id || id->empty()) {
-    return bad("'" + where + ".id' must be a string", where + ".id");
+    return bad_field("'" + where + ".id' must be a string", where + ".id");
   }
   if (!name || name->empty()) {
-    return bad("'" + where + ".name' must be a string", where + ".name");
+    return bad_field("'" + where + ".name' must be a string", where + ".name");
   }
   if (input == block.end() || !input->is_object()) {
-    return bad("'" + where + ".input' must be an object", where + ".input");
+    return bad_field("'" + where + ".input' must be an object", where + ".input");
   }
   return json{{"id", *id},
               {"type", "function"},
@@ -184,13 +169,14 @@ Result<json> tool_call(const json& block, const std::string& where) {
 
 Error unsupported_block(const std::string& type, const std::string& where) {
   if (type == "document") {
-    return bad("document blocks are not supported: send the document's text", where + ".type");
+    return bad_field("document blocks are not supported: send the document's text",
+                     where + ".type");
   }
   if (type == "redacted_thinking") {
-    return bad("redacted_thinking blocks are not supported (this server never produces them)",
-               where + ".type");
+    return bad_field("redacted_thinking blocks are not supported (this server never produces them)",
+                     where + ".type");
   }
-  return bad("content blocks of type '" + type + "' are not supported here", where + ".type");
+  return bad_field("content blocks of type '" + type + "' are not supported here", where + ".type");
 }
 
 // One user message: its tool results become tool messages (first, as the
@@ -200,10 +186,10 @@ Status user_turn(const json& blocks, const std::string& where, json& out, bool& 
   json parts = json::array();
   bool only_text = true;
   for (std::size_t j = 0; j < blocks.size(); ++j) {
-    const std::string bw = at(where + ".content", j);
+    const std::string bw = indexed(where + ".content", j);
     const json& block = blocks[j];
     if (!block.is_object()) {
-      return bad("'" + bw + "' must be a content block", bw);
+      return bad_field("'" + bw + "' must be a content block", bw);
     }
     const std::string type = block_type(block);
     if (type == "text") {
@@ -230,7 +216,7 @@ Status user_turn(const json& blocks, const std::string& where, json& out, bool& 
       std::string why = "'" + bw + "': ";
       why += type;
       why += " blocks belong to assistant messages";
-      return bad(why, bw + ".type");
+      return bad_field(why, bw + ".type");
     } else {
       return unsupported_block(type, bw);
     }
@@ -251,10 +237,10 @@ Status assistant_turn(const json& blocks, const std::string& where, json& out) {
   std::string reasoning;
   json calls = json::array();
   for (std::size_t j = 0; j < blocks.size(); ++j) {
-    const std::string bw = at(where + ".content", j);
+    const std::string bw = indexed(where + ".content", j);
     const json& block = blocks[j];
     if (!block.is_object()) {
-      return bad("'" + bw + "' must be a content block", bw);
+      return bad_field("'" + bw + "' must be a content block", bw);
     }
     const std::string type = block_type(block);
     if (type == "text") {
@@ -270,19 +256,19 @@ Status assistant_turn(const json& blocks, const std::string& where, json& out) {
       }
       calls.push_back(std::move(call).value());
     } else if (type == "thinking") {
-      if (auto e = unknown_key(block, {"type", "thinking", "signature"}, bw)) {
+      if (auto e = unknown_key(block, {"type", "thinking", "signature"}, bw, kAnthropicApi)) {
         return *e;
       }
       auto t = string_at(block, "thinking");
       if (!t) {
-        return bad("'" + bw + ".thinking' must be a string", bw + ".thinking");
+        return bad_field("'" + bw + ".thinking' must be a string", bw + ".thinking");
       }
       reasoning += *t;
     } else if (type == "image" || type == "tool_result") {
       std::string why = "'" + bw + "': ";
       why += type;
       why += " blocks belong to user messages";
-      return bad(why, bw + ".type");
+      return bad_field(why, bw + ".type");
     } else {
       return unsupported_block(type, bw);
     }
@@ -302,20 +288,20 @@ Status assistant_turn(const json& blocks, const std::string& where, json& out) {
 Status messages_of(const json& body, json& out, bool& has_images) {
   auto messages = body.find("messages");
   if (messages == body.end() || !messages->is_array() || messages->empty()) {
-    return bad("'messages' is required and must be a non-empty array", "messages");
+    return bad_field("'messages' is required and must be a non-empty array", "messages");
   }
   for (std::size_t i = 0; i < messages->size(); ++i) {
-    const std::string where = at("messages", i);
+    const std::string where = indexed("messages", i);
     const json& m = (*messages)[i];
     if (!m.is_object()) {
-      return bad("'" + where + "' must be an object", where);
+      return bad_field("'" + where + "' must be an object", where);
     }
-    if (auto e = unknown_key(m, {"role", "content"}, where)) {
+    if (auto e = unknown_key(m, {"role", "content"}, where, kAnthropicApi)) {
       return *e;
     }
     auto role = string_at(m, "role");
     if (!role || (*role != "user" && *role != "assistant")) {
-      return bad("'" + where + ".role' must be 'user' or 'assistant'", where + ".role");
+      return bad_field("'" + where + ".role' must be 'user' or 'assistant'", where + ".role");
     }
     auto content = m.find("content");
     if (content != m.end() && content->is_string()) {
@@ -323,8 +309,8 @@ Status messages_of(const json& body, json& out, bool& has_images) {
       continue;
     }
     if (content == m.end() || !content->is_array()) {
-      return bad("'" + where + ".content' must be a string or an array of content blocks",
-                 where + ".content");
+      return bad_field("'" + where + ".content' must be a string or an array of content blocks",
+                       where + ".content");
     }
     Status s = *role == "user" ? user_turn(*content, where, out, has_images)
                                : assistant_turn(*content, where, out);
@@ -341,39 +327,40 @@ Status tools_of(const json& body, json& chat) {
     return ok_status();
   }
   if (!tools->is_array()) {
-    return bad("'tools' must be an array", "tools");
+    return bad_field("'tools' must be an array", "tools");
   }
   json out = json::array();
   for (std::size_t i = 0; i < tools->size(); ++i) {
-    const std::string where = at("tools", i);
+    const std::string where = indexed("tools", i);
     const json& t = (*tools)[i];
     if (!t.is_object()) {
-      return bad("'" + where + "' must be an object", where);
+      return bad_field("'" + where + "' must be an object", where);
     }
     auto type = string_at(t, "type");
     if (type && *type != "custom") {
-      return bad("'" + where + "': server tools ('" + *type +
-                     "') are not supported; define the tool with a name and an input_schema and "
-                     "run it in the client",
-                 where + ".type");
+      return bad_field(
+          "'" + where + "': server tools ('" + *type +
+              "') are not supported; define the tool with a name and an input_schema and "
+              "run it in the client",
+          where + ".type");
     }
     if (auto e = unknown_key(t, {"type", "name", "description", "input_schema", "cache_control"},
-                             where)) {
+                             where, kAnthropicApi)) {
       return *e;
     }
     auto name = string_at(t, "name");
     if (!name || name->empty()) {
-      return bad("'" + where + ".name' must be a string", where + ".name");
+      return bad_field("'" + where + ".name' must be a string", where + ".name");
     }
     auto schema = t.find("input_schema");
     if (schema == t.end() || !schema->is_object()) {
-      return bad("'" + where + ".input_schema' must be a JSON schema object",
-                 where + ".input_schema");
+      return bad_field("'" + where + ".input_schema' must be a JSON schema object",
+                       where + ".input_schema");
     }
     json function = {{"name", *name}, {"parameters", *schema}};
     if (auto description = t.find("description"); description != t.end()) {
       if (!description->is_string()) {
-        return bad("'" + where + ".description' must be a string", where + ".description");
+        return bad_field("'" + where + ".description' must be a string", where + ".description");
       }
       function["description"] = *description;
     }
@@ -391,9 +378,10 @@ Status tool_choice_of(const json& body, json& chat) {
     return ok_status();
   }
   if (!choice->is_object()) {
-    return bad("'tool_choice' must be an object", "tool_choice");
+    return bad_field("'tool_choice' must be an object", "tool_choice");
   }
-  if (auto e = unknown_key(*choice, {"type", "name", "disable_parallel_tool_use"}, "tool_choice")) {
+  if (auto e = unknown_key(*choice, {"type", "name", "disable_parallel_tool_use"}, "tool_choice",
+                           kAnthropicApi)) {
     return *e;
   }
   const std::string type = block_type(*choice);
@@ -406,16 +394,16 @@ Status tool_choice_of(const json& body, json& chat) {
   } else if (type == "tool") {
     auto name = string_at(*choice, "name");
     if (!name || name->empty()) {
-      return bad("'tool_choice.name' is required with type 'tool'", "tool_choice.name");
+      return bad_field("'tool_choice.name' is required with type 'tool'", "tool_choice.name");
     }
     chat["tool_choice"] = {{"type", "function"}, {"function", {{"name", *name}}}};
   } else {
-    return bad("'tool_choice.type' must be auto, any, tool or none", "tool_choice.type");
+    return bad_field("'tool_choice.type' must be auto, any, tool or none", "tool_choice.type");
   }
   if (auto dp = choice->find("disable_parallel_tool_use"); dp != choice->end() && !dp->is_null()) {
     if (!dp->is_boolean()) {
-      return bad("'tool_choice.disable_parallel_tool_use' must be a boolean",
-                 "tool_choice.disable_parallel_tool_use");
+      return bad_field("'tool_choice.disable_parallel_tool_use' must be a boolean",
+                       "tool_choice.disable_parallel_tool_use");
     }
     if (dp->get<bool>()) {
       chat["parallel_tool_calls"] = false;
@@ -430,18 +418,18 @@ Status thinking_of(const json& body, json& chat) {
     return ok_status();
   }
   if (!thinking->is_object()) {
-    return bad("'thinking' must be an object", "thinking");
+    return bad_field("'thinking' must be an object", "thinking");
   }
-  if (auto e = unknown_key(*thinking, {"type", "budget_tokens"}, "thinking")) {
+  if (auto e = unknown_key(*thinking, {"type", "budget_tokens"}, "thinking", kAnthropicApi)) {
     return *e;
   }
   const std::string type = block_type(*thinking);
   if (type != "enabled" && type != "disabled") {
-    return bad("'thinking.type' must be 'enabled' or 'disabled'", "thinking.type");
+    return bad_field("'thinking.type' must be 'enabled' or 'disabled'", "thinking.type");
   }
   if (auto budget = thinking->find("budget_tokens");
       budget != thinking->end() && !budget->is_null() && !budget->is_number_integer()) {
-    return bad("'thinking.budget_tokens' must be an integer", "thinking.budget_tokens");
+    return bad_field("'thinking.budget_tokens' must be an integer", "thinking.budget_tokens");
   }
   chat["chat_template_kwargs"] = {{"enable_thinking", type == "enabled"}};
   return ok_status();
@@ -453,9 +441,9 @@ Status number_in(const json& body, const char* key, double lo, double hi, json& 
     return ok_status();
   }
   if (!it->is_number() || it->get<double>() < lo || it->get<double>() > hi) {
-    return bad(std::string("'") + key + "' must be a number from " + json(lo).dump() + " to " +
-                   json(hi).dump(),
-               key);
+    return bad_field(std::string("'") + key + "' must be a number from " + json(lo).dump() +
+                         " to " + json(hi).dump(),
+                     key);
   }
   chat[key] = *it;
   return ok_status();
@@ -466,19 +454,20 @@ Result<AnthropicRequest> translate(const json& body, bool counting) {
   // Two calls, not one list chosen by a conditional: an initializer_list's
   // array lives only as long as the expression that creates it.
   const std::optional<Error> unknown =
-      counting ? unknown_key(
-                     body, {"model", "messages", "system", "tools", "tool_choice", "thinking"}, "")
-               : unknown_key(body,
-                             {"model", "messages", "max_tokens", "system", "stop_sequences",
-                              "stream", "temperature", "top_p", "top_k", "tools", "tool_choice",
-                              "thinking", "metadata", "service_tier"},
-                             "");
+      counting
+          ? unknown_key(body, {"model", "messages", "system", "tools", "tool_choice", "thinking"},
+                        "", kAnthropicApi)
+          : unknown_key(body,
+                        {"model", "messages", "max_tokens", "system", "stop_sequences", "stream",
+                         "temperature", "top_p", "top_k", "tools", "tool_choice", "thinking",
+                         "metadata", "service_tier"},
+                        "", kAnthropicApi);
   if (unknown) {
     return *unknown;
   }
   auto model = string_at(body, "model");
   if (!model || model->empty()) {
-    return bad("'model' is required and must be a string", "model");
+    return bad_field("'model' is required and must be a string", "model");
   }
   out.model = *model;
   json chat = {{"model", *model}};
@@ -497,25 +486,25 @@ Result<AnthropicRequest> translate(const json& body, bool counting) {
   if (!counting) {
     auto max = body.find("max_tokens");
     if (max == body.end() || max->is_null()) {
-      return bad("'max_tokens' is required", "max_tokens");
+      return bad_field("'max_tokens' is required", "max_tokens");
     }
     if (!max->is_number_integer() || max->get<long long>() < 1) {
-      return bad("'max_tokens' must be a positive integer", "max_tokens");
+      return bad_field("'max_tokens' must be a positive integer", "max_tokens");
     }
     chat["max_tokens"] = *max;
     if (auto stream = body.find("stream"); stream != body.end() && !stream->is_null()) {
       if (!stream->is_boolean()) {
-        return bad("'stream' must be a boolean", "stream");
+        return bad_field("'stream' must be a boolean", "stream");
       }
       out.stream = stream->get<bool>();
     }
     if (auto stops = body.find("stop_sequences"); stops != body.end() && !stops->is_null()) {
       if (!stops->is_array()) {
-        return bad("'stop_sequences' must be an array of strings", "stop_sequences");
+        return bad_field("'stop_sequences' must be an array of strings", "stop_sequences");
       }
       for (const auto& s : *stops) {
         if (!s.is_string() || s.get_ref<const std::string&>().empty()) {
-          return bad("'stop_sequences' must hold non-empty strings", "stop_sequences");
+          return bad_field("'stop_sequences' must hold non-empty strings", "stop_sequences");
         }
         out.stop_sequences.push_back(s.get<std::string>());
       }
@@ -528,18 +517,18 @@ Result<AnthropicRequest> translate(const json& body, bool counting) {
     }
     if (auto k = body.find("top_k"); k != body.end() && !k->is_null()) {
       if (!k->is_number_integer() || k->get<long long>() < 0) {
-        return bad("'top_k' must be a non-negative integer", "top_k");
+        return bad_field("'top_k' must be a non-negative integer", "top_k");
       }
       chat["top_k"] = *k;
     }
     if (auto meta = body.find("metadata"); meta != body.end() && !meta->is_null()) {
       if (!meta->is_object()) {
-        return bad("'metadata' must be an object", "metadata");
+        return bad_field("'metadata' must be an object", "metadata");
       }
     }
     if (auto tier = body.find("service_tier"); tier != body.end() && !tier->is_null()) {
       if (!tier->is_string()) {
-        return bad("'service_tier' must be a string", "service_tier");
+        return bad_field("'service_tier' must be a string", "service_tier");
       }
     }
     chat["stream"] = true;
@@ -564,9 +553,9 @@ Result<std::string> content_text(const json& message, std::size_t index) {
   if (content.is_array()) {
     for (const auto& part : content) {
       if (part.value("type", "") != "text") {
-        const std::string where = at("messages", index);
-        return bad("count_tokens cannot count images: llama-server's /tokenize takes text only",
-                   where);
+        const std::string where = indexed("messages", index);
+        return bad_field(
+            "count_tokens cannot count images: llama-server's /tokenize takes text only", where);
       }
       out += part.value("text", "");
     }

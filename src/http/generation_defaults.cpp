@@ -7,7 +7,7 @@
 namespace lemon::http {
 namespace {
 
-Error bad(const std::string& key, const std::string& why) {
+Error bad_default(const std::string& key, const std::string& why) {
   return Error(ErrorCode::kInvalidRequest, "'" + key + "' " + why, key);
 }
 
@@ -19,22 +19,23 @@ std::optional<Error> check(const std::string& key, const nlohmann::json& value) 
     if (value.is_array() && value.size() <= 16) {
       for (const auto& s : value) {
         if (!s.is_string()) {
-          return bad(key, "must be a string or a list of at most 16 strings");
+          return bad_default(key, "must be a string or a list of at most 16 strings");
         }
       }
       return std::nullopt;
     }
-    return bad(key, "must be a string or a list of at most 16 strings");
+    return bad_default(key, "must be a string or a list of at most 16 strings");
   }
   if (const SamplingRule* rule = find_sampling_rule(key)) {
     if (auto problem = sampling_value_problem(*rule, value)) {
-      return bad(key, *problem);
+      return bad_default(key, *problem);
     }
     return std::nullopt;
   }
-  return bad(key,
-             "is not a generation parameter (temperature, top_p, top_k, min_p, repeat_penalty, "
-             "presence_penalty, frequency_penalty, max_tokens, seed, stop)");
+  return bad_default(
+      key,
+      "is not a generation parameter (temperature, top_p, top_k, min_p, repeat_penalty, "
+      "presence_penalty, frequency_penalty, max_tokens, seed, stop)");
 }
 
 }  // namespace

@@ -16,7 +16,7 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kHeartbeat = std::chrono::seconds(1);
 constexpr std::size_t kDefaultLogTail = 100;
 
-net::Headers sse_headers() {
+net::Headers event_stream_headers() {
   return net::Headers{{"Content-Type", "text/event-stream"},
                       {"Cache-Control", "no-cache"},
                       {"X-Accel-Buffering", "no"}};
@@ -61,7 +61,7 @@ Result<std::size_t> count_param(const net::Request& r, const char* name, std::si
 
 template <typename Follower, typename Frame>
 void ApiServer::stream_follower(net::ResponseWriter& w, Follower& follower, const Frame& frame) {
-  if (!w.begin_chunked(200, sse_headers()) || !w.write_chunk("retry: 2000\n\n")) {
+  if (!w.begin_chunked(200, event_stream_headers()) || !w.write_chunk("retry: 2000\n\n")) {
     return;
   }
 
@@ -110,7 +110,7 @@ void ApiServer::handle_metrics(net::ResponseWriter& w) {
 
 void ApiServer::handle_events(net::Request& r, net::ResponseWriter& w) {
   if (r.method == "HEAD") {
-    w.send(200, sse_headers(), "");
+    w.send(200, event_stream_headers(), "");
     return;
   }
   auto after = resume_after(r);
@@ -131,7 +131,7 @@ void ApiServer::handle_events(net::Request& r, net::ResponseWriter& w) {
 
 void ApiServer::handle_logs_stream(net::Request& r, net::ResponseWriter& w) {
   if (r.method == "HEAD") {
-    w.send(200, sse_headers(), "");
+    w.send(200, event_stream_headers(), "");
     return;
   }
   auto after = resume_after(r);

@@ -26,7 +26,7 @@ json as_parts(const json& content) {
 }
 
 // The text of a content value (text parts joined).
-std::string text_of(const json& content) {
+std::string plain_text_of(const json& content) {
   if (content.is_string()) {
     return content.get<std::string>();
   }
@@ -85,7 +85,7 @@ int merge_reasoning(json& messages) {
       if (it == m.end() || !it->is_string() || it->get_ref<const std::string&>().empty()) {
         continue;
       }
-      *it = it->get<std::string>() + "\n\n" + text_of(m["content"]);
+      *it = it->get<std::string>() + "\n\n" + plain_text_of(m["content"]);
       m.erase("content");
       ++merged;
       break;

@@ -21,7 +21,7 @@ std::string lowered(std::string_view s) {
   return out;
 }
 
-Error invalid(std::string message) {
+Error invalid_multipart(std::string message) {
   return Error(ErrorCode::kInvalidRequest, "invalid multipart body: " + std::move(message));
 }
 
@@ -99,7 +99,7 @@ std::string decode_ext_value(std::string_view value) {
 Status apply_header(std::string_view line, MultipartPart& part, bool& has_disposition) {
   auto colon = line.find(':');
   if (colon == std::string_view::npos || colon == 0) {
-    return invalid("malformed part header '" + std::string(line.substr(0, 80)) + "'");
+    return invalid_multipart("malformed part header '" + std::string(line.substr(0, 80)) + "'");
   }
   std::string_view name = trim_ows(line.substr(0, colon));
   std::string_view value = trim_ows(line.substr(colon + 1));
@@ -113,10 +113,10 @@ Status apply_header(std::string_view line, MultipartPart& part, bool& has_dispos
   std::string_view type;
   Params params;
   if (!split_params(value, type, params)) {
-    return invalid("unterminated quoted string in Content-Disposition");
+    return invalid_multipart("unterminated quoted string in Content-Disposition");
   }
   if (!net::iequals(type, "form-data")) {
-    return invalid("part Content-Disposition is not form-data");
+    return invalid_multipart("part Content-Disposition is not form-data");
   }
   has_disposition = true;
   if (const auto* field = find_param(params, "name")) {
@@ -137,17 +137,17 @@ Status parse_part_headers(std::string_view block, MultipartPart& part) {
     std::string_view line = block.substr(0, crlf);
     block = crlf == std::string_view::npos ? std::string_view() : block.substr(crlf + 2);
     if (!line.empty() && (line.front() == ' ' || line.front() == '\t')) {
-      return invalid("folded part header");
+      return invalid_multipart("folded part header");
     }
     if (auto status = apply_header(line, part, has_disposition); !status.ok()) {
       return status;
     }
   }
   if (!has_disposition) {
-    return invalid("part without Content-Disposition");
+    return invalid_multipart("part without Content-Disposition");
   }
   if (part.name.empty()) {
-    return invalid("part without a field name");
+    return invalid_multipart("part without a field name");
   }
   return ok_status();
 }
@@ -173,7 +173,7 @@ std::optional<std::string> multipart_boundary(std::string_view content_type) {
 Result<std::vector<MultipartPart>> parse_multipart(std::string_view body,
                                                    std::string_view boundary) {
   if (boundary.empty() || boundary.size() > kMaxBoundary) {
-    return invalid("bad boundary");
+    return invalid_multipart("bad boundary");
   }
   const std::string delimiter = "--" + std::string(boundary);
   const std::string next_delimiter = "\r\n" + delimiter;
@@ -183,7 +183,7 @@ Result<std::vector<MultipartPart>> parse_multipart(std::string_view body,
   if (!body.starts_with(delimiter)) {
     pos = body.find(next_delimiter);
     if (pos == std::string_view::npos) {
-      return invalid("boundary '" + std::string(boundary) + "' not found");
+      return invalid_multipart("boundary '" + std::string(boundary) + "' not found");
     }
     pos += 2;
   }
@@ -197,8 +197,8 @@ Result<std::vector<MultipartPart>> parse_multipart(std::string_view body,
       ++pos;  // transport padding
     }
     if (body.substr(pos, 2) != "\r\n") {
-      return invalid(pos >= body.size() ? "body ends after a boundary line"
-                                        : "boundary line not followed by CRLF");
+      return invalid_multipart(pos >= body.size() ? "body ends after a boundary line"
+                                                  : "boundary line not followed by CRLF");
     }
     pos += 2;
     MultipartPart part;
@@ -208,7 +208,7 @@ Result<std::vector<MultipartPart>> parse_multipart(std::string_view body,
     } else {
       auto end = body.find("\r\n\r\n", pos);
       if (end == std::string_view::npos) {
-        return invalid("part headers are not terminated");
+        return invalid_multipart("part headers are not terminated");
       }
       data_start = end + 4;
       if (auto status = parse_part_headers(body.substr(pos, end - pos), part); !status.ok()) {
@@ -216,11 +216,11 @@ Result<std::vector<MultipartPart>> parse_multipart(std::string_view body,
       }
     }
     if (part.name.empty()) {
-      return invalid("part without Content-Disposition");
+      return invalid_multipart("part without Content-Disposition");
     }
     auto next = body.find(next_delimiter, data_start);
     if (next == std::string_view::npos) {
-      return invalid("missing closing boundary");
+      return invalid_multipart("missing closing boundary");
     }
     part.data = body.substr(data_start, next - data_start);
     parts.push_back(std::move(part));

@@ -1,4 +1,5 @@
 #include "lemon/http/ollama_request.h"
+#include "lemon/http/request_fields.h"
 
 #include <algorithm>
 #include <initializer_list>
@@ -12,31 +13,11 @@ namespace {
 
 using nlohmann::json;
 
-Error bad(const std::string& message, const std::string& param) {
-  return Error(ErrorCode::kInvalidRequest, message, param);
-}
-
-std::string at(const std::string& where, std::size_t i) {
-  return where + "[" + std::to_string(i) + "]";
-}
+constexpr std::string_view kOllamaApi = "Ollama API";
 
 bool absent(const json& body, const char* key) {
   auto it = body.find(key);
   return it == body.end() || it->is_null();
-}
-
-// Why Ollama's fields that are not in `known` are refused.
-std::optional<Error> unknown_key(const json& obj, std::initializer_list<const char*> known,
-                                 const std::string& where) {
-  for (auto it = obj.begin(); it != obj.end(); ++it) {
-    const bool listed =
-        std::any_of(known.begin(), known.end(), [&](const char* k) { return it.key() == k; });
-    if (!listed) {
-      const std::string field = where.empty() ? it.key() : where + "." + it.key();
-      return bad("'" + field + "' is not supported by lemonade-router's Ollama API", field);
-    }
-  }
-  return std::nullopt;
 }
 
 // Sampling options and the chat completions field each becomes.
@@ -74,7 +55,7 @@ Status apply_options(const json& body, json& chat) {
     return ok_status();
   }
   if (!options->is_object()) {
-    return bad("'options' must be an object", "options");
+    return bad_field("'options' must be an object", "options");
   }
   for (auto it = options->begin(); it != options->end(); ++it) {
     const std::string& key = it.key();
@@ -85,12 +66,12 @@ Status apply_options(const json& body, json& chat) {
     }
     if (key == "num_predict") {
       if (!value.is_number_integer()) {
-        return bad("'options.num_predict' must be an integer", field);
+        return bad_field("'options.num_predict' must be an integer", field);
       }
       if (value.get<long long>() > 0) {
         chat["max_tokens"] = value;
       } else if (value.get<long long>() == 0 || value.get<long long>() < -2) {
-        return bad("'options.num_predict' must be positive, or -1 or -2 for no limit", field);
+        return bad_field("'options.num_predict' must be positive, or -1 or -2 for no limit", field);
       }
       continue;
     }
@@ -100,7 +81,7 @@ Status apply_options(const json& body, json& chat) {
           (value.is_array() &&
            std::all_of(value.begin(), value.end(), [](const json& s) { return s.is_string(); }));
       if (!strings) {
-        return bad("'options.stop' must be a string or an array of strings", field);
+        return bad_field("'options.stop' must be a string or an array of strings", field);
       }
       chat["stop"] = value.is_string() ? json::array({value}) : value;
       continue;
@@ -108,15 +89,16 @@ Status apply_options(const json& body, json& chat) {
     auto mapped = option_fields().find(key);
     if (mapped == option_fields().end()) {
       if (load_time_option(key)) {
-        return bad("'" + field +
-                       "' is a load-time setting that a request cannot change here; set it in "
-                       "the model's load options (POST /api/v1/load or recipe_options.json)",
-                   field);
+        return bad_field(
+            "'" + field +
+                "' is a load-time setting that a request cannot change here; set it in "
+                "the model's load options (POST /api/v1/load or recipe_options.json)",
+            field);
       }
-      return bad("'" + field + "' is not supported by lemonade-router's Ollama API", field);
+      return bad_field("'" + field + "' is not supported by lemonade-router's Ollama API", field);
     }
     if (!value.is_number()) {
-      return bad("'" + field + "' must be a number", field);
+      return bad_field("'" + field + "' must be a number", field);
     }
     chat[mapped->second] = value;
   }
@@ -138,7 +120,7 @@ Status apply_format(const json& body, json& chat) {
                                {"json_schema", {{"name", "response"}, {"schema", *format}}}};
     return ok_status();
   }
-  return bad("'format' must be \"json\" or a JSON schema object", "format");
+  return bad_field("'format' must be \"json\" or a JSON schema object", "format");
 }
 
 Status apply_think(const json& body, json& chat) {
@@ -154,7 +136,7 @@ Status apply_think(const json& body, json& chat) {
     chat["chat_template_kwargs"] = {{"reasoning_effort", *think}};
     return ok_status();
   }
-  return bad("'think' must be true, false, \"low\", \"medium\" or \"high\"", "think");
+  return bad_field("'think' must be true, false, \"low\", \"medium\" or \"high\"", "think");
 }
 
 Result<std::optional<std::chrono::milliseconds>> keep_alive_of(const json& body) {
@@ -169,7 +151,7 @@ Result<std::optional<std::chrono::milliseconds>> keep_alive_of(const json& body)
     parsed = parse_keep_alive(ka->get<std::string>());
   }
   if (!parsed) {
-    return bad(
+    return bad_field(
         "'keep_alive' must be seconds or a duration such as \"5m\" (negative: keep "
         "loaded, 0: unload)",
         "keep_alive");
@@ -193,7 +175,7 @@ std::string image_media_type(const std::string& b64) {
 
 Result<json> with_images(const std::string& text, const json& images, const std::string& where) {
   if (!images.is_array()) {
-    return bad("'" + where + "' must be an array of base64 strings", where);
+    return bad_field("'" + where + "' must be an array of base64 strings", where);
   }
   json parts = json::array();
   if (!text.empty()) {
@@ -201,7 +183,7 @@ Result<json> with_images(const std::string& text, const json& images, const std:
   }
   for (std::size_t i = 0; i < images.size(); ++i) {
     if (!images[i].is_string() || images[i].get_ref<const std::string&>().empty()) {
-      return bad("'" + at(where, i) + "' must be base64 image data", at(where, i));
+      return bad_field("'" + indexed(where, i) + "' must be base64 image data", indexed(where, i));
     }
     const std::string& data = images[i].get_ref<const std::string&>();
     parts.push_back(
@@ -215,13 +197,13 @@ Result<OllamaRequest> common(const json& body) {
   OllamaRequest out;
   auto model = body.find("model");
   if (model == body.end() || !model->is_string() || model->get_ref<const std::string&>().empty()) {
-    return bad("'model' is required and must be a string", "model");
+    return bad_field("'model' is required and must be a string", "model");
   }
   out.client_model = model->get<std::string>();
   out.model = ollama_catalogue_name(out.client_model);
   if (auto stream = body.find("stream"); stream != body.end() && !stream->is_null()) {
     if (!stream->is_boolean()) {
-      return bad("'stream' must be a boolean", "stream");
+      return bad_field("'stream' must be a boolean", "stream");
     }
     out.stream = stream->get<bool>();
   }
@@ -253,16 +235,16 @@ struct PendingCall {
 Result<json> assistant_calls(const json& calls, const std::string& where, std::size_t message,
                              std::vector<PendingCall>& pending) {
   if (!calls.is_array()) {
-    return bad("'" + where + "' must be an array", where);
+    return bad_field("'" + where + "' must be an array", where);
   }
   json out = json::array();
   for (std::size_t k = 0; k < calls.size(); ++k) {
-    const std::string cw = at(where, k);
+    const std::string cw = indexed(where, k);
     const json& call = calls[k];
     auto function = call.is_object() ? call.find("function") : call.end();
     if (!call.is_object() || function == call.end() || !function->is_object() ||
         !function->contains("name") || !(*function)["name"].is_string()) {
-      return bad("'" + cw + "' must be {\"function\":{\"name\",\"arguments\"}}", cw);
+      return bad_field("'" + cw + "' must be {\"function\":{\"name\",\"arguments\"}}", cw);
     }
     std::string id = call.contains("id") && call["id"].is_string()
                          ? call["id"].get<std::string>()
@@ -282,32 +264,33 @@ Result<json> chat_messages(const json& messages, bool& has_images) {
   json out = json::array();
   std::vector<PendingCall> pending;
   for (std::size_t i = 0; i < messages.size(); ++i) {
-    const std::string where = at("messages", i);
+    const std::string where = indexed("messages", i);
     const json& m = messages[i];
     if (!m.is_object()) {
-      return bad("'" + where + "' must be an object", where);
+      return bad_field("'" + where + "' must be an object", where);
     }
     if (auto e = unknown_key(
             m, {"role", "content", "images", "tool_calls", "tool_name", "tool_call_id", "thinking"},
-            where)) {
+            where, kOllamaApi)) {
       return *e;
     }
     auto role_it = m.find("role");
     const std::string role =
         role_it != m.end() && role_it->is_string() ? role_it->get<std::string>() : "";
     if (role != "system" && role != "user" && role != "assistant" && role != "tool") {
-      return bad("'" + where + ".role' must be system, user, assistant or tool", where + ".role");
+      return bad_field("'" + where + ".role' must be system, user, assistant or tool",
+                       where + ".role");
     }
     auto content_it = m.find("content");
     if (content_it != m.end() && !content_it->is_null() && !content_it->is_string()) {
-      return bad("'" + where + ".content' must be a string", where + ".content");
+      return bad_field("'" + where + ".content' must be a string", where + ".content");
     }
     const std::string content =
         content_it != m.end() && content_it->is_string() ? content_it->get<std::string>() : "";
     json message = {{"role", role}, {"content", content}};
     if (!absent(m, "images")) {
       if (role != "user") {
-        return bad("'" + where + ".images' belong to user messages", where + ".images");
+        return bad_field("'" + where + ".images' belong to user messages", where + ".images");
       }
       auto parts = with_images(content, m["images"], where + ".images");
       if (!parts.ok()) {
@@ -318,8 +301,8 @@ Result<json> chat_messages(const json& messages, bool& has_images) {
     }
     if (!absent(m, "tool_calls")) {
       if (role != "assistant") {
-        return bad("'" + where + ".tool_calls' belong to assistant messages",
-                   where + ".tool_calls");
+        return bad_field("'" + where + ".tool_calls' belong to assistant messages",
+                         where + ".tool_calls");
       }
       auto calls = assistant_calls(m["tool_calls"], where + ".tool_calls", i, pending);
       if (!calls.ok()) {
@@ -334,8 +317,8 @@ Result<json> chat_messages(const json& messages, bool& has_images) {
     }
     if (!absent(m, "thinking")) {
       if (role != "assistant" || !m["thinking"].is_string()) {
-        return bad("'" + where + ".thinking' must be a string on an assistant message",
-                   where + ".thinking");
+        return bad_field("'" + where + ".thinking' must be a string on an assistant message",
+                         where + ".thinking");
       }
       message["reasoning_content"] = m["thinking"];
     }
@@ -358,7 +341,8 @@ Result<json> chat_messages(const json& messages, bool& has_images) {
       }
       message["tool_call_id"] = id;
     } else if (!absent(m, "tool_name") || !absent(m, "tool_call_id")) {
-      return bad("'" + where + "': tool_name and tool_call_id belong to tool messages", where);
+      return bad_field("'" + where + "': tool_name and tool_call_id belong to tool messages",
+                       where);
     }
     out.push_back(std::move(message));
   }
@@ -389,14 +373,14 @@ Result<std::string> ollama_model_field(const json& body) {
       return ollama_catalogue_name(it->get<std::string>());
     }
   }
-  return bad("'model' is required and must be a string", "model");
+  return bad_field("'model' is required and must be a string", "model");
 }
 
 Result<OllamaRequest> ollama_chat_request(const json& body) {
   if (auto e = unknown_key(
           body,
-          {"model", "messages", "tools", "format", "options", "stream", "keep_alive", "think"},
-          "")) {
+          {"model", "messages", "tools", "format", "options", "stream", "keep_alive", "think"}, "",
+          kOllamaApi)) {
     return *e;
   }
   auto out = common(body);
@@ -405,7 +389,7 @@ Result<OllamaRequest> ollama_chat_request(const json& body) {
   }
   auto messages = body.find("messages");
   if (messages != body.end() && !messages->is_null() && !messages->is_array()) {
-    return bad("'messages' must be an array", "messages");
+    return bad_field("'messages' must be an array", "messages");
   }
   if (messages == body.end() || messages->is_null() || messages->empty()) {
     out->load_only = true;
@@ -419,7 +403,7 @@ Result<OllamaRequest> ollama_chat_request(const json& body) {
   chat["messages"] = std::move(translated).value();
   if (!absent(body, "tools")) {
     if (!body["tools"].is_array()) {
-      return bad("'tools' must be an array", "tools");
+      return bad_field("'tools' must be an array", "tools");
     }
     if (!body["tools"].empty()) {
       chat["tools"] = body["tools"];
@@ -436,7 +420,7 @@ Result<OllamaRequest> ollama_generate_request(const json& body) {
   if (auto e = unknown_key(body,
                            {"model", "prompt", "suffix", "images", "format", "options", "system",
                             "template", "context", "stream", "raw", "keep_alive", "think"},
-                           "")) {
+                           "", kOllamaApi)) {
     return *e;
   }
   auto refuse = [&](const char* key, const std::string& why) -> std::optional<Error> {
@@ -446,7 +430,7 @@ Result<OllamaRequest> ollama_generate_request(const json& body) {
         (it->is_array() && it->empty()) || (it->is_boolean() && !it->get<bool>())) {
       return std::nullopt;
     }
-    return bad(std::string("'") + key + "' is not supported: " + why, key);
+    return bad_field(std::string("'") + key + "' is not supported: " + why, key);
   };
   if (auto e = refuse("raw", "the router always applies the model's chat template")) {
     return *e;
@@ -469,7 +453,7 @@ Result<OllamaRequest> ollama_generate_request(const json& body) {
   std::string prompt;
   if (!absent(body, "prompt")) {
     if (!body["prompt"].is_string()) {
-      return bad("'prompt' must be a string", "prompt");
+      return bad_field("'prompt' must be a string", "prompt");
     }
     prompt = body["prompt"].get<std::string>();
   }
@@ -482,7 +466,7 @@ Result<OllamaRequest> ollama_generate_request(const json& body) {
   json messages = json::array();
   if (!absent(body, "system")) {
     if (!body["system"].is_string()) {
-      return bad("'system' must be a string", "system");
+      return bad_field("'system' must be a string", "system");
     }
     messages.push_back({{"role", "system"}, {"content", body["system"]}});
   }
@@ -508,29 +492,31 @@ Result<OllamaRequest> ollama_embed_request(const json& body, bool legacy) {
   // Two calls, not one list chosen by a conditional: an initializer_list's
   // array lives only as long as the expression that creates it.
   const std::optional<Error> unknown =
-      legacy ? unknown_key(body, {"model", "prompt", "options", "keep_alive"}, "")
-             : unknown_key(
-                   body, {"model", "input", "truncate", "options", "keep_alive", "dimensions"}, "");
+      legacy
+          ? unknown_key(body, {"model", "prompt", "options", "keep_alive"}, "", kOllamaApi)
+          : unknown_key(body, {"model", "input", "truncate", "options", "keep_alive", "dimensions"},
+                        "", kOllamaApi);
   if (unknown) {
     return *unknown;
   }
   if (!absent(body, "truncate") &&
       !(body["truncate"].is_boolean() && !body["truncate"].get<bool>())) {
-    return bad(
+    return bad_field(
         "'truncate' is not supported: inputs longer than the model's context are refused, "
         "not cut (send truncate: false, or leave it out)",
         "truncate");
   }
   if (!absent(body, "dimensions")) {
-    return bad("'dimensions' is not supported: embeddings have the model's own size", "dimensions");
+    return bad_field("'dimensions' is not supported: embeddings have the model's own size",
+                     "dimensions");
   }
   if (!absent(body, "options")) {
     if (!body["options"].is_object()) {
-      return bad("'options' must be an object", "options");
+      return bad_field("'options' must be an object", "options");
     }
     if (!body["options"].empty()) {
       const std::string key = body["options"].begin().key();
-      return bad("'options." + key + "' is not supported for embeddings", "options." + key);
+      return bad_field("'options." + key + "' is not supported for embeddings", "options." + key);
     }
   }
   auto out = common(body);
@@ -546,9 +532,9 @@ Result<OllamaRequest> ollama_embed_request(const json& body, bool legacy) {
        (input->is_array() && !input->empty() &&
         std::all_of(input->begin(), input->end(), [](const json& s) { return s.is_string(); })));
   if (!strings || (legacy && !input->is_string())) {
-    return bad(std::string("'") + field + "' is required and must be " +
-                   (legacy ? "a string" : "a string or an array of strings"),
-               field);
+    return bad_field(std::string("'") + field + "' is required and must be " +
+                         (legacy ? "a string" : "a string or an array of strings"),
+                     field);
   }
   out->openai = {{"model", out->model}, {"input", *input}, {"encoding_format", "float"}};
   return out;

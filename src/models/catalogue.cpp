@@ -22,24 +22,6 @@ namespace {
 
 constexpr std::string_view kExtraPrefix = "extra.";
 
-// Entries of one source in catalogue order, with a name index.
-struct EntryList {
-  std::vector<ModelInfo> entries;
-  std::unordered_map<std::string, std::size_t> index;
-
-  void assign(std::vector<ModelInfo> list) {
-    entries = std::move(list);
-    index.clear();
-    for (std::size_t i = 0; i < entries.size(); ++i) {
-      index.emplace(entries[i].name, i);
-    }
-  }
-  const ModelInfo* find(const std::string& name) const {
-    auto it = index.find(name);
-    return it == index.end() ? nullptr : &entries[it->second];
-  }
-};
-
 Result<std::vector<ModelInfo>> read_server_models(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
@@ -82,6 +64,29 @@ bool extra_files_present(const ModelInfo& info) {
 
 }  // namespace
 
+namespace catalogue_detail {
+
+// Entries of one source in catalogue order, with a name index.
+// (Named, not anonymous: ModelCatalogue::State holds it.)
+struct EntryList {
+  std::vector<ModelInfo> entries;
+  std::unordered_map<std::string, std::size_t> index;
+
+  void assign(std::vector<ModelInfo> list) {
+    entries = std::move(list);
+    index.clear();
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      index.emplace(entries[i].name, i);
+    }
+  }
+  const ModelInfo* find(const std::string& name) const {
+    auto it = index.find(name);
+    return it == index.end() ? nullptr : &entries[it->second];
+  }
+};
+
+}  // namespace catalogue_detail
+
 struct ModelCatalogue::State {
   explicit State(const CatalogueSources& s)
       : sources(s),
@@ -98,9 +103,9 @@ struct ModelCatalogue::State {
   // Guards the entry lists and the saved options. Held only for lookups and
   // swaps; file reading and resolution happen outside it.
   std::mutex mu;
-  EntryList builtin;
-  EntryList user;
-  EntryList extra;
+  catalogue_detail::EntryList builtin;
+  catalogue_detail::EntryList user;
+  catalogue_detail::EntryList extra;
   nlohmann::json saved_options = nlohmann::json::object();
 
   // Serializes re-reading user_models.json / recipe_options.json.

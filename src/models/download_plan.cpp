@@ -10,10 +10,6 @@
 namespace lemon {
 namespace {
 
-bool is_onnx_recipe(std::string_view recipe) {
-  return recipe == "ryzenai-llm" || recipe.starts_with("oga-");
-}
-
 // Roles fetched, main first.
 std::vector<std::pair<std::string, std::string>> fetched_roles(const ModelInfo& info) {
   std::vector<std::pair<std::string, std::string>> roles;

@@ -1,4 +1,5 @@
 #include "lemon/models/gguf_variant.h"
+#include "lemon/core/text.h"
 
 #include <algorithm>
 #include <cctype>
@@ -8,16 +9,9 @@
 namespace lemon {
 namespace {
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  return out;
-}
-
 bool ends_with_ci(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && lower(s.substr(s.size() - suffix.size())) == lower(suffix);
+  return s.size() >= suffix.size() &&
+         ascii_lower(s.substr(s.size() - suffix.size())) == ascii_lower(suffix);
 }
 
 std::string_view file_name(std::string_view rel) {
@@ -49,7 +43,7 @@ std::optional<ShardName> parse_shard(std::string_view name) {
     return std::nullopt;
   }
   std::string_view stem = name.substr(0, name.size() - 5);
-  auto of = lower(stem).rfind("-of-");
+  auto of = ascii_lower(stem).rfind("-of-");
   if (of == std::string::npos) {
     return std::nullopt;
   }
@@ -68,20 +62,11 @@ std::optional<ShardName> parse_shard(std::string_view name) {
                    std::string(name.substr(name.size() - 5))};
 }
 
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& s : items) {
-    out += out.empty() ? "" : ", ";
-    out += s;
-  }
-  return out;
-}
-
 class Chooser {
  public:
   explicit Chooser(const std::vector<hf::SnapshotFile>& listing) : listing_(listing) {
     for (const auto& f : listing_) {
-      by_lower_rel_.emplace(lower(f.rel), &f);
+      by_lower_rel_.emplace(ascii_lower(f.rel), &f);
       auto name = file_name(f.rel);
       if (is_gguf_name(name) && !is_mmproj_name(name)) {
         candidates_.push_back(&f);  // listing is sorted, so candidates are too
@@ -103,13 +88,13 @@ class Chooser {
       return finish({candidates_.front()->rel});
     }
     const std::string pattern = "*" + std::string(variant) + ".gguf";
-    const std::string suffix = lower(variant) + ".gguf";
+    const std::string suffix = ascii_lower(variant) + ".gguf";
     std::vector<std::string> by_suffix;
     std::vector<std::string> first_shards;
     std::vector<const hf::SnapshotFile*> in_folder;
-    const std::string folder = lower(variant);
+    const std::string folder = ascii_lower(variant);
     for (const auto* f : candidates_) {
-      std::string name = lower(file_name(f->rel));
+      std::string name = ascii_lower(file_name(f->rel));
       if (name.ends_with(suffix)) {
         by_suffix.push_back(f->rel);
       }
@@ -117,7 +102,7 @@ class Chooser {
       if (shard && std::stoul(shard->index) == 1 && shard->prefix.ends_with(folder)) {
         first_shards.push_back(f->rel);
       }
-      std::string dirs = "/" + lower(dir_part(f->rel));
+      std::string dirs = "/" + ascii_lower(dir_part(f->rel));
       if (dirs.find("/" + folder + "/") != std::string::npos) {
         in_folder.push_back(f);
       }
@@ -149,7 +134,7 @@ class Chooser {
 
   static GgufChoice ambiguous(const std::string& pattern, const std::vector<std::string>& rels) {
     return not_found(pattern + " (ambiguous: " + std::to_string(rels.size()) +
-                     " files match: " + join(rels) + ")");
+                     " files match: " + join(rels, ", ") + ")");
   }
 
   GgufChoice take_all(const std::vector<const hf::SnapshotFile*>& files,
@@ -187,7 +172,7 @@ class Chooser {
         }
         std::string rel = std::string(dir_part(main)) + shard->prefix + "-" + index + "-of-" +
                           shard->total + shard->extension;
-        auto it = by_lower_rel_.find(lower(rel));
+        auto it = by_lower_rel_.find(ascii_lower(rel));
         if (it != by_lower_rel_.end()) {
           rel = it->second->rel;
         }
@@ -197,7 +182,7 @@ class Chooser {
       }
     }
     for (const auto& rel : needed) {
-      auto it = by_lower_rel_.find(lower(rel));
+      auto it = by_lower_rel_.find(ascii_lower(rel));
       hf::FileState state = it == by_lower_rel_.end() ? hf::FileState::kMissing : it->second->state;
       if (state != hf::FileState::kPresent) {
         c.missing.push_back(hf::describe(rel, state));
@@ -223,7 +208,7 @@ bool is_gguf_name(std::string_view name) {
 }
 
 bool is_mmproj_name(std::string_view name) {
-  return lower(name).find("mmproj") != std::string::npos;
+  return ascii_lower(name).find("mmproj") != std::string::npos;
 }
 
 GgufChoice choose_gguf(const std::vector<hf::SnapshotFile>& listing, std::string_view variant) {

@@ -68,13 +68,6 @@ bool is_hex(std::string_view s, std::size_t digits) {
   return true;
 }
 
-std::string lower(std::string s) {
-  for (auto& c : s) {
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  return s;
-}
-
 Error bad_listing(std::string_view repo, const std::string& what) {
   return Error(ErrorCode::kUpstreamProtocol,
                "the hub's file listing for " + std::string(repo) + " is unusable: " + what);
@@ -165,7 +158,7 @@ Result<RepoListing> parse_repo_listing(std::string_view repo, std::string_view b
   if (sha == j.end() || !sha->is_string() || !is_hex(sha->get<std::string>(), 40)) {
     return bad_listing(repo, "no commit sha");
   }
-  listing.commit = lower(sha->get<std::string>());
+  listing.commit = ascii_lower(sha->get<std::string>());
   auto siblings = j.find("siblings");
   if (siblings == j.end() || !siblings->is_array()) {
     return bad_listing(repo, "no \"siblings\" array");
@@ -183,14 +176,14 @@ Result<RepoListing> parse_repo_listing(std::string_view repo, std::string_view b
       f.size = size->get<std::uint64_t>();
     }
     if (auto blob = s.find("blobId"); blob != s.end() && blob->is_string()) {
-      f.blob_id = lower(blob->get<std::string>());
+      f.blob_id = ascii_lower(blob->get<std::string>());
     }
     if (auto lfs = s.find("lfs"); lfs != s.end() && lfs->is_object()) {
       auto sha256 = lfs->find("sha256");
       if (sha256 == lfs->end() || !sha256->is_string() || !is_hex(sha256->get<std::string>(), 64)) {
         return bad_listing(repo, "LFS file '" + f.path + "' has no sha256");
       }
-      f.sha256 = lower(sha256->get<std::string>());
+      f.sha256 = ascii_lower(sha256->get<std::string>());
       if (auto size = lfs->find("size"); size != lfs->end() && size->is_number_unsigned()) {
         f.size = size->get<std::uint64_t>();
       }

@@ -1,4 +1,5 @@
 #include "lemon/models/local_import.h"
+#include "lemon/core/text.h"
 
 #include <algorithm>
 #include <optional>
@@ -9,15 +10,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string lower(std::string s) {
-  for (auto& c : s) {
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  return s;
-}
-
 bool has_suffix(const std::string& name, std::initializer_list<const char*> suffixes) {
-  auto l = lower(name);
+  auto l = ascii_lower(name);
   return std::any_of(suffixes.begin(), suffixes.end(),
                      [&](const char* s) { return l.ends_with(s); });
 }
@@ -40,7 +34,7 @@ std::optional<fs::path> model_path(const std::string& recipe, const fs::path& di
   for (const auto& f : files) {
     auto name = f.filename().string();
     if (recipe == "llamacpp" && has_suffix(name, {".gguf"}) &&
-        lower(name).find("mmproj") == std::string::npos) {
+        ascii_lower(name).find("mmproj") == std::string::npos) {
       return f;
     }
     if (recipe == "whispercpp" && has_suffix(name, {".bin"})) {
@@ -109,7 +103,7 @@ Result<UserModelRegistration> register_local_import(std::string_view model_name,
     }
     if (found == nullptr) {
       for (const auto& f : files) {
-        if (lower(f.filename().string()).find("mmproj") != std::string::npos) {
+        if (ascii_lower(f.filename().string()).find("mmproj") != std::string::npos) {
           found = &f;
           break;
         }

@@ -17,10 +17,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool is_onnx_recipe(std::string_view recipe) {
-  return recipe == "ryzenai-llm" || recipe.starts_with("oga-");
-}
-
 bool entry_exists(const fs::path& p) {
   std::error_code ec;
   return fs::exists(fs::symlink_status(p, ec));

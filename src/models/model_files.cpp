@@ -32,11 +32,7 @@ RoleResult found(const fs::path& p) {
   return r;
 }
 
-bool is_onnx_recipe(std::string_view recipe) {
-  return recipe == "ryzenai-llm" || recipe.starts_with("oga-");
-}
-
-bool is_dir(const fs::path& p) {
+bool directory_exists(const fs::path& p) {
   std::error_code ec;
   return fs::is_directory(p, ec);
 }
@@ -119,13 +115,13 @@ RoleResult resolve_local(const ModelInfo& info, const std::string& role, const s
       return exact_file(to_path(ckpt));
     }
     fs::path base = to_path(ref.repo);
-    return exact_file((is_dir(base) ? base : base.parent_path()) / ref.variant);
+    return exact_file((directory_exists(base) ? base : base.parent_path()) / ref.variant);
   }
   fs::path p = to_path(ckpt);
   if (is_onnx_recipe(info.recipe)) {
-    return is_dir(p) ? onnx_dir(p) : missing(p.string() + " (expected a directory)");
+    return directory_exists(p) ? onnx_dir(p) : missing(p.string() + " (expected a directory)");
   }
-  if (is_dir(p)) {
+  if (directory_exists(p)) {
     if (info.recipe != "llamacpp") {
       return missing(p.string() + " (expected a model file, found a directory)");
     }
@@ -145,7 +141,7 @@ RoleResult resolve_hub(const ModelInfo& info, const std::string& role, const std
     return missing(ref.repo + " (no Hugging Face hub cache configured)");
   }
   fs::path repo = hf::repo_dir(ctx.hf_hub_cache, ref.repo);
-  if (!is_dir(repo)) {
+  if (!directory_exists(repo)) {
     return missing(repo.string());
   }
   auto snapshot = hf::current_snapshot(repo);

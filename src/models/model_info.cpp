@@ -57,4 +57,8 @@ nlohmann::json ModelInfo::to_api_json() const {
   return j;
 }
 
+bool is_onnx_recipe(std::string_view recipe) {
+  return recipe == "ryzenai-llm" || recipe.starts_with("oga-");
+}
+
 }  // namespace lemon

@@ -13,17 +13,17 @@ namespace {
 
 constexpr const char* kReasoningFormats[] = {"none", "deepseek", "deepseek-legacy", "auto"};
 
-Error bad(const std::string& field, const std::string& why) {
+Error bad_preset(const std::string& field, const std::string& why) {
   return Error(ErrorCode::kInvalidRequest, "preset field '" + field + "' " + why, field);
 }
 
 std::optional<Error> check_model(const std::string& model) {
   if (model.empty()) {
-    return bad("model", "must be a non-empty string");
+    return bad_preset("model", "must be a non-empty string");
   }
   for (unsigned char c : model) {
     if (c < 0x20 || c == 0x7f) {
-      return bad("model", "must not hold control characters");
+      return bad_preset("model", "must not hold control characters");
     }
   }
   Preset probe;
@@ -31,7 +31,7 @@ std::optional<Error> check_model(const std::string& model) {
   switch (probe.model_kind()) {
     case PresetModelKind::kLocalPath:
       if (std::filesystem::path(model).extension() != ".gguf" || model.find("/../") != model.npos) {
-        return bad("model", "as a path must be an absolute path to a .gguf file");
+        return bad_preset("model", "as a path must be an absolute path to a .gguf file");
       }
       break;
     case PresetModelKind::kCheckpoint: {
@@ -39,13 +39,14 @@ std::optional<Error> check_model(const std::string& model) {
       const auto slash = repo.find('/');
       if (slash == 0 || slash + 1 >= repo.size() || repo.find('/', slash + 1) != repo.npos ||
           repo.find(' ') != repo.npos) {
-        return bad("model", "as a checkpoint must be 'owner/repo' or 'owner/repo:VARIANT'");
+        return bad_preset("model", "as a checkpoint must be 'owner/repo' or 'owner/repo:VARIANT'");
       }
       break;
     }
     case PresetModelKind::kCatalogue:
       if (model.find(' ') != model.npos) {
-        return bad("model", "must be a catalogue name, a checkpoint or an absolute .gguf path");
+        return bad_preset("model",
+                          "must be a catalogue name, a checkpoint or an absolute .gguf path");
       }
       break;
   }
@@ -54,21 +55,21 @@ std::optional<Error> check_model(const std::string& model) {
 
 Result<nlohmann::json> parse_sampling(const nlohmann::json& j) {
   if (!j.is_object()) {
-    return bad("sampling", "must be an object");
+    return bad_preset("sampling", "must be an object");
   }
   nlohmann::json out = nlohmann::json::object();
   for (const auto& [key, value] : j.items()) {
     const SamplingRule* rule = find_sampling_rule(key);
     const std::string field = "sampling." + key;
     if (rule == nullptr || !rule->in_presets) {
-      return bad(field,
-                 "is unknown (sampling takes temperature, top_p, top_k, min_p, repeat_penalty)");
+      return bad_preset(
+          field, "is unknown (sampling takes temperature, top_p, top_k, min_p, repeat_penalty)");
     }
     if (value.is_null()) {
       continue;
     }
     if (auto problem = sampling_value_problem(*rule, value)) {
-      return bad(field, *problem);
+      return bad_preset(field, *problem);
     }
     out[key] = value;
   }
@@ -156,7 +157,7 @@ bool valid_preset_id(std::string_view id) {
 
 Result<Preset> parse_preset(std::string_view id, const nlohmann::json& entry) {
   if (!valid_preset_id(id)) {
-    return bad("id", "must be 1 to 64 characters from A-Z, a-z, 0-9, '.', '_' and '-'");
+    return bad_preset("id", "must be 1 to 64 characters from A-Z, a-z, 0-9, '.', '_' and '-'");
   }
   if (!entry.is_object()) {
     return Error(ErrorCode::kInvalidRequest,
@@ -170,12 +171,12 @@ Result<Preset> parse_preset(std::string_view id, const nlohmann::json& entry) {
   for (const auto& [key, value] : entry.items()) {
     if (key == "name" || key == "description") {
       if (!value.is_string()) {
-        return bad(key, "must be a string");
+        return bad_preset(key, "must be a string");
       }
       (key == "name" ? p.name : p.description) = value.get<std::string>();
     } else if (key == "model") {
       if (!value.is_string()) {
-        return bad(key, "must be a string");
+        return bad_preset(key, "must be a string");
       }
       p.model = value.get<std::string>();
     } else if (key == "reasoning_format") {
@@ -184,12 +185,12 @@ Result<Preset> parse_preset(std::string_view id, const nlohmann::json& entry) {
         known = known || (value.is_string() && value.get<std::string>() == f);
       }
       if (!known) {
-        return bad(key, "must be one of none, deepseek, deepseek-legacy, auto");
+        return bad_preset(key, "must be one of none, deepseek, deepseek-legacy, auto");
       }
       p.reasoning_format = value.get<std::string>();
     } else if (key == "chat_template_kwargs") {
       if (!value.is_object()) {
-        return bad(key, "must be an object");
+        return bad_preset(key, "must be an object");
       }
       p.chat_template_kwargs = value;
     } else if (key == "sampling") {
@@ -201,11 +202,11 @@ Result<Preset> parse_preset(std::string_view id, const nlohmann::json& entry) {
     } else if (load_set.contains(key)) {
       load[key] = value;
     } else {
-      return bad(key, "is unknown");
+      return bad_preset(key, "is unknown");
     }
   }
   if (!entry.contains("model")) {
-    return bad("model", "is required");
+    return bad_preset("model", "is required");
   }
   if (auto problem = check_model(p.model)) {
     return *problem;

@@ -1,4 +1,5 @@
 #include "lemon/models/recipe_options.h"
+#include "lemon/core/text.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -28,15 +29,6 @@ bool is_unset_value(const json& v) {
 
 bool contains(const std::vector<std::string>& list, const std::string& value) {
   return std::find(list.begin(), list.end(), value) != list.end();
-}
-
-std::string join(const std::vector<std::string>& list) {
-  std::string out;
-  for (const auto& s : list) {
-    out += out.empty() ? "" : ", ";
-    out += s;
-  }
-  return out;
 }
 
 Error invalid(const std::string& key, const std::string& what) {
@@ -78,7 +70,7 @@ Result<json> one_of(const std::string& key, const json& v, const std::vector<std
   }
   const auto& s = v.get_ref<const std::string&>();
   if (!contains(valid, s)) {
-    return invalid(key, "unknown backend '" + s + "' (valid: " + join(valid) + ")");
+    return invalid(key, "unknown backend '" + s + "' (valid: " + join(valid, ", ") + ")");
   }
   return v;
 }

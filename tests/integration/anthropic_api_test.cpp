@@ -17,7 +17,7 @@ namespace {
 
 using nlohmann::json;
 
-const std::string kKey = "s3cret";
+const std::string kApiKey = "s3cret";
 
 json message_body(const std::string& model, const json& extra = json::object()) {
   json body = {{"model", model},
@@ -331,7 +331,7 @@ TEST_F(AnthropicApiTest, PingsKeepAStreamAliveWhileTheModelLoads) {
 
 TEST_F(AnthropicApiTest, XApiKeyOrBearerWithApiKey) {
   env_.add_llm("a");
-  ASSERT_NO_FATAL_FAILURE(start_router({"--api-key", kKey}));
+  ASSERT_NO_FATAL_FAILURE(start_router({"--api-key", kApiKey}));
   expect_anthropic_error(post("/v1/messages", message_body("user.a")), 401, "authentication_error",
                          "no key");
   expect_anthropic_error(post("/v1/messages", message_body("user.a"), {{"x-api-key", "wrong"}}),
@@ -339,24 +339,24 @@ TEST_F(AnthropicApiTest, XApiKeyOrBearerWithApiKey) {
   expect_anthropic_error(
       post("/v1/messages/count_tokens", {{"model", "user.a"}, {"messages", json::array()}}), 401,
       "authentication_error", "count_tokens without the key");
-  HttpReply with_x = post("/v1/messages", message_body("user.a"), {{"x-api-key", kKey}});
+  HttpReply with_x = post("/v1/messages", message_body("user.a"), {{"x-api-key", kApiKey}});
   EXPECT_EQ(with_x.status, 200) << with_x.body;
   HttpReply with_bearer =
-      post("/api/v1/messages", message_body("user.a"), {{"Authorization", "Bearer " + kKey}});
+      post("/api/v1/messages", message_body("user.a"), {{"Authorization", "Bearer " + kApiKey}});
   EXPECT_EQ(with_bearer.status, 200) << with_bearer.body;
   // x-api-key is Anthropic's header: the OpenAI routes still want the bearer token.
   HttpReply openai = raw_request(port(), "POST", "/v1/chat/completions",
-                                 {{"Content-Type", "application/json"}, {"x-api-key", kKey}},
+                                 {{"Content-Type", "application/json"}, {"x-api-key", kApiKey}},
                                  chat_body("user.a").dump());
   EXPECT_EQ(openai.status, 401) << openai.body;
 }
 
 TEST_F(AnthropicApiTest, XApiKeyWithTheKeyFromTheEnvironment) {
   env_.add_llm("a");
-  ASSERT_NO_FATAL_FAILURE(start_router({}, {{"LEMONADE_API_KEY", kKey}}));
+  ASSERT_NO_FATAL_FAILURE(start_router({}, {{"LEMONADE_API_KEY", kApiKey}}));
   expect_anthropic_error(post("/v1/messages", message_body("user.a")), 401, "authentication_error",
                          "no key");
-  HttpReply ok = post("/v1/messages", message_body("user.a"), {{"x-api-key", kKey}});
+  HttpReply ok = post("/v1/messages", message_body("user.a"), {{"x-api-key", kApiKey}});
   EXPECT_EQ(ok.status, 200) << ok.body;
 }
 

@@ -25,7 +25,7 @@ constexpr const char* kRepo = "org/tiny-GGUF";
 constexpr std::uint64_t kQ4Size = 3u << 20;  // 3 MiB
 constexpr std::uint64_t kQ8Size = 2u << 20;
 
-std::string read_text(const fs::path& p) {
+std::string stored_text(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
@@ -36,7 +36,7 @@ std::string read_text(const fs::path& p) {
 // sha256 (LFS) or git blob sha1; nothing unfinished is left.
 void expect_hub_layout(const fs::path& repo, const std::string& commit,
                        const std::set<std::string>& files) {
-  EXPECT_EQ(read_text(repo / "refs" / "main"), commit);
+  EXPECT_EQ(stored_text(repo / "refs" / "main"), commit);
   fs::path snap = repo / "snapshots" / commit;
   std::set<std::string> seen;
   for (const auto& e : fs::recursive_directory_iterator(snap)) {
@@ -123,7 +123,7 @@ TEST_F(ModelStoreTest, PullRegistersDownloadsAndServesAUserModel) {
   EXPECT_EQ(r.json(), (json{{"status", "success"}, {"model_name", "user.tiny"}}));
 
   // user_models.json in Lemonade's format.
-  json users = json::parse(read_text(fs::path(env_.cache_dir()) / "user_models.json"));
+  json users = json::parse(stored_text(fs::path(env_.cache_dir()) / "user_models.json"));
   ASSERT_TRUE(users.contains("tiny")) << users.dump();
   EXPECT_EQ(users["tiny"]["checkpoint"], "org/tiny-GGUF:Q4_0");
   EXPECT_EQ(users["tiny"]["recipe"], "llamacpp");
@@ -319,7 +319,7 @@ TEST_F(ModelStoreTest, DeleteRemovesOneVariantAndKeepsTheOtherAndTheSharedMmproj
   EXPECT_EQ(r.json(), (json{{"status", "success"}, {"message", "Deleted model: user.q4"}}));
   EXPECT_TRUE(loaded_names(health(port())).empty());
   EXPECT_EQ(http_get(port(), "/api/v1/models/user.q4").status, 404);
-  json users = json::parse(read_text(fs::path(env_.cache_dir()) / "user_models.json"));
+  json users = json::parse(stored_text(fs::path(env_.cache_dir()) / "user_models.json"));
   EXPECT_FALSE(users.contains("q4"));
   EXPECT_TRUE(users.contains("q8"));
   expect_hub_layout(repo_dir(), commit(), {"tiny-Q8_0.gguf", "mmproj-tiny-F16.gguf"});

@@ -22,7 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 using json = nlohmann::json;
 
-constexpr const char* kRepo = "org/tiny-GGUF";
+constexpr const char* kCliRepo = "org/tiny-GGUF";
 
 int port_in(const std::string& text) {
   std::smatch m;
@@ -30,7 +30,7 @@ int port_in(const std::string& text) {
   return std::regex_search(text, m, kPort) ? std::stoi(m[1]) : 0;
 }
 
-std::string read_text(const fs::path& p) {
+std::string cli_file_text(const fs::path& p) {
   std::ifstream in(p);
   return {std::istreambuf_iterator<char>(in), {}};
 }
@@ -142,7 +142,7 @@ TEST_F(ServerCliTest, StatusWhenNothingRuns) {
 TEST_F(ServerCliTest, ServeStatusStop) {
   int port = start_serve();
   ASSERT_GT(port, 0);
-  auto record = read_text(runtime_dir() + "/lemonade-router.pid");
+  auto record = cli_file_text(runtime_dir() + "/lemonade-router.pid");
   EXPECT_TRUE(record.ends_with("\n" + std::to_string(port) + "\n")) << record;
 
   auto status = cli({"status"});
@@ -257,8 +257,8 @@ class ServerCliPullTest : public ServerCliTest {
  protected:
   void SetUp() override {
     ServerCliTest::SetUp();
-    hub_.add_random_file(kRepo, "tiny-Q4_0.gguf", 3 << 20, 1);
-    hub_.add_file(kRepo, "README.md", "# tiny\n");
+    hub_.add_random_file(kCliRepo, "tiny-Q4_0.gguf", 3 << 20, 1);
+    hub_.add_file(kCliRepo, "README.md", "# tiny\n");
     ASSERT_TRUE(hub_.start());
   }
   std::map<std::string, std::string> hub_env() const { return {{"HF_ENDPOINT", hub_.endpoint()}}; }
@@ -267,7 +267,7 @@ class ServerCliPullTest : public ServerCliTest {
 };
 
 TEST_F(ServerCliPullTest, PullRegistersAndDownloadsWithPlainProgressOnAPipe) {
-  auto r = cli({"pull", "user.tiny", "--checkpoint", std::string(kRepo) + ":Q4_0", "--recipe",
+  auto r = cli({"pull", "user.tiny", "--checkpoint", std::string(kCliRepo) + ":Q4_0", "--recipe",
                 "llamacpp", "--reasoning"},
                "", hub_env());
   ASSERT_EQ(r.code, 0) << r.err;
@@ -276,8 +276,8 @@ TEST_F(ServerCliPullTest, PullRegistersAndDownloadsWithPlainProgressOnAPipe) {
   EXPECT_NE(r.out.find("done"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("\x1b["), std::string::npos) << "no terminal escapes on a pipe";
   EXPECT_TRUE(r.out.ends_with("Model pulled successfully: user.tiny\n")) << r.out;
-  auto users = json::parse(read_text(fs::path(env_.cache_dir()) / "user_models.json"));
-  EXPECT_EQ(users["tiny"]["checkpoint"], std::string(kRepo) + ":Q4_0");
+  auto users = json::parse(cli_file_text(fs::path(env_.cache_dir()) / "user_models.json"));
+  EXPECT_EQ(users["tiny"]["checkpoint"], std::string(kCliRepo) + ":Q4_0");
   EXPECT_EQ(users["tiny"]["labels"], (json{"custom", "reasoning"}));
 
   auto del = cli({"delete", "user.tiny"});
@@ -288,9 +288,9 @@ TEST_F(ServerCliPullTest, PullRegistersAndDownloadsWithPlainProgressOnAPipe) {
 
 TEST_F(ServerCliPullTest, PullOnATerminalRedrawsItsBars) {
   auto env = cli_env(hub_env());
-  CliProcess p(
-      {"pull", "user.tiny", "--checkpoint", std::string(kRepo) + ":Q4_0", "--recipe", "llamacpp"},
-      env, /*terminal=*/true);
+  CliProcess p({"pull", "user.tiny", "--checkpoint", std::string(kCliRepo) + ":Q4_0", "--recipe",
+                "llamacpp"},
+               env, /*terminal=*/true);
   ASSERT_EQ(p.wait_exit(), 0) << p.out();
   EXPECT_TRUE(p.wait_for("Model pulled successfully"));
   EXPECT_NE(p.out().find("\x1b[2K[1/1] tiny-Q4_0.gguf"), std::string::npos) << p.out();
@@ -305,22 +305,22 @@ TEST_F(ServerCliPullTest, PullFailuresExitOneWithOneLine) {
 
   // The hub corrupts the file every time: the stream ends with an `error`
   // event (checksum mismatch), which is a failure.
-  hub_.set_knobs({{{"path", std::string(kRepo) + "/tiny-Q4_0.gguf"}, {"corrupt", true}}});
-  auto cut = cli(
-      {"pull", "user.tiny", "--checkpoint", std::string(kRepo) + ":Q4_0", "--recipe", "llamacpp"},
-      "", hub_env());
+  hub_.set_knobs({{{"path", std::string(kCliRepo) + "/tiny-Q4_0.gguf"}, {"corrupt", true}}});
+  auto cut = cli({"pull", "user.tiny", "--checkpoint", std::string(kCliRepo) + ":Q4_0", "--recipe",
+                  "llamacpp"},
+                 "", hub_env());
   expect_one_error_line(cut);
   EXPECT_NE(cut.err.find("Error pulling model:"), std::string::npos) << cut.err;
   EXPECT_EQ(cut.out.find("pulled successfully"), std::string::npos);
 }
 
 TEST_F(ServerCliPullTest, CtrlCCancelsAPullAndTheNextOneResumes) {
-  const std::string file = std::string(kRepo) + "/tiny-Q4_0.gguf";
+  const std::string file = std::string(kCliRepo) + "/tiny-Q4_0.gguf";
   constexpr int kCut = 1 << 20;
   hub_.set_knobs({{{"path", file}, {"stall_after_bytes", kCut}}});
-  CliProcess p(
-      {"pull", "user.tiny", "--checkpoint", std::string(kRepo) + ":Q4_0", "--recipe", "llamacpp"},
-      cli_env(hub_env()));
+  CliProcess p({"pull", "user.tiny", "--checkpoint", std::string(kCliRepo) + ":Q4_0", "--recipe",
+                "llamacpp"},
+               cli_env(hub_env()));
   ASSERT_TRUE(hub_.wait_stalled(file));
   // The hub has sent kCut bytes; the router has them on disk once its
   // .incomplete blob is that long (then a Ctrl-C cannot lose any of them).
@@ -359,7 +359,7 @@ TEST_F(ServerCliPullTest, PullOfAJsonFile) {
   fs::path file = fs::path(env_.root()) / "model.json";
   std::ofstream(file) << json{
       {"id", "user.fromjson"},
-      {"checkpoint", std::string(kRepo) + ":Q4_0"},
+      {"checkpoint", std::string(kCliRepo) + ":Q4_0"},
       {"recipe", "llamacpp"}}.dump();
   auto r = cli({"pull", file.string()}, "", hub_env());
   ASSERT_EQ(r.code, 0) << r.err;
@@ -382,7 +382,7 @@ TEST_F(ServerCliTest, PullOfALocalFolderImportsIt) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("Model imported successfully: user.Mine"), std::string::npos) << r.out;
   EXPECT_TRUE(fs::exists(fs::path(env_.hf_cache()) / "models--Mine" / "q" / "my-Q4_0.gguf"));
-  auto users = json::parse(read_text(fs::path(env_.cache_dir()) / "user_models.json"));
+  auto users = json::parse(cli_file_text(fs::path(env_.cache_dir()) / "user_models.json"));
   EXPECT_EQ(users["Mine"]["source"], "local_upload");
   EXPECT_EQ(users["Mine"]["checkpoint"], "models--Mine/q/my-Q4_0.gguf");
   EXPECT_EQ(users["Mine"]["mmproj"], "../mmproj-my.gguf");

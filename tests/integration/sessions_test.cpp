@@ -206,7 +206,7 @@ TEST_F(SessionsTest, IdleSessionsEndAfterTheTtl) {
       << "its slot's cache was erased";
 }
 
-Json replicas(int port, const std::string& model) {
+Json replica_list(int port, const std::string& model) {
   auto entry = loaded_entry(health(port), model);
   return entry ? (*entry)["replicas"] : Json::array();
 }
@@ -227,7 +227,7 @@ TEST_F(SessionsTest, AReplicaThatHoldsASessionIsNotScaledDown) {
   ASSERT_TRUE(eventually([&] { return fake_state(first_url)["active"] == 2; }));
   SseStream busy3(port(), "/api/v1/chat/completions", slow);
   ASSERT_TRUE(events.next("replica_started", "user.a").has_value());
-  Json both = replicas(port(), "user.a");
+  Json both = replica_list(port(), "user.a");
   ASSERT_EQ(both.size(), 2u) << both.dump();
   const std::string second_url = both[1]["backend_url"];
   ASSERT_TRUE(eventually([&] { return fake_state(second_url)["active"] == 1; }));
@@ -247,7 +247,7 @@ TEST_F(SessionsTest, AReplicaThatHoldsASessionIsNotScaledDown) {
   auto stopped = events.next("replica_stopped", "user.a");
   ASSERT_TRUE(stopped.has_value());
   EXPECT_EQ((*stopped)["reason"], "scale-down");
-  Json left = replicas(port(), "user.a");
+  Json left = replica_list(port(), "user.a");
   ASSERT_EQ(left.size(), 1u) << left.dump();
   EXPECT_EQ(left[0]["backend_url"], second_url) << "the replica with the session stays";
   // The session goes on there, in its slot.

@@ -17,7 +17,7 @@ namespace {
 
 using TranscriptionTest = RouterTest;
 
-FormPart audio_file(const std::string& wav) {
+FormPart wav_upload(const std::string& wav) {
   return form_file("file", wav, "speech.wav", "audio/wav");
 }
 
@@ -25,7 +25,7 @@ TEST_F(TranscriptionTest, TranscriptionJsonAndText) {
   env_.add_whisper("w");
   ASSERT_NO_FATAL_FAILURE(start_router());
   const std::string wav = wav_bytes(16000);
-  HttpReply r = transcribe({audio_file(wav), form_field("model", "user.w")});
+  HttpReply r = transcribe({wav_upload(wav), form_field("model", "user.w")});
   ASSERT_EQ(r.status, 200) << r.error << r.body;
   EXPECT_NE(r.header("Content-Type").find("application/json"), std::string::npos);
   auto j = r.json();
@@ -34,7 +34,7 @@ TEST_F(TranscriptionTest, TranscriptionJsonAndText) {
   EXPECT_EQ(j, (nlohmann::json{{"text", expected}})) << r.body;
 
   HttpReply t = transcribe(
-      {form_field("model", "user.w"), audio_file(wav), form_field("response_format", "text")},
+      {form_field("model", "user.w"), wav_upload(wav), form_field("response_format", "text")},
       "/v1/audio/transcriptions");
   ASSERT_EQ(t.status, 200) << t.error << t.body;
   EXPECT_NE(t.header("Content-Type").find("text/plain"), std::string::npos)
@@ -49,8 +49,8 @@ TEST_F(TranscriptionTest, TranscriptionRejectsMissingFieldsAndBadFormats) {
   const std::string wav = wav_bytes(1600);
   expect_error(transcribe({form_field("model", "user.w")}), 400, "invalid_request_error", "file",
                "no file");
-  expect_error(transcribe({audio_file(wav)}), 400, "invalid_request_error", "model", "no model");
-  expect_error(transcribe({audio_file(wav), form_field("model", "user.w"),
+  expect_error(transcribe({wav_upload(wav)}), 400, "invalid_request_error", "model", "no model");
+  expect_error(transcribe({wav_upload(wav), form_field("model", "user.w"),
                            form_field("response_format", "mp3")}),
                400, "invalid_request_error", "response_format", "response_format mp3");
   expect_nothing_loaded();
@@ -71,11 +71,11 @@ TEST_F(TranscriptionTest, TranscriptionOfBytesThatAreNotAudioIsA400AndLeavesNoth
             std::string::npos)
       << bad.body;
 
-  HttpReply next = transcribe({audio_file(wav_bytes(1600)), form_field("model", "user.w"),
+  HttpReply next = transcribe({wav_upload(wav_bytes(1600)), form_field("model", "user.w"),
                                form_field("response_format", "verbose_json")});
   ASSERT_EQ(next.status, 200) << next.body;
   EXPECT_EQ(next.json()["segments"][0]["temperature"], 0.0) << next.body;
-  HttpReply plain = transcribe({audio_file(wav_bytes(1600)), form_field("model", "user.w")});
+  HttpReply plain = transcribe({wav_upload(wav_bytes(1600)), form_field("model", "user.w")});
   ASSERT_EQ(plain.status, 200) << plain.body;
   EXPECT_TRUE(plain.json().contains("text"))
       << "json, not the failed request's text: " << plain.body;
@@ -85,7 +85,7 @@ TEST_F(TranscriptionTest, TranscriptionRefusesUnknownFieldsAndUploadsThatNameAFi
   env_.add_whisper("w");
   ASSERT_NO_FATAL_FAILURE(start_router());
   const std::string wav = wav_bytes(1600);
-  expect_error(transcribe({audio_file(wav), form_field("model", "user.w"),
+  expect_error(transcribe({wav_upload(wav), form_field("model", "user.w"),
                            form_field("speaker_count", "2")}),
                400, "invalid_request_error", "speaker_count", "unknown field");
   expect_nothing_loaded();
@@ -114,7 +114,7 @@ TEST_F(TranscriptionTest, TranscriptionFormatsHaveTheirContentTypes) {
                                                           {"verbose_json", "application/json"}};
   for (const auto& [format, type] : expected) {
     HttpReply r = transcribe(
-        {audio_file(wav), form_field("model", "user.w"), form_field("response_format", format)});
+        {wav_upload(wav), form_field("model", "user.w"), form_field("response_format", format)});
     ASSERT_EQ(r.status, 200) << format << ": " << r.body;
     EXPECT_EQ(r.header("Content-Type").rfind(type, 0), 0u)
         << format << ": " << r.header("Content-Type");

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "lemon/core/text.h"
 #include "support/loopback_connect.h"
 
 namespace lemon::testing {
@@ -23,12 +24,6 @@ int millis_left(Clock::time_point deadline) {
   auto left =
       std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
   return static_cast<int>(std::max<long long>(0, left));
-}
-
-std::string trim(const std::string& s) {
-  auto b = s.find_first_not_of(" \t");
-  auto e = s.find_last_not_of(" \t\r");
-  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
 }
 
 bool has_header(const HeaderList& headers, const char* name) {
@@ -184,7 +179,8 @@ HttpReply raw_exchange(int port, const std::string& request, std::chrono::millis
     pos = next == std::string::npos ? head.size() : next + 2;
     auto colon = line.find(':');
     if (colon != std::string::npos) {
-      reply.headers.emplace_back(trim(line.substr(0, colon)), trim(line.substr(colon + 1)));
+      reply.headers.emplace_back(std::string(lemon::trim_whitespace(line.substr(0, colon))),
+                                 std::string(lemon::trim_whitespace(line.substr(colon + 1))));
     }
   }
   if (reply.header("Transfer-Encoding").find("chunked") != std::string::npos) {

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "lemon/core/text.h"
 #include "support/loopback_connect.h"
 
 namespace lemon::testing {
@@ -19,12 +20,6 @@ std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return s;
-}
-
-std::string trim(const std::string& s) {
-  auto b = s.find_first_not_of(" \t");
-  auto e = s.find_last_not_of(" \t\r");
-  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
 }
 
 // "field: value" -> value without the single optional leading space.
@@ -156,7 +151,8 @@ bool SseStream::read_head(std::chrono::milliseconds timeout) {
     pos = next == std::string::npos ? head.size() : next + 2;
     auto colon = line.find(':');
     if (colon != std::string::npos) {
-      headers_.emplace_back(lower(trim(line.substr(0, colon))), trim(line.substr(colon + 1)));
+      headers_.emplace_back(lower(std::string(lemon::trim_whitespace(line.substr(0, colon)))),
+                            std::string(lemon::trim_whitespace(line.substr(colon + 1))));
     }
   }
   head_done_ = true;

@@ -28,7 +28,7 @@ using nlohmann::json;
 using testing::ScopedEnv;
 using testing::TempDir;
 
-constexpr int kPort = 8123;
+constexpr int kRecipePort = 8123;
 
 ModelInfo make_model(const std::string& recipe, std::map<std::string, std::string> checkpoints,
                      std::map<std::string, std::string> resolved,
@@ -49,7 +49,7 @@ RecipeOptions opts(const std::string& recipe, const json& j) {
   return r.ok() ? *r : RecipeOptions{};
 }
 
-Args args_of(const ProcessServer& s, int port = kPort) {
+Args args_of(const ProcessServer& s, int port = kRecipePort) {
   auto r = s.build_args(port);
   EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message());
   return r.ok() ? *r : Args{};

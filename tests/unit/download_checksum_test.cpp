@@ -9,28 +9,29 @@
 namespace lemon::download {
 namespace {
 
-using Kind = Checksum::Kind;
+using ChecksumKind = Checksum::Kind;
 
-std::string digest(Kind kind, const std::string& data) {
+std::string digest(ChecksumKind kind, const std::string& data) {
   Hasher h(kind, data.size());
   h.update(data.data(), data.size());
   return h.finish();
 }
 
 TEST(DownloadChecksum, Sha256KnownVectors) {
-  EXPECT_EQ(digest(Kind::kSha256, "abc"),
+  EXPECT_EQ(digest(ChecksumKind::kSha256, "abc"),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
-  EXPECT_EQ(digest(Kind::kSha256, ""),
+  EXPECT_EQ(digest(ChecksumKind::kSha256, ""),
             "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 }
 
 TEST(DownloadChecksum, GitBlobSha1KnownVectors) {
-  EXPECT_EQ(digest(Kind::kGitBlobSha1, "hello\n"), "ce013625030ba8dba906f756967f9e9ca394464a");
-  EXPECT_EQ(digest(Kind::kGitBlobSha1, ""), "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391");
+  EXPECT_EQ(digest(ChecksumKind::kGitBlobSha1, "hello\n"),
+            "ce013625030ba8dba906f756967f9e9ca394464a");
+  EXPECT_EQ(digest(ChecksumKind::kGitBlobSha1, ""), "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391");
 }
 
 TEST(DownloadChecksum, NoneGivesEmptyDigest) {
-  EXPECT_EQ(digest(Kind::kNone, "abc"), "");
+  EXPECT_EQ(digest(ChecksumKind::kNone, "abc"), "");
 }
 
 TEST(DownloadChecksum, ChunkedUpdatesEqualOneShot) {
@@ -38,7 +39,7 @@ TEST(DownloadChecksum, ChunkedUpdatesEqualOneShot) {
   for (int i = 0; i < 100000; ++i) {
     data += static_cast<char>((i * 131) & 0xff);
   }
-  for (Kind kind : {Kind::kSha256, Kind::kGitBlobSha1}) {
+  for (ChecksumKind kind : {ChecksumKind::kSha256, ChecksumKind::kGitBlobSha1}) {
     Hasher h(kind, data.size());
     for (std::size_t at = 0; at < data.size(); at += 7777) {
       h.update(data.data() + at, std::min<std::size_t>(7777, data.size() - at));
@@ -48,7 +49,7 @@ TEST(DownloadChecksum, ChunkedUpdatesEqualOneShot) {
 }
 
 TEST(DownloadChecksum, MovedHasherKeepsState) {
-  Hasher a(Kind::kSha256, 3);
+  Hasher a(ChecksumKind::kSha256, 3);
   a.update("a", 1);
   Hasher b(std::move(a));
   b.update("bc", 2);
@@ -56,25 +57,25 @@ TEST(DownloadChecksum, MovedHasherKeepsState) {
 }
 
 TEST(DownloadChecksum, KindNames) {
-  EXPECT_STREQ(checksum_kind_name(Kind::kNone), "none");
-  EXPECT_STREQ(checksum_kind_name(Kind::kSha256), "sha256");
-  EXPECT_STREQ(checksum_kind_name(Kind::kGitBlobSha1), "git-sha1");
+  EXPECT_STREQ(checksum_kind_name(ChecksumKind::kNone), "none");
+  EXPECT_STREQ(checksum_kind_name(ChecksumKind::kSha256), "sha256");
+  EXPECT_STREQ(checksum_kind_name(ChecksumKind::kGitBlobSha1), "git-sha1");
 }
 
 TEST(DownloadChecksum, HashFile) {
   lemon::testing::TempDir dir;
   auto file = dir.write("f.txt", "hello\n");
-  auto sha1 = hash_file(file, Kind::kGitBlobSha1);
+  auto sha1 = hash_file(file, ChecksumKind::kGitBlobSha1);
   ASSERT_TRUE(sha1.ok()) << sha1.error().message();
   EXPECT_EQ(*sha1, "ce013625030ba8dba906f756967f9e9ca394464a");
-  auto empty = hash_file(dir.write("empty", ""), Kind::kGitBlobSha1);
+  auto empty = hash_file(dir.write("empty", ""), ChecksumKind::kGitBlobSha1);
   ASSERT_TRUE(empty.ok());
   EXPECT_EQ(*empty, "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391");
 }
 
 TEST(DownloadChecksum, HashFileMissingIsInternal) {
   lemon::testing::TempDir dir;
-  auto r = hash_file(dir.path() / "absent", Kind::kSha256);
+  auto r = hash_file(dir.path() / "absent", ChecksumKind::kSha256);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code(), ErrorCode::kInternal);
 }
@@ -82,7 +83,7 @@ TEST(DownloadChecksum, HashFileMissingIsInternal) {
 TEST(DownloadChecksum, HashPrefixThenRestCoversWholeContent) {
   lemon::testing::TempDir dir;
   auto file = dir.write("f", "abcdef");
-  Hasher h(Kind::kSha256, 3);
+  Hasher h(ChecksumKind::kSha256, 3);
   ASSERT_TRUE(hash_prefix(file, 1, h).ok());
   h.update("bc", 2);
   EXPECT_EQ(h.finish(), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
@@ -91,7 +92,7 @@ TEST(DownloadChecksum, HashPrefixThenRestCoversWholeContent) {
 TEST(DownloadChecksum, HashPrefixLongerThanFileFails) {
   lemon::testing::TempDir dir;
   auto file = dir.write("f", "abc");
-  Hasher h(Kind::kSha256, 10);
+  Hasher h(ChecksumKind::kSha256, 10);
   Status s = hash_prefix(file, 10, h);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.error().code(), ErrorCode::kInternal);

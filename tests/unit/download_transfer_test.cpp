@@ -28,7 +28,7 @@ namespace fs = std::filesystem;
 using lemon::testing::Gate;
 using namespace std::chrono_literals;
 
-std::string read_file(const fs::path& p) {
+std::string downloaded_text(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   std::ostringstream out;
   out << in.rdbuf();
@@ -220,7 +220,7 @@ void expect_complete(const FileRequest& r, const std::string& content) {
   EXPECT_FALSE(fs::exists(r.partial_path));
   ASSERT_TRUE(fs::exists(r.final_path));
   EXPECT_EQ(fs::file_size(r.final_path), content.size());
-  EXPECT_TRUE(read_file(r.final_path) == content);
+  EXPECT_TRUE(downloaded_text(r.final_path) == content);
 }
 
 TEST_F(DownloadTransferTest, DownloadsVerifiesAndReportsProgress) {

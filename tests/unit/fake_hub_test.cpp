@@ -33,7 +33,7 @@ constexpr std::uint64_t kRandSize = 100000;
 constexpr char kHelloBlobId[] = "ce013625030ba8dba906f756967f9e9ca394464a";
 constexpr char kHelloSha256[] = "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03";
 
-std::string read_file(const std::string& path) {
+std::string served_text(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream out;
   out << in.rdbuf();
@@ -55,7 +55,7 @@ class FakeHubTest : public ::testing::Test {
     hub_.add_file(kRepo, "hello.txt", "hello\n");
     hub_.add_file(kRepo, "sub/dir/w.gguf", "hello\n");
     rand_path_ = hub_.add_random_file(kRepo, "rand.bin", kRandSize, 7);
-    rand_ = read_file(rand_path_);
+    rand_ = served_text(rand_path_);
     hub_.add_file(kRepo, ".hidden", "the hub's own file, not the repository's");
     ASSERT_EQ(rand_.size(), kRandSize);
     ASSERT_TRUE(hub_.start());

@@ -16,13 +16,13 @@ using nlohmann::json;
 using namespace std::chrono_literals;
 using Clock = SseScanner::Clock;
 
-const Clock::time_point kT0 = Clock::time_point(1000s);
+const Clock::time_point kScanT0 = Clock::time_point(1000s);
 
 std::string event(const json& j) {
   return "data: " + j.dump() + "\n\n";
 }
 
-std::string chunk(const std::string& text) {
+std::string sse_chunk(const std::string& text) {
   return event({{"object", "chat.completion.chunk"},
                 {"choices", json::array({{{"delta", {{"content", text}}}}})}});
 }
@@ -42,20 +42,21 @@ TEST(HttpApiSseEventData, JoinsDataLinesAndSkipsOthers) {
 // ---- boundaries --------------------------------------------------------------------------
 
 TEST(HttpApiSseScanner, CountsDataEventsAndDone) {
-  SseScanner s(kT0);
-  std::string stream = chunk("a") + chunk("b") + chunk("c") + "data: [DONE]\n\n";
-  s.feed(stream, kT0 + 1s);
+  SseScanner s(kScanT0);
+  std::string stream = sse_chunk("a") + sse_chunk("b") + sse_chunk("c") + "data: [DONE]\n\n";
+  s.feed(stream, kScanT0 + 1s);
   EXPECT_EQ(s.data_events(), 3u);  // [DONE] is not a data event
   EXPECT_TRUE(s.saw_done());
   EXPECT_TRUE(s.at_boundary());
 }
 
 TEST(HttpApiSseScanner, BoundariesSplitAcrossFeedsAtEveryByte) {
-  const std::string stream = chunk("a") + ": keepalive\n\n" + chunk("b") + "data: [DONE]\n\n";
+  const std::string stream =
+      sse_chunk("a") + ": keepalive\n\n" + sse_chunk("b") + "data: [DONE]\n\n";
   for (std::size_t cut = 1; cut < stream.size(); ++cut) {
-    SseScanner s(kT0);
-    s.feed(std::string_view(stream).substr(0, cut), kT0 + 1s);
-    s.feed(std::string_view(stream).substr(cut), kT0 + 2s);
+    SseScanner s(kScanT0);
+    s.feed(std::string_view(stream).substr(0, cut), kScanT0 + 1s);
+    s.feed(std::string_view(stream).substr(cut), kScanT0 + 2s);
     EXPECT_EQ(s.data_events(), 2u) << "cut at " << cut;
     EXPECT_TRUE(s.saw_done()) << "cut at " << cut;
     EXPECT_TRUE(s.at_boundary()) << "cut at " << cut;
@@ -63,10 +64,10 @@ TEST(HttpApiSseScanner, BoundariesSplitAcrossFeedsAtEveryByte) {
 }
 
 TEST(HttpApiSseScanner, ByteByByteFeeding) {
-  const std::string stream = chunk("a") + chunk("b") + chunk("c") + "data: [DONE]\n\n";
-  SseScanner s(kT0);
+  const std::string stream = sse_chunk("a") + sse_chunk("b") + sse_chunk("c") + "data: [DONE]\n\n";
+  SseScanner s(kScanT0);
   for (char c : stream) {
-    s.feed(std::string_view(&c, 1), kT0 + 1s);
+    s.feed(std::string_view(&c, 1), kScanT0 + 1s);
   }
   EXPECT_EQ(s.data_events(), 3u);
   EXPECT_TRUE(s.saw_done());
@@ -74,33 +75,33 @@ TEST(HttpApiSseScanner, ByteByByteFeeding) {
 }
 
 TEST(HttpApiSseScanner, AtBoundaryOnlyBetweenEvents) {
-  SseScanner s(kT0);
+  SseScanner s(kScanT0);
   EXPECT_TRUE(s.at_boundary());
-  s.feed("data: {\"a\":", kT0);
+  s.feed("data: {\"a\":", kScanT0);
   EXPECT_FALSE(s.at_boundary());
   EXPECT_EQ(s.data_events(), 0u);
-  s.feed("1}\n", kT0);
+  s.feed("1}\n", kScanT0);
   EXPECT_FALSE(s.at_boundary());
   EXPECT_EQ(s.data_events(), 0u);
-  s.feed("\n", kT0);
+  s.feed("\n", kScanT0);
   EXPECT_TRUE(s.at_boundary());
   EXPECT_EQ(s.data_events(), 1u);
 }
 
 TEST(HttpApiSseScanner, CrLfBoundaries) {
-  SseScanner s(kT0);
-  s.feed("data: {\"n\":1}\r\n\r\ndata: {\"n\":2}\r\n", kT0);
+  SseScanner s(kScanT0);
+  s.feed("data: {\"n\":1}\r\n\r\ndata: {\"n\":2}\r\n", kScanT0);
   EXPECT_EQ(s.data_events(), 1u);
   EXPECT_FALSE(s.at_boundary());
-  s.feed("\r\ndata: [DONE]\r\n\r\n", kT0);
+  s.feed("\r\ndata: [DONE]\r\n\r\n", kScanT0);
   EXPECT_EQ(s.data_events(), 2u);
   EXPECT_TRUE(s.saw_done());
   EXPECT_TRUE(s.at_boundary());
 }
 
 TEST(HttpApiSseScanner, CommentsAndEventOnlyBlocksAreNotDataEvents) {
-  SseScanner s(kT0);
-  s.feed(": keepalive\n\n: another\n\nevent: ping\n\n", kT0 + 1s);
+  SseScanner s(kScanT0);
+  s.feed(": keepalive\n\n: another\n\nevent: ping\n\n", kScanT0 + 1s);
   EXPECT_EQ(s.data_events(), 0u);
   EXPECT_EQ(s.first_event_latency(), std::nullopt);
   EXPECT_FALSE(s.saw_done());
@@ -108,23 +109,23 @@ TEST(HttpApiSseScanner, CommentsAndEventOnlyBlocksAreNotDataEvents) {
 }
 
 TEST(HttpApiSseScanner, NoDoneWhenStreamEndsWithout) {
-  SseScanner s(kT0);
-  s.feed(chunk("a"), kT0);
+  SseScanner s(kScanT0);
+  s.feed(sse_chunk("a"), kScanT0);
   EXPECT_FALSE(s.saw_done());
 }
 
 // ---- usage / timings -----------------------------------------------------------------------
 
 TEST(HttpApiSseScanner, KeepsTheLastUsageOrTimingsEvent) {
-  SseScanner s(kT0);
+  SseScanner s(kScanT0);
   EXPECT_EQ(s.last_usage(), std::nullopt);
-  s.feed(event({{"usage", {{"prompt_tokens", 1}, {"completion_tokens", 1}}}}), kT0);
-  s.feed(chunk("x"), kT0);
+  s.feed(event({{"usage", {{"prompt_tokens", 1}, {"completion_tokens", 1}}}}), kScanT0);
+  s.feed(sse_chunk("x"), kScanT0);
   s.feed(event({{"choices", json::array()},
                 {"timings", {{"prompt_n", 7}, {"predicted_n", 9}, {"prompt_ms", 12.5}}}}),
-         kT0);
-  s.feed(chunk("y"), kT0);  // no usage: does not replace
-  s.feed("data: [DONE]\n\n", kT0);
+         kScanT0);
+  s.feed(sse_chunk("y"), kScanT0);  // no usage: does not replace
+  s.feed("data: [DONE]\n\n", kScanT0);
   auto usage = s.last_usage();
   ASSERT_TRUE(usage.has_value());
   ASSERT_TRUE(usage->contains("timings"));
@@ -134,30 +135,30 @@ TEST(HttpApiSseScanner, KeepsTheLastUsageOrTimingsEvent) {
 }
 
 TEST(HttpApiSseScanner, UsageEventSplitAcrossFeedsIsParsed) {
-  SseScanner s(kT0);
+  SseScanner s(kScanT0);
   std::string e = event({{"usage", {{"prompt_tokens", 3}, {"completion_tokens", 4}}}});
-  s.feed(e.substr(0, 10), kT0);
-  s.feed(e.substr(10), kT0);
+  s.feed(e.substr(0, 10), kScanT0);
+  s.feed(e.substr(10), kScanT0);
   auto usage = s.last_usage();
   ASSERT_TRUE(usage.has_value());
   EXPECT_EQ((*usage)["usage"]["completion_tokens"], 4);
 }
 
 TEST(HttpApiSseScanner, UnparsableUsageEventGivesNothing) {
-  SseScanner s(kT0);
-  s.feed("data: {\"usage\": {broken\n\n", kT0);
+  SseScanner s(kScanT0);
+  s.feed("data: {\"usage\": {broken\n\n", kScanT0);
   EXPECT_EQ(s.last_usage(), std::nullopt);
 }
 
 // ---- timing --------------------------------------------------------------------------------
 
 TEST(HttpApiSseScanner, LatencyGapsAndGenerationTime) {
-  SseScanner s(kT0);
-  s.feed(": keepalive\n\n", kT0 + 100ms);  // not a token
-  s.feed(chunk("a"), kT0 + 250ms);
-  s.feed(chunk("b"), kT0 + 260ms);
-  s.feed(chunk("c") + chunk("d"), kT0 + 290ms);
-  s.feed("data: [DONE]\n\n", kT0 + 900ms);  // not a token either
+  SseScanner s(kScanT0);
+  s.feed(": keepalive\n\n", kScanT0 + 100ms);  // not a token
+  s.feed(sse_chunk("a"), kScanT0 + 250ms);
+  s.feed(sse_chunk("b"), kScanT0 + 260ms);
+  s.feed(sse_chunk("c") + sse_chunk("d"), kScanT0 + 290ms);
+  s.feed("data: [DONE]\n\n", kScanT0 + 900ms);  // not a token either
   ASSERT_TRUE(s.first_event_latency().has_value());
   EXPECT_NEAR(*s.first_event_latency(), 0.250, 1e-9);
   ASSERT_EQ(s.gaps().size(), 3u);  // data_events - 1
@@ -168,16 +169,16 @@ TEST(HttpApiSseScanner, LatencyGapsAndGenerationTime) {
 }
 
 TEST(HttpApiSseScanner, NoEventsNoTiming) {
-  SseScanner s(kT0);
+  SseScanner s(kScanT0);
   EXPECT_EQ(s.first_event_latency(), std::nullopt);
   EXPECT_TRUE(s.gaps().empty());
   EXPECT_EQ(s.generation_seconds(), 0.0);
 }
 
 TEST(HttpApiSseScanner, GapsAreCapped) {
-  SseScanner s(kT0, /*max_gaps=*/2);
+  SseScanner s(kScanT0, /*max_gaps=*/2);
   for (int i = 0; i < 6; ++i) {
-    s.feed(chunk("t"), kT0 + std::chrono::milliseconds(10 * i));
+    s.feed(sse_chunk("t"), kScanT0 + std::chrono::milliseconds(10 * i));
   }
   EXPECT_EQ(s.data_events(), 6u);
   EXPECT_EQ(s.gaps().size(), 2u);
@@ -187,16 +188,16 @@ TEST(HttpApiSseScanner, GapsAreCapped) {
 // ---- oversized events ----------------------------------------------------------------------
 
 TEST(HttpApiSseScanner, HugeEventIsSkippedAndScanningResumes) {
-  SseScanner s(kT0);
-  s.feed(chunk("before"), kT0);
+  SseScanner s(kScanT0);
+  s.feed(sse_chunk("before"), kScanT0);
   // A 3 MiB event delivered in 64 KiB pieces, its boundary in a later feed.
   std::string huge =
       "data: {\"usage\":{\"prompt_tokens\":999},\"pad\":\"" + std::string(3u << 20, 'x') + "\"}";
   for (std::size_t i = 0; i < huge.size(); i += 64u << 10) {
-    s.feed(std::string_view(huge).substr(i, 64u << 10), kT0);
+    s.feed(std::string_view(huge).substr(i, 64u << 10), kScanT0);
   }
   EXPECT_FALSE(s.at_boundary());
-  s.feed("\n\n" + event({{"usage", {{"prompt_tokens", 5}}}}) + "data: [DONE]\n\n", kT0);
+  s.feed("\n\n" + event({{"usage", {{"prompt_tokens", 5}}}}) + "data: [DONE]\n\n", kScanT0);
   EXPECT_TRUE(s.at_boundary());
   EXPECT_TRUE(s.saw_done());
   EXPECT_EQ(s.data_events(), 2u);  // "before" and the usage event; the huge one is skipped
@@ -209,10 +210,10 @@ TEST(HttpApiSseScanner, HugeEventIsSkippedAndScanningResumes) {
 // first '\n' arrives with the oversized data and the second with the next
 // event. The event after the huge one must still be seen.
 TEST(HttpApiSseScanner, HugeEventWithSplitBoundaryDoesNotSwallowTheNextEvent) {
-  SseScanner s(kT0);
+  SseScanner s(kScanT0);
   std::string huge = "data: {\"pad\":\"" + std::string(2u << 20, 'x') + "\"}\n";
-  s.feed(huge, kT0);
-  s.feed("\n" + event({{"usage", {{"prompt_tokens", 5}}}}) + "data: [DONE]\n\n", kT0);
+  s.feed(huge, kScanT0);
+  s.feed("\n" + event({{"usage", {{"prompt_tokens", 5}}}}) + "data: [DONE]\n\n", kScanT0);
   EXPECT_TRUE(s.saw_done());
   EXPECT_EQ(s.data_events(), 1u) << "the usage event after the oversized one was lost";
   auto usage = s.last_usage();
@@ -221,9 +222,9 @@ TEST(HttpApiSseScanner, HugeEventWithSplitBoundaryDoesNotSwallowTheNextEvent) {
 }
 
 TEST(HttpApiSseScanner, HugeEventInOneFeedWithItsBoundaryIsStillScanned) {
-  SseScanner s(kT0);
+  SseScanner s(kScanT0);
   std::string huge = "data: {\"pad\":\"" + std::string(2u << 20, 'x') + "\"}\n\n";
-  s.feed(huge + chunk("after"), kT0);
+  s.feed(huge + sse_chunk("after"), kScanT0);
   EXPECT_EQ(s.data_events(), 2u);
   EXPECT_TRUE(s.at_boundary());
 }
@@ -252,7 +253,7 @@ TEST(HttpApiSseErrors, RewritesAWholeLlamaErrorEvent) {
 }
 
 TEST(HttpApiSseErrors, LeavesOtherEventsOfTheChunkAlone) {
-  const std::string normal = chunk("hi");
+  const std::string normal = sse_chunk("hi");
   const std::string err = "data: {\"error\":{\"message\":\"boom\",\"type\":\"server_error\"}}\n\n";
   auto out = normalize_sse_error_events(normal + err + ": comment\n\n");
   ASSERT_TRUE(out.has_value());
@@ -270,10 +271,10 @@ TEST(HttpApiSseErrors, PartialChunkIsLeftAlone) {
 }
 
 TEST(HttpApiSseErrors, NonErrorChunksAreLeftAlone) {
-  EXPECT_EQ(normalize_sse_error_events(chunk("hello")), std::nullopt);
+  EXPECT_EQ(normalize_sse_error_events(sse_chunk("hello")), std::nullopt);
   EXPECT_EQ(normalize_sse_error_events("data: [DONE]\n\n"), std::nullopt);
   // The word "error" in generated text is not an error event.
-  EXPECT_EQ(normalize_sse_error_events(chunk("\"error\": nothing")), std::nullopt);
+  EXPECT_EQ(normalize_sse_error_events(sse_chunk("\"error\": nothing")), std::nullopt);
   EXPECT_EQ(normalize_sse_error_events(""), std::nullopt);
 }
 

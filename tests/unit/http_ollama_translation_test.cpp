@@ -24,7 +24,7 @@ using nlohmann::json;
 using namespace std::chrono_literals;
 using Clock = ChatAnswer::Clock;
 
-const Clock::time_point kT0 = Clock::time_point(1000s);
+const Clock::time_point kOllamaT0 = Clock::time_point(1000s);
 
 // ---- requests ----------------------------------------------------------------------
 
@@ -233,14 +233,14 @@ TEST(HttpOllamaRequest, ModelNames) {
 
 // ---- answers -----------------------------------------------------------------------
 
-json chunk(const json& delta, const json& finish = nullptr) {
+json ollama_source_chunk(const json& delta, const json& finish = nullptr) {
   return {{"object", "chat.completion.chunk"},
           {"choices", {{{"index", 0}, {"delta", delta}, {"finish_reason", finish}}}}};
 }
 
 // llama-server's last chunk: usage and timings (prompt 5 ms, generation 20 ms).
 json final_chunk(const std::string& finish) {
-  json c = chunk(json::object(), finish);
+  json c = ollama_source_chunk(json::object(), finish);
   c["usage"] = {{"prompt_tokens", 12}, {"completion_tokens", 2}, {"total_tokens", 14}};
   c["timings"] = {{"prompt_n", 12}, {"prompt_ms", 5.0}, {"predicted_n", 2}, {"predicted_ms", 20.0}};
   return c;
@@ -273,13 +273,14 @@ const json kFinal = json::parse(R"({"done": true, "done_reason": "stop",
   "eval_count": 2, "eval_duration": 20000000})");
 
 TEST(HttpOllamaAnswer, StreamsNdjsonLinesThenTheStatistics) {
-  OllamaAnswer a(OllamaEndpoint::kChat, "user.chat:latest", true, kT0);
+  OllamaAnswer a(OllamaEndpoint::kChat, "user.chat:latest", true, kOllamaT0);
   EXPECT_EQ(a.content_type(), "application/x-ndjson");
   EXPECT_EQ(a.open(), "");
-  std::string text = a.chunk(chunk({{"role", "assistant"}, {"content", "Hello"}}), kT0 + 100ms);
-  text += a.chunk(chunk({{"content", " there"}}), kT0 + 150ms);
-  text += a.chunk(final_chunk("stop"), kT0 + 160ms);
-  text += a.close(kT0 + 200ms);
+  std::string text = a.chunk(ollama_source_chunk({{"role", "assistant"}, {"content", "Hello"}}),
+                             kOllamaT0 + 100ms);
+  text += a.chunk(ollama_source_chunk({{"content", " there"}}), kOllamaT0 + 150ms);
+  text += a.chunk(final_chunk("stop"), kOllamaT0 + 160ms);
+  text += a.close(kOllamaT0 + 200ms);
   auto got = lines(text);
   ASSERT_EQ(got.size(), 3u) << text;
   EXPECT_EQ(got[0], json::parse(R"({"model": "user.chat:latest",
@@ -292,11 +293,11 @@ TEST(HttpOllamaAnswer, StreamsNdjsonLinesThenTheStatistics) {
 }
 
 TEST(HttpOllamaAnswer, GenerateCollectsOneAnswer) {
-  OllamaAnswer a(OllamaEndpoint::kGenerate, "m", false, kT0);
-  EXPECT_EQ(a.chunk(chunk({{"content", "Hello"}}), kT0 + 100ms), "");
-  EXPECT_EQ(a.chunk(chunk({{"content", " there"}}), kT0 + 150ms), "");
-  a.chunk(final_chunk("length"), kT0 + 160ms);
-  auto whole = a.whole(kT0 + 200ms);
+  OllamaAnswer a(OllamaEndpoint::kGenerate, "m", false, kOllamaT0);
+  EXPECT_EQ(a.chunk(ollama_source_chunk({{"content", "Hello"}}), kOllamaT0 + 100ms), "");
+  EXPECT_EQ(a.chunk(ollama_source_chunk({{"content", " there"}}), kOllamaT0 + 150ms), "");
+  a.chunk(final_chunk("length"), kOllamaT0 + 160ms);
+  auto whole = a.whole(kOllamaT0 + 200ms);
   ASSERT_TRUE(whole.ok()) << whole.error().message();
   json got = *whole;
   got.erase("created_at");
@@ -307,12 +308,12 @@ TEST(HttpOllamaAnswer, GenerateCollectsOneAnswer) {
 }
 
 TEST(HttpOllamaAnswer, ThinkingGoesInItsOwnField) {
-  OllamaAnswer chat(OllamaEndpoint::kChat, "m", true, kT0);
-  auto got = lines(chat.chunk(chunk({{"reasoning_content", "Hmm"}}), kT0));
+  OllamaAnswer chat(OllamaEndpoint::kChat, "m", true, kOllamaT0);
+  auto got = lines(chat.chunk(ollama_source_chunk({{"reasoning_content", "Hmm"}}), kOllamaT0));
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0]["message"], json({{"role", "assistant"}, {"content", ""}, {"thinking", "Hmm"}}));
-  OllamaAnswer generate(OllamaEndpoint::kGenerate, "m", true, kT0);
-  got = lines(generate.chunk(chunk({{"reasoning_content", "Hmm"}}), kT0));
+  OllamaAnswer generate(OllamaEndpoint::kGenerate, "m", true, kOllamaT0);
+  got = lines(generate.chunk(ollama_source_chunk({{"reasoning_content", "Hmm"}}), kOllamaT0));
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0]["thinking"], "Hmm");
   EXPECT_EQ(got[0]["response"], "");
@@ -320,34 +321,36 @@ TEST(HttpOllamaAnswer, ThinkingGoesInItsOwnField) {
 
 TEST(HttpOllamaAnswer, ToolCallsComeWholeWithObjectArguments) {
   const std::vector<json> chunks = {
-      chunk({{"tool_calls",
-              {{{"index", 0},
-                {"id", "call_1"},
-                {"type", "function"},
-                {"function", {{"name", "get_weather"}, {"arguments", ""}}}}}}}),
-      chunk({{"tool_calls", {{{"index", 0}, {"function", {{"arguments", "{\"city\":"}}}}}}}),
-      chunk({{"tool_calls", {{{"index", 0}, {"function", {{"arguments", "\"Paris\"}"}}}}}}}),
+      ollama_source_chunk({{"tool_calls",
+                            {{{"index", 0},
+                              {"id", "call_1"},
+                              {"type", "function"},
+                              {"function", {{"name", "get_weather"}, {"arguments", ""}}}}}}}),
+      ollama_source_chunk(
+          {{"tool_calls", {{{"index", 0}, {"function", {{"arguments", "{\"city\":"}}}}}}}),
+      ollama_source_chunk(
+          {{"tool_calls", {{{"index", 0}, {"function", {{"arguments", "\"Paris\"}"}}}}}}}),
       final_chunk("tool_calls")};
   const json calls = json::parse(R"([{"id": "call_1", "function": {"index": 0,
       "name": "get_weather", "arguments": {"city": "Paris"}}}])");
-  OllamaAnswer streamed(OllamaEndpoint::kChat, "m", true, kT0);
+  OllamaAnswer streamed(OllamaEndpoint::kChat, "m", true, kOllamaT0);
   std::string text;
   for (const json& c : chunks) {
-    text += streamed.chunk(c, kT0 + 100ms);
+    text += streamed.chunk(c, kOllamaT0 + 100ms);
   }
   EXPECT_EQ(text, "") << "no line until the arguments are complete";
-  auto got = lines(streamed.close(kT0 + 200ms));
+  auto got = lines(streamed.close(kOllamaT0 + 200ms));
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(got[0]["message"]["tool_calls"], calls);
   EXPECT_EQ(got[0]["done"], false);
   EXPECT_EQ(got[1]["done"], true);
   EXPECT_EQ(got[1]["done_reason"], "stop");
 
-  OllamaAnswer whole(OllamaEndpoint::kChat, "m", false, kT0);
+  OllamaAnswer whole(OllamaEndpoint::kChat, "m", false, kOllamaT0);
   for (const json& c : chunks) {
-    whole.chunk(c, kT0 + 100ms);
+    whole.chunk(c, kOllamaT0 + 100ms);
   }
-  auto answer = whole.whole(kT0 + 200ms);
+  auto answer = whole.whole(kOllamaT0 + 200ms);
   ASSERT_TRUE(answer.ok()) << answer.error().message();
   EXPECT_EQ((*answer)["message"]["tool_calls"], calls);
 }

@@ -17,8 +17,8 @@ namespace {
 namespace fs = std::filesystem;
 using testing::TempDir;
 
-const std::string kServerModels = std::string(LEMON_RESOURCES_DIR) + "/server_models.json";
-const std::string kCommit = "0123456789abcdef0123456789abcdef01234567";
+const std::string kBuiltinCatalogue = std::string(LEMON_RESOURCES_DIR) + "/server_models.json";
+const std::string kLayoutCommit = "0123456789abcdef0123456789abcdef01234567";
 
 class ModelsStoreLayout : public ::testing::Test {
  protected:
@@ -32,13 +32,13 @@ class ModelsStoreLayout : public ::testing::Test {
   void put(const std::string& rel, const std::string& etag, const std::string& content) {
     fs::create_directories(repo_ / "blobs");
     std::ofstream(hf::blob_path(repo_, etag)) << content;
-    ASSERT_TRUE(hf::link_snapshot_entry(repo_, kCommit, rel, etag).ok());
+    ASSERT_TRUE(hf::link_snapshot_entry(repo_, kLayoutCommit, rel, etag).ok());
   }
 
   std::unique_ptr<ModelCatalogue> open_catalogue(const std::string& user_models) {
     t_.write("cache/user_models.json", user_models);
     CatalogueSources s;
-    s.server_models_json = kServerModels;
+    s.server_models_json = kBuiltinCatalogue;
     s.cache_dir = (t_.path() / "cache").string();
     s.hf_hub_cache = hub_.string();
     auto cat = ModelCatalogue::open(s);
@@ -60,24 +60,24 @@ class ModelsStoreLayout : public ::testing::Test {
 TEST_F(ModelsStoreLayout, LinksAreRelativeAndResolveToTheBlob) {
   put("top.gguf", "e1", "one");
   put("Q4/nested/deep.gguf", "e2", "two");
-  fs::path top = hf::snapshot_entry(repo_, kCommit, "top.gguf");
-  fs::path deep = hf::snapshot_entry(repo_, kCommit, "Q4/nested/deep.gguf");
+  fs::path top = hf::snapshot_entry(repo_, kLayoutCommit, "top.gguf");
+  fs::path deep = hf::snapshot_entry(repo_, kLayoutCommit, "Q4/nested/deep.gguf");
   EXPECT_EQ(fs::read_symlink(top), fs::path("../../blobs/e1"));
   EXPECT_EQ(fs::read_symlink(deep), fs::path("../../../../blobs/e2"));
   EXPECT_TRUE(hf::is_complete_file(deep, 3));
   EXPECT_FALSE(hf::is_complete_file(deep, 4));
 
-  ASSERT_TRUE(hf::write_ref(repo_, "main", kCommit).ok());
+  ASSERT_TRUE(hf::write_ref(repo_, "main", kLayoutCommit).ok());
   std::ifstream ref(repo_ / "refs" / "main");
   std::string text((std::istreambuf_iterator<char>(ref)), std::istreambuf_iterator<char>());
-  EXPECT_EQ(text, kCommit);  // no newline, as huggingface_hub writes it
-  EXPECT_EQ(hf::current_snapshot(repo_), repo_ / "snapshots" / kCommit);
+  EXPECT_EQ(text, kLayoutCommit);  // no newline, as huggingface_hub writes it
+  EXPECT_EQ(hf::current_snapshot(repo_), repo_ / "snapshots" / kLayoutCommit);
 
   // Replacing an entry is atomic and leaves no temporary names behind.
   put("top.gguf", "e3", "three");
   EXPECT_EQ(fs::read_symlink(top), fs::path("../../blobs/e3"));
   int entries = 0;
-  for (const auto& e : fs::directory_iterator(repo_ / "snapshots" / kCommit)) {
+  for (const auto& e : fs::directory_iterator(repo_ / "snapshots" / kLayoutCommit)) {
     (void)e;
     ++entries;
   }
@@ -88,7 +88,7 @@ TEST_F(ModelsStoreLayout, DeleteKeepsOtherVariantsAndSharedFiles) {
   put("r-Q4_0.gguf", "q4", "q4 weights");
   put("r-Q8_0.gguf", "q8", "q8 weights");
   put("mmproj-F16.gguf", "mm", "projector");
-  ASSERT_TRUE(hf::write_ref(repo_, "main", kCommit).ok());
+  ASSERT_TRUE(hf::write_ref(repo_, "main", kLayoutCommit).ok());
   auto cat = open_catalogue(R"({
     "a": {"checkpoint": "org/r-GGUF:Q4_0", "mmproj": "mmproj-F16.gguf", "recipe": "llamacpp"},
     "b": {"checkpoint": "org/r-GGUF:Q8_0", "mmproj": "mmproj-F16.gguf", "recipe": "llamacpp"}
@@ -99,7 +99,8 @@ TEST_F(ModelsStoreLayout, DeleteKeepsOtherVariantsAndSharedFiles) {
   ModelStore store(*cat, offline_hub());
 
   ASSERT_TRUE(store.remove_files("user.a").ok());
-  EXPECT_FALSE(fs::exists(fs::symlink_status(hf::snapshot_entry(repo_, kCommit, "r-Q4_0.gguf"))));
+  EXPECT_FALSE(
+      fs::exists(fs::symlink_status(hf::snapshot_entry(repo_, kLayoutCommit, "r-Q4_0.gguf"))));
   EXPECT_FALSE(fs::exists(hf::blob_path(repo_, "q4")));
   EXPECT_TRUE(fs::exists(hf::blob_path(repo_, "q8")));
   EXPECT_TRUE(fs::exists(hf::blob_path(repo_, "mm")));  // b needs it
@@ -122,7 +123,7 @@ TEST_F(ModelsStoreLayout, DeleteRemovesTheModelFromEverySnapshot) {
   const std::string old_commit(40, 'f');
   ASSERT_TRUE(hf::link_snapshot_entry(repo_, old_commit, "r-Q4_0.gguf", "q4").ok());
   ASSERT_TRUE(hf::link_snapshot_entry(repo_, old_commit, "r-Q8_0.gguf", "q8").ok());
-  ASSERT_TRUE(hf::write_ref(repo_, "main", kCommit).ok());
+  ASSERT_TRUE(hf::write_ref(repo_, "main", kLayoutCommit).ok());
   auto cat = open_catalogue(R"({"a": {"checkpoint": "org/r-GGUF:Q4_0", "recipe": "llamacpp"},
                                 "b": {"checkpoint": "org/r-GGUF:Q8_0", "recipe": "llamacpp"}})");
   ASSERT_NE(cat, nullptr);
@@ -139,7 +140,8 @@ TEST_F(ModelsStoreLayout, DeleteRemovesTheModelFromEverySnapshot) {
 
 TEST_F(ModelsStoreLayout, DeleteRemovesLemonadeLayoutFilesAndRefusesLocalModels) {
   // Lemonade 9.4.1 writes files straight into the snapshot, no blobs.
-  t_.write(fs::path("hub") / "models--org--r-GGUF" / "snapshots" / kCommit / "r-Q4_0.gguf", "w");
+  t_.write(fs::path("hub") / "models--org--r-GGUF" / "snapshots" / kLayoutCommit / "r-Q4_0.gguf",
+           "w");
   auto cat = open_catalogue(R"({
     "a": {"checkpoint": "org/r-GGUF:Q4_0", "recipe": "llamacpp"},
     "local": {"checkpoint": "/nowhere/x.gguf", "recipe": "llamacpp", "source": "local_path"}

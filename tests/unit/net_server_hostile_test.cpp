@@ -28,7 +28,7 @@ using testing::Gate;
 using testing::RawClient;
 using testing::RunningServer;
 
-void echo(Request& req, ResponseWriter& w) {
+void echo_body(Request& req, ResponseWriter& w) {
   nlohmann::json j = {{"path", req.path}, {"body", req.body}};
   w.send(200, Headers{{"Content-Type", "application/json"}}, j.dump());
 }
@@ -106,7 +106,7 @@ TEST(HttpServerHostile, Rfc9112ViolationsGet400AndClose) {
 }
 
 TEST(HttpServerHostile, AFewBlankLinesAndAnAbsoluteTargetAreUnderstood) {
-  RunningServer s({}, echo);
+  RunningServer s({}, echo_body);
   RawClient c(s.port());
   c.send("\r\n\r\nGET http://t/x/y?z=1 HTTP/1.1\r\nHost: t\r\n\r\n");
   auto r = c.read_response();
@@ -196,7 +196,7 @@ TEST(HttpServerHostile, AStalledOrCrawlingBodyGets408) {
 TEST(HttpServerHostile, AnIdleKeepAliveConnectionIsClosed) {
   ServerOptions o;
   o.keep_alive_timeout = 300ms;
-  RunningServer s(o, echo);
+  RunningServer s(o, echo_body);
   RawClient c(s.port());
   c.send("GET / HTTP/1.1\r\nHost: t\r\n\r\n");
   EXPECT_EQ(c.read_response().status, 200);
@@ -215,7 +215,7 @@ TEST(HttpServerHostile, HeadCheckAnswersBeforeAnyBodyByteIsRead) {
                        R"({"error":{"message":"no","type":"authentication_error","param":null,)"
                        R"("code":"invalid_api_key"}})"};
   };
-  RunningServer s(o, echo);
+  RunningServer s(o, echo_body);
   RawClient c(s.port());
   // 60 MB announced, none sent: the 401 must not wait for it.
   c.send("POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 60000000\r\n\r\n");
@@ -287,7 +287,7 @@ TEST(HttpServerHostile, AClientThatReadsNothingIsDropped) {
 TEST(HttpServerHostile, IdleAndTricklingSocketsMakeRoomForAWholeRequest) {
   ServerOptions o;
   o.max_connections_per_client = 4;
-  RunningServer s(o, echo);
+  RunningServer s(o, echo_body);
   // Four connections hold the address's slots: two idle, two trickling a head.
   std::vector<std::unique_ptr<RawClient>> hogs;
   for (int i = 0; i < 4; ++i) {
@@ -324,7 +324,7 @@ TEST(HttpServerHostile, AConnectionIsIdleOnceItsResponseIsWrittenEvenIfItsHandle
   Gate answered;
   Gate release;
   RunningServer s(o, [&](Request& req, ResponseWriter& w) {
-    echo(req, w);
+    echo_body(req, w);
     if (req.path == "/linger") {
       answered.open();
       EXPECT_TRUE(release.wait());
@@ -362,7 +362,7 @@ TEST(HttpServerHostile, AnEvictedConnectionStillDeliversTheResponseItWasWriting)
       w.send(200, Headers{{"Content-Type", "text/plain"}}, big);
       return;
     }
-    echo(req, w);
+    echo_body(req, w);
   });
   RawClient first(s.port());
   first.send("GET /big HTTP/1.1\r\nHost: t\r\n\r\n");

@@ -39,7 +39,7 @@ using testing::RunningServer;
 
 using namespace std::chrono_literals;
 
-constexpr int kIoTimeoutMs = 10000;  // guard against hangs, never a sync mechanism
+constexpr int kUpstreamIoTimeoutMs = 10000;  // guard against hangs, never a sync mechanism
 
 // The client's port as seen by the server, identifying the connection.
 int peer_port(int fd) {
@@ -62,7 +62,7 @@ class RawBackend {
 
   int accept_one() {
     pollfd p{listener_.fd(), POLLIN, 0};
-    if (::poll(&p, 1, kIoTimeoutMs) <= 0) {
+    if (::poll(&p, 1, kUpstreamIoTimeoutMs) <= 0) {
       return -1;
     }
     return ::accept4(listener_.fd(), nullptr, nullptr, SOCK_CLOEXEC);
@@ -73,7 +73,7 @@ class RawBackend {
     char c;
     while (head.find("\r\n\r\n") == std::string::npos) {
       pollfd p{fd, POLLIN, 0};
-      if (::poll(&p, 1, kIoTimeoutMs) <= 0 || ::recv(fd, &c, 1, 0) != 1) {
+      if (::poll(&p, 1, kUpstreamIoTimeoutMs) <= 0 || ::recv(fd, &c, 1, 0) != 1) {
         break;
       }
       head.push_back(c);
@@ -404,7 +404,7 @@ TEST_P(WatchFdCancellation, ClientHangUpCancelsAndTheBackendSeesItsClientLeave) 
     entered.open();
     // Blocks (like prompt processing) until the router drops the connection.
     pollfd p{w.client_fd(), POLLRDHUP, 0};
-    ::poll(&p, 1, kIoTimeoutMs);
+    ::poll(&p, 1, kUpstreamIoTimeoutMs);
     backend_saw_disconnect.set_value(!w.client_connected());
   });
   int watched = -1;
@@ -433,7 +433,7 @@ TEST_P(WatchFdCancellation, ClientHangUpCancelsAndTheBackendSeesItsClientLeave) 
   });
   ASSERT_TRUE(entered.wait());
   ::close(closer);
-  // The backend would answer only after kIoTimeoutMs: a call that returns
+  // The backend would answer only after kUpstreamIoTimeoutMs: a call that returns
   // cancelled was cancelled by the hang-up (no time budget: issue #23).
   ASSERT_EQ(result.wait_for(20s), std::future_status::ready);
   Status status = result.get();
@@ -492,7 +492,7 @@ TEST(HttpUpstreamClient, ClientHangUpCancelsANonStreamingCallWhileTheBackendNeve
   std::promise<bool> backend_saw_close;
   RawBackend backend([&](RawBackend& b) {
     int c = b.accept_one();
-    timeval guard{kIoTimeoutMs / 1000, 0};  // a send that blocks this long fails
+    timeval guard{kUpstreamIoTimeoutMs / 1000, 0};  // a send that blocks this long fails
     ::setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &guard, sizeof guard);
     RawBackend::read_head(c);
     RawBackend::write(c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");

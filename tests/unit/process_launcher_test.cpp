@@ -39,7 +39,7 @@ using Lines = std::vector<std::string>;
 using testing::ScopedEnv;
 using testing::TempDir;
 
-bool process_gone(pid_t pid) {
+bool group_leader_gone(pid_t pid) {
   return ::kill(pid, 0) != 0 && errno == ESRCH;
 }
 
@@ -152,7 +152,7 @@ TEST_F(Launcher, ChildKilledBySignalIsSignaled) {
   EXPECT_NE(status->describe().find("killed by signal " + std::to_string(status->code)),
             std::string::npos)
       << status->describe();
-  EXPECT_TRUE(process_gone(c->pid()));
+  EXPECT_TRUE(group_leader_gone(c->pid()));
 }
 
 TEST(ExitStatusDescribe, NamesTheSignal) {
@@ -373,7 +373,7 @@ TEST_F(Launcher, TerminateEscalatesToSigkillWhenSigtermIsIgnored) {
   EXPECT_EQ(status->code, SIGKILL);
   EXPECT_GE(took, 200ms);  // SIGTERM was given its grace period, and no more:
   EXPECT_LT(took, 30s);    // perl would have slept 30 s
-  EXPECT_TRUE(process_gone(c->pid()));
+  EXPECT_TRUE(group_leader_gone(c->pid()));
 }
 
 TEST_F(Launcher, TerminateStopsAtSigtermWhenTheChildObeys) {
@@ -406,7 +406,7 @@ TEST_F(Launcher, ConcurrentTerminatesAllReturnOnceTheChildIsGone) {
     t.join();
   }
   EXPECT_EQ(returned_running.load(), 0);
-  EXPECT_TRUE(process_gone(c->pid()));
+  EXPECT_TRUE(group_leader_gone(c->pid()));
 }
 
 TEST_F(Launcher, TerminateKillsTheWholeProcessGroup) {
@@ -452,8 +452,8 @@ TEST_F(Launcher, DestroyingTheLauncherKillsItsChildren) {
   launcher_.reset();
   EXPECT_FALSE(sleeper->running());
   EXPECT_FALSE(stubborn->running());
-  EXPECT_TRUE(process_gone(a));
-  EXPECT_TRUE(process_gone(b));
+  EXPECT_TRUE(group_leader_gone(a));
+  EXPECT_TRUE(group_leader_gone(b));
 }
 
 // PR_SET_PDEATHSIG: when the process owning the launcher dies without any

@@ -15,7 +15,7 @@ namespace {
 using testing::parse_prom_text;
 using ParsedText = testing::PromText;
 
-ParsedText parsed(const std::string& text) {
+ParsedText parsed_metrics(const std::string& text) {
   std::string error;
   auto p = parse_prom_text(text, &error);
   EXPECT_TRUE(p.has_value()) << error << "\n" << text;
@@ -57,7 +57,7 @@ TEST(Metrics, CountersGaugesAndHistogramsRoundTrip) {
   std::string out;
   telemetry::PromText writer(out);
   r.render(writer);
-  auto p = parsed(out);
+  auto p = parsed_metrics(out);
   EXPECT_EQ(p.value("demo_requests_total", {{"model", "a"}, {"status", "200"}}), 3.0);
   EXPECT_EQ(p.value("demo_requests_total", {{"model", "b \"quoted\"\nline"}}), 1.0)
       << "label values are escaped and read back";
@@ -102,13 +102,13 @@ TEST(Metrics, ConcurrentUpdatesAreAllCounted) {
   std::string out;
   telemetry::PromText writer(out);
   r.render(writer);  // a scrape while they run must still be well formed
-  parsed(out);
+  parsed_metrics(out);
   for (auto& t : threads) {
     t.join();
   }
   out.clear();
   r.render(writer);
-  auto p = parsed(out);
+  auto p = parsed_metrics(out);
   double total = 0;
   for (int m = 0; m < 3; ++m) {
     total += p.value("demo_total", {{"model", "m" + std::to_string(m)}}).value_or(0);
@@ -140,7 +140,7 @@ TEST(TelemetryHub, RenderIsValidAndCountsWhatHappened) {
   view.loading = {"user.b", "user.b", "user.d"};
   view.published_ms = 1795611616352;
   SlotLimits limits = SlotLimits::uniform(2);
-  auto p = parsed(hub.render(view, limits, {5, 2}, {{"user.a", 0.25}, {"user.x", 0.75}}));
+  auto p = parsed_metrics(hub.render(view, limits, {5, 2}, {{"user.a", 0.25}, {"user.x", 0.75}}));
 
   EXPECT_EQ(p.value("lemonade_requests_total", {{"model", "user.a"}, {"status", "200"}}), 2.0);
   EXPECT_EQ(p.value("lemonade_requests_total", {{"model", "user.a"}, {"status", "500"}}), 1.0);
@@ -184,7 +184,8 @@ TEST(TelemetryHub, NoSlotLimitIsALargeMaxLoraNeverMinusOne) {
   TelemetryHub hub;
   RouterView view;
   view.published_ms = 1795611616352;
-  auto p = parsed(hub.render(view, SlotLimits::uniform(SlotLimits::kUnlimited), {0, 0}, {}));
+  auto p =
+      parsed_metrics(hub.render(view, SlotLimits::uniform(SlotLimits::kUnlimited), {0, 0}, {}));
   EXPECT_EQ(p.value("lemonade:loaded_models_info", {{"running_lora_adapters", ""},
                                                     {"waiting_lora_adapters", ""},
                                                     {"max_lora", "2147483647"}}),

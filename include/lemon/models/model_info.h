@@ -7,6 +7,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -58,5 +59,10 @@ struct ModelInfo {
   // downloaded, suggested, labels, recipe_options, size?, image_defaults?).
   nlohmann::json to_api_json() const;
 };
+
+// True for the recipes whose model is a folder of ONNX files (ryzenai-llm,
+// oga-*): every file of the repository is fetched, and the main file is the
+// folder holding genai_config.json.
+bool is_onnx_recipe(std::string_view recipe);
 
 }  // namespace lemon
