@@ -1,0 +1,104 @@
+#include "lemon/app/subsystem_settings.h"
+
+#include <utility>
+
+#include "lemon/backends/backend_release.h"
+#include "lemon/backends/system_info.h"
+
+namespace lemon {
+
+CatalogueSources catalogue_sources(const Config& cfg,
+                                   std::function<std::vector<std::string>()> flm_installed) {
+  CatalogueSources sources;
+  sources.server_models_json = cfg.resources_dir + "/server_models.json";
+  sources.cache_dir = cfg.cache_dir;
+  sources.hf_hub_cache = cfg.hf_hub_cache;
+  sources.extra_models_dir = cfg.extra_models_dir;
+  sources.flm_installed = std::move(flm_installed);
+  return sources;
+}
+
+PresetSources preset_sources(const Config& cfg) {
+  PresetSources sources;
+  sources.builtin_json = cfg.resources_dir + "/presets.json";
+  sources.cache_dir = cfg.cache_dir;
+  sources.hf_hub_cache = cfg.hf_hub_cache;
+  return sources;
+}
+
+BackendEnvironment backend_environment(const Config& cfg, ProcessLauncher& launcher,
+                                       PortAllocator& ports) {
+  BackendEnvironment env;
+  env.launcher = &launcher;
+  env.ports = &ports;
+  env.load_timeout = cfg.load_timeout;
+  env.stop_grace = cfg.stop_grace;
+  env.cache_dir = cfg.cache_dir;
+  env.verbose = cfg.log_level == "debug" || cfg.log_level == "trace";
+  return env;
+}
+
+RouterConfig router_config(const Config& cfg, std::shared_ptr<DeviceMemorySource> memory) {
+  RouterConfig out;
+  out.limits = cfg.limits;
+  out.cli_options = cfg.cli_options;
+  out.max_queued_per_model = cfg.max_queued_per_model;
+  out.max_queued_total = cfg.max_queued_total;
+  out.max_replicas = cfg.max_replicas;
+  out.scale_up_after = cfg.scale_up_after;
+  out.scale_down_after = cfg.scale_down_after;
+  out.keep_alive = cfg.keep_alive;
+  out.max_starvation = cfg.max_starvation;
+  if (cfg.memory_budget) {
+    out.memory = std::move(memory);
+    out.memory_budget = *cfg.memory_budget;
+    out.memory_margin = cfg.memory_margin;
+    out.memory_poll_interval = cfg.memory_poll_interval;
+  }
+  return out;
+}
+
+http::ApiSettings api_settings(const Config& cfg) {
+  http::ApiSettings out;
+  out.host = cfg.host;
+  out.port = cfg.port;
+  out.server.max_body_bytes = cfg.max_body_bytes;
+  out.server.max_connections = cfg.max_connections;
+  out.server.max_request_memory = cfg.max_request_memory;
+  out.server.max_connections_per_client = cfg.max_connections_per_client;
+  out.server.header_timeout = cfg.header_timeout;
+  out.server.body_idle_timeout = cfg.body_timeout;
+  out.server.body_min_rate = cfg.body_min_rate;
+  out.server.keep_alive_timeout = cfg.keep_alive_timeout;
+  out.server.write_timeout = cfg.write_timeout;
+  out.max_response_bytes = cfg.max_response_bytes;
+  out.request_timeout = cfg.request_timeout;
+  out.backend_retry_delay = cfg.backend_retry_delay;
+  out.stream_idle_timeout = cfg.stream_idle_timeout;
+  out.backend_idle_timeout = cfg.backend_idle_timeout;
+  out.stream_heartbeat = cfg.stream_heartbeat;
+  out.max_prefill_tokens = cfg.max_prefill_tokens;
+  out.access.api_key = cfg.api_key;
+  out.access.health_without_auth = cfg.health_without_auth;
+  out.access.metrics_public = cfg.metrics_public;
+  out.access.cors_origins = cfg.cors_origins;
+  out.web_dir = cfg.resources_dir + "/web";
+  out.cache_dir = cfg.cache_dir;
+  out.cli_options = cfg.cli_options;
+  out.ollama_port = cfg.ollama_port;
+  out.session_ttl = cfg.session_ttl;
+  return out;
+}
+
+InstallerSettings installer_settings(const Config& cfg, const HubSettings& hub) {
+  InstallerSettings out;
+  out.cache_dir = cfg.cache_dir;
+  out.resources_dir = cfg.resources_dir;
+  out.releases_base = releases_base_url();
+  out.rocm_arch = rocm_gfx_target();
+  out.offline = hub.offline;
+  out.transfer = hub.transfer;
+  return out;
+}
+
+}  // namespace lemon
