@@ -26,6 +26,12 @@ const char* error_code_name(ErrorCode code) {
       return "payload_too_large";
     case ErrorCode::kUnsupportedMediaType:
       return "unsupported_media_type";
+    case ErrorCode::kRequestTimeout:
+      return "request_timeout";
+    case ErrorCode::kUriTooLong:
+      return "uri_too_long";
+    case ErrorCode::kHeadersTooLarge:
+      return "headers_too_large";
     case ErrorCode::kModelFilesMissing:
       return "model_files_missing";
     case ErrorCode::kInvalidUserArgs:
@@ -54,6 +60,10 @@ const char* error_code_name(ErrorCode code) {
       return "cancelled";
     case ErrorCode::kShuttingDown:
       return "shutting_down";
+    case ErrorCode::kDraining:
+      return "draining";
+    case ErrorCode::kServerBusy:
+      return "server_busy";
     case ErrorCode::kQueueFull:
       return "queue_full";
     case ErrorCode::kConflict:

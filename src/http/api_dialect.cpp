@@ -36,9 +36,7 @@ std::string dialect_error_body(ApiDialect dialect, int status, const std::string
     case ApiDialect::kLemonade:
       break;
   }
-  return json_text({{"error",
-                     {{"message", message},
-                      {"type", status >= 500 ? "server_error" : "invalid_request_error"}}}});
+  return json_text({{"error", {{"message", message}, {"type", error_type_for_status(status)}}}});
 }
 
 DialectError dialect_error(ApiDialect dialect, const Error& error) {
@@ -46,7 +44,7 @@ DialectError dialect_error(ApiDialect dialect, const Error& error) {
   out.status = error_status(error);
   out.headers = error_headers(error);
   if (dialect == ApiDialect::kLemonade) {
-    out.body = json_text(error_body(error));
+    out.body = error_envelope(error);
     return out;
   }
   std::string message = error.message();

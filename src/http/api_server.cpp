@@ -37,7 +37,8 @@ ApiServer::ApiServer(ApiSettings settings, ModelCatalogue& catalogue, PresetCata
       installer_(installer),
       router_(router),
       stats_(stats),
-      observers_(observers) {
+      observers_(observers),
+      provisioner_(catalogue, presets, store, installer, router, settings_.cli_options) {
   sessions_ = std::make_unique<SessionTable>(settings_.session_ttl, [this](const SessionState& s) {
     logger("http")->info("session {} on '{}' ended after {} s idle", s.id, s.model,
                          settings_.session_ttl.count() / 1000);

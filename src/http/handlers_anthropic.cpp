@@ -48,7 +48,8 @@ void ApiServer::handle_anthropic_messages(net::Request& r, net::ResponseWriter& 
     }
   }
   std::string model = request->model;  // the answer names the model as asked
-  if (auto preset = apply_preset(model, &request->chat, ApiRoute::kChatCompletions); !preset.ok()) {
+  if (auto preset = provisioner_.apply_preset(model, &request->chat, ApiRoute::kChatCompletions);
+      !preset.ok()) {
     errors.fail(preset.error());
     return;
   }

@@ -95,29 +95,4 @@ void ApiServer::handle_uninstall(net::Request& r, net::ResponseWriter& w) {
              .dump());
 }
 
-Status ApiServer::install_backend_for(std::string_view model, const RecipeOptions& request_options,
-                                      const WaitHooks& hooks) {
-  auto info = catalogue_.find(model);
-  if (!info) {
-    return Error(ErrorCode::kUnsupportedOperation, "unknown model");
-  }
-  RecipeOptions options = request_options.inherit(info->saved_options)
-                              .inherit(settings_.cli_options)
-                              .restricted_to(info->recipe);
-  const std::string backend = backend_for(info->recipe, options);
-  // A LEMONADE_<RECIPE>_<BACKEND>_BIN the user set is their choice, even
-  // when it points nowhere: report that, never install over it.
-  BinaryQuery query{info->recipe, info->recipe == "flm" ? "" : backend,
-                    backend_executable(info->recipe)};
-  if (const char* set = std::getenv(binary_env_var(query).c_str());
-      set != nullptr && *set != '\0') {
-    return Error(ErrorCode::kUnsupportedOperation, binary_env_var(query) + " is set");
-  }
-  download::FollowHooks follow;
-  follow.cancelled = hooks.cancelled;
-  follow.on_tick = hooks.on_tick;
-  follow.tick_interval = hooks.tick_interval;
-  return installer_.ensure_installed(info->recipe, backend, follow);
-}
-
 }  // namespace lemon::http

@@ -78,7 +78,7 @@ void ApiServer::handle_json_inference(ApiRoute route, net::Request& r, net::Resp
   req.json = &*body;
   req.body_changed = map_max_completion_tokens(*body);
   // A preset's own values come before the /params defaults.
-  auto preset = apply_preset(req.model, &*body, route);
+  auto preset = provisioner_.apply_preset(req.model, &*body, route);
   if (!preset.ok()) {
     write_error(w, preset.error());
     return;
@@ -422,17 +422,8 @@ bool ApiServer::wait_before_retry(std::chrono::milliseconds delay, const WaitHoo
 ProxyOutcome ApiServer::forward_attempt(InferenceRequest& req, net::ResponseWriter& w,
                                         const WaitHooks& hooks, bool& known_model, bool sanitized,
                                         std::optional<Lease>& lease) {
-  // The router checks the model's type (before loading anything) and leases
-  // a loaded model without touching the catalogue.
-  Status got = fetch_missing_and_retry(req.model, RecipeOptions{}, hooks, [&]() -> Status {
-    auto acquired =
-        router_.acquire(req.model, hooks, model_type_for_route(req.route), req.keep_alive);
-    if (!acquired.ok()) {
-      return std::move(acquired).error();
-    }
-    lease.emplace(std::move(acquired).value());
-    return ok_status();
-  });
+  auto got =
+      provisioner_.acquire(req.model, hooks, model_type_for_route(req.route), req.keep_alive);
   if (!got.ok()) {
     if (got.error().code() == ErrorCode::kModelNotFound) {
       known_model = false;
@@ -442,6 +433,7 @@ ProxyOutcome ApiServer::forward_attempt(InferenceRequest& req, net::ResponseWrit
     }
     return {};
   }
+  lease.emplace(std::move(got).value());
   WrappedServer& server = lease->server();
   if (req.json != nullptr &&
       (req.route == ApiRoute::kChatCompletions || req.route == ApiRoute::kCompletions)) {

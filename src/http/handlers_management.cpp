@@ -207,8 +207,7 @@ void ApiServer::handle_load(net::Request& r, net::ResponseWriter& w) {
   hooks.cancelled = [&w] { return !w.client_connected(); };
   // Registered but not on disk, or its backend not installed: download or
   // install first (Lemonade does too), then load.
-  Status loaded = fetch_missing_and_retry(name, *options, hooks,
-                                          [&] { return router_.load(name, *options, hooks); });
+  Status loaded = provisioner_.load(name, *options, hooks);
   if (!loaded.ok()) {
     if (loaded.error().code() != ErrorCode::kCancelled) {
       write_error(w, loaded.error());

@@ -119,7 +119,8 @@ void ApiServer::handle_ollama_chat(net::Request& r, net::ResponseWriter& raw, bo
       return;
     }
   }
-  if (auto preset = apply_preset(request->model, &request->openai, ApiRoute::kChatCompletions);
+  if (auto preset =
+          provisioner_.apply_preset(request->model, &request->openai, ApiRoute::kChatCompletions);
       !preset.ok()) {
     errors.fail(preset.error());
     return;
@@ -168,15 +169,7 @@ void ApiServer::ollama_load_only(const std::string& model, const std::string& cl
     WaitHooks hooks;
     hooks.tick_interval = settings_.keepalive_interval;
     hooks.cancelled = [&raw] { return !raw.client_connected(); };
-    std::optional<Lease> lease;
-    Status got = fetch_missing_and_retry(model, RecipeOptions{}, hooks, [&]() -> Status {
-      auto acquired = router_.acquire(model, hooks, ModelType::kLlm, keep_alive);
-      if (!acquired.ok()) {
-        return std::move(acquired).error();
-      }
-      lease.emplace(std::move(acquired).value());
-      return ok_status();
-    });
+    auto got = provisioner_.acquire(model, hooks, ModelType::kLlm, keep_alive);
     if (!got.ok()) {
       if (got.error().code() != ErrorCode::kCancelled) {
         w.fail(got.error());

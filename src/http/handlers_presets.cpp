@@ -167,8 +167,7 @@ void ApiServer::handle_load_preset(const nlohmann::json& body, net::ResponseWrit
   const std::string& server = entry->server;
   WaitHooks hooks;
   hooks.cancelled = [&w] { return !w.client_connected(); };
-  Status loaded = fetch_missing_and_retry(server, RecipeOptions{}, hooks,
-                                          [&] { return router_.load(server, {}, hooks); });
+  Status loaded = provisioner_.load(server, RecipeOptions{}, hooks);
   if (!loaded.ok()) {
     if (loaded.error().code() != ErrorCode::kCancelled) {
       write_error(w, loaded.error());
@@ -180,21 +179,6 @@ void ApiServer::handle_load_preset(const nlohmann::json& body, net::ResponseWrit
              {"message", "Loaded preset: " + *id},
              {"preset", *id},
              {"model_name", server}});
-}
-
-Result<bool> ApiServer::apply_preset(std::string& model, nlohmann::json* body,
-                                     ApiRoute route) const {
-  auto entry = presets_.for_request(model);
-  if (!entry.ok()) {
-    return std::move(entry).error();
-  }
-  if (!*entry) {
-    return false;
-  }
-  model = (*entry)->server;
-  const bool generates = route == ApiRoute::kChatCompletions || route == ApiRoute::kCompletions ||
-                         route == ApiRoute::kResponses;
-  return generates && body != nullptr && apply_preset_defaults((*entry)->preset, *body);
 }
 
 }  // namespace lemon::http

@@ -181,7 +181,7 @@ void ApiServer::handle_delete(net::Request& r, net::ResponseWriter& w) {
   const std::string& name = request->model;
   if (Status deleted = delete_model(name); !deleted.ok()) {
     const Error& e = deleted.error();
-    w.send(lemonade_delete_status(e), error_headers(e), json_text(error_body(e)));
+    w.send(lemonade_delete_status(e), error_headers(e), error_envelope(e));
     return;
   }
   send_json(w, 200, {{"status", "success"}, {"message", "Deleted model: " + name}});
@@ -216,41 +216,6 @@ Status ApiServer::delete_model(const std::string& name) {
     return catalogue_.remove_user_model(name.substr(5));
   }
   return ok_status();
-}
-
-Status ApiServer::download_if_missing(std::string_view model, const WaitHooks& hooks) {
-  DownloadWait wait;
-  wait.cancelled = hooks.cancelled;
-  wait.on_tick = hooks.on_tick;
-  wait.tick_interval = hooks.tick_interval;
-  return store_.ensure_downloaded(model, wait);
-}
-
-Status ApiServer::fetch_missing_and_retry(std::string_view model,
-                                          const RecipeOptions& request_options,
-                                          const WaitHooks& hooks,
-                                          const std::function<Status()>& attempt) {
-  Status result = attempt();
-  if (result.ok()) {
-    return result;  // the common case: no preset lookup on the request path
-  }
-  // A preset's server downloads and installs what its base model needs.
-  const std::string base = presets_.catalogue_name(model);
-  if (!result.ok() && result.error().code() == ErrorCode::kModelFilesMissing) {
-    if (Status fetched = download_if_missing(base, hooks); !fetched.ok()) {
-      return fetched;
-    }
-    result = attempt();
-  }
-  if (!result.ok() && result.error().code() == ErrorCode::kBackendBinaryMissing) {
-    Status installed = install_backend_for(base, request_options, hooks);
-    if (installed.ok()) {
-      result = attempt();
-    } else if (installed.error().code() != ErrorCode::kUnsupportedOperation) {
-      return installed;  // kUnsupportedOperation: the load's own error says more
-    }
-  }
-  return result;
 }
 
 }  // namespace lemon::http

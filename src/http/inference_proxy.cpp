@@ -488,7 +488,7 @@ void stats_from_backend_json(const nlohmann::json& j, RequestStats& s) {
 }
 
 void write_error(net::ResponseWriter& writer, const Error& error) {
-  std::string body = json_text(error_body(error));
+  std::string body = error_envelope(error);
   if (!writer.headers_sent()) {
     writer.send(error_status(error), error_headers(error), body);
     return;

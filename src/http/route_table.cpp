@@ -92,10 +92,10 @@ net::EarlyAnswer RouteTable::refusal(const Match& match, const net::Request& req
     Error e(ErrorCode::kMethodNotAllowed,
             request.method + " is not allowed on " + request.path + "; use " + match.allow);
     answer.headers.add("Allow", match.allow);
-    answer.body = json_text(error_body(e));
+    answer.body = error_envelope(e);
   } else {
     Error e(ErrorCode::kRouteNotFound, "no route for " + request.method + " " + request.path);
-    answer.body = json_text(error_body(e));
+    answer.body = error_envelope(e);
   }
   return answer;
 }

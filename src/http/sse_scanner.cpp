@@ -121,7 +121,7 @@ double SseScanner::generation_seconds() const {
 }
 
 nlohmann::json normalize_backend_error(std::string_view body, int status) {
-  const char* fallback_type = status >= 500 ? "server_error" : "invalid_request_error";
+  const char* fallback_type = error_type_for_status(status);
   nlohmann::json out = {{"message", std::string(body)},
                         {"type", fallback_type},
                         {"param", nullptr},

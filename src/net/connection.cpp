@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "io.h"
+#include "lemon/core/error_envelope.h"
 #include "lemon/core/log.h"
 #include "request_reader.h"
 #include "response_writer.h"
@@ -55,11 +56,12 @@ void serve_connection(PendingConnection& connection, const ConnectionContext& co
       break;
     }
     if (outcome.kind == ReadOutcome::Kind::kReject) {
+      const Error& rejection = *outcome.rejection;
       logger("http")->debug("rejecting request from {}: {} {}", connection.remote_addr,
-                            outcome.status, outcome.message);
+                            error_status(rejection), rejection.message());
       SocketResponseWriter writer(fd.get(), ResponseMode{false, false, false}, nullptr,
                                   options.write_timeout);
-      writer.send_error(outcome.status, outcome.code, outcome.message, outcome.retry_after);
+      writer.send_error(rejection);
       connection.release();
       lingering_close(fd, kErrorLinger, context.stop_fd);
       return;
@@ -80,7 +82,8 @@ void serve_connection(PendingConnection& connection, const ConnectionContext& co
       // refused so the client retries elsewhere or later.
       SocketResponseWriter writer(fd.get(), ResponseMode{outcome.head_request, false, false},
                                   nullptr, options.write_timeout);
-      writer.send_error(503, "shutting_down", "the server is shutting down", 1);
+      writer.send_error(
+          Error(ErrorCode::kDraining, "the server is shutting down").with_retry_after(1));
       break;
     }
     ConnectionRegistry* registry = connection.registry;
@@ -114,8 +117,8 @@ void serve_connection(PendingConnection& connection, const ConnectionContext& co
       if (!threw) {
         logger("http")->error("handler for {} {} wrote no response", request.method, request.path);
       }
-      writer.send_error(500, "internal_error",
-                        threw ? "internal server error" : "the handler wrote no response");
+      writer.send_error(Error(ErrorCode::kInternal,
+                              threw ? "internal server error" : "the handler wrote no response"));
     }
     if (registry != nullptr && !(end_marker->ended() ? registry->is_open(registry_id)
                                                      : registry->mark_idle(registry_id))) {
@@ -134,7 +137,7 @@ void serve_connection(PendingConnection& connection, const ConnectionContext& co
 void reject_busy(int raw_fd) {
   UniqueFd fd(raw_fd);
   SocketResponseWriter writer(fd.get(), ResponseMode{false, false, false}, nullptr);
-  writer.send_error(503, "server_busy", "server is busy: too many open connections");
+  writer.send_error(Error(ErrorCode::kServerBusy, "server is busy: too many open connections"));
   lingering_close(fd, std::chrono::milliseconds(0), -1);
 }
 

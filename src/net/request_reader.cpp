@@ -18,29 +18,30 @@ ReadOutcome closed() {
   return ReadOutcome{};
 }
 
-ReadOutcome reject(int status, std::string code, std::string message) {
+ReadOutcome reject(Error error) {
   ReadOutcome out;
   out.kind = ReadOutcome::Kind::kReject;
-  out.status = status;
-  out.code = std::move(code);
-  out.message = std::move(message);
+  out.rejection = std::move(error);
   return out;
 }
 
+ReadOutcome reject(ErrorCode code, std::string message) {
+  return reject(Error(code, std::move(message)));
+}
+
 ReadOutcome too_large(std::size_t limit) {
-  return reject(413, "payload_too_large",
+  return reject(ErrorCode::kPayloadTooLarge,
                 "request body exceeds the limit of " + std::to_string(limit) + " bytes");
 }
 
 ReadOutcome timed_out(const char* what) {
-  return reject(408, "request_timeout", std::string(what));
+  return reject(ErrorCode::kRequestTimeout, std::string(what));
 }
 
 ReadOutcome memory_full() {
-  auto out = reject(503, "server_busy",
-                    "server is busy: request bodies use all of --max-request-memory; retry");
-  out.retry_after = 1;
-  return out;
+  return reject(Error(ErrorCode::kServerBusy,
+                      "server is busy: request bodies use all of --max-request-memory; retry")
+                    .with_retry_after(1));
 }
 
 // Blank lines (CRLF) tolerated before a request line (RFC 9112 2.2).
@@ -149,13 +150,13 @@ ReadOutcome RequestReader::read(Request& request) {
   for (;;) {
     while (buf_.starts_with("\r\n")) {
       if (++blank_lines > kMaxLeadingBlankLines) {
-        return reject(400, "invalid_request_error", "malformed request: too many blank lines");
+        return reject(ErrorCode::kInvalidRequest, "malformed request: too many blank lines");
       }
       buf_.erase(0, 2);
       scanned = 0;
     }
     if (buf_.starts_with("\n")) {
-      return reject(400, "invalid_request_error", "malformed request: bare LF");
+      return reject(ErrorCode::kInvalidRequest, "malformed request: bare LF");
     }
     head_end = buf_ == "\r" ? std::string::npos : wire::find_head_end(buf_, scanned);
     if (head_end != std::string::npos) {
@@ -165,11 +166,11 @@ ReadOutcome RequestReader::read(Request& request) {
     auto lf = buf_.find('\n');
     if (lf == std::string::npos ? buf_.size() > wire::kMaxRequestLine + 1
                                 : lf > wire::kMaxRequestLine + 1) {
-      return reject(414, "uri_too_long", "request line is too long");
+      return reject(ErrorCode::kUriTooLong, "request line is too long");
     }
     if (lf != std::string::npos && buf_.size() - lf - 1 > options_.max_header_bytes) {
       return reject(
-          431, "headers_too_large",
+          ErrorCode::kHeadersTooLarge,
           "request headers exceed " + std::to_string(options_.max_header_bytes) + " bytes");
     }
     if ((!buf_.empty() || blank_lines > 0) && !head_deadline) {
@@ -193,10 +194,10 @@ ReadOutcome RequestReader::read(Request& request) {
   }
   const auto lf = buf_.find('\n');
   if (lf > wire::kMaxRequestLine + 1) {
-    return reject(414, "uri_too_long", "request line is too long");
+    return reject(ErrorCode::kUriTooLong, "request line is too long");
   }
   if (head_end - lf - 1 > options_.max_header_bytes) {
-    return reject(431, "headers_too_large",
+    return reject(ErrorCode::kHeadersTooLarge,
                   "request headers exceed " + std::to_string(options_.max_header_bytes) + " bytes");
   }
 
@@ -206,16 +207,16 @@ ReadOutcome RequestReader::read(Request& request) {
     case wire::HeadError::kNone:
       break;
     case wire::HeadError::kUriTooLong:
-      return reject(414, "uri_too_long", "request line is too long");
+      return reject(ErrorCode::kUriTooLong, "request line is too long");
     case wire::HeadError::kTooManyFields:
-      return reject(431, "headers_too_large", "request has " + why);
+      return reject(ErrorCode::kHeadersTooLarge, "request has " + why);
     case wire::HeadError::kMalformed:
-      return reject(400, "invalid_request_error", "malformed request: " + why);
+      return reject(ErrorCode::kInvalidRequest, "malformed request: " + why);
   }
   buf_.erase(0, head_end);
   for (const auto& [name, value] : head.headers.fields()) {
     if (!valid_utf8(value)) {
-      return reject(400, "invalid_request_error",
+      return reject(ErrorCode::kInvalidRequest,
                     "malformed request: header field " + name + " is not valid UTF-8");
     }
   }
@@ -231,21 +232,21 @@ ReadOutcome RequestReader::read(Request& request) {
   std::uint64_t length = 0;
   const auto length_field = wire::content_length(head.headers, length);
   if (coding != wire::TransferCoding::kNone && length_field != wire::LengthField::kAbsent) {
-    return reject(400, "invalid_request_error",
+    return reject(ErrorCode::kInvalidRequest,
                   "malformed request: both Transfer-Encoding and Content-Length");
   }
   if (coding == wire::TransferCoding::kOther) {
-    return reject(400, "invalid_request_error", "malformed request: unsupported Transfer-Encoding");
+    return reject(ErrorCode::kInvalidRequest, "malformed request: unsupported Transfer-Encoding");
   }
   if (length_field == wire::LengthField::kInvalid) {
-    return reject(400, "invalid_request_error",
+    return reject(ErrorCode::kInvalidRequest,
                   "malformed request: invalid or repeated Content-Length");
   }
 
   request.method = std::move(head.method);
   request.target = std::move(head.target);
   if (!split_target(request.target, request)) {
-    return reject(400, "invalid_request_error",
+    return reject(ErrorCode::kInvalidRequest,
                   "malformed request: the request target is not valid UTF-8");
   }
   request.headers = std::move(head.headers);
@@ -331,7 +332,7 @@ ReadOutcome RequestReader::read_chunked(Request& request, ReadOutcome& out) {
         return out;
       }
       if (step == wire::ChunkedDecoder::Step::kError) {
-        return reject(400, "invalid_request_error",
+        return reject(ErrorCode::kInvalidRequest,
                       std::string("malformed request: ") + decoder.error());
       }
       if (step == wire::ChunkedDecoder::Step::kTooLarge) {

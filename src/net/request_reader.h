@@ -13,9 +13,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "io.h"
+#include "lemon/core/error.h"
 #include "lemon/net/message.h"
 #include "lemon/net/server.h"
 
@@ -40,7 +42,7 @@ struct ReadOutcome {
   enum class Kind {
     kRequest,  // `request` is filled
     kClosed,   // peer closed, idle timeout, stop, or I/O error: just close
-    kReject,   // answer `status` with the error envelope, then close
+    kReject,   // answer `rejection` with the error envelope, then close
     kAnswer,   // answer `answer` (the HeadCheck's), then close unread
   };
   Kind kind = Kind::kClosed;
@@ -48,11 +50,8 @@ struct ReadOutcome {
   bool keep_alive = true;
   bool http10 = false;
   bool head_request = false;
-  // kReject:
-  int status = 0;
-  std::string code;
-  std::string message;
-  int retry_after = 0;  // seconds; sent as Retry-After when > 0
+  // kReject: what to answer with (its status, envelope and Retry-After).
+  std::optional<Error> rejection;
   // kAnswer:
   EarlyAnswer answer;
 };

@@ -7,9 +7,8 @@
 #include <cstdio>
 #include <utility>
 
-#include <nlohmann/json.hpp>
-
 #include "io.h"
+#include "lemon/core/error_envelope.h"
 #include "lemon/core/log.h"
 #include "wire_parser.h"
 
@@ -25,20 +24,6 @@ bool status_has_body(int status) {
 }
 
 }  // namespace
-
-std::string error_envelope(int status, std::string_view code, std::string_view message) {
-  // ordered_json keeps the documented key order: message, type, param, code.
-  nlohmann::ordered_json error = {
-      {"message", message},
-      {"type", status >= 500 ? "server_error" : "invalid_request_error"},
-      {"param", nullptr},
-      {"code", code},
-  };
-  // Invalid UTF-8 in a message (it may quote a client's bytes) is replaced,
-  // never thrown on: the body is always valid JSON.
-  return nlohmann::ordered_json({{"error", std::move(error)}})
-      .dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
-}
 
 SocketResponseWriter::SocketResponseWriter(int fd, ResponseMode mode,
                                            const std::atomic<bool>* stopping,
@@ -280,13 +265,12 @@ bool SocketResponseWriter::client_connected() {
   return true;
 }
 
-bool SocketResponseWriter::send_error(int status, std::string_view code, std::string_view message,
-                                      int retry_after) {
+bool SocketResponseWriter::send_error(const Error& error) {
   Headers headers{{"Content-Type", "application/json"}};
-  if (retry_after > 0) {
-    headers.add("Retry-After", std::to_string(retry_after));
+  if (auto seconds = error.retry_after(); seconds && *seconds > 0) {
+    headers.add("Retry-After", std::to_string(*seconds));
   }
-  return send(status, headers, error_envelope(status, code, message));
+  return send(error_status(error), headers, error_envelope(error));
 }
 
 }  // namespace lemon::net::detail

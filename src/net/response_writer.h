@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 
+#include "lemon/core/error.h"
 #include "lemon/net/server.h"
 
 namespace lemon::net::detail {
@@ -23,9 +24,6 @@ struct ResponseMode {
   bool http10 = false;        // HTTP/1.0 client: no chunked coding
   bool keep_alive = true;     // the connection may serve another request
 };
-
-// The JSON error envelope the server answers with itself.
-std::string error_envelope(int status, std::string_view code, std::string_view message);
 
 class SocketResponseWriter final : public ResponseWriter {
  public:
@@ -44,9 +42,9 @@ class SocketResponseWriter final : public ResponseWriter {
   bool keep_serving_half_closed() override;
   int client_fd() const override { return fd_; }
 
-  // Sends the server's own error envelope (Content-Type application/json),
-  // with Retry-After when `retry_after` > 0 seconds.
-  bool send_error(int status, std::string_view code, std::string_view message, int retry_after = 0);
+  // Answers `error` with the one error envelope (lemon/core/error_envelope.h,
+  // Content-Type application/json), with Retry-After when it carries one.
+  bool send_error(const Error& error);
 
   // A complete response was written and the connection may serve another.
   bool reusable() const { return state_ == State::kDone && keep_alive_; }

@@ -28,7 +28,7 @@ using namespace lemon;
 namespace {
 
 void envelope_is_json(const Error& e) {
-  std::string text = http::json_text(http::error_body(e));
+  std::string text = error_envelope(e);
   if (!nlohmann::json::accept(text)) {
     std::abort();
   }

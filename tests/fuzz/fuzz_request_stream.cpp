@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "lemon/core/error_envelope.h"
 #include "request_reader.h"
 #include "socket_input.h"
 
@@ -67,7 +68,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       detail::ReadOutcome out = reader.read(request);
       if (out.kind != detail::ReadOutcome::Kind::kRequest) {
         check(out.kind != detail::ReadOutcome::Kind::kReject ||
-              (out.status >= 400 && out.status < 600));
+              (out.rejection && error_status(*out.rejection) >= 400 &&
+               error_status(*out.rejection) < 600));
         break;
       }
       check(!request.method.empty() && !request.target.empty());

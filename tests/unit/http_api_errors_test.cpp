@@ -1,4 +1,4 @@
-// The error envelope (error_shape table, error_status, error_body) and the
+// The error envelope (error_shape table, error_status, error_envelope) and the
 // JSON request helpers (parse_json_object, string_field, bool_field).
 #include <gtest/gtest.h>
 
@@ -6,6 +6,7 @@
 #include <iterator>
 #include <string>
 
+#include "lemon/core/error_envelope.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/json_request.h"
 
@@ -47,6 +48,9 @@ const ShapeCase kShapes[] = {
     {ErrorCode::kMethodNotAllowed, 405, "invalid_request_error", "method_not_allowed"},
     {ErrorCode::kPayloadTooLarge, 413, "invalid_request_error", "payload_too_large"},
     {ErrorCode::kUnsupportedMediaType, 415, "invalid_request_error", "unsupported_media_type"},
+    {ErrorCode::kRequestTimeout, 408, "invalid_request_error", "request_timeout"},
+    {ErrorCode::kUriTooLong, 414, "invalid_request_error", "uri_too_long"},
+    {ErrorCode::kHeadersTooLarge, 431, "invalid_request_error", "headers_too_large"},
     {ErrorCode::kModelFilesMissing, 404, "invalid_request_error", "model_not_downloaded"},
     {ErrorCode::kBackendExited, 500, "server_error", "model_load_error"},
     {ErrorCode::kBackendStartTimeout, 500, "server_error", "model_load_error"},
@@ -57,6 +61,8 @@ const ShapeCase kShapes[] = {
     {ErrorCode::kBackendCrashed, 503, "server_error", "backend_unavailable"},
     {ErrorCode::kShuttingDown, 503, "server_error", "backend_unavailable"},
     {ErrorCode::kQueueFull, 503, "server_error", "queue_full"},
+    {ErrorCode::kDraining, 503, "server_error", "shutting_down"},
+    {ErrorCode::kServerBusy, 503, "server_error", "server_busy"},
     {ErrorCode::kUpstreamProtocol, 502, "server_error", "bad_gateway"},
     {ErrorCode::kGatewayTimeout, 504, "server_error", "gateway_timeout"},
     {ErrorCode::kCancelled, 499, "invalid_request_error", "client_closed_request"},
@@ -125,8 +131,32 @@ TEST(HttpApiErrorStatus, FallsBackToTheTable) {
   EXPECT_EQ(error_status(Error(ErrorCode::kUpstreamProtocol, "x").with_upstream_status(0)), 502);
 }
 
-// ---- error_body
-// ----------------------------------------------------------------------------------
+// ---- error_type_for_status ------------------------------------------------------------------
+
+TEST(HttpApiErrorTypeForStatus, ServerErrorFrom500Up) {
+  EXPECT_STREQ(error_type_for_status(400), "invalid_request_error");
+  EXPECT_STREQ(error_type_for_status(499), "invalid_request_error");
+  EXPECT_STREQ(error_type_for_status(500), "server_error");
+  EXPECT_STREQ(error_type_for_status(503), "server_error");
+}
+
+// ---- error_envelope
+// ------------------------------------------------------------------------------
+
+json error_body(const Error& e) {
+  return json::parse(error_envelope(e));
+}
+
+TEST(HttpApiErrorBody, KeysComeInTheDocumentedOrder) {
+  EXPECT_EQ(error_envelope(Error(ErrorCode::kModelNotFound, "no 'x'", "model")),
+            R"({"error":{"message":"no 'x'","type":"invalid_request_error","param":"model",)"
+            R"("code":"model_not_found"}})");
+}
+
+TEST(HttpApiErrorBody, InvalidUtf8InTheMessageIsReplacedNotThrown) {
+  json j = error_body(Error(ErrorCode::kInvalidRequest, "bad \xff byte"));
+  EXPECT_EQ(j["error"]["message"], "bad \xEF\xBF\xBD byte");
+}
 
 TEST(HttpApiErrorBody, HasExactlyMessageTypeParamCode) {
   json j = error_body(Error(ErrorCode::kModelNotFound, "model 'x' not found", "model"));

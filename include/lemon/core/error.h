@@ -29,6 +29,9 @@ enum class ErrorCode {
   kMethodNotAllowed,      // known path, wrong method
   kPayloadTooLarge,       // body over the configured limit
   kUnsupportedMediaType,  // POST body without the Content-Type the route takes
+  kRequestTimeout,        // the client did not send its head or body in time
+  kUriTooLong,            // request line over the limit
+  kHeadersTooLarge,       // head over the size or field-count limit
 
   // Load failures that a retry cannot fix: never trigger evict-all.
   kModelFilesMissing,     // resolved file(s) absent on disk
@@ -50,8 +53,10 @@ enum class ErrorCode {
   kGatewayTimeout,      // --request-timeout or --stream-idle-timeout fired
   kCancelled,           // the waiting client went away
   kShuttingDown,        // router is stopping
-  kQueueFull,           // --max-queued-requests requests already wait for this model or in all
-  kConflict,            // the model is busy with a conflicting operation (delete vs pull)
+  kDraining,    // the HTTP server drains after SIGTERM: no new request on an open connection
+  kServerBusy,  // --max-connections or --max-request-memory reached
+  kQueueFull,   // --max-queued-requests requests already wait for this model or in all
+  kConflict,    // the model is busy with a conflicting operation (delete vs pull)
   kInsufficientMemory,  // a model does not fit its device's memory budget even alone
   kSessionNotFound,     // no session with that id (never was, ended, or expired)
   kSessionBusy,         // the session is generating: no second generate, no append
@@ -82,6 +87,9 @@ inline constexpr ErrorCode kAllErrorCodes[] = {
     ErrorCode::kMethodNotAllowed,
     ErrorCode::kPayloadTooLarge,
     ErrorCode::kUnsupportedMediaType,
+    ErrorCode::kRequestTimeout,
+    ErrorCode::kUriTooLong,
+    ErrorCode::kHeadersTooLarge,
     ErrorCode::kModelFilesMissing,
     ErrorCode::kInvalidUserArgs,
     ErrorCode::kUnknownRecipe,
@@ -97,6 +105,8 @@ inline constexpr ErrorCode kAllErrorCodes[] = {
     ErrorCode::kGatewayTimeout,
     ErrorCode::kCancelled,
     ErrorCode::kShuttingDown,
+    ErrorCode::kDraining,
+    ErrorCode::kServerBusy,
     ErrorCode::kQueueFull,
     ErrorCode::kConflict,
     ErrorCode::kInsufficientMemory,

@@ -19,6 +19,7 @@
 #include "lemon/http/access_policy.h"
 #include "lemon/http/api_dialect.h"
 #include "lemon/http/inference_proxy.h"
+#include "lemon/http/model_provisioner.h"
 #include "lemon/http/route_table.h"
 #include "lemon/models/catalogue.h"
 #include "lemon/models/model_store.h"
@@ -194,11 +195,6 @@ class ApiServer {
   void handle_preset_delete(std::string_view id, net::ResponseWriter& w);
   // POST /load {"preset": id}.
   void handle_load_preset(const nlohmann::json& body, net::ResponseWriter& w);
-  // A request whose model is "preset.<id>": `model` becomes the preset's
-  // server name and, on chat, completions and responses, the preset's
-  // request-time values fill what `body` leaves out. True when the body
-  // changed; kModelNotFound for an unknown preset. Other names: no change.
-  Result<bool> apply_preset(std::string& model, nlohmann::json* body, ApiRoute route) const;
 
   // Management (handlers_management.cpp).
   void handle_health(net::ResponseWriter& w);
@@ -234,25 +230,10 @@ class ApiServer {
   // Deletes a model's files (and a user model's registration), as both
   // Lemonade's and Ollama's delete routes do; each writes the error itself.
   Status delete_model(const std::string& name);
-  // Downloads `model` when it is registered but not on disk (auto-load,
-  // /load), following `hooks` (cancellation, keepalive ticks). OK when there
-  // is nothing to download.
-  Status download_if_missing(std::string_view model, const WaitHooks& hooks);
-  // Runs `attempt` (an acquire or a load); when it fails because the model's
-  // files or its backend are missing, downloads or installs them and runs it
-  // again. The one place auto-load gets what a model needs.
-  Status fetch_missing_and_retry(std::string_view model, const RecipeOptions& request_options,
-                                 const WaitHooks& hooks, const std::function<Status()>& attempt);
 
   // Backends (handlers_backends.cpp).
   void handle_install(net::Request& r, net::ResponseWriter& w);
   void handle_uninstall(net::Request& r, net::ResponseWriter& w);
-  // Installs the backend `model` needs with `request_options` when it has no
-  // executable (auto-load, /load), following `hooks`. kUnsupportedOperation
-  // when this is not for the installer: no Linux release, or the user set
-  // LEMONADE_<RECIPE>_<BACKEND>_BIN (the load's own error is then reported).
-  Status install_backend_for(std::string_view model, const RecipeOptions& request_options,
-                             const WaitHooks& hooks);
 
   // Inference (handlers_inference.cpp).
   void handle_json_inference(ApiRoute route, net::Request& r, net::ResponseWriter& w);
@@ -318,6 +299,8 @@ class ApiServer {
   Router& router_;
   StatsStore& stats_;
   Observers observers_;
+  // Every handler that serves a model by name asks it (issue #28 §2).
+  ModelProvisioner provisioner_;
   GenerationDefaults params_;
   RouteTable routes_;
   std::unique_ptr<SessionTable> sessions_;

@@ -1,8 +1,6 @@
-// The one error envelope every route uses (docs/api.md "Errors"):
-//   {"error":{"message":"...","type":"...","param":<string|null>,"code":"..."}}
-// The HTTP status, type and code come from the ErrorCode alone, through one
-// table (error_status); a backend's own status is kept when the error came
-// from a backend (Error::upstream_status).
+// JSON responses: the body's text, the headers, and the headers of an error
+// answer. The error envelope itself, and the status, type and code of each
+// ErrorCode, are core's (lemon/core/error_envelope.h), shared with net.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -12,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lemon/core/error.h"
+#include "lemon/core/error_envelope.h"
 #include "lemon/net/message.h"
 
 namespace lemon::net {
@@ -19,23 +18,6 @@ class ResponseWriter;
 }
 
 namespace lemon::http {
-
-struct ErrorShape {
-  int status;
-  const char* type;  // "invalid_request_error", "authentication_error", "server_error", ...
-  const char* code;  // stable: "model_not_found", "model_load_error", ...
-};
-
-// The table: ErrorCode -> (HTTP status, type, code).
-ErrorShape error_shape(ErrorCode code);
-
-// The status to answer with: the backend's own status when the error carries
-// one, else the table's.
-int error_status(const Error& error);
-
-// The envelope as JSON. The message includes Error::detail() (backend output
-// tail) after a blank line when present.
-nlohmann::json error_body(const Error& error);
 
 // Serializes `j` for a response body; invalid UTF-8 in strings (a client's or
 // a backend's bytes quoted in a message) becomes U+FFFD instead of throwing.

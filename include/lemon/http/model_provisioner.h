@@ -1,0 +1,70 @@
+// One path for a request's `model` (issue #28 §2): the preset it may name,
+// then the router's lease or load, and, when that finds the model's files or
+// its backend missing, a download or an install and one more try. Every
+// handler that serves a model by name goes through here, once.
+//
+// Ownership: holds references to the catalogue, presets, store, installer
+// and router, which outlive it. Thread-safety: every method may be called
+// from any connection thread at once; waits follow the caller's WaitHooks.
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "lemon/backends/backend_installer.h"
+#include "lemon/backends/wrapped_server.h"
+#include "lemon/core/error.h"
+#include "lemon/models/catalogue.h"
+#include "lemon/models/model_store.h"
+#include "lemon/models/preset_catalogue.h"
+#include "lemon/models/recipe_options.h"
+#include "lemon/router/router.h"
+
+namespace lemon::http {
+
+class ModelProvisioner {
+ public:
+  // `cli_options` is the CLI/environment layer of load options, which a
+  // backend install follows (the backend a model will run with).
+  ModelProvisioner(const ModelCatalogue& catalogue, const PresetCatalogue& presets,
+                   ModelStore& store, BackendInstaller& installer, Router& router,
+                   RecipeOptions cli_options);
+
+  // A request whose model is "preset.<id>": `model` becomes the preset's
+  // server name and, on chat, completions and responses, the preset's
+  // request-time values fill what `body` leaves out. True when the body
+  // changed; kModelNotFound for an unknown preset. Other names: no change.
+  Result<bool> apply_preset(std::string& model, nlohmann::json* body, ApiRoute route) const;
+
+  // A lease on `model` (Router::acquire), loading it if needed.
+  Result<Lease> acquire(std::string_view model, const WaitHooks& hooks,
+                        std::optional<ModelType> required = std::nullopt,
+                        std::optional<KeepAlive> keep_alive = std::nullopt);
+
+  // Loads `model` with `options` (Router::load).
+  Status load(std::string_view model, const RecipeOptions& options, const WaitHooks& hooks);
+
+ private:
+  // Runs `attempt`; when it fails because the model's files or its backend
+  // are missing, downloads or installs them and runs it again.
+  Status provision(std::string_view model, const RecipeOptions& options, const WaitHooks& hooks,
+                   const std::function<Status()>& attempt);
+  // Installs the backend `model` needs with `options` when it has no
+  // executable. kUnsupportedOperation when this is not for the installer:
+  // no Linux release, or the user set LEMONADE_<RECIPE>_<BACKEND>_BIN (the
+  // load's own error is then reported).
+  Status install_backend_for(std::string_view model, const RecipeOptions& options,
+                             const WaitHooks& hooks);
+
+  const ModelCatalogue& catalogue_;
+  const PresetCatalogue& presets_;
+  ModelStore& store_;
+  BackendInstaller& installer_;
+  Router& router_;
+  const RecipeOptions cli_options_;
+};
+
+}  // namespace lemon::http

@@ -1,0 +1,116 @@
+#include "lemon/http/model_provisioner.h"
+
+#include <cstdlib>
+#include <utility>
+
+#include "lemon/backends/backend_release.h"
+#include "lemon/backends/binary_locator.h"
+#include "lemon/backends/server_factory.h"
+#include "lemon/models/preset.h"
+
+namespace lemon::http {
+
+ModelProvisioner::ModelProvisioner(const ModelCatalogue& catalogue, const PresetCatalogue& presets,
+                                   ModelStore& store, BackendInstaller& installer, Router& router,
+                                   RecipeOptions cli_options)
+    : catalogue_(catalogue),
+      presets_(presets),
+      store_(store),
+      installer_(installer),
+      router_(router),
+      cli_options_(std::move(cli_options)) {}
+
+Result<bool> ModelProvisioner::apply_preset(std::string& model, nlohmann::json* body,
+                                            ApiRoute route) const {
+  auto entry = presets_.for_request(model);
+  if (!entry.ok()) {
+    return std::move(entry).error();
+  }
+  if (!*entry) {
+    return false;
+  }
+  model = (*entry)->server;
+  const bool generates = route == ApiRoute::kChatCompletions || route == ApiRoute::kCompletions ||
+                         route == ApiRoute::kResponses;
+  return generates && body != nullptr && apply_preset_defaults((*entry)->preset, *body);
+}
+
+Result<Lease> ModelProvisioner::acquire(std::string_view model, const WaitHooks& hooks,
+                                        std::optional<ModelType> required,
+                                        std::optional<KeepAlive> keep_alive) {
+  // The router checks the model's type (before loading anything) and leases
+  // a loaded model without touching the catalogue.
+  std::optional<Lease> lease;
+  Status got = provision(model, RecipeOptions{}, hooks, [&]() -> Status {
+    auto acquired = router_.acquire(model, hooks, required, keep_alive);
+    if (!acquired.ok()) {
+      return std::move(acquired).error();
+    }
+    lease.emplace(std::move(acquired).value());
+    return ok_status();
+  });
+  if (!got.ok()) {
+    return std::move(got).error();
+  }
+  return std::move(*lease);
+}
+
+Status ModelProvisioner::load(std::string_view model, const RecipeOptions& options,
+                              const WaitHooks& hooks) {
+  return provision(model, options, hooks, [&] { return router_.load(model, options, hooks); });
+}
+
+Status ModelProvisioner::provision(std::string_view model, const RecipeOptions& options,
+                                   const WaitHooks& hooks, const std::function<Status()>& attempt) {
+  Status result = attempt();
+  if (result.ok()) {
+    return result;  // the common case: no preset lookup on the request path
+  }
+  // A preset's server downloads and installs what its base model needs.
+  const std::string base = presets_.catalogue_name(model);
+  if (result.error().code() == ErrorCode::kModelFilesMissing) {
+    DownloadWait wait;
+    wait.cancelled = hooks.cancelled;
+    wait.on_tick = hooks.on_tick;
+    wait.tick_interval = hooks.tick_interval;
+    if (Status fetched = store_.ensure_downloaded(base, wait); !fetched.ok()) {
+      return fetched;
+    }
+    result = attempt();
+  }
+  if (!result.ok() && result.error().code() == ErrorCode::kBackendBinaryMissing) {
+    Status installed = install_backend_for(base, options, hooks);
+    if (installed.ok()) {
+      result = attempt();
+    } else if (installed.error().code() != ErrorCode::kUnsupportedOperation) {
+      return installed;  // kUnsupportedOperation: the load's own error says more
+    }
+  }
+  return result;
+}
+
+Status ModelProvisioner::install_backend_for(std::string_view model, const RecipeOptions& options,
+                                             const WaitHooks& hooks) {
+  auto info = catalogue_.find(model);
+  if (!info) {
+    return Error(ErrorCode::kUnsupportedOperation, "unknown model");
+  }
+  RecipeOptions effective =
+      options.inherit(info->saved_options).inherit(cli_options_).restricted_to(info->recipe);
+  const std::string backend = backend_for(info->recipe, effective);
+  // A LEMONADE_<RECIPE>_<BACKEND>_BIN the user set is their choice, even
+  // when it points nowhere: report that, never install over it.
+  BinaryQuery query{info->recipe, info->recipe == "flm" ? "" : backend,
+                    backend_executable(info->recipe)};
+  if (const char* set = std::getenv(binary_env_var(query).c_str());
+      set != nullptr && *set != '\0') {
+    return Error(ErrorCode::kUnsupportedOperation, binary_env_var(query) + " is set");
+  }
+  download::FollowHooks follow;
+  follow.cancelled = hooks.cancelled;
+  follow.on_tick = hooks.on_tick;
+  follow.tick_interval = hooks.tick_interval;
+  return installer_.ensure_installed(info->recipe, backend, follow);
+}
+
+}  // namespace lemon::http
