@@ -10,6 +10,16 @@
 namespace lemon {
 namespace {
 
+// "checkpoint 'org/name:file' (role)", for messages.
+std::string checkpoint_label(const std::string& checkpoint, const std::string& role) {
+  std::string out = "checkpoint '";
+  out += checkpoint;
+  out += "' (";
+  out += role;
+  out += ')';
+  return out;
+}
+
 // Roles fetched, main first.
 std::vector<std::pair<std::string, std::string>> fetched_roles(const ModelInfo& info) {
   std::vector<std::pair<std::string, std::string>> roles;
@@ -73,8 +83,8 @@ Result<std::vector<std::string>> plan_repositories(const ModelInfo& info) {
     auto ref = hf::split_checkpoint(ckpt);
     if (!is_valid_repo_id(ref.repo)) {
       return Error(ErrorCode::kInvalidRequest,
-                   "checkpoint '" + ckpt + "' (" + role +
-                       ") does not name a Hugging Face repository (org/name[:file])",
+                   checkpoint_label(ckpt, role) +
+                       " does not name a Hugging Face repository (org/name[:file])",
                    "checkpoint");
     }
     if (std::find(repos.begin(), repos.end(), ref.repo) == repos.end()) {
@@ -156,8 +166,7 @@ Result<std::vector<PlannedFile>> plan_download(const ModelInfo& info,
     }
     if (ref.variant.empty()) {
       return Error(ErrorCode::kInvalidRequest,
-                   "checkpoint '" + ckpt + "' (" + role + ") must name a file: org/name:file",
-                   "checkpoint");
+                   checkpoint_label(ckpt, role) + " must name a file: org/name:file", "checkpoint");
     }
     const HubFile* f = listing.find(ref.variant);
     if (f == nullptr) {

@@ -143,6 +143,7 @@ class Chooser {
       return not_found(pattern);
     }
     std::vector<std::string> rels;
+    rels.reserve(files.size());
     for (const auto* f : files) {
       rels.push_back(f->rel);
     }

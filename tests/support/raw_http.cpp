@@ -69,7 +69,10 @@ std::string raw_request_text(int port, const std::string& method, const std::str
     text += "Host: 127.0.0.1:" + std::to_string(port) + "\r\n";
   }
   for (const auto& [k, v] : headers) {
-    text += k + ": " + v + "\r\n";
+    text += k;
+    text += ": ";
+    text += v;
+    text += "\r\n";
   }
   text += "Connection: close\r\n";
   const bool bodiless_method = method == "GET" || method == "HEAD" || method == "OPTIONS";

@@ -66,7 +66,7 @@ constexpr std::size_t kBreakAt = 3000;  // bytes /flaky sends before dropping th
 class DownloadTransferTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (std::size_t i = 0; i < 200 * 1024; ++i) {
+    for (std::size_t i = 0; i < std::size_t{200} * 1024; ++i) {
       content_ += static_cast<char>((i * 2654435761u >> 13) & 0xff);
     }
     corrupt_ = content_;

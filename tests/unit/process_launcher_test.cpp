@@ -393,6 +393,7 @@ TEST_F(Launcher, ConcurrentTerminatesAllReturnOnceTheChildIsGone) {
   ASSERT_NE(c, nullptr);
   ASSERT_TRUE(wait_for_line(*c, "ready"));
   std::vector<std::thread> threads;
+  threads.reserve(4);
   std::atomic<int> returned_running{0};
   for (int i = 0; i < 4; ++i) {
     threads.emplace_back([&] {

@@ -13,7 +13,7 @@ namespace lemon::telemetry {
 namespace {
 
 namespace fs = std::filesystem;
-constexpr std::int64_t kMiB = std::int64_t{1024} * 1024;
+constexpr std::int64_t kOneMiB = std::int64_t{1024} * 1024;
 
 void write(const fs::path& path, std::int64_t value) {
   fs::create_directories(path.parent_path());
@@ -30,10 +30,10 @@ TEST(SystemDeviceMemory, ReadsRamAndAmdGpusInCardNumberOrder) {
   // card2 and card10: numeric order, not "card10" < "card2". card1 has no
   // VRAM files (a display-only device) and is not a GPU here; connectors are
   // skipped.
-  write(drm / "card2/device/mem_info_vram_total", 8192 * kMiB);
-  write(drm / "card2/device/mem_info_vram_used", 1024 * kMiB);
-  write(drm / "card10/device/mem_info_vram_total", 4096 * kMiB);
-  write(drm / "card10/device/mem_info_vram_used", 4096 * kMiB);
+  write(drm / "card2/device/mem_info_vram_total", 8192 * kOneMiB);
+  write(drm / "card2/device/mem_info_vram_used", 1024 * kOneMiB);
+  write(drm / "card10/device/mem_info_vram_total", 4096 * kOneMiB);
+  write(drm / "card10/device/mem_info_vram_used", 4096 * kOneMiB);
   fs::create_directories(drm / "card1/device");
   fs::create_directories(drm / "card2-DP-1");
 
@@ -44,10 +44,10 @@ TEST(SystemDeviceMemory, ReadsRamAndAmdGpusInCardNumberOrder) {
   EXPECT_EQ(readings[0].total, 16777216LL * 1024);
   EXPECT_EQ(readings[0].available, 8388608LL * 1024);
   EXPECT_EQ(readings[1].device, "gpu0");
-  EXPECT_EQ(readings[1].total, 8192 * kMiB);
-  EXPECT_EQ(readings[1].available, 7168 * kMiB);
+  EXPECT_EQ(readings[1].total, 8192 * kOneMiB);
+  EXPECT_EQ(readings[1].available, 7168 * kOneMiB);
   EXPECT_EQ(readings[2].device, "gpu1");
-  EXPECT_EQ(readings[2].total, 4096 * kMiB);
+  EXPECT_EQ(readings[2].total, 4096 * kOneMiB);
   EXPECT_EQ(readings[2].available, 0);
 }
 
