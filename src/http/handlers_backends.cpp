@@ -1,8 +1,6 @@
-// Backend routes: /install, /uninstall, and the install step of auto-load
-// (issue #8). Streaming /install speaks the same SSE events as /pull.
-#include <cstdlib>
-
-#include "lemon/backends/binary_locator.h"
+// Backend routes: /install and /uninstall (issue #8); auto-load's install
+// step is ModelProvisioner's. Streaming /install speaks the same SSE events
+// as /pull.
 #include "lemon/backends/server_factory.h"
 #include "lemon/http/api_server.h"
 #include "lemon/http/error_response.h"
