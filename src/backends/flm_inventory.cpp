@@ -1,4 +1,5 @@
 #include "lemon/backends/flm_inventory.h"
+#include "lemon/core/mutex.h"
 
 #include "lemon/backends/binary_locator.h"
 #include "lemon/core/log.h"
@@ -10,7 +11,7 @@ FlmInventory::FlmInventory(ProcessLauncher& launcher, std::string cache_dir,
     : launcher_(launcher), cache_dir_(std::move(cache_dir)), ttl_(ttl) {}
 
 std::vector<std::string> FlmInventory::installed() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto now = std::chrono::steady_clock::now();
   if (!valid_ || now - fetched_ >= ttl_) {
     cached_ = query();

@@ -1,4 +1,5 @@
 #include "lemon/backends/process_server.h"
+#include "lemon/core/mutex.h"
 
 #include <cstdlib>
 #include <filesystem>
@@ -214,19 +215,19 @@ Status ProcessServer::start(const std::function<bool()>& cancelled) {
     ReadyOutcome outcome = wait_ready(*child, *client, deadline, cancelled);
     if (outcome == ReadyOutcome::kReady) {
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         child_ = child;
         port_ = *port;
         client_ = std::move(client);
       }
       {
-        std::lock_guard lock(exit_watch_->mu);
+        MutexLock lock(exit_watch_->mu);
         exit_watch_->listener = exit_listener();
       }
       child->on_exit([watch = exit_watch_, name = model_name()](const ExitStatus& status) {
         std::function<void()> listener;
         {
-          std::lock_guard lock(watch->mu);
+          MutexLock lock(watch->mu);
           if (watch->stopping) {
             return;
           }
@@ -238,7 +239,7 @@ Status ProcessServer::start(const std::function<bool()>& cancelled) {
         if (listener) {
           listener();
         }
-        std::lock_guard lock(watch->mu);
+        MutexLock lock(watch->mu);
         --watch->running;
         watch->cv.notify_all();
       });
@@ -279,7 +280,7 @@ Status ProcessServer::start(const std::function<bool()>& cancelled) {
 }
 
 std::string ProcessServer::exit_description() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!child_) {
     return {};
   }
@@ -289,16 +290,16 @@ std::string ProcessServer::exit_description() const {
 
 void ProcessServer::stop() {
   {
-    std::unique_lock lock(exit_watch_->mu);
+    MutexLock lock(exit_watch_->mu);
     exit_watch_->stopping = true;
-    exit_watch_->cv.wait(lock, [&] {
+    exit_watch_->cv.wait(lock, [&]() LEMON_REQUIRES(exit_watch_->mu) {
       return exit_watch_->running == 0 || exit_watch_->running_thread == std::this_thread::get_id();
     });
   }
   std::shared_ptr<ChildProcess> child;
   int port = 0;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     child = child_;
     port = port_;
   }
@@ -316,17 +317,17 @@ void ProcessServer::stop() {
 }
 
 bool ProcessServer::exited() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return child_ == nullptr || !child_->running();
 }
 
 std::string ProcessServer::base_url() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return "http://127.0.0.1:" + std::to_string(port_);
 }
 
 std::optional<int> ProcessServer::pid() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!child_) {
     return std::nullopt;
   }
@@ -338,7 +339,7 @@ net::UpstreamClient& ProcessServer::client() {
 }
 
 std::vector<std::string> ProcessServer::last_output(std::size_t n) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return child_ ? child_->last_lines(n) : std::vector<std::string>{};
 }
 

@@ -1,4 +1,5 @@
 #include "lemon/cli/router_launcher.h"
+#include "lemon/core/mutex.h"
 
 #include <fcntl.h>
 #include <linux/close_range.h>
@@ -202,7 +203,7 @@ void LaunchedRouter::pump(int fd, bool echo, int log_fd) {
     partial.append(buf, len);
     std::size_t start = 0;
     for (auto nl = partial.find('\n'); nl != std::string::npos; nl = partial.find('\n', start)) {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       lines_.push_back(partial.substr(start, nl - start));
       if (lines_.size() > kKeptLines) {
         lines_.pop_front();
@@ -212,7 +213,7 @@ void LaunchedRouter::pump(int fd, bool echo, int log_fd) {
     partial.erase(0, start);
   }
   if (!partial.empty()) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     lines_.push_back(partial);
   }
   ::close(fd);
@@ -289,7 +290,7 @@ int LaunchedRouter::stop(std::chrono::milliseconds grace) {
 }
 
 std::vector<std::string> LaunchedRouter::last_lines() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return {lines_.begin(), lines_.end()};
 }
 

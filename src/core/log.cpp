@@ -1,8 +1,7 @@
 #include "lemon/core/log.h"
+#include "lemon/core/mutex.h"
 
 #include <array>
-#include <mutex>
-#include <shared_mutex>
 
 #include <spdlog/sinks/dist_sink.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -13,11 +12,11 @@ namespace {
 constexpr const char* kPattern = "%Y-%m-%d %H:%M:%S.%e %^%-5l%$ [%n] %v";
 
 struct LogState {
-  std::mutex mu;
-  std::shared_ptr<spdlog::sinks::dist_sink_mt> sink;  // guarded by mu (the pointer)
+  Mutex mu;
+  std::shared_ptr<spdlog::sinks::dist_sink_mt> sink LEMON_GUARDED_BY(mu);  // (the pointer)
   spdlog::level::level_enum level = spdlog::level::info;
-  std::shared_mutex tap_mu;
-  OutputTap tap;  // guarded by tap_mu
+  SharedMutex tap_mu;
+  OutputTap tap LEMON_GUARDED_BY(tap_mu);
 };
 
 LogState& state() {
@@ -25,8 +24,7 @@ LogState& state() {
   return s;
 }
 
-// REQUIRES: s.mu held.
-void ensure_sink(LogState& s) {
+void ensure_sink(LogState& s) LEMON_REQUIRES(s.mu) {
   if (!s.sink) {
     s.sink = std::make_shared<spdlog::sinks::dist_sink_mt>();
     s.sink->add_sink(std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
@@ -65,7 +63,7 @@ bool is_valid_log_level(std::string_view level) {
 
 void init_logging(std::string_view level) {
   auto& s = state();
-  std::lock_guard lock(s.mu);
+  MutexLock lock(s.mu);
   ensure_sink(s);
   s.level = to_spdlog(level);
   spdlog::set_pattern(kPattern);
@@ -74,14 +72,14 @@ void init_logging(std::string_view level) {
 
 void set_log_level(std::string_view level) {
   auto& s = state();
-  std::lock_guard lock(s.mu);
+  MutexLock lock(s.mu);
   s.level = to_spdlog(level);
   spdlog::apply_all([&](const std::shared_ptr<spdlog::logger>& l) { l->set_level(s.level); });
 }
 
 std::string current_log_level() {
   auto& s = state();
-  std::lock_guard lock(s.mu);
+  MutexLock lock(s.mu);
   for (const auto& [name, value] : kLevels) {
     if (value == s.level) {
       return std::string(name);
@@ -92,14 +90,14 @@ std::string current_log_level() {
 
 void add_log_sink(const spdlog::sink_ptr& sink) {
   auto& s = state();
-  std::lock_guard lock(s.mu);
+  MutexLock lock(s.mu);
   ensure_sink(s);
   s.sink->add_sink(sink);
 }
 
 void remove_log_sink(const spdlog::sink_ptr& sink) {
   auto& s = state();
-  std::lock_guard lock(s.mu);
+  MutexLock lock(s.mu);
   if (s.sink) {
     s.sink->remove_sink(sink);
   }
@@ -107,7 +105,7 @@ void remove_log_sink(const spdlog::sink_ptr& sink) {
 
 std::shared_ptr<spdlog::logger> logger(const std::string& component) {
   auto& s = state();
-  std::lock_guard lock(s.mu);
+  MutexLock lock(s.mu);
   if (auto existing = spdlog::get(component)) {
     return existing;
   }
@@ -121,13 +119,13 @@ std::shared_ptr<spdlog::logger> logger(const std::string& component) {
 
 void set_output_tap(OutputTap tap) {
   auto& s = state();
-  std::unique_lock lock(s.tap_mu);
+  SharedMutexLock lock(s.tap_mu);
   s.tap = std::move(tap);
 }
 
 void tap_child_output(std::string_view model, std::string_view line) {
   auto& s = state();
-  std::shared_lock lock(s.tap_mu);
+  ReaderLock lock(s.tap_mu);
   if (s.tap) {
     s.tap(model, line);
   }

@@ -7,13 +7,12 @@
 // Thread-safety: push()/drain()/finish() from the transfer thread only.
 #pragma once
 
-#include <condition_variable>
 #include <cstring>
 #include <deque>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "lemon/core/mutex.h"
 #include "lemon/download/checksum.h"
 
 namespace lemon::download {
@@ -28,8 +27,8 @@ class HashPipe {
   HashPipe& operator=(const HashPipe&) = delete;
 
   void push(const char* data, std::size_t size) {
-    std::unique_lock lock(mu_);
-    space_.wait(lock, [&] { return queued_ < kMaxQueued; });
+    MutexLock lock(mu_);
+    space_.wait(lock, [&]() LEMON_REQUIRES(mu_) { return queued_ < kMaxQueued; });
     std::vector<char> buf;
     if (!free_.empty()) {
       buf = std::move(free_.back());
@@ -43,14 +42,14 @@ class HashPipe {
 
   // Waits until every pushed byte has been hashed.
   void drain() {
-    std::unique_lock lock(mu_);
-    space_.wait(lock, [&] { return queued_ == 0; });
+    MutexLock lock(mu_);
+    space_.wait(lock, [&]() LEMON_REQUIRES(mu_) { return queued_ == 0; });
   }
 
   // Hashes what is left and stops the thread; the Hasher is then complete.
   void stop() {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (stopping_) {
         return;
       }
@@ -62,9 +61,9 @@ class HashPipe {
 
  private:
   void run() {
-    std::unique_lock lock(mu_);
+    MutexLock lock(mu_);
     while (true) {
-      data_.wait(lock, [&] { return !queue_.empty() || stopping_; });
+      data_.wait(lock, [&]() LEMON_REQUIRES(mu_) { return !queue_.empty() || stopping_; });
       if (queue_.empty()) {
         return;  // stopping, and nothing left
       }
@@ -82,13 +81,13 @@ class HashPipe {
   }
 
   Hasher& hasher_;
-  std::mutex mu_;
-  std::condition_variable data_;
-  std::condition_variable space_;
-  std::deque<std::vector<char>> queue_;
-  std::vector<std::vector<char>> free_;
-  std::size_t queued_ = 0;
-  bool stopping_ = false;
+  Mutex mu_;
+  CondVar data_;
+  CondVar space_;
+  std::deque<std::vector<char>> queue_ LEMON_GUARDED_BY(mu_);
+  std::vector<std::vector<char>> free_ LEMON_GUARDED_BY(mu_);
+  std::size_t queued_ LEMON_GUARDED_BY(mu_) = 0;
+  bool stopping_ LEMON_GUARDED_BY(mu_) = false;
   std::thread worker_;  // last: starts after the members it uses
 };
 

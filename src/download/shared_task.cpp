@@ -1,4 +1,5 @@
 #include "lemon/download/shared_task.h"
+#include "lemon/core/mutex.h"
 
 #include <algorithm>
 #include <atomic>
@@ -7,19 +8,19 @@
 namespace lemon::download {
 
 struct SharedTasks::Task final : TaskContext {
-  mutable std::mutex mu;
-  mutable std::condition_variable cv;
-  TaskProgress progress;         // guarded by mu
-  std::uint64_t version = 0;     // guarded by mu
-  std::optional<Status> result;  // guarded by mu
-  int followers = 0;             // guarded by mu
-  bool pinned = false;           // guarded by mu
+  mutable Mutex mu;
+  mutable CondVar cv;
+  TaskProgress progress LEMON_GUARDED_BY(mu);
+  std::uint64_t version LEMON_GUARDED_BY(mu) = 0;
+  std::optional<Status> result LEMON_GUARDED_BY(mu);
+  int followers LEMON_GUARDED_BY(mu) = 0;
+  bool pinned LEMON_GUARDED_BY(mu) = false;
   std::atomic<bool> cancel{false};
   std::atomic<bool> thread_done{false};
 
   void publish(const TaskProgress& p) override {
     {
-      std::lock_guard lock(mu);
+      MutexLock lock(mu);
       progress = p;
       ++version;
     }
@@ -28,7 +29,7 @@ struct SharedTasks::Task final : TaskContext {
   bool cancelled() const override { return cancel.load(); }
 
   void leave() {
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     if (--followers == 0 && !pinned && !result) {
       cancel = true;
     }
@@ -63,9 +64,10 @@ std::pair<TaskProgress, std::uint64_t> SharedTasks::Follower::wait_progress(
   if (!task_) {
     return {TaskProgress{}, 0};
   }
-  std::unique_lock lock(task_->mu);
-  task_->cv.wait_for(lock, timeout,
-                     [&] { return task_->version > seen_version || task_->result.has_value(); });
+  MutexLock lock(task_->mu);
+  task_->cv.wait_for(lock, timeout, [&]() LEMON_REQUIRES(task_->mu) {
+    return task_->version > seen_version || task_->result.has_value();
+  });
   return {task_->progress, task_->version};
 }
 
@@ -73,13 +75,13 @@ std::optional<Status> SharedTasks::Follower::result() const {
   if (!task_) {
     return Status(Error(ErrorCode::kCancelled, "not following a task"));
   }
-  std::lock_guard lock(task_->mu);
+  MutexLock lock(task_->mu);
   return task_->result;
 }
 
 void SharedTasks::Follower::pin() {
   if (task_) {
-    std::lock_guard lock(task_->mu);
+    MutexLock lock(task_->mu);
     task_->pinned = true;
   }
 }
@@ -87,7 +89,7 @@ void SharedTasks::Follower::pin() {
 SharedTasks::~SharedTasks() {
   std::vector<std::pair<std::shared_ptr<Task>, std::thread>> threads;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     closed_ = true;
     for (auto& [key, task] : running_) {
       task->cancel = true;
@@ -101,12 +103,12 @@ SharedTasks::~SharedTasks() {
 
 SharedTasks::Follower SharedTasks::run_or_join(const std::string& key, TaskFn fn, EndFn on_end) {
   Follower f;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::shared_ptr<Task> previous;  // a task for `key` that is being cancelled
   if (auto it = running_.find(key); it != running_.end()) {
     {
       // Under the task's lock, as leave() raises `cancel` under it.
-      std::lock_guard task_lock(it->second->mu);
+      MutexLock task_lock(it->second->mu);
       if (!it->second->cancel) {
         ++it->second->followers;
         f.task_ = it->second;
@@ -118,12 +120,16 @@ SharedTasks::Follower SharedTasks::run_or_join(const std::string& key, TaskFn fn
     previous = it->second;
   }
   auto task = std::make_shared<Task>();
-  task->followers = 1;
   f.task_ = task;
   f.started_ = true;
-  if (closed_) {
-    task->result = Status(Error(ErrorCode::kShuttingDown, "shutting down"));
-    return f;
+  {
+    // No other thread sees the task yet; its fields keep their one rule.
+    MutexLock task_lock(task->mu);
+    task->followers = 1;
+    if (closed_) {
+      task->result = Status(Error(ErrorCode::kShuttingDown, "shutting down"));
+      return f;
+    }
   }
   running_[key] = task;
   // Join the threads of tasks that have ended (their join is immediate).
@@ -137,8 +143,9 @@ SharedTasks::Follower SharedTasks::run_or_join(const std::string& key, TaskFn fn
   }
   auto body = [this, key, task, previous, fn = std::move(fn), on_end = std::move(on_end)] {
     if (previous) {
-      std::unique_lock prev_lock(previous->mu);
-      previous->cv.wait(prev_lock, [&] { return previous->result.has_value(); });
+      MutexLock prev_lock(previous->mu);
+      previous->cv.wait(
+          prev_lock, [&]() LEMON_REQUIRES(previous->mu) { return previous->result.has_value(); });
     }
     Status result;
     try {
@@ -149,7 +156,7 @@ SharedTasks::Follower SharedTasks::run_or_join(const std::string& key, TaskFn fn
       result = Error(ErrorCode::kInternal, "task failed with an unknown exception");
     }
     {
-      std::lock_guard map_lock(mu_);
+      MutexLock map_lock(mu_);
       if (auto it = running_.find(key); it != running_.end() && it->second == task) {
         running_.erase(it);
       }
@@ -158,7 +165,7 @@ SharedTasks::Follower SharedTasks::run_or_join(const std::string& key, TaskFn fn
       on_end(result);  // after the task left the map: running(key) is false
     }
     {
-      std::lock_guard task_lock(task->mu);
+      MutexLock task_lock(task->mu);
       task->result = std::move(result);
     }
     task->cv.notify_all();
@@ -170,7 +177,7 @@ SharedTasks::Follower SharedTasks::run_or_join(const std::string& key, TaskFn fn
     threads_.emplace_back(task, std::move(thread));
   } catch (const std::exception& e) {
     running_.erase(key);
-    std::lock_guard task_lock(task->mu);
+    MutexLock task_lock(task->mu);
     task->result =
         Status(Error(ErrorCode::kInternal, std::string("cannot start a task: ") + e.what()));
   }
@@ -178,7 +185,7 @@ SharedTasks::Follower SharedTasks::run_or_join(const std::string& key, TaskFn fn
 }
 
 bool SharedTasks::running(const std::string& key) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return running_.contains(key);
 }
 

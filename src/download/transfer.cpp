@@ -1,4 +1,5 @@
 #include "lemon/download/transfer.h"
+#include "lemon/core/mutex.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -8,7 +9,6 @@
 #include <cerrno>
 #include <charconv>
 #include <cmath>
-#include <condition_variable>
 #include <cstdlib>
 #include <mutex>
 #include <optional>
@@ -37,10 +37,10 @@ void global_init() {
 // ---- the process-wide limit on concurrent transfers ------------------------------------
 
 struct TransferSlots {
-  std::mutex mu;
-  std::condition_variable cv;
-  int max = 4;
-  int used = 0;
+  Mutex mu;
+  CondVar cv;
+  int max LEMON_GUARDED_BY(mu) = 4;
+  int used LEMON_GUARDED_BY(mu) = 0;
 };
 
 TransferSlots& slots() {
@@ -58,7 +58,7 @@ class SlotGuard {
     if (held_) {
       TransferSlots& s = slots();
       {
-        std::lock_guard lock(s.mu);
+        MutexLock lock(s.mu);
         --s.used;
       }
       s.cv.notify_one();
@@ -71,7 +71,7 @@ class SlotGuard {
 
 Result<SlotGuard> take_slot(const CancelledFn& cancelled) {
   TransferSlots& s = slots();
-  std::unique_lock lock(s.mu);
+  MutexLock lock(s.mu);
   while (s.used >= s.max) {
     if (cancelled && cancelled()) {
       return Error(ErrorCode::kCancelled, "cancelled while waiting for a download slot");
@@ -188,7 +188,7 @@ TransferOptions TransferOptions::from_environment() {
 void set_max_concurrent_transfers(int n) {
   TransferSlots& s = slots();
   {
-    std::lock_guard lock(s.mu);
+    MutexLock lock(s.mu);
     s.max = std::max(1, n);
   }
   s.cv.notify_all();

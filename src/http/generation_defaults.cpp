@@ -1,6 +1,7 @@
 // GenerationDefaults: POST /params (Lemonade 9.4.1 registers the route but
 // stores nothing). Here it sets sampling defaults for chat, completions and
 // responses requests that leave the fields out.
+#include "lemon/core/mutex.h"
 #include "lemon/http/api_server.h"
 #include "lemon/models/sampling_rule.h"
 
@@ -48,7 +49,7 @@ Result<nlohmann::json> GenerationDefaults::update(const nlohmann::json& changes)
       }
     }
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& [key, value] : changes.items()) {
     if (value.is_null()) {
       values_.erase(key);
@@ -61,7 +62,7 @@ Result<nlohmann::json> GenerationDefaults::update(const nlohmann::json& changes)
 }
 
 nlohmann::json GenerationDefaults::get() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return values_;
 }
 
@@ -69,7 +70,7 @@ bool GenerationDefaults::apply(nlohmann::json& body) const {
   if (!any_.load()) {
     return false;
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   bool changed = false;
   for (const auto& [key, value] : values_.items()) {
     if (!body.contains(key)) {

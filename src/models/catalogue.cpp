@@ -1,8 +1,8 @@
 #include "lemon/models/catalogue.h"
+#include "lemon/core/mutex.h"
 
 #include <exception>
 #include <fstream>
-#include <mutex>
 #include <sstream>
 #include <unordered_map>
 
@@ -102,25 +102,26 @@ struct ModelCatalogue::State {
 
   // Guards the entry lists and the saved options. Held only for lookups and
   // swaps; file reading and resolution happen outside it.
-  std::mutex mu;
-  catalogue_detail::EntryList builtin;
-  catalogue_detail::EntryList user;
-  catalogue_detail::EntryList extra;
-  nlohmann::json saved_options = nlohmann::json::object();
+  Mutex mu;
+  catalogue_detail::EntryList builtin LEMON_GUARDED_BY(mu);
+  catalogue_detail::EntryList user LEMON_GUARDED_BY(mu);
+  catalogue_detail::EntryList extra LEMON_GUARDED_BY(mu);
+  nlohmann::json saved_options LEMON_GUARDED_BY(mu) = nlohmann::json::object();
 
   // Serializes re-reading user_models.json / recipe_options.json.
-  std::mutex reload_mu;
+  Mutex reload_mu;
+  // refresh() under reload_mu; their paths never change.
   WatchedJsonFile user_file;
   WatchedJsonFile options_file;
 
   // Serializes rescans of the extra models dir.
-  std::mutex scan_mu;
+  Mutex scan_mu;
 
   // Serializes writes of user_models.json.
-  std::mutex write_mu;
+  Mutex write_mu;
 
-  // A copy of a registered entry with its saved options. Caller holds `mu`.
-  ModelInfo with_options(const ModelInfo& entry) const {
+  // A copy of a registered entry with its saved options.
+  ModelInfo with_options(const ModelInfo& entry) const LEMON_REQUIRES(mu) {
     ModelInfo info = entry;
     auto saved = saved_options.find(info.name);
     info.saved_options =
@@ -130,7 +131,7 @@ struct ModelCatalogue::State {
 
   // Registered entry (no resolution) with its saved options, or nullopt.
   std::optional<ModelInfo> registered(const std::string& name) {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     for (const auto* list : {&builtin, &user, &extra}) {
       if (const ModelInfo* found = list->find(name)) {
         return with_options(*found);
@@ -141,7 +142,7 @@ struct ModelCatalogue::State {
 
   // Every registered entry in catalogue order, with saved options.
   std::vector<ModelInfo> all_registered() {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     std::vector<ModelInfo> out;
     out.reserve(builtin.entries.size() + user.entries.size() + extra.entries.size());
     for (const auto* list : {&builtin, &user, &extra}) {
@@ -154,18 +155,18 @@ struct ModelCatalogue::State {
 
   // Re-reads user_models.json / recipe_options.json if they changed.
   void refresh_files() {
-    std::lock_guard<std::mutex> reload(reload_mu);
+    MutexLock reload(reload_mu);
     const bool users_changed = user_file.refresh();
     const bool options_changed = options_file.refresh();
     if (users_changed) {
       auto users = parse_user_models(user_file.value());
-      std::lock_guard<std::mutex> lock(mu);
+      MutexLock lock(mu);
       user.assign(std::move(users));
     }
     if (options_changed) {
       nlohmann::json saved = options_file.value();  // ordered -> plain object
       {
-        std::lock_guard<std::mutex> lock(mu);
+        MutexLock lock(mu);
         saved_options = saved;
       }
       report_option_problems(saved);
@@ -192,9 +193,9 @@ struct ModelCatalogue::State {
     if (sources.extra_models_dir.empty()) {
       return;
     }
-    std::lock_guard<std::mutex> scan(scan_mu);
+    MutexLock scan(scan_mu);
     auto found = scan_extra_models_dir(sources.extra_models_dir);
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     extra.assign(std::move(found));
   }
 
@@ -244,9 +245,13 @@ Result<std::unique_ptr<ModelCatalogue>> ModelCatalogue::open(CatalogueSources so
   }
   std::unique_ptr<ModelCatalogue> cat(new ModelCatalogue(std::move(sources)));
   State& s = *cat->state_;
-  s.builtin.assign(std::move(builtin).value());
+  {
+    MutexLock lock(s.mu);  // no other thread sees the catalogue yet
+    s.builtin.assign(std::move(builtin).value());
+  }
   s.refresh_files();
   s.rescan_extra();
+  MutexLock lock(s.mu);
   logger("models")->info("catalogue: {} built-in, {} user, {} extra models",
                          s.builtin.entries.size(), s.user.entries.size(), s.extra.entries.size());
   return cat;
@@ -311,7 +316,7 @@ Status ModelCatalogue::put_user_model(const std::string& key, const nlohmann::or
   if (s.user_file.path().empty()) {
     return Error(ErrorCode::kInternal, "no cache directory: cannot register user models");
   }
-  std::lock_guard<std::mutex> write(s.write_mu);
+  MutexLock write(s.write_mu);
   auto file = read_json_object_for_update(s.user_file.path());
   if (!file.ok()) {
     return std::move(file).error();
@@ -327,7 +332,7 @@ Status ModelCatalogue::remove_user_model(const std::string& key) {
   if (s.user_file.path().empty()) {
     return ok_status();
   }
-  std::lock_guard<std::mutex> write(s.write_mu);
+  MutexLock write(s.write_mu);
   auto file = read_json_object_for_update(s.user_file.path());
   if (!file.ok()) {
     return std::move(file).error();
@@ -345,7 +350,7 @@ Status ModelCatalogue::save_options(const std::string& name, const nlohmann::jso
   if (s.options_file.path().empty()) {
     return Error(ErrorCode::kInternal, "no cache directory: cannot save load options");
   }
-  std::lock_guard<std::mutex> write(s.write_mu);
+  MutexLock write(s.write_mu);
   auto file = read_json_object_for_update(s.options_file.path());
   if (!file.ok()) {
     return std::move(file).error();

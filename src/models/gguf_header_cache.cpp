@@ -1,4 +1,5 @@
 #include "lemon/models/gguf_header_cache.h"
+#include "lemon/core/mutex.h"
 
 #include <sys/stat.h>
 
@@ -25,14 +26,14 @@ Result<GgufHeader> GgufHeaderCache::get(const std::string& path) {
       static_cast<std::uintmax_t>(st.st_size),
       static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (auto it = entries_.find(path); it != entries_.end() && it->second.identity == identity) {
       return it->second.header;
     }
   }
   // Read outside the lock: another load's estimate never waits for it.
   auto header = reader_(path);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (entries_.size() >= capacity_ && !entries_.contains(path)) {
     entries_.clear();
   }

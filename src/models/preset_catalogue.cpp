@@ -1,8 +1,8 @@
 #include "lemon/models/preset_catalogue.h"
+#include "lemon/core/mutex.h"
 
 #include <filesystem>
 #include <fstream>
-#include <mutex>
 #include <sstream>
 #include <utility>
 
@@ -46,18 +46,18 @@ struct PresetCatalogue::State {
       : user_file(s.cache_dir.empty() ? fs::path() : fs::path(s.cache_dir) / "presets.json") {}
 
   // Guards everything below. File reads happen under it: the files are small.
-  mutable std::mutex mu;
+  mutable Mutex mu;
   std::vector<PresetEntry> builtin;
   std::vector<std::string> builtin_errors;
-  WatchedJsonFile user_file;
-  std::vector<PresetEntry> user;
-  std::vector<std::string> user_errors;
+  WatchedJsonFile user_file;  // refresh() under mu; its path never changes
+  std::vector<PresetEntry> user LEMON_GUARDED_BY(mu);
+  std::vector<std::string> user_errors LEMON_GUARDED_BY(mu);
 
   // Serializes writers of the user's file.
-  std::mutex write_mu;
+  Mutex write_mu;
 
-  // Re-reads the user's file when it changed. REQUIRES: mu held.
-  void refresh_locked() {
+  // Re-reads the user's file when it changed.
+  void refresh_locked() LEMON_REQUIRES(mu) {
     if (user_file.path().empty() || !user_file.refresh()) {
       return;
     }
@@ -67,7 +67,7 @@ struct PresetCatalogue::State {
       user_errors.push_back(file + ": " + user_file.problem());
     }
     user = parse_file(file, user_file.value(), false, user_errors);
-    std::erase_if(user, [&](const PresetEntry& e) {
+    std::erase_if(user, [&](const PresetEntry& e) LEMON_REQUIRES(mu) {
       for (const auto& b : builtin) {
         if (b.preset.id == e.preset.id) {
           user_errors.push_back(file + ": preset '" + e.preset.id +
@@ -80,8 +80,8 @@ struct PresetCatalogue::State {
     });
   }
 
-  // Every entry, built-ins first. REQUIRES: mu held.
-  std::vector<PresetEntry> all_locked() const {
+  // Every entry, built-ins first.
+  std::vector<PresetEntry> all_locked() const LEMON_REQUIRES(mu) {
     std::vector<PresetEntry> out = builtin;
     out.insert(out.end(), user.begin(), user.end());
     return out;
@@ -103,7 +103,7 @@ PresetCatalogue::PresetCatalogue(const ModelCatalogue& models, PresetSources sou
     }
     s.builtin = parse_file(sources_.builtin_json, file.value(), true, s.builtin_errors);
   }
-  std::lock_guard lock(s.mu);
+  MutexLock lock(s.mu);
   s.refresh_locked();
   logger("models")->info("presets: {} built-in, {} user", s.builtin.size(), s.user.size());
 }
@@ -111,7 +111,7 @@ PresetCatalogue::PresetCatalogue(const ModelCatalogue& models, PresetSources sou
 PresetCatalogue::~PresetCatalogue() = default;
 
 std::vector<PresetEntry> PresetCatalogue::list() const {
-  std::lock_guard lock(state_->mu);
+  MutexLock lock(state_->mu);
   state_->refresh_locked();
   return state_->all_locked();
 }
@@ -244,7 +244,7 @@ Status PresetCatalogue::create(const Preset& preset) {
     return exists;
   }
   State& s = *state_;
-  std::lock_guard write(s.write_mu);
+  MutexLock write(s.write_mu);
   for (const auto& b : s.builtin) {
     if (b.preset.id == preset.id) {
       return builtin_conflict(preset.id, "choose another id for a user preset");
@@ -257,14 +257,14 @@ Status PresetCatalogue::create(const Preset& preset) {
     file[preset.id] = preset.to_json();
     return ok_status();
   });
-  std::lock_guard lock(s.mu);
+  MutexLock lock(s.mu);
   s.refresh_locked();
   return written;
 }
 
 Status PresetCatalogue::replace(const Preset& preset) {
   State& s = *state_;
-  std::lock_guard write(s.write_mu);
+  MutexLock write(s.write_mu);
   for (const auto& b : s.builtin) {
     if (b.preset.id == preset.id) {
       return builtin_conflict(preset.id, "create a user preset with another id instead");
@@ -280,14 +280,14 @@ Status PresetCatalogue::replace(const Preset& preset) {
     file[preset.id] = preset.to_json();
     return ok_status();
   });
-  std::lock_guard lock(s.mu);
+  MutexLock lock(s.mu);
   s.refresh_locked();
   return written;
 }
 
 Status PresetCatalogue::remove(std::string_view id) {
   State& s = *state_;
-  std::lock_guard write(s.write_mu);
+  MutexLock write(s.write_mu);
   for (const auto& b : s.builtin) {
     if (b.preset.id == id) {
       return builtin_conflict(id, "it cannot be deleted");
@@ -299,14 +299,14 @@ Status PresetCatalogue::remove(std::string_view id) {
     }
     return ok_status();
   });
-  std::lock_guard lock(s.mu);
+  MutexLock lock(s.mu);
   s.refresh_locked();
   return written;
 }
 
 PresetReport PresetCatalogue::report() const {
   State& s = *state_;
-  std::lock_guard lock(s.mu);
+  MutexLock lock(s.mu);
   s.refresh_locked();
   PresetReport r;
   r.builtin = static_cast<int>(s.builtin.size());

@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include "lemon/core/mutex.h"
 
 namespace lemon::net::detail {
 
@@ -50,7 +51,7 @@ AdmissionDecision choose_victim(const std::vector<OpenConnection>& open, const s
 }
 
 std::optional<std::uint64_t> ConnectionRegistry::admit(int fd, const std::string& address) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<OpenConnection> open;
   open.reserve(entries_.size());
   for (const auto& [id, entry] : entries_) {
@@ -78,7 +79,7 @@ std::optional<std::uint64_t> ConnectionRegistry::admit(int fd, const std::string
 }
 
 bool ConnectionRegistry::mark_busy(std::uint64_t id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = entries_.find(id);
   if (it == entries_.end()) {
     return false;  // evicted
@@ -88,7 +89,7 @@ bool ConnectionRegistry::mark_busy(std::uint64_t id) {
 }
 
 void ConnectionRegistry::response_ending(std::uint64_t id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (auto it = entries_.find(id); it != entries_.end()) {
     it->second.state.busy = false;
     it->second.state.idle_since = std::chrono::steady_clock::now();
@@ -97,7 +98,7 @@ void ConnectionRegistry::response_ending(std::uint64_t id) {
 }
 
 bool ConnectionRegistry::response_ended(std::uint64_t id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = entries_.find(id);
   if (it == entries_.end()) {
     return false;  // evicted while it wrote
@@ -107,7 +108,7 @@ bool ConnectionRegistry::response_ended(std::uint64_t id) {
 }
 
 bool ConnectionRegistry::mark_idle(std::uint64_t id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = entries_.find(id);
   if (it == entries_.end()) {
     return false;  // evicted
@@ -118,17 +119,17 @@ bool ConnectionRegistry::mark_idle(std::uint64_t id) {
 }
 
 bool ConnectionRegistry::is_open(std::uint64_t id) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return entries_.count(id) != 0;
 }
 
 void ConnectionRegistry::leave(std::uint64_t id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   entries_.erase(id);
 }
 
 int ConnectionRegistry::open() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return static_cast<int>(entries_.size());
 }
 

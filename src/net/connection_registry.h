@@ -25,11 +25,11 @@
 
 #include <chrono>
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
+#include "lemon/core/mutex.h"
 
 namespace lemon::net::detail {
 
@@ -90,9 +90,9 @@ class ConnectionRegistry {
     bool ending = false;  // its response's last bytes are being written
   };
   ConnectionLimits limits_;
-  mutable std::mutex mu_;
-  std::unordered_map<std::uint64_t, Entry> entries_;
-  std::uint64_t next_id_ = 1;
+  mutable Mutex mu_;
+  std::unordered_map<std::uint64_t, Entry> entries_ LEMON_GUARDED_BY(mu_);
+  std::uint64_t next_id_ LEMON_GUARDED_BY(mu_) = 1;
 };
 
 }  // namespace lemon::net::detail

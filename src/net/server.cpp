@@ -1,4 +1,5 @@
 #include "lemon/net/server.h"
+#include "lemon/core/mutex.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -11,10 +12,8 @@
 #include <array>
 #include <atomic>
 #include <cerrno>
-#include <condition_variable>
 #include <csignal>
 #include <cstring>
-#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -101,8 +100,8 @@ class Server::Impl {
 
   ~Impl() {
     stop();
-    std::unique_lock lock(mu_);
-    run_cv_.wait(lock, [this] { return !running_; });
+    MutexLock lock(mu_);
+    run_cv_.wait(lock, [this]() LEMON_REQUIRES(mu_) { return !running_; });
     lock.unlock();
     pool_.shutdown();
     pool_.join_all();
@@ -130,9 +129,9 @@ class Server::Impl {
   std::vector<UniqueFd> listeners_;
   bool bound_ = false;
 
-  std::mutex mu_;
-  std::condition_variable run_cv_;
-  bool running_ = false;
+  Mutex mu_;
+  CondVar run_cv_;
+  bool running_ LEMON_GUARDED_BY(mu_) = false;
 
   detail::ConnectionThreadPool pool_;  // last: its threads use the members above
 };
@@ -270,7 +269,7 @@ void Server::Impl::accept_loop(int listen_fd) {
 
 void Server::Impl::run() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (running_) {
       logger("http")->error("Server::run() called twice");
       return;
@@ -288,7 +287,7 @@ void Server::Impl::run() {
   listeners_.clear();  // closes the listening sockets
   pool_.shutdown();
   pool_.join_all();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   running_ = false;
   run_cv_.notify_all();
 }

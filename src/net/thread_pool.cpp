@@ -7,6 +7,7 @@
 #include <exception>
 
 #include "lemon/core/log.h"
+#include "lemon/core/mutex.h"
 
 namespace lemon::net::detail {
 
@@ -23,13 +24,13 @@ ConnectionThreadPool::~ConnectionThreadPool() {
 }
 
 int ConnectionThreadPool::threads() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return threads_;
 }
 
 ConnectionThreadPool::Admit ConnectionThreadPool::submit(PendingConnection& connection) {
   reap();
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   if (stopping_) {
     return Admit::kFailed;
   }
@@ -89,7 +90,7 @@ void* ConnectionThreadPool::thread_main(void* self) {
 }
 
 void ConnectionThreadPool::worker() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   for (;;) {
     if (queue_.empty() && !stopping_) {
       ++idle_;
@@ -128,15 +129,15 @@ void ConnectionThreadPool::worker() {
 }
 
 void ConnectionThreadPool::shutdown() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   stopping_ = true;
   work_cv_.notify_all();
 }
 
 void ConnectionThreadPool::join_all() {
   {
-    std::unique_lock lock(mu_);
-    exit_cv_.wait(lock, [this] { return threads_ == 0; });
+    MutexLock lock(mu_);
+    exit_cv_.wait(lock, [this]() LEMON_REQUIRES(mu_) { return threads_ == 0; });
   }
   reap();
 }
@@ -144,7 +145,7 @@ void ConnectionThreadPool::join_all() {
 void ConnectionThreadPool::reap() {
   std::vector<pthread_t> done;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     done.swap(exited_);
   }
   for (pthread_t tid : done) {

@@ -12,15 +12,14 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "connection_registry.h"
+#include "lemon/core/mutex.h"
 
 namespace lemon::net::detail {
 
@@ -88,14 +87,14 @@ class ConnectionThreadPool {
   const std::size_t stack_bytes_;
   const Serve serve_;
 
-  mutable std::mutex mu_;
-  std::condition_variable work_cv_;  // queued work or shutdown
-  std::condition_variable exit_cv_;  // a thread exited
-  std::deque<PendingConnection> queue_;
-  std::vector<pthread_t> exited_;  // exited (or exiting) threads to join
-  int threads_ = 0;
-  int idle_ = 0;
-  bool stopping_ = false;
+  mutable Mutex mu_;
+  CondVar work_cv_;  // queued work or shutdown
+  CondVar exit_cv_;  // a thread exited
+  std::deque<PendingConnection> queue_ LEMON_GUARDED_BY(mu_);
+  std::vector<pthread_t> exited_ LEMON_GUARDED_BY(mu_);  // exited (or exiting) threads to join
+  int threads_ LEMON_GUARDED_BY(mu_) = 0;
+  int idle_ LEMON_GUARDED_BY(mu_) = 0;
+  bool stopping_ LEMON_GUARDED_BY(mu_) = false;
   std::atomic<int> open_{0};
 };
 

@@ -1,4 +1,5 @@
 #include "lemon/net/upstream_client.h"
+#include "lemon/core/mutex.h"
 
 #include <netdb.h>
 #include <poll.h>
@@ -6,7 +7,6 @@
 
 #include <array>
 #include <cerrno>
-#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -50,7 +50,7 @@ class UpstreamClient::Impl {
 
   void close_idle() {
     std::vector<UniqueFd> closing;
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     closing.swap(idle_);
   }
 
@@ -68,12 +68,12 @@ class UpstreamClient::Impl {
   UniqueFd take_idle();
   void give_back(UniqueFd fd);
 
-  std::mutex mu_;
-  std::vector<UniqueFd> idle_;  // most recently used last
+  Mutex mu_;
+  std::vector<UniqueFd> idle_ LEMON_GUARDED_BY(mu_);  // most recently used last
 };
 
 UniqueFd UpstreamClient::Impl::take_idle() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   while (!idle_.empty()) {
     UniqueFd fd = std::move(idle_.back());
     idle_.pop_back();
@@ -85,7 +85,7 @@ UniqueFd UpstreamClient::Impl::take_idle() {
 }
 
 void UpstreamClient::Impl::give_back(UniqueFd fd) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (idle_.size() < max_idle_) {
     idle_.push_back(std::move(fd));
   }

@@ -1,11 +1,12 @@
 #include "lemon/process/port_allocator.h"
+#include "lemon/core/mutex.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
 #include <netinet/in.h>
+#include <sys/file.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <cerrno>
 #include <cstring>
@@ -98,7 +99,7 @@ int PortAllocator::reserve(int port) {
 Result<int> PortAllocator::acquire() {
   constexpr int kLastPort = 32767;  // stay below Linux's ephemeral range
   const int span = kLastPort - first_port_ + 1;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (int tried = 0; tried < span; ++tried) {
     int port = next_;
     next_ = next_ >= kLastPort ? first_port_ : next_ + 1;
@@ -126,7 +127,7 @@ Result<int> PortAllocator::acquire() {
 }
 
 void PortAllocator::release(int port) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   in_use_.erase(port);
   if (auto it = lock_fds_.find(port); it != lock_fds_.end()) {
     ::close(it->second);  // the lock file stays; only the lock is dropped

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "lemon/core/log.h"
+#include "lemon/core/mutex.h"
 
 namespace lemon {
 
@@ -41,20 +42,22 @@ PosixChild::~PosixChild() {
 }
 
 std::optional<ExitStatus> PosixChild::exit_status() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return status_;
 }
 
 bool PosixChild::wait_exit_until(std::chrono::steady_clock::time_point deadline) {
-  std::unique_lock lock(mu_);
-  return exited_cv_.wait_until(lock, deadline, [&] { return status_.has_value(); });
+  MutexLock lock(mu_);
+  return exited_cv_.wait_until(lock, deadline,
+                               [&]() LEMON_REQUIRES(mu_) { return status_.has_value(); });
 }
 
 bool PosixChild::wait_output_or_exit_until(std::chrono::steady_clock::time_point deadline) {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   const std::uint64_t seen = lines_written_;
-  exited_cv_.wait_until(lock, deadline,
-                        [&] { return status_.has_value() || lines_written_ != seen; });
+  exited_cv_.wait_until(lock, deadline, [&]() LEMON_REQUIRES(mu_) {
+    return status_.has_value() || lines_written_ != seen;
+  });
   return status_.has_value();
 }
 
@@ -71,7 +74,7 @@ void PosixChild::signal_group(int sig) {
 
 void PosixChild::terminate(std::chrono::milliseconds grace) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (status_) {
       return;
     }
@@ -81,7 +84,7 @@ void PosixChild::terminate(std::chrono::milliseconds grace) {
     return;
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (status_) {
       return;
     }
@@ -89,18 +92,18 @@ void PosixChild::terminate(std::chrono::milliseconds grace) {
                             grace.count());
     signal_group(SIGKILL);
   }
-  std::unique_lock lock(mu_);
-  exited_cv_.wait(lock, [&] { return status_.has_value(); });
+  MutexLock lock(mu_);
+  exited_cv_.wait(lock, [&]() LEMON_REQUIRES(mu_) { return status_.has_value(); });
 }
 
 std::vector<std::string> PosixChild::last_lines(std::size_t n) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::size_t start = lines_.size() > n ? lines_.size() - n : 0;
   return {lines_.begin() + static_cast<std::ptrdiff_t>(start), lines_.end()};
 }
 
 void PosixChild::on_exit(std::function<void(const ExitStatus&)> callback) {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   if (status_) {
     ExitStatus status = *status_;
     lock.unlock();
@@ -122,7 +125,7 @@ void PosixChild::append_line(std::string line) {
   if (!model_.empty()) {
     tap_child_output(model_, line);
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   lines_.push_back(std::move(line));
   while (lines_.size() > kept_lines_) {
     lines_.pop_front();
@@ -135,7 +138,7 @@ void PosixChild::reap() {
   std::function<void(const ExitStatus&)> callback;
   ExitStatus status;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (status_) {
       return;
     }

@@ -5,15 +5,14 @@
 // called from any thread.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "lemon/core/mutex.h"
 #include "lemon/process/child_process.h"
 #include "lemon/process/process_launcher.h"
 
@@ -42,7 +41,7 @@ class PosixChild final : public ChildProcess {
   void reap();
 
  private:
-  void signal_group(int sig);  // REQUIRES: mu_ held
+  void signal_group(int sig) LEMON_REQUIRES(mu_);
 
   const pid_t pid_;
   const int pidfd_;
@@ -51,12 +50,12 @@ class PosixChild final : public ChildProcess {
   const std::vector<std::string> drop_;
   const std::size_t kept_lines_;
 
-  mutable std::mutex mu_;
-  std::condition_variable exited_cv_;
-  std::optional<ExitStatus> status_;                // guarded by mu_
-  std::deque<std::string> lines_;                   // guarded by mu_
-  std::uint64_t lines_written_ = 0;                 // guarded by mu_
-  std::function<void(const ExitStatus&)> on_exit_;  // guarded by mu_
+  mutable Mutex mu_;
+  CondVar exited_cv_;
+  std::optional<ExitStatus> status_ LEMON_GUARDED_BY(mu_);
+  std::deque<std::string> lines_ LEMON_GUARDED_BY(mu_);
+  std::uint64_t lines_written_ LEMON_GUARDED_BY(mu_) = 0;
+  std::function<void(const ExitStatus&)> on_exit_ LEMON_GUARDED_BY(mu_);
 };
 
 }  // namespace lemon::process_detail

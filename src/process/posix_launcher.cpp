@@ -18,10 +18,10 @@
 #include <deque>
 #include <future>
 #include <map>
-#include <mutex>
 #include <thread>
 
 #include "lemon/core/log.h"
+#include "lemon/core/mutex.h"
 #include "lemon/process/process_launcher.h"
 #include "posix_child.h"
 
@@ -222,14 +222,14 @@ class PosixLauncher final : public ProcessLauncher {
 
   ~PosixLauncher() override {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       stopping_ = true;
     }
     spawn_cv_.notify_all();
     spawner_.join();
     std::vector<std::shared_ptr<PosixChild>> alive;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       for (auto& [fd, w] : watched_) {
         if (w.child && w.is_pidfd) {
           alive.push_back(w.child);
@@ -248,7 +248,7 @@ class PosixLauncher final : public ProcessLauncher {
     job->spec = &spec;
     auto future = job->result.get_future();
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (stopping_) {
         return Error(ErrorCode::kShuttingDown, "process launcher is stopping");
       }
@@ -286,8 +286,8 @@ class PosixLauncher final : public ProcessLauncher {
     for (;;) {
       std::shared_ptr<SpawnJob> job;
       {
-        std::unique_lock lock(mu_);
-        spawn_cv_.wait(lock, [&] { return stopping_ || !jobs_.empty(); });
+        MutexLock lock(mu_);
+        spawn_cv_.wait(lock, [&]() LEMON_REQUIRES(mu_) { return stopping_ || !jobs_.empty(); });
         if (jobs_.empty()) {
           return;
         }
@@ -299,14 +299,14 @@ class PosixLauncher final : public ProcessLauncher {
   }
 
   void watch(Spawned s) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (Fd* fd : {&s.out, &s.err}) {
       add_fd(fd->release(), s.child, false);
     }
     add_fd(s.child->pidfd(), s.child, true);
   }
 
-  void add_fd(int fd, const std::shared_ptr<PosixChild>& child, bool is_pidfd) {
+  void add_fd(int fd, const std::shared_ptr<PosixChild>& child, bool is_pidfd) LEMON_REQUIRES(mu_) {
     watched_[fd] = Watched{child, is_pidfd, {}};
     epoll_event ev{};
     ev.events = EPOLLIN;
@@ -348,7 +348,7 @@ class PosixLauncher final : public ProcessLauncher {
     }
   }
 
-  void unwatch(int fd, bool close_fd) {
+  void unwatch(int fd, bool close_fd) LEMON_REQUIRES(mu_) {
     ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
     watched_.erase(fd);
     if (close_fd) {
@@ -364,7 +364,7 @@ class PosixLauncher final : public ProcessLauncher {
         continue;
       }
       bool only_output = n > 0;
-      std::unique_lock lock(mu_);
+      MutexLock lock(mu_);
       for (int i = 0; i < n; ++i) {
         int fd = events[i].data.fd;
         if (fd == wake_.get()) {
@@ -417,11 +417,11 @@ class PosixLauncher final : public ProcessLauncher {
 
   Fd wake_;
   Fd epoll_;
-  std::mutex mu_;
-  std::condition_variable spawn_cv_;
-  bool stopping_ = false;                       // guarded by mu_
-  std::deque<std::shared_ptr<SpawnJob>> jobs_;  // guarded by mu_
-  std::map<int, Watched> watched_;              // guarded by mu_
+  Mutex mu_;
+  CondVar spawn_cv_;
+  bool stopping_ LEMON_GUARDED_BY(mu_) = false;
+  std::deque<std::shared_ptr<SpawnJob>> jobs_ LEMON_GUARDED_BY(mu_);
+  std::map<int, Watched> watched_ LEMON_GUARDED_BY(mu_);
   std::thread spawner_;
   std::thread monitor_;
 };

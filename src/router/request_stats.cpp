@@ -1,4 +1,5 @@
 #include "lemon/router/request_stats.h"
+#include "lemon/core/mutex.h"
 
 namespace lemon {
 
@@ -13,18 +14,18 @@ nlohmann::json RequestStats::to_json() const {
 }
 
 void StatsStore::record(RequestStats stats) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   by_model_[stats.model] = stats;
   last_ = std::move(stats);
 }
 
 std::optional<RequestStats> StatsStore::last() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return last_;
 }
 
 std::optional<RequestStats> StatsStore::last_for(const std::string& model) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = by_model_.find(model);
   if (it == by_model_.end()) {
     return std::nullopt;

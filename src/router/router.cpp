@@ -1,6 +1,7 @@
 // Router: the request-facing half (acquire, load, unload, queries). The
 // loader thread's half is in router_loader.cpp.
 #include "lemon/router/router.h"
+#include "lemon/core/mutex.h"
 
 #include <algorithm>
 
@@ -71,7 +72,7 @@ void Router::touch(ServerSlot& slot) {
 }
 
 void Router::release(ServerSlot& slot, int backend_slot) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   touch(slot);
   if (backend_slot >= 0 && static_cast<std::size_t>(backend_slot) < slot.busy_slots.size()) {
     slot.busy_slots[static_cast<std::size_t>(backend_slot)] = false;
@@ -152,7 +153,7 @@ Error Router::blocked_error(std::string_view model) {
 }
 
 Router::LoadBlock Router::block_loads(std::string_view model) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   blocked_.emplace(model);
   return LoadBlock(this, std::string(model));
 }
@@ -161,7 +162,7 @@ Router::LoadBlock::~LoadBlock() {
   if (router_ == nullptr) {
     return;
   }
-  std::lock_guard lock(router_->mu_);
+  MutexLock lock(router_->mu_);
   auto it = router_->blocked_.find(model_);
   if (it != router_->blocked_.end()) {
     router_->blocked_.erase(it);
@@ -194,7 +195,7 @@ Result<std::shared_ptr<Router::LoadJob>> Router::make_job(
   return job;
 }
 
-bool Router::wait_step(std::unique_lock<std::mutex>& lock, const WaitHooks& hooks,
+bool Router::wait_step(MutexLock& lock, const WaitHooks& hooks,
                        std::chrono::steady_clock::time_point& next_tick) {
   if (!hooks.cancelled && !hooks.on_tick) {
     cv_.wait(lock);
@@ -205,16 +206,18 @@ bool Router::wait_step(std::unique_lock<std::mutex>& lock, const WaitHooks& hook
     return false;
   }
   next_tick += hooks.tick_interval;
-  lock.unlock();
+  // The hooks run without the lock. `lock` still owns mu_ as far as its
+  // waits know, and mu_ is held again before it is used.
+  mu_.unlock();
   const bool gone = hooks.cancelled && hooks.cancelled();
   if (!gone && hooks.on_tick) {
     hooks.on_tick();
   }
-  lock.lock();
+  mu_.lock();
   return gone;
 }
 
-Status Router::wait_for_job(std::unique_lock<std::mutex>& lock, const std::shared_ptr<LoadJob>& job,
+Status Router::wait_for_job(MutexLock& lock, const std::shared_ptr<LoadJob>& job,
                             const std::shared_ptr<LoadWaiter>& waiter, const WaitHooks& hooks) {
   auto next_tick = std::chrono::steady_clock::now() + hooks.tick_interval;
   while (!waiter->done) {
@@ -249,11 +252,10 @@ std::optional<Error> Router::queue_refusal(std::string_view model) const {
   return std::nullopt;
 }
 
-Result<std::shared_ptr<ServerSlot>> Router::wait_for_slot(std::unique_lock<std::mutex>& lock,
-                                                          const std::string& model,
+Result<std::shared_ptr<ServerSlot>> Router::wait_for_slot(MutexLock& lock, const std::string& model,
                                                           std::uint64_t ticket,
                                                           const WaitHooks& hooks) {
-  auto leave = [&] {
+  auto leave = [&]() LEMON_REQUIRES(mu_) {
     if (auto g = groups_.find(model); g != groups_.end()) {
       g->second.leave_line(ticket);
       cv_.notify_all();  // whoever is behind may be first now
@@ -300,7 +302,7 @@ std::shared_ptr<ServerSlot> Router::find_server(std::uint64_t server_id) const {
 }
 
 bool Router::pin_backend_slot(std::uint64_t server_id, int backend_slot) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto slot = find_server(server_id);
   if (!slot || slot->state != SlotState::kReady || slot->capacity <= 0 || backend_slot < 0 ||
       backend_slot >= slot->capacity) {
@@ -319,7 +321,7 @@ bool Router::pin_backend_slot(std::uint64_t server_id, int backend_slot) {
 }
 
 void Router::unpin_backend_slot(std::uint64_t server_id, int backend_slot) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto slot = find_server(server_id);
   if (!slot || backend_slot < 0 ||
       static_cast<std::size_t>(backend_slot) >= slot->pinned_slots.size()) {
@@ -335,7 +337,7 @@ void Router::unpin_backend_slot(std::uint64_t server_id, int backend_slot) {
 
 Result<Lease> Router::acquire_server(std::uint64_t server_id, int backend_slot,
                                      const WaitHooks& hooks) {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   ++pinned_waiters_;
   struct Leave {
     int& count;
@@ -372,11 +374,11 @@ Result<Lease> Router::acquire_server(std::uint64_t server_id, int backend_slot,
 Result<Lease> Router::acquire(std::string_view model_name, const WaitHooks& hooks,
                               std::optional<ModelType> required,
                               std::optional<KeepAlive> keep_alive) {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   // Counts this request against --max-queued-requests while it waits.
   // Declared after `lock`, so it is destroyed while mu_ is still held.
   std::optional<QueuePlace> place;
-  auto join_queue = [&](const std::string& model) -> std::optional<Error> {
+  auto join_queue = [&](const std::string& model) LEMON_REQUIRES(mu_) -> std::optional<Error> {
     if (place) {
       return std::nullopt;
     }
@@ -504,7 +506,7 @@ Status Router::load(std::string_view model_name, const RecipeOptions& request_op
     return std::move(made).error();
   }
   std::shared_ptr<LoadJob> job = *made;
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   if (shutting_down_) {
     return Error(ErrorCode::kShuttingDown, "lemonade-router is shutting down");
   }
@@ -546,7 +548,7 @@ Status Router::load(std::string_view model_name, const RecipeOptions& request_op
 Status Router::unload(std::string_view model_name) {
   std::vector<std::shared_ptr<ServerSlot>> replicas;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     replicas = replicas_of(model_name);
     if (replicas.empty()) {
       return Error(ErrorCode::kModelNotLoaded,
@@ -560,7 +562,7 @@ Status Router::unload(std::string_view model_name) {
 void Router::unload_all() {
   std::vector<std::shared_ptr<ServerSlot>> all;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& [name, group] : groups_) {
       all.insert(all.end(), group.replicas.begin(), group.replicas.end());
     }
@@ -618,7 +620,7 @@ LoadedServerInfo Router::describe(const ServerSlot& slot) const {
 }
 
 std::vector<LoadedServerInfo> Router::loaded() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<LoadedServerInfo> out;
   for (const auto& [name, group] : groups_) {
     for (const auto& r : group.replicas) {
@@ -629,7 +631,7 @@ std::vector<LoadedServerInfo> Router::loaded() const {
 }
 
 std::optional<LoadedServerInfo> Router::most_recently_loaded() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (auto it = groups_.find(last_loaded_); it != groups_.end()) {
     return describe(*it->second.replicas.front());
   }
@@ -664,12 +666,12 @@ void Router::republish() {
   }
   view->published_ms = unix_ms_now();
   view->devices = memory_report_locked();
-  std::lock_guard lock(view_mu_);
+  MutexLock lock(view_mu_);
   view_ = std::move(view);
 }
 
 std::shared_ptr<const RouterView> Router::view() const {
-  std::lock_guard lock(view_mu_);
+  MutexLock lock(view_mu_);
   return view_;
 }
 
@@ -757,7 +759,7 @@ std::vector<DeviceMemoryInfo> Router::memory_report_locked() const {
 }
 
 std::vector<DeviceMemoryInfo> Router::memory_report() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return memory_report_locked();
 }
 

@@ -6,6 +6,7 @@
 // retire() spares them when a session was pinned meanwhile (a replica with
 // sessions is never stopped by the pool's idle timers).
 #include "lemon/core/log.h"
+#include "lemon/core/mutex.h"
 #include "lemon/router/memory_policy.h"
 #include "lemon/router/pool_policy.h"
 #include "lemon/router/router.h"
@@ -77,7 +78,7 @@ Router::HousekeepingWork Router::plan_housekeeping(std::chrono::steady_clock::ti
 void Router::watch_memory() {
   std::vector<std::shared_ptr<ServerSlot>> servers;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& [name, group] : groups_) {
       servers.insert(servers.end(), group.replicas.begin(), group.replicas.end());
     }
@@ -89,7 +90,7 @@ void Router::watch_memory() {
   auto readings = config_.memory->read();
   std::vector<std::shared_ptr<ServerSlot>> victims;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     last_readings_ = readings;
     std::vector<ServerMemory> views;
     std::map<std::string, std::shared_ptr<ServerSlot>> by_id;
@@ -122,13 +123,13 @@ void Router::housekeeper_loop() {
     // The devices as they are at start, for /health; servers are measured
     // only from the first interval on.
     auto readings = config_.memory->read();
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (last_readings_.empty()) {
       last_readings_ = std::move(readings);
       republish();
     }
   }
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   auto next_memory_watch = std::chrono::steady_clock::now() + config_.memory_poll_interval;
   while (!shutting_down_) {
     housekeeper_cv_.wait_for(lock, config_.housekeeping_interval);

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "lemon/core/log.h"
+#include "lemon/core/mutex.h"
 #include "lemon/router/memory_policy.h"
 #include "lemon/router/router.h"
 #include "load_job.h"
@@ -60,7 +61,7 @@ std::shared_ptr<Router::LoadJob> Router::next_job(std::chrono::steady_clock::tim
 }
 
 void Router::loader_loop() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   for (;;) {
     std::shared_ptr<LoadJob> job;
     for (;;) {
@@ -145,7 +146,7 @@ std::vector<DeviceReading> Router::read_devices_for(const DeviceBytes& estimate)
     return config_.memory->read();
   }
   std::vector<DeviceReading> readings = config_.memory->read_ram();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& d : last_readings_) {
     if (d.device != kRamDevice) {
       readings.push_back(d);
@@ -170,7 +171,7 @@ Status Router::run_job(LoadJob& job) {
     return run_replica_job(job);
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = groups_.find(job.model);
     if (it != groups_.end() && it->second.serving() &&
         (!job.explicit_options || it->second.replicas.front()->server->options() == job.options)) {
@@ -196,7 +197,7 @@ Status Router::run_job(LoadJob& job) {
   std::vector<Eviction> plan;
   bool overlap = false;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     LoadTarget target{job.model, (*server)->type(), (*server)->device()};
     plan = plan_eviction(snapshot(), target, config_.limits);
     for (const auto& e : plan) {
@@ -257,7 +258,7 @@ Status Router::run_job(LoadJob& job) {
         started.error().code()});
   std::vector<std::shared_ptr<ServerSlot>> everyone;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& [name, group] : groups_) {
       everyone.insert(everyone.end(), group.replicas.begin(), group.replicas.end());
     }
@@ -281,7 +282,7 @@ Status Router::recover_from_out_of_memory(LoadJob& job, Error failure) {
   for (;;) {
     std::shared_ptr<ServerSlot> victim;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       std::vector<ServerMemory> servers;
       std::map<std::string, std::shared_ptr<ServerSlot>> by_id;
       for (const auto& [name, group] : groups_) {
@@ -320,7 +321,7 @@ Status Router::recover_from_out_of_memory(LoadJob& job, Error failure) {
   // Then everything, busy servers after they drain, and one last try.
   std::vector<std::shared_ptr<ServerSlot>> everyone;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& [name, group] : groups_) {
       everyone.insert(everyone.end(), group.replicas.begin(), group.replicas.end());
     }
@@ -350,7 +351,7 @@ Status Router::recover_from_out_of_memory(LoadJob& job, Error failure) {
 Status Router::start_and_publish(LoadJob& job, const std::shared_ptr<WrappedServer>& server) {
   std::shared_ptr<ServerSlot> slot;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     int replica = 0;
     if (job.replica) {
       for (const auto& r : replicas_of(job.model)) {
@@ -372,7 +373,7 @@ Status Router::start_and_publish(LoadJob& job, const std::shared_ptr<WrappedServ
     return started;
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!shutting_down_ && !server->exited() && (!job.replica || groups_.contains(job.model))) {
       slot->state = SlotState::kReady;
       touch(*slot);
@@ -407,7 +408,7 @@ Status Router::start_and_publish(LoadJob& job, const std::shared_ptr<WrappedServ
 
 Status Router::run_replica_job(LoadJob& job) {
   auto done = [&](const Status& st) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (auto g = groups_.find(job.model); g != groups_.end()) {
       g->second.scaling_up = false;
       if (!st.ok()) {
@@ -418,7 +419,7 @@ Status Router::run_replica_job(LoadJob& job) {
     return st;
   };
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto g = groups_.find(job.model);
     if (g == groups_.end() || !g->second.serving()) {
       return done(Error(ErrorCode::kCancelled, "'" + job.model + "' is no longer loaded"));
@@ -434,7 +435,7 @@ Status Router::run_replica_job(LoadJob& job) {
     auto readings = read_devices_for(job.estimate);
     Status fits = ok_status();
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       last_readings_ = readings;
       std::vector<std::shared_ptr<ServerSlot>> none;  // a replica evicts nothing
       fits = admit(job, readings, none, false);
@@ -460,7 +461,7 @@ bool Router::retire(const std::vector<std::shared_ptr<ServerSlot>>& victims, con
 Router::Withdrawn Router::withdraw(const std::vector<std::shared_ptr<ServerSlot>>& victims,
                                    const char* reason, bool spare_sessions) {
   Withdrawn out;
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   if (spare_sessions && std::any_of(victims.begin(), victims.end(), [](const auto& v) {
         return v->state == SlotState::kReady && v->pinned > 0;
       })) {
@@ -495,7 +496,7 @@ Router::Withdrawn Router::withdraw(const std::vector<std::shared_ptr<ServerSlot>
                              busy);
       emit({RouterEvent::Kind::kDrainWaiting, name, std::to_string(busy), {}});
       lock.lock();
-      cv_.wait(lock, [&] { return drained(*v); });
+      cv_.wait(lock, [&]() LEMON_REQUIRES(mu_) { return drained(*v); });
     }
     remove_replica(v);
   }
@@ -515,13 +516,15 @@ void Router::stop_withdrawn(const Withdrawn& withdrawn, const char* reason) {
                            stopped.stop_s * 1000.0);
     emit(stopped);
   }
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& v : withdrawn.owned) {
     v->state = SlotState::kGone;
   }
   cv_.notify_all();
   for (const auto& v : withdrawn.others) {
-    cv_.wait(lock, [&] { return v->state == SlotState::kGone || shutting_down_.load(); });
+    cv_.wait(lock, [&]() LEMON_REQUIRES(mu_) {
+      return v->state == SlotState::kGone || shutting_down_.load();
+    });
   }
 }
 
@@ -531,7 +534,7 @@ void Router::on_server_exit(const std::weak_ptr<ServerSlot>& weak) {
     return;
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     remove_replica(slot);
     if (!slot->retire_owned) {
       slot->state = SlotState::kGone;
@@ -551,7 +554,7 @@ void Router::shutdown_now() {
   shutting_down_.store(true);
   std::vector<std::shared_ptr<ServerSlot>> all;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (auto& job : queue_) {
       finish_job(*job, Error(ErrorCode::kShuttingDown, "lemonade-router is shutting down"),
                  nullptr);
@@ -568,7 +571,7 @@ void Router::shutdown_now() {
     housekeeper_.join();
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (auto& [name, group] : groups_) {
       for (auto& slot : group.replicas) {
         slot->retire_owned = true;
@@ -588,7 +591,7 @@ void Router::shutdown_now() {
   for (auto& f : stops) {
     f.wait();
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& slot : all) {
     slot->state = SlotState::kGone;
   }

@@ -1,4 +1,5 @@
 #include "lemon/router/session_table.h"
+#include "lemon/core/mutex.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -11,9 +12,9 @@ namespace {
 
 // "sess_" and 32 hex digits from the system's random source.
 std::string new_session_id() {
-  static std::mutex mu;
+  static Mutex mu;
   static std::mt19937_64 gen{std::random_device{}()};
-  std::lock_guard lock(mu);
+  MutexLock lock(mu);
   char text[40];
   std::snprintf(text, sizeof text, "sess_%016llx%016llx", static_cast<unsigned long long>(gen()),
                 static_cast<unsigned long long>(gen()));
@@ -64,7 +65,7 @@ SessionTable::SessionTable(std::chrono::milliseconds ttl, EndCallback on_expired
 
 SessionTable::~SessionTable() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
   reaper_cv_.notify_all();
@@ -85,10 +86,10 @@ Result<SessionState> SessionTable::create(
     const std::string& model, const std::string& system, nlohmann::json options,
     const std::function<std::vector<PinnableServer>()>& servers, Clock::time_point deadline,
     const std::function<bool()>& cancelled, const std::function<bool(const SessionPin&)>& reserve) {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   const std::uint64_t ticket = next_ticket_++;
   lines_[model].push_back(ticket);
-  auto leave = [&] {
+  auto leave = [&]() LEMON_REQUIRES(mu_) {
     auto line = lines_.find(model);
     line->second.erase(std::find(line->second.begin(), line->second.end(), ticket));
     if (line->second.empty()) {
@@ -143,7 +144,7 @@ Result<SessionState> SessionTable::create(
 }
 
 Result<SessionState> SessionTable::get(const std::string& id) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = sessions_.find(id);
   if (it == sessions_.end()) {
     return not_found(id);
@@ -152,7 +153,7 @@ Result<SessionState> SessionTable::get(const std::string& id) const {
 }
 
 std::vector<SessionState> SessionTable::list() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<SessionState> out;
   for (const auto& [id, e] : sessions_) {
     out.push_back(e.state);
@@ -172,7 +173,7 @@ Result<SessionTable::Entry*> SessionTable::idle_entry_locked(const std::string& 
 }
 
 Result<SessionState> SessionTable::append(const std::string& id, nlohmann::json message) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto entry = idle_entry_locked(id);
   if (!entry.ok()) {
     return std::move(entry).error();
@@ -185,7 +186,7 @@ Result<SessionState> SessionTable::append(const std::string& id, nlohmann::json 
 }
 
 Result<SessionTable::Turn> SessionTable::begin_turn(const std::string& id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto entry = idle_entry_locked(id);
   if (!entry.ok()) {
     return std::move(entry).error();
@@ -198,7 +199,7 @@ Result<SessionTable::Turn> SessionTable::begin_turn(const std::string& id) {
 }
 
 void SessionTable::end_turn(const std::string& id, const std::optional<TurnResult>& result) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = sessions_.find(id);
   if (it == sessions_.end()) {
     return;  // deleted meanwhile
@@ -218,7 +219,7 @@ void SessionTable::end_turn(const std::string& id, const std::optional<TurnResul
 }
 
 Result<bool> SessionTable::cancel(const std::string& id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = sessions_.find(id);
   if (it == sessions_.end()) {
     return not_found(id);
@@ -231,7 +232,7 @@ Result<bool> SessionTable::cancel(const std::string& id) {
 }
 
 Result<SessionState> SessionTable::remove(const std::string& id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = sessions_.find(id);
   if (it == sessions_.end()) {
     return not_found(id);
@@ -244,7 +245,7 @@ Result<SessionState> SessionTable::remove(const std::string& id) {
 }
 
 void SessionTable::reap_loop() {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   while (!stopping_) {
     const auto now = Clock::now();
     std::optional<Clock::time_point> next;

@@ -1,4 +1,5 @@
 #include "lemon/telemetry/context_monitor.h"
+#include "lemon/core/mutex.h"
 
 #include "lemon/net/upstream_client.h"
 
@@ -92,7 +93,7 @@ void ContextMonitor::start() {
 
 void ContextMonitor::stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
@@ -136,20 +137,20 @@ std::map<std::string, ModelContext> ContextMonitor::poll() const {
 
 std::map<std::string, ModelContext> ContextMonitor::current(std::chrono::milliseconds max_age) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (Clock::now() - refreshed_ < max_age) {
       return latest_;
     }
   }
-  std::lock_guard refresh(refresh_mu_);
+  MutexLock refresh(refresh_mu_);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (Clock::now() - refreshed_ < max_age) {
       return latest_;  // another caller refreshed meanwhile
     }
   }
   auto fresh = poll();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   latest_ = fresh;
   refreshed_ = Clock::now();
   return fresh;
@@ -158,9 +159,9 @@ std::map<std::string, ModelContext> ContextMonitor::current(std::chrono::millise
 void ContextMonitor::loop() {
   std::map<std::string, nlohmann::json> sent;
   int followers_before = 0;
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   while (!stopping_) {
-    cv_.wait_for(lock, kPollInterval, [&] { return stopping_; });
+    cv_.wait_for(lock, kPollInterval, [&]() LEMON_REQUIRES(mu_) { return stopping_; });
     if (stopping_) {
       break;
     }

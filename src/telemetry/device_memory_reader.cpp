@@ -1,4 +1,5 @@
 #include "lemon/telemetry/device_memory_reader.h"
+#include "lemon/core/mutex.h"
 
 #include <unistd.h>
 
@@ -42,7 +43,7 @@ SystemDeviceMemory::SystemDeviceMemory(ProcessLauncher* launcher, std::string pr
 
 void SystemDeviceMemory::rescan_tools() {
   std::string found = launcher_ != nullptr ? find_on_path("nvidia-smi") : std::string();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   nvidia_smi_ = std::move(found);
 }
 
@@ -81,7 +82,7 @@ std::vector<DeviceReading> SystemDeviceMemory::read_ram() {
 }
 
 std::vector<DeviceReading> SystemDeviceMemory::read_gpus() {
-  std::lock_guard lock(mu_);  // one nvidia-smi at a time
+  MutexLock lock(mu_);  // one nvidia-smi at a time
   std::vector<DeviceReading> gpus;
   const std::string smi = nvidia_smi_;
   if (!smi.empty()) {

@@ -1,4 +1,5 @@
 #include "lemon/telemetry/metrics.h"
+#include "lemon/core/mutex.h"
 
 #include <cmath>
 #include <cstdio>
@@ -126,12 +127,12 @@ Family::Family(std::string name, std::string help, MetricType type, std::vector<
 
 Family::Series& Family::series(const std::vector<std::string>& values) {
   {
-    std::shared_lock lock(mu_);
+    ReaderLock lock(mu_);
     if (auto it = series_.find(values); it != series_.end()) {
       return *it->second;
     }
   }
-  std::unique_lock lock(mu_);
+  SharedMutexLock lock(mu_);
   auto& slot = series_[values];
   if (!slot) {
     slot = std::make_unique<Series>();
@@ -159,7 +160,7 @@ void Family::render(PromText& out) const {
                      : type_ == MetricType::kGauge ? "gauge"
                                                    : "histogram";
   out.family(name_, help_, type);
-  std::shared_lock lock(mu_);
+  ReaderLock lock(mu_);
   for (const auto& [values, s] : series_) {
     Labels labels;
     for (std::size_t i = 0; i < labels_.size() && i < values.size(); ++i) {

@@ -1,4 +1,5 @@
 #include "lemon/telemetry/system_stats.h"
+#include "lemon/core/mutex.h"
 
 #include <unistd.h>
 
@@ -130,7 +131,7 @@ void SystemStatsReader::read_nvidia_gpus(SystemStats& out) {
 }
 
 SystemStats SystemStatsReader::read() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   SystemStats out;
   auto now = cpu_sample();
   if (now && (!last_cpu_ || now->at - last_cpu_->at > std::chrono::seconds(10))) {

@@ -1,4 +1,5 @@
 #include "lemon/telemetry/telemetry_hub.h"
+#include "lemon/core/mutex.h"
 
 #include <dirent.h>
 #include <unistd.h>
@@ -59,7 +60,7 @@ void TelemetryHub::on_router_event(const RouterEvent& e) {
   std::string type = router_event_name(e.kind);
   switch (e.kind) {
     case RouterEvent::Kind::kLoadStarted: {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       load_started_[e.model] = Clock::now();
       break;
     }
@@ -68,7 +69,7 @@ void TelemetryHub::on_router_event(const RouterEvent& e) {
       const bool ok = e.kind == RouterEvent::Kind::kLoadSucceeded;
       double took = 0.0;
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         if (auto it = load_started_.find(e.model); it != load_started_.end()) {
           took = seconds_since(it->second);
           load_started_.erase(it);
@@ -180,7 +181,7 @@ void TelemetryHub::on_prefill_progress(const PrefillProgress& p) {
 void TelemetryHub::on_download_progress(const std::string& model, const std::string& file,
                                         std::uint64_t bytes, std::uint64_t total) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto now = Clock::now();
     auto& last = progress_sent_[model];
     if (bytes < total && now - last < std::chrono::milliseconds(500)) {
@@ -199,7 +200,7 @@ void TelemetryHub::on_download_progress(const std::string& model, const std::str
 
 void TelemetryHub::on_download_end(const std::string& model, const Status& result) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     progress_sent_.erase(model);
   }
   if (result.ok()) {

@@ -10,10 +10,10 @@
 #pragma once
 
 #include <chrono>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "lemon/core/mutex.h"
 #include "lemon/process/process_launcher.h"
 
 namespace lemon {
@@ -31,10 +31,10 @@ class FlmInventory {
   ProcessLauncher& launcher_;
   const std::string cache_dir_;
   const std::chrono::seconds ttl_;
-  std::mutex mu_;
-  std::vector<std::string> cached_;                  // guarded by mu_
-  std::chrono::steady_clock::time_point fetched_{};  // guarded by mu_
-  bool valid_ = false;                               // guarded by mu_
+  Mutex mu_;
+  std::vector<std::string> cached_ LEMON_GUARDED_BY(mu_);
+  std::chrono::steady_clock::time_point fetched_ LEMON_GUARDED_BY(mu_){};
+  bool valid_ LEMON_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace lemon

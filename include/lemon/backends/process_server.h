@@ -9,15 +9,14 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "lemon/backends/binary_locator.h"
 #include "lemon/backends/wrapped_server.h"
+#include "lemon/core/mutex.h"
 #include "lemon/net/upstream_client.h"
 #include "lemon/process/port_allocator.h"
 #include "lemon/process/process_launcher.h"
@@ -99,12 +98,12 @@ class ProcessServer : public WrappedServer {
   // stop() waits for a callback that is already running (unless stop() runs
   // inside it).
   struct ExitWatch {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool stopping = false;           // guarded by mu
-    int running = 0;                 // callbacks in progress; guarded by mu
-    std::thread::id running_thread;  // guarded by mu
-    std::function<void()> listener;  // guarded by mu
+    Mutex mu;
+    CondVar cv;
+    bool stopping LEMON_GUARDED_BY(mu) = false;
+    int running LEMON_GUARDED_BY(mu) = 0;  // callbacks in progress
+    std::thread::id running_thread LEMON_GUARDED_BY(mu);
+    std::function<void()> listener LEMON_GUARDED_BY(mu);
   };
 
   const BackendEnvironment& env_;
@@ -112,10 +111,10 @@ class ProcessServer : public WrappedServer {
   std::string secret_;      // see secret(); never logged
   std::shared_ptr<ExitWatch> exit_watch_ = std::make_shared<ExitWatch>();
 
-  mutable std::mutex mu_;
-  std::shared_ptr<ChildProcess> child_;          // guarded by mu_
+  mutable Mutex mu_;
+  std::shared_ptr<ChildProcess> child_ LEMON_GUARDED_BY(mu_);
   std::unique_ptr<net::UpstreamClient> client_;  // set once by start()
-  int port_ = 0;                                 // guarded by mu_
+  int port_ LEMON_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace lemon

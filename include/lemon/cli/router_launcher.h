@@ -17,13 +17,13 @@
 #include <chrono>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "lemon/core/error.h"
+#include "lemon/core/mutex.h"
 
 namespace lemon::cli {
 
@@ -66,8 +66,8 @@ class LaunchedRouter {
   int ready_fd_ = -1;
   std::optional<int> exit_code_;
   std::thread pump_;
-  mutable std::mutex mu_;
-  std::deque<std::string> lines_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::deque<std::string> lines_ LEMON_GUARDED_BY(mu_);
 };
 
 }  // namespace lemon::cli

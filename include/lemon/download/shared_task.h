@@ -15,12 +15,10 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -28,6 +26,7 @@
 #include <vector>
 
 #include "lemon/core/error.h"
+#include "lemon/core/mutex.h"
 
 namespace lemon::download {
 
@@ -98,10 +97,10 @@ class SharedTasks {
   bool running(const std::string& key) const;
 
  private:
-  mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<Task>> running_;                // guarded by mu_
-  std::vector<std::pair<std::shared_ptr<Task>, std::thread>> threads_;  // guarded by mu_
-  bool closed_ = false;                                                 // guarded by mu_
+  mutable Mutex mu_;
+  std::map<std::string, std::shared_ptr<Task>> running_ LEMON_GUARDED_BY(mu_);
+  std::vector<std::pair<std::shared_ptr<Task>, std::thread>> threads_ LEMON_GUARDED_BY(mu_);
+  bool closed_ LEMON_GUARDED_BY(mu_) = false;
 };
 
 // How a caller follows a task to its end.

@@ -9,13 +9,13 @@
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include "lemon/backends/backend_installer.h"
 #include "lemon/backends/wrapped_server.h"
+#include "lemon/core/mutex.h"
 #include "lemon/http/access_policy.h"
 #include "lemon/http/api_dialect.h"
 #include "lemon/http/inference_proxy.h"
@@ -90,8 +90,8 @@ class GenerationDefaults {
   bool apply(nlohmann::json& body) const;
 
  private:
-  mutable std::mutex mu_;
-  nlohmann::json values_ = nlohmann::json::object();  // guarded by mu_
+  mutable Mutex mu_;
+  nlohmann::json values_ LEMON_GUARDED_BY(mu_) = nlohmann::json::object();
   std::atomic<bool> any_{false};
 };
 

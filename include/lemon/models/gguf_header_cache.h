@@ -12,9 +12,9 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <string>
 
+#include "lemon/core/mutex.h"
 #include "lemon/models/gguf_header.h"
 
 namespace lemon {
@@ -47,8 +47,8 @@ class GgufHeaderCache {
 
   Reader reader_;
   std::size_t capacity_;
-  std::mutex mu_;
-  std::map<std::string, Entry> entries_;  // guarded by mu_
+  Mutex mu_;
+  std::map<std::string, Entry> entries_ LEMON_GUARDED_BY(mu_);
 };
 
 }  // namespace lemon

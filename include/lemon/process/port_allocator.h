@@ -21,11 +21,11 @@
 #pragma once
 
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 
 #include "lemon/core/error.h"
+#include "lemon/core/mutex.h"
 
 namespace lemon {
 
@@ -47,16 +47,16 @@ class PortAllocator {
 
  private:
   // The reservation of `port`: an flock'd descriptor, -1 when another router
-  // holds it; 0 when reservations are off. REQUIRES: mu_ held.
-  int reserve(int port);
+  // holds it; 0 when reservations are off.
+  int reserve(int port) LEMON_REQUIRES(mu_);
 
   const int first_port_;
   const std::string lock_dir_;
-  std::mutex mu_;
-  int next_;                      // guarded by mu_
-  std::set<int> in_use_;          // guarded by mu_
-  std::map<int, int> lock_fds_;   // port -> its lock file, guarded by mu_
-  bool locks_usable_ = true;      // guarded by mu_
+  Mutex mu_;
+  int next_ LEMON_GUARDED_BY(mu_);
+  std::set<int> in_use_ LEMON_GUARDED_BY(mu_);
+  std::map<int, int> lock_fds_ LEMON_GUARDED_BY(mu_);  // port -> its lock file
+  bool locks_usable_ LEMON_GUARDED_BY(mu_) = true;
 };
 
 // True when something is listening on (or has bound) 127.0.0.1:port.

@@ -8,12 +8,12 @@
 
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include "lemon/core/mutex.h"
 
 namespace lemon {
 
@@ -37,9 +37,9 @@ class StatsStore {
   std::optional<RequestStats> last_for(const std::string& model) const;
 
  private:
-  mutable std::mutex mu_;
-  std::optional<RequestStats> last_;              // guarded by mu_
-  std::map<std::string, RequestStats> by_model_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::optional<RequestStats> last_ LEMON_GUARDED_BY(mu_);
+  std::map<std::string, RequestStats> by_model_ LEMON_GUARDED_BY(mu_);
 };
 
 }  // namespace lemon

@@ -45,7 +45,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -61,6 +60,7 @@
 #include <vector>
 
 #include "lemon/backends/server_factory.h"
+#include "lemon/core/mutex.h"
 #include "lemon/models/catalogue.h"
 #include "lemon/router/device_memory.h"
 #include "lemon/router/eviction_policy.h"
@@ -240,49 +240,51 @@ class Router {
 
   static Error blocked_error(std::string_view model);
   void release(ServerSlot& slot, int backend_slot);
-  void touch(ServerSlot& slot);  // REQUIRES: mu_ held
-  // The job's kLoadQueued event is out: the loader may start it. REQUIRES: mu_ held.
-  void announce(LoadJob& job);
+  void touch(ServerSlot& slot) LEMON_REQUIRES(mu_);
+  // The job's kLoadQueued event is out: the loader may start it.
+  void announce(LoadJob& job) LEMON_REQUIRES(mu_);
   std::shared_ptr<LoadJob> find_job(std::string_view model,
-                                    const std::optional<RecipeOptions>& options) const;
+                                    const std::optional<RecipeOptions>& options) const
+      LEMON_REQUIRES(mu_);
   Result<std::shared_ptr<LoadJob>> make_job(std::string_view model_name,
                                             const std::optional<RecipeOptions>& request_options,
                                             std::optional<ModelType> required = std::nullopt);
   // One step of a wait on cv_: until notified or, when the hooks poll the
   // caller, until next_tick, when they run without the lock. True when the
   // caller is gone.
-  bool wait_step(std::unique_lock<std::mutex>& lock, const WaitHooks& hooks,
-                 std::chrono::steady_clock::time_point& next_tick);
-  Status wait_for_job(std::unique_lock<std::mutex>& lock, const std::shared_ptr<LoadJob>& job,
-                      const std::shared_ptr<LoadWaiter>& waiter, const WaitHooks& hooks);
+  bool wait_step(MutexLock& lock, const WaitHooks& hooks,
+                 std::chrono::steady_clock::time_point& next_tick) LEMON_REQUIRES(mu_);
+  Status wait_for_job(MutexLock& lock, const std::shared_ptr<LoadJob>& job,
+                      const std::shared_ptr<LoadWaiter>& waiter, const WaitHooks& hooks)
+      LEMON_REQUIRES(mu_);
   // Waits in `model`'s line with `ticket` until it is first and a replica
   // has a free slot (that replica, in_flight counted: lease it) or the model
   // stops serving (null: start over). Errors: kCancelled, kShuttingDown.
-  // REQUIRES: lock holds mu_.
-  Result<std::shared_ptr<ServerSlot>> wait_for_slot(std::unique_lock<std::mutex>& lock,
-                                                    const std::string& model, std::uint64_t ticket,
-                                                    const WaitHooks& hooks);
-  // Joins `model`'s line with a new ticket. REQUIRES: mu_ held.
-  std::uint64_t join_line(ModelGroup& group);
+  Result<std::shared_ptr<ServerSlot>> wait_for_slot(MutexLock& lock, const std::string& model,
+                                                    std::uint64_t ticket, const WaitHooks& hooks)
+      LEMON_REQUIRES(mu_);
+  // Joins `model`'s line with a new ticket.
+  std::uint64_t join_line(ModelGroup& group) LEMON_REQUIRES(mu_);
   // Counts a lease on `slot` and applies the request's keep_alive.
-  // REQUIRES: mu_ held.
-  Lease grant(const std::shared_ptr<ServerSlot>& slot, std::optional<KeepAlive> keep_alive);
-  // The server with this id in the table, or null. REQUIRES: mu_ held.
-  std::shared_ptr<ServerSlot> find_server(std::uint64_t server_id) const;
-  std::optional<Error> queue_refusal(std::string_view model) const;  // REQUIRES: mu_ held
+  Lease grant(const std::shared_ptr<ServerSlot>& slot, std::optional<KeepAlive> keep_alive)
+      LEMON_REQUIRES(mu_);
+  // The server with this id in the table, or null.
+  std::shared_ptr<ServerSlot> find_server(std::uint64_t server_id) const LEMON_REQUIRES(mu_);
+  std::optional<Error> queue_refusal(std::string_view model) const LEMON_REQUIRES(mu_);
 
   // Loader thread.
   void loader_loop();
   // The next job the loader may start now (fairness), or null; `until`
-  // tells when to look again. REQUIRES: mu_ held.
-  std::shared_ptr<LoadJob> next_job(std::chrono::steady_clock::time_point& until);
+  // tells when to look again.
+  std::shared_ptr<LoadJob> next_job(std::chrono::steady_clock::time_point& until)
+      LEMON_REQUIRES(mu_);
   Status run_job(LoadJob& job);
   Status run_replica_job(LoadJob& job);  // a scale-up
   Result<std::shared_ptr<WrappedServer>> make_server(const LoadJob& job);
   // The device readings a load charged `estimate` is admitted against:
   // system RAM alone read now for a model on the CPU, every device for one
   // on a GPU. Takes mu_ briefly; call without it.
-  std::vector<DeviceReading> read_devices_for(const DeviceBytes& estimate);
+  std::vector<DeviceReading> read_devices_for(const DeviceBytes& estimate) LEMON_EXCLUDES(mu_);
   Status start_and_publish(LoadJob& job, const std::shared_ptr<WrappedServer>& server);
   // After `failure` (kOutOfMemory): unload idle servers of the job's device,
   // least recently used first, retrying after each, then everything.
@@ -307,64 +309,65 @@ class Router {
   Withdrawn withdraw(const std::vector<std::shared_ptr<ServerSlot>>& victims, const char* reason,
                      bool spare_sessions);
   void stop_withdrawn(const Withdrawn& withdrawn, const char* reason);
-  void finish_job(LoadJob& job, const Status& result,
-                  const std::shared_ptr<ServerSlot>& slot);  // REQUIRES: mu_ held
+  void finish_job(LoadJob& job, const Status& result, const std::shared_ptr<ServerSlot>& slot)
+      LEMON_REQUIRES(mu_);
   void on_server_exit(const std::weak_ptr<ServerSlot>& slot);
   // Removes `slot` from its group (and the group when it was the last).
-  // REQUIRES: mu_ held.
-  void remove_replica(const std::shared_ptr<ServerSlot>& slot);
+  void remove_replica(const std::shared_ptr<ServerSlot>& slot) LEMON_REQUIRES(mu_);
   // What `slot` holds per device: its estimate, with RAM measured once known.
   static DeviceBytes charges(const ServerSlot& slot);
-  // Budgets from `readings` and what the servers hold. REQUIRES: mu_ held.
-  DeviceBytes budgets_for(const std::vector<DeviceReading>& readings) const;
+  // Budgets from `readings` and what the servers hold.
+  DeviceBytes budgets_for(const std::vector<DeviceReading>& readings) const LEMON_REQUIRES(mu_);
   // The memory half of admission (issue #13 §1): more victims so `job` fits,
   // or kInsufficientMemory. `victims` holds the slot-limit ones already.
-  // REQUIRES: mu_ held.
   Status admit(const LoadJob& job, const std::vector<DeviceReading>& readings,
-               std::vector<std::shared_ptr<ServerSlot>>& victims, bool may_evict) const;
+               std::vector<std::shared_ptr<ServerSlot>>& victims, bool may_evict) const
+      LEMON_REQUIRES(mu_);
   // Measures the servers' RSS and the devices, and unloads idle servers on
   // a device another program squeezed. Housekeeper thread, mu_ not held.
-  void watch_memory();
-  std::vector<DeviceMemoryInfo> memory_report_locked() const;  // REQUIRES: mu_ held
-  // Every replica of `model`. REQUIRES: mu_ held.
-  std::vector<std::shared_ptr<ServerSlot>> replicas_of(std::string_view model) const;
+  void watch_memory() LEMON_EXCLUDES(mu_);
+  std::vector<DeviceMemoryInfo> memory_report_locked() const LEMON_REQUIRES(mu_);
+  // Every replica of `model`.
+  std::vector<std::shared_ptr<ServerSlot>> replicas_of(std::string_view model) const
+      LEMON_REQUIRES(mu_);
 
   // Housekeeper thread: scale-up, scale-down and keep-alive (issue #13).
   void housekeeper_loop();
-  HousekeepingWork plan_housekeeping(std::chrono::steady_clock::time_point now);  // mu_ held
+  HousekeepingWork plan_housekeeping(std::chrono::steady_clock::time_point now) LEMON_REQUIRES(mu_);
   void emit(const RouterEvent& event) const;
   void shutdown_now();
-  std::vector<SlotView> snapshot() const;  // REQUIRES: mu_ held
+  std::vector<SlotView> snapshot() const LEMON_REQUIRES(mu_);
   // Publishes a new RouterView of the table, the queue and the waiting
-  // requests. REQUIRES: mu_ held (lock order: mu_, then view_mu_).
-  void republish();
-  LoadedServerInfo describe(const ServerSlot& slot) const;  // REQUIRES: mu_ held
+  // requests. Lock order: mu_, then view_mu_.
+  void republish() LEMON_REQUIRES(mu_);
+  LoadedServerInfo describe(const ServerSlot& slot) const LEMON_REQUIRES(mu_);
 
   const ModelResolver& models_;
   ServerFactory& factory_;
   const RouterConfig config_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;  // slots, in-flight counts and jobs changed
-  std::map<std::string, ModelGroup, std::less<>> groups_;  // guarded by mu_
-  std::deque<std::shared_ptr<LoadJob>> queue_;             // guarded by mu_
-  std::shared_ptr<LoadJob> current_job_;                   // guarded by mu_
-  std::uint64_t lru_clock_ = 0;                            // guarded by mu_
-  std::uint64_t next_slot_id_ = 1;                         // guarded by mu_
-  std::string last_loaded_;                                // guarded by mu_
-  std::multiset<std::string, std::less<>> blocked_;        // guarded by mu_
-  std::uint64_t next_ticket_ = 1;                          // guarded by mu_
-  int pinned_waiters_ = 0;  // acquire_server() calls waiting; guarded by mu_
-  int queued_total_ = 0;    // guarded by mu_
-  std::map<std::string, int, std::less<>> queued_by_model_;  // guarded by mu_
-  LoadCooldown cooldown_;                                    // guarded by mu_
-  mutable std::mutex view_mu_;                               // a leaf lock: guards only view_
-  std::shared_ptr<const RouterView> view_ = std::make_shared<RouterView>();  // guarded by view_mu_
+  mutable Mutex mu_;
+  CondVar cv_;  // slots, in-flight counts and jobs changed
+  std::map<std::string, ModelGroup, std::less<>> groups_ LEMON_GUARDED_BY(mu_);
+  std::deque<std::shared_ptr<LoadJob>> queue_ LEMON_GUARDED_BY(mu_);
+  std::shared_ptr<LoadJob> current_job_ LEMON_GUARDED_BY(mu_);
+  std::uint64_t lru_clock_ LEMON_GUARDED_BY(mu_) = 0;
+  std::uint64_t next_slot_id_ LEMON_GUARDED_BY(mu_) = 1;
+  std::string last_loaded_ LEMON_GUARDED_BY(mu_);
+  std::multiset<std::string, std::less<>> blocked_ LEMON_GUARDED_BY(mu_);
+  std::uint64_t next_ticket_ LEMON_GUARDED_BY(mu_) = 1;
+  int pinned_waiters_ LEMON_GUARDED_BY(mu_) = 0;  // acquire_server() calls waiting
+  int queued_total_ LEMON_GUARDED_BY(mu_) = 0;
+  std::map<std::string, int, std::less<>> queued_by_model_ LEMON_GUARDED_BY(mu_);
+  LoadCooldown cooldown_ LEMON_GUARDED_BY(mu_);
+  mutable Mutex view_mu_;  // a leaf lock: guards only view_
+  std::shared_ptr<const RouterView> view_ LEMON_GUARDED_BY(view_mu_) =
+      std::make_shared<RouterView>();
   std::atomic<bool> shutting_down_{false};
   std::once_flag shutdown_once_;
   std::thread loader_;
-  std::condition_variable housekeeper_cv_;    // wakes the housekeeper early
-  std::vector<DeviceReading> last_readings_;  // guarded by mu_
+  CondVar housekeeper_cv_;  // wakes the housekeeper early
+  std::vector<DeviceReading> last_readings_ LEMON_GUARDED_BY(mu_);
   std::thread housekeeper_;
 };
 

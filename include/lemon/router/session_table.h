@@ -21,13 +21,11 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -36,6 +34,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lemon/core/error.h"
+#include "lemon/core/mutex.h"
 
 namespace lemon {
 
@@ -138,20 +137,20 @@ class SessionTable {
   };
   void reap_loop();
   // The session if it exists and runs no turn: else kSessionNotFound or
-  // kSessionBusy. REQUIRES: mu_ held.
-  Result<Entry*> idle_entry_locked(const std::string& id);
-  std::vector<SessionPin> taken_locked() const;
+  // kSessionBusy.
+  Result<Entry*> idle_entry_locked(const std::string& id) LEMON_REQUIRES(mu_);
+  std::vector<SessionPin> taken_locked() const LEMON_REQUIRES(mu_);
 
   const std::chrono::milliseconds ttl_;
   const EndCallback on_expired_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;  // the line moved or a session ended
-  std::condition_variable reaper_cv_;
-  std::map<std::string, Entry> sessions_;
+  mutable Mutex mu_;
+  CondVar cv_;  // the line moved or a session ended
+  CondVar reaper_cv_;
+  std::map<std::string, Entry> sessions_ LEMON_GUARDED_BY(mu_);
   // Per model, the tickets of creators waiting for a slot, in order.
-  std::map<std::string, std::deque<std::uint64_t>, std::less<>> lines_;
-  std::uint64_t next_ticket_ = 1;
-  bool stopping_ = false;
+  std::map<std::string, std::deque<std::uint64_t>, std::less<>> lines_ LEMON_GUARDED_BY(mu_);
+  std::uint64_t next_ticket_ LEMON_GUARDED_BY(mu_) = 1;
+  bool stopping_ LEMON_GUARDED_BY(mu_) = false;
   std::thread reaper_;
 };
 

@@ -16,14 +16,13 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <utility>
 #include <vector>
+#include "lemon/core/mutex.h"
 
 namespace lemon::telemetry {
 
@@ -40,8 +39,9 @@ class Broadcast {
     // Waits up to `timeout` for items; returns what is queued (possibly
     // nothing on timeout, or once dropped or closed).
     std::vector<Item> next(std::chrono::milliseconds timeout) {
-      std::unique_lock lock(mu_);
-      cv_.wait_for(lock, timeout, [&] { return !queue_.empty() || dropped_ || closed_; });
+      MutexLock lock(mu_);
+      cv_.wait_for(lock, timeout,
+                   [&]() LEMON_REQUIRES(mu_) { return !queue_.empty() || dropped_ || closed_; });
       std::vector<Item> out(std::make_move_iterator(queue_.begin()),
                             std::make_move_iterator(queue_.end()));
       queue_.clear();
@@ -49,16 +49,16 @@ class Broadcast {
     }
     // Fell behind by more than its queue holds; the stream should end.
     bool dropped() const {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       return dropped_;
     }
     // The broadcast was closed (shutdown) or the follower was cancelled.
     bool closed() const {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       return closed_;
     }
     void close() {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       closed_ = true;
       cv_.notify_all();
     }
@@ -68,7 +68,7 @@ class Broadcast {
     explicit Follower(std::size_t limit) : limit_(limit) {}
     // False once dropped or closed.
     bool offer(const Item& item) {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (dropped_ || closed_) {
         return false;
       }
@@ -84,11 +84,11 @@ class Broadcast {
     }
 
     const std::size_t limit_;
-    mutable std::mutex mu_;
-    std::condition_variable cv_;
-    std::deque<Item> queue_;  // guarded by mu_
-    bool dropped_ = false;    // guarded by mu_
-    bool closed_ = false;     // guarded by mu_
+    mutable Mutex mu_;
+    CondVar cv_;
+    std::deque<Item> queue_ LEMON_GUARDED_BY(mu_);
+    bool dropped_ LEMON_GUARDED_BY(mu_) = false;
+    bool closed_ LEMON_GUARDED_BY(mu_) = false;
   };
 
   Broadcast(std::size_t history, std::size_t follower_queue)
@@ -97,7 +97,7 @@ class Broadcast {
   // Stamps and delivers `value`; returns its id.
   std::uint64_t publish(T value) {
     auto shared = std::make_shared<const T>(std::move(value));
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     Item item{++last_id_, std::move(shared)};
     history_.push_back(item);
     while (history_.size() > history_limit_) {
@@ -115,7 +115,7 @@ class Broadcast {
   // item. Ids that fell out of the history are skipped silently.
   std::shared_ptr<Follower> follow(std::optional<std::uint64_t> after, std::size_t backlog = 0) {
     std::shared_ptr<Follower> f(new Follower(follower_queue_));
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     std::size_t start = history_.size();
     if (after) {
       start = 0;
@@ -138,7 +138,7 @@ class Broadcast {
 
   // Followers still attached (dropped or finished ones are pruned lazily).
   int followers() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     int n = 0;
     for (const auto& weak : followers_) {
       if (auto f = weak.lock(); f && !f->dropped() && !f->closed()) {
@@ -149,13 +149,13 @@ class Broadcast {
   }
 
   std::uint64_t last_id() const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return last_id_;
   }
 
   // The kept items with an id above `after`.
   std::vector<Item> since(std::uint64_t after) const {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     std::vector<Item> out;
     for (const auto& item : history_) {
       if (item.id > after) {
@@ -169,7 +169,7 @@ class Broadcast {
   void close() {
     std::vector<std::shared_ptr<Follower>> all;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       closed_ = true;
       for (const auto& weak : followers_) {
         if (auto f = weak.lock()) {
@@ -186,11 +186,11 @@ class Broadcast {
  private:
   const std::size_t history_limit_;
   const std::size_t follower_queue_;
-  mutable std::mutex mu_;
-  std::uint64_t last_id_ = 0;                       // guarded by mu_
-  std::deque<Item> history_;                        // guarded by mu_
-  std::vector<std::weak_ptr<Follower>> followers_;  // guarded by mu_
-  bool closed_ = false;                             // guarded by mu_
+  mutable Mutex mu_;
+  std::uint64_t last_id_ LEMON_GUARDED_BY(mu_) = 0;
+  std::deque<Item> history_ LEMON_GUARDED_BY(mu_);
+  std::vector<std::weak_ptr<Follower>> followers_ LEMON_GUARDED_BY(mu_);
+  bool closed_ LEMON_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace lemon::telemetry

@@ -15,15 +15,14 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <map>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "lemon/core/mutex.h"
 #include "lemon/router/router.h"
 #include "lemon/telemetry/event_bus.h"
 
@@ -69,12 +68,12 @@ class ContextMonitor {
 
   Router& router_;
   EventBus& events_;
-  std::mutex refresh_mu_;  // one refresh at a time
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<std::string, ModelContext> latest_;         // guarded by mu_
-  std::chrono::steady_clock::time_point refreshed_{};  // guarded by mu_
-  bool stopping_ = false;                              // guarded by mu_
+  Mutex refresh_mu_;  // one refresh at a time
+  Mutex mu_;
+  CondVar cv_;
+  std::map<std::string, ModelContext> latest_ LEMON_GUARDED_BY(mu_);
+  std::chrono::steady_clock::time_point refreshed_ LEMON_GUARDED_BY(mu_){};
+  bool stopping_ LEMON_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

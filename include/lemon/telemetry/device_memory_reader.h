@@ -10,9 +10,9 @@
 // Thread-safety: read() may be called from any thread (serialized inside).
 #pragma once
 
-#include <mutex>
 #include <string>
 
+#include "lemon/core/mutex.h"
 #include "lemon/process/process_launcher.h"
 #include "lemon/router/device_memory.h"
 
@@ -34,8 +34,8 @@ class SystemDeviceMemory final : public DeviceMemorySource {
   ProcessLauncher* const launcher_;
   const std::string proc_root_;
   const std::string sys_root_;
-  std::mutex mu_;
-  std::string nvidia_smi_;  // guarded by mu_; "" when not found
+  Mutex mu_;
+  std::string nvidia_smi_ LEMON_GUARDED_BY(mu_);  // "" when not found
 };
 
 }  // namespace lemon::telemetry

@@ -18,12 +18,11 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
-#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+#include "lemon/core/mutex.h"
 
 namespace lemon::telemetry {
 
@@ -112,8 +111,8 @@ class Family {
   const MetricType type_;
   const std::vector<std::string> labels_;
   const std::vector<double> bounds_;
-  mutable std::shared_mutex mu_;
-  std::map<std::vector<std::string>, std::unique_ptr<Series>> series_;  // guarded by mu_
+  mutable SharedMutex mu_;
+  std::map<std::vector<std::string>, std::unique_ptr<Series>> series_ LEMON_GUARDED_BY(mu_);
 };
 
 // Families in registration order. Register during setup; update and render

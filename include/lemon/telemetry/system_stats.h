@@ -17,12 +17,12 @@
 
 #include <chrono>
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "lemon/core/mutex.h"
 #include "lemon/process/process_launcher.h"
 
 namespace lemon::telemetry {
@@ -52,16 +52,16 @@ class SystemStatsReader {
   };
   std::optional<CpuSample> cpu_sample() const;
   void read_amd_gpus(SystemStats& out) const;
-  void read_nvidia_gpus(SystemStats& out);
+  void read_nvidia_gpus(SystemStats& out) LEMON_REQUIRES(mu_);
 
   ProcessLauncher* const launcher_;
   const std::string sys_root_;
   const std::string proc_root_;
-  std::mutex mu_;
-  std::optional<CpuSample> last_cpu_;                    // guarded by mu_
-  std::chrono::steady_clock::time_point nvidia_read_{};  // guarded by mu_
-  std::optional<double> nvidia_percent_;                 // guarded by mu_
-  std::optional<double> nvidia_vram_gb_;                 // guarded by mu_
+  Mutex mu_;
+  std::optional<CpuSample> last_cpu_ LEMON_GUARDED_BY(mu_);
+  std::chrono::steady_clock::time_point nvidia_read_ LEMON_GUARDED_BY(mu_){};
+  std::optional<double> nvidia_percent_ LEMON_GUARDED_BY(mu_);
+  std::optional<double> nvidia_vram_gb_ LEMON_GUARDED_BY(mu_);
 };
 
 }  // namespace lemon::telemetry

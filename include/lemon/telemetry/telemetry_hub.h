@@ -14,9 +14,9 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 
+#include "lemon/core/mutex.h"
 #include "lemon/router/router.h"
 #include "lemon/telemetry/event_bus.h"
 #include "lemon/telemetry/log_ring.h"
@@ -92,9 +92,9 @@ class TelemetryHub {
   Family& crashes_;
   const std::chrono::steady_clock::time_point started_;
 
-  std::mutex mu_;
-  std::map<std::string, std::chrono::steady_clock::time_point> load_started_;   // guarded by mu_
-  std::map<std::string, std::chrono::steady_clock::time_point> progress_sent_;  // guarded by mu_
+  Mutex mu_;
+  std::map<std::string, std::chrono::steady_clock::time_point> load_started_ LEMON_GUARDED_BY(mu_);
+  std::map<std::string, std::chrono::steady_clock::time_point> progress_sent_ LEMON_GUARDED_BY(mu_);
 };
 
 // Resident memory (bytes) and open descriptors of this process, from /proc.
