@@ -75,9 +75,9 @@ const FormField* field(const std::vector<FormField>& fields, std::string_view na
 }
 
 // A form value as JSON: a number when it reads as one, else the text.
-nlohmann::json form_number(const std::string& text) {
+nlohmann::json form_number(std::string_view text) {
   auto j = nlohmann::json::parse(text, nullptr, false);
-  return j.is_number() ? j : nlohmann::json(text);
+  return j.is_number() ? j : nlohmann::json(std::string(text));
 }
 
 }  // namespace
@@ -98,25 +98,26 @@ std::optional<std::vector<FormField>> SdServer::rewrite_form(
   std::string prompt = "variation";  // variations take no prompt; sd-server needs one
   if (route == ApiRoute::kImageEdits) {
     const FormField* p = field(fields, "prompt");
-    prompt = p != nullptr ? p->data : "";
+    prompt = p != nullptr ? std::string(p->data) : std::string();
   }
   std::vector<FormField> out;
-  out.push_back(
-      {"prompt", "", "", prompt + " <sd_cpp_extra_args>" + extra.dump() + "</sd_cpp_extra_args>"});
+  out.push_back(FormField::text(
+      "prompt", prompt + " <sd_cpp_extra_args>" + extra.dump() + "</sd_cpp_extra_args>"));
   const FormField* n = field(fields, "n");
-  out.push_back({"n", "", "", n != nullptr ? n->data : "1"});
+  out.push_back(n != nullptr ? FormField{"n", "", "", n->data, n->storage}
+                             : FormField{"n", "", "", "1", nullptr});
   const FormField* size = field(fields, "size");
-  out.push_back({"size", "", "",
-                 size != nullptr ? size->data
-                                 : std::to_string(opts.value("width", 512)) + "x" +
-                                       std::to_string(opts.value("height", 512))});
+  out.push_back(size != nullptr
+                    ? FormField{"size", "", "", size->data, size->storage}
+                    : FormField::text("size", std::to_string(opts.value("width", 512)) + "x" +
+                                                  std::to_string(opts.value("height", 512))));
   for (const auto& f : fields) {
     if (f.name == "image" || f.name == "image[]") {
       out.push_back({"image[]", f.filename.empty() ? "image.png" : f.filename,
-                     f.content_type.empty() ? "image/png" : f.content_type, f.data});
+                     f.content_type.empty() ? "image/png" : f.content_type, f.data, f.storage});
     } else if (f.name == "mask" && route == ApiRoute::kImageEdits) {
       out.push_back({"mask", f.filename.empty() ? "mask.png" : f.filename,
-                     f.content_type.empty() ? "image/png" : f.content_type, f.data});
+                     f.content_type.empty() ? "image/png" : f.content_type, f.data, f.storage});
     }
   }
   return out;

@@ -67,7 +67,7 @@ Status WhisperServer::check_form(ApiRoute route, const std::vector<FormField>& f
     if (f.name != "file") {
       continue;
     }
-    const std::string as_name = f.data.substr(0, f.data.find('\0'));
+    const std::string as_name(f.data.substr(0, f.data.find('\0')));
     std::error_code ec;
     if (!as_name.empty() && as_name.size() < 4096 && std::filesystem::exists(as_name, ec)) {
       return Error(ErrorCode::kInvalidRequest,
@@ -93,7 +93,7 @@ std::optional<std::vector<FormField>> WhisperServer::rewrite_form(
       present = present || f.name == name;
     }
     if (!present) {
-      out.push_back({name, "", "", fallback});
+      out.push_back({name, "", "", fallback, nullptr});
     }
   }
   return out;

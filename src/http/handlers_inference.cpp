@@ -120,7 +120,7 @@ void ApiServer::handle_transcription(net::Request& r, net::ResponseWriter& w) {
   std::vector<FormField> fields;
   fields.reserve(parts->size());
   for (const auto& p : *parts) {
-    fields.push_back({p.name, p.filename, p.content_type, std::string(p.data)});
+    fields.push_back({p.name, p.filename, p.content_type, p.data, nullptr});
   }
   req.route = ApiRoute::kTranscriptions;
   req.model = std::string(model->data);
@@ -174,7 +174,7 @@ void ApiServer::handle_image_form(ApiRoute route, net::Request& r, net::Response
   std::vector<FormField> fields;
   fields.reserve(parts->size());
   for (const auto& p : *parts) {
-    fields.push_back({p.name, p.filename, p.content_type, std::string(p.data)});
+    fields.push_back({p.name, p.filename, p.content_type, p.data, nullptr});
   }
   InferenceRequest req;
   req.route = route;

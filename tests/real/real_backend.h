@@ -55,40 +55,53 @@ inline int run_program(const std::vector<std::string>& argv) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-class RealLlamaTest : public RouterTest {
+// A test of the router against the real program that `variable` names,
+// handed to the router through the recipe's `bin_variable`. Skipped, with a
+// line saying so, when the variable is not set.
+class RealProgramTest : public RouterTest {
  protected:
+  RealProgramTest(std::string variable, std::string program, std::string bin_variable)
+      : variable_(std::move(variable)),
+        program_name_(std::move(program)),
+        bin_variable_(std::move(bin_variable)) {}
+
   void SetUp() override {
-    llama_server_ = real_program("LEMON_REAL_LLAMA_SERVER");
-    if (llama_server_.empty()) {
-      GTEST_SKIP() << "LEMON_REAL_LLAMA_SERVER is not set: no real llama-server to test against";
+    program_ = real_program(variable_.c_str());
+    if (program_.empty()) {
+      GTEST_SKIP() << variable_ << " is not set: no real " << program_name_ << " to test against";
     }
   }
+  // The router with the real program in place of the fake.
+  void start_real_router(const std::vector<std::string>& args = {}) {
+    start_router(args, {{bin_variable_, program_}});
+  }
+
+  const std::string variable_;
+  const std::string program_name_;
+  const std::string bin_variable_;
+  std::string program_;  // the real program's path, once SetUp() ran
+};
+
+class RealLlamaTest : public RealProgramTest {
+ protected:
+  RealLlamaTest()
+      : RealProgramTest("LEMON_REAL_LLAMA_SERVER", "llama-server", "LEMONADE_LLAMACPP_CPU_BIN") {}
   // user.<key>: the tiny chat model on the real llama-server.
   void add_tiny_chat(const std::string& key) {
     env_.add_user_model(key, {{"checkpoint", real_model_file("tiny-llama-chat.gguf")},
                               {"recipe", "llamacpp"},
                               {"source", "local_path"}});
   }
-  // The router with the real llama-server in place of the fake.
-  void start_real_router(const std::vector<std::string>& args = {}) {
-    start_router(args, {{"LEMONADE_LLAMACPP_CPU_BIN", llama_server_}});
-  }
-
-  std::string llama_server_;
 };
 
 // The router against a real whisper-server and tiny random-weight whisper
 // models written at test time by tests/models/make_tiny_whisper.py (Debian's
 // python3 with python3-numpy).
-class RealWhisperTest : public RouterTest {
+class RealWhisperTest : public RealProgramTest {
  protected:
-  void SetUp() override {
-    whisper_server_ = real_program("LEMON_REAL_WHISPER_SERVER");
-    if (whisper_server_.empty()) {
-      GTEST_SKIP() << "LEMON_REAL_WHISPER_SERVER is not set: no real whisper-server to test "
-                      "against";
-    }
-  }
+  RealWhisperTest()
+      : RealProgramTest("LEMON_REAL_WHISPER_SERVER", "whisper-server",
+                        "LEMONADE_WHISPERCPP_CPU_BIN") {}
   // user.<key>: a tiny whisper model (a different one per seed), or one of
   // the shape `shape` gives (make_tiny_whisper.py's options).
   void add_tiny_whisper(const std::string& key, int seed = 31,
@@ -104,34 +117,19 @@ class RealWhisperTest : public RouterTest {
     env_.add_user_model(key,
                         {{"checkpoint", path}, {"recipe", "whispercpp"}, {"source", "local_path"}});
   }
-  void start_real_router(const std::vector<std::string>& args = {}) {
-    start_router(args, {{"LEMONADE_WHISPERCPP_CPU_BIN", whisper_server_}});
-  }
   static std::string python() {
     const char* p = std::getenv("LEMON_PYTHON");
     return p != nullptr ? std::string(p) : std::string("/usr/bin/python3");
   }
-
-  std::string whisper_server_;
 };
 
 // The router against a real sd-server. stable-diffusion.cpp loads only its
 // fixed architectures (docs/testing.md), so these tests stop at the model
 // load: the router's command lines are accepted, and a failed load is
 // reported with the program's own lines.
-class RealSdTest : public RouterTest {
+class RealSdTest : public RealProgramTest {
  protected:
-  void SetUp() override {
-    sd_server_ = real_program("LEMON_REAL_SD_SERVER");
-    if (sd_server_.empty()) {
-      GTEST_SKIP() << "LEMON_REAL_SD_SERVER is not set: no real sd-server to test against";
-    }
-  }
-  void start_real_router(const std::vector<std::string>& args = {}) {
-    start_router(args, {{"LEMONADE_SDCPP_CPU_BIN", sd_server_}});
-  }
-
-  std::string sd_server_;
+  RealSdTest() : RealProgramTest("LEMON_REAL_SD_SERVER", "sd-server", "LEMONADE_SDCPP_CPU_BIN") {}
 };
 
 }  // namespace lemon::testing

@@ -263,7 +263,7 @@ TEST_F(WhisperTest, AWhisperServerOutOfMemoryIsA507) {
   const std::string wrapper = env_.root() + "/whisper-server-in-200-mb";
   {
     std::ofstream out(wrapper);
-    out << "#!/bin/sh\nulimit -v 200000\nexec '" << whisper_server_ << "' \"$@\"\n";
+    out << "#!/bin/sh\nulimit -v 200000\nexec '" << program_ << "' \"$@\"\n";
   }
   ASSERT_EQ(::chmod(wrapper.c_str(), 0755), 0);
   ASSERT_NO_FATAL_FAILURE(start_router({}, {{"LEMONADE_WHISPERCPP_CPU_BIN", wrapper}}));

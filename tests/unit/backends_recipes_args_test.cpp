@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -251,6 +252,32 @@ TEST_F(RecipeArgs, SdRouteAndDevice) {
   EXPECT_EQ(cpu.upstream_path(ApiRoute::kImageGenerations), "/v1/images/generations");
   EXPECT_EQ(cpu.upstream_path(ApiRoute::kChatCompletions), std::nullopt);
   EXPECT_EQ(cpu.upstream_path(ApiRoute::kTranscriptions), std::nullopt);
+}
+
+TEST_F(RecipeArgs, SdEditFormPassesTheImagesOnUncopied) {
+  auto m = make_model("sd-cpp", {{"main", "a:b"}}, {{"main", "/hub/b"}}, ModelType::kImage);
+  SdServer s(m, opts("sd-cpp", {{"width", 256}, {"height", 128}}), env_);
+  const std::string image = "\x89PNG" + std::string(2048, 'p');
+  const std::string mask = "\x89PNG" + std::string(1024, 'm');
+  const std::vector<FormField> form = {{"model", "", "", "m"},
+                                       {"prompt", "", "", "make it blue"},
+                                       {"n", "", "", "2"},
+                                       {"image", "in.png", "image/png", image},
+                                       {"mask", "", "", mask}};
+  auto sent = s.rewrite_form(ApiRoute::kImageEdits, form);
+  ASSERT_TRUE(sent.has_value());
+  std::map<std::string, const FormField*> by_name;
+  for (const auto& f : *sent) {
+    by_name[f.name] = &f;
+  }
+  ASSERT_EQ(by_name.size(), 5u);  // prompt, n, size, image[], mask
+  EXPECT_EQ(by_name["prompt"]->data.rfind("make it blue <sd_cpp_extra_args>", 0), 0u);
+  EXPECT_EQ(by_name["n"]->data, "2");
+  EXPECT_EQ(by_name["size"]->data, "256x128");
+  EXPECT_EQ(by_name["image[]"]->data.data(), image.data());
+  EXPECT_EQ(by_name["image[]"]->filename, "in.png");
+  EXPECT_EQ(by_name["mask"]->data.data(), mask.data());
+  EXPECT_EQ(by_name["mask"]->filename, "mask.png");
 }
 
 // ---- which binary each recipe looks for --------------------------------------------------------

@@ -66,6 +66,23 @@ TEST_F(WhisperForm, ResponseFormatAndTemperatureAreAlwaysSent) {
   EXPECT_FALSE(server_.rewrite_form(ApiRoute::kImageEdits, chosen).has_value());
 }
 
+TEST_F(WhisperForm, TheUploadIsPassedOnUncopied) {
+  // The form views the client's body; the rewritten form views the same
+  // bytes, and values the router adds own theirs (issue #31 review).
+  const std::string upload = "RIFF" + std::string(4096, 'x');
+  const std::vector<FormField> form = {{"file", "a.wav", "audio/wav", upload}};
+  auto sent = server_.rewrite_form(ApiRoute::kTranscriptions, form);
+  ASSERT_TRUE(sent.has_value());
+  ASSERT_EQ(sent->front().name, "file");
+  EXPECT_EQ(sent->front().data.data(), upload.data());
+  EXPECT_EQ(sent->front().storage, nullptr);
+
+  const FormField made = FormField::text("prompt", "a cat");
+  const FormField copy = made;  // the copy's view stays valid: it shares the bytes
+  EXPECT_EQ(copy.data, "a cat");
+  EXPECT_EQ(copy.data.data(), made.storage->data());
+}
+
 TEST_F(WhisperForm, AnUploadThatNamesAFileIsRefused) {
   TempDir dir;
   const std::string path = dir.path().string() + "/meeting.wav";

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -42,12 +43,23 @@ enum class ApiRoute {
   kTokenize,         // {"content"} -> {"tokens":[...]} (Anthropic's count_tokens)
 };
 
-// One field of a multipart/form-data body.
+// One field of a multipart/form-data body. `data` views bytes that outlive
+// the form: the client's request body (an upload is never copied before the
+// backend's body is written), a literal, or `storage` when the router wrote
+// the value (made by text()). Copies share `storage`, so their views stay
+// valid.
 struct FormField {
   std::string name;
   std::string filename;      // "" when it is not a file
   std::string content_type;  // "" when absent
-  std::string data;
+  std::string_view data;
+  std::shared_ptr<const std::string> storage = nullptr;
+
+  // A plain field whose value the router made.
+  static FormField text(std::string name, std::string value) {
+    auto owned = std::make_shared<const std::string>(std::move(value));
+    return FormField{std::move(name), "", "", *owned, owned};
+  }
 };
 
 // The model type a route needs ("chat on an embedding model" is a 400).
