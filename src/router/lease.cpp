@@ -1,6 +1,6 @@
 #include "lemon/router/lease.h"
 
-#include "lemon/router/router.h"
+#include "router_core.h"
 
 namespace lemon {
 
@@ -12,6 +12,14 @@ Lease& Lease::operator=(Lease&& other) noexcept {
     backend_slot_ = std::exchange(other.backend_slot_, -1);
   }
   return *this;
+}
+
+WrappedServer& Lease::server() const {
+  return *slot_->server;
+}
+
+const std::string& Lease::model_name() const {
+  return slot_->server->model_name();
 }
 
 void Lease::release() {

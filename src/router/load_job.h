@@ -1,5 +1,5 @@
 // LoadJob and LoadWaiter: one queued load and the callers waiting for it.
-// Internal to src/router. Every field is guarded by Router::mu_.
+// Internal to src/router. Every field is guarded by RouterCore::mu_.
 #pragma once
 
 #include <chrono>
@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "lemon/router/router.h"
+#include "router_core.h"
 
 namespace lemon {
 
-struct Router::LoadWaiter {
+struct RouterCore::LoadWaiter {
   explicit LoadWaiter(bool lease) : wants_lease(lease) {}
   const bool wants_lease;  // acquire() wants a Lease; load() only the outcome
   bool done = false;
@@ -25,9 +25,9 @@ struct Router::LoadWaiter {
 };
 
 // One request counted against --max-queued-requests while it waits for a
-// load or a slot. Construct and destroy with Router::mu_ held.
-struct Router::QueuePlace {
-  QueuePlace(Router& router, std::string model) : router_(router), model_(std::move(model)) {
+// load or a slot. Construct and destroy with RouterCore::mu_ held.
+struct RouterCore::QueuePlace {
+  QueuePlace(RouterCore& router, std::string model) : router_(router), model_(std::move(model)) {
     ++router_.queued_total_;
     ++router_.queued_by_model_[model_];
     router_.republish();
@@ -46,11 +46,11 @@ struct Router::QueuePlace {
   QueuePlace& operator=(QueuePlace&&) = delete;
 
  private:
-  Router& router_;
+  RouterCore& router_;
   std::string model_;
 };
 
-struct Router::LoadJob {
+struct RouterCore::LoadJob {
   std::string model;
   ModelInfo info;
   RecipeOptions options;          // effective, restricted to the recipe

@@ -9,17 +9,18 @@
 #include "lemon/core/mutex.h"
 #include "lemon/router/memory_policy.h"
 #include "lemon/router/pool_policy.h"
-#include "lemon/router/router.h"
 #include "load_job.h"
+#include "router_core.h"
 
 namespace lemon {
 
-struct Router::HousekeepingWork {
+struct RouterCore::HousekeepingWork {
   std::vector<std::shared_ptr<ServerSlot>> scale_down;
   std::vector<std::pair<std::string, std::vector<std::shared_ptr<ServerSlot>>>> expired;
 };
 
-Router::HousekeepingWork Router::plan_housekeeping(std::chrono::steady_clock::time_point now) {
+RouterCore::HousekeepingWork RouterCore::plan_housekeeping(
+    std::chrono::steady_clock::time_point now) {
   std::vector<ModelPoolView> views;
   views.reserve(groups_.size());
   for (const auto& [name, group] : groups_) {
@@ -75,7 +76,7 @@ Router::HousekeepingWork Router::plan_housekeeping(std::chrono::steady_clock::ti
   return work;
 }
 
-void Router::watch_memory() {
+void RouterCore::watch_memory() {
   std::vector<std::shared_ptr<ServerSlot>> servers;
   {
     MutexLock lock(mu_);
@@ -118,7 +119,7 @@ void Router::watch_memory() {
   }
 }
 
-void Router::housekeeper_loop() {
+void RouterCore::housekeeper_loop() {
   if (config_.memory) {
     // The devices as they are at start, for /health; servers are measured
     // only from the first interval on.

@@ -11,8 +11,8 @@
 #include "lemon/core/log.h"
 #include "lemon/core/mutex.h"
 #include "lemon/router/memory_policy.h"
-#include "lemon/router/router.h"
 #include "load_job.h"
+#include "router_core.h"
 
 namespace lemon {
 namespace {
@@ -26,7 +26,8 @@ bool counts_towards_cooldown(ErrorCode code) {
 
 }  // namespace
 
-std::shared_ptr<Router::LoadJob> Router::next_job(std::chrono::steady_clock::time_point& until) {
+std::shared_ptr<RouterCore::LoadJob> RouterCore::next_job(
+    std::chrono::steady_clock::time_point& until) {
   const auto now = std::chrono::steady_clock::now();
   until = std::chrono::steady_clock::time_point::max();
   const auto views = snapshot();
@@ -60,7 +61,7 @@ std::shared_ptr<Router::LoadJob> Router::next_job(std::chrono::steady_clock::tim
   return nullptr;
 }
 
-void Router::loader_loop() {
+void RouterCore::loader_loop() {
   MutexLock lock(mu_);
   for (;;) {
     std::shared_ptr<LoadJob> job;
@@ -110,8 +111,8 @@ void Router::loader_loop() {
   }
 }
 
-void Router::finish_job(LoadJob& job, const Status& result,
-                        const std::shared_ptr<ServerSlot>& slot) {
+void RouterCore::finish_job(LoadJob& job, const Status& result,
+                            const std::shared_ptr<ServerSlot>& slot) {
   auto group = slot ? groups_.find(job.model) : groups_.end();
   for (const auto& w : job.waiters) {
     if (result.ok() && slot) {
@@ -135,7 +136,7 @@ void Router::finish_job(LoadJob& job, const Status& result,
   cv_.notify_all();
 }
 
-std::vector<DeviceReading> Router::read_devices_for(const DeviceBytes& estimate) {
+std::vector<DeviceReading> RouterCore::read_devices_for(const DeviceBytes& estimate) {
   // A model placed on the CPU needs only system RAM read now (one small
   // file); the GPUs keep the memory poller's last reading, so no load on
   // the CPU ever runs nvidia-smi or reads sysfs (issue #27 §1). A model on a
@@ -155,7 +156,7 @@ std::vector<DeviceReading> Router::read_devices_for(const DeviceBytes& estimate)
   return readings;
 }
 
-Result<std::shared_ptr<WrappedServer>> Router::make_server(const LoadJob& job) {
+Result<std::shared_ptr<WrappedServer>> RouterCore::make_server(const LoadJob& job) {
   auto server = factory_.create(job.info, job.options);
   if (!server.ok()) {
     return server;
@@ -166,7 +167,7 @@ Result<std::shared_ptr<WrappedServer>> Router::make_server(const LoadJob& job) {
   return server;
 }
 
-Status Router::run_job(LoadJob& job) {
+Status RouterCore::run_job(LoadJob& job) {
   if (job.replica) {
     return run_replica_job(job);
   }
@@ -267,7 +268,7 @@ Status Router::run_job(LoadJob& job) {
   return retry_start(job);
 }
 
-Status Router::retry_start(LoadJob& job) {
+Status RouterCore::retry_start(LoadJob& job) {
   auto retry = make_server(job);
   if (!retry.ok()) {
     return std::move(retry).error();
@@ -275,7 +276,7 @@ Status Router::retry_start(LoadJob& job) {
   return start_and_publish(job, *retry);
 }
 
-Status Router::recover_from_out_of_memory(LoadJob& job, Error failure) {
+Status RouterCore::recover_from_out_of_memory(LoadJob& job, Error failure) {
   const std::string device = primary_device(job.estimate);
   // Issue #14 §2: the idle servers of the same device go first, one at a
   // time, least recently used first; the load is retried after each.
@@ -348,7 +349,7 @@ Status Router::recover_from_out_of_memory(LoadJob& job, Error failure) {
       .with_detail(failure.detail());
 }
 
-Status Router::start_and_publish(LoadJob& job, const std::shared_ptr<WrappedServer>& server) {
+Status RouterCore::start_and_publish(LoadJob& job, const std::shared_ptr<WrappedServer>& server) {
   std::shared_ptr<ServerSlot> slot;
   {
     MutexLock lock(mu_);
@@ -406,7 +407,7 @@ Status Router::start_and_publish(LoadJob& job, const std::shared_ptr<WrappedServ
   return ok_status();
 }
 
-Status Router::run_replica_job(LoadJob& job) {
+Status RouterCore::run_replica_job(LoadJob& job) {
   auto done = [&](const Status& st) {
     MutexLock lock(mu_);
     if (auto g = groups_.find(job.model); g != groups_.end()) {
@@ -448,8 +449,8 @@ Status Router::run_replica_job(LoadJob& job) {
   return done(start_and_publish(job, *server));
 }
 
-bool Router::retire(const std::vector<std::shared_ptr<ServerSlot>>& victims, const char* reason,
-                    bool spare_sessions) {
+bool RouterCore::retire(const std::vector<std::shared_ptr<ServerSlot>>& victims, const char* reason,
+                        bool spare_sessions) {
   Withdrawn withdrawn = withdraw(victims, reason, spare_sessions);
   if (withdrawn.spared) {
     return false;
@@ -458,8 +459,8 @@ bool Router::retire(const std::vector<std::shared_ptr<ServerSlot>>& victims, con
   return true;
 }
 
-Router::Withdrawn Router::withdraw(const std::vector<std::shared_ptr<ServerSlot>>& victims,
-                                   const char* reason, bool spare_sessions) {
+RouterCore::Withdrawn RouterCore::withdraw(const std::vector<std::shared_ptr<ServerSlot>>& victims,
+                                           const char* reason, bool spare_sessions) {
   Withdrawn out;
   MutexLock lock(mu_);
   if (spare_sessions && std::any_of(victims.begin(), victims.end(), [](const auto& v) {
@@ -503,7 +504,7 @@ Router::Withdrawn Router::withdraw(const std::vector<std::shared_ptr<ServerSlot>
   return out;
 }
 
-void Router::stop_withdrawn(const Withdrawn& withdrawn, const char* reason) {
+void RouterCore::stop_withdrawn(const Withdrawn& withdrawn, const char* reason) {
   for (const auto& v : withdrawn.owned) {
     const auto signalled = std::chrono::steady_clock::now();
     v->server->stop();
@@ -528,7 +529,7 @@ void Router::stop_withdrawn(const Withdrawn& withdrawn, const char* reason) {
   }
 }
 
-void Router::on_server_exit(const std::weak_ptr<ServerSlot>& weak) {
+void RouterCore::on_server_exit(const std::weak_ptr<ServerSlot>& weak) {
   auto slot = weak.lock();
   if (!slot) {
     return;
@@ -544,13 +545,13 @@ void Router::on_server_exit(const std::weak_ptr<ServerSlot>& weak) {
   emit({RouterEvent::Kind::kServerCrashed, slot->server->model_name(), {}, {}});
 }
 
-void Router::shutdown() {
+void RouterCore::shutdown() {
   // Every caller returns only once shutdown is complete (call_once blocks
   // concurrent callers), so a signal thread and main may both call it.
   std::call_once(shutdown_once_, [this] { shutdown_now(); });
 }
 
-void Router::shutdown_now() {
+void RouterCore::shutdown_now() {
   shutting_down_.store(true);
   std::vector<std::shared_ptr<ServerSlot>> all;
   {

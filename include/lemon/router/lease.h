@@ -9,11 +9,15 @@
 
 #include <memory>
 
-#include "lemon/router/server_slot.h"
+#include <string>
+#include <utility>
+
+#include "lemon/backends/wrapped_server.h"
 
 namespace lemon {
 
-class Router;
+class RouterCore;
+struct ServerSlot;
 
 class Lease {
  public:
@@ -28,8 +32,8 @@ class Lease {
   Lease& operator=(const Lease&) = delete;
 
   explicit operator bool() const { return slot_ != nullptr; }
-  WrappedServer& server() const { return *slot_->server; }
-  const std::string& model_name() const { return slot_->server->model_name(); }
+  WrappedServer& server() const;
+  const std::string& model_name() const;
   // The llama.cpp slot this lease's request must use (`id_slot`), or -1 to
   // let the backend choose: set for a session's turn, and for other requests
   // while some of the server's slots are pinned to sessions.
@@ -39,11 +43,11 @@ class Lease {
   void release();
 
  private:
-  friend class Router;
-  Lease(Router* router, std::shared_ptr<ServerSlot> slot, int backend_slot = -1)
+  friend class RouterCore;
+  Lease(RouterCore* router, std::shared_ptr<ServerSlot> slot, int backend_slot = -1)
       : router_(router), slot_(std::move(slot)), backend_slot_(backend_slot) {}
 
-  Router* router_ = nullptr;
+  RouterCore* router_ = nullptr;
   std::shared_ptr<ServerSlot> slot_;
   int backend_slot_ = -1;
 };

@@ -17,17 +17,20 @@
 #include <vector>
 
 #include "lemon/router/loaded_server_info.h"
-#include "lemon/router/server_slot.h"
+
+#include "lemon/backends/wrapped_server.h"
 
 namespace lemon {
+
+struct ServerSlot;
 
 struct ServerView {
   LoadedServerInfo info;  // as of publication
   std::shared_ptr<const ServerSlot> slot;
 
-  int in_flight() const { return slot->in_flight.load(std::memory_order_relaxed); }
-  std::int64_t last_use_ms() const { return slot->last_use_ms.load(std::memory_order_relaxed); }
-  WrappedServer& server() const { return *slot->server; }
+  int in_flight() const;
+  std::int64_t last_use_ms() const;
+  WrappedServer& server() const;
 };
 
 struct RouterView {
