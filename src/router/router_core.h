@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "lemon/core/mutex.h"
-#include "lemon/router/model_group.h"
 #include "lemon/router/router.h"
+#include "model_group.h"
 
 namespace lemon {
 

@@ -1,6 +1,6 @@
 #include "lemon/router/router_view.h"
 
-#include "lemon/router/server_slot.h"
+#include "server_slot.h"
 
 namespace lemon {
 

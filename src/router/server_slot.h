@@ -1,14 +1,13 @@
 // ServerSlot: the router's record of one loaded WrappedServer (one replica of
-// a model; the model's replicas and its waiting line are a ModelGroup, in
-// src/router). Shared between
-// the router's table and the Leases of in-flight requests, so a server that
-// is removed from the table (evicted, crashed) stays valid for requests that
-// still hold it.
+// a model; the model's replicas and its waiting line are a ModelGroup).
+// Internal to src/router. Shared between the router's table and the Leases
+// of in-flight requests, so a server that is removed from the table
+// (evicted, crashed) stays valid for requests that still hold it.
 //
 // Thread-safety: the const members are immutable; everything else is guarded
-// by Router::mu_ (Lease touches it only through the Router). in_flight and
+// by RouterCore::mu_ (Lease touches it only through RouterCore). in_flight and
 // last_use_ms are atomics so that readers without the lock (RouterView) see
-// exact values; they are still changed only under Router::mu_.
+// exact values; they are still changed only under RouterCore::mu_.
 #pragma once
 
 #include <atomic>
@@ -49,7 +48,7 @@ struct ServerSlot {
   // not yet); replaces the RAM estimate once known.
   std::atomic<std::int64_t> measured_ram{0};
 
-  // True when one more request fits. REQUIRES: Router::mu_ held.
+  // True when one more request fits. REQUIRES: RouterCore::mu_ held.
   bool has_capacity() const { return capacity == 0 || in_flight < capacity; }
   // The backend slot for a request without a session while some slots are
   // pinned: the lowest free one that no session holds, else the lowest free
@@ -71,7 +70,7 @@ struct ServerSlot {
     return fallback;
   }
 
-  // Guarded by Router::mu_.
+  // Guarded by RouterCore::mu_.
   SlotState state = SlotState::kReady;
   std::atomic<int> in_flight{0};                       // exact count of live Leases
   std::uint64_t lru_tick = 0;                          // logical clock of the last touch

@@ -1,6 +1,6 @@
 // ModelGroup: the replicas of one loaded model and the requests waiting for
-// a free slot in any of them (issue #13 §2). Every
-// field is guarded by Router::mu_.
+// a free slot in any of them (issue #13 §2). Internal to src/router. Every
+// field is guarded by RouterCore::mu_.
 #pragma once
 
 #include <algorithm>
@@ -11,7 +11,7 @@
 #include <optional>
 #include <vector>
 
-#include "lemon/router/server_slot.h"
+#include "server_slot.h"
 
 namespace lemon {
 
