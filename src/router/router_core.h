@@ -148,6 +148,8 @@ class RouterCore {
   // tells when to look again.
   std::shared_ptr<LoadJob> next_job(std::chrono::steady_clock::time_point& until)
       LEMON_REQUIRES(mu_);
+  // A load's steps in LoadScheduler's order, with JobEffects doing them.
+  class JobEffects;
   Status run_job(LoadJob& job);
   Status run_replica_job(LoadJob& job);  // a scale-up
   Result<std::shared_ptr<WrappedServer>> make_server(const LoadJob& job);
@@ -156,11 +158,6 @@ class RouterCore {
   // on a GPU. Takes mu_ briefly; call without it.
   std::vector<DeviceReading> read_devices_for(const DeviceBytes& estimate) LEMON_EXCLUDES(mu_);
   Status start_and_publish(LoadJob& job, const std::shared_ptr<WrappedServer>& server);
-  // After `failure` (kOutOfMemory): unload idle servers of the job's device,
-  // least recently used first, retrying after each, then everything.
-  Status recover_from_out_of_memory(LoadJob& job, Error failure);
-  // make_server() and start_and_publish() again.
-  Status retry_start(LoadJob& job);
   // Drains and stops `victims`. With `spare_sessions`, retires none of them
   // (and returns false) when one holds a session pinned since the caller's
   // snapshot: checked under mu_, in the step that marks them draining, so a

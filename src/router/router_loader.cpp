@@ -10,6 +10,7 @@
 
 #include "lemon/core/log.h"
 #include "lemon/core/mutex.h"
+#include "lemon/router/load_scheduler.h"
 #include "lemon/router/memory_policy.h"
 #include "load_job.h"
 #include "router_core.h"
@@ -167,128 +168,104 @@ Result<std::shared_ptr<WrappedServer>> RouterCore::make_server(const LoadJob& jo
   return server;
 }
 
-Status RouterCore::run_job(LoadJob& job) {
-  if (job.replica) {
-    return run_replica_job(job);
-  }
-  {
-    MutexLock lock(mu_);
-    auto it = groups_.find(job.model);
-    if (it != groups_.end() && it->second.serving() &&
-        (!job.explicit_options || it->second.replicas.front()->server->options() == job.options)) {
+// The loader's effects for one job: LoadScheduler's steps, for real.
+class RouterCore::JobEffects final : public LoadEffects {
+ public:
+  JobEffects(RouterCore& core, LoadJob& job) : core_(core), job_(job) {}
+
+  bool serve_loaded() override {
+    MutexLock lock(core_.mu_);
+    auto it = core_.groups_.find(job_.model);
+    if (it != core_.groups_.end() && it->second.serving() &&
+        (!job_.explicit_options ||
+         it->second.replicas.front()->server->options() == job_.options)) {
       auto first = it->second.replicas.front();
-      touch(*first);
-      finish_job(job, ok_status(), first);
-      return ok_status();
+      core_.touch(*first);
+      core_.finish_job(job_, ok_status(), first);
+      return true;
     }
+    return false;
   }
-  // Deterministic failures (missing files, unknown recipe, bad arguments,
-  // missing binary) surface here, before anything is evicted.
-  auto server = make_server(job);
-  if (!server.ok()) {
-    return std::move(server).error();
+
+  Status create_server() override {
+    auto server = core_.make_server(job_);
+    if (!server.ok()) {
+      return std::move(server).error();
+    }
+    server_ = std::move(server).value();
+    return ok_status();
   }
-  // Reading files and devices happens before mu_ is taken.
-  job.estimate = (*server)->memory_estimate();
-  std::vector<DeviceReading> readings;
-  if (config_.memory) {
-    readings = read_devices_for(job.estimate);
-  }
-  std::vector<std::shared_ptr<ServerSlot>> victims;
-  std::vector<Eviction> plan;
-  bool overlap = false;
-  {
-    MutexLock lock(mu_);
-    LoadTarget target{job.model, (*server)->type(), (*server)->device()};
-    plan = plan_eviction(snapshot(), target, config_.limits);
+
+  Status admit_and_start() override {
+    // Reading files and devices happens before mu_ is taken.
+    job_.estimate = server_->memory_estimate();
+    std::vector<DeviceReading> readings;
+    if (core_.config_.memory) {
+      readings = core_.read_devices_for(job_.estimate);
+    }
+    std::vector<std::shared_ptr<ServerSlot>> victims;
+    std::vector<Eviction> plan;
+    bool overlap = false;
+    {
+      MutexLock lock(core_.mu_);
+      LoadTarget target{job_.model, server_->type(), server_->device()};
+      plan = plan_eviction(core_.snapshot(), target, core_.config_.limits);
+      for (const auto& e : plan) {
+        auto replicas = core_.replicas_of(e.model);
+        victims.insert(victims.end(), replicas.begin(), replicas.end());
+      }
+      const std::size_t slot_victims = victims.size();
+      if (core_.config_.memory) {
+        core_.last_readings_ = readings;
+        if (Status fits = core_.admit(job_, readings, victims, true); !fits.ok()) {
+          return fits;  // too big even alone: nothing is evicted
+        }
+        // Victims chosen for the slot limit alone, and the new server fits
+        // beside them: they may stop while it starts.
+        std::vector<std::shared_ptr<ServerSlot>> none;
+        std::vector<VictimView> devices;
+        devices.reserve(victims.size());
+        for (const auto& v : victims) {
+          devices.push_back({v->server->device(), v->in_flight.load()});
+        }
+        overlap = victims.size() == slot_victims &&
+                  may_start_while_victims_stop(server_->device(), devices,
+                                               core_.admit(job_, readings, none, false).ok());
+      }
+      for (std::size_t i = slot_victims; i < victims.size(); ++i) {
+        plan.push_back({victims[i]->server->model_name(), EvictionReason::kMemory});
+      }
+    }
     for (const auto& e : plan) {
-      auto replicas = replicas_of(e.model);
-      victims.insert(victims.end(), replicas.begin(), replicas.end());
+      logger("router")->info("evicting '{}' ({}) to load '{}'", e.model,
+                             eviction_reason_name(e.reason), job_.model);
+      core_.emit(
+          {RouterEvent::Kind::kEvictionPlanned, e.model, eviction_reason_name(e.reason), {}});
     }
-    const std::size_t slot_victims = victims.size();
-    if (config_.memory) {
-      last_readings_ = readings;
-      if (Status fits = admit(job, readings, victims, true); !fits.ok()) {
-        return fits;  // too big even alone: nothing is evicted
-      }
-      // Victims chosen for the slot limit alone, and the new server fits
-      // beside them: they may stop while it starts.
-      std::vector<std::shared_ptr<ServerSlot>> none;
-      std::vector<VictimView> devices;
-      devices.reserve(victims.size());
-      for (const auto& v : victims) {
-        devices.push_back({v->server->device(), v->in_flight.load()});
-      }
-      overlap = victims.size() == slot_victims &&
-                may_start_while_victims_stop((*server)->device(), devices,
-                                             admit(job, readings, none, false).ok());
+    if (!overlap) {
+      core_.retire(victims, "evicted");
+      return core_.start_and_publish(job_, server_);
     }
-    for (std::size_t i = slot_victims; i < victims.size(); ++i) {
-      plan.push_back({victims[i]->server->model_name(), EvictionReason::kMemory});
-    }
-  }
-  for (const auto& e : plan) {
-    logger("router")->info("evicting '{}' ({}) to load '{}'", e.model,
-                           eviction_reason_name(e.reason), job.model);
-    emit({RouterEvent::Kind::kEvictionPlanned, e.model, eviction_reason_name(e.reason), {}});
-  }
-  Status started = ok_status();
-  if (overlap) {
     // The (idle) victims leave the table now, so no request reaches them;
     // their processes stop on a thread of their own while the new server
     // starts, and the load is complete once both are.
-    const Withdrawn withdrawn = withdraw(victims, "evicted", false);
-    std::thread stopping([this, &withdrawn] { stop_withdrawn(withdrawn, "evicted"); });
-    started = start_and_publish(job, *server);
+    const Withdrawn withdrawn = core_.withdraw(victims, "evicted", false);
+    std::thread stopping([this, &withdrawn] { core_.stop_withdrawn(withdrawn, "evicted"); });
+    Status started = core_.start_and_publish(job_, server_);
     stopping.join();
-  } else {
-    retire(victims, "evicted");
-    started = start_and_publish(job, *server);
-  }
-  if (!started.ok() && !shutting_down_ && started.error().code() == ErrorCode::kOutOfMemory) {
-    return recover_from_out_of_memory(job, std::move(started).error());
-  }
-  if (started.ok() || shutting_down_ ||
-      on_load_failure(started.error().code(), 1) != FailureAction::kEvictAllAndRetry) {
     return started;
   }
-  // Seed 000 "Error Handling": evict everything, then try once more.
-  logger("router")->warn("loading '{}' failed ({}); evicting every model and retrying once",
-                         job.model, started.error().message());
-  emit({RouterEvent::Kind::kRetryingAfterEvictAll, job.model, started.error().message(),
-        started.error().code()});
-  std::vector<std::shared_ptr<ServerSlot>> everyone;
-  {
-    MutexLock lock(mu_);
-    for (const auto& [name, group] : groups_) {
-      everyone.insert(everyone.end(), group.replicas.begin(), group.replicas.end());
-    }
-  }
-  retire(everyone, "evict-all after a failed load");
-  return retry_start(job);
-}
 
-Status RouterCore::retry_start(LoadJob& job) {
-  auto retry = make_server(job);
-  if (!retry.ok()) {
-    return std::move(retry).error();
-  }
-  return start_and_publish(job, *retry);
-}
-
-Status RouterCore::recover_from_out_of_memory(LoadJob& job, Error failure) {
-  const std::string device = primary_device(job.estimate);
-  // Issue #14 §2: the idle servers of the same device go first, one at a
-  // time, least recently used first; the load is retried after each.
-  for (;;) {
+  bool evict_idle_for_memory() override {
+    const std::string device = primary_device(job_.estimate);
     std::shared_ptr<ServerSlot> victim;
     {
-      MutexLock lock(mu_);
+      MutexLock lock(core_.mu_);
       std::vector<ServerMemory> servers;
       std::map<std::string, std::shared_ptr<ServerSlot>> by_id;
-      for (const auto& [name, group] : groups_) {
+      for (const auto& [name, group] : core_.groups_) {
         for (const auto& r : group.replicas) {
-          if (name == job.model || r->state != SlotState::kReady || r->retire_owned) {
+          if (name == job_.model || r->state != SlotState::kReady || r->retire_owned) {
             continue;
           }
           const std::string id = std::to_string(r->id);
@@ -297,56 +274,85 @@ Status RouterCore::recover_from_out_of_memory(LoadJob& job, Error failure) {
         }
       }
       const auto plan = plan_out_of_memory_recovery(servers, device);
-      if (!plan.empty()) {
-        victim = by_id.at(plan.front());
+      if (plan.empty()) {
+        return false;
       }
-    }
-    if (!victim || shutting_down_) {
-      break;
+      victim = by_id.at(plan.front());
     }
     const std::string name = victim->server->model_name();
     logger("router")->warn("'{}' ran out of memory on {}; unloading idle '{}' and retrying",
-                           job.model, device, name);
-    emit({RouterEvent::Kind::kEvictionPlanned,
-          name,
-          eviction_reason_name(EvictionReason::kOutOfMemory),
-          {}});
-    retire({victim}, "out-of-memory recovery");
-    emit({RouterEvent::Kind::kRetryingAfterOutOfMemory, job.model, name, ErrorCode::kOutOfMemory});
-    Status again = retry_start(job);
-    if (again.ok() || again.error().code() != ErrorCode::kOutOfMemory) {
-      return again;
-    }
-    failure = std::move(again).error();
+                           job_.model, device, name);
+    core_.emit({RouterEvent::Kind::kEvictionPlanned,
+                name,
+                eviction_reason_name(EvictionReason::kOutOfMemory),
+                {}});
+    core_.retire({victim}, "out-of-memory recovery");
+    core_.emit(
+        {RouterEvent::Kind::kRetryingAfterOutOfMemory, job_.model, name, ErrorCode::kOutOfMemory});
+    return true;
   }
-  // Then everything, busy servers after they drain, and one last try.
-  std::vector<std::shared_ptr<ServerSlot>> everyone;
-  {
-    MutexLock lock(mu_);
-    for (const auto& [name, group] : groups_) {
-      everyone.insert(everyone.end(), group.replicas.begin(), group.replicas.end());
+
+  bool evict_all(EvictAllReason reason, const Error& failure) override {
+    std::vector<std::shared_ptr<ServerSlot>> everyone;
+    {
+      MutexLock lock(core_.mu_);
+      for (const auto& [name, group] : core_.groups_) {
+        everyone.insert(everyone.end(), group.replicas.begin(), group.replicas.end());
+      }
     }
-  }
-  if (!everyone.empty() && !shutting_down_) {
-    logger("router")->warn("'{}' still runs out of memory; evicting every model and retrying once",
-                           job.model);
-    emit({RouterEvent::Kind::kRetryingAfterEvictAll, job.model, failure.message(),
-          ErrorCode::kOutOfMemory});
-    retire(everyone, "evict-all after running out of memory");
-    Status last = retry_start(job);
-    if (last.ok() || last.error().code() != ErrorCode::kOutOfMemory) {
-      return last;
+    if (reason == EvictAllReason::kAfterOutOfMemory) {
+      if (everyone.empty()) {
+        return false;
+      }
+      logger("router")->warn(
+          "'{}' still runs out of memory; evicting every model and retrying once", job_.model);
+      core_.emit({RouterEvent::Kind::kRetryingAfterEvictAll, job_.model, failure.message(),
+                  ErrorCode::kOutOfMemory});
+      core_.retire(everyone, "evict-all after running out of memory");
+      return true;
     }
-    failure = std::move(last).error();
+    logger("router")->warn("loading '{}' failed ({}); evicting every model and retrying once",
+                           job_.model, failure.message());
+    core_.emit(
+        {RouterEvent::Kind::kRetryingAfterEvictAll, job_.model, failure.message(), failure.code()});
+    core_.retire(everyone, "evict-all after a failed load");
+    return !everyone.empty();
   }
-  const auto estimate = job.estimate.find(device);
-  const std::int64_t need = estimate == job.estimate.end() ? 0 : estimate->second;
-  return Error(ErrorCode::kOutOfMemory,
-               "model '" + job.model + "' ran out of memory on " + device +
-                   " while loading, even with every other model unloaded (estimated " +
-                   format_bytes(need) + " on " + device + "): " + failure.message(),
-               "model")
-      .with_detail(failure.detail());
+
+  Status start_again() override {
+    auto retry = core_.make_server(job_);
+    if (!retry.ok()) {
+      return std::move(retry).error();
+    }
+    return core_.start_and_publish(job_, *retry);
+  }
+
+  Error out_of_memory_everywhere(const Error& last) override {
+    const std::string device = primary_device(job_.estimate);
+    const auto estimate = job_.estimate.find(device);
+    const std::int64_t need = estimate == job_.estimate.end() ? 0 : estimate->second;
+    return Error(ErrorCode::kOutOfMemory,
+                 "model '" + job_.model + "' ran out of memory on " + device +
+                     " while loading, even with every other model unloaded (estimated " +
+                     format_bytes(need) + " on " + device + "): " + last.message(),
+                 "model")
+        .with_detail(last.detail());
+  }
+
+  bool shutting_down() const override { return core_.shutting_down_; }
+
+ private:
+  RouterCore& core_;
+  LoadJob& job_;
+  std::shared_ptr<WrappedServer> server_;
+};
+
+Status RouterCore::run_job(LoadJob& job) {
+  if (job.replica) {
+    return run_replica_job(job);
+  }
+  JobEffects effects(*this, job);
+  return LoadScheduler::run(effects);
 }
 
 Status RouterCore::start_and_publish(LoadJob& job, const std::shared_ptr<WrappedServer>& server) {

@@ -1,0 +1,48 @@
+#include "lemon/router/load_scheduler.h"
+
+#include <utility>
+
+#include "lemon/router/eviction_policy.h"
+
+namespace lemon {
+
+Status LoadScheduler::run(LoadEffects& effects) {
+  if (effects.serve_loaded()) {
+    return ok_status();
+  }
+  if (Status created = effects.create_server(); !created.ok()) {
+    return created;
+  }
+  Status started = effects.admit_and_start();
+  if (started.ok() || effects.shutting_down()) {
+    return started;
+  }
+  if (started.error().code() == ErrorCode::kOutOfMemory) {
+    return recover_from_out_of_memory(effects, std::move(started).error());
+  }
+  if (on_load_failure(started.error().code(), 1) != FailureAction::kEvictAllAndRetry) {
+    return started;
+  }
+  effects.evict_all(EvictAllReason::kAfterFailedLoad, started.error());
+  return effects.start_again();
+}
+
+Status LoadScheduler::recover_from_out_of_memory(LoadEffects& effects, Error failure) {
+  while (!effects.shutting_down() && effects.evict_idle_for_memory()) {
+    Status again = effects.start_again();
+    if (again.ok() || again.error().code() != ErrorCode::kOutOfMemory) {
+      return again;
+    }
+    failure = std::move(again).error();
+  }
+  if (!effects.shutting_down() && effects.evict_all(EvictAllReason::kAfterOutOfMemory, failure)) {
+    Status last = effects.start_again();
+    if (last.ok() || last.error().code() != ErrorCode::kOutOfMemory) {
+      return last;
+    }
+    failure = std::move(last).error();
+  }
+  return effects.out_of_memory_everywhere(failure);
+}
+
+}  // namespace lemon
