@@ -1,5 +1,6 @@
 #include "lemon/router/load_scheduler.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "lemon/router/eviction_policy.h"
@@ -25,6 +26,37 @@ Status LoadScheduler::run(LoadEffects& effects) {
   }
   effects.evict_all(EvictAllReason::kAfterFailedLoad, started.error());
   return effects.start_again();
+}
+
+NextLoad LoadScheduler::next(const std::vector<QueuedLoad>& queue,
+                             const std::vector<SlotView>& table, const SlotLimits& limits,
+                             std::chrono::milliseconds max_starvation,
+                             std::chrono::steady_clock::time_point now) {
+  NextLoad out;
+  for (std::size_t i = 0; i < queue.size(); ++i) {
+    const QueuedLoad& load = queue[i];
+    if (!load.announced) {
+      break;  // FIFO among the announced: a later one waits for this one's event
+    }
+    bool evicts_busy = false;
+    if (!load.replica && !load.explicit_load) {
+      const LoadTarget target{load.model, load.type, Device::kNone};
+      for (const auto& e : plan_eviction(table, target, limits)) {
+        for (const auto& server : table) {
+          evicts_busy =
+              evicts_busy || (server.model == e.model && e.reason == EvictionReason::kSlotLimit &&
+                              server.in_flight > 0);
+        }
+      }
+    }
+    const auto deadline = load.queued_at + max_starvation;
+    if (!evicts_busy || now >= deadline) {
+      out.index = i;
+      return out;
+    }
+    out.look_again = std::min(out.look_again, deadline);
+  }
+  return out;
 }
 
 Status LoadScheduler::recover_from_out_of_memory(LoadEffects& effects, Error failure) {

@@ -29,37 +29,22 @@ bool counts_towards_cooldown(ErrorCode code) {
 
 std::shared_ptr<RouterCore::LoadJob> RouterCore::next_job(
     std::chrono::steady_clock::time_point& until) {
-  const auto now = std::chrono::steady_clock::now();
-  until = std::chrono::steady_clock::time_point::max();
-  const auto views = snapshot();
-  for (auto it = queue_.begin(); it != queue_.end(); ++it) {
-    const auto& job = *it;
-    if (!job->announced) {
-      break;  // FIFO among the announced: a later one waits for this one's event
-    }
-    // Fairness (issue #13 §2a): an automatic load that would evict a model
-    // still serving requests waits, at most --max-starvation, while that
-    // model keeps serving; a load that evicts nothing busy may go first. An
-    // explicit /load is a command: it drains its victims at once.
-    bool evicts_busy = false;
-    if (!job->replica && !job->explicit_options) {
-      LoadTarget target{job->model, job->info.type, Device::kNone};
-      for (const auto& e : plan_eviction(views, target, config_.limits)) {
-        for (const auto& v : views) {
-          evicts_busy = evicts_busy || (v.model == e.model &&
-                                        e.reason == EvictionReason::kSlotLimit && v.in_flight > 0);
-        }
-      }
-    }
-    const auto deadline = job->queued_at + config_.max_starvation;
-    if (!evicts_busy || now >= deadline) {
-      auto chosen = job;
-      queue_.erase(it);
-      return chosen;
-    }
-    until = std::min(until, deadline);
+  std::vector<QueuedLoad> queue;
+  queue.reserve(queue_.size());
+  for (const auto& job : queue_) {
+    queue.push_back({job->model, job->info.type, job->announced, job->replica,
+                     job->explicit_options, job->queued_at});
   }
-  return nullptr;
+  const NextLoad next = LoadScheduler::next(
+      queue, snapshot(), config_.limits, config_.max_starvation, std::chrono::steady_clock::now());
+  until = next.look_again;
+  if (!next.index) {
+    return nullptr;
+  }
+  const auto it = queue_.begin() + static_cast<std::ptrdiff_t>(*next.index);
+  auto chosen = *it;
+  queue_.erase(it);
+  return chosen;
 }
 
 void RouterCore::loader_loop() {

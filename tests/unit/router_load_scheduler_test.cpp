@@ -2,6 +2,7 @@
 // recording fake of its effects. No threads, processes or router.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <deque>
 #include <string>
 #include <vector>
@@ -214,6 +215,79 @@ TEST(LoadScheduler, AShutdownEndsTheLoadAfterTheStepInProgress) {
   EXPECT_EQ(recovering.calls,
             (Calls{"serve_loaded", "create_server", "admit_and_start", "evict_idle_for_memory",
                    "start_again", "out_of_memory_everywhere"}));
+}
+
+// ---- which queued load goes first ----------------------------------------------------------
+
+using SteadyTime = std::chrono::steady_clock::time_point;
+constexpr std::chrono::milliseconds kStarvation{30000};
+const SteadyTime kQueuedAt = SteadyTime{} + std::chrono::hours(1);
+
+QueuedLoad queued(const std::string& model, ModelType type = ModelType::kLlm) {
+  return {model, type, true, false, false, kQueuedAt};
+}
+
+// One LLM slot, held by `model` with `in_flight` requests.
+std::vector<SlotView> one_llm_loaded(const std::string& model, int in_flight) {
+  return {{model, ModelType::kLlm, Device::kCpu, in_flight, 1}};
+}
+
+TEST(LoadSchedulerQueue, FirstComeFirstServedWhenNothingBusyIsEvicted) {
+  const auto next = LoadScheduler::next({queued("a"), queued("b")}, one_llm_loaded("old", 0),
+                                        SlotLimits::uniform(1), kStarvation, kQueuedAt);
+  EXPECT_EQ(next.index, 0u);
+}
+
+TEST(LoadSchedulerQueue, AnEmptyQueueHasNothingToStartAndNoTimeToLookAgain) {
+  const auto next = LoadScheduler::next({}, {}, SlotLimits::uniform(1), kStarvation, kQueuedAt);
+  EXPECT_FALSE(next.index.has_value());
+  EXPECT_EQ(next.look_again, SteadyTime::max());
+}
+
+TEST(LoadSchedulerQueue, ALoadNotYetAnnouncedHoldsBackTheOnesBehindIt) {
+  QueuedLoad first = queued("a");
+  first.announced = false;
+  const auto next =
+      LoadScheduler::next({first, queued("b")}, {}, SlotLimits::uniform(1), kStarvation, kQueuedAt);
+  EXPECT_FALSE(next.index.has_value());
+  EXPECT_EQ(next.look_again, SteadyTime::max());
+}
+
+TEST(LoadSchedulerQueue, ALoadThatWouldEvictABusyModelWaitsAndALaterOneGoesFirst) {
+  // "busy" serves the only LLM slot; "chat" would evict it, the embedding
+  // model evicts nothing (types never evict each other).
+  const auto table = one_llm_loaded("busy", 2);
+  const std::vector<QueuedLoad> queue = {queued("chat"), queued("embed", ModelType::kEmbedding)};
+  auto next = LoadScheduler::next(queue, table, SlotLimits::uniform(1), kStarvation,
+                                  kQueuedAt + std::chrono::seconds(1));
+  EXPECT_EQ(next.index, 1u);
+
+  next = LoadScheduler::next({queued("chat")}, table, SlotLimits::uniform(1), kStarvation,
+                             kQueuedAt + std::chrono::seconds(1));
+  EXPECT_FALSE(next.index.has_value());
+  EXPECT_EQ(next.look_again, kQueuedAt + kStarvation) << "it is looked at again when it starves";
+
+  next = LoadScheduler::next({queued("chat")}, table, SlotLimits::uniform(1), kStarvation,
+                             kQueuedAt + kStarvation);
+  EXPECT_EQ(next.index, 0u) << "at --max-starvation it goes, and the busy model drains";
+
+  next = LoadScheduler::next({queued("chat")}, one_llm_loaded("busy", 0), SlotLimits::uniform(1),
+                             kStarvation, kQueuedAt);
+  EXPECT_EQ(next.index, 0u) << "an idle victim holds nothing back";
+}
+
+TEST(LoadSchedulerQueue, AnExplicitLoadOrAScaleUpIsNeverHeldBack) {
+  const auto table = one_llm_loaded("busy", 3);
+  QueuedLoad command = queued("chat");
+  command.explicit_load = true;
+  EXPECT_EQ(
+      LoadScheduler::next({command}, table, SlotLimits::uniform(1), kStarvation, kQueuedAt).index,
+      0u);
+  QueuedLoad replica = queued("busy");
+  replica.replica = true;
+  EXPECT_EQ(
+      LoadScheduler::next({replica}, table, SlotLimits::uniform(1), kStarvation, kQueuedAt).index,
+      0u);
 }
 
 }  // namespace

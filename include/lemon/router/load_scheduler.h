@@ -16,14 +16,21 @@
 //
 // Once the router is shutting down, the step in progress is the last.
 //
+// next() chooses which queued load goes first; it is a pure function of the
+// queue and the table.
+//
 // Thread-safety: run() is a pure sequence of calls on `effects`; it holds no
-// state and takes no lock.
+// state and takes no lock. next() is pure.
 #pragma once
 
+#include <chrono>
+#include <cstddef>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "lemon/core/error.h"
+#include "lemon/router/eviction_policy.h"
 
 namespace lemon {
 
@@ -61,9 +68,38 @@ class LoadEffects {
   virtual bool shutting_down() const = 0;
 };
 
+// One queued load as the queue's choice sees it.
+struct QueuedLoad {
+  std::string model;
+  ModelType type = ModelType::kLlm;
+  bool announced = false;      // its kLoadQueued event is out: it may start
+  bool replica = false;        // a scale-up of a loaded model (evicts nothing)
+  bool explicit_load = false;  // POST /load: a command, never held back
+  std::chrono::steady_clock::time_point queued_at{};
+};
+
+// Which queued load starts now: its index, or none; then `look_again` is
+// when one held back by fairness may go (max: only when the queue or the
+// table changes).
+struct NextLoad {
+  std::optional<std::size_t> index;
+  std::chrono::steady_clock::time_point look_again = std::chrono::steady_clock::time_point::max();
+};
+
 class LoadScheduler {
  public:
   static Status run(LoadEffects& effects);
+
+  // The queue's order (issue #13 §2a): first come, first served among the
+  // announced loads (one not yet announced holds back those behind it),
+  // except that an automatic load that would evict a model still serving
+  // requests (its type at the limit) waits while that model serves, at
+  // most `max_starvation` from when it was queued, and a later load that
+  // evicts nothing busy goes first meanwhile. `table` is the loaded
+  // servers as they are now.
+  static NextLoad next(const std::vector<QueuedLoad>& queue, const std::vector<SlotView>& table,
+                       const SlotLimits& limits, std::chrono::milliseconds max_starvation,
+                       std::chrono::steady_clock::time_point now);
 
  private:
   static Status recover_from_out_of_memory(LoadEffects& effects, Error failure);
