@@ -38,7 +38,8 @@ ApiServer::ApiServer(ApiSettings settings, ModelCatalogue& catalogue, PresetCata
       router_(router),
       stats_(stats),
       observers_(observers),
-      provisioner_(catalogue, presets, store, installer, router, settings_.cli_options) {
+      provisioner_(catalogue, presets, store, installer, router, settings_.cli_options),
+      gateway_(settings_, provisioner_, stats, observers_.hub, drain_expired_) {
   sessions_ = std::make_unique<SessionTable>(settings_.session_ttl, [this](const SessionState& s) {
     logger("http")->info("session {} on '{}' ended after {} s idle", s.id, s.model,
                          settings_.session_ttl.count() / 1000);
@@ -119,13 +120,7 @@ int ApiServer::open_connections() const {
 }
 
 Error ApiServer::model_not_found(std::string_view name) const {
-  std::string message = "model '" + std::string(name) + "' was not found";
-  auto some = catalogue_.some_available_names(3);
-  for (std::size_t i = 0; i < some.size(); ++i) {
-    message += (i == 0 ? "; available models include " : ", ") + some[i];
-  }
-  message += ". See GET /api/v1/models?show_all=true";
-  return Error(ErrorCode::kModelNotFound, message, "model");
+  return provisioner_.model_not_found(name);
 }
 
 void ApiServer::handle(net::Request& r, net::ResponseWriter& raw) {

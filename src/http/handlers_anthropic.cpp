@@ -1,7 +1,7 @@
 // Anthropic Messages API routes (issue #14 §3): POST messages and
 // messages/count_tokens under every API prefix (/v1/messages,
 // /api/v1/messages, ...). A request is translated into a chat completions
-// request (anthropic_request.h) and goes through forward_inference like any
+// request (anthropic_request.h) and goes through the InferenceGateway like any
 // chat, so acquiring, auto-load, cancellation and stats are the same; a
 // TranslatingWriter turns the answer and every error into Anthropic's
 // shapes (anthropic_answer.h, api_dialect.h).
@@ -80,7 +80,7 @@ void ApiServer::handle_anthropic_count_tokens(net::Request& r, net::ResponseWrit
     return;
   }
   // llama-server's POST /tokenize; a recipe without it answers a 400
-  // naming the recipe (forward_inference: "tokenize is not supported by
+  // naming the recipe (the gateway: "tokenize is not supported by
   // recipe ...").
   nlohmann::json tokenize = {{"content", request->text}, {"add_special", true}};
   TranslatingWriter w(raw, ApiDialect::kAnthropic, nullptr,

@@ -1,7 +1,7 @@
 // Ollama API routes (issue #14 §4), at the root paths Ollama uses
 // (/api/chat, /api/generate, ...; Lemonade's own routes live under
 // /api/v1/ and /api/v0/, so nothing collides). Chat, generate and the
-// embeddings go through forward_inference like the OpenAI routes, with a
+// embeddings go through the InferenceGateway like the OpenAI routes, with a
 // TranslatingWriter that writes Ollama's NDJSON and error shape
 // (ollama_answer.h, api_dialect.h); the model routes read the catalogue,
 // the router and the model store.

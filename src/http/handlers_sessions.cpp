@@ -433,7 +433,7 @@ void ApiServer::handle_session_generate(const std::string& id, net::Request& r,
   }
   TurnRecorder recorder(
       w, [&turn_end](const std::optional<TurnResult>& result) { turn_end.end(result); });
-  ProxyCall call = limited_call("/v1/chat/completions", "application/json", *stream);
+  ProxyCall call = gateway_.limited_call("/v1/chat/completions", "application/json", *stream);
   call.body = text;
   call.cancelled = [cancel] { return cancel->load(); };
   forward_to_backend(*lease, call, recorder, stats_);

@@ -113,4 +113,14 @@ Status ModelProvisioner::install_backend_for(std::string_view model, const Recip
   return installer_.ensure_installed(info->recipe, backend, follow);
 }
 
+Error ModelProvisioner::model_not_found(std::string_view name) const {
+  std::string message = "model '" + std::string(name) + "' was not found";
+  auto some = catalogue_.some_available_names(3);
+  for (std::size_t i = 0; i < some.size(); ++i) {
+    message += (i == 0 ? "; available models include " : ", ") + some[i];
+  }
+  message += ". See GET /api/v1/models?show_all=true";
+  return Error(ErrorCode::kModelNotFound, message, "model");
+}
+
 }  // namespace lemon::http

@@ -1,5 +1,5 @@
 // TranslatingWriter: the ResponseWriter between the forward path
-// (ApiServer::forward_inference) and the client on the Anthropic and Ollama
+// (InferenceGateway::forward) and the client on the Anthropic and Ollama
 // routes (issue #14 §3, §4). The forward path writes OpenAI and router
 // shapes; this writes the client's API instead:
 // - errors (a status >= 400, or an error event once a stream began) in the

@@ -18,6 +18,7 @@
 #include "lemon/core/mutex.h"
 #include "lemon/http/access_policy.h"
 #include "lemon/http/api_dialect.h"
+#include "lemon/http/inference_gateway.h"
 #include "lemon/http/inference_proxy.h"
 #include "lemon/http/model_provisioner.h"
 #include "lemon/http/route_table.h"
@@ -34,29 +35,12 @@
 
 namespace lemon::http {
 
-struct ApiSettings {
+// Everything the router serves over HTTP; the forwarding settings are
+// ForwardSettings (inference_gateway.h).
+struct ApiSettings : ForwardSettings {
   std::string host = "127.0.0.1";
   int port = 8000;
   net::ServerOptions server;
-  // Largest non-streaming backend reply passed on (--max-response-size).
-  std::size_t max_response_bytes = 256u << 20;
-  // --request-timeout, --stream-idle-timeout and --backend-idle-timeout
-  // (zero: none).
-  std::chrono::milliseconds request_timeout{0};
-  std::chrono::milliseconds stream_idle_timeout{0};
-  std::chrono::milliseconds backend_idle_timeout{600'000};
-  // A request whose backend refused or reset the connection before
-  // answering is retried after this, then twice and four times as long
-  // (seed 003); zero: never.
-  std::chrono::milliseconds backend_retry_delay{1000};
-  // How often a streaming client waiting for a load gets ": loading".
-  std::chrono::milliseconds keepalive_interval{1000};
-  // --stream-heartbeat: a stream whose backend is silent this long (reading
-  // a long prompt) gets ": ping" (zero: none; issue #26).
-  std::chrono::milliseconds stream_heartbeat{1000};
-  // --max-prefill-tokens: a chat or completion whose prompt has more tokens
-  // is refused with 400 before it reaches the backend (0: no limit).
-  long long max_prefill_tokens = 0;
   AccessSettings access;
   std::string cache_dir;      // for /system-info's backend lookup
   RecipeOptions cli_options;  // for /system-info's default backends
@@ -93,29 +77,6 @@ class GenerationDefaults {
   mutable Mutex mu_;
   nlohmann::json values_ LEMON_GUARDED_BY(mu_) = nlohmann::json::object();
   std::atomic<bool> any_{false};
-};
-
-// One inference request on its way to a backend.
-struct InferenceRequest {
-  ApiRoute route = ApiRoute::kChatCompletions;
-  std::string model;
-  bool stream = false;
-  nlohmann::json* json = nullptr;  // parsed body of JSON routes (may be rewritten)
-  bool body_changed = false;       // json differs from raw_body
-  std::string_view raw_body;
-  std::string content_type;
-  // Multipart routes whose form the backend rewrites (image edits).
-  const std::vector<FormField>* form = nullptr;
-  // The request's keep_alive (Ollama's): how long its model stays loaded.
-  std::optional<KeepAlive> keep_alive;
-  // Optional rewrite of a successful non-streaming answer.
-  std::function<std::optional<std::string>(std::string_view)> transform;
-  // The answer's Content-Type, replacing the backend's ("": the backend's).
-  std::string answer_content_type;
-  // json's id_slot was set by the router for the current attempt's lease.
-  bool slot_set_by_router = false;
-  // The router's number for it, in its `request` events.
-  std::uint64_t id = 0;
 };
 
 // Follows a download or install task for a /pull or /install request: with
@@ -160,7 +121,6 @@ class ApiServer {
   std::atomic<int> open_streams_{0};
   std::atomic<bool> drain_expired_{false};
   std::atomic<bool> stopping_{false};
-  std::atomic<std::uint64_t> next_request_id_{1};
   // The server's HeadCheck: the route and access (API key, origin, Host,
   // media type) checked before any of the body is read (issue #11 §3a).
   std::optional<net::EarlyAnswer> check_head(const net::Request& r) const;
@@ -261,35 +221,10 @@ class ApiServer {
                         bool stream, std::optional<std::chrono::milliseconds> keep_alive,
                         net::ResponseWriter& w);
 
-  // Shared tail of every inference route: model lookup and type check,
-  // acquire (auto-load, keepalives, cancellation), then forward.
-  // Records the request's metrics (TelemetryHub) once it ends.
-  void forward_inference(InferenceRequest& req, net::ResponseWriter& w);
-  // The forwarding itself; the backend's figures when it succeeded.
-  // known_model turns false when the name is not in the catalogue.
-  std::optional<RequestStats> forward_inference_to(InferenceRequest& req, net::ResponseWriter& w,
-                                                   bool& known_model);
-  // One try of forward_inference_to: acquire a lease (kept in `lease`),
-  // forward, and return a retryable failure unwritten.
-  ProxyOutcome forward_attempt(InferenceRequest& req, net::ResponseWriter& w,
-                               const WaitHooks& hooks, bool& known_model, bool sanitized,
-                               std::optional<Lease>& lease);
-  ProxyCall make_call(const InferenceRequest& req, std::string path,
-                      std::string content_type) const;
-  // --max-prefill-tokens: kPromptTooLong when the backend counts more
-  // tokens in the request's prompt (issue #26).
-  Status check_prefill_limit(const InferenceRequest& req, WrappedServer& server);
-  // Long prompts (issue #26): the backend's "still working" test, and for a
-  // stream its heartbeat and llama-server's prompt progress (asked for in
-  // `body`, rewritten into `owned_body`, and stripped unless the client
-  // asked for it too).
-  void watch_long_prompt(const InferenceRequest& req, WrappedServer& server,
-                         std::string& owned_body, std::string_view& body, ProxyCall& call);
-  // A backend call with the router's limits (sizes, timeouts, the drain):
-  // what every call, inference or a session's turn, shares.
-  ProxyCall limited_call(std::string path, std::string content_type, bool stream) const;
-  // Sleeps `delay` before a retry; false when the client left meanwhile.
-  static bool wait_before_retry(std::chrono::milliseconds delay, const WaitHooks& hooks);
+  // Shared tail of every inference route (InferenceGateway::forward).
+  void forward_inference(InferenceRequest& req, net::ResponseWriter& w) {
+    gateway_.forward(req, w);
+  }
 
   ApiSettings settings_;
   ModelCatalogue& catalogue_;
@@ -301,6 +236,7 @@ class ApiServer {
   Observers observers_;
   // Every handler that serves a model by name asks it (issue #28 §2).
   ModelProvisioner provisioner_;
+  InferenceGateway gateway_;
   GenerationDefaults params_;
   RouteTable routes_;
   std::unique_ptr<SessionTable> sessions_;

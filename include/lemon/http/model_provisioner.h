@@ -44,6 +44,9 @@ class ModelProvisioner {
                         std::optional<ModelType> required = std::nullopt,
                         std::optional<KeepAlive> keep_alive = std::nullopt);
 
+  // kModelNotFound for `name`, naming a few models that are available.
+  Error model_not_found(std::string_view name) const;
+
   // Loads `model` with `options` (Router::load).
   Status load(std::string_view model, const RecipeOptions& options, const WaitHooks& hooks);
 

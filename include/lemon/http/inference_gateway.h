@@ -1,0 +1,128 @@
+// InferenceGateway: the shared tail of every inference route, whatever API
+// it came in by (OpenAI, Anthropic, Ollama): the model's lease through the
+// ModelProvisioner (preset, auto-load, download), keepalives while it loads,
+// the backend's body (rewritten forms, prefill limit, long-prompt progress),
+// the forward, the retries of issue #14 §2, and the request's metrics once
+// it ends.
+//
+// Ownership: holds references to the settings, provisioner, stats store and
+// telemetry hub it is given, which outlive it. Thread-safety: forward() may
+// run on any number of connection threads at once.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lemon/backends/wrapped_server.h"
+#include "lemon/http/inference_proxy.h"
+#include "lemon/http/model_provisioner.h"
+#include "lemon/router/request_stats.h"
+#include "lemon/router/router.h"
+#include "lemon/telemetry/telemetry_hub.h"
+
+namespace lemon::http {
+
+// What a backend call may take and how long (the router's limits).
+struct ForwardSettings {
+  // Largest non-streaming backend reply passed on (--max-response-size).
+  std::size_t max_response_bytes = 256u << 20;
+  // --request-timeout, --stream-idle-timeout and --backend-idle-timeout
+  // (zero: none).
+  std::chrono::milliseconds request_timeout{0};
+  std::chrono::milliseconds stream_idle_timeout{0};
+  std::chrono::milliseconds backend_idle_timeout{600'000};
+  // A request whose backend refused or reset the connection before
+  // answering is retried after this, then twice and four times as long
+  // (seed 003); zero: never.
+  std::chrono::milliseconds backend_retry_delay{1000};
+  // How often a streaming client waiting for a load gets ": loading".
+  std::chrono::milliseconds keepalive_interval{1000};
+  // --stream-heartbeat: a stream whose backend is silent this long (reading
+  // a long prompt) gets ": ping" (zero: none; issue #26).
+  std::chrono::milliseconds stream_heartbeat{1000};
+  // --max-prefill-tokens: a chat or completion whose prompt has more tokens
+  // is refused with 400 before it reaches the backend (0: no limit).
+  long long max_prefill_tokens = 0;
+};
+
+// One inference request on its way to a backend.
+struct InferenceRequest {
+  ApiRoute route = ApiRoute::kChatCompletions;
+  std::string model;
+  bool stream = false;
+  nlohmann::json* json = nullptr;  // parsed body of JSON routes (may be rewritten)
+  bool body_changed = false;       // json differs from raw_body
+  std::string_view raw_body;
+  std::string content_type;
+  // Multipart routes whose form the backend rewrites (image edits).
+  const std::vector<FormField>* form = nullptr;
+  // The request's keep_alive (Ollama's): how long its model stays loaded.
+  std::optional<KeepAlive> keep_alive;
+  // Optional rewrite of a successful non-streaming answer.
+  std::function<std::optional<std::string>(std::string_view)> transform;
+  // The answer's Content-Type, replacing the backend's ("": the backend's).
+  std::string answer_content_type;
+  // json's id_slot was set by the router for the current attempt's lease.
+  bool slot_set_by_router = false;
+  // The router's number for it, in its `request` events.
+  std::uint64_t id = 0;
+};
+
+class InferenceGateway {
+ public:
+  // `drain_expired` turns true when the shutdown's drain ran out.
+  InferenceGateway(const ForwardSettings& settings, ModelProvisioner& provisioner,
+                   StatsStore& stats, telemetry::TelemetryHub& hub,
+                   const std::atomic<bool>& drain_expired);
+
+  // Model lookup and type check (before anything loads), acquire (auto-load,
+  // keepalives, cancellation), then the forward; writes the answer or the
+  // error to `w`, and records the request's metrics once it ends.
+  void forward(InferenceRequest& req, net::ResponseWriter& w);
+
+  // A backend call with the router's limits (sizes, timeouts, the drain):
+  // what every call, inference or a session's turn, shares.
+  ProxyCall limited_call(std::string path, std::string content_type, bool stream) const;
+
+ private:
+  // The forwarding itself; the backend's figures when it succeeded.
+  // known_model turns false when the name is not in the catalogue.
+  std::optional<RequestStats> forward_to(InferenceRequest& req, net::ResponseWriter& w,
+                                         bool& known_model);
+  // One try of forward_to: acquire a lease (kept in `lease`), forward, and
+  // return a retryable failure unwritten.
+  ProxyOutcome forward_attempt(InferenceRequest& req, net::ResponseWriter& w,
+                               const WaitHooks& hooks, bool& known_model, bool sanitized,
+                               std::optional<Lease>& lease);
+  ProxyCall make_call(const InferenceRequest& req, std::string path,
+                      std::string content_type) const;
+  // --max-prefill-tokens: kPromptTooLong when the backend counts more
+  // tokens in the request's prompt (issue #26).
+  Status check_prefill_limit(const InferenceRequest& req, WrappedServer& server) const;
+  // Long prompts (issue #26): the backend's "still working" test, and for a
+  // stream its heartbeat and llama-server's prompt progress (asked for in
+  // `body`, rewritten into `owned_body`, and stripped unless the client
+  // asked for it too).
+  void watch_long_prompt(const InferenceRequest& req, WrappedServer& server,
+                         std::string& owned_body, std::string_view& body, ProxyCall& call);
+  // Sleeps `delay` before a retry; false when the client left meanwhile.
+  static bool wait_before_retry(std::chrono::milliseconds delay, const WaitHooks& hooks);
+
+  const ForwardSettings& settings_;
+  ModelProvisioner& provisioner_;
+  StatsStore& stats_;
+  telemetry::TelemetryHub& hub_;
+  const std::atomic<bool>& drain_expired_;
+  std::atomic<std::uint64_t> next_request_id_{1};
+};
+
+}  // namespace lemon::http

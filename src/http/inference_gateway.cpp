@@ -1,0 +1,322 @@
+#include "lemon/http/inference_gateway.h"
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <thread>
+
+#include "lemon/core/log.h"
+#include "lemon/http/error_response.h"
+#include "lemon/http/message_repair.h"
+#include "lemon/http/multipart.h"
+#include "observed_writer.h"
+
+namespace lemon::http {
+namespace {
+
+// Retries of a request whose backend did not answer (seed 003: 1, 2, 4 s).
+constexpr int kBackendRetries = 3;
+
+}  // namespace
+
+InferenceGateway::InferenceGateway(const ForwardSettings& settings, ModelProvisioner& provisioner,
+                                   StatsStore& stats, telemetry::TelemetryHub& hub,
+                                   const std::atomic<bool>& drain_expired)
+    : settings_(settings),
+      provisioner_(provisioner),
+      stats_(stats),
+      hub_(hub),
+      drain_expired_(drain_expired) {}
+
+void InferenceGateway::forward(InferenceRequest& req, net::ResponseWriter& raw) {
+  const auto started = ObservedWriter::Clock::now();
+  req.id = next_request_id_.fetch_add(1, std::memory_order_relaxed);
+  ObservedWriter w(raw);
+  bool known_model = true;
+  auto figures = forward_to(req, w, known_model);
+  if (!known_model || w.status() == 0) {
+    return;  // an unknown name gets no series of its own (a client could make endless ones)
+  }
+  telemetry::RequestRecord record;
+  record.id = req.id;
+  record.model = req.model;
+  record.route = api_route_name(req.route);
+  record.status = w.status();
+  record.stream = req.stream;
+  record.duration_s = std::chrono::duration<double>(ObservedWriter::Clock::now() - started).count();
+  if (figures) {
+    record.ttft_s = figures->time_to_first_token;
+    record.prompt_tokens = figures->prompt_tokens;
+    record.completion_tokens = figures->output_tokens;
+    record.tokens_per_second = figures->tokens_per_second;
+  }
+  hub_.record_request(record);
+}
+
+std::optional<RequestStats> InferenceGateway::forward_to(InferenceRequest& req,
+                                                         net::ResponseWriter& w,
+                                                         bool& known_model) {
+  WaitHooks hooks;
+  hooks.tick_interval = settings_.keepalive_interval;
+  hooks.cancelled = [&w] { return !w.client_connected(); };
+  if (req.stream) {
+    // Keep a streaming client informed while its model loads.
+    hooks.on_tick = [&w] {
+      if (!w.headers_sent()) {
+        w.begin_chunked(200, net::Headers{{"Content-Type", "text/event-stream"},
+                                          {"Cache-Control", "no-cache"},
+                                          {"X-Accel-Buffering", "no"}});
+      }
+      w.write_chunk(": loading\n\n");
+    };
+  }
+  // Issue #14 §2: a backend that refused or reset the connection before
+  // answering is tried again after 1, 2 and 4 s (--backend-retry-delay),
+  // within --request-timeout; a chat its template rejected is repaired and
+  // tried once more. Each attempt takes a new lease, so a backend that died
+  // meanwhile is loaded again.
+  const auto started = std::chrono::steady_clock::now();
+  int retries = 0;
+  bool sanitized = false;
+  for (;;) {
+    std::optional<Lease> lease;
+    auto outcome = forward_attempt(req, w, hooks, known_model, sanitized, lease);
+    if (!outcome.unanswered) {
+      return outcome.stats;
+    }
+    const UnansweredFailure& failure = *outcome.unanswered;
+    if (failure.kind == UnansweredFailure::Kind::kUnreachable) {
+      const auto delay = settings_.backend_retry_delay * (1 << retries);
+      const bool in_time =
+          settings_.request_timeout.count() == 0 ||
+          std::chrono::steady_clock::now() - started + delay < settings_.request_timeout;
+      if (retries < kBackendRetries && delay.count() > 0 && in_time) {
+        logger("http")->warn("backend of '{}' did not answer ({}); retrying in {} ms", req.model,
+                             failure.error.message(), delay.count());
+        lease.reset();
+        ++retries;
+        if (!wait_before_retry(delay, hooks)) {
+          return std::nullopt;  // the client left
+        }
+        continue;
+      }
+    } else if (failure.rejection == BackendRejection::kTemplate && !sanitized &&
+               req.route == ApiRoute::kChatCompletions && req.json != nullptr &&
+               req.json->contains("messages")) {
+      const MessageRepair repair = repair_chat_messages((*req.json)["messages"]);
+      if (repair.changed()) {
+        logger("http")->warn("'{}' rejected the chat's shape; retrying with repaired messages ({})",
+                             req.model, repair.describe());
+        sanitized = true;
+        req.body_changed = true;
+        continue;
+      }
+    }
+    ProxyCall call = make_call(req, "", "");
+    write_unanswered(w, *lease, call, failure);
+    return std::nullopt;
+  }
+}
+
+namespace {
+
+// Chat and completions: the routes whose prompt a backend reads before it
+// answers, and that llama-server reports progress on.
+bool reads_a_prompt(ApiRoute route) {
+  return route == ApiRoute::kChatCompletions || route == ApiRoute::kCompletions;
+}
+
+bool client_asked_progress(const nlohmann::json& body) {
+  auto it = body.find("return_progress");
+  return it != body.end() && it->is_boolean() && it->get<bool>();
+}
+
+// How often a request's prefill progress becomes a `request` event.
+constexpr std::chrono::milliseconds kProgressEventPace{500};
+
+}  // namespace
+
+Status InferenceGateway::check_prefill_limit(const InferenceRequest& req,
+                                             WrappedServer& server) const {
+  if (settings_.max_prefill_tokens <= 0 || req.json == nullptr || !reads_a_prompt(req.route)) {
+    return ok_status();
+  }
+  auto tokens = server.count_prompt_tokens(req.route, *req.json);
+  if (!tokens) {
+    logger("http")->warn(
+        "--max-prefill-tokens: '{}' could not count the prompt's tokens; "
+        "the request goes on",
+        req.model);
+    return ok_status();
+  }
+  if (*tokens <= settings_.max_prefill_tokens) {
+    return ok_status();
+  }
+  return Error(ErrorCode::kPromptTooLong,
+               "the prompt has " + std::to_string(*tokens) + " tokens, more than " +
+                   "--max-prefill-tokens (" + std::to_string(settings_.max_prefill_tokens) +
+                   ") allows",
+               req.route == ApiRoute::kChatCompletions ? "messages" : "prompt");
+}
+
+void InferenceGateway::watch_long_prompt(const InferenceRequest& req, WrappedServer& server,
+                                         std::string& owned_body, std::string_view& body,
+                                         ProxyCall& call) {
+  // Issue #26: a silent backend that says it is working is not idle; a
+  // stream hears a heartbeat while the backend reads its prompt, and its
+  // backend is asked how far it got.
+  call.still_working = [&server] { return server.reports_work_in_progress(); };
+  if (!req.stream) {
+    return;
+  }
+  call.heartbeat = settings_.stream_heartbeat;
+  if (req.json == nullptr || !reads_a_prompt(req.route) || !server.reports_prompt_progress()) {
+    return;
+  }
+  if (!client_asked_progress(*req.json)) {
+    if (auto asked = with_return_progress(body)) {
+      owned_body = std::move(*asked);
+      body = owned_body;
+      call.strip_progress = true;
+    }
+  }
+  call.on_progress = [this, last_event = std::chrono::steady_clock::time_point{}, id = req.id,
+                      model = req.model,
+                      route = api_route_name(req.route)](const PromptProgress& p) mutable {
+    const auto now = std::chrono::steady_clock::now();
+    if (p.processed < p.total && now - last_event < kProgressEventPace) {
+      return;
+    }
+    last_event = now;
+    hub_.on_prefill_progress({id, model, route, p.processed, p.total});
+  };
+}
+
+ProxyCall InferenceGateway::make_call(const InferenceRequest& req, std::string path,
+                                      std::string content_type) const {
+  ProxyCall call = limited_call(std::move(path), std::move(content_type), req.stream);
+  call.append_done = req.route != ApiRoute::kResponses;
+  call.transform = req.transform;
+  call.answer_content_type = req.answer_content_type;
+  return call;
+}
+
+ProxyCall InferenceGateway::limited_call(std::string path, std::string content_type,
+                                         bool stream) const {
+  ProxyCall call;
+  call.path = std::move(path);
+  call.content_type = std::move(content_type);
+  call.stream = stream;
+  call.max_response_bytes = settings_.max_response_bytes;
+  call.request_timeout = settings_.request_timeout;
+  call.stream_idle_timeout = settings_.stream_idle_timeout;
+  call.backend_idle_timeout = settings_.backend_idle_timeout;
+  call.drain_expired = &drain_expired_;
+  return call;
+}
+
+bool InferenceGateway::wait_before_retry(std::chrono::milliseconds delay, const WaitHooks& hooks) {
+  // Polls the client (and sends a streaming client its keepalives) while it
+  // waits; nothing else waits on this thread.
+  const auto until = std::chrono::steady_clock::now() + delay;
+  auto next_tick = std::chrono::steady_clock::now() + hooks.tick_interval;
+  for (;;) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= until) {
+      return true;
+    }
+    if (hooks.cancelled && hooks.cancelled()) {
+      return false;
+    }
+    if (hooks.on_tick && now >= next_tick) {
+      hooks.on_tick();
+      next_tick += hooks.tick_interval;
+    }
+    std::this_thread::sleep_for(
+        std::min<std::chrono::steady_clock::duration>(until - now, std::chrono::milliseconds(50)));
+  }
+}
+
+ProxyOutcome InferenceGateway::forward_attempt(InferenceRequest& req, net::ResponseWriter& w,
+                                               const WaitHooks& hooks, bool& known_model,
+                                               bool sanitized, std::optional<Lease>& lease) {
+  auto got =
+      provisioner_.acquire(req.model, hooks, model_type_for_route(req.route), req.keep_alive);
+  if (!got.ok()) {
+    if (got.error().code() == ErrorCode::kModelNotFound) {
+      known_model = false;
+      write_error(w, provisioner_.model_not_found(req.model));
+    } else if (got.error().code() != ErrorCode::kCancelled) {
+      write_error(w, got.error());
+    }
+    return {};
+  }
+  lease.emplace(std::move(got).value());
+  WrappedServer& server = lease->server();
+  if (req.json != nullptr &&
+      (req.route == ApiRoute::kChatCompletions || req.route == ApiRoute::kCompletions)) {
+    if (lease->backend_slot() >= 0) {
+      // Some of this server's slots hold sessions' contexts: use a free one
+      // of the others (issue #13 §4).
+      (*req.json)["id_slot"] = lease->backend_slot();
+      req.body_changed = true;
+    } else if (req.json->contains("id_slot") && req.slot_set_by_router) {
+      req.json->erase("id_slot");  // a slot chosen for an earlier attempt
+    }
+    req.slot_set_by_router = lease->backend_slot() >= 0;
+  }
+  auto path = server.upstream_path(req.route);
+  if (!path) {
+    write_error(w, Error(ErrorCode::kUnsupportedOperation,
+                         std::string(api_route_name(req.route)) + " is not supported by recipe '" +
+                             server.model().recipe + "'",
+                         "model"));
+    return {};
+  }
+  std::string owned_body;
+  std::string_view body = req.raw_body;
+  std::string content_type = req.content_type;
+  if (req.form != nullptr) {
+    if (auto checked = server.check_form(req.route, *req.form); !checked.ok()) {
+      write_error(w, checked.error());
+      return {};
+    }
+    if (auto form = server.rewrite_form(req.route, *req.form)) {
+      const std::string boundary = make_boundary(*form);
+      owned_body = write_multipart(*form, boundary);
+      body = owned_body;
+      content_type = "multipart/form-data; boundary=" + boundary;
+    }
+  } else if (req.json != nullptr) {
+    if (auto custom = server.rewrite_body(req.route, *req.json)) {
+      owned_body = std::move(*custom);
+      body = owned_body;
+    } else if (req.body_changed) {
+      owned_body = req.json->dump();
+      body = owned_body;
+    }
+  }
+  if (auto refused = check_prefill_limit(req, server); !refused.ok()) {
+    write_error(w, refused.error());
+    return {};
+  }
+  ProxyCall call = make_call(req, *path, content_type);
+  call.refusal = [&server, route = req.route](std::string_view answer) {
+    return server.refusal_in_answer(route, answer);
+  };
+  watch_long_prompt(req, server, owned_body, body, call);
+  call.body = body;
+  call.defer_retryable = true;
+  if (sanitized) {
+    call.extra_headers.add("X-Lemonade-Sanitized", "1");
+  }
+  auto outcome = forward_to_backend(*lease, call, w, stats_);
+  if (outcome.unanswered && sanitized) {
+    // The repaired chat failed too: the backend's error is the answer.
+    write_unanswered(w, *lease, call, *outcome.unanswered);
+    return {};
+  }
+  return outcome;
+}
+
+}  // namespace lemon::http
