@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "lemon/api/anthropic/anthropic_api.h"
 #include "lemon/app/config.h"
 #include "lemon/app/graceful_drain.h"
 #include "lemon/app/log_stream_attachment.h"
@@ -75,6 +76,10 @@ int main(int argc, char** argv) {
   StatsStore stats;
   http::ApiServer api(api_settings(cfg), **catalogue, presets, store, installer, router, stats,
                       http::Observers{telemetry, context, system_stats});
+  // The API rooms (src/api/*) add their routes beside the server's own.
+  lemon::api::AnthropicApi anthropic(**catalogue, api.provisioner(), api.generation_defaults(),
+                                     api.gateway());
+  anthropic.register_routes(api);
   auto port = api.bind();
   if (!port.ok()) {
     std::cerr << "lemonade-router: cannot listen on " << cfg.host << ":" << cfg.port << ": "

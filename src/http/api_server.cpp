@@ -174,10 +174,8 @@ std::optional<net::EarlyAnswer> ApiServer::check_head(const net::Request& r) con
   return answer;
 }
 
-void ApiServer::route(
-    const std::string& method, const std::string& suffix, RouteAccess access,
-    std::function<void(net::Request&, net::ResponseWriter&, std::string_view)> handler,
-    ApiDialect dialect) {
+void ApiServer::route(const std::string& method, const std::string& suffix, RouteAccess access,
+                      Handler handler, ApiDialect dialect) {
   routes_.add_api(
       method, suffix,
       [this, access, dialect, handler = std::move(handler)](net::Request& r, net::ResponseWriter& w,
@@ -192,10 +190,8 @@ void ApiServer::route(
       route_tag(access, dialect));
 }
 
-void ApiServer::root(
-    const std::string& method, const std::string& path, RouteAccess access,
-    std::function<void(net::Request&, net::ResponseWriter&, std::string_view)> handler,
-    ApiDialect dialect) {
+void ApiServer::root(const std::string& method, const std::string& path, RouteAccess access,
+                     Handler handler, ApiDialect dialect) {
   routes_.add_root(
       method, path,
       [this, access, dialect, handler = std::move(handler)](net::Request& r, net::ResponseWriter& w,
@@ -304,7 +300,6 @@ void ApiServer::register_routes() {
        [this](net::Request&, net::ResponseWriter& w, P) { handle_web("favicon.svg", w); });
   root("GET", "/web/{id}", RouteAccess::kPublic,
        [this](net::Request&, net::ResponseWriter& w, P file) { handle_web(file, w); });
-  register_anthropic_routes();
   register_ollama_routes();
   register_session_routes();
   register_preset_routes();

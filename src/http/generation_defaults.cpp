@@ -1,8 +1,9 @@
 // GenerationDefaults: POST /params (Lemonade 9.4.1 registers the route but
 // stores nothing). Here it sets sampling defaults for chat, completions and
 // responses requests that leave the fields out.
+#include "lemon/http/generation_defaults.h"
+
 #include "lemon/core/mutex.h"
-#include "lemon/http/api_server.h"
 #include "lemon/models/sampling_rule.h"
 
 namespace lemon::http {

@@ -14,7 +14,7 @@
 #include "lemon/http/ollama_answer.h"
 #include "lemon/http/ollama_models.h"
 #include "lemon/http/ollama_request.h"
-#include "translating_writer.h"
+#include "lemon/http/translating_writer.h"
 
 namespace lemon::http {
 namespace {

@@ -1,4 +1,4 @@
-#include "translating_writer.h"
+#include "lemon/http/translating_writer.h"
 
 #include "lemon/http/error_response.h"
 

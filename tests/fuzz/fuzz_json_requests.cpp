@@ -13,8 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lemon/api/anthropic/anthropic_request.h"
 #include "lemon/backends/wrapped_server.h"
-#include "lemon/http/anthropic_request.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/json_request.h"
 #include "lemon/http/ollama_request.h"
@@ -77,10 +77,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       (void)options->inherit(RecipeOptions::defaults()).to_json().dump();
     }
   }
-  translated(http::anthropic_to_chat(*parsed),
-             [](const http::AnthropicRequest& a) { return a.chat; });
-  translated(http::anthropic_count_tokens_text(*parsed),
-             [](const http::AnthropicCountRequest& c) { return nlohmann::json(c.text); });
+  translated(api::anthropic_to_chat(*parsed),
+             [](const api::AnthropicRequest& a) { return a.chat; });
+  translated(api::anthropic_count_tokens_text(*parsed),
+             [](const api::AnthropicCountRequest& c) { return nlohmann::json(c.text); });
   auto ollama_body = [](const http::OllamaRequest& o) { return o.openai; };
   translated(http::ollama_chat_request(*parsed), ollama_body);
   translated(http::ollama_generate_request(*parsed), ollama_body);

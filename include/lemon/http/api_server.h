@@ -18,6 +18,8 @@
 #include "lemon/core/mutex.h"
 #include "lemon/http/access_policy.h"
 #include "lemon/http/api_dialect.h"
+#include "lemon/http/api_routes.h"
+#include "lemon/http/generation_defaults.h"
 #include "lemon/http/inference_gateway.h"
 #include "lemon/http/inference_proxy.h"
 #include "lemon/http/model_provisioner.h"
@@ -62,23 +64,6 @@ struct Observers {
   telemetry::SystemStatsReader& system;
 };
 
-// Sampling defaults set with POST /params, filled into chat, completions
-// and responses requests that leave them out.
-class GenerationDefaults {
- public:
-  // Merges `changes` (null removes a key); kInvalidRequest naming a bad
-  // field. Returns the whole set after the change.
-  Result<nlohmann::json> update(const nlohmann::json& changes);
-  nlohmann::json get() const;
-  // Sets every default `body` lacks; true if it changed anything.
-  bool apply(nlohmann::json& body) const;
-
- private:
-  mutable Mutex mu_;
-  nlohmann::json values_ LEMON_GUARDED_BY(mu_) = nlohmann::json::object();
-  std::atomic<bool> any_{false};
-};
-
 // Follows a download or install task for a /pull or /install request: with
 // `stream`, Lemonade's SSE events (progress, then complete or error);
 // otherwise `success` as JSON once it ends, or the error envelope.
@@ -86,7 +71,7 @@ void respond_when_done(net::ResponseWriter& w, bool stream,
                        const std::function<Status(download::FollowHooks&)>& follow,
                        const nlohmann::json& success);
 
-class ApiServer {
+class ApiServer final : public ApiRoutes {
  public:
   ApiServer(ApiSettings settings, ModelCatalogue& catalogue, PresetCatalogue& presets,
             ModelStore& store, BackendInstaller& installer, Router& router, StatsStore& stats,
@@ -111,6 +96,16 @@ class ApiServer {
   int open_streams() const { return open_streams_.load(); }
   int open_connections() const;
 
+  // ApiRoutes: the API rooms (src/api/*) add their routes before run().
+  void route(const std::string& method, const std::string& suffix, RouteAccess access,
+             Handler handler, ApiDialect dialect = ApiDialect::kLemonade) override;
+  void root(const std::string& method, const std::string& path, RouteAccess access, Handler handler,
+            ApiDialect dialect = ApiDialect::kLemonade) override;
+  // What the rooms share with the server's own routes.
+  ModelProvisioner& provisioner() { return provisioner_; }
+  InferenceGateway& gateway() { return gateway_; }
+  const GenerationDefaults& generation_defaults() const { return params_; }
+
  private:
   void register_routes();
   // kModelNotFound for `name`, naming a few models that are available.
@@ -124,19 +119,7 @@ class ApiServer {
   // The server's HeadCheck: the route and access (API key, origin, Host,
   // media type) checked before any of the body is read (issue #11 §3a).
   std::optional<net::EarlyAnswer> check_head(const net::Request& r) const;
-  // Registers an API route whose access is checked before `handler` runs;
-  // its refusals and errors are in `dialect`'s shape (the route table's tag
-  // holds both).
-  void route(const std::string& method, const std::string& suffix, RouteAccess access,
-             std::function<void(net::Request&, net::ResponseWriter&, std::string_view)> handler,
-             ApiDialect dialect = ApiDialect::kLemonade);
-  // The same for a root path ("/live"); "{id}" as the last segment matches
-  // the rest of the path.
-  void root(const std::string& method, const std::string& path, RouteAccess access,
-            std::function<void(net::Request&, net::ResponseWriter&, std::string_view)> handler,
-            ApiDialect dialect = ApiDialect::kLemonade);
-  // Anthropic's and Ollama's routes (handlers_anthropic.cpp, handlers_ollama.cpp).
-  void register_anthropic_routes();
+  // Ollama's routes (handlers_ollama.cpp).
   void register_ollama_routes();
   // Sessions (handlers_sessions.cpp, issue #13 §4).
   void register_session_routes();
@@ -203,9 +186,6 @@ class ApiServer {
   // audio/speech: no recipe here serves it (Lemonade's kokoro is not
   // supported); the body is checked and the model named in a clear 400.
   void handle_speech(net::Request& r, net::ResponseWriter& w);
-  // Anthropic Messages API (handlers_anthropic.cpp, issue #14 §3).
-  void handle_anthropic_messages(net::Request& r, net::ResponseWriter& w);
-  void handle_anthropic_count_tokens(net::Request& r, net::ResponseWriter& w);
 
   // Ollama API (handlers_ollama.cpp, issue #14 §4).
   void handle_ollama_chat(net::Request& r, net::ResponseWriter& w, bool generate);

@@ -1,32 +1,38 @@
-// Anthropic Messages API routes (issue #14 §3): POST messages and
-// messages/count_tokens under every API prefix (/v1/messages,
-// /api/v1/messages, ...). A request is translated into a chat completions
-// request (anthropic_request.h) and goes through the InferenceGateway like any
-// chat, so acquiring, auto-load, cancellation and stats are the same; a
-// TranslatingWriter turns the answer and every error into Anthropic's
-// shapes (anthropic_answer.h, api_dialect.h).
-#include "lemon/http/anthropic_answer.h"
-#include "lemon/http/anthropic_request.h"
-#include "lemon/http/api_server.h"
+#include "lemon/api/anthropic/anthropic_api.h"
+
+#include "lemon/api/anthropic/anthropic_answer.h"
+#include "lemon/api/anthropic/anthropic_request.h"
 #include "lemon/http/json_request.h"
 #include "lemon/http/ollama_models.h"
-#include "translating_writer.h"
+#include "lemon/http/translating_writer.h"
 
-namespace lemon::http {
+namespace lemon::api {
 
-void ApiServer::register_anthropic_routes() {
+using http::ApiDialect;
+using http::InferenceRequest;
+using http::model_has_vision;
+using http::parse_json_object;
+using http::RouteAccess;
+using http::TranslatingWriter;
+
+AnthropicApi::AnthropicApi(const ModelCatalogue& catalogue, http::ModelProvisioner& provisioner,
+                           const http::GenerationDefaults& defaults,
+                           http::InferenceGateway& gateway)
+    : catalogue_(catalogue), provisioner_(provisioner), defaults_(defaults), gateway_(gateway) {}
+
+void AnthropicApi::register_routes(http::ApiRoutes& routes) {
   using P = std::string_view;
-  route(
+  routes.route(
       "POST", "messages", RouteAccess::kJsonPost,
-      [this](net::Request& r, net::ResponseWriter& w, P) { handle_anthropic_messages(r, w); },
+      [this](net::Request& r, net::ResponseWriter& w, P) { handle_messages(r, w); },
       ApiDialect::kAnthropic);
-  route(
+  routes.route(
       "POST", "messages/count_tokens", RouteAccess::kJsonPost,
-      [this](net::Request& r, net::ResponseWriter& w, P) { handle_anthropic_count_tokens(r, w); },
+      [this](net::Request& r, net::ResponseWriter& w, P) { handle_count_tokens(r, w); },
       ApiDialect::kAnthropic);
 }
 
-void ApiServer::handle_anthropic_messages(net::Request& r, net::ResponseWriter& raw) {
+void AnthropicApi::handle_messages(net::Request& r, net::ResponseWriter& raw) {
   TranslatingWriter errors(raw, ApiDialect::kAnthropic);
   auto body = parse_json_object(r.body);
   if (!body.ok()) {
@@ -53,7 +59,7 @@ void ApiServer::handle_anthropic_messages(net::Request& r, net::ResponseWriter& 
     errors.fail(preset.error());
     return;
   }
-  params_.apply(request->chat);
+  defaults_.apply(request->chat);
   AnthropicAnswer answer(request->model, AnthropicAnswer::new_id(),
                          std::move(request->stop_sequences), request->stream);
   TranslatingWriter w(raw, ApiDialect::kAnthropic, &answer);
@@ -64,10 +70,10 @@ void ApiServer::handle_anthropic_messages(net::Request& r, net::ResponseWriter& 
   req.json = &request->chat;
   req.body_changed = true;
   req.content_type = "application/json";
-  forward_inference(req, w);
+  gateway_.forward(req, w);
 }
 
-void ApiServer::handle_anthropic_count_tokens(net::Request& r, net::ResponseWriter& raw) {
+void AnthropicApi::handle_count_tokens(net::Request& r, net::ResponseWriter& raw) {
   TranslatingWriter errors(raw, ApiDialect::kAnthropic);
   auto body = parse_json_object(r.body);
   if (!body.ok()) {
@@ -98,7 +104,7 @@ void ApiServer::handle_anthropic_count_tokens(net::Request& r, net::ResponseWrit
   req.json = &tokenize;
   req.body_changed = true;
   req.content_type = "application/json";
-  forward_inference(req, w);
+  gateway_.forward(req, w);
 }
 
-}  // namespace lemon::http
+}  // namespace lemon::api

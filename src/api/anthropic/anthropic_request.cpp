@@ -1,11 +1,15 @@
-#include "lemon/http/anthropic_request.h"
+#include "lemon/api/anthropic/anthropic_request.h"
 #include "lemon/http/request_fields.h"
 
 #include <algorithm>
 #include <initializer_list>
 #include <optional>
 
-namespace lemon::http {
+namespace lemon::api {
+
+using http::bad_field;
+using http::indexed;
+using http::unknown_key;
 namespace {
 
 using nlohmann::json;
@@ -600,4 +604,4 @@ Result<AnthropicCountRequest> anthropic_count_tokens_text(const json& body) {
   return out;
 }
 
-}  // namespace lemon::http
+}  // namespace lemon::api

@@ -32,7 +32,7 @@
 
 #include "lemon/core/error.h"
 
-namespace lemon::http {
+namespace lemon::api {
 
 struct AnthropicRequest {
   std::string model;
@@ -56,4 +56,4 @@ struct AnthropicCountRequest {
 };
 Result<AnthropicCountRequest> anthropic_count_tokens_text(const nlohmann::json& body);
 
-}  // namespace lemon::http
+}  // namespace lemon::api

@@ -23,9 +23,9 @@
 
 #include "lemon/http/chat_answer.h"
 
-namespace lemon::http {
+namespace lemon::api {
 
-class AnthropicAnswer final : public ChatAnswer {
+class AnthropicAnswer final : public http::ChatAnswer {
  public:
   // `model` as the client named it; `id` the message id ("msg_...").
   AnthropicAnswer(std::string model, std::string id, std::vector<std::string> stop_sequences,
@@ -74,4 +74,4 @@ class AnthropicAnswer final : public ChatAnswer {
   int deltas_ = 0;  // content deltas seen (output tokens when no usage arrives)
 };
 
-}  // namespace lemon::http
+}  // namespace lemon::api

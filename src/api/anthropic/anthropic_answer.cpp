@@ -1,11 +1,14 @@
-#include "lemon/http/anthropic_answer.h"
+#include "lemon/api/anthropic/anthropic_answer.h"
 
 #include <algorithm>
 #include <random>
 
 #include "lemon/http/error_response.h"
 
-namespace lemon::http {
+namespace lemon::api {
+
+using http::json_text;
+using http::tokens_from_chunk;
 namespace {
 
 using nlohmann::json;
@@ -292,4 +295,4 @@ Result<json> AnthropicAnswer::whole(Clock::time_point /*now*/) {
                 {"output_tokens", output_tokens_ > 0 ? output_tokens_ : deltas_}}}};
 }
 
-}  // namespace lemon::http
+}  // namespace lemon::api

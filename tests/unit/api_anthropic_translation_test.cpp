@@ -11,13 +11,16 @@
 #include <utility>
 #include <vector>
 
-#include "lemon/http/anthropic_answer.h"
-#include "lemon/http/anthropic_request.h"
+#include "lemon/api/anthropic/anthropic_answer.h"
+#include "lemon/api/anthropic/anthropic_request.h"
 #include "lemon/http/api_dialect.h"
 
 namespace lemon::http {
 namespace {
 
+using api::anthropic_count_tokens_text;
+using api::anthropic_to_chat;
+using api::AnthropicAnswer;
 using nlohmann::json;
 using namespace std::chrono_literals;
 using Clock = ChatAnswer::Clock;

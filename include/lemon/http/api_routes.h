@@ -1,0 +1,34 @@
+// ApiRoutes: where an API room (src/api/*) adds its routes; ApiServer
+// implements it. Each route's access (RouteAccess: API key, origin, media
+// type) is checked before its handler runs, and its refusals and errors are
+// in `dialect`'s shape.
+//
+// Thread-safety: routes are added while the server is set up, before it
+// runs; handlers then run on connection threads.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+
+#include "lemon/http/access_policy.h"
+#include "lemon/http/api_dialect.h"
+#include "lemon/net/server.h"
+
+namespace lemon::http {
+
+class ApiRoutes {
+ public:
+  // The handler's last argument is the path's "{id}" segment, if any.
+  using Handler = std::function<void(net::Request&, net::ResponseWriter&, std::string_view)>;
+
+  virtual ~ApiRoutes() = default;
+  // `suffix` under every API prefix (/api/v1/, /api/v0/, /v1/, /v0/).
+  virtual void route(const std::string& method, const std::string& suffix, RouteAccess access,
+                     Handler handler, ApiDialect dialect = ApiDialect::kLemonade) = 0;
+  // A root path ("/api/chat"); "{id}" as the last segment matches the rest.
+  virtual void root(const std::string& method, const std::string& path, RouteAccess access,
+                    Handler handler, ApiDialect dialect = ApiDialect::kLemonade) = 0;
+};
+
+}  // namespace lemon::http
