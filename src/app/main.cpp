@@ -8,6 +8,7 @@
 #include <string>
 
 #include "lemon/api/anthropic/anthropic_api.h"
+#include "lemon/api/ollama/ollama_api.h"
 #include "lemon/app/config.h"
 #include "lemon/app/graceful_drain.h"
 #include "lemon/app/log_stream_attachment.h"
@@ -77,9 +78,12 @@ int main(int argc, char** argv) {
   http::ApiServer api(api_settings(cfg), **catalogue, presets, store, installer, router, stats,
                       http::Observers{telemetry, context, system_stats});
   // The API rooms (src/api/*) add their routes beside the server's own.
-  lemon::api::AnthropicApi anthropic(**catalogue, api.provisioner(), api.generation_defaults(),
-                                     api.gateway());
-  anthropic.register_routes(api);
+  lemon::api::AnthropicApi anthropic_api(**catalogue, api.provisioner(), api.generation_defaults(),
+                                         api.gateway());
+  anthropic_api.register_routes(api);
+  lemon::api::OllamaApi ollama_api(**catalogue, store, router, api.provisioner(),
+                                   api.generation_defaults(), api.gateway());
+  ollama_api.register_routes(api);
   auto port = api.bind();
   if (!port.ok()) {
     std::cerr << "lemonade-router: cannot listen on " << cfg.host << ":" << cfg.port << ": "
@@ -88,8 +92,8 @@ int main(int argc, char** argv) {
   }
   log->info("lemonade-router {} listening on http://{}:{} (models: {}, cache: {})",
             LEMON_ROUTER_VERSION, cfg.host, *port, sources.server_models_json, cfg.cache_dir);
-  if (auto ollama = api.ollama_port()) {
-    log->info("Ollama API also served on http://{}:{} (--ollama-port)", cfg.host, *ollama);
+  if (auto ollama_port = api.ollama_port()) {
+    log->info("Ollama API also served on http://{}:{} (--ollama-port)", cfg.host, *ollama_port);
   }
   if (cfg.ready_fd >= 0) {
     // A launcher (lemonade-server) waits on this pipe instead of polling.

@@ -300,7 +300,6 @@ void ApiServer::register_routes() {
        [this](net::Request&, net::ResponseWriter& w, P) { handle_web("favicon.svg", w); });
   root("GET", "/web/{id}", RouteAccess::kPublic,
        [this](net::Request&, net::ResponseWriter& w, P file) { handle_web(file, w); });
-  register_ollama_routes();
   register_session_routes();
   register_preset_routes();
 }

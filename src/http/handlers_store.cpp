@@ -179,43 +179,12 @@ void ApiServer::handle_delete(net::Request& r, net::ResponseWriter& w) {
     return;
   }
   const std::string& name = request->model;
-  if (Status deleted = delete_model(name); !deleted.ok()) {
+  if (Status deleted = provisioner_.remove(name); !deleted.ok()) {
     const Error& e = deleted.error();
     w.send(lemonade_delete_status(e), error_headers(e), error_envelope(e));
     return;
   }
   send_json(w, 200, {{"status", "success"}, {"message", "Deleted model: " + name}});
-}
-
-Status ApiServer::delete_model(const std::string& name) {
-  auto info = catalogue_.find(name);
-  if (!info) {
-    return model_not_found(name);
-  }
-  if (store_.downloading(name)) {
-    return Error(ErrorCode::kConflict,
-                 "model '" + name + "' is downloading; delete it when the pull ends", "model_name");
-  }
-  // No new loads while the files go; a loaded server drains, then stops.
-  auto block = router_.block_loads(name);
-  if (Status unloaded = router_.unload(name);
-      !unloaded.ok() && unloaded.error().code() != ErrorCode::kModelNotLoaded) {
-    return unloaded;
-  }
-  const bool is_user = name.starts_with("user.");
-  Status removed = store_.remove_files(name);
-  if (!removed.ok()) {
-    // A user model's registration goes even when it has no files to delete.
-    const bool nothing_to_delete = removed.error().code() == ErrorCode::kModelFilesMissing ||
-                                   removed.error().code() == ErrorCode::kUnsupportedOperation;
-    if (!is_user || !nothing_to_delete) {
-      return removed;
-    }
-  }
-  if (is_user) {
-    return catalogue_.remove_user_model(name.substr(5));
-  }
-  return ok_status();
 }
 
 }  // namespace lemon::http

@@ -10,7 +10,7 @@
 
 namespace lemon::http {
 
-ModelProvisioner::ModelProvisioner(const ModelCatalogue& catalogue, const PresetCatalogue& presets,
+ModelProvisioner::ModelProvisioner(ModelCatalogue& catalogue, const PresetCatalogue& presets,
                                    ModelStore& store, BackendInstaller& installer, Router& router,
                                    RecipeOptions cli_options)
     : catalogue_(catalogue),
@@ -121,6 +121,37 @@ Error ModelProvisioner::model_not_found(std::string_view name) const {
   }
   message += ". See GET /api/v1/models?show_all=true";
   return Error(ErrorCode::kModelNotFound, message, "model");
+}
+
+Status ModelProvisioner::remove(const std::string& name) {
+  auto info = catalogue_.find(name);
+  if (!info) {
+    return model_not_found(name);
+  }
+  if (store_.downloading(name)) {
+    return Error(ErrorCode::kConflict,
+                 "model '" + name + "' is downloading; delete it when the pull ends", "model_name");
+  }
+  // No new loads while the files go; a loaded server drains, then stops.
+  auto block = router_.block_loads(name);
+  if (Status unloaded = router_.unload(name);
+      !unloaded.ok() && unloaded.error().code() != ErrorCode::kModelNotLoaded) {
+    return unloaded;
+  }
+  const bool is_user = name.starts_with("user.");
+  Status removed = store_.remove_files(name);
+  if (!removed.ok()) {
+    // A user model's registration goes even when it has no files to delete.
+    const bool nothing_to_delete = removed.error().code() == ErrorCode::kModelFilesMissing ||
+                                   removed.error().code() == ErrorCode::kUnsupportedOperation;
+    if (!is_user || !nothing_to_delete) {
+      return removed;
+    }
+  }
+  if (is_user) {
+    return catalogue_.remove_user_model(name.substr(5));
+  }
+  return ok_status();
 }
 
 }  // namespace lemon::http

@@ -1,5 +1,7 @@
 #include "lemon/models/model_info.h"
 
+#include <algorithm>
+
 #include <sys/stat.h>
 
 namespace lemon {
@@ -59,6 +61,11 @@ nlohmann::json ModelInfo::to_api_json() const {
 
 bool is_onnx_recipe(std::string_view recipe) {
   return recipe == "ryzenai-llm" || recipe.starts_with("oga-");
+}
+
+bool model_has_vision(const ModelInfo& info) {
+  return std::find(info.labels.begin(), info.labels.end(), "vision") != info.labels.end() ||
+         info.checkpoints.count("mmproj") > 0;
 }
 
 }  // namespace lemon

@@ -14,10 +14,10 @@
 #include <nlohmann/json.hpp>
 
 #include "lemon/api/anthropic/anthropic_request.h"
+#include "lemon/api/ollama/ollama_request.h"
 #include "lemon/backends/wrapped_server.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/json_request.h"
-#include "lemon/http/ollama_request.h"
 #include "lemon/http/request_checks.h"
 #include "lemon/models/preset.h"
 #include "lemon/models/recipe_options.h"
@@ -81,11 +81,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
              [](const api::AnthropicRequest& a) { return a.chat; });
   translated(api::anthropic_count_tokens_text(*parsed),
              [](const api::AnthropicCountRequest& c) { return nlohmann::json(c.text); });
-  auto ollama_body = [](const http::OllamaRequest& o) { return o.openai; };
-  translated(http::ollama_chat_request(*parsed), ollama_body);
-  translated(http::ollama_generate_request(*parsed), ollama_body);
-  translated(http::ollama_embed_request(*parsed, true), ollama_body);
-  translated(http::ollama_embed_request(*parsed, false), ollama_body);
+  auto ollama_body = [](const api::OllamaRequest& o) { return o.openai; };
+  translated(api::ollama_chat_request(*parsed), ollama_body);
+  translated(api::ollama_generate_request(*parsed), ollama_body);
+  translated(api::ollama_embed_request(*parsed, true), ollama_body);
+  translated(api::ollama_embed_request(*parsed, false), ollama_body);
   if (auto preset = parse_preset("fuzz", *parsed); !preset.ok()) {
     envelope_is_json(preset.error());
   } else {

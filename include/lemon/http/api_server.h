@@ -119,8 +119,6 @@ class ApiServer final : public ApiRoutes {
   // The server's HeadCheck: the route and access (API key, origin, Host,
   // media type) checked before any of the body is read (issue #11 §3a).
   std::optional<net::EarlyAnswer> check_head(const net::Request& r) const;
-  // Ollama's routes (handlers_ollama.cpp).
-  void register_ollama_routes();
   // Sessions (handlers_sessions.cpp, issue #13 §4).
   void register_session_routes();
   void handle_session_create(net::Request& r, net::ResponseWriter& w);
@@ -170,9 +168,6 @@ class ApiServer final : public ApiRoutes {
   // Model store (handlers_store.cpp).
   void handle_pull(net::Request& r, net::ResponseWriter& w);
   void handle_delete(net::Request& r, net::ResponseWriter& w);
-  // Deletes a model's files (and a user model's registration), as both
-  // Lemonade's and Ollama's delete routes do; each writes the error itself.
-  Status delete_model(const std::string& name);
 
   // Backends (handlers_backends.cpp).
   void handle_install(net::Request& r, net::ResponseWriter& w);
@@ -186,20 +181,6 @@ class ApiServer final : public ApiRoutes {
   // audio/speech: no recipe here serves it (Lemonade's kokoro is not
   // supported); the body is checked and the model named in a clear 400.
   void handle_speech(net::Request& r, net::ResponseWriter& w);
-
-  // Ollama API (handlers_ollama.cpp, issue #14 §4).
-  void handle_ollama_chat(net::Request& r, net::ResponseWriter& w, bool generate);
-  void handle_ollama_embed(net::Request& r, net::ResponseWriter& w, bool legacy);
-  void handle_ollama_tags(net::ResponseWriter& w);
-  void handle_ollama_show(net::Request& r, net::ResponseWriter& w);
-  void handle_ollama_ps(net::ResponseWriter& w);
-  void handle_ollama_pull(net::Request& r, net::ResponseWriter& w);
-  void handle_ollama_delete(net::Request& r, net::ResponseWriter& w);
-  // An empty chat or prompt: loads the model (or, with keep_alive 0,
-  // unloads it) and answers done_reason "load" or "unload".
-  void ollama_load_only(const std::string& model, const std::string& client_model, bool generate,
-                        bool stream, std::optional<std::chrono::milliseconds> keep_alive,
-                        net::ResponseWriter& w);
 
   // Shared tail of every inference route (InferenceGateway::forward).
   void forward_inference(InferenceRequest& req, net::ResponseWriter& w) {

@@ -93,6 +93,8 @@ class InferenceGateway {
   // what every call, inference or a session's turn, shares.
   ProxyCall limited_call(std::string path, std::string content_type, bool stream) const;
 
+  const ForwardSettings& settings() const { return settings_; }
+
  private:
   // The forwarding itself; the backend's figures when it succeeded.
   // known_model turns false when the name is not in the catalogue.

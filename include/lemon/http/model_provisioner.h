@@ -29,9 +29,8 @@ class ModelProvisioner {
  public:
   // `cli_options` is the CLI/environment layer of load options, which a
   // backend install follows (the backend a model will run with).
-  ModelProvisioner(const ModelCatalogue& catalogue, const PresetCatalogue& presets,
-                   ModelStore& store, BackendInstaller& installer, Router& router,
-                   RecipeOptions cli_options);
+  ModelProvisioner(ModelCatalogue& catalogue, const PresetCatalogue& presets, ModelStore& store,
+                   BackendInstaller& installer, Router& router, RecipeOptions cli_options);
 
   // A request whose model is "preset.<id>": `model` becomes the preset's
   // server name and, on chat, completions and responses, the preset's
@@ -43,6 +42,12 @@ class ModelProvisioner {
   Result<Lease> acquire(std::string_view model, const WaitHooks& hooks,
                         std::optional<ModelType> required = std::nullopt,
                         std::optional<KeepAlive> keep_alive = std::nullopt);
+
+  // Deletes a model: no new loads while its files go, its servers drain
+  // and stop, its files are removed, and a user model's registration goes
+  // too (POST /api/v1/delete, Ollama's DELETE /api/delete). kConflict while
+  // it downloads.
+  Status remove(const std::string& name);
 
   // kModelNotFound for `name`, naming a few models that are available.
   Error model_not_found(std::string_view name) const;
@@ -62,7 +67,7 @@ class ModelProvisioner {
   Status install_backend_for(std::string_view model, const RecipeOptions& options,
                              const WaitHooks& hooks);
 
-  const ModelCatalogue& catalogue_;
+  ModelCatalogue& catalogue_;
   const PresetCatalogue& presets_;
   ModelStore& store_;
   BackendInstaller& installer_;

@@ -65,4 +65,7 @@ struct ModelInfo {
 // folder holding genai_config.json.
 bool is_onnx_recipe(std::string_view recipe);
 
+// Whether the model can take images: a "vision" label or an mmproj file.
+bool model_has_vision(const ModelInfo& info);
+
 }  // namespace lemon

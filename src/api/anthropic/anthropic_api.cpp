@@ -3,14 +3,12 @@
 #include "lemon/api/anthropic/anthropic_answer.h"
 #include "lemon/api/anthropic/anthropic_request.h"
 #include "lemon/http/json_request.h"
-#include "lemon/http/ollama_models.h"
 #include "lemon/http/translating_writer.h"
 
 namespace lemon::api {
 
 using http::ApiDialect;
 using http::InferenceRequest;
-using http::model_has_vision;
 using http::parse_json_object;
 using http::RouteAccess;
 using http::TranslatingWriter;

@@ -12,14 +12,17 @@
 #include <string>
 #include <vector>
 
+#include "lemon/api/ollama/ollama_answer.h"
+#include "lemon/api/ollama/ollama_models.h"
+#include "lemon/api/ollama/ollama_request.h"
 #include "lemon/http/api_dialect.h"
-#include "lemon/http/ollama_answer.h"
-#include "lemon/http/ollama_models.h"
-#include "lemon/http/ollama_request.h"
 
-namespace lemon::http {
+namespace lemon::api {
 namespace {
 
+using http::ApiDialect;
+using http::ChatAnswer;
+using http::DialectError;
 using nlohmann::json;
 using namespace std::chrono_literals;
 using Clock = ChatAnswer::Clock;
@@ -420,4 +423,4 @@ TEST(HttpOllamaErrors, ErrorsUseOllamasShape) {
 }
 
 }  // namespace
-}  // namespace lemon::http
+}  // namespace lemon::api

@@ -24,15 +24,12 @@
 
 #include "lemon/models/model_info.h"
 
-namespace lemon::http {
+namespace lemon::api {
 
 // The Ollama API version /api/version reports: the one these routes follow
 // (the same as Lemonade 9.4.1 reports), so clients that check it enable the
 // features they use (tools, thinking, structured output).
 inline constexpr const char* kOllamaApiVersion = "0.16.1";
-
-// Whether the model can take images: a "vision" label or an mmproj file.
-bool model_has_vision(const ModelInfo& info);
 
 // One /api/tags entry.
 nlohmann::json ollama_model_entry(const ModelInfo& info);
@@ -45,4 +42,4 @@ nlohmann::json ollama_show(const ModelInfo& info);
 nlohmann::json ollama_running_entry(const ModelInfo& info, int context_length,
                                     std::optional<std::chrono::system_clock::time_point> expires);
 
-}  // namespace lemon::http
+}  // namespace lemon::api

@@ -27,11 +27,11 @@
 
 #include "lemon/http/chat_answer.h"
 
-namespace lemon::http {
+namespace lemon::api {
 
 enum class OllamaEndpoint { kChat, kGenerate };
 
-class OllamaAnswer final : public ChatAnswer {
+class OllamaAnswer final : public http::ChatAnswer {
  public:
   // `model` as the client named it; `started` when the request arrived.
   OllamaAnswer(OllamaEndpoint endpoint, std::string model, bool streaming,
@@ -85,4 +85,4 @@ std::string ollama_timestamp(std::chrono::system_clock::time_point t);
 Result<nlohmann::json> ollama_embed_answer(const nlohmann::json& backend, const std::string& model,
                                            bool legacy, std::int64_t total_ns);
 
-}  // namespace lemon::http
+}  // namespace lemon::api

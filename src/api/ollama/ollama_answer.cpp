@@ -1,4 +1,4 @@
-#include "lemon/http/ollama_answer.h"
+#include "lemon/api/ollama/ollama_answer.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -6,7 +6,10 @@
 
 #include "lemon/http/error_response.h"
 
-namespace lemon::http {
+namespace lemon::api {
+
+using http::json_text;
+using http::tokens_from_chunk;
 namespace {
 
 using nlohmann::json;
@@ -229,4 +232,4 @@ Result<json> OllamaAnswer::whole(Clock::time_point now) {
   return out;
 }
 
-}  // namespace lemon::http
+}  // namespace lemon::api

@@ -1,4 +1,4 @@
-#include "lemon/http/ollama_request.h"
+#include "lemon/api/ollama/ollama_request.h"
 #include "lemon/http/request_fields.h"
 
 #include <algorithm>
@@ -8,7 +8,11 @@
 
 #include "lemon/router/pool_policy.h"
 
-namespace lemon::http {
+namespace lemon::api {
+
+using http::bad_field;
+using http::indexed;
+using http::unknown_key;
 namespace {
 
 using nlohmann::json;
@@ -540,4 +544,4 @@ Result<OllamaRequest> ollama_embed_request(const json& body, bool legacy) {
   return out;
 }
 
-}  // namespace lemon::http
+}  // namespace lemon::api

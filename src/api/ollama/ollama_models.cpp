@@ -1,15 +1,15 @@
-#include "lemon/http/ollama_models.h"
+#include "lemon/api/ollama/ollama_models.h"
 
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
 
+#include "lemon/api/ollama/ollama_answer.h"
+#include "lemon/api/ollama/ollama_request.h"
 #include "lemon/download/checksum.h"
-#include "lemon/http/ollama_answer.h"
-#include "lemon/http/ollama_request.h"
 #include "lemon/models/gguf_header.h"
 
-namespace lemon::http {
+namespace lemon::api {
 namespace {
 
 using nlohmann::json;
@@ -138,10 +138,6 @@ json details(const ModelInfo& info, const std::optional<GgufHeader>& header) {
 
 }  // namespace
 
-bool model_has_vision(const ModelInfo& info) {
-  return has_label(info, "vision") || info.checkpoints.count("mmproj") > 0;
-}
-
 json ollama_model_entry(const ModelInfo& info) {
   const std::string name = ollama_listed_name(info.name);
   return {{"name", name},
@@ -206,4 +202,4 @@ json ollama_running_entry(const ModelInfo& info, int context_length,
   return entry;
 }
 
-}  // namespace lemon::http
+}  // namespace lemon::api

@@ -1,22 +1,28 @@
-// Ollama API routes (issue #14 §4), at the root paths Ollama uses
-// (/api/chat, /api/generate, ...; Lemonade's own routes live under
-// /api/v1/ and /api/v0/, so nothing collides). Chat, generate and the
-// embeddings go through the InferenceGateway like the OpenAI routes, with a
-// TranslatingWriter that writes Ollama's NDJSON and error shape
-// (ollama_answer.h, api_dialect.h); the model routes read the catalogue,
-// the router and the model store.
+#include "lemon/api/ollama/ollama_api.h"
+
 #include <algorithm>
 #include <map>
 
-#include "lemon/http/api_server.h"
+#include "lemon/api/ollama/ollama_answer.h"
+#include "lemon/api/ollama/ollama_models.h"
+#include "lemon/api/ollama/ollama_request.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/json_request.h"
-#include "lemon/http/ollama_answer.h"
-#include "lemon/http/ollama_models.h"
-#include "lemon/http/ollama_request.h"
 #include "lemon/http/translating_writer.h"
 
-namespace lemon::http {
+namespace lemon::api {
+
+using http::ApiDialect;
+using http::bool_field;
+using http::ChatAnswer;
+using http::InferenceRequest;
+using http::json_headers;
+using http::json_text;
+using http::parse_json_object;
+using http::RouteAccess;
+using http::send_json;
+using http::TranslatingWriter;
+
 namespace {
 
 using nlohmann::json;
@@ -39,37 +45,47 @@ std::optional<Error> unexpected_key(const json& body, std::initializer_list<cons
 
 }  // namespace
 
-void ApiServer::register_ollama_routes() {
+OllamaApi::OllamaApi(const ModelCatalogue& catalogue, ModelStore& store, Router& router,
+                     http::ModelProvisioner& provisioner, const http::GenerationDefaults& defaults,
+                     http::InferenceGateway& gateway)
+    : catalogue_(catalogue),
+      store_(store),
+      router_(router),
+      provisioner_(provisioner),
+      defaults_(defaults),
+      gateway_(gateway) {}
+
+void OllamaApi::register_routes(http::ApiRoutes& routes) {
   using P = std::string_view;
   const auto o = ApiDialect::kOllama;
-  root(
+  routes.root(
       "POST", "/api/chat", RouteAccess::kJsonPost,
-      [this](net::Request& r, net::ResponseWriter& w, P) { handle_ollama_chat(r, w, false); }, o);
-  root(
+      [this](net::Request& r, net::ResponseWriter& w, P) { handle_chat(r, w, false); }, o);
+  routes.root(
       "POST", "/api/generate", RouteAccess::kJsonPost,
-      [this](net::Request& r, net::ResponseWriter& w, P) { handle_ollama_chat(r, w, true); }, o);
-  root(
+      [this](net::Request& r, net::ResponseWriter& w, P) { handle_chat(r, w, true); }, o);
+  routes.root(
       "POST", "/api/embed", RouteAccess::kJsonPost,
-      [this](net::Request& r, net::ResponseWriter& w, P) { handle_ollama_embed(r, w, false); }, o);
-  root(
+      [this](net::Request& r, net::ResponseWriter& w, P) { handle_embed(r, w, false); }, o);
+  routes.root(
       "POST", "/api/embeddings", RouteAccess::kJsonPost,
-      [this](net::Request& r, net::ResponseWriter& w, P) { handle_ollama_embed(r, w, true); }, o);
-  root(
+      [this](net::Request& r, net::ResponseWriter& w, P) { handle_embed(r, w, true); }, o);
+  routes.root(
       "GET", "/api/tags", RouteAccess::kRead,
-      [this](net::Request&, net::ResponseWriter& w, P) { handle_ollama_tags(w); }, o);
-  root(
+      [this](net::Request&, net::ResponseWriter& w, P) { handle_tags(w); }, o);
+  routes.root(
       "POST", "/api/show", RouteAccess::kJsonPost,
-      [this](net::Request& r, net::ResponseWriter& w, P) { handle_ollama_show(r, w); }, o);
-  root(
+      [this](net::Request& r, net::ResponseWriter& w, P) { handle_show(r, w); }, o);
+  routes.root(
       "GET", "/api/ps", RouteAccess::kRead,
-      [this](net::Request&, net::ResponseWriter& w, P) { handle_ollama_ps(w); }, o);
-  root(
+      [this](net::Request&, net::ResponseWriter& w, P) { handle_ps(w); }, o);
+  routes.root(
       "POST", "/api/pull", RouteAccess::kJsonPost,
-      [this](net::Request& r, net::ResponseWriter& w, P) { handle_ollama_pull(r, w); }, o);
-  root(
+      [this](net::Request& r, net::ResponseWriter& w, P) { handle_pull(r, w); }, o);
+  routes.root(
       "DELETE", "/api/delete", RouteAccess::kJsonPost,
-      [this](net::Request& r, net::ResponseWriter& w, P) { handle_ollama_delete(r, w); }, o);
-  root(
+      [this](net::Request& r, net::ResponseWriter& w, P) { handle_delete(r, w); }, o);
+  routes.root(
       "GET", "/api/version", RouteAccess::kRead,
       [](net::Request&, net::ResponseWriter& w, P) {
         send_json(w, 200, {{"version", kOllamaApiVersion}});
@@ -79,7 +95,7 @@ void ApiServer::register_ollama_routes() {
   // rather than a 404 that reads like a typo.
   for (const char* path : {"/api/create", "/api/copy", "/api/push", "/api/blobs/{id}"}) {
     std::string name = path;
-    root(
+    routes.root(
         "POST", path, RouteAccess::kJsonPost,
         [name](net::Request&, net::ResponseWriter& w, P) {
           TranslatingWriter(w, ApiDialect::kOllama)
@@ -92,7 +108,7 @@ void ApiServer::register_ollama_routes() {
   }
 }
 
-void ApiServer::handle_ollama_chat(net::Request& r, net::ResponseWriter& raw, bool generate) {
+void OllamaApi::handle_chat(net::Request& r, net::ResponseWriter& raw, bool generate) {
   const auto started = Clock::now();
   TranslatingWriter errors(raw, ApiDialect::kOllama);
   auto body = parse_json_object(r.body);
@@ -106,8 +122,8 @@ void ApiServer::handle_ollama_chat(net::Request& r, net::ResponseWriter& raw, bo
     return;
   }
   if (request->load_only) {
-    ollama_load_only(request->model, request->client_model, generate, request->stream,
-                     request->keep_alive, raw);
+    load_only(request->model, request->client_model, generate, request->stream, request->keep_alive,
+              raw);
     return;
   }
   if (request->has_images) {
@@ -125,7 +141,7 @@ void ApiServer::handle_ollama_chat(net::Request& r, net::ResponseWriter& raw, bo
     errors.fail(preset.error());
     return;
   }
-  params_.apply(request->openai);
+  defaults_.apply(request->openai);
   OllamaAnswer answer(generate ? OllamaEndpoint::kGenerate : OllamaEndpoint::kChat,
                       request->client_model, request->stream, started);
   TranslatingWriter w(raw, ApiDialect::kOllama, &answer);
@@ -137,16 +153,15 @@ void ApiServer::handle_ollama_chat(net::Request& r, net::ResponseWriter& raw, bo
   req.body_changed = true;
   req.content_type = "application/json";
   req.keep_alive = request->keep_alive;
-  forward_inference(req, w);
+  gateway_.forward(req, w);
 }
 
-void ApiServer::ollama_load_only(const std::string& model, const std::string& client_model,
-                                 bool generate, bool stream,
-                                 std::optional<std::chrono::milliseconds> keep_alive,
-                                 net::ResponseWriter& raw) {
+void OllamaApi::load_only(const std::string& model, const std::string& client_model, bool generate,
+                          bool stream, std::optional<std::chrono::milliseconds> keep_alive,
+                          net::ResponseWriter& raw) {
   TranslatingWriter w(raw, ApiDialect::kOllama);
   if (!catalogue_.find(model)) {
-    w.fail(model_not_found(model));
+    w.fail(provisioner_.model_not_found(model));
     return;
   }
   json answer = {{"model", client_model},
@@ -167,7 +182,7 @@ void ApiServer::ollama_load_only(const std::string& model, const std::string& cl
     answer["done_reason"] = "unload";
   } else {
     WaitHooks hooks;
-    hooks.tick_interval = settings_.keepalive_interval;
+    hooks.tick_interval = gateway_.settings().keepalive_interval;
     hooks.cancelled = [&raw] { return !raw.client_connected(); };
     auto got = provisioner_.acquire(model, hooks, ModelType::kLlm, keep_alive);
     if (!got.ok()) {
@@ -185,7 +200,7 @@ void ApiServer::ollama_load_only(const std::string& model, const std::string& cl
   }
 }
 
-void ApiServer::handle_ollama_embed(net::Request& r, net::ResponseWriter& raw, bool legacy) {
+void OllamaApi::handle_embed(net::Request& r, net::ResponseWriter& raw, bool legacy) {
   const auto started = Clock::now();
   TranslatingWriter errors(raw, ApiDialect::kOllama);
   auto body = parse_json_object(r.body);
@@ -209,10 +224,10 @@ void ApiServer::handle_ollama_embed(net::Request& r, net::ResponseWriter& raw, b
   req.body_changed = true;
   req.content_type = "application/json";
   req.keep_alive = request->keep_alive;
-  forward_inference(req, w);
+  gateway_.forward(req, w);
 }
 
-void ApiServer::handle_ollama_tags(net::ResponseWriter& w) {
+void OllamaApi::handle_tags(net::ResponseWriter& w) {
   json models = json::array();
   for (const auto& m : catalogue_.list(false)) {
     if (m.type == ModelType::kLlm || m.type == ModelType::kEmbedding) {
@@ -222,7 +237,7 @@ void ApiServer::handle_ollama_tags(net::ResponseWriter& w) {
   send_json(w, 200, {{"models", std::move(models)}});
 }
 
-void ApiServer::handle_ollama_show(net::Request& r, net::ResponseWriter& raw) {
+void OllamaApi::handle_show(net::Request& r, net::ResponseWriter& raw) {
   TranslatingWriter w(raw, ApiDialect::kOllama);
   auto body = parse_json_object(r.body);
   if (!body.ok()) {
@@ -240,14 +255,14 @@ void ApiServer::handle_ollama_show(net::Request& r, net::ResponseWriter& raw) {
   }
   auto info = catalogue_.resolve(*name);
   if (!info.ok()) {
-    w.fail(info.error().code() == ErrorCode::kModelNotFound ? model_not_found(*name)
+    w.fail(info.error().code() == ErrorCode::kModelNotFound ? provisioner_.model_not_found(*name)
                                                             : info.error());
     return;
   }
   send_json(w, 200, ollama_show(*info));
 }
 
-void ApiServer::handle_ollama_ps(net::ResponseWriter& w) {
+void OllamaApi::handle_ps(net::ResponseWriter& w) {
   // One entry per model (replicas together), as `ollama ps` lists them.
   std::map<std::string, int> context;
   std::vector<std::string> order;
@@ -274,7 +289,7 @@ void ApiServer::handle_ollama_ps(net::ResponseWriter& w) {
   send_json(w, 200, {{"models", std::move(models)}});
 }
 
-void ApiServer::handle_ollama_pull(net::Request& r, net::ResponseWriter& raw) {
+void OllamaApi::handle_pull(net::Request& r, net::ResponseWriter& raw) {
   TranslatingWriter w(raw, ApiDialect::kOllama);
   auto body = parse_json_object(r.body);
   if (!body.ok()) {
@@ -302,7 +317,7 @@ void ApiServer::handle_ollama_pull(net::Request& r, net::ResponseWriter& raw) {
     return;
   }
   if (!catalogue_.find(*name)) {
-    w.fail(model_not_found(*name));
+    w.fail(provisioner_.model_not_found(*name));
     return;
   }
   auto download = store_.download(*name);
@@ -347,7 +362,7 @@ void ApiServer::handle_ollama_pull(net::Request& r, net::ResponseWriter& raw) {
   }
 }
 
-void ApiServer::handle_ollama_delete(net::Request& r, net::ResponseWriter& raw) {
+void OllamaApi::handle_delete(net::Request& r, net::ResponseWriter& raw) {
   TranslatingWriter w(raw, ApiDialect::kOllama);
   auto body = parse_json_object(r.body);
   if (!body.ok()) {
@@ -366,11 +381,11 @@ void ApiServer::handle_ollama_delete(net::Request& r, net::ResponseWriter& raw) 
   // The same steps as POST /api/v1/delete (block loads, unload, remove the
   // files); its errors come out in Ollama's shape with the table's status
   // (404 for a model Ollama would not know, where Lemonade's route says 422).
-  if (Status deleted = delete_model(*name); !deleted.ok()) {
+  if (Status deleted = provisioner_.remove(*name); !deleted.ok()) {
     w.fail(deleted.error());
     return;
   }
   send_json(w, 200, {{"status", "success"}, {"message", "Deleted model: " + *name}});
 }
 
-}  // namespace lemon::http
+}  // namespace lemon::api

@@ -31,7 +31,7 @@
 
 #include "lemon/core/error.h"
 
-namespace lemon::http {
+namespace lemon::api {
 
 struct OllamaRequest {
   std::string model;         // the catalogue's name (":latest" removed)
@@ -60,4 +60,4 @@ std::string ollama_listed_name(std::string_view name);
 // /api/delete, without ":latest". kInvalidRequest when missing.
 Result<std::string> ollama_model_field(const nlohmann::json& body);
 
-}  // namespace lemon::http
+}  // namespace lemon::api
