@@ -9,6 +9,7 @@
 
 #include "lemon/api/anthropic/anthropic_api.h"
 #include "lemon/api/ollama/ollama_api.h"
+#include "lemon/api/openai/openai_api.h"
 #include "lemon/app/config.h"
 #include "lemon/app/graceful_drain.h"
 #include "lemon/app/log_stream_attachment.h"
@@ -81,6 +82,9 @@ int main(int argc, char** argv) {
   lemon::api::AnthropicApi anthropic_api(**catalogue, api.provisioner(), api.generation_defaults(),
                                          api.gateway());
   anthropic_api.register_routes(api);
+  lemon::api::OpenAiApi openai_api(**catalogue, api.provisioner(), api.generation_defaults(),
+                                   api.gateway());
+  openai_api.register_routes(api);
   lemon::api::OllamaApi ollama_api(**catalogue, store, router, api.provisioner(),
                                    api.generation_defaults(), api.gateway());
   ollama_api.register_routes(api);

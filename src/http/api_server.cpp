@@ -252,34 +252,6 @@ void ApiServer::register_routes() {
         [this](net::Request& r, net::ResponseWriter& w, P) { handle_install(r, w); });
   route("POST", "uninstall", RouteAccess::kJsonPost,
         [this](net::Request& r, net::ResponseWriter& w, P) { handle_uninstall(r, w); });
-  const std::pair<const char*, ApiRoute> json_routes[] = {
-      {"chat/completions", ApiRoute::kChatCompletions},
-      {"completions", ApiRoute::kCompletions},
-      {"responses", ApiRoute::kResponses},
-      {"embeddings", ApiRoute::kEmbeddings},
-      {"reranking", ApiRoute::kReranking},
-      {"rerank", ApiRoute::kReranking},
-      {"images/generations", ApiRoute::kImageGenerations},
-  };
-  for (const auto& [path, api] : json_routes) {
-    ApiRoute which = api;
-    route("POST", path, RouteAccess::kJsonPost,
-          [this, which](net::Request& r, net::ResponseWriter& w, P) {
-            handle_json_inference(which, r, w);
-          });
-  }
-  route("POST", "audio/transcriptions", RouteAccess::kMultipartPost,
-        [this](net::Request& r, net::ResponseWriter& w, P) { handle_transcription(r, w); });
-  route("POST", "images/edits", RouteAccess::kMultipartPost,
-        [this](net::Request& r, net::ResponseWriter& w, P) {
-          handle_image_form(ApiRoute::kImageEdits, r, w);
-        });
-  route("POST", "images/variations", RouteAccess::kMultipartPost,
-        [this](net::Request& r, net::ResponseWriter& w, P) {
-          handle_image_form(ApiRoute::kImageVariations, r, w);
-        });
-  route("POST", "audio/speech", RouteAccess::kJsonPost,
-        [this](net::Request& r, net::ResponseWriter& w, P) { handle_speech(r, w); });
   // Liveness, readiness and metrics also at the root (where probes and
   // Prometheus look by default); the dashboard at / and /web/<file>.
   root("GET", "/live", RouteAccess::kPublic,

@@ -173,20 +173,6 @@ class ApiServer final : public ApiRoutes {
   void handle_install(net::Request& r, net::ResponseWriter& w);
   void handle_uninstall(net::Request& r, net::ResponseWriter& w);
 
-  // Inference (handlers_inference.cpp).
-  void handle_json_inference(ApiRoute route, net::Request& r, net::ResponseWriter& w);
-  void handle_transcription(net::Request& r, net::ResponseWriter& w);
-  // images/edits and images/variations (multipart, like OpenAI's).
-  void handle_image_form(ApiRoute route, net::Request& r, net::ResponseWriter& w);
-  // audio/speech: no recipe here serves it (Lemonade's kokoro is not
-  // supported); the body is checked and the model named in a clear 400.
-  void handle_speech(net::Request& r, net::ResponseWriter& w);
-
-  // Shared tail of every inference route (InferenceGateway::forward).
-  void forward_inference(InferenceRequest& req, net::ResponseWriter& w) {
-    gateway_.forward(req, w);
-  }
-
   ApiSettings settings_;
   ModelCatalogue& catalogue_;
   PresetCatalogue& presets_;

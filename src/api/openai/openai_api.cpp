@@ -1,9 +1,7 @@
-// Inference routes. Each handler only checks its body; the InferenceGateway
-// does the rest for every route alike: model lookup and type check (before
-// anything loads), acquire (auto-load, keepalives, cancellation), forward.
+#include "lemon/api/openai/openai_api.h"
+
 #include <optional>
 
-#include "lemon/http/api_server.h"
 #include "lemon/http/embedding_format.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/json_request.h"
@@ -13,9 +11,59 @@
 #include "lemon/http/transcription_form.h"
 #include "lemon/router/pool_policy.h"
 
-namespace lemon::http {
+namespace lemon::api {
 
-void ApiServer::handle_json_inference(ApiRoute route, net::Request& r, net::ResponseWriter& w) {
+using http::bool_field;
+using http::check_request;
+using http::embeddings_as_base64;
+using http::InferenceRequest;
+using http::map_max_completion_tokens;
+using http::multipart_boundary;
+using http::MultipartPart;
+using http::parse_json_object;
+using http::parse_multipart;
+using http::rerank_in_input_order;
+using http::RouteAccess;
+using http::string_field;
+using http::write_error;
+
+OpenAiApi::OpenAiApi(const ModelCatalogue& catalogue, http::ModelProvisioner& provisioner,
+                     const http::GenerationDefaults& defaults, http::InferenceGateway& gateway)
+    : catalogue_(catalogue), provisioner_(provisioner), defaults_(defaults), gateway_(gateway) {}
+
+void OpenAiApi::register_routes(http::ApiRoutes& routes) {
+  using P = std::string_view;
+  const std::pair<const char*, ApiRoute> json_routes[] = {
+      {"chat/completions", ApiRoute::kChatCompletions},
+      {"completions", ApiRoute::kCompletions},
+      {"responses", ApiRoute::kResponses},
+      {"embeddings", ApiRoute::kEmbeddings},
+      {"reranking", ApiRoute::kReranking},
+      {"rerank", ApiRoute::kReranking},
+      {"images/generations", ApiRoute::kImageGenerations},
+  };
+  for (const auto& [path, api] : json_routes) {
+    ApiRoute which = api;
+    routes.route("POST", path, RouteAccess::kJsonPost,
+                 [this, which](net::Request& r, net::ResponseWriter& w, P) {
+                   handle_json_inference(which, r, w);
+                 });
+  }
+  routes.route("POST", "audio/transcriptions", RouteAccess::kMultipartPost,
+               [this](net::Request& r, net::ResponseWriter& w, P) { handle_transcription(r, w); });
+  routes.route("POST", "images/edits", RouteAccess::kMultipartPost,
+               [this](net::Request& r, net::ResponseWriter& w, P) {
+                 handle_image_form(ApiRoute::kImageEdits, r, w);
+               });
+  routes.route("POST", "images/variations", RouteAccess::kMultipartPost,
+               [this](net::Request& r, net::ResponseWriter& w, P) {
+                 handle_image_form(ApiRoute::kImageVariations, r, w);
+               });
+  routes.route("POST", "audio/speech", RouteAccess::kJsonPost,
+               [this](net::Request& r, net::ResponseWriter& w, P) { handle_speech(r, w); });
+}
+
+void OpenAiApi::handle_json_inference(ApiRoute route, net::Request& r, net::ResponseWriter& w) {
   auto body = parse_json_object(r.body);
   if (!body.ok()) {
     write_error(w, body.error());
@@ -72,7 +120,7 @@ void ApiServer::handle_json_inference(ApiRoute route, net::Request& r, net::Resp
   }
   req.body_changed = *preset || req.body_changed;
   if (route == ApiRoute::kChatCompletions || route == ApiRoute::kCompletions) {
-    req.body_changed = params_.apply(*body) || req.body_changed;
+    req.body_changed = defaults_.apply(*body) || req.body_changed;
   }
   req.raw_body = r.body;
   req.content_type = "application/json";
@@ -81,10 +129,10 @@ void ApiServer::handle_json_inference(ApiRoute route, net::Request& r, net::Resp
   } else if (route == ApiRoute::kReranking) {
     req.transform = [](std::string_view answer) { return rerank_in_input_order(answer); };
   }
-  forward_inference(req, w);
+  gateway_.forward(req, w);
 }
 
-void ApiServer::handle_transcription(net::Request& r, net::ResponseWriter& w) {
+void OpenAiApi::handle_transcription(net::Request& r, net::ResponseWriter& w) {
   auto content_type = r.headers.get("Content-Type").value_or("");
   auto boundary = multipart_boundary(content_type);
   if (!boundary) {
@@ -114,10 +162,10 @@ void ApiServer::handle_transcription(net::Request& r, net::ResponseWriter& w) {
   req.raw_body = r.body;
   req.content_type = std::string(content_type);
   req.form = &fields;
-  forward_inference(req, w);
+  gateway_.forward(req, w);
 }
 
-void ApiServer::handle_image_form(ApiRoute route, net::Request& r, net::ResponseWriter& w) {
+void OpenAiApi::handle_image_form(ApiRoute route, net::Request& r, net::ResponseWriter& w) {
   auto content_type = r.headers.get("Content-Type").value_or("");
   auto boundary = multipart_boundary(content_type);
   if (!boundary) {
@@ -169,10 +217,10 @@ void ApiServer::handle_image_form(ApiRoute route, net::Request& r, net::Response
   req.raw_body = r.body;
   req.content_type = std::string(content_type);
   req.form = &fields;
-  forward_inference(req, w);
+  gateway_.forward(req, w);
 }
 
-void ApiServer::handle_speech(net::Request& r, net::ResponseWriter& w) {
+void OpenAiApi::handle_speech(net::Request& r, net::ResponseWriter& w) {
   auto body = parse_json_object(r.body);
   if (!body.ok()) {
     write_error(w, body.error());
@@ -189,7 +237,7 @@ void ApiServer::handle_speech(net::Request& r, net::ResponseWriter& w) {
     return;
   }
   if (!catalogue_.find(*model)) {
-    write_error(w, model_not_found(*model));
+    write_error(w, provisioner_.model_not_found(*model));
     return;
   }
   write_error(w, Error(ErrorCode::kUnsupportedOperation,
@@ -199,4 +247,4 @@ void ApiServer::handle_speech(net::Request& r, net::ResponseWriter& w) {
                        "model"));
 }
 
-}  // namespace lemon::http
+}  // namespace lemon::api
