@@ -38,67 +38,27 @@ class RouterCore {
   RouterCore(const RouterCore&) = delete;
   RouterCore& operator=(const RouterCore&) = delete;
 
-  // A Lease on the loaded server for `model_name`, auto-loading it with its
-  // default options (recipe_options.json > CLI > defaults) when needed.
-  // When `required` is given, a model of another type is refused with
-  // kUnsupportedOperation before anything is loaded. A loaded model is
-  // leased without touching the catalogue or the disk.
-  // When the server's slots are all busy, waits in its line for one.
-  // Errors: kModelNotFound, kUnsupportedOperation, kModelFilesMissing, load
-  // failures (typed, with Retry-After while the model rests after failed
-  // loads), kQueueFull, or kCancelled if hooks.cancelled() turned true while
-  // waiting.
-  // `keep_alive` (a request's own) replaces the model's idle time from now on.
+  // Router's public calls, with the contract lemon/router/router.h states.
   Result<Lease> acquire(std::string_view model_name, const WaitHooks& hooks = {},
                         std::optional<ModelType> required = std::nullopt,
                         std::optional<KeepAlive> keep_alive = std::nullopt);
-
-  // A Lease on the one server `server_id` (LoadedServerInfo::server_id), for
-  // a session pinned to it (issue #13 §4): waits while all its slots are
-  // busy. kSessionLost once that server is gone or draining (evicted,
-  // unloaded, crashed): a session never moves to another server.
-  // With `backend_slot` >= 0, also waits until that llama.cpp slot is free
-  // and names it in the lease.
   Result<Lease> acquire_server(std::uint64_t server_id, int backend_slot = -1,
                                const WaitHooks& hooks = {});
-  // Reserves (or frees) one llama.cpp slot of a server for a session:
-  // requests without a session are then given other slots. False when the
-  // server is gone or draining. A server with a reserved slot is not stopped
-  // by scale-down or keep-alive (only by eviction, unload or a crash).
   bool pin_backend_slot(std::uint64_t server_id, int backend_slot);
   void unpin_backend_slot(std::uint64_t server_id, int backend_slot);
-
-  // Explicit load: options layered as request > recipe_options.json > CLI >
-  // defaults. Already loaded with the same effective options: no-op that
-  // refreshes the LRU clock. Loaded with different options: an atomic reload
-  // (requests that arrive meanwhile wait for the new server). Ends a
-  // model's rest after failed loads (LoadCooldown).
   Status load(std::string_view model_name, const RecipeOptions& request_options,
               const WaitHooks& hooks = {});
-
-  // Unloads one model after it drains. kModelNotLoaded if it is not loaded.
   Status unload(std::string_view model_name);
-
   // Router::block_loads(): new loads of `model_name` fail with kConflict
   // until as many unblock_loads() calls as block_loads() calls.
   void block_loads(std::string_view model_name);
   void unblock_loads(const std::string& model_name);
-  // Unloads every loaded model, each after it drains.
   void unload_all();
-
   std::vector<LoadedServerInfo> loaded() const;
-  // The latest published view: takes no lock that requests take (only a
-  // leaf lock around a pointer copy), so scrapes never slow requests.
   std::shared_ptr<const RouterView> view() const;
-  // The most recently loaded server still loaded (health's model_loaded).
   std::optional<LoadedServerInfo> most_recently_loaded() const;
-  // Each device's memory as last measured, with its budget and what the
-  // router's servers hold there (empty without a memory source).
   std::vector<DeviceMemoryInfo> memory_report() const;
   const SlotLimits& limits() const { return config_.limits; }
-
-  // Fails queued loads with kShuttingDown, cancels the running one, and stops
-  // every server. Idempotent; every caller returns once it is complete.
   void shutdown();
 
  private:
