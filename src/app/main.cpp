@@ -8,6 +8,13 @@
 #include <string>
 
 #include "lemon/api/anthropic/anthropic_api.h"
+#include "lemon/api/lemonade/backend_api.h"
+#include "lemon/api/lemonade/dashboard_api.h"
+#include "lemon/api/lemonade/management_api.h"
+#include "lemon/api/lemonade/model_store_api.h"
+#include "lemon/api/lemonade/observe_api.h"
+#include "lemon/api/lemonade/preset_api.h"
+#include "lemon/api/lemonade/session_api.h"
 #include "lemon/api/ollama/ollama_api.h"
 #include "lemon/api/openai/openai_api.h"
 #include "lemon/app/config.h"
@@ -76,19 +83,37 @@ int main(int argc, char** argv) {
   context.start();
   telemetry::SystemStatsReader system_stats(launcher.get());
   StatsStore stats;
-  http::ApiServer api(api_settings(cfg), **catalogue, presets, store, installer, router, stats,
-                      http::Observers{telemetry, context, system_stats});
-  // The API rooms (src/api/*) add their routes beside the server's own.
-  lemon::api::AnthropicApi anthropic_api(**catalogue, api.provisioner(), api.generation_defaults(),
-                                         api.gateway());
-  anthropic_api.register_routes(api);
-  lemon::api::OpenAiApi openai_api(**catalogue, api.provisioner(), api.generation_defaults(),
-                                   api.gateway());
-  openai_api.register_routes(api);
-  lemon::api::OllamaApi ollama_api(**catalogue, store, router, api.provisioner(),
-                                   api.generation_defaults(), api.gateway());
-  ollama_api.register_routes(api);
-  auto port = api.bind();
+  http::ApiServer server(api_settings(cfg), **catalogue, presets, store, installer, router, stats,
+                         telemetry);
+  // The API rooms (src/api/*): each takes only what it uses and adds its
+  // routes to the server's table.
+  const api::LemonadeSettings lemonade = lemonade_settings(cfg);
+  api::ManagementApi management_api(**catalogue, presets, installer, router, stats,
+                                    server.provisioner(), server, lemonade);
+  management_api.register_routes(server);
+  api::ModelStoreApi store_api(**catalogue, store, server.provisioner());
+  store_api.register_routes(server);
+  api::BackendApi backend_api(installer, router);
+  backend_api.register_routes(server);
+  api::PresetApi preset_api(presets, router);
+  preset_api.register_routes(server);
+  api::SessionApi session_api(router, server.gateway(), stats, lemonade);
+  session_api.register_routes(server);
+  api::ObserveApi observe_api(telemetry, context, system_stats, router,
+                              server.generation_defaults(), server);
+  observe_api.register_routes(server);
+  api::DashboardApi dashboard_api(lemonade.web_dir);
+  dashboard_api.register_routes(server);
+  api::OpenAiApi openai_api(**catalogue, server.provisioner(), server.generation_defaults(),
+                            server.gateway());
+  openai_api.register_routes(server);
+  api::AnthropicApi anthropic_api(**catalogue, server.provisioner(), server.generation_defaults(),
+                                  server.gateway());
+  anthropic_api.register_routes(server);
+  api::OllamaApi ollama_api(**catalogue, store, router, server.provisioner(),
+                            server.generation_defaults(), server.gateway());
+  ollama_api.register_routes(server);
+  auto port = server.bind();
   if (!port.ok()) {
     std::cerr << "lemonade-router: cannot listen on " << cfg.host << ":" << cfg.port << ": "
               << port.error().message() << "\n";
@@ -96,7 +121,7 @@ int main(int argc, char** argv) {
   }
   log->info("lemonade-router {} listening on http://{}:{} (models: {}, cache: {})",
             LEMON_ROUTER_VERSION, cfg.host, *port, sources.server_models_json, cfg.cache_dir);
-  if (auto ollama_port = api.ollama_port()) {
+  if (auto ollama_port = server.ollama_port()) {
     log->info("Ollama API also served on http://{}:{} (--ollama-port)", cfg.host, *ollama_port);
   }
   if (cfg.ready_fd >= 0) {
@@ -106,9 +131,9 @@ int main(int argc, char** argv) {
     ::close(cfg.ready_fd);
   }
 
-  GracefulDrain drain(signals, DrainTargets{store, installer, api, context, router},
+  GracefulDrain drain(signals, DrainTargets{store, installer, server, context, router},
                       cfg.drain_timeout);
-  api.run();
+  server.run();
   drain.finish();
   log->info("stopped");
   return 0;

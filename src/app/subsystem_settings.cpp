@@ -82,10 +82,16 @@ http::ApiSettings api_settings(const Config& cfg) {
   out.access.health_without_auth = cfg.health_without_auth;
   out.access.metrics_public = cfg.metrics_public;
   out.access.cors_origins = cfg.cors_origins;
-  out.web_dir = cfg.resources_dir + "/web";
-  out.cache_dir = cfg.cache_dir;
   out.cli_options = cfg.cli_options;
   out.ollama_port = cfg.ollama_port;
+  return out;
+}
+
+api::LemonadeSettings lemonade_settings(const Config& cfg) {
+  api::LemonadeSettings out;
+  out.cache_dir = cfg.cache_dir;
+  out.cli_options = cfg.cli_options;
+  out.web_dir = cfg.resources_dir + "/web";
   out.session_ttl = cfg.session_ttl;
   return out;
 }

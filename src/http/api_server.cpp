@@ -27,25 +27,13 @@ KeyHeaders key_headers(ApiDialect dialect) {
 
 }  // namespace
 
-ApiServer::ApiServer(ApiSettings settings, ModelCatalogue& catalogue, PresetCatalogue& presets,
-                     ModelStore& store, BackendInstaller& installer, Router& router,
-                     StatsStore& stats, Observers observers)
+ApiServer::ApiServer(ApiSettings settings, ModelCatalogue& catalogue,
+                     const PresetCatalogue& presets, ModelStore& store, BackendInstaller& installer,
+                     Router& router, StatsStore& stats, telemetry::TelemetryHub& hub)
     : settings_(std::move(settings)),
-      catalogue_(catalogue),
-      presets_(presets),
-      store_(store),
-      installer_(installer),
-      router_(router),
-      stats_(stats),
-      observers_(observers),
+      hub_(hub),
       provisioner_(catalogue, presets, store, installer, router, settings_.cli_options),
-      gateway_(settings_, provisioner_, stats, observers_.hub, drain_expired_) {
-  sessions_ = std::make_unique<SessionTable>(settings_.session_ttl, [this](const SessionState& s) {
-    logger("http")->info("session {} on '{}' ended after {} s idle", s.id, s.model,
-                         settings_.session_ttl.count() / 1000);
-    erase_session_slot(s);
-  });
-  register_routes();
+      gateway_(settings_, provisioner_, stats, hub, drain_expired_) {
   settings_.server.head_check = [this](const net::Request& r) { return check_head(r); };
   server_ = std::make_unique<net::Server>(
       settings_.server, [this](net::Request& r, net::ResponseWriter& w) { handle(r, w); });
@@ -104,8 +92,8 @@ void ApiServer::stop() {
   stopping_.store(true);
   // Event and log streams would never end by themselves: close them, so the
   // drain waits only for real work.
-  observers_.hub.events().close();
-  observers_.hub.logs().close();
+  hub_.events().close();
+  hub_.logs().close();
   if (server_) {
     server_->stop();
   }
@@ -117,10 +105,6 @@ void ApiServer::stop() {
 int ApiServer::open_connections() const {
   return (server_ ? server_->open_connections() : 0) +
          (ollama_server_ ? ollama_server_->open_connections() : 0);
-}
-
-Error ApiServer::model_not_found(std::string_view name) const {
-  return provisioner_.model_not_found(name);
 }
 
 void ApiServer::handle(net::Request& r, net::ResponseWriter& raw) {
@@ -204,76 +188,6 @@ void ApiServer::root(const std::string& method, const std::string& path, RouteAc
         handler(r, w, param);
       },
       route_tag(access, dialect));
-}
-
-void ApiServer::register_routes() {
-  using P = std::string_view;
-  route("GET", "health", RouteAccess::kHealth,
-        [this](net::Request&, net::ResponseWriter& w, P) { handle_health(w); });
-  route("GET", "live", RouteAccess::kPublic,
-        [this](net::Request&, net::ResponseWriter& w, P) { handle_live(w); });
-  route("GET", "stats", RouteAccess::kRead,
-        [this](net::Request&, net::ResponseWriter& w, P) { handle_stats(w); });
-  route("GET", "system-info", RouteAccess::kRead,
-        [this](net::Request&, net::ResponseWriter& w, P) { handle_system_info(w); });
-  route("GET", "system-stats", RouteAccess::kRead,
-        [this](net::Request&, net::ResponseWriter& w, P) { handle_system_stats(w); });
-  route("GET", "ready", RouteAccess::kPublic,
-        [this](net::Request&, net::ResponseWriter& w, P) { handle_ready(w); });
-  route("GET", "metrics", RouteAccess::kMetrics,
-        [this](net::Request&, net::ResponseWriter& w, P) { handle_metrics(w); });
-  route("GET", "events", RouteAccess::kRead,
-        [this](net::Request& r, net::ResponseWriter& w, P) { handle_events(r, w); });
-  route("GET", "logs/stream", RouteAccess::kRead,
-        [this](net::Request& r, net::ResponseWriter& w, P) { handle_logs_stream(r, w); });
-  route("POST", "log-level", RouteAccess::kJsonPost,
-        [this](net::Request& r, net::ResponseWriter& w, P) { handle_log_level(r, w); });
-  route("POST", "params", RouteAccess::kJsonPost,
-        [this](net::Request& r, net::ResponseWriter& w, P) { handle_params(r, w); });
-  route("GET", "params", RouteAccess::kRead,
-        [this](net::Request& r, net::ResponseWriter& w, P) { handle_params(r, w); });
-  // Lemonade's debug route.
-  route("POST", "test", RouteAccess::kJsonPost, [](net::Request&, net::ResponseWriter& w, P) {
-    w.send(200, json_headers(), R"({"test":"ok"})");
-  });
-  route("GET", "models", RouteAccess::kRead,
-        [this](net::Request& r, net::ResponseWriter& w, P) { handle_models(r, w); });
-  route("GET", "models/{id}", RouteAccess::kRead,
-        [this](net::Request&, net::ResponseWriter& w, P id) { handle_model(id, w); });
-  route("POST", "load", RouteAccess::kJsonPost,
-        [this](net::Request& r, net::ResponseWriter& w, P) { handle_load(r, w); });
-  route("POST", "unload", RouteAccess::kJsonPost,
-        [this](net::Request& r, net::ResponseWriter& w, P) { handle_unload(r, w); });
-  route("POST", "pull", RouteAccess::kJsonPost,
-        [this](net::Request& r, net::ResponseWriter& w, P) { handle_pull(r, w); });
-  route("POST", "delete", RouteAccess::kJsonPost,
-        [this](net::Request& r, net::ResponseWriter& w, P) { handle_delete(r, w); });
-  route("POST", "install", RouteAccess::kJsonPost,
-        [this](net::Request& r, net::ResponseWriter& w, P) { handle_install(r, w); });
-  route("POST", "uninstall", RouteAccess::kJsonPost,
-        [this](net::Request& r, net::ResponseWriter& w, P) { handle_uninstall(r, w); });
-  // Liveness, readiness and metrics also at the root (where probes and
-  // Prometheus look by default); the dashboard at / and /web/<file>.
-  root("GET", "/live", RouteAccess::kPublic,
-       [this](net::Request&, net::ResponseWriter& w, P) { handle_live(w); });
-  root("GET", "/ready", RouteAccess::kPublic,
-       [this](net::Request&, net::ResponseWriter& w, P) { handle_ready(w); });
-  root("GET", "/metrics", RouteAccess::kMetrics,
-       [this](net::Request&, net::ResponseWriter& w, P) { handle_metrics(w); });
-  root("POST", "/internal/shutdown", RouteAccess::kJsonPost,
-       [this](net::Request&, net::ResponseWriter& w, P) { handle_shutdown(w); });
-  // Where Lemonade 9.4.1 serves its web page (/, /status, /api/v1, /web-app)
-  // and icon, this router serves its dashboard, so bookmarks keep working.
-  for (const char* page : {"/", "/status", "/api/v1", "/api/v0", "/web-app"}) {
-    root("GET", page, RouteAccess::kPublic,
-         [this](net::Request&, net::ResponseWriter& w, P) { handle_web("index.html", w); });
-  }
-  root("GET", "/favicon.ico", RouteAccess::kPublic,
-       [this](net::Request&, net::ResponseWriter& w, P) { handle_web("favicon.svg", w); });
-  root("GET", "/web/{id}", RouteAccess::kPublic,
-       [this](net::Request&, net::ResponseWriter& w, P file) { handle_web(file, w); });
-  register_session_routes();
-  register_preset_routes();
 }
 
 }  // namespace lemon::http

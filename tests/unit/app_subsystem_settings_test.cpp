@@ -45,6 +45,7 @@ Config distinctive_config() {
   cfg.memory_margin = 11;
   cfg.memory_poll_interval = 12ms;
   cfg.session_ttl = 13ms;
+  cfg.cli_options = RecipeOptions::from_json("", {{"ctx_size", 4096}}).value();
   cfg.request_timeout = 14ms;
   cfg.backend_retry_delay = 15ms;
   cfg.stream_idle_timeout = 16ms;
@@ -149,10 +150,16 @@ TEST(SubsystemSettings, TheApiGetsTheServersLimitsTimeoutsAndAccess) {
   EXPECT_TRUE(a.access.health_without_auth);
   EXPECT_TRUE(a.access.metrics_public);
   EXPECT_EQ(a.access.cors_origins, std::vector<std::string>{"http://a.example"});
-  EXPECT_EQ(a.web_dir, "/res/web");
-  EXPECT_EQ(a.cache_dir, "/cache");
   EXPECT_EQ(a.ollama_port, std::optional<int>(11435));
-  EXPECT_EQ(a.session_ttl, 13ms);
+}
+
+TEST(SubsystemSettings, LemonadesRoomsGetTheDashboardTheCacheAndTheSessionTtl) {
+  const Config cfg = distinctive_config();
+  api::LemonadeSettings l = lemonade_settings(cfg);
+  EXPECT_EQ(l.web_dir, "/res/web");
+  EXPECT_EQ(l.cache_dir, "/cache");
+  EXPECT_EQ(l.session_ttl, 13ms);
+  EXPECT_EQ(l.cli_options.to_json(), nlohmann::json({{"ctx_size", 4096}}));
 }
 
 TEST(SubsystemSettings, TheInstallerFollowsTheHubsOfflineSetting) {

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 
+#include "lemon/api/lemonade/lemonade_settings.h"
 #include "lemon/app/config.h"
 #include "lemon/backends/backend_installer.h"
 #include "lemon/backends/process_server.h"
@@ -38,8 +39,12 @@ BackendEnvironment backend_environment(const Config& cfg, ProcessLauncher& launc
 // the caller.
 RouterConfig router_config(const Config& cfg, std::shared_ptr<DeviceMemorySource> memory);
 
-// The HTTP server's limits and timeouts, the proxy's, access, the dashboard.
+// The HTTP server's limits and timeouts, the proxy's, access.
 http::ApiSettings api_settings(const Config& cfg);
+
+// Lemonade's management rooms: /system-info's lookups, the dashboard's
+// files, sessions.
+api::LemonadeSettings lemonade_settings(const Config& cfg);
 
 // Where backends are installed from and to; offline and transfer settings
 // follow the hub's.

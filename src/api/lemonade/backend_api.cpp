@@ -1,13 +1,20 @@
-// Backend routes: /install and /uninstall (issue #8); auto-load's install
-// step is ModelProvisioner's. Streaming /install speaks the same SSE events
-// as /pull.
+#include "lemon/api/lemonade/backend_api.h"
+
 #include "lemon/backends/server_factory.h"
-#include "lemon/http/api_server.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/inference_proxy.h"
 #include "lemon/http/json_request.h"
+#include "progress_response.h"
 
-namespace lemon::http {
+namespace lemon::api {
+
+using http::bool_field;
+using http::json_headers;
+using http::parse_json_object;
+using http::RouteAccess;
+using http::string_field;
+using http::write_error;
+
 namespace {
 
 struct BackendRequest {
@@ -42,7 +49,18 @@ Result<BackendRequest> parse_backend_request(std::string_view text) {
 
 }  // namespace
 
-void ApiServer::handle_install(net::Request& r, net::ResponseWriter& w) {
+BackendApi::BackendApi(BackendInstaller& installer, Router& router)
+    : installer_(installer), router_(router) {}
+
+void BackendApi::register_routes(http::ApiRoutes& routes) {
+  using P = std::string_view;
+  routes.route("POST", "install", RouteAccess::kJsonPost,
+               [this](net::Request& r, net::ResponseWriter& w, P) { handle_install(r, w); });
+  routes.route("POST", "uninstall", RouteAccess::kJsonPost,
+               [this](net::Request& r, net::ResponseWriter& w, P) { handle_uninstall(r, w); });
+}
+
+void BackendApi::handle_install(net::Request& r, net::ResponseWriter& w) {
   auto req = parse_backend_request(r.body);
   if (!req.ok()) {
     write_error(w, req.error());
@@ -58,7 +76,7 @@ void ApiServer::handle_install(net::Request& r, net::ResponseWriter& w) {
                     {{"status", "success"}, {"recipe", req->recipe}, {"backend", req->backend}});
 }
 
-void ApiServer::handle_uninstall(net::Request& r, net::ResponseWriter& w) {
+void BackendApi::handle_uninstall(net::Request& r, net::ResponseWriter& w) {
   auto req = parse_backend_request(r.body);
   if (!req.ok()) {
     write_error(w, req.error());
@@ -93,4 +111,4 @@ void ApiServer::handle_uninstall(net::Request& r, net::ResponseWriter& w) {
              .dump());
 }
 
-}  // namespace lemon::http
+}  // namespace lemon::api

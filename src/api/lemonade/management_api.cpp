@@ -1,15 +1,24 @@
-// Management routes: health, live, stats, models, load, unload.
+#include "lemon/api/lemonade/management_api.h"
+
 #include <algorithm>
 #include <chrono>
 #include <map>
 
 #include "lemon/backends/system_info.h"
-#include "lemon/http/api_server.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/inference_proxy.h"
 #include "lemon/http/json_request.h"
 
-namespace lemon::http {
+namespace lemon::api {
+
+using http::bool_field;
+using http::parse_json_object;
+using http::parse_model_request;
+using http::RouteAccess;
+using http::send_json;
+using http::string_field;
+using http::write_error;
+
 namespace {
 
 nlohmann::json loaded_entry(const LoadedServerInfo& s) {
@@ -60,7 +69,52 @@ void add_memory(nlohmann::json& total, const nlohmann::json& replica) {
 
 }  // namespace
 
-void ApiServer::handle_health(net::ResponseWriter& w) {
+ManagementApi::ManagementApi(ModelCatalogue& catalogue, const PresetCatalogue& presets,
+                             const BackendInstaller& installer, Router& router,
+                             const StatsStore& stats, http::ModelProvisioner& provisioner,
+                             const http::ServingStatus& serving, const LemonadeSettings& settings)
+    : catalogue_(catalogue),
+      presets_(presets),
+      installer_(installer),
+      router_(router),
+      stats_(stats),
+      provisioner_(provisioner),
+      serving_(serving),
+      settings_(settings) {}
+
+void ManagementApi::register_routes(http::ApiRoutes& routes) {
+  using P = std::string_view;
+  const auto live = [](net::Request&, net::ResponseWriter& w, P) {
+    send_json(w, 200, {{"status", "ok"}});
+  };
+  const auto ready = [this](net::Request&, net::ResponseWriter& w, P) { handle_ready(w); };
+  routes.route("GET", "health", RouteAccess::kHealth,
+               [this](net::Request&, net::ResponseWriter& w, P) { handle_health(w); });
+  routes.route("GET", "live", RouteAccess::kPublic, live);
+  routes.route("GET", "ready", RouteAccess::kPublic, ready);
+  routes.route("GET", "stats", RouteAccess::kRead,
+               [this](net::Request&, net::ResponseWriter& w, P) { handle_stats(w); });
+  routes.route("GET", "system-info", RouteAccess::kRead,
+               [this](net::Request&, net::ResponseWriter& w, P) { handle_system_info(w); });
+  // Lemonade's debug route.
+  routes.route("POST", "test", RouteAccess::kJsonPost,
+               [](net::Request&, net::ResponseWriter& w, P) {
+                 w.send(200, http::json_headers(), R"({"test":"ok"})");
+               });
+  routes.route("GET", "models", RouteAccess::kRead,
+               [this](net::Request& r, net::ResponseWriter& w, P) { handle_models(r, w); });
+  routes.route("GET", "models/{id}", RouteAccess::kRead,
+               [this](net::Request&, net::ResponseWriter& w, P id) { handle_model(id, w); });
+  routes.route("POST", "load", RouteAccess::kJsonPost,
+               [this](net::Request& r, net::ResponseWriter& w, P) { handle_load(r, w); });
+  routes.route("POST", "unload", RouteAccess::kJsonPost,
+               [this](net::Request& r, net::ResponseWriter& w, P) { handle_unload(r, w); });
+  // Liveness and readiness also at the root, where probes look by default.
+  routes.root("GET", "/live", RouteAccess::kPublic, live);
+  routes.root("GET", "/ready", RouteAccess::kPublic, ready);
+}
+
+void ManagementApi::handle_health(net::ResponseWriter& w) {
   auto loaded = router_.loaded();
   auto latest = router_.most_recently_loaded();
   // One entry per model (Lemonade's shape), its replicas listed inside.
@@ -123,13 +177,9 @@ void ApiServer::handle_health(net::ResponseWriter& w) {
   send_json(w, 200, body);
 }
 
-void ApiServer::handle_live(net::ResponseWriter& w) {
-  send_json(w, 200, {{"status", "ok"}});
-}
-
-void ApiServer::handle_ready(net::ResponseWriter& w) {
+void ManagementApi::handle_ready(net::ResponseWriter& w) {
   // Ready while accepting work, model swaps included; not while draining.
-  if (stopping_.load()) {
+  if (serving_.draining()) {
     write_error(w,
                 Error(ErrorCode::kShuttingDown, "lemonade-router is draining").with_retry_after(1));
     return;
@@ -137,7 +187,7 @@ void ApiServer::handle_ready(net::ResponseWriter& w) {
   send_json(w, 200, {{"status", "ready"}});
 }
 
-void ApiServer::handle_system_info(net::ResponseWriter& w) {
+void ManagementApi::handle_system_info(net::ResponseWriter& w) {
   nlohmann::json info = system_info_json(installer_, settings_.cache_dir, settings_.cli_options);
   PresetReport presets = presets_.report();
   info["presets"] = {
@@ -145,12 +195,12 @@ void ApiServer::handle_system_info(net::ResponseWriter& w) {
   send_json(w, 200, info);
 }
 
-void ApiServer::handle_stats(net::ResponseWriter& w) {
+void ManagementApi::handle_stats(net::ResponseWriter& w) {
   auto last = stats_.last();
   send_json(w, 200, last ? last->to_json() : RequestStats{}.to_json());
 }
 
-void ApiServer::handle_models(net::Request& r, net::ResponseWriter& w) {
+void ManagementApi::handle_models(net::Request& r, net::ResponseWriter& w) {
   auto show_all = r.query_param("show_all");
   bool all = show_all && (*show_all == "true" || *show_all == "1");
   nlohmann::json data = nlohmann::json::array();
@@ -160,18 +210,19 @@ void ApiServer::handle_models(net::Request& r, net::ResponseWriter& w) {
   send_json(w, 200, {{"object", "list"}, {"data", std::move(data)}});
 }
 
-void ApiServer::handle_model(std::string_view id, net::ResponseWriter& w) {
+void ManagementApi::handle_model(std::string_view id, net::ResponseWriter& w) {
   std::string name = net::url_decode(id, false);
   auto m = catalogue_.resolve(name);
   if (!m.ok()) {
-    write_error(w,
-                m.error().code() == ErrorCode::kModelNotFound ? model_not_found(name) : m.error());
+    write_error(w, m.error().code() == ErrorCode::kModelNotFound
+                       ? provisioner_.model_not_found(name)
+                       : m.error());
     return;
   }
   send_json(w, 200, m->to_api_json());
 }
 
-void ApiServer::handle_load(net::Request& r, net::ResponseWriter& w) {
+void ManagementApi::handle_load(net::Request& r, net::ResponseWriter& w) {
   if (auto raw = parse_json_object(r.body); raw.ok() && raw->contains("preset")) {
     if (raw->contains("model_name") || raw->contains("model")) {
       write_error(w, Error(ErrorCode::kInvalidRequest,
@@ -190,7 +241,7 @@ void ApiServer::handle_load(net::Request& r, net::ResponseWriter& w) {
   const std::string& name = request->model;
   auto info = catalogue_.find(name);
   if (!info) {
-    write_error(w, model_not_found(name));
+    write_error(w, provisioner_.model_not_found(name));
     return;
   }
   auto options = RecipeOptions::from_json("", body);
@@ -233,7 +284,46 @@ void ApiServer::handle_load(net::Request& r, net::ResponseWriter& w) {
              {"recipe", info->recipe}});
 }
 
-void ApiServer::handle_unload(net::Request& r, net::ResponseWriter& w) {
+void ManagementApi::handle_load_preset(const nlohmann::json& body, net::ResponseWriter& w) {
+  auto id = string_field(body, "preset", true);
+  if (!id.ok()) {
+    write_error(w, id.error());
+    return;
+  }
+  for (const auto& [key, value] : body.items()) {
+    if (key != "preset" && !(key == "save_options" && value == false)) {
+      write_error(w, Error(ErrorCode::kInvalidRequest,
+                           "'" + key +
+                               "' cannot be used with 'preset': the preset names its model and "
+                               "load options",
+                           key));
+      return;
+    }
+  }
+  auto entry = presets_.find(*id);
+  if (!entry) {
+    write_error(w,
+                Error(ErrorCode::kModelNotFound, "preset '" + *id + "' was not found", "preset"));
+    return;
+  }
+  const std::string& server = entry->server;
+  WaitHooks hooks;
+  hooks.cancelled = [&w] { return !w.client_connected(); };
+  Status loaded = provisioner_.load(server, RecipeOptions{}, hooks);
+  if (!loaded.ok()) {
+    if (loaded.error().code() != ErrorCode::kCancelled) {
+      write_error(w, loaded.error());
+    }
+    return;
+  }
+  send_json(w, 200,
+            {{"status", "success"},
+             {"message", "Loaded preset: " + *id},
+             {"preset", *id},
+             {"model_name", server}});
+}
+
+void ManagementApi::handle_unload(net::Request& r, net::ResponseWriter& w) {
   std::string name;
   if (r.body.find_first_not_of(" \t\r\n") != std::string::npos) {
     auto body = parse_json_object(r.body);
@@ -266,4 +356,4 @@ void ApiServer::handle_unload(net::Request& r, net::ResponseWriter& w) {
       {{"status", "success"}, {"message", "Model unloaded successfully"}, {"model_name", name}});
 }
 
-}  // namespace lemon::http
+}  // namespace lemon::api

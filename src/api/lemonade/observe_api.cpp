@@ -1,15 +1,24 @@
-// Observability routes (issue #12): metrics, events, the log stream, system
-// figures, the log level and generation defaults.
+#include "lemon/api/lemonade/observe_api.h"
+
+#include <unistd.h>
+
 #include <chrono>
 #include <csignal>
 
 #include "lemon/core/log.h"
-#include "lemon/http/api_server.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/inference_proxy.h"
 #include "lemon/http/json_request.h"
 
-namespace lemon::http {
+namespace lemon::api {
+
+using http::json_text;
+using http::parse_json_object;
+using http::RouteAccess;
+using http::send_json;
+using http::string_field;
+using http::write_error;
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -59,8 +68,45 @@ Result<std::size_t> count_param(const net::Request& r, const char* name, std::si
 
 }  // namespace
 
+ObserveApi::ObserveApi(telemetry::TelemetryHub& hub, telemetry::ContextMonitor& context,
+                       telemetry::SystemStatsReader& system, const Router& router,
+                       http::GenerationDefaults& defaults, const http::ServingStatus& serving)
+    : hub_(hub),
+      context_(context),
+      system_(system),
+      router_(router),
+      defaults_(defaults),
+      serving_(serving) {}
+
+void ObserveApi::register_routes(http::ApiRoutes& routes) {
+  using P = std::string_view;
+  const auto metrics = [this](net::Request&, net::ResponseWriter& w, P) { handle_metrics(w); };
+  const auto params = [this](net::Request& r, net::ResponseWriter& w, P) { handle_params(r, w); };
+  routes.route("GET", "metrics", RouteAccess::kMetrics, metrics);
+  routes.route("GET", "events", RouteAccess::kRead,
+               [this](net::Request& r, net::ResponseWriter& w, P) { handle_events(r, w); });
+  routes.route("GET", "logs/stream", RouteAccess::kRead,
+               [this](net::Request& r, net::ResponseWriter& w, P) { handle_logs_stream(r, w); });
+  routes.route("GET", "system-stats", RouteAccess::kRead,
+               [this](net::Request&, net::ResponseWriter& w, P) {
+                 send_json(w, 200, system_.read().to_json());
+               });
+  routes.route("POST", "log-level", RouteAccess::kJsonPost,
+               [this](net::Request& r, net::ResponseWriter& w, P) { handle_log_level(r, w); });
+  routes.route("POST", "params", RouteAccess::kJsonPost, params);
+  routes.route("GET", "params", RouteAccess::kRead, params);
+  // Prometheus looks at the root by default.
+  routes.root("GET", "/metrics", RouteAccess::kMetrics, metrics);
+  routes.root("POST", "/internal/shutdown", RouteAccess::kJsonPost,
+              [](net::Request&, net::ResponseWriter& w, P) {
+                send_json(w, 200, {{"status", "shutting down"}});
+                // The same graceful drain as SIGTERM (the signal thread runs it).
+                ::kill(::getpid(), SIGTERM);
+              });
+}
+
 template <typename Follower, typename Frame>
-void ApiServer::stream_follower(net::ResponseWriter& w, Follower& follower, const Frame& frame) {
+void ObserveApi::stream_follower(net::ResponseWriter& w, Follower& follower, const Frame& frame) {
   if (!w.begin_chunked(200, event_stream_headers()) || !w.write_chunk("retry: 2000\n\n")) {
     return;
   }
@@ -89,26 +135,26 @@ void ApiServer::stream_follower(net::ResponseWriter& w, Follower& follower, cons
       }
       last_write = Clock::now();
     }
-    if (follower.closed() || stopping_.load() || !w.client_connected()) {
+    if (follower.closed() || serving_.draining() || !w.client_connected()) {
       break;
     }
   }
   w.finish();
 }
 
-void ApiServer::handle_metrics(net::ResponseWriter& w) {
+void ObserveApi::handle_metrics(net::ResponseWriter& w) {
   std::map<std::string, double> kv;
-  for (const auto& [model, c] : observers_.context.current(std::chrono::seconds(1))) {
+  for (const auto& [model, c] : context_.current(std::chrono::seconds(1))) {
     kv[model] = c.fraction();
   }
   telemetry::ServerGauges gauges;
-  gauges.open_connections = open_connections();
-  gauges.open_streams = open_streams();
-  std::string text = observers_.hub.render(*router_.view(), router_.limits(), gauges, kv);
+  gauges.open_connections = serving_.open_connections();
+  gauges.open_streams = serving_.open_streams();
+  std::string text = hub_.render(*router_.view(), router_.limits(), gauges, kv);
   w.send(200, net::Headers{{"Content-Type", "text/plain; version=0.0.4; charset=utf-8"}}, text);
 }
 
-void ApiServer::handle_events(net::Request& r, net::ResponseWriter& w) {
+void ObserveApi::handle_events(net::Request& r, net::ResponseWriter& w) {
   if (r.method == "HEAD") {
     w.send(200, event_stream_headers(), "");
     return;
@@ -123,13 +169,13 @@ void ApiServer::handle_events(net::Request& r, net::ResponseWriter& w) {
     write_error(w, backlog.error());
     return;
   }
-  auto follower = observers_.hub.events().follow(*after, *backlog);
+  auto follower = hub_.events().follow(*after, *backlog);
   stream_follower(w, *follower, [](const telemetry::EventBus::Stream::Item& item) {
     return telemetry::event_sse_frame(item.id, *item.value);
   });
 }
 
-void ApiServer::handle_logs_stream(net::Request& r, net::ResponseWriter& w) {
+void ObserveApi::handle_logs_stream(net::Request& r, net::ResponseWriter& w) {
   if (r.method == "HEAD") {
     w.send(200, event_stream_headers(), "");
     return;
@@ -151,7 +197,7 @@ void ApiServer::handle_logs_stream(net::Request& r, net::ResponseWriter& w) {
     return;
   }
   const bool json = format == "json";
-  auto follower = observers_.hub.logs().follow(*after, *tail);
+  auto follower = hub_.logs().follow(*after, *tail);
   stream_follower(w, *follower, [&](const telemetry::LogRing::Stream::Item& item) -> std::string {
     const telemetry::LogLine& line = *item.value;
     if (!model.empty() && line.model != model) {
@@ -173,11 +219,7 @@ void ApiServer::handle_logs_stream(net::Request& r, net::ResponseWriter& w) {
   });
 }
 
-void ApiServer::handle_system_stats(net::ResponseWriter& w) {
-  send_json(w, 200, observers_.system.read().to_json());
-}
-
-void ApiServer::handle_log_level(net::Request& r, net::ResponseWriter& w) {
+void ObserveApi::handle_log_level(net::Request& r, net::ResponseWriter& w) {
   auto body = parse_json_object(r.body);
   if (!body.ok()) {
     write_error(w, body.error());
@@ -196,13 +238,13 @@ void ApiServer::handle_log_level(net::Request& r, net::ResponseWriter& w) {
   }
   set_log_level(*level);
   logger("app")->info("log level set to {}", *level);
-  observers_.hub.events().publish("log_level", {{"level", *level}});
+  hub_.events().publish("log_level", {{"level", *level}});
   send_json(w, 200, {{"status", "success"}, {"level", *level}});
 }
 
-void ApiServer::handle_params(net::Request& r, net::ResponseWriter& w) {
+void ObserveApi::handle_params(net::Request& r, net::ResponseWriter& w) {
   if (r.method == "GET" || r.method == "HEAD") {
-    send_json(w, 200, {{"params", params_.get()}});
+    send_json(w, 200, {{"params", defaults_.get()}});
     return;
   }
   nlohmann::json changes = nlohmann::json::object();
@@ -214,7 +256,7 @@ void ApiServer::handle_params(net::Request& r, net::ResponseWriter& w) {
     }
     changes = std::move(body).value();
   }
-  auto updated = params_.update(changes);
+  auto updated = defaults_.update(changes);
   if (!updated.ok()) {
     write_error(w, updated.error());
     return;
@@ -222,10 +264,4 @@ void ApiServer::handle_params(net::Request& r, net::ResponseWriter& w) {
   send_json(w, 200, {{"status", "success"}, {"params", *updated}});
 }
 
-void ApiServer::handle_shutdown(net::ResponseWriter& w) {
-  send_json(w, 200, {{"status", "shutting down"}});
-  // The same graceful drain as SIGTERM (the signal thread runs it).
-  ::kill(::getpid(), SIGTERM);
-}
-
-}  // namespace lemon::http
+}  // namespace lemon::api

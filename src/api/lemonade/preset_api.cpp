@@ -1,14 +1,19 @@
-// Presets (issue #14 §1): the CRUD routes, POST /load {"preset": id}, and
-// the request-time half of a preset (its server name and its defaults),
-// applied to inference requests before the router is asked for a lease.
+#include "lemon/api/lemonade/preset_api.h"
+
 #include <set>
 
-#include "lemon/http/api_server.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/inference_proxy.h"
 #include "lemon/http/json_request.h"
 
-namespace lemon::http {
+namespace lemon::api {
+
+using http::parse_json_object;
+using http::RouteAccess;
+using http::send_json;
+using http::string_field;
+using http::write_error;
+
 namespace {
 
 nlohmann::json preset_json(const PresetEntry& e, const std::set<std::string>& loaded) {
@@ -59,21 +64,26 @@ Result<Preset> preset_from_body(std::string_view id, nlohmann::json body) {
 
 }  // namespace
 
-void ApiServer::register_preset_routes() {
+PresetApi::PresetApi(PresetCatalogue& presets, const Router& router)
+    : presets_(presets), router_(router) {}
+
+void PresetApi::register_routes(http::ApiRoutes& routes) {
   using P = std::string_view;
-  route("GET", "presets", RouteAccess::kRead,
-        [this](net::Request&, net::ResponseWriter& w, P) { handle_presets(w); });
-  route("POST", "presets", RouteAccess::kJsonPost,
-        [this](net::Request& r, net::ResponseWriter& w, P) { handle_preset_create(r, w); });
-  route("GET", "presets/{id}", RouteAccess::kRead,
-        [this](net::Request&, net::ResponseWriter& w, P id) { handle_preset(id, w); });
-  route("PUT", "presets/{id}", RouteAccess::kJsonPost,
-        [this](net::Request& r, net::ResponseWriter& w, P id) { handle_preset_replace(id, r, w); });
-  route("DELETE", "presets/{id}", RouteAccess::kJsonPost,
-        [this](net::Request&, net::ResponseWriter& w, P id) { handle_preset_delete(id, w); });
+  routes.route("GET", "presets", RouteAccess::kRead,
+               [this](net::Request&, net::ResponseWriter& w, P) { handle_presets(w); });
+  routes.route("POST", "presets", RouteAccess::kJsonPost,
+               [this](net::Request& r, net::ResponseWriter& w, P) { handle_preset_create(r, w); });
+  routes.route("GET", "presets/{id}", RouteAccess::kRead,
+               [this](net::Request&, net::ResponseWriter& w, P id) { handle_preset(id, w); });
+  routes.route(
+      "PUT", "presets/{id}", RouteAccess::kJsonPost,
+      [this](net::Request& r, net::ResponseWriter& w, P id) { handle_preset_replace(id, r, w); });
+  routes.route(
+      "DELETE", "presets/{id}", RouteAccess::kJsonPost,
+      [this](net::Request&, net::ResponseWriter& w, P id) { handle_preset_delete(id, w); });
 }
 
-void ApiServer::handle_presets(net::ResponseWriter& w) {
+void PresetApi::handle_presets(net::ResponseWriter& w) {
   const auto loaded = loaded_servers(router_);
   nlohmann::json data = nlohmann::json::array();
   for (const auto& e : presets_.list()) {
@@ -82,7 +92,7 @@ void ApiServer::handle_presets(net::ResponseWriter& w) {
   send_json(w, 200, {{"object", "list"}, {"data", std::move(data)}});
 }
 
-void ApiServer::handle_preset(std::string_view id, net::ResponseWriter& w) {
+void PresetApi::handle_preset(std::string_view id, net::ResponseWriter& w) {
   auto e = presets_.find(id);
   if (!e) {
     write_error(w, Error(ErrorCode::kModelNotFound,
@@ -92,7 +102,7 @@ void ApiServer::handle_preset(std::string_view id, net::ResponseWriter& w) {
   send_json(w, 200, preset_json(*e, loaded_servers(router_)));
 }
 
-void ApiServer::handle_preset_create(net::Request& r, net::ResponseWriter& w) {
+void PresetApi::handle_preset_create(net::Request& r, net::ResponseWriter& w) {
   auto body = parse_json_object(r.body);
   if (!body.ok()) {
     write_error(w, body.error());
@@ -115,7 +125,7 @@ void ApiServer::handle_preset_create(net::Request& r, net::ResponseWriter& w) {
   send_stored(w, 201, presets_, router_, *id);
 }
 
-void ApiServer::handle_preset_replace(std::string_view id, net::Request& r,
+void PresetApi::handle_preset_replace(std::string_view id, net::Request& r,
                                       net::ResponseWriter& w) {
   auto body = parse_json_object(r.body);
   if (!body.ok()) {
@@ -134,7 +144,7 @@ void ApiServer::handle_preset_replace(std::string_view id, net::Request& r,
   send_stored(w, 200, presets_, router_, id);
 }
 
-void ApiServer::handle_preset_delete(std::string_view id, net::ResponseWriter& w) {
+void PresetApi::handle_preset_delete(std::string_view id, net::ResponseWriter& w) {
   if (Status removed = presets_.remove(id); !removed.ok()) {
     write_error(w, removed.error());
     return;
@@ -142,43 +152,4 @@ void ApiServer::handle_preset_delete(std::string_view id, net::ResponseWriter& w
   send_json(w, 200, {{"id", std::string(id)}, {"object", "preset"}, {"deleted", true}});
 }
 
-void ApiServer::handle_load_preset(const nlohmann::json& body, net::ResponseWriter& w) {
-  auto id = string_field(body, "preset", true);
-  if (!id.ok()) {
-    write_error(w, id.error());
-    return;
-  }
-  for (const auto& [key, value] : body.items()) {
-    if (key != "preset" && !(key == "save_options" && value == false)) {
-      write_error(w, Error(ErrorCode::kInvalidRequest,
-                           "'" + key +
-                               "' cannot be used with 'preset': the preset names its model and "
-                               "load options",
-                           key));
-      return;
-    }
-  }
-  auto entry = presets_.find(*id);
-  if (!entry) {
-    write_error(w,
-                Error(ErrorCode::kModelNotFound, "preset '" + *id + "' was not found", "preset"));
-    return;
-  }
-  const std::string& server = entry->server;
-  WaitHooks hooks;
-  hooks.cancelled = [&w] { return !w.client_connected(); };
-  Status loaded = provisioner_.load(server, RecipeOptions{}, hooks);
-  if (!loaded.ok()) {
-    if (loaded.error().code() != ErrorCode::kCancelled) {
-      write_error(w, loaded.error());
-    }
-    return;
-  }
-  send_json(w, 200,
-            {{"status", "success"},
-             {"message", "Loaded preset: " + *id},
-             {"preset", *id},
-             {"model_name", server}});
-}
-
-}  // namespace lemon::http
+}  // namespace lemon::api

@@ -1,14 +1,16 @@
-// The dashboard's files (issue #12 §3): GET / is index.html, GET /web/<file>
-// the rest, read from resources/web. Only plain file names are served (no
-// folders, no dot files), with a content type by extension.
+#include "lemon/api/lemonade/dashboard_api.h"
+
 #include <fstream>
 #include <sstream>
 
-#include "lemon/http/api_server.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/inference_proxy.h"
 
-namespace lemon::http {
+namespace lemon::api {
+
+using http::RouteAccess;
+using http::write_error;
+
 namespace {
 
 const char* content_type_for(std::string_view name) {
@@ -52,14 +54,30 @@ bool plain_name(std::string_view name) {
 
 }  // namespace
 
-void ApiServer::handle_web(std::string_view file, net::ResponseWriter& w) {
+DashboardApi::DashboardApi(std::string web_dir) : web_dir_(std::move(web_dir)) {}
+
+void DashboardApi::register_routes(http::ApiRoutes& routes) {
+  using P = std::string_view;
+  // Where Lemonade 9.4.1 serves its web page (/, /status, /api/v1, /web-app)
+  // and icon, this router serves its dashboard, so bookmarks keep working.
+  for (const char* page : {"/", "/status", "/api/v1", "/api/v0", "/web-app"}) {
+    routes.root("GET", page, RouteAccess::kPublic,
+                [this](net::Request&, net::ResponseWriter& w, P) { handle_web("index.html", w); });
+  }
+  routes.root("GET", "/favicon.ico", RouteAccess::kPublic,
+              [this](net::Request&, net::ResponseWriter& w, P) { handle_web("favicon.svg", w); });
+  routes.root("GET", "/web/{id}", RouteAccess::kPublic,
+              [this](net::Request&, net::ResponseWriter& w, P file) { handle_web(file, w); });
+}
+
+void DashboardApi::handle_web(std::string_view file, net::ResponseWriter& w) {
   const Error missing(ErrorCode::kRouteNotFound,
                       "no such dashboard file: '" + std::string(file) + "'");
-  if (settings_.web_dir.empty() || !plain_name(file)) {
+  if (web_dir_.empty() || !plain_name(file)) {
     write_error(w, missing);
     return;
   }
-  std::ifstream in(settings_.web_dir + "/" + std::string(file), std::ios::binary);
+  std::ifstream in(web_dir_ + "/" + std::string(file), std::ios::binary);
   if (!in) {
     write_error(w, missing);
     return;
@@ -77,4 +95,4 @@ void ApiServer::handle_web(std::string_view file, net::ResponseWriter& w) {
          body.str());
 }
 
-}  // namespace lemon::http
+}  // namespace lemon::api

@@ -1,15 +1,25 @@
-// Sessions (issue #13 §4): routes under sessions/, each turn sent to the one
-// server and llama.cpp slot the session is pinned to, with `id_slot` and
-// `cache_prompt`, so the backend evaluates only what the turn added.
+#include "lemon/api/lemonade/session_api.h"
+
+#include <algorithm>
 #include <chrono>
 
 #include "lemon/core/log.h"
-#include "lemon/http/api_server.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/inference_proxy.h"
 #include "lemon/http/json_request.h"
+#include "session_turn.h"
 
-namespace lemon::http {
+namespace lemon::api {
+
+using http::bool_field;
+using http::json_text;
+using http::parse_json_object;
+using http::ProxyCall;
+using http::RouteAccess;
+using http::send_json;
+using http::string_field;
+using http::write_error;
+
 namespace {
 
 nlohmann::json session_json(const SessionState& s, bool with_history) {
@@ -72,204 +82,80 @@ Result<nlohmann::json> session_options(const nlohmann::json& body) {
   return *it;
 }
 
-// The assistant's reply as it streams by: text deltas and the last token
-// figures. Passes every byte to the client unchanged, and reports the turn's
-// outcome (`done`, once) just before the answer's last bytes go out, so a
-// client that has the whole answer finds the turn ended.
-class TurnRecorder final : public net::ResponseWriter {
- public:
-  using Done = std::function<void(const std::optional<TurnResult>&)>;
-  TurnRecorder(net::ResponseWriter& inner, Done done) : inner_(inner), done_(std::move(done)) {}
-
-  bool send(int status, const net::Headers& headers, std::string_view body) override {
-    if (status == 200) {
-      auto j = nlohmann::json::parse(body, nullptr, false);
-      if (j.is_object()) {
-        if (auto c = j.find("choices"); c != j.end() && c->is_array() && !c->empty()) {
-          const auto& message = (*c)[0].value("message", nlohmann::json::object());
-          if (message.contains("content") && message["content"].is_string()) {
-            reply_ += message["content"].get<std::string>();
-          }
-        }
-        figures(j);
-      } else {
-        failed_ = true;
-      }
-    } else {
-      failed_ = true;
-    }
-    complete();
-    return inner_.send(status, headers, body);
-  }
-  bool begin_chunked(int status, const net::Headers& headers) override {
-    return inner_.begin_chunked(status, headers);
-  }
-  bool write_chunk(std::string_view data) override {
-    pending_.append(data);
-    for (auto end = pending_.find("\n\n"); end != std::string::npos; end = pending_.find("\n\n")) {
-      event(std::string_view(pending_).substr(0, end));
-      pending_.erase(0, end + 2);
-    }
-    return inner_.write_chunk(data);
-  }
-  bool finish() override {
-    complete();
-    return inner_.finish();
-  }
-  bool headers_sent() const override { return inner_.headers_sent(); }
-  bool client_connected() override { return inner_.client_connected(); }
-  bool keep_serving_half_closed() override { return inner_.keep_serving_half_closed(); }
-  int client_fd() const override { return inner_.client_fd(); }
-
-  bool completed() const { return completed_; }
-
- private:
-  void complete() {
-    if (completed_) {
-      return;
-    }
-    completed_ = true;
-    if (failed_) {
-      done_(std::nullopt);
-      return;
-    }
-    TurnResult r;
-    r.reply = reply_;
-    r.prompt_tokens = prompt_tokens_;
-    r.cached_tokens = cached_tokens_;
-    r.completion_tokens = completion_tokens_;
-    done_(r);
-  }
-  void event(std::string_view text) {
-    constexpr std::string_view kData = "data: ";
-    if (!text.starts_with(kData)) {
-      return;
-    }
-    text.remove_prefix(kData.size());
-    if (text == "[DONE]") {
-      complete();
-      return;
-    }
-    auto j = nlohmann::json::parse(text, nullptr, false);
-    if (!j.is_object()) {
-      return;
-    }
-    if (j.contains("error")) {
-      failed_ = true;  // the stream broke: the reply is not kept
-      return;
-    }
-    if (auto c = j.find("choices"); c != j.end() && c->is_array() && !c->empty()) {
-      const auto& delta = (*c)[0].value("delta", nlohmann::json::object());
-      if (delta.contains("content") && delta["content"].is_string()) {
-        reply_ += delta["content"].get<std::string>();
-      }
-    }
-    figures(j);
-  }
-  // llama.cpp's timings: prompt_n evaluated, cache_n reused, predicted_n.
-  void figures(const nlohmann::json& j) {
-    if (auto t = j.find("timings"); t != j.end() && t->is_object()) {
-      const std::int64_t evaluated = t->value("prompt_n", std::int64_t{0});
-      cached_tokens_ = t->value("cache_n", std::int64_t{0});
-      prompt_tokens_ = evaluated + cached_tokens_;
-      completion_tokens_ = t->value("predicted_n", std::int64_t{0});
-    } else if (auto u = j.find("usage"); u != j.end() && u->is_object()) {
-      prompt_tokens_ = u->value("prompt_tokens", std::int64_t{0});
-      completion_tokens_ = u->value("completion_tokens", std::int64_t{0});
-    }
-  }
-
-  net::ResponseWriter& inner_;
-  const Done done_;
-  std::string pending_;
-  std::string reply_;
-  bool failed_ = false;
-  bool completed_ = false;
-  std::int64_t prompt_tokens_ = 0;
-  std::int64_t cached_tokens_ = 0;
-  std::int64_t completion_tokens_ = 0;
-};
-
-// Ends a session's turn exactly once: explicitly, or as nothing (failed)
-// when it goes out of scope.
-class TurnEnd {
- public:
-  TurnEnd(SessionTable& table, std::string id) : table_(table), id_(std::move(id)) {}
-  ~TurnEnd() { end(std::nullopt); }
-  TurnEnd(const TurnEnd&) = delete;
-  TurnEnd& operator=(const TurnEnd&) = delete;
-  void end(const std::optional<TurnResult>& result) {
-    if (!ended_) {
-      ended_ = true;
-      table_.end_turn(id_, result);
-    }
-  }
-
- private:
-  SessionTable& table_;
-  const std::string id_;
-  bool ended_ = false;
-};
-
 }  // namespace
 
-void ApiServer::register_session_routes() {
-  using P = std::string_view;
-  route("POST", "sessions", RouteAccess::kJsonPost,
-        [this](net::Request& r, net::ResponseWriter& w, P) { handle_session_create(r, w); });
-  route("GET", "sessions", RouteAccess::kRead, [this](net::Request&, net::ResponseWriter& w, P) {
-    nlohmann::json data = nlohmann::json::array();
-    for (const auto& s : sessions_->list()) {
-      data.push_back(session_json(s, false));
-    }
-    send_json(w, 200, {{"object", "list"}, {"data", std::move(data)}});
+SessionApi::SessionApi(Router& router, http::InferenceGateway& gateway, StatsStore& stats,
+                       const LemonadeSettings& settings)
+    : router_(router), gateway_(gateway), stats_(stats), settings_(settings) {
+  sessions_ = std::make_unique<SessionTable>(settings_.session_ttl, [this](const SessionState& s) {
+    logger("http")->info("session {} on '{}' ended after {} s idle", s.id, s.model,
+                         settings_.session_ttl.count() / 1000);
+    erase_slot(s);
   });
-  // sessions/{id}, sessions/{id}/messages, /generate, /cancel.
-  route("GET", "sessions/{id}", RouteAccess::kRead,
-        [this](net::Request&, net::ResponseWriter& w, P id) {
-          auto s = sessions_->get(std::string(id));
-          if (!s.ok()) {
-            write_error(w, s.error());
-            return;
-          }
-          send_json(w, 200, session_json(*s, true));
-        });
-  route("DELETE", "sessions/{id}", RouteAccess::kRead,
-        [this](net::Request&, net::ResponseWriter& w, P id) {
-          auto s = sessions_->remove(std::string(id));
-          if (!s.ok()) {
-            write_error(w, s.error());
-            return;
-          }
-          erase_session_slot(*s);
-          send_json(w, 200, {{"id", s->id}, {"object", "session"}, {"deleted", true}});
-        });
-  route("POST", "sessions/{id}", RouteAccess::kJsonPost,
-        [this](net::Request& r, net::ResponseWriter& w, P rest) {
-          const auto slash = rest.find('/');
-          const std::string id(rest.substr(0, slash));
-          const std::string_view action =
-              slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
-          if (action == "messages") {
-            handle_session_message(id, r, w);
-          } else if (action == "generate") {
-            handle_session_generate(id, r, w);
-          } else if (action == "cancel") {
-            auto cancelled = sessions_->cancel(id);
-            if (!cancelled.ok()) {
-              write_error(w, cancelled.error());
-              return;
-            }
-            send_json(w, 200, {{"id", id}, {"cancelled", *cancelled}});
-          } else {
-            write_error(w, Error(ErrorCode::kRouteNotFound, "no route POST sessions/{id}/" +
-                                                                std::string(action) +
-                                                                " (messages, generate, cancel)"));
-          }
-        });
 }
 
-void ApiServer::handle_session_create(net::Request& r, net::ResponseWriter& w) {
+SessionApi::~SessionApi() {
+  sessions_.reset();
+}
+
+void SessionApi::register_routes(http::ApiRoutes& routes) {
+  using P = std::string_view;
+  routes.route("POST", "sessions", RouteAccess::kJsonPost,
+               [this](net::Request& r, net::ResponseWriter& w, P) { handle_create(r, w); });
+  routes.route("GET", "sessions", RouteAccess::kRead,
+               [this](net::Request&, net::ResponseWriter& w, P) {
+                 nlohmann::json data = nlohmann::json::array();
+                 for (const auto& s : sessions_->list()) {
+                   data.push_back(session_json(s, false));
+                 }
+                 send_json(w, 200, {{"object", "list"}, {"data", std::move(data)}});
+               });
+  // sessions/{id}, sessions/{id}/messages, /generate, /cancel.
+  routes.route("GET", "sessions/{id}", RouteAccess::kRead,
+               [this](net::Request&, net::ResponseWriter& w, P id) {
+                 auto s = sessions_->get(std::string(id));
+                 if (!s.ok()) {
+                   write_error(w, s.error());
+                   return;
+                 }
+                 send_json(w, 200, session_json(*s, true));
+               });
+  routes.route("DELETE", "sessions/{id}", RouteAccess::kRead,
+               [this](net::Request&, net::ResponseWriter& w, P id) {
+                 auto s = sessions_->remove(std::string(id));
+                 if (!s.ok()) {
+                   write_error(w, s.error());
+                   return;
+                 }
+                 erase_slot(*s);
+                 send_json(w, 200, {{"id", s->id}, {"object", "session"}, {"deleted", true}});
+               });
+  routes.route("POST", "sessions/{id}", RouteAccess::kJsonPost,
+               [this](net::Request& r, net::ResponseWriter& w, P rest) {
+                 const auto slash = rest.find('/');
+                 const std::string id(rest.substr(0, slash));
+                 const std::string_view action =
+                     slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+                 if (action == "messages") {
+                   handle_message(id, r, w);
+                 } else if (action == "generate") {
+                   handle_generate(id, r, w);
+                 } else if (action == "cancel") {
+                   auto cancelled = sessions_->cancel(id);
+                   if (!cancelled.ok()) {
+                     write_error(w, cancelled.error());
+                     return;
+                   }
+                   send_json(w, 200, {{"id", id}, {"cancelled", *cancelled}});
+                 } else {
+                   write_error(w, Error(ErrorCode::kRouteNotFound,
+                                        "no route POST sessions/{id}/" + std::string(action) +
+                                            " (messages, generate, cancel)"));
+                 }
+               });
+}
+
+void SessionApi::handle_create(net::Request& r, net::ResponseWriter& w) {
   auto body = parse_json_object(r.body);
   if (!body.ok()) {
     write_error(w, body.error());
@@ -284,7 +170,7 @@ void ApiServer::handle_session_create(net::Request& r, net::ResponseWriter& w) {
   }
   // Load the model (or find it loaded) the way a chat request would.
   WaitHooks hooks;
-  hooks.tick_interval = settings_.keepalive_interval;
+  hooks.tick_interval = gateway_.settings().keepalive_interval;
   hooks.cancelled = [&w] { return !w.client_connected(); };
   {
     auto lease = router_.acquire(*model, hooks, ModelType::kLlm);
@@ -333,8 +219,7 @@ void ApiServer::handle_session_create(net::Request& r, net::ResponseWriter& w) {
   send_json(w, 200, session_json(*created, false));
 }
 
-void ApiServer::handle_session_message(const std::string& id, net::Request& r,
-                                       net::ResponseWriter& w) {
+void SessionApi::handle_message(const std::string& id, net::Request& r, net::ResponseWriter& w) {
   auto body = parse_json_object(r.body);
   if (!body.ok()) {
     write_error(w, body.error());
@@ -359,8 +244,7 @@ void ApiServer::handle_session_message(const std::string& id, net::Request& r,
   send_json(w, 200, session_json(*appended, false));
 }
 
-void ApiServer::handle_session_generate(const std::string& id, net::Request& r,
-                                        net::ResponseWriter& w) {
+void SessionApi::handle_generate(const std::string& id, net::Request& r, net::ResponseWriter& w) {
   auto body = parse_json_object(r.body.empty() ? std::string_view("{}") : r.body);
   if (!body.ok()) {
     write_error(w, body.error());
@@ -436,7 +320,7 @@ void ApiServer::handle_session_generate(const std::string& id, net::Request& r,
   ProxyCall call = gateway_.limited_call("/v1/chat/completions", "application/json", *stream);
   call.body = text;
   call.cancelled = [cancel] { return cancel->load(); };
-  forward_to_backend(*lease, call, recorder, stats_);
+  http::forward_to_backend(*lease, call, recorder, stats_);
   lease->release();
   turn_end.end(std::nullopt);  // no effect when the recorder ended it
   if (!recorder.completed() && cancel->load()) {
@@ -452,7 +336,7 @@ void ApiServer::handle_session_generate(const std::string& id, net::Request& r,
   }
 }
 
-void ApiServer::erase_session_slot(const SessionState& s) {
+void SessionApi::erase_slot(const SessionState& s) {
   // Erased while still pinned (no request without a session can be on it),
   // then unpinned. Best effort: a server that is gone took the cache along.
   WaitHooks hooks;
@@ -476,4 +360,4 @@ void ApiServer::erase_session_slot(const SessionState& s) {
   router_.unpin_backend_slot(s.pin.server_id, s.pin.backend_slot);
 }
 
-}  // namespace lemon::http
+}  // namespace lemon::api

@@ -1,0 +1,23 @@
+// LemonadeSettings: what Lemonade's management rooms (src/api/lemonade) are
+// configured with, beyond the forwarding settings every API shares
+// (http::ForwardSettings, read through the InferenceGateway).
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "lemon/models/recipe_options.h"
+
+namespace lemon::api {
+
+struct LemonadeSettings {
+  std::string cache_dir;      // /system-info's backend lookup
+  RecipeOptions cli_options;  // /system-info's default backends; /load's save_options
+  std::string web_dir;        // the dashboard's files (resources/web); "" serves none
+  // Sessions (issue #13 §4): idle ones end after session_ttl; a new one
+  // waits up to session_wait for a free slot.
+  std::chrono::milliseconds session_ttl{30 * 60 * 1000};
+  std::chrono::milliseconds session_wait{60 * 1000};
+};
+
+}  // namespace lemon::api

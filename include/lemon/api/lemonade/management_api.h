@@ -1,0 +1,59 @@
+// ManagementApi: Lemonade's model management routes (issue #28 §1): health,
+// live, ready, stats, system-info, models and models/{id}, load (a model,
+// or {"preset": id}), unload, and Lemonade's debug route `test`; /live and
+// /ready also at the root, where probes look. Loads go through the
+// ModelProvisioner, so a registered model that is not on disk is downloaded
+// (and its backend installed) first, as Lemonade does.
+//
+// Ownership: holds references to what it is given, which outlive it.
+// Thread-safety: register_routes() once, before the server runs; handlers
+// run on connection threads at once.
+#pragma once
+
+#include <string_view>
+
+#include "lemon/api/lemonade/lemonade_settings.h"
+#include "lemon/backends/backend_installer.h"
+#include "lemon/http/api_routes.h"
+#include "lemon/http/model_provisioner.h"
+#include "lemon/http/serving_status.h"
+#include "lemon/models/catalogue.h"
+#include "lemon/models/preset_catalogue.h"
+#include "lemon/net/server.h"
+#include "lemon/router/request_stats.h"
+#include "lemon/router/router.h"
+
+namespace lemon::api {
+
+class ManagementApi {
+ public:
+  ManagementApi(ModelCatalogue& catalogue, const PresetCatalogue& presets,
+                const BackendInstaller& installer, Router& router, const StatsStore& stats,
+                http::ModelProvisioner& provisioner, const http::ServingStatus& serving,
+                const LemonadeSettings& settings);
+
+  void register_routes(http::ApiRoutes& routes);
+
+ private:
+  void handle_health(net::ResponseWriter& w);
+  void handle_ready(net::ResponseWriter& w);
+  void handle_stats(net::ResponseWriter& w);
+  void handle_system_info(net::ResponseWriter& w);
+  void handle_models(net::Request& r, net::ResponseWriter& w);
+  void handle_model(std::string_view id, net::ResponseWriter& w);
+  void handle_load(net::Request& r, net::ResponseWriter& w);
+  // POST /load {"preset": id}.
+  void handle_load_preset(const nlohmann::json& body, net::ResponseWriter& w);
+  void handle_unload(net::Request& r, net::ResponseWriter& w);
+
+  ModelCatalogue& catalogue_;
+  const PresetCatalogue& presets_;
+  const BackendInstaller& installer_;
+  Router& router_;
+  const StatsStore& stats_;
+  http::ModelProvisioner& provisioner_;
+  const http::ServingStatus& serving_;
+  const LemonadeSettings& settings_;
+};
+
+}  // namespace lemon::api

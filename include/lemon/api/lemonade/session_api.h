@@ -1,0 +1,51 @@
+// SessionApi: multi-turn sessions (issue #13 §4, seed 002) under sessions/:
+// POST sessions (create, pinned to one llama.cpp slot of one server), GET
+// sessions and sessions/{id}, DELETE sessions/{id}, and POST
+// sessions/{id}/messages, /generate and /cancel. Each turn is sent to the
+// session's server and slot with `id_slot` and `cache_prompt`, so the
+// backend evaluates only what the turn added. Owns the SessionTable.
+//
+// Ownership: holds references to what it is given, which outlive it.
+// Thread-safety: register_routes() once, before the server runs; handlers
+// run on connection threads at once; idle sessions end on the table's
+// reaper thread.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "lemon/api/lemonade/lemonade_settings.h"
+#include "lemon/http/api_routes.h"
+#include "lemon/http/inference_gateway.h"
+#include "lemon/net/server.h"
+#include "lemon/router/request_stats.h"
+#include "lemon/router/router.h"
+#include "lemon/router/session_table.h"
+
+namespace lemon::api {
+
+class SessionApi {
+ public:
+  SessionApi(Router& router, http::InferenceGateway& gateway, StatsStore& stats,
+             const LemonadeSettings& settings);
+  ~SessionApi();  // stops the reaper first: no session ends after this
+  SessionApi(const SessionApi&) = delete;
+  SessionApi& operator=(const SessionApi&) = delete;
+
+  void register_routes(http::ApiRoutes& routes);
+
+ private:
+  void handle_create(net::Request& r, net::ResponseWriter& w);
+  void handle_message(const std::string& id, net::Request& r, net::ResponseWriter& w);
+  void handle_generate(const std::string& id, net::Request& r, net::ResponseWriter& w);
+  // Erases the session's llama.cpp slot (its cached context) on its server.
+  void erase_slot(const SessionState& s);
+
+  Router& router_;
+  http::InferenceGateway& gateway_;
+  StatsStore& stats_;
+  const LemonadeSettings& settings_;
+  std::unique_ptr<SessionTable> sessions_;
+};
+
+}  // namespace lemon::api
