@@ -15,10 +15,10 @@
 
 #include "lemon/api/anthropic/anthropic_request.h"
 #include "lemon/api/ollama/ollama_request.h"
+#include "lemon/api/openai/request_checks.h"
 #include "lemon/backends/wrapped_server.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/json_request.h"
-#include "lemon/http/request_checks.h"
 #include "lemon/models/preset.h"
 #include "lemon/models/recipe_options.h"
 #include "lemon/models/user_registration.h"
@@ -62,12 +62,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
   for (ApiRoute route : kRoutes) {
-    if (auto checked = http::check_request(route, *parsed); !checked.ok()) {
+    if (auto checked = api::check_request(route, *parsed); !checked.ok()) {
       envelope_is_json(checked.error());
     }
   }
   nlohmann::json copy = *parsed;
-  (void)http::map_max_completion_tokens(copy);
+  (void)api::map_max_completion_tokens(copy);
   for (const char* recipe : {"", "llamacpp", "flm", "whispercpp", "sd-cpp", "ryzenai-llm"}) {
     auto options = RecipeOptions::from_json(recipe, *parsed);
     if (!options.ok()) {

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "lemon/api/openai/transcription_form.h"
 #include "lemon/backends/whisper_server.h"
-#include "lemon/http/transcription_form.h"
 #include "support/temp_dir.h"
 
 namespace lemon {
@@ -133,12 +133,12 @@ std::vector<http::MultipartPart> form(
 }
 
 TEST(TranscriptionForm, TakesOpenAIsAndWhisperServersFields) {
-  EXPECT_TRUE(http::check_transcription_form(form({{"file", "RIFF"},
-                                                   {"model", "w"},
-                                                   {"language", "fr"},
-                                                   {"timestamp_granularities[]", "word"},
-                                                   {"translate", "true"},
-                                                   {"response_format", "vtt"}}))
+  EXPECT_TRUE(api::check_transcription_form(form({{"file", "RIFF"},
+                                                  {"model", "w"},
+                                                  {"language", "fr"},
+                                                  {"timestamp_granularities[]", "word"},
+                                                  {"translate", "true"},
+                                                  {"response_format", "vtt"}}))
                   .ok());
 }
 
@@ -155,7 +155,7 @@ TEST(TranscriptionForm, RefusesWhatItDoesNotTake) {
       {{{"file", "RIFF"}, {"model", "w"}, {"response_format", "mp3"}}, "response_format"},
   };
   for (const auto& c : cases) {
-    auto checked = http::check_transcription_form(form(c.fields));
+    auto checked = api::check_transcription_form(form(c.fields));
     ASSERT_FALSE(checked.ok()) << c.param;
     EXPECT_EQ(checked.error().code(), ErrorCode::kInvalidRequest);
     EXPECT_EQ(checked.error().param(), c.param);
@@ -163,10 +163,10 @@ TEST(TranscriptionForm, RefusesWhatItDoesNotTake) {
 }
 
 TEST(TranscriptionForm, TextIsPlainText) {
-  EXPECT_EQ(http::transcription_content_type(form({{"response_format", "text"}})),
+  EXPECT_EQ(api::transcription_content_type(form({{"response_format", "text"}})),
             "text/plain; charset=utf-8");
-  EXPECT_EQ(http::transcription_content_type(form({{"response_format", "srt"}})), "");
-  EXPECT_EQ(http::transcription_content_type(form({})), "");
+  EXPECT_EQ(api::transcription_content_type(form({{"response_format", "srt"}})), "");
+  EXPECT_EQ(api::transcription_content_type(form({})), "");
 }
 
 }  // namespace

@@ -1,12 +1,8 @@
 // The router's own origins and accepted Host values come from where it
-// listens, never from the request (DNS rebinding); rerank results are put in
-// input order.
+// listens, never from the request (DNS rebinding).
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
-
 #include "lemon/http/access_policy.h"
-#include "lemon/http/rerank_format.h"
 
 namespace lemon::http {
 namespace {
@@ -51,20 +47,6 @@ TEST(AccessRebinding, AllInterfacesSkipsTheHostCheckButKeepsOriginRules) {
   EXPECT_FALSE(check_access(request_with({{"Host", "mybox.lan:8000"}}), s, RouteAccess::kRead));
   auto foreign = request_with({{"Host", "mybox.lan:8000"}, {"Origin", "http://evil.example"}});
   EXPECT_TRUE(check_access(foreign, s, RouteAccess::kRead));
-}
-
-TEST(RerankFormat, ResultsAreSortedByIndex) {
-  auto out = rerank_in_input_order(
-      R"({"object":"list","results":[{"index":2,"relevance_score":0.9},{"index":0,"relevance_score":0.5},{"index":1,"relevance_score":0.1}]})");
-  ASSERT_TRUE(out);
-  auto j = nlohmann::json::parse(*out);
-  ASSERT_EQ(j["results"].size(), 3u);
-  for (int i = 0; i < 3; ++i) {
-    EXPECT_EQ(j["results"][i]["index"], i);
-  }
-  EXPECT_EQ(j["results"][0]["relevance_score"], 0.5);
-  EXPECT_FALSE(rerank_in_input_order(R"({"results":[{"index":0},{"index":1}]})"));
-  EXPECT_FALSE(rerank_in_input_order("not json"));
 }
 
 }  // namespace

@@ -2,27 +2,23 @@
 
 #include <optional>
 
-#include "lemon/http/embedding_format.h"
+#include "lemon/api/openai/embedding_format.h"
+#include "lemon/api/openai/request_checks.h"
+#include "lemon/api/openai/rerank_format.h"
+#include "lemon/api/openai/transcription_form.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/json_request.h"
 #include "lemon/http/multipart.h"
-#include "lemon/http/request_checks.h"
-#include "lemon/http/rerank_format.h"
-#include "lemon/http/transcription_form.h"
 #include "lemon/router/pool_policy.h"
 
 namespace lemon::api {
 
 using http::bool_field;
-using http::check_request;
-using http::embeddings_as_base64;
 using http::InferenceRequest;
-using http::map_max_completion_tokens;
 using http::multipart_boundary;
 using http::MultipartPart;
 using http::parse_json_object;
 using http::parse_multipart;
-using http::rerank_in_input_order;
 using http::RouteAccess;
 using http::string_field;
 using http::write_error;

@@ -1,10 +1,10 @@
-#include "lemon/http/rerank_format.h"
+#include "lemon/api/openai/rerank_format.h"
 
 #include <algorithm>
 
 #include <nlohmann/json.hpp>
 
-namespace lemon::http {
+namespace lemon::api {
 
 std::optional<std::string> rerank_in_input_order(std::string_view response_body) {
   auto j = nlohmann::json::parse(response_body, nullptr, false);
@@ -27,4 +27,4 @@ std::optional<std::string> rerank_in_input_order(std::string_view response_body)
   return j.dump();
 }
 
-}  // namespace lemon::http
+}  // namespace lemon::api

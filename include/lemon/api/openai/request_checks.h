@@ -10,7 +10,7 @@
 #include "lemon/backends/wrapped_server.h"
 #include "lemon/core/error.h"
 
-namespace lemon::http {
+namespace lemon::api {
 
 // The checks for `route`'s JSON body (every route but transcriptions, which
 // is multipart).
@@ -20,4 +20,4 @@ Status check_request(ApiRoute route, const nlohmann::json& body);
 // Returns whether the body changed.
 bool map_max_completion_tokens(nlohmann::json& body);
 
-}  // namespace lemon::http
+}  // namespace lemon::api

@@ -1,9 +1,9 @@
-#include "lemon/http/request_checks.h"
+#include "lemon/api/openai/request_checks.h"
 
 #include <regex>
 #include <string>
 
-namespace lemon::http {
+namespace lemon::api {
 namespace {
 
 Error invalid(const char* field, const std::string& what) {
@@ -194,4 +194,4 @@ bool map_max_completion_tokens(nlohmann::json& body) {
   return true;
 }
 
-}  // namespace lemon::http
+}  // namespace lemon::api

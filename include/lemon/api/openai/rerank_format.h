@@ -9,10 +9,10 @@
 #include <string>
 #include <string_view>
 
-namespace lemon::http {
+namespace lemon::api {
 
 // The response with `results` sorted by `index`, or nullopt when it already
 // is (or the body is not a reranking result).
 std::optional<std::string> rerank_in_input_order(std::string_view response_body);
 
-}  // namespace lemon::http
+}  // namespace lemon::api

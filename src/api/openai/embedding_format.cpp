@@ -1,10 +1,10 @@
-#include "lemon/http/embedding_format.h"
+#include "lemon/api/openai/embedding_format.h"
 
 #include <cstring>
 
 #include <nlohmann/json.hpp>
 
-namespace lemon::http {
+namespace lemon::api {
 
 std::string base64_encode(std::string_view bytes) {
   static constexpr char kAlphabet[] =
@@ -60,4 +60,4 @@ std::optional<std::string> embeddings_as_base64(std::string_view response_body) 
   return j.dump();
 }
 
-}  // namespace lemon::http
+}  // namespace lemon::api

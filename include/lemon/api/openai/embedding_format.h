@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-namespace lemon::http {
+namespace lemon::api {
 
 std::string base64_encode(std::string_view bytes);
 
@@ -19,4 +19,4 @@ std::string base64_encode(std::string_view bytes);
 // an embeddings list).
 std::optional<std::string> embeddings_as_base64(std::string_view response_body);
 
-}  // namespace lemon::http
+}  // namespace lemon::api

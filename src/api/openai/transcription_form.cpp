@@ -1,8 +1,8 @@
-#include "lemon/http/transcription_form.h"
+#include "lemon/api/openai/transcription_form.h"
 
 #include <string_view>
 
-namespace lemon::http {
+namespace lemon::api {
 namespace {
 
 const char* const kFormats[] = {"json", "text", "srt", "verbose_json", "vtt"};
@@ -31,7 +31,8 @@ bool one_of(std::string_view value, const char* const (&list)[N]) {
   return false;
 }
 
-const MultipartPart* part_named(const std::vector<MultipartPart>& parts, std::string_view name) {
+const http::MultipartPart* part_named(const std::vector<http::MultipartPart>& parts,
+                                      std::string_view name) {
   for (const auto& p : parts) {
     if (p.name == name) {
       return &p;
@@ -42,12 +43,12 @@ const MultipartPart* part_named(const std::vector<MultipartPart>& parts, std::st
 
 }  // namespace
 
-Status check_transcription_form(const std::vector<MultipartPart>& parts) {
-  const MultipartPart* file = part_named(parts, "file");
+Status check_transcription_form(const std::vector<http::MultipartPart>& parts) {
+  const http::MultipartPart* file = part_named(parts, "file");
   if (file == nullptr || file->data.empty()) {
     return Error(ErrorCode::kInvalidRequest, "'file' (the audio) is required", "file");
   }
-  const MultipartPart* model = part_named(parts, "model");
+  const http::MultipartPart* model = part_named(parts, "model");
   if (model == nullptr || model->data.empty()) {
     return Error(ErrorCode::kInvalidRequest, "'model' is required", "model");
   }
@@ -59,7 +60,7 @@ Status check_transcription_form(const std::vector<MultipartPart>& parts) {
                    part.name);
     }
   }
-  const MultipartPart* format = part_named(parts, "response_format");
+  const http::MultipartPart* format = part_named(parts, "response_format");
   if (format != nullptr && !one_of(format->data, kFormats)) {
     return Error(ErrorCode::kInvalidRequest,
                  "'response_format' must be json, text, srt, verbose_json or vtt",
@@ -68,9 +69,9 @@ Status check_transcription_form(const std::vector<MultipartPart>& parts) {
   return {};
 }
 
-std::string transcription_content_type(const std::vector<MultipartPart>& parts) {
-  const MultipartPart* format = part_named(parts, "response_format");
+std::string transcription_content_type(const std::vector<http::MultipartPart>& parts) {
+  const http::MultipartPart* format = part_named(parts, "response_format");
   return format != nullptr && format->data == "text" ? "text/plain; charset=utf-8" : "";
 }
 
-}  // namespace lemon::http
+}  // namespace lemon::api
