@@ -1,0 +1,70 @@
+// RouterCore's memory admission (issue #13 §1): what each server is charged
+// per device, the budgets left, and whether a load fits or which idle
+// servers plan_admission() would unload for it.
+#include "router_core.h"
+
+#include <algorithm>
+
+#include "lemon/core/mutex.h"
+#include "load_job.h"
+
+namespace lemon {
+
+DeviceBytes RouterCore::charges(const ServerSlot& slot) {
+  DeviceBytes out = slot.estimate;
+  if (const auto measured = slot.measured_ram.load(std::memory_order_relaxed); measured > 0) {
+    out[kRamDevice] = measured;
+  }
+  return out;
+}
+
+DeviceBytes RouterCore::budgets_for(const std::vector<DeviceReading>& readings) const {
+  DeviceBytes ours;
+  for (const auto& [name, group] : groups_) {
+    for (const auto& r : group.replicas) {
+      for (const auto& [device, bytes] : charges(*r)) {
+        ours[device] += bytes;
+      }
+    }
+  }
+  return device_budgets(readings, ours, config_.memory_budget);
+}
+
+Status RouterCore::admit(const LoadJob& job, const std::vector<DeviceReading>& readings,
+                         std::vector<std::shared_ptr<ServerSlot>>& victims, bool may_evict) const {
+  const DeviceBytes budgets = budgets_for(readings);
+  std::vector<ServerMemory> servers;
+  std::map<std::string, std::shared_ptr<ServerSlot>> by_id;
+  for (const auto& [name, group] : groups_) {
+    for (const auto& r : group.replicas) {
+      if (std::find(victims.begin(), victims.end(), r) != victims.end() ||
+          (job.replica == false && name == job.model)) {
+        continue;  // already going (a reload replaces the model's servers too)
+      }
+      const std::string id = std::to_string(r->id);
+      servers.push_back({id, charges(*r), r->in_flight.load(), r->lru_tick});
+      by_id[id] = r;
+    }
+  }
+  AdmissionPlan plan = plan_admission(servers, budgets, job.estimate);
+  if (plan.kind == AdmissionPlan::Kind::kTooBig) {
+    return Error(ErrorCode::kInsufficientMemory,
+                 "model '" + job.model + "' needs about " + format_bytes(plan.need) + " on " +
+                     plan.device + ", more than its memory budget of " + format_bytes(plan.budget) +
+                     " (--memory-budget); nothing was unloaded",
+                 "model");
+  }
+  if (plan.kind == AdmissionPlan::Kind::kEvict) {
+    if (!may_evict) {
+      return Error(ErrorCode::kInsufficientMemory,
+                   "'" + job.model + "' would need " + std::to_string(plan.victims.size()) +
+                       " other server(s) unloaded to fit another replica");
+    }
+    for (const auto& id : plan.victims) {
+      victims.push_back(by_id.at(id));
+    }
+  }
+  return ok_status();
+}
+
+}  // namespace lemon
