@@ -68,6 +68,8 @@ const char* error_code_name(ErrorCode code) {
       return "queue_full";
     case ErrorCode::kConflict:
       return "conflict";
+    case ErrorCode::kSlotsPinned:
+      return "slots_pinned";
     case ErrorCode::kRemoteNotFound:
       return "remote_not_found";
     case ErrorCode::kRemoteUnauthorized:

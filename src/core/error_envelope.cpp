@@ -61,6 +61,8 @@ ErrorShape error_shape(ErrorCode code) {
       return {499, "invalid_request_error", "client_closed_request"};
     case ErrorCode::kConflict:
       return {409, "invalid_request_error", "conflict"};
+    case ErrorCode::kSlotsPinned:
+      return {409, "invalid_request_error", "slots_pinned_error"};
     case ErrorCode::kRemoteNotFound:
       return {404, "invalid_request_error", "remote_not_found"};
     case ErrorCode::kRemoteUnauthorized:

@@ -126,6 +126,10 @@ struct ModelCatalogue::State {
     auto saved = saved_options.find(info.name);
     info.saved_options =
         saved_options_for(info, saved == saved_options.end() ? nlohmann::json() : *saved, nullptr);
+    if (saved != saved_options.end() && saved->is_object()) {
+      auto pinned = saved->find("pinned");
+      info.saved_pinned = pinned != saved->end() && pinned->is_boolean() && pinned->get<bool>();
+    }
     return info;
   }
 

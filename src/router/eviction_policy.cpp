@@ -35,7 +35,8 @@ std::string choose_lru_victim(const std::vector<SlotView>& slots, ModelType type
     return a.model < b.model;
   };
   for (const auto& s : slots) {
-    if (s.type != type || std::find(exclude.begin(), exclude.end(), s.model) != exclude.end()) {
+    if (s.type != type || s.pinned ||
+        std::find(exclude.begin(), exclude.end(), s.model) != exclude.end()) {
       continue;
     }
     if (best == nullptr || better(s, *best)) {
@@ -71,7 +72,7 @@ std::vector<Eviction> plan_eviction(const std::vector<SlotView>& slots, const Lo
   // (2) NPU exclusivity, across every type and regardless of the limits.
   if (target.device & Device::kNpu) {
     for (const SlotView* s : by_name) {
-      if ((s->device & Device::kNpu) &&
+      if ((s->device & Device::kNpu) && !s->pinned &&
           std::find(chosen.begin(), chosen.end(), s->model) == chosen.end()) {
         choose(s->model, EvictionReason::kNpuExclusive);
       }
@@ -93,6 +94,45 @@ std::vector<Eviction> plan_eviction(const std::vector<SlotView>& slots, const Lo
     }
   }
   return plan;
+}
+
+std::vector<std::string> pinned_in_the_way(const std::vector<SlotView>& slots,
+                                           const LoadTarget& target, const SlotLimits& limits) {
+  std::vector<std::string> pinned;
+  auto add = [&pinned](const std::string& model) {
+    if (std::find(pinned.begin(), pinned.end(), model) == pinned.end()) {
+      pinned.push_back(model);
+    }
+  };
+  if (target.device & Device::kNpu) {
+    for (const auto& s : slots) {
+      if (s.pinned && s.model != target.model && (s.device & Device::kNpu)) {
+        add(s.model);
+      }
+    }
+  }
+  if (!limits.unlimited(target.type)) {
+    // What is left of the type once the plan's evictions are gone: the
+    // target's own server (a reload) and every unpinned one may go.
+    const std::vector<Eviction> plan = plan_eviction(slots, target, limits);
+    int staying = 0;
+    for (const auto& s : slots) {
+      const bool goes = std::any_of(plan.begin(), plan.end(),
+                                    [&](const Eviction& e) { return e.model == s.model; });
+      if (s.type == target.type && !goes) {
+        ++staying;
+      }
+    }
+    if (staying >= limits.limit(target.type)) {
+      for (const auto& s : slots) {
+        if (s.type == target.type && s.pinned && s.model != target.model) {
+          add(s.model);
+        }
+      }
+    }
+  }
+  std::sort(pinned.begin(), pinned.end());
+  return pinned;
 }
 
 FailureAction on_load_failure(ErrorCode code, int attempt) {

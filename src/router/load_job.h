@@ -55,6 +55,9 @@ struct RouterCore::LoadJob {
   ModelInfo info;
   RecipeOptions options;          // effective, restricted to the recipe
   bool explicit_options = false;  // from POST /load: only joins equal options
+  // Pin the model once loaded: its saved "pinned", or a pinned model's
+  // reload (issue #29 §3).
+  bool pinned = false;
   std::vector<std::shared_ptr<LoadWaiter>> waiters;
   bool done = false;
   // A scale-up: one more replica of a loaded model, with its options; it

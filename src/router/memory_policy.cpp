@@ -120,11 +120,25 @@ AdmissionPlan plan_admission(const std::vector<ServerMemory>& servers, const Dev
       if (used + need <= b->second) {
         break;
       }
-      if (!gone.contains(s.id) && charge_on(s, device) > 0) {
+      if (!s.pinned && !gone.contains(s.id) && charge_on(s, device) > 0) {
         gone.insert(s.id);
         plan.victims.push_back(s.id);
         used -= charge_on(s, device);
       }
+    }
+    if (used + need > b->second) {
+      // Only the pinned servers are left to make room: nothing is evicted.
+      AdmissionPlan pinned;
+      pinned.kind = AdmissionPlan::Kind::kPinned;
+      pinned.device = device;
+      pinned.need = need;
+      pinned.budget = b->second;
+      for (const auto& s : order) {
+        if (s.pinned && charge_on(s, device) > 0) {
+          pinned.pinned.push_back(s.id);
+        }
+      }
+      return pinned;
     }
   }
   plan.kind = plan.victims.empty() ? AdmissionPlan::Kind::kFits : AdmissionPlan::Kind::kEvict;
@@ -136,7 +150,7 @@ std::vector<std::string> plan_pressure_relief(const std::vector<ServerMemory>& s
                                               std::int64_t margin) {
   std::vector<ServerMemory> idle;
   for (const auto& s : servers) {
-    if (s.in_flight == 0) {
+    if (s.in_flight == 0 && !s.pinned) {
       idle.push_back(s);
     }
   }

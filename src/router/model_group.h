@@ -27,6 +27,9 @@ struct ModelGroup {
   std::optional<std::chrono::milliseconds> keep_alive;
   // A replica load for this model is queued or running.
   bool scaling_up = false;
+  // Never evicted, expired or scaled down; only an explicit unload (or an
+  // unpin) lets it go (issue #29 §3).
+  bool pinned = false;
   // A replica could not start (no room): not before this.
   std::chrono::steady_clock::time_point scale_blocked_until{};
 

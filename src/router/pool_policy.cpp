@@ -31,6 +31,9 @@ PoolPlan plan_pool(const std::vector<ModelPoolView>& models, PoolClock::time_poi
       }
       continue;
     }
+    if (m.pinned) {
+      continue;  // only an explicit unload (or unpin) lets it go
+    }
     const auto keep_alive = m.keep_alive ? m.keep_alive : policy.keep_alive;
     if (busy == 0 && sessions == 0 && keep_alive && keep_alive->count() >= 0 &&
         now - last_idle >= *keep_alive) {

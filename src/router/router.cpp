@@ -69,6 +69,10 @@ Status Router::load(std::string_view model_name, const RecipeOptions& request_op
   return core_->load(model_name, request_options, hooks);
 }
 
+Status Router::set_pinned(std::string_view model_name, bool pinned) {
+  return core_->set_pinned(model_name, pinned);
+}
+
 Status Router::unload(std::string_view model_name) {
   return core_->unload(model_name);
 }

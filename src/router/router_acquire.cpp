@@ -157,6 +157,7 @@ Result<std::shared_ptr<RouterCore::LoadJob>> RouterCore::make_job(
   job->model = info->name;
   job->options = layered.inherit(config_.cli_options).restricted_to(info->recipe);
   job->explicit_options = request_options.has_value();
+  job->pinned = info->saved_pinned;
   job->info = std::move(info.value());
   return job;
 }

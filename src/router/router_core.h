@@ -31,6 +31,11 @@
 
 namespace lemon {
 
+// kSlotsPinned for `model`, which could load only if the `pinned` models
+// made room in `room` (a type's slots, or a device's memory).
+Error pinned_error(const std::string& model, const std::string& room,
+                   const std::vector<std::string>& pinned);
+
 class RouterCore {
  public:
   RouterCore(const ModelResolver& models, ServerFactory& factory, RouterConfig config);
@@ -49,6 +54,7 @@ class RouterCore {
   Status load(std::string_view model_name, const RecipeOptions& request_options,
               const WaitHooks& hooks = {});
   Status unload(std::string_view model_name);
+  Status set_pinned(std::string_view model_name, bool pinned);
   // Router::block_loads(): new loads of `model_name` fail with kConflict
   // until as many unblock_loads() calls as block_loads() calls.
   void block_loads(std::string_view model_name);

@@ -30,6 +30,7 @@ RouterCore::HousekeepingWork RouterCore::plan_housekeeping(
     v.waiting_since = group.waiting_since;
     v.scaling_up = group.scaling_up || now < group.scale_blocked_until;
     v.keep_alive = group.keep_alive;
+    v.pinned = group.pinned;
     v.max_replicas =
         group.replicas.front()->server->options().int_value("max_replicas", config_.max_replicas);
     for (const auto& r : group.replicas) {
@@ -101,7 +102,7 @@ void RouterCore::watch_memory() {
           continue;
         }
         const std::string id = std::to_string(r->id);
-        views.push_back({id, charges(*r), r->in_flight.load(), r->lru_tick});
+        views.push_back({id, charges(*r), r->in_flight.load(), r->lru_tick, group.pinned});
         by_id[id] = r;
       }
     }

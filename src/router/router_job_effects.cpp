@@ -54,7 +54,17 @@ class RouterCore::JobEffects final : public LoadEffects {
     {
       MutexLock lock(core_.mu_);
       LoadTarget target{job_.model, server_->type(), server_->device()};
-      plan = plan_eviction(core_.snapshot(), target, core_.config_.limits);
+      if (auto g = core_.groups_.find(job_.model); g != core_.groups_.end() && g->second.pinned) {
+        job_.pinned = true;  // a pinned model reloaded with new options stays pinned
+      }
+      const std::vector<SlotView> table = core_.snapshot();
+      if (auto pinned = pinned_in_the_way(table, target, core_.config_.limits); !pinned.empty()) {
+        return pinned_error(job_.model,
+                            std::string("the ") + model_type_name(server_->type()) +
+                                " slots of --max-loaded-models",
+                            pinned);
+      }
+      plan = plan_eviction(table, target, core_.config_.limits);
       for (const auto& e : plan) {
         auto replicas = core_.replicas_of(e.model);
         victims.insert(victims.end(), replicas.begin(), replicas.end());
@@ -110,7 +120,8 @@ class RouterCore::JobEffects final : public LoadEffects {
       std::map<std::string, std::shared_ptr<ServerSlot>> by_id;
       for (const auto& [name, group] : core_.groups_) {
         for (const auto& r : group.replicas) {
-          if (name == job_.model || r->state != SlotState::kReady || r->retire_owned) {
+          if (name == job_.model || group.pinned || r->state != SlotState::kReady ||
+              r->retire_owned) {
             continue;
           }
           const std::string id = std::to_string(r->id);
@@ -142,7 +153,9 @@ class RouterCore::JobEffects final : public LoadEffects {
     {
       MutexLock lock(core_.mu_);
       for (const auto& [name, group] : core_.groups_) {
-        everyone.insert(everyone.end(), group.replicas.begin(), group.replicas.end());
+        if (!group.pinned) {  // only an explicit unload takes a pinned model
+          everyone.insert(everyone.end(), group.replicas.begin(), group.replicas.end());
+        }
       }
     }
     if (reason == EvictAllReason::kAfterOutOfMemory) {

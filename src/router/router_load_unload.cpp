@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "lemon/core/log.h"
 #include "lemon/core/mutex.h"
 #include "load_job.h"
 
@@ -53,6 +54,24 @@ Status RouterCore::load(std::string_view model_name, const RecipeOptions& reques
     announce(*job);
   }
   return wait_for_job(lock, job, waiter, hooks);
+}
+
+Status RouterCore::set_pinned(std::string_view model_name, bool pinned) {
+  {
+    MutexLock lock(mu_);
+    auto g = groups_.find(std::string(model_name));
+    if (g == groups_.end() || !g->second.serving()) {
+      return Error(ErrorCode::kModelNotLoaded,
+                   "model '" + std::string(model_name) + "' is not loaded", "model_name");
+    }
+    if (g->second.pinned == pinned) {
+      return ok_status();
+    }
+    g->second.pinned = pinned;
+    republish();
+  }
+  logger("router")->info("'{}' {}", model_name, pinned ? "pinned" : "unpinned");
+  return ok_status();
 }
 
 Status RouterCore::unload(std::string_view model_name) {

@@ -22,7 +22,7 @@ namespace {
 // refused because the model is being deleted.
 bool counts_towards_cooldown(ErrorCode code) {
   return code != ErrorCode::kShuttingDown && code != ErrorCode::kCancelled &&
-         code != ErrorCode::kConflict;
+         code != ErrorCode::kConflict && code != ErrorCode::kSlotsPinned;
 }
 
 }  // namespace
@@ -183,7 +183,11 @@ Status RouterCore::start_and_publish(LoadJob& job, const std::shared_ptr<Wrapped
       slot->state = SlotState::kReady;
       touch(*slot);
       slot->idle_since = std::chrono::steady_clock::now();
-      groups_[job.model].replicas.push_back(slot);
+      auto [group, fresh] = groups_.try_emplace(job.model);
+      if (fresh) {
+        group->second.pinned = job.pinned;
+      }
+      group->second.replicas.push_back(slot);
       if (!job.replica) {
         last_loaded_ = job.model;
       }

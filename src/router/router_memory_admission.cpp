@@ -42,7 +42,7 @@ Status RouterCore::admit(const LoadJob& job, const std::vector<DeviceReading>& r
         continue;  // already going (a reload replaces the model's servers too)
       }
       const std::string id = std::to_string(r->id);
-      servers.push_back({id, charges(*r), r->in_flight.load(), r->lru_tick});
+      servers.push_back({id, charges(*r), r->in_flight.load(), r->lru_tick, group.pinned});
       by_id[id] = r;
     }
   }
@@ -53,6 +53,16 @@ Status RouterCore::admit(const LoadJob& job, const std::vector<DeviceReading>& r
                      plan.device + ", more than its memory budget of " + format_bytes(plan.budget) +
                      " (--memory-budget); nothing was unloaded",
                  "model");
+  }
+  if (plan.kind == AdmissionPlan::Kind::kPinned) {
+    std::vector<std::string> models;
+    for (const auto& id : plan.pinned) {
+      const std::string& model = by_id.at(id)->server->model_name();
+      if (std::find(models.begin(), models.end(), model) == models.end()) {
+        models.push_back(model);
+      }
+    }
+    return pinned_error(job.model, "the memory budget of " + plan.device, models);
   }
   if (plan.kind == AdmissionPlan::Kind::kEvict) {
     if (!may_evict) {

@@ -30,6 +30,7 @@ LoadedServerInfo RouterCore::describe(const ServerSlot& slot) const {
   info.measured_ram = slot.measured_ram.load(std::memory_order_relaxed);
   if (auto g = groups_.find(s.model_name()); g != groups_.end()) {
     info.waiting = static_cast<int>(g->second.line.size());
+    info.pinned = g->second.pinned;
   }
   info.last_use_ms = slot.last_use_ms.load(std::memory_order_relaxed);
   info.draining = slot.state == SlotState::kDraining;
@@ -123,6 +124,19 @@ std::vector<DeviceMemoryInfo> RouterCore::memory_report() const {
   return memory_report_locked();
 }
 
+Error pinned_error(const std::string& model, const std::string& room,
+                   const std::vector<std::string>& pinned) {
+  std::string names;
+  for (const auto& p : pinned) {
+    names += (names.empty() ? "'" : ", '") + p + "'";
+  }
+  return Error(ErrorCode::kSlotsPinned,
+               "'" + model + "' can load only if pinned " +
+                   (pinned.size() == 1 ? "model " : "models ") + names + " made room (" + room +
+                   "); unpin (POST /internal/pin) or unload one first",
+               "model");
+}
+
 std::vector<SlotView> RouterCore::snapshot() const {
   // One view per model: the policy decides about models, not replicas. A
   // model counts as busy while any replica serves or anyone waits for it.
@@ -131,7 +145,8 @@ std::vector<SlotView> RouterCore::snapshot() const {
   for (const auto& [name, group] : groups_) {
     const auto& first = *group.replicas.front()->server;
     views.push_back({name, first.type(), first.device(),
-                     group.in_flight() + static_cast<int>(group.line.size()), group.lru_tick()});
+                     group.in_flight() + static_cast<int>(group.line.size()), group.lru_tick(),
+                     group.pinned});
   }
   return views;
 }

@@ -67,6 +67,7 @@ const ShapeCase kShapes[] = {
     {ErrorCode::kGatewayTimeout, 504, "server_error", "gateway_timeout"},
     {ErrorCode::kCancelled, 499, "invalid_request_error", "client_closed_request"},
     {ErrorCode::kConflict, 409, "invalid_request_error", "conflict"},
+    {ErrorCode::kSlotsPinned, 409, "invalid_request_error", "slots_pinned_error"},
     {ErrorCode::kRemoteNotFound, 404, "invalid_request_error", "remote_not_found"},
     {ErrorCode::kRemoteUnauthorized, 401, "authentication_error", "remote_unauthorized"},
     {ErrorCode::kRemoteForbidden, 403, "permission_error", "remote_forbidden"},

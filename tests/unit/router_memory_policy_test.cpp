@@ -117,5 +117,41 @@ TEST(OutOfMemoryRecovery, TheLoadsDeviceIsWhereMostOfItsEstimateIs) {
   EXPECT_EQ(primary_device({}), "ram");
 }
 
+ServerMemory pinned(ServerMemory s) {
+  s.pinned = true;
+  return s;
+}
+
+TEST(MemoryAdmission, PinnedServersAreNeverVictims) {
+  std::vector<ServerMemory> servers = {pinned(server("pinned-old", {{"ram", 4 * GiB}}, 0, 1)),
+                                       server("idle-new", {{"ram", 4 * GiB}}, 0, 9)};
+  auto plan = plan_admission(servers, {{"ram", 10 * GiB}}, {{"ram", 5 * GiB}});
+  EXPECT_EQ(plan.kind, AdmissionPlan::Kind::kEvict);
+  EXPECT_EQ(plan.victims, (std::vector<std::string>{"idle-new"}))
+      << "the newer server goes, because the older one is pinned";
+}
+
+TEST(MemoryAdmission, ALoadThatFitsOnlyIfPinnedServersWentEvictsNothing) {
+  std::vector<ServerMemory> servers = {pinned(server("p1", {{"ram", 4 * GiB}}, 0, 1)),
+                                       server("idle", {{"ram", 2 * GiB}}, 0, 2),
+                                       pinned(server("p2", {{"gpu0", 4 * GiB}}, 0, 3))};
+  auto plan = plan_admission(servers, {{"ram", 10 * GiB}}, {{"ram", 7 * GiB}});
+  EXPECT_EQ(plan.kind, AdmissionPlan::Kind::kPinned);
+  EXPECT_EQ(plan.pinned, std::vector<std::string>{"p1"}) << "only the pinned servers on ram";
+  EXPECT_EQ(plan.device, "ram");
+  EXPECT_EQ(plan.need, 7 * GiB);
+  EXPECT_TRUE(plan.victims.empty()) << "nothing is evicted for a load that cannot happen";
+  EXPECT_EQ(plan_admission(servers, {{"ram", 10 * GiB}}, {{"ram", 6 * GiB}}).kind,
+            AdmissionPlan::Kind::kEvict)
+      << "6 GiB fits once the unpinned server goes";
+}
+
+TEST(MemoryPressure, PinnedServersAreNotUnloadedUnderPressure) {
+  std::vector<ServerMemory> servers = {pinned(server("p", {{"ram", 4 * GiB}}, 0, 1)),
+                                       server("q", {{"ram", GiB}}, 0, 5)};
+  std::vector<DeviceReading> devices = {{"ram", 16 * GiB, 0}};
+  EXPECT_EQ(plan_pressure_relief(servers, devices, 2 * GiB), std::vector<std::string>{"q"});
+}
+
 }  // namespace
 }  // namespace lemon

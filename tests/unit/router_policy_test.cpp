@@ -177,6 +177,59 @@ TEST(SlotLimits, RejectsZeroBelowMinusOneGarbageAndTooMany) {
   }
 }
 
+// ---- pins (issue #29 §3) ----------------------------------------------------
+
+SlotView pinned(SlotView s) {
+  s.pinned = true;
+  return s;
+}
+
+TEST(EvictionPolicy, APinnedServerIsPassedOverForTheNextLeastRecentlyUsed) {
+  std::vector<SlotView> slots = {pinned(slot("oldest", ModelType::kLlm, 1)),
+                                 slot("middle", ModelType::kLlm, 3),
+                                 slot("newest", ModelType::kLlm, 5)};
+  const LoadTarget target{"c", ModelType::kLlm, Device::kGpu};
+  EXPECT_EQ(victims(plan_eviction(slots, target, SlotLimits::uniform(3))),
+            std::vector<std::string>{"middle"});
+  EXPECT_TRUE(pinned_in_the_way(slots, target, SlotLimits::uniform(3)).empty());
+  EXPECT_EQ(choose_lru_victim(slots, ModelType::kLlm, {}), "middle");
+}
+
+TEST(EvictionPolicy, ALoadThatOnlyAPinnedServerCouldMakeRoomForIsRefused) {
+  std::vector<SlotView> slots = {pinned(slot("big", ModelType::kLlm, 1)),
+                                 slot("emb", ModelType::kEmbedding, 0)};
+  const LoadTarget target{"c", ModelType::kLlm, Device::kGpu};
+  EXPECT_TRUE(plan_eviction(slots, target, SlotLimits::uniform(1)).empty()) << "nothing is evicted";
+  EXPECT_EQ(pinned_in_the_way(slots, target, SlotLimits::uniform(1)),
+            std::vector<std::string>{"big"});
+  // Two slots, one pinned and one busy: the busy one drains and goes.
+  slots.push_back(slot("busy", ModelType::kLlm, 9, 2));
+  EXPECT_EQ(victims(plan_eviction(slots, target, SlotLimits::uniform(2))),
+            std::vector<std::string>{"busy"});
+  EXPECT_TRUE(pinned_in_the_way(slots, target, SlotLimits::uniform(2)).empty());
+  // Both pinned: both named, in name order.
+  slots.back().pinned = true;
+  EXPECT_EQ(pinned_in_the_way(slots, target, SlotLimits::uniform(2)),
+            (std::vector<std::string>{"big", "busy"}));
+  // Other types and a free slot are never in the way.
+  EXPECT_TRUE(pinned_in_the_way(slots, target, SlotLimits::uniform(3)).empty());
+  EXPECT_TRUE(
+      pinned_in_the_way(slots, {"e", ModelType::kEmbedding, Device::kGpu}, SlotLimits::uniform(2))
+          .empty());
+}
+
+TEST(EvictionPolicy, APinnedModelReloadsItselfButKeepsTheNpuFromOthers) {
+  std::vector<SlotView> slots = {pinned(slot("npu", ModelType::kLlm, 1, 0, Device::kNpu))};
+  const SlotLimits limits = SlotLimits::uniform(4);
+  EXPECT_EQ(victims(plan_eviction(slots, {"npu", ModelType::kLlm, Device::kNpu}, limits)),
+            std::vector<std::string>{"npu"})
+      << "an explicit reload of the pinned model itself";
+  EXPECT_TRUE(pinned_in_the_way(slots, {"npu", ModelType::kLlm, Device::kNpu}, limits).empty());
+  const LoadTarget other{"other", ModelType::kEmbedding, Device::kNpu};
+  EXPECT_TRUE(plan_eviction(slots, other, limits).empty());
+  EXPECT_EQ(pinned_in_the_way(slots, other, limits), std::vector<std::string>{"npu"});
+}
+
 }  // namespace
 // Issue #27 §1: a switch may start the new server while its victims stop
 // only when memory is not what they make room for and they are idle.

@@ -141,5 +141,21 @@ TEST(KeepAlive, ParsesSecondsAndDurationsAsOllamaDoes) {
   EXPECT_EQ(parse_keep_alive_seconds(1.5), 1500ms);
 }
 
+TEST(PoolPolicy, APinnedModelIsNeitherExpiredNorScaledDownButMayScaleUp) {
+  PoolPolicy policy{2s, 60s, 5min};
+  auto m = model("a", {replica(1, 0, 0, 10h), replica(2, 1, 0, 10h)}, 3);
+  m.keep_alive = 0ms;
+  ASSERT_EQ(plan_pool({m}, T0, policy).expired, (std::vector<std::string>{"a"}));
+  m.keep_alive = -1ms;  // kept loaded: its idle second replica would stop
+  ASSERT_EQ(plan_pool({m}, T0, policy).scale_down, (std::vector<std::uint64_t>{2}));
+  m.pinned = true;
+  EXPECT_TRUE(plan_pool({m}, T0, policy).scale_down.empty());
+  m.keep_alive = 0ms;
+  EXPECT_TRUE(plan_pool({m}, T0, policy).expired.empty());
+  m.waiting = 1;
+  m.waiting_since = T0 - 10s;
+  EXPECT_EQ(plan_pool({m}, T0, policy).scale_up, (std::vector<std::string>{"a"}));
+}
+
 }  // namespace
 }  // namespace lemon

@@ -53,10 +53,11 @@ enum class ErrorCode {
   kGatewayTimeout,      // --request-timeout or --stream-idle-timeout fired
   kCancelled,           // the waiting client went away
   kShuttingDown,        // router is stopping
-  kDraining,    // the HTTP server drains after SIGTERM: no new request on an open connection
-  kServerBusy,  // --max-connections or --max-request-memory reached
-  kQueueFull,   // --max-queued-requests requests already wait for this model or in all
-  kConflict,    // the model is busy with a conflicting operation (delete vs pull)
+  kDraining,     // the HTTP server drains after SIGTERM: no new request on an open connection
+  kServerBusy,   // --max-connections or --max-request-memory reached
+  kQueueFull,    // --max-queued-requests requests already wait for this model or in all
+  kConflict,     // the model is busy with a conflicting operation (delete vs pull)
+  kSlotsPinned,  // a load could start only by evicting a pinned model (issue #29 §3)
   kInsufficientMemory,  // a model does not fit its device's memory budget even alone
   kSessionNotFound,     // no session with that id (never was, ended, or expired)
   kSessionBusy,         // the session is generating: no second generate, no append
@@ -109,6 +110,7 @@ inline constexpr ErrorCode kAllErrorCodes[] = {
     ErrorCode::kServerBusy,
     ErrorCode::kQueueFull,
     ErrorCode::kConflict,
+    ErrorCode::kSlotsPinned,
     ErrorCode::kInsufficientMemory,
     ErrorCode::kSessionNotFound,
     ErrorCode::kSessionBusy,

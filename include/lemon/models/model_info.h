@@ -41,6 +41,9 @@ struct ModelInfo {
   ModelType type = ModelType::kLlm;
   // Per-model options from recipe_options.json (already restricted to recipe).
   RecipeOptions saved_options;
+  // recipe_options.json's "pinned": true (Lemonade HEAD's key): the router
+  // pins the model whenever it loads it (issue #29 §3).
+  bool saved_pinned = false;
 
   // Filled by resolution: role -> absolute path of the file (or, for
   // ryzenai-llm, the directory holding genai_config.json). Empty until

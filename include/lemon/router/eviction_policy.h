@@ -23,6 +23,7 @@ struct SlotView {
   Device device = Device::kNone;
   int in_flight = 0;
   std::uint64_t last_use = 0;  // logical LRU clock: larger is more recent
+  bool pinned = false;         // never evicted but by an explicit unload or reload
 };
 
 // The server a load wants to start.
@@ -50,11 +51,21 @@ struct Eviction {
 //      server of that type; idle servers are chosen before busy ones, so a
 //      busy server is only evicted (after draining) when every server of the
 //      type is busy. Types never evict each other.
+// Pinned servers (issue #29 §3) are never chosen by (2) or (3): see
+// pinned_in_the_way().
 std::vector<Eviction> plan_eviction(const std::vector<SlotView>& slots, const LoadTarget& target,
                                     const SlotLimits& limits);
 
-// The least recently used server of `type` among `slots`, skipping names in
-// `exclude`; idle before busy; ties broken by name. Empty if none.
+// The pinned models that stand in the way of `target`, by name: an NPU
+// server when the target needs the NPU, or, when the target's type is at its
+// limit, the pinned servers of that type once every unpinned one is chosen.
+// Empty when plan_eviction's plan makes room; otherwise the load fails with
+// kSlotsPinned and nothing is evicted.
+std::vector<std::string> pinned_in_the_way(const std::vector<SlotView>& slots,
+                                           const LoadTarget& target, const SlotLimits& limits);
+
+// The least recently used unpinned server of `type` among `slots`, skipping
+// names in `exclude`; idle before busy; ties broken by name. Empty if none.
 std::string choose_lru_victim(const std::vector<SlotView>& slots, ModelType type,
                               const std::vector<std::string>& exclude);
 

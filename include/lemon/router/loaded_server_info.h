@@ -31,6 +31,7 @@ struct LoadedServerInfo {
   std::uint64_t server_id = 0;   // unique for the router's life (Router::acquire_server)
   std::int64_t last_use_ms = 0;  // Unix time in milliseconds
   bool draining = false;
+  bool pinned = false;            // the model is pinned (issue #29 §3)
   DeviceBytes memory_estimate;    // before it started (issue #13 §1)
   std::int64_t measured_ram = 0;  // its process group's RSS, once measured (0: not yet)
 };

@@ -47,6 +47,7 @@ struct ServerMemory {
   DeviceBytes charges;
   int in_flight = 0;
   std::uint64_t lru = 0;  // logical clock: larger is more recent
+  bool pinned = false;    // never a victim (issue #29 §3)
 };
 
 struct AdmissionPlan {
@@ -54,24 +55,27 @@ struct AdmissionPlan {
     kFits,    // no eviction needed
     kEvict,   // fits once `victims` are gone (busy ones drain first)
     kTooBig,  // cannot fit even alone: `device`, `need`, `budget` say why
+    kPinned,  // fits only if pinned servers went: `pinned` names them
   };
   Kind kind = Kind::kFits;
   std::vector<std::string> victims;  // idle least recently used first, then busy
   std::string device;
   std::int64_t need = 0;
   std::int64_t budget = 0;
+  std::vector<std::string> pinned;  // kPinned: the pinned servers on `device`
 };
 
 // What loading a server charged `request` needs, given `servers` (those
 // already chosen to go are left out by the caller) and the budgets. Devices
-// without a budget are not limited.
+// without a budget are not limited. Pinned servers are never victims: when
+// the request fits only if they went, the plan is kPinned and evicts nothing.
 AdmissionPlan plan_admission(const std::vector<ServerMemory>& servers, const DeviceBytes& budgets,
                              const DeviceBytes& request);
 
 // Other programs took memory: on each device whose available memory is
 // below `margin`, the idle servers to unload, least recently used first,
 // until what they hold covers the shortfall (or none is left). Busy servers
-// are never chosen.
+// and pinned servers are never chosen.
 std::vector<std::string> plan_pressure_relief(const std::vector<ServerMemory>& servers,
                                               const std::vector<DeviceReading>& devices,
                                               std::int64_t margin);

@@ -34,6 +34,7 @@ struct ModelPoolView {
   int max_replicas = 1;
   // The keep_alive its last request set (negative: forever), or nullopt.
   std::optional<std::chrono::milliseconds> keep_alive;
+  bool pinned = false;  // keeps every replica: no keep-alive, no scale-down
 };
 
 struct PoolPolicy {
@@ -58,7 +59,8 @@ struct PoolPlan {
 // - Scale down: otherwise, replicas idle for scale_down_after that hold no
 //   session stop, newest first, always leaving one ready replica.
 // A replica with sessions stays while they live: they end by their own
-// --session-ttl (or by DELETE), not by the pool's idle timers.
+// --session-ttl (or by DELETE), not by the pool's idle timers. A pinned
+// model (issue #29 §3) may scale up but is neither expired nor scaled down.
 PoolPlan plan_pool(const std::vector<ModelPoolView>& models, PoolClock::time_point now,
                    const PoolPolicy& policy);
 

@@ -188,7 +188,16 @@ class Router {
               const WaitHooks& hooks = {});
 
   // Unloads one model after it drains. kModelNotLoaded if it is not loaded.
+  // A pinned model goes too: an explicit unload is the one thing that may.
   Status unload(std::string_view model_name);
+  // Pins or unpins a loaded model (issue #29 §3, Lemonade HEAD's
+  // /internal/pin): a pinned model is never evicted (by the slot limit,
+  // memory admission or pressure, out-of-memory recovery), expired by
+  // keep-alive or scaled down; a load that could start only by evicting it
+  // fails with kSlotsPinned and evicts nothing. The pin lasts while the
+  // model is loaded (a reload keeps it); recipe_options.json's "pinned"
+  // pins it at every load. kModelNotLoaded if it is not loaded.
+  Status set_pinned(std::string_view model_name, bool pinned);
 
   // While a LoadBlock lives, new loads of its model (explicit or automatic)
   // fail with kConflict; leases on a loaded server are not affected. The

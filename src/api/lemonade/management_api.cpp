@@ -32,7 +32,8 @@ nlohmann::json loaded_entry(const LoadedServerInfo& s) {
                           {"recipe_options", s.recipe_options},
                           {"pid", s.pid ? nlohmann::json(*s.pid) : nlohmann::json(nullptr)},
                           {"in_flight", s.in_flight},
-                          {"state", s.draining ? "draining" : "ready"}};
+                          {"state", s.draining ? "draining" : "ready"},
+                          {"pinned", s.pinned}};
   if (s.slots > 0) {
     // Requests served at once, the context each gets, and the line.
     entry["slots"] = {{"total", s.slots},
@@ -109,6 +110,10 @@ void ManagementApi::register_routes(http::ApiRoutes& routes) {
                [this](net::Request& r, net::ResponseWriter& w, P) { handle_load(r, w); });
   routes.route("POST", "unload", RouteAccess::kJsonPost,
                [this](net::Request& r, net::ResponseWriter& w, P) { handle_unload(r, w); });
+  // Lemonade HEAD's pin route, at the root and under every API prefix.
+  const auto pin = [this](net::Request& r, net::ResponseWriter& w, P) { handle_pin(r, w); };
+  routes.route("POST", "internal/pin", RouteAccess::kJsonPost, pin);
+  routes.root("POST", "/internal/pin", RouteAccess::kJsonPost, pin);
   // Liveness and readiness also at the root, where probes look by default.
   routes.root("GET", "/live", RouteAccess::kPublic, live);
   routes.root("GET", "/ready", RouteAccess::kPublic, ready);
@@ -204,8 +209,17 @@ void ManagementApi::handle_models(net::Request& r, net::ResponseWriter& w) {
   auto show_all = r.query_param("show_all");
   bool all = show_all && (*show_all == "true" || *show_all == "1");
   nlohmann::json data = nlohmann::json::array();
+  // A loaded model shows whether it is pinned now; another whether
+  // recipe_options.json pins it when it loads.
+  std::map<std::string, bool> loaded_pins;
+  for (const auto& s : router_.loaded()) {
+    loaded_pins[s.model_name] = s.pinned;
+  }
   for (const auto& m : catalogue_.list(all)) {
-    data.push_back(m.to_api_json());
+    nlohmann::json entry = m.to_api_json();
+    auto live = loaded_pins.find(m.name);
+    entry["pinned"] = live != loaded_pins.end() ? live->second : m.saved_pinned;
+    data.push_back(std::move(entry));
   }
   send_json(w, 200, {{"object", "list"}, {"data", std::move(data)}});
 }
@@ -219,7 +233,14 @@ void ManagementApi::handle_model(std::string_view id, net::ResponseWriter& w) {
                        : m.error());
     return;
   }
-  send_json(w, 200, m->to_api_json());
+  nlohmann::json entry = m->to_api_json();
+  entry["pinned"] = m->saved_pinned;
+  for (const auto& loaded : router_.loaded()) {
+    if (loaded.model_name == m->name) {
+      entry["pinned"] = loaded.pinned;
+    }
+  }
+  send_json(w, 200, entry);
 }
 
 void ManagementApi::handle_load(net::Request& r, net::ResponseWriter& w) {
@@ -254,6 +275,16 @@ void ManagementApi::handle_load(net::Request& r, net::ResponseWriter& w) {
     write_error(w, save.error());
     return;
   }
+  // "pinned" (Lemonade HEAD's key, issue #29 §3): pin or unpin it once loaded.
+  std::optional<bool> pin;
+  if (auto p = body.find("pinned"); p != body.end() && !p->is_null()) {
+    auto value = bool_field(body, "pinned", false);
+    if (!value.ok()) {
+      write_error(w, value.error());
+      return;
+    }
+    pin = *value;
+  }
   WaitHooks hooks;
   hooks.cancelled = [&w] { return !w.client_connected(); };
   // Registered but not on disk, or its backend not installed: download or
@@ -265,23 +296,69 @@ void ManagementApi::handle_load(net::Request& r, net::ResponseWriter& w) {
     }
     return;
   }
+  if (pin) {
+    if (Status pinned = router_.set_pinned(name, *pin); !pinned.ok()) {
+      write_error(w, pinned.error());
+      return;
+    }
+  }
   if (*save) {
     // What this load ran with (request > saved > CLI > defaults), so a later
-    // load or auto-load without options gets the same server.
+    // load or auto-load without options gets the same server; a pin, given
+    // or saved before, is kept with them.
     RecipeOptions effective = options->inherit(info->saved_options)
                                   .inherit(settings_.cli_options)
                                   .restricted_to(info->recipe);
-    if (Status saved = catalogue_.save_options(name, effective.to_json()); !saved.ok()) {
+    nlohmann::json saved_entry = effective.to_json();
+    if (pin.value_or(info->saved_pinned)) {
+      saved_entry["pinned"] = true;
+    }
+    if (Status saved = catalogue_.save_options(name, saved_entry); !saved.ok()) {
       write_error(w, saved.error());
       return;
     }
   }
+  nlohmann::json answer = {{"status", "success"},
+                           {"message", "Loaded model: " + name},
+                           {"model_name", name},
+                           {"checkpoint", info->checkpoint()},
+                           {"recipe", info->recipe}};
+  if (pin) {
+    answer["pinned"] = *pin;
+  }
+  send_json(w, 200, answer);
+}
+
+void ManagementApi::handle_pin(net::Request& r, net::ResponseWriter& w) {
+  auto body = parse_json_object(r.body);
+  if (!body.ok()) {
+    write_error(w, body.error());
+    return;
+  }
+  auto name = string_field(*body, "model_name", false);
+  if (name.ok() && name->empty()) {
+    name = string_field(*body, "model", false);
+  }
+  if (!name.ok()) {
+    write_error(w, name.error());
+    return;
+  }
+  if (name->empty()) {
+    write_error(w, Error(ErrorCode::kInvalidRequest, "'model_name' is required", "model_name"));
+    return;
+  }
+  auto pinned = body->find("pinned");
+  if (pinned == body->end() || !pinned->is_boolean()) {
+    write_error(w, Error(ErrorCode::kInvalidRequest, "'pinned' is required and must be a boolean",
+                         "pinned"));
+    return;
+  }
+  if (Status done = router_.set_pinned(*name, pinned->get<bool>()); !done.ok()) {
+    write_error(w, done.error());
+    return;
+  }
   send_json(w, 200,
-            {{"status", "success"},
-             {"message", "Loaded model: " + name},
-             {"model_name", name},
-             {"checkpoint", info->checkpoint()},
-             {"recipe", info->recipe}});
+            {{"status", "success"}, {"model_name", *name}, {"pinned", pinned->get<bool>()}});
 }
 
 void ManagementApi::handle_load_preset(const nlohmann::json& body, net::ResponseWriter& w) {

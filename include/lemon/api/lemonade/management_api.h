@@ -1,7 +1,8 @@
 // ManagementApi: Lemonade's model management routes (issue #28 §1): health,
 // live, ready, stats, system-info, models and models/{id}, load (a model,
-// or {"preset": id}), unload, and Lemonade's debug route `test`; /live and
-// /ready also at the root, where probes look. Loads go through the
+// or {"preset": id}), unload, internal/pin (also at the root, as Lemonade
+// HEAD serves it), and Lemonade's debug route `test`; /live and /ready
+// also at the root, where probes look. Loads go through the
 // ModelProvisioner, so a registered model that is not on disk is downloaded
 // (and its backend installed) first, as Lemonade does.
 //
@@ -45,6 +46,8 @@ class ManagementApi {
   // POST /load {"preset": id}.
   void handle_load_preset(const nlohmann::json& body, net::ResponseWriter& w);
   void handle_unload(net::Request& r, net::ResponseWriter& w);
+  // POST /internal/pin {"model_name", "pinned"} (issue #29 §3).
+  void handle_pin(net::Request& r, net::ResponseWriter& w);
 
   ModelCatalogue& catalogue_;
   const PresetCatalogue& presets_;
