@@ -55,14 +55,21 @@ Status RouterCore::admit(const LoadJob& job, const std::vector<DeviceReading>& r
                  "model");
   }
   if (plan.kind == AdmissionPlan::Kind::kPinned) {
-    std::vector<std::string> models;
+    // Fail fast (issue #29 §3): it cannot fit even with every unpinned
+    // server of the device gone, so nothing is evicted for it.
+    std::string names;
     for (const auto& id : plan.pinned) {
       const std::string& model = by_id.at(id)->server->model_name();
-      if (std::find(models.begin(), models.end(), model) == models.end()) {
-        models.push_back(model);
+      if (names.find("'" + model + "'") == std::string::npos) {
+        names += (names.empty() ? "'" : ", '") + model + "'";
       }
     }
-    return pinned_error(job.model, "the memory budget of " + plan.device, models);
+    return Error(ErrorCode::kInsufficientMemory,
+                 "model '" + job.model + "' needs about " + format_bytes(plan.need) + " on " +
+                     plan.device + ", which its memory budget of " + format_bytes(plan.budget) +
+                     " (--memory-budget) has only with pinned " + names +
+                     " unloaded; nothing was unloaded (unpin with POST /internal/pin, or unload)",
+                 "model");
   }
   if (plan.kind == AdmissionPlan::Kind::kEvict) {
     if (!may_evict) {

@@ -2,7 +2,8 @@
 // /load, POST /internal/pin (also under /api/v1), and recipe_options.json's
 // "pinned". A pinned model is passed over by the slot limit and memory
 // admission; a load that could start only by evicting it gets 409
-// slots_pinned_error and evicts nothing; only an explicit unload takes it.
+// slots_pinned_error (a slot) or 507 insufficient_memory (memory) and evicts
+// nothing; only an explicit unload takes it.
 #include <filesystem>
 #include <fstream>
 
@@ -151,7 +152,10 @@ TEST_F(PinTest, MemoryAdmissionPassesOverAPinnedModel) {
       http_post(port(), "/internal/pin", Json{{"model_name", "user.c"}, {"pinned", true}}).status,
       200);
   auto refused = load(port(), "user.b");
-  expect_error(refused, 409, "slots_pinned_error", "model", "memory held by pinned models");
+  expect_error(refused, 507, "insufficient_memory", "model", "memory held by pinned models");
+  const std::string message = refused.json()["error"]["message"].get<std::string>();
+  EXPECT_NE(message.find("'user.a', 'user.c'"), std::string::npos) << message;
+  EXPECT_NE(message.find("ram"), std::string::npos) << message;
   EXPECT_EQ(loaded_names(health(port())), (Names{"user.a", "user.c"}));
 }
 
