@@ -221,6 +221,16 @@ void add_router_options(CLI::App& app, RouterOptionValues& v) {
         return parse_keep_alive(text) ? std::string() : "expected seconds or a duration (5m)";
       })
       ->capture_default_str();
+  app.add_option("--default-model", v.default_models,
+                 "Models loaded at start and loaded again, after another model displaced "
+                 "them, once their type was idle for --default-model-delay (comma-separated, "
+                 "one per type)")
+      ->envname("LEMONADE_DEFAULT_MODEL");
+  app.add_option("--default-model-delay", v.default_model_delay_s,
+                 "Seconds a displaced default model waits for its type to be idle")
+      ->envname("LEMONADE_DEFAULT_MODEL_DELAY")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   app.add_option("--max-starvation", v.max_starvation_s,
                  "Seconds a load may wait while the model it would evict keeps serving")
       ->envname("LEMONADE_MAX_STARVATION")
@@ -423,6 +433,17 @@ ParsedConfig parse_config(int argc, const char* const* argv) {
     c.keep_alive = *ka;
   }
   c.max_starvation = seconds_to_ms(v.max_starvation_s);
+  c.default_model_delay = seconds_to_ms(v.default_model_delay_s);
+  std::stringstream default_names(v.default_models);
+  for (std::string name; std::getline(default_names, name, ',');) {
+    auto start = name.find_first_not_of(" \t");
+    auto end = name.find_last_not_of(" \t");
+    if (start != std::string::npos &&
+        std::find(c.default_models.begin(), c.default_models.end(),
+                  name.substr(start, end - start + 1)) == c.default_models.end()) {
+      c.default_models.push_back(name.substr(start, end - start + 1));
+    }
+  }
   c.memory_budget = v.memory_budget == "off" ? std::nullopt : BudgetRule::parse(v.memory_budget);
   c.memory_margin = static_cast<std::int64_t>(v.memory_margin_mb * 1024.0 * 1024.0);
   c.memory_poll_interval = seconds_to_ms(v.memory_poll_interval_s);

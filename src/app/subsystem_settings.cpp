@@ -49,6 +49,8 @@ RouterConfig router_config(const Config& cfg, std::shared_ptr<DeviceMemorySource
   out.scale_down_after = cfg.scale_down_after;
   out.keep_alive = cfg.keep_alive;
   out.max_starvation = cfg.max_starvation;
+  out.default_models = cfg.default_models;
+  out.default_model_delay = cfg.default_model_delay;
   if (cfg.memory_budget) {
     out.memory = std::move(memory);
     out.memory_budget = *cfg.memory_budget;

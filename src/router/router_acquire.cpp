@@ -16,6 +16,12 @@ namespace lemon {
 
 RouterCore::RouterCore(const ModelResolver& models, ServerFactory& factory, RouterConfig config)
     : models_(models), factory_(factory), config_(std::move(config)) {
+  {
+    MutexLock lock(mu_);
+    for (const auto& name : config_.default_models) {
+      absent_defaults_[name] = AbsentDefault{name, std::nullopt, {}, false};
+    }
+  }
   loader_ = std::thread([this] { loader_loop(); });
   housekeeper_ = std::thread([this] { housekeeper_loop(); });
 }

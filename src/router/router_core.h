@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "lemon/core/mutex.h"
+#include "lemon/router/default_model_policy.h"
 #include "lemon/router/router.h"
 #include "model_group.h"
 
@@ -167,6 +168,11 @@ class RouterCore {
   // Housekeeper thread: scale-up, scale-down and keep-alive (issue #13).
   void housekeeper_loop();
   HousekeepingWork plan_housekeeping(std::chrono::steady_clock::time_point now) LEMON_REQUIRES(mu_);
+  // Default models (issue #29 §3): `victims` leave for another model's
+  // load, so the defaults among them want to come back; the housekeeper
+  // queues the loads defaults_to_load() picks.
+  void note_displaced(const std::vector<std::shared_ptr<ServerSlot>>& victims) LEMON_REQUIRES(mu_);
+  void load_defaults() LEMON_REQUIRES(mu_);
   void emit(const RouterEvent& event) const;
   void shutdown_now();
   std::vector<SlotView> snapshot() const LEMON_REQUIRES(mu_);
@@ -201,6 +207,8 @@ class RouterCore {
   std::thread loader_;
   CondVar housekeeper_cv_;  // wakes the housekeeper early
   std::vector<DeviceReading> last_readings_ LEMON_GUARDED_BY(mu_);
+  // The default models that are not loaded and want to come back.
+  std::map<std::string, AbsentDefault> absent_defaults_ LEMON_GUARDED_BY(mu_);
   std::thread housekeeper_;
 };
 

@@ -120,6 +120,60 @@ void RouterCore::watch_memory() {
   }
 }
 
+void RouterCore::note_displaced(const std::vector<std::shared_ptr<ServerSlot>>& victims) {
+  const auto now = std::chrono::steady_clock::now();
+  for (const auto& v : victims) {
+    const std::string& model = v->server->model_name();
+    if (std::find(config_.default_models.begin(), config_.default_models.end(), model) !=
+        config_.default_models.end()) {
+      absent_defaults_[model] = AbsentDefault{model, v->server->type(), now, false};
+    }
+  }
+}
+
+void RouterCore::load_defaults() {
+  // mu_ is released around what may touch the disk (the catalogue) and
+  // what calls out (events), as wait_step() does.
+  const auto now = std::chrono::steady_clock::now();
+  std::vector<AbsentDefault> absent;
+  for (const auto& [name, d] : absent_defaults_) {
+    if (!groups_.contains(name)) {
+      absent.push_back(d);
+    }
+  }
+  std::vector<ServerActivity> servers;
+  for (const auto& [name, group] : groups_) {
+    const int waiting = static_cast<int>(group.line.size());
+    for (const auto& r : group.replicas) {
+      servers.push_back({r->server->type(), r->in_flight + waiting, r->idle_since});
+    }
+  }
+  for (const auto& name : defaults_to_load(absent, servers, now, config_.default_model_delay)) {
+    absent_defaults_[name].loading = true;
+    mu_.unlock();
+    auto made = make_job(name, std::nullopt);
+    if (!made.ok()) {
+      logger("router")->warn("default model '{}' cannot load: {}", name, made.error().message());
+      mu_.lock();
+      absent_defaults_.erase(name);
+      continue;
+    }
+    logger("router")->info("loading default model '{}'", name);
+    std::shared_ptr<LoadJob> job = *made;
+    mu_.lock();
+    if (shutting_down_) {
+      return;
+    }
+    queue_.push_back(job);
+    republish();
+    cv_.notify_all();
+    mu_.unlock();
+    emit({RouterEvent::Kind::kLoadQueued, job->model, "default model", {}});
+    mu_.lock();
+    announce(*job);
+  }
+}
+
 void RouterCore::housekeeper_loop() {
   if (config_.memory) {
     // The devices as they are at start, for /health; servers are measured
@@ -143,6 +197,12 @@ void RouterCore::housekeeper_loop() {
       lock.unlock();
       watch_memory();
       lock.lock();
+      if (shutting_down_) {
+        break;
+      }
+    }
+    if (!absent_defaults_.empty()) {
+      load_defaults();
       if (shutting_down_) {
         break;
       }

@@ -90,6 +90,7 @@ class RouterCore::JobEffects final : public LoadEffects {
       for (std::size_t i = slot_victims; i < victims.size(); ++i) {
         plan.push_back({victims[i]->server->model_name(), EvictionReason::kMemory});
       }
+      core_.note_displaced(victims);
     }
     for (const auto& e : plan) {
       logger("router")->info("evicting '{}' ({}) to load '{}'", e.model,
@@ -134,6 +135,7 @@ class RouterCore::JobEffects final : public LoadEffects {
         return false;
       }
       victim = by_id.at(plan.front());
+      core_.note_displaced({victim});
     }
     const std::string name = victim->server->model_name();
     logger("router")->warn("'{}' ran out of memory on {}; unloading idle '{}' and retrying",
@@ -157,6 +159,7 @@ class RouterCore::JobEffects final : public LoadEffects {
           everyone.insert(everyone.end(), group.replicas.begin(), group.replicas.end());
         }
       }
+      core_.note_displaced(everyone);
     }
     if (reason == EvictAllReason::kAfterOutOfMemory) {
       if (everyone.empty()) {

@@ -119,6 +119,14 @@ void RouterCore::finish_job(LoadJob& job, const Status& result,
   }
   job.waiters.clear();
   job.done = true;
+  if (!result.ok() && !job.replica) {
+    if (auto d = absent_defaults_.find(job.model);
+        d != absent_defaults_.end() && d->second.loading) {
+      logger("router")->warn("default model '{}' did not load ({}); it is not tried again",
+                             job.model, result.error().message());
+      absent_defaults_.erase(d);
+    }
+  }
   cv_.notify_all();
 }
 
@@ -190,6 +198,7 @@ Status RouterCore::start_and_publish(LoadJob& job, const std::shared_ptr<Wrapped
       group->second.replicas.push_back(slot);
       if (!job.replica) {
         last_loaded_ = job.model;
+        absent_defaults_.erase(job.model);  // a default is back
       }
       finish_job(job, ok_status(), slot);
       republish();

@@ -50,6 +50,10 @@ struct Config {
   std::chrono::milliseconds scale_down_after{60000};
   std::optional<std::chrono::milliseconds> keep_alive;  // nullopt: forever
   std::chrono::milliseconds max_starvation{30000};
+  // --default-model (issue #29 §3): loaded at start, and again after another
+  // model displaced it once its type was idle for --default-model-delay.
+  std::vector<std::string> default_models;
+  std::chrono::milliseconds default_model_delay{30000};
   // Memory admission (issue #13 §1); nullopt: --memory-budget off (slot
   // limits only).
   std::optional<BudgetRule> memory_budget = BudgetRule{};

@@ -47,6 +47,8 @@ struct RouterOptionValues {
   double scale_down_after_s = 60.0;
   std::string keep_alive = "-1";
   double max_starvation_s = 30.0;
+  std::string default_models;  // comma-separated
+  double default_model_delay_s = 30.0;
   std::string memory_budget = "80%";  // "off", a percentage or a size (BudgetRule)
   double memory_margin_mb = 256.0;
   double memory_poll_interval_s = 10.0;

@@ -126,6 +126,13 @@ struct RouterConfig {
   std::chrono::milliseconds scale_down_after{60000};
   std::optional<std::chrono::milliseconds> keep_alive;
   std::chrono::milliseconds max_starvation{30000};
+  // Default models (issue #29 §3): each is loaded at start and, after
+  // another model's load evicted it, loaded again once every server of its
+  // type has been idle for default_model_delay (defaults_to_load()). One
+  // that fails to load, is unloaded explicitly or expires by keep-alive is
+  // not brought back.
+  std::vector<std::string> default_models;
+  std::chrono::milliseconds default_model_delay{30000};
   // How often the housekeeper looks (scale, keep-alive); tests shorten it.
   std::chrono::milliseconds housekeeping_interval{200};
   // Memory (issue #13 §1): where device memory is read (null: no memory
