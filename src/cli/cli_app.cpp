@@ -163,6 +163,13 @@ int run_cli(int argc, char** argv) {
   add_load_options(*load, load_values);
   load->add_flag("--save-options", cl.save_options,
                  "Save the load options as this model's defaults");
+  load->add_flag("--pinned", cl.pinned,
+                 "Pin the model: never evicted to make room for another, only unloaded");
+
+  CLI::App* pin = app.add_subcommand("pin", "Pin a loaded model (never evicted)");
+  pin->add_option("model", cl.model, "The loaded model to pin")->required();
+  CLI::App* unpin = app.add_subcommand("unpin", "Unpin a loaded model");
+  unpin->add_option("model", cl.model, "The loaded model to unpin")->required();
 
   CLI::App* unload = app.add_subcommand("unload", "Unload one model, or every model");
   unload->add_option("model", cl.model, "The model to unload (default: all)");
@@ -203,7 +210,8 @@ int run_cli(int argc, char** argv) {
       {"serve", cmd_serve}, {"run", cmd_run},         {"list", cmd_list},
       {"pull", cmd_pull},   {"delete", cmd_delete},   {"status", cmd_status},
       {"stop", cmd_stop},   {"recipes", cmd_recipes}, {"ps", cmd_ps},
-      {"load", cmd_load},   {"unload", cmd_unload},   {"logs", cmd_logs}};
+      {"load", cmd_load},   {"unload", cmd_unload},   {"logs", cmd_logs},
+      {"pin", cmd_pin},     {"unpin", cmd_unpin}};
   return kCommands.at(cl.command)(cl, ctx);
 }
 

@@ -144,6 +144,9 @@ int load(const CommandLine& cl, const ServerClient& client) {
   if (cl.save_options) {
     body["save_options"] = true;
   }
+  if (cl.pinned) {
+    body["pinned"] = true;
+  }
   std::cout << "Loading model " << cl.model << "..." << std::endl;
   auto reply = client.post("/api/v1/load", body);
   if (!reply.ok()) {
@@ -168,6 +171,16 @@ int unload(const CommandLine& cl, const ServerClient& client) {
   return 0;
 }
 
+int set_pinned(const CommandLine& cl, const ServerClient& client, bool pinned) {
+  auto reply = client.post("/internal/pin", {{"model_name", cl.model}, {"pinned", pinned}});
+  if (!reply.ok()) {
+    return fail(std::string("Failed to ") + (pinned ? "pin" : "unpin") + " " + cl.model + ": " +
+                reply.error_text());
+  }
+  std::cout << "Model " << (pinned ? "pinned: " : "unpinned: ") << cl.model << std::endl;
+  return 0;
+}
+
 int ps(const CommandLine& cl, const ServerClient& client) {
   auto reply = get_object_with(client, "/api/v1/health", "all_models_loaded",
                                nlohmann::json::value_t::array, "the server's health");
@@ -187,6 +200,7 @@ int ps(const CommandLine& cl, const ServerClient& client) {
                       {"pid", m.contains("pid") ? m["pid"] : nlohmann::json(nullptr)},
                       {"in_flight", m.value("in_flight", 0)},
                       {"state", m.value("state", "")},
+                      {"pinned", m.value("pinned", false)},
                       {"idle_seconds", std::max(0.0, now - last_use)}});
     }
   }
@@ -335,6 +349,16 @@ int cmd_load(const CommandLine& cl, CliContext& ctx) {
 
 int cmd_unload(const CommandLine& cl, CliContext& ctx) {
   return with_running_server(ctx, [&](const ServerClient& client) { return unload(cl, client); });
+}
+
+int cmd_pin(const CommandLine& cl, CliContext& ctx) {
+  return with_running_server(
+      ctx, [&](const ServerClient& client) { return set_pinned(cl, client, true); });
+}
+
+int cmd_unpin(const CommandLine& cl, CliContext& ctx) {
+  return with_running_server(
+      ctx, [&](const ServerClient& client) { return set_pinned(cl, client, false); });
 }
 
 int cmd_ps(const CommandLine& cl, CliContext& ctx) {

@@ -116,7 +116,7 @@ TEST_F(ServerCliTest, VersionHelpAndUsageErrors) {
   auto help = cli({});
   EXPECT_EQ(help.code, 0);
   for (const char* sub : {"serve", "run", "list", "pull", "delete", "status", "stop", "recipes",
-                          "ps", "load", "unload", "logs"}) {
+                          "ps", "load", "unload", "logs", "pin", "unpin"}) {
     EXPECT_NE(help.out.find(sub), std::string::npos) << sub;
   }
   for (const auto& bad : std::vector<std::vector<std::string>>{
@@ -242,6 +242,26 @@ TEST_F(ServerCliTest, LoadPsListUnloadAgainstARunningServer) {
 
   auto unknown = cli({"load", "user.nope"});
   expect_one_error_line(unknown);
+}
+
+TEST_F(ServerCliTest, LoadPinnedPinAndUnpin) {
+  ASSERT_GT(start_serve(), 0);
+  ASSERT_EQ(cli({"load", "user.a", "--pinned"}).code, 0);
+  auto ps = json::parse(cli({"ps", "--json"}).out);
+  ASSERT_EQ(ps.size(), 1u) << ps.dump();
+  EXPECT_EQ(ps[0]["pinned"], true);
+  auto unpin = cli({"unpin", "user.a"});
+  ASSERT_EQ(unpin.code, 0) << unpin.err;
+  EXPECT_EQ(unpin.out, "Model unpinned: user.a\n");
+  EXPECT_EQ(json::parse(cli({"ps", "--json"}).out)[0]["pinned"], false);
+  auto pin = cli({"pin", "user.a"});
+  ASSERT_EQ(pin.code, 0) << pin.err;
+  EXPECT_EQ(pin.out, "Model pinned: user.a\n");
+  EXPECT_EQ(json::parse(cli({"ps", "--json"}).out)[0]["pinned"], true);
+  ASSERT_EQ(cli({"unload"}).code, 0);
+  auto not_loaded = cli({"pin", "user.a"});
+  expect_one_error_line(not_loaded);
+  EXPECT_NE(not_loaded.err.find("not loaded"), std::string::npos) << not_loaded.err;
 }
 
 TEST_F(ServerCliTest, CommandsThatNeedARunningServerSaySo) {

@@ -18,6 +18,7 @@ struct CommandLine {
   std::string command;
   std::string model;
   bool save_options = false;
+  bool pinned = false;  // load --pinned
   bool json = false;    // list, status, recipes, ps: machine-readable output
   bool follow = false;  // logs
   nlohmann::json load_options = nlohmann::json::object();  // given load flags, /load's names
@@ -43,6 +44,9 @@ int cmd_pull(const CommandLine& cl, CliContext& ctx);
 int cmd_delete(const CommandLine& cl, CliContext& ctx);
 int cmd_load(const CommandLine& cl, CliContext& ctx);
 int cmd_unload(const CommandLine& cl, CliContext& ctx);
+// pin / unpin MODEL: POST /internal/pin (issue #29 §3, Lemonade HEAD's CLI).
+int cmd_pin(const CommandLine& cl, CliContext& ctx);
+int cmd_unpin(const CommandLine& cl, CliContext& ctx);
 int cmd_ps(const CommandLine& cl, CliContext& ctx);
 int cmd_recipes(const CommandLine& cl, CliContext& ctx);
 int cmd_run(const CommandLine& cl, CliContext& ctx);
