@@ -56,8 +56,8 @@ Result<Lease> ModelProvisioner::acquire(std::string_view model, const WaitHooks&
 }
 
 Status ModelProvisioner::load(std::string_view model, const RecipeOptions& options,
-                              const WaitHooks& hooks) {
-  return provision(model, options, hooks, [&] { return router_.load(model, options, hooks); });
+                              const WaitHooks& hooks, std::optional<bool> pin) {
+  return provision(model, options, hooks, [&] { return router_.load(model, options, hooks, pin); });
 }
 
 Status ModelProvisioner::provision(std::string_view model, const RecipeOptions& options,

@@ -7,8 +7,11 @@ namespace lemon {
 std::vector<std::string> defaults_to_load(const std::vector<AbsentDefault>& absent,
                                           const std::vector<ServerActivity>& servers,
                                           DefaultClock::time_point now,
-                                          std::chrono::milliseconds delay) {
+                                          std::chrono::milliseconds delay, bool loads_pending) {
   std::vector<std::string> out;
+  if (loads_pending) {
+    return out;  // one load at a time: a default never races another model's load
+  }
   for (const auto& d : absent) {
     if (d.loading) {
       continue;
@@ -20,11 +23,11 @@ std::vector<std::string> defaults_to_load(const std::vector<AbsentDefault>& abse
     if (now - d.gone_since < delay) {
       continue;
     }
-    const bool type_idle =
-        std::all_of(servers.begin(), servers.end(), [&](const ServerActivity& s) {
-          return s.type != *d.type || (s.busy == 0 && now - s.idle_since >= delay);
-        });
-    if (type_idle) {
+    const bool quiet = std::all_of(servers.begin(), servers.end(), [&](const ServerActivity& s) {
+      const bool concerned = s.type == *d.type || s.model == d.displaced_by;
+      return !concerned || (s.busy == 0 && now - s.idle_since >= delay);
+    });
+    if (quiet) {
       out.push_back(d.model);
     }
   }

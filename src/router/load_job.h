@@ -58,6 +58,8 @@ struct RouterCore::LoadJob {
   // Pin the model once loaded: its saved "pinned", or a pinned model's
   // reload (issue #29 §3).
   bool pinned = false;
+  bool pin_given = false;     // POST /load named "pinned": a reload does not keep the old pin
+  bool default_load = false;  // queued by the housekeeper for a default model
   std::vector<std::shared_ptr<LoadWaiter>> waiters;
   bool done = false;
   // A scale-up: one more replica of a loaded model, with its options; it

@@ -19,7 +19,7 @@ RouterCore::RouterCore(const ModelResolver& models, ServerFactory& factory, Rout
   {
     MutexLock lock(mu_);
     for (const auto& name : config_.default_models) {
-      absent_defaults_[name] = AbsentDefault{name, std::nullopt, {}, false};
+      absent_defaults_[name] = AbsentDefault{name, std::nullopt, {}, {}, false};
     }
   }
   loader_ = std::thread([this] { loader_loop(); });

@@ -37,6 +37,11 @@ namespace lemon {
 Error pinned_error(const std::string& model, const std::string& room,
                    const std::vector<std::string>& pinned);
 
+// Why servers stop: planned by the router (eviction, keep-alive, scale-down,
+// memory, recovery), or an explicit unload, the one thing that stops a
+// pinned model.
+enum class StopCause { kPlanned, kExplicitUnload };
+
 class RouterCore {
  public:
   RouterCore(const ModelResolver& models, ServerFactory& factory, RouterConfig config);
@@ -53,7 +58,7 @@ class RouterCore {
   bool pin_backend_slot(std::uint64_t server_id, int backend_slot);
   void unpin_backend_slot(std::uint64_t server_id, int backend_slot);
   Status load(std::string_view model_name, const RecipeOptions& request_options,
-              const WaitHooks& hooks = {});
+              const WaitHooks& hooks = {}, std::optional<bool> pin = std::nullopt);
   Status unload(std::string_view model_name);
   Status set_pinned(std::string_view model_name, bool pinned);
   // Router::block_loads(): new loads of `model_name` fail with kConflict
@@ -129,8 +134,12 @@ class RouterCore {
   // (and returns false) when one holds a session pinned since the caller's
   // snapshot: checked under mu_, in the step that marks them draining, so a
   // pin_backend_slot() either comes first and spares them or fails.
+  // A planned stop (every cause but an explicit unload) also spares a
+  // pinned model, pinned since the caller chose it, unless it is
+  // `reloading` (the model whose own load replaces it).
   bool retire(const std::vector<std::shared_ptr<ServerSlot>>& victims, const char* reason,
-              bool spare_sessions = false);
+              bool spare_sessions = false, StopCause cause = StopCause::kPlanned,
+              std::string_view reloading = {});
   // retire() in its two steps, for a load that starts its server while its
   // victims stop (issue #27 §1): withdraw() marks them draining, waits for
   // their requests and takes them out of the table (so no request reaches
@@ -141,7 +150,8 @@ class RouterCore {
     bool spared = false;                              // spare_sessions kept them all
   };
   Withdrawn withdraw(const std::vector<std::shared_ptr<ServerSlot>>& victims, const char* reason,
-                     bool spare_sessions);
+                     bool spare_sessions, StopCause cause = StopCause::kPlanned,
+                     std::string_view reloading = {});
   void stop_withdrawn(const Withdrawn& withdrawn, const char* reason);
   void finish_job(LoadJob& job, const Status& result, const std::shared_ptr<ServerSlot>& slot)
       LEMON_REQUIRES(mu_);
@@ -171,7 +181,10 @@ class RouterCore {
   // Default models (issue #29 §3): `victims` leave for another model's
   // load, so the defaults among them want to come back; the housekeeper
   // queues the loads defaults_to_load() picks.
-  void note_displaced(const std::vector<std::shared_ptr<ServerSlot>>& victims) LEMON_REQUIRES(mu_);
+  // `displacer` is the model being loaded; a default's own load displaces
+  // nothing that comes back (two defaults never take turns).
+  void note_displaced(const std::vector<std::shared_ptr<ServerSlot>>& victims,
+                      const std::string& displacer) LEMON_REQUIRES(mu_);
   void load_defaults() LEMON_REQUIRES(mu_);
   void emit(const RouterEvent& event) const;
   void shutdown_now();

@@ -120,14 +120,29 @@ void RouterCore::watch_memory() {
   }
 }
 
-void RouterCore::note_displaced(const std::vector<std::shared_ptr<ServerSlot>>& victims) {
+void RouterCore::note_displaced(const std::vector<std::shared_ptr<ServerSlot>>& victims,
+                                const std::string& displacer) {
+  const auto& defaults = config_.default_models;
+  auto is_default = [&](const std::string& model) {
+    return std::find(defaults.begin(), defaults.end(), model) != defaults.end();
+  };
+  if (is_default(displacer)) {
+    return;
+  }
   const auto now = std::chrono::steady_clock::now();
+  std::map<std::string, std::size_t> leaving;  // a default's replicas this stop takes
   for (const auto& v : victims) {
-    const std::string& model = v->server->model_name();
-    if (std::find(config_.default_models.begin(), config_.default_models.end(), model) !=
-        config_.default_models.end()) {
-      absent_defaults_[model] = AbsentDefault{model, v->server->type(), now, false};
+    if (!v->retire_owned && is_default(v->server->model_name())) {
+      ++leaving[v->server->model_name()];
     }
+  }
+  for (const auto& [model, count] : leaving) {
+    auto g = groups_.find(model);
+    if (model == displacer || g == groups_.end() || g->second.replicas.size() != count) {
+      continue;  // a reload, or only some replicas go: it stays loaded
+    }
+    absent_defaults_[model] =
+        AbsentDefault{model, g->second.replicas.front()->server->type(), now, displacer, false};
   }
 }
 
@@ -145,10 +160,12 @@ void RouterCore::load_defaults() {
   for (const auto& [name, group] : groups_) {
     const int waiting = static_cast<int>(group.line.size());
     for (const auto& r : group.replicas) {
-      servers.push_back({r->server->type(), r->in_flight + waiting, r->idle_since});
+      servers.push_back({name, r->server->type(), r->in_flight + waiting, r->idle_since});
     }
   }
-  for (const auto& name : defaults_to_load(absent, servers, now, config_.default_model_delay)) {
+  const bool loads_pending = !queue_.empty() || (current_job_ && !current_job_->done);
+  for (const auto& name :
+       defaults_to_load(absent, servers, now, config_.default_model_delay, loads_pending)) {
     absent_defaults_[name].loading = true;
     mu_.unlock();
     auto made = make_job(name, std::nullopt);
@@ -164,6 +181,11 @@ void RouterCore::load_defaults() {
     if (shutting_down_) {
       return;
     }
+    if (blocked_.contains(name)) {
+      absent_defaults_.erase(name);  // being deleted: nothing to bring back
+      continue;
+    }
+    job->default_load = true;
     queue_.push_back(job);
     republish();
     cv_.notify_all();

@@ -54,7 +54,8 @@ class RouterCore::JobEffects final : public LoadEffects {
     {
       MutexLock lock(core_.mu_);
       LoadTarget target{job_.model, server_->type(), server_->device()};
-      if (auto g = core_.groups_.find(job_.model); g != core_.groups_.end() && g->second.pinned) {
+      if (auto g = core_.groups_.find(job_.model);
+          !job_.pin_given && g != core_.groups_.end() && g->second.pinned) {
         job_.pinned = true;  // a pinned model reloaded with new options stays pinned
       }
       const std::vector<SlotView> table = core_.snapshot();
@@ -90,7 +91,7 @@ class RouterCore::JobEffects final : public LoadEffects {
       for (std::size_t i = slot_victims; i < victims.size(); ++i) {
         plan.push_back({victims[i]->server->model_name(), EvictionReason::kMemory});
       }
-      core_.note_displaced(victims);
+      core_.note_displaced(victims, job_.model);
     }
     for (const auto& e : plan) {
       logger("router")->info("evicting '{}' ({}) to load '{}'", e.model,
@@ -99,13 +100,14 @@ class RouterCore::JobEffects final : public LoadEffects {
           {RouterEvent::Kind::kEvictionPlanned, e.model, eviction_reason_name(e.reason), {}});
     }
     if (!overlap) {
-      core_.retire(victims, "evicted");
+      core_.retire(victims, "evicted", false, StopCause::kPlanned, job_.model);
       return core_.start_and_publish(job_, server_);
     }
     // The (idle) victims leave the table now, so no request reaches them;
     // their processes stop on a thread of their own while the new server
     // starts, and the load is complete once both are.
-    const Withdrawn withdrawn = core_.withdraw(victims, "evicted", false);
+    const Withdrawn withdrawn =
+        core_.withdraw(victims, "evicted", false, StopCause::kPlanned, job_.model);
     std::thread stopping([this, &withdrawn] { core_.stop_withdrawn(withdrawn, "evicted"); });
     Status started = core_.start_and_publish(job_, server_);
     stopping.join();
@@ -135,7 +137,7 @@ class RouterCore::JobEffects final : public LoadEffects {
         return false;
       }
       victim = by_id.at(plan.front());
-      core_.note_displaced({victim});
+      core_.note_displaced({victim}, job_.model);
     }
     const std::string name = victim->server->model_name();
     logger("router")->warn("'{}' ran out of memory on {}; unloading idle '{}' and retrying",
@@ -159,7 +161,7 @@ class RouterCore::JobEffects final : public LoadEffects {
           everyone.insert(everyone.end(), group.replicas.begin(), group.replicas.end());
         }
       }
-      core_.note_displaced(everyone);
+      core_.note_displaced(everyone, job_.model);
     }
     if (reason == EvictAllReason::kAfterOutOfMemory) {
       if (everyone.empty()) {

@@ -11,7 +11,7 @@
 namespace lemon {
 
 Status RouterCore::load(std::string_view model_name, const RecipeOptions& request_options,
-                        const WaitHooks& hooks) {
+                        const WaitHooks& hooks, std::optional<bool> pin) {
   auto made = make_job(model_name, request_options);
   if (!made.ok()) {
     return std::move(made).error();
@@ -31,16 +31,24 @@ Status RouterCore::load(std::string_view model_name, const RecipeOptions& reques
     for (const auto& r : it->second.replicas) {
       touch(*r);  // same options: a no-op that refreshes the LRU clock
     }
+    if (pin && it->second.pinned != *pin) {
+      it->second.pinned = *pin;
+      republish();
+    }
     return ok_status();
   }
   bool created = false;
   if (auto existing = find_job(job->model, job->options)) {
-    job = existing;
+    job = existing;  // joins the job already queued for these options
   } else {
     queue_.push_back(job);
     republish();
     created = true;
     cv_.notify_all();
+  }
+  if (pin) {
+    job->pinned = *pin;  // applied in the step that publishes the model
+    job->pin_given = true;
   }
   auto waiter = std::make_shared<LoadWaiter>(false);
   job->waiters.push_back(waiter);
@@ -84,7 +92,7 @@ Status RouterCore::unload(std::string_view model_name) {
                    "model '" + std::string(model_name) + "' is not loaded", "model_name");
     }
   }
-  retire(replicas, "unload");
+  retire(replicas, "unload", false, StopCause::kExplicitUnload);
   return ok_status();
 }
 
@@ -96,7 +104,7 @@ void RouterCore::unload_all() {
       all.insert(all.end(), group.replicas.begin(), group.replicas.end());
     }
   }
-  retire(all, "unload");
+  retire(all, "unload", false, StopCause::kExplicitUnload);
 }
 
 std::vector<std::shared_ptr<ServerSlot>> RouterCore::replicas_of(std::string_view model) const {

@@ -119,9 +119,8 @@ void RouterCore::finish_job(LoadJob& job, const Status& result,
   }
   job.waiters.clear();
   job.done = true;
-  if (!result.ok() && !job.replica) {
-    if (auto d = absent_defaults_.find(job.model);
-        d != absent_defaults_.end() && d->second.loading) {
+  if (!result.ok() && job.default_load) {
+    if (auto d = absent_defaults_.find(job.model); d != absent_defaults_.end()) {
       logger("router")->warn("default model '{}' did not load ({}); it is not tried again",
                              job.model, result.error().message());
       absent_defaults_.erase(d);
@@ -192,7 +191,7 @@ Status RouterCore::start_and_publish(LoadJob& job, const std::shared_ptr<Wrapped
       touch(*slot);
       slot->idle_since = std::chrono::steady_clock::now();
       auto [group, fresh] = groups_.try_emplace(job.model);
-      if (fresh) {
+      if (fresh || (!job.replica && job.pin_given)) {
         group->second.pinned = job.pinned;
       }
       group->second.replicas.push_back(slot);
@@ -267,8 +266,8 @@ Status RouterCore::run_replica_job(LoadJob& job) {
 }
 
 bool RouterCore::retire(const std::vector<std::shared_ptr<ServerSlot>>& victims, const char* reason,
-                        bool spare_sessions) {
-  Withdrawn withdrawn = withdraw(victims, reason, spare_sessions);
+                        bool spare_sessions, StopCause cause, std::string_view reloading) {
+  Withdrawn withdrawn = withdraw(victims, reason, spare_sessions, cause, reloading);
   if (withdrawn.spared) {
     return false;
   }
@@ -277,7 +276,8 @@ bool RouterCore::retire(const std::vector<std::shared_ptr<ServerSlot>>& victims,
 }
 
 RouterCore::Withdrawn RouterCore::withdraw(const std::vector<std::shared_ptr<ServerSlot>>& victims,
-                                           const char* reason, bool spare_sessions) {
+                                           const char* reason, bool spare_sessions, StopCause cause,
+                                           std::string_view reloading) {
   Withdrawn out;
   MutexLock lock(mu_);
   if (spare_sessions && std::any_of(victims.begin(), victims.end(), [](const auto& v) {
@@ -295,6 +295,13 @@ RouterCore::Withdrawn RouterCore::withdraw(const std::vector<std::shared_ptr<Ser
     if (v->retire_owned) {
       out.others.push_back(v);  // someone else is already draining it
       continue;
+    }
+    if (cause == StopCause::kPlanned && v->server->model_name() != reloading) {
+      // Pinned after it was chosen (POST /internal/pin meanwhile): the pin wins.
+      if (auto g = groups_.find(v->server->model_name()); g != groups_.end() && g->second.pinned) {
+        logger("router")->info("'{}' is pinned; not stopping it ({})", g->first, reason);
+        continue;
+      }
     }
     v->retire_owned = true;
     v->state = SlotState::kDraining;

@@ -191,8 +191,11 @@ class Router {
   // refreshes the LRU clock. Loaded with different options: an atomic reload
   // (requests that arrive meanwhile wait for the new server). Ends a
   // model's rest after failed loads (LoadCooldown).
+  // `pin`, when given, pins or unpins the model in the step that publishes
+  // it (or at once when it is already loaded with these options), so no
+  // other load can evict it in between (issue #29 §3).
   Status load(std::string_view model_name, const RecipeOptions& request_options,
-              const WaitHooks& hooks = {});
+              const WaitHooks& hooks = {}, std::optional<bool> pin = std::nullopt);
 
   // Unloads one model after it drains. kModelNotLoaded if it is not loaded.
   // A pinned model goes too: an explicit unload is the one thing that may.

@@ -289,18 +289,14 @@ void ManagementApi::handle_load(net::Request& r, net::ResponseWriter& w) {
   hooks.cancelled = [&w] { return !w.client_connected(); };
   // Registered but not on disk, or its backend not installed: download or
   // install first (Lemonade does too), then load.
-  Status loaded = provisioner_.load(name, *options, hooks);
+  // A pin is applied in the step that publishes the model, so no other
+  // load can evict it in between.
+  Status loaded = provisioner_.load(name, *options, hooks, pin);
   if (!loaded.ok()) {
     if (loaded.error().code() != ErrorCode::kCancelled) {
       write_error(w, loaded.error());
     }
     return;
-  }
-  if (pin) {
-    if (Status pinned = router_.set_pinned(name, *pin); !pinned.ok()) {
-      write_error(w, pinned.error());
-      return;
-    }
   }
   if (*save) {
     // What this load ran with (request > saved > CLI > defaults), so a later
