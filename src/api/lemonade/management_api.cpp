@@ -275,7 +275,7 @@ void ManagementApi::handle_load(net::Request& r, net::ResponseWriter& w) {
     write_error(w, save.error());
     return;
   }
-  // "pinned" (Lemonade HEAD's key, issue #29 §3): pin or unpin it once loaded.
+  // "pinned" (Lemonade HEAD's key, issue #29 §3): pin or unpin it as it is published.
   std::optional<bool> pin;
   if (auto p = body.find("pinned"); p != body.end() && !p->is_null()) {
     auto value = bool_field(body, "pinned", false);
