@@ -12,6 +12,7 @@
 #include "lemon/app/router_options.h"
 #include "lemon/cli/cli_app.h"
 #include "lemon/cli/commands.h"
+#include "lemon/models/model_info.h"
 
 namespace lemon::cli {
 namespace {
@@ -165,6 +166,10 @@ int run_cli(int argc, char** argv) {
                  "Save the load options as this model's defaults");
   load->add_flag("--pinned", cl.pinned,
                  "Pin the model: never evicted to make room for another, only unloaded");
+  load->add_option("--priority", cl.priority,
+                   "Its priority (-1000 to 1000, default 0): a load evicts only models of an "
+                   "equal or lower one")
+      ->check(CLI::Range(kMinPriority, kMaxPriority));
 
   CLI::App* pin = app.add_subcommand("pin", "Pin a loaded model (never evicted)");
   pin->add_option("model", cl.model, "The loaded model to pin")->required();

@@ -147,6 +147,9 @@ int load(const CommandLine& cl, const ServerClient& client) {
   if (cl.pinned) {
     body["pinned"] = true;
   }
+  if (cl.priority) {
+    body["priority"] = *cl.priority;
+  }
   std::cout << "Loading model " << cl.model << "..." << std::endl;
   auto reply = client.post("/api/v1/load", body);
   if (!reply.ok()) {
@@ -201,6 +204,7 @@ int ps(const CommandLine& cl, const ServerClient& client) {
                       {"in_flight", m.value("in_flight", 0)},
                       {"state", m.value("state", "")},
                       {"pinned", m.value("pinned", false)},
+                      {"priority", m.value("priority", 0)},
                       {"idle_seconds", std::max(0.0, now - last_use)}});
     }
   }

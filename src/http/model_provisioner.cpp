@@ -56,8 +56,9 @@ Result<Lease> ModelProvisioner::acquire(std::string_view model, const WaitHooks&
 }
 
 Status ModelProvisioner::load(std::string_view model, const RecipeOptions& options,
-                              const WaitHooks& hooks, std::optional<bool> pin) {
-  return provision(model, options, hooks, [&] { return router_.load(model, options, hooks, pin); });
+                              const WaitHooks& hooks, const LoadStanding& standing) {
+  return provision(model, options, hooks,
+                   [&] { return router_.load(model, options, hooks, standing); });
 }
 
 Status ModelProvisioner::provision(std::string_view model, const RecipeOptions& options,

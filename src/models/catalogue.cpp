@@ -129,6 +129,10 @@ struct ModelCatalogue::State {
     if (saved != saved_options.end() && saved->is_object()) {
       auto pinned = saved->find("pinned");
       info.saved_pinned = pinned != saved->end() && pinned->is_boolean() && pinned->get<bool>();
+      auto priority = saved->find("priority");
+      if (priority != saved->end() && priority->is_number_integer()) {
+        info.saved_priority = clamp_priority(priority->get<std::int64_t>());
+      }
     }
     return info;
   }

@@ -1,6 +1,7 @@
 #include "lemon/router/eviction_policy.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace lemon {
 
@@ -21,9 +22,12 @@ const char* eviction_reason_name(EvictionReason reason) {
 }
 
 std::string choose_lru_victim(const std::vector<SlotView>& slots, ModelType type,
-                              const std::vector<std::string>& exclude) {
+                              const std::vector<std::string>& exclude, int max_priority) {
   const SlotView* best = nullptr;
   auto better = [](const SlotView& a, const SlotView& b) {
+    if (a.priority != b.priority) {
+      return a.priority < b.priority;
+    }
     bool a_idle = a.in_flight == 0;
     bool b_idle = b.in_flight == 0;
     if (a_idle != b_idle) {
@@ -35,7 +39,7 @@ std::string choose_lru_victim(const std::vector<SlotView>& slots, ModelType type
     return a.model < b.model;
   };
   for (const auto& s : slots) {
-    if (s.type != type || s.pinned ||
+    if (s.type != type || s.pinned || s.priority > max_priority ||
         std::find(exclude.begin(), exclude.end(), s.model) != exclude.end()) {
       continue;
     }
@@ -72,7 +76,7 @@ std::vector<Eviction> plan_eviction(const std::vector<SlotView>& slots, const Lo
   // (2) NPU exclusivity, across every type and regardless of the limits.
   if (target.device & Device::kNpu) {
     for (const SlotView* s : by_name) {
-      if ((s->device & Device::kNpu) && !s->pinned &&
+      if ((s->device & Device::kNpu) && !s->pinned && s->priority <= target.priority &&
           std::find(chosen.begin(), chosen.end(), s->model) == chosen.end()) {
         choose(s->model, EvictionReason::kNpuExclusive);
       }
@@ -85,7 +89,7 @@ std::vector<Eviction> plan_eviction(const std::vector<SlotView>& slots, const Lo
              std::find(chosen.begin(), chosen.end(), s.model) == chosen.end();
     }));
     while (remaining >= limits.limit(target.type)) {
-      std::string victim = choose_lru_victim(slots, target.type, chosen);
+      std::string victim = choose_lru_victim(slots, target.type, chosen, target.priority);
       if (victim.empty()) {
         break;
       }
@@ -113,8 +117,11 @@ std::vector<std::string> pinned_in_the_way(const std::vector<SlotView>& slots,
   }
   if (!limits.unlimited(target.type)) {
     // What is left of the type once the plan's evictions are gone: the
-    // target's own server (a reload) and every unpinned one may go.
-    const std::vector<Eviction> plan = plan_eviction(slots, target, limits);
+    // target's own server (a reload) and every unpinned one may go,
+    // whatever its priority.
+    LoadTarget above_all = target;
+    above_all.priority = std::numeric_limits<int>::max();
+    const std::vector<Eviction> plan = plan_eviction(slots, above_all, limits);
     int staying = 0;
     for (const auto& s : slots) {
       const bool goes = std::any_of(plan.begin(), plan.end(),
@@ -133,6 +140,42 @@ std::vector<std::string> pinned_in_the_way(const std::vector<SlotView>& slots,
   }
   std::sort(pinned.begin(), pinned.end());
   return pinned;
+}
+
+std::vector<std::string> outranking_in_the_way(const std::vector<SlotView>& slots,
+                                               const LoadTarget& target, const SlotLimits& limits) {
+  std::vector<std::string> outranking;
+  auto outranks = [&target](const SlotView& s) {
+    return !s.pinned && s.priority > target.priority && s.model != target.model;
+  };
+  if (target.device & Device::kNpu) {
+    for (const auto& s : slots) {
+      if (outranks(s) && (s.device & Device::kNpu)) {
+        outranking.push_back(s.model);
+      }
+    }
+  }
+  if (!limits.unlimited(target.type)) {
+    const std::vector<Eviction> plan = plan_eviction(slots, target, limits);
+    int staying = 0;
+    for (const auto& s : slots) {
+      const bool goes = std::any_of(plan.begin(), plan.end(),
+                                    [&](const Eviction& e) { return e.model == s.model; });
+      if (s.type == target.type && !goes) {
+        ++staying;
+      }
+    }
+    if (staying >= limits.limit(target.type)) {
+      for (const auto& s : slots) {
+        if (s.type == target.type && outranks(s) &&
+            std::find(outranking.begin(), outranking.end(), s.model) == outranking.end()) {
+          outranking.push_back(s.model);
+        }
+      }
+    }
+  }
+  std::sort(outranking.begin(), outranking.end());
+  return outranking;
 }
 
 FailureAction on_load_failure(ErrorCode code, int attempt) {

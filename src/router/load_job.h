@@ -60,6 +60,11 @@ struct RouterCore::LoadJob {
   bool pinned = false;
   bool pin_given = false;     // POST /load named "pinned": a reload does not keep the old pin
   bool default_load = false;  // queued by the housekeeper for a default model
+  // The model's priority once loaded: its saved "priority", the one POST
+  // /load gives, or, on a reload, the loaded model's (issue #29 §3).
+  int priority = 0;
+  bool priority_given = false;    // POST /load named "priority"
+  bool outranked_logged = false;  // its wait for a higher priority is logged
   std::vector<std::shared_ptr<LoadWaiter>> waiters;
   bool done = false;
   // A scale-up: one more replica of a loaded model, with its options; it

@@ -38,9 +38,14 @@ NextLoad LoadScheduler::next(const std::vector<QueuedLoad>& queue,
     if (!load.announced) {
       break;  // FIFO among the announced: a later one waits for this one's event
     }
+    const LoadTarget target{load.model, load.type, Device::kNone, load.priority};
+    if (!load.replica && !outranking_in_the_way(table, target, limits).empty() &&
+        pinned_in_the_way(table, target, limits).empty()) {
+      out.outranked.push_back(i);
+      continue;  // no deadline: waiting never ends in evicting a higher priority
+    }
     bool evicts_busy = false;
     if (!load.replica && !load.explicit_load) {
-      const LoadTarget target{load.model, load.type, Device::kNone};
       for (const auto& e : plan_eviction(table, target, limits)) {
         for (const auto& server : table) {
           evicts_busy =

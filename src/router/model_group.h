@@ -30,6 +30,8 @@ struct ModelGroup {
   // Never evicted, expired or scaled down; only an explicit unload (or an
   // unpin) lets it go (issue #29 §3).
   bool pinned = false;
+  // Evicted only by loads of an equal or higher priority (issue #29 §3).
+  int priority = 0;
   // A replica could not start (no room): not before this.
   std::chrono::steady_clock::time_point scale_blocked_until{};
 

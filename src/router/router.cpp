@@ -65,8 +65,8 @@ void Router::unpin_backend_slot(std::uint64_t server_id, int backend_slot) {
 }
 
 Status Router::load(std::string_view model_name, const RecipeOptions& request_options,
-                    const WaitHooks& hooks, std::optional<bool> pin) {
-  return core_->load(model_name, request_options, hooks, pin);
+                    const WaitHooks& hooks, const LoadStanding& standing) {
+  return core_->load(model_name, request_options, hooks, standing);
 }
 
 Status Router::set_pinned(std::string_view model_name, bool pinned) {

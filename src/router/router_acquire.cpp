@@ -164,6 +164,7 @@ Result<std::shared_ptr<RouterCore::LoadJob>> RouterCore::make_job(
   job->options = layered.inherit(config_.cli_options).restricted_to(info->recipe);
   job->explicit_options = request_options.has_value();
   job->pinned = info->saved_pinned;
+  job->priority = info->saved_priority;
   job->info = std::move(info.value());
   return job;
 }
@@ -197,6 +198,9 @@ Status RouterCore::wait_for_job(MutexLock& lock, const std::shared_ptr<LoadJob>&
     if (wait_step(lock, hooks, next_tick) && !waiter->done) {
       auto& ws = job->waiters;
       ws.erase(std::remove(ws.begin(), ws.end(), waiter), ws.end());
+      if (ws.empty()) {
+        cv_.notify_all();  // a queued load nobody waits for may be dropped
+      }
       return Error(ErrorCode::kCancelled, "client went away while '" + job->model + "' loaded");
     }
   }

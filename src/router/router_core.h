@@ -37,6 +37,11 @@ namespace lemon {
 Error pinned_error(const std::string& model, const std::string& room,
                    const std::vector<std::string>& pinned);
 
+// kSlotsPinned for `model` of `priority`, which could load only if the
+// `outranking` models, of a higher priority, made room on the NPU.
+Error outranked_error(const std::string& model, int priority,
+                      const std::vector<std::string>& outranking);
+
 // Why servers stop: planned by the router (eviction, keep-alive, scale-down,
 // memory, recovery), or an explicit unload, the one thing that stops a
 // pinned model.
@@ -58,7 +63,7 @@ class RouterCore {
   bool pin_backend_slot(std::uint64_t server_id, int backend_slot);
   void unpin_backend_slot(std::uint64_t server_id, int backend_slot);
   Status load(std::string_view model_name, const RecipeOptions& request_options,
-              const WaitHooks& hooks = {}, std::optional<bool> pin = std::nullopt);
+              const WaitHooks& hooks = {}, const LoadStanding& standing = {});
   Status unload(std::string_view model_name);
   Status set_pinned(std::string_view model_name, bool pinned);
   // Router::block_loads(): new loads of `model_name` fail with kConflict

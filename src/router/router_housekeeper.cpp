@@ -53,6 +53,7 @@ RouterCore::HousekeepingWork RouterCore::plan_housekeeping(
     job->info = group.replicas.front()->server->model();
     job->options = group.replicas.front()->server->options();
     job->replica = true;
+    job->priority = group.priority;
     job->announced = true;  // no queued event for a scale-up
     group.scaling_up = true;
     queue_.push_back(job);

@@ -58,12 +58,22 @@ class RouterCore::JobEffects final : public LoadEffects {
           !job_.pin_given && g != core_.groups_.end() && g->second.pinned) {
         job_.pinned = true;  // a pinned model reloaded with new options stays pinned
       }
+      if (auto g = core_.groups_.find(job_.model);
+          !job_.priority_given && g != core_.groups_.end()) {
+        job_.priority = g->second.priority;  // so does its priority
+      }
+      target.priority = job_.priority;
       const std::vector<SlotView> table = core_.snapshot();
       if (auto pinned = pinned_in_the_way(table, target, core_.config_.limits); !pinned.empty()) {
         return pinned_error(job_.model,
                             std::string("the ") + model_type_name(server_->type()) +
                                 " slots of --max-loaded-models",
                             pinned);
+      }
+      if (auto above = outranking_in_the_way(table, target, core_.config_.limits); !above.empty()) {
+        // The queue held it back while a higher priority stood in its way
+        // in its type; only the NPU, which the queue cannot see, gets here.
+        return outranked_error(job_.model, job_.priority, above);
       }
       plan = plan_eviction(table, target, core_.config_.limits);
       for (const auto& e : plan) {
@@ -123,8 +133,8 @@ class RouterCore::JobEffects final : public LoadEffects {
       std::map<std::string, std::shared_ptr<ServerSlot>> by_id;
       for (const auto& [name, group] : core_.groups_) {
         for (const auto& r : group.replicas) {
-          if (name == job_.model || group.pinned || r->state != SlotState::kReady ||
-              r->retire_owned) {
+          if (name == job_.model || group.pinned || group.priority > job_.priority ||
+              r->state != SlotState::kReady || r->retire_owned) {
             continue;
           }
           const std::string id = std::to_string(r->id);
@@ -157,7 +167,9 @@ class RouterCore::JobEffects final : public LoadEffects {
     {
       MutexLock lock(core_.mu_);
       for (const auto& [name, group] : core_.groups_) {
-        if (!group.pinned) {  // only an explicit unload takes a pinned model
+        // Only an explicit unload takes a pinned model; a load never
+        // evicts a higher priority.
+        if (!group.pinned && group.priority <= job_.priority) {
           everyone.insert(everyone.end(), group.replicas.begin(), group.replicas.end());
         }
       }

@@ -11,7 +11,7 @@
 namespace lemon {
 
 Status RouterCore::load(std::string_view model_name, const RecipeOptions& request_options,
-                        const WaitHooks& hooks, std::optional<bool> pin) {
+                        const WaitHooks& hooks, const LoadStanding& standing) {
   auto made = make_job(model_name, request_options);
   if (!made.ok()) {
     return std::move(made).error();
@@ -31,8 +31,16 @@ Status RouterCore::load(std::string_view model_name, const RecipeOptions& reques
     for (const auto& r : it->second.replicas) {
       touch(*r);  // same options: a no-op that refreshes the LRU clock
     }
-    if (pin && it->second.pinned != *pin) {
-      it->second.pinned = *pin;
+    const bool pin_changes = standing.pinned && it->second.pinned != *standing.pinned;
+    const bool priority_changes = standing.priority && it->second.priority != *standing.priority;
+    if (pin_changes) {
+      it->second.pinned = *standing.pinned;
+    }
+    if (priority_changes) {
+      it->second.priority = *standing.priority;
+      cv_.notify_all();  // a queued load it held back may go now
+    }
+    if (pin_changes || priority_changes) {
       republish();
     }
     return ok_status();
@@ -46,9 +54,15 @@ Status RouterCore::load(std::string_view model_name, const RecipeOptions& reques
     created = true;
     cv_.notify_all();
   }
-  if (pin) {
-    job->pinned = *pin;  // applied in the step that publishes the model
+  // Applied in the step that publishes the model.
+  if (standing.pinned) {
+    job->pinned = *standing.pinned;
     job->pin_given = true;
+  }
+  if (standing.priority) {
+    job->priority = *standing.priority;
+    job->priority_given = true;
+    cv_.notify_all();  // a queued job's priority may let it go now
   }
   auto waiter = std::make_shared<LoadWaiter>(false);
   job->waiters.push_back(waiter);

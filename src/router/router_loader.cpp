@@ -33,17 +33,43 @@ std::shared_ptr<RouterCore::LoadJob> RouterCore::next_job(
   queue.reserve(queue_.size());
   for (const auto& job : queue_) {
     queue.push_back({job->model, job->info.type, job->announced, job->replica,
-                     job->explicit_options, job->queued_at});
+                     job->explicit_options, job->queued_at, job->priority});
   }
   const NextLoad next = LoadScheduler::next(
       queue, snapshot(), config_.limits, config_.max_starvation, std::chrono::steady_clock::now());
   until = next.look_again;
-  if (!next.index) {
-    return nullptr;
+  std::shared_ptr<LoadJob> chosen;
+  if (next.index) {
+    chosen = queue_[*next.index];
   }
-  const auto it = queue_.begin() + static_cast<std::ptrdiff_t>(*next.index);
-  auto chosen = *it;
-  queue_.erase(it);
+  // A load that waits for a higher priority to leave, and that nobody waits
+  // for any more, is dropped: it would evict for no one.
+  std::vector<std::shared_ptr<LoadJob>> abandoned;
+  for (const std::size_t i : next.outranked) {
+    auto& job = queue_[i];
+    if (job->waiters.empty() && !job->default_load) {
+      abandoned.push_back(job);
+    } else if (!job->outranked_logged) {
+      job->outranked_logged = true;
+      logger("router")->info(
+          "'{}' (priority {}) waits in the queue: only a model of a higher priority could make "
+          "room for it, and a load never evicts one",
+          job->model, job->priority);
+    }
+  }
+  if (chosen || !abandoned.empty()) {
+    std::erase_if(queue_, [&](const std::shared_ptr<LoadJob>& job) {
+      return job == chosen || std::find(abandoned.begin(), abandoned.end(), job) != abandoned.end();
+    });
+    for (const auto& job : abandoned) {
+      job->done = true;
+      logger("router")->info("'{}': nobody waits for its load any more; dropped from the queue",
+                             job->model);
+    }
+    if (!abandoned.empty()) {
+      republish();
+    }
+  }
   return chosen;
 }
 
@@ -193,6 +219,9 @@ Status RouterCore::start_and_publish(LoadJob& job, const std::shared_ptr<Wrapped
       auto [group, fresh] = groups_.try_emplace(job.model);
       if (fresh || (!job.replica && job.pin_given)) {
         group->second.pinned = job.pinned;
+      }
+      if (fresh || (!job.replica && job.priority_given)) {
+        group->second.priority = job.priority;
       }
       group->second.replicas.push_back(slot);
       if (!job.replica) {

@@ -42,7 +42,9 @@ Status RouterCore::admit(const LoadJob& job, const std::vector<DeviceReading>& r
         continue;  // already going (a reload replaces the model's servers too)
       }
       const std::string id = std::to_string(r->id);
-      servers.push_back({id, charges(*r), r->in_flight.load(), r->lru_tick, group.pinned});
+      // A higher priority than the load's is as safe from it as a pin.
+      servers.push_back({id, charges(*r), r->in_flight.load(), r->lru_tick,
+                         group.pinned || group.priority > job.priority});
       by_id[id] = r;
     }
   }
@@ -62,12 +64,15 @@ Status RouterCore::admit(const LoadJob& job, const std::vector<DeviceReading>& r
       const std::string& model = by_id.at(id)->server->model_name();
       if (names.find("'" + model + "'") == std::string::npos) {
         names += (names.empty() ? "'" : ", '") + model + "'";
+        if (auto g = groups_.find(model); g != groups_.end() && !g->second.pinned) {
+          names += " (priority " + std::to_string(g->second.priority) + ")";
+        }
       }
     }
     return Error(ErrorCode::kInsufficientMemory,
                  "model '" + job.model + "' needs about " + format_bytes(plan.need) + " on " +
                      plan.device + ", which its memory budget of " + format_bytes(plan.budget) +
-                     " (--memory-budget) has only with pinned " + names +
+                     " (--memory-budget) has only with pinned or higher-priority " + names +
                      " unloaded; nothing was unloaded (unpin with POST /internal/pin, or unload)",
                  "model");
   }

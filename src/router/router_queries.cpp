@@ -31,6 +31,7 @@ LoadedServerInfo RouterCore::describe(const ServerSlot& slot) const {
   if (auto g = groups_.find(s.model_name()); g != groups_.end()) {
     info.waiting = static_cast<int>(g->second.line.size());
     info.pinned = g->second.pinned;
+    info.priority = g->second.priority;
   }
   info.last_use_ms = slot.last_use_ms.load(std::memory_order_relaxed);
   info.draining = slot.state == SlotState::kDraining;
@@ -137,6 +138,19 @@ Error pinned_error(const std::string& model, const std::string& room,
                "model");
 }
 
+Error outranked_error(const std::string& model, int priority,
+                      const std::vector<std::string>& outranking) {
+  std::string names;
+  for (const auto& p : outranking) {
+    names += (names.empty() ? "'" : ", '") + p + "'";
+  }
+  return Error(ErrorCode::kSlotsPinned,
+               "'" + model + "' (priority " + std::to_string(priority) + ") can load only if " +
+                   names +
+                   ", of a higher priority, left the NPU; a load never evicts a higher priority",
+               "model");
+}
+
 std::vector<SlotView> RouterCore::snapshot() const {
   // One view per model: the policy decides about models, not replicas. A
   // model counts as busy while any replica serves or anyone waits for it.
@@ -146,7 +160,7 @@ std::vector<SlotView> RouterCore::snapshot() const {
     const auto& first = *group.replicas.front()->server;
     views.push_back({name, first.type(), first.device(),
                      group.in_flight() + static_cast<int>(group.line.size()), group.lru_tick(),
-                     group.pinned});
+                     group.pinned, group.priority});
   }
   return views;
 }

@@ -246,10 +246,12 @@ TEST_F(ServerCliTest, LoadPsListUnloadAgainstARunningServer) {
 
 TEST_F(ServerCliTest, LoadPinnedPinAndUnpin) {
   ASSERT_GT(start_serve(), 0);
-  ASSERT_EQ(cli({"load", "user.a", "--pinned"}).code, 0);
+  ASSERT_EQ(cli({"load", "user.a", "--pinned", "--priority", "7"}).code, 0);
   auto ps = json::parse(cli({"ps", "--json"}).out);
   ASSERT_EQ(ps.size(), 1u) << ps.dump();
   EXPECT_EQ(ps[0]["pinned"], true);
+  EXPECT_EQ(ps[0]["priority"], 7);
+  expect_one_error_line(cli({"load", "user.a", "--priority", "5000"}));
   auto unpin = cli({"unpin", "user.a"});
   ASSERT_EQ(unpin.code, 0) << unpin.err;
   EXPECT_EQ(unpin.out, "Model unpinned: user.a\n");

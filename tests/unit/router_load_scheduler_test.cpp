@@ -290,5 +290,33 @@ TEST(LoadSchedulerQueue, AnExplicitLoadOrAScaleUpIsNeverHeldBack) {
       0u);
 }
 
+TEST(LoadSchedulerQueue, ALoadOutrankedByAHigherPriorityWaitsWithNoDeadline) {
+  // "main" (priority 5) holds the only LLM slot, idle; "side" (priority 0)
+  // could load only by evicting it.
+  std::vector<SlotView> table = one_llm_loaded("main", 0);
+  table[0].priority = 5;
+  QueuedLoad side = queued("side");
+  QueuedLoad command = queued("side-cmd");
+  command.explicit_load = true;
+  const std::vector<QueuedLoad> queue = {side, command, queued("embed", ModelType::kEmbedding)};
+  for (const auto now : {kQueuedAt, kQueuedAt + 10 * kStarvation}) {
+    const auto next = LoadScheduler::next(queue, table, SlotLimits::uniform(1), kStarvation, now);
+    EXPECT_EQ(next.index, 2u) << "the embedding model goes first";
+    EXPECT_EQ(next.outranked, (std::vector<std::size_t>{0, 1}))
+        << "automatic and explicit loads wait alike, however long";
+    EXPECT_EQ(next.look_again, SteadyTime::max()) << "only a change of the table lets them go";
+  }
+  // An equal priority goes; so does one that a pin blocks (to fail at once).
+  side.priority = 5;
+  EXPECT_EQ(
+      LoadScheduler::next({side}, table, SlotLimits::uniform(1), kStarvation, kQueuedAt).index, 0u);
+  table[0].pinned = true;
+  side.priority = 0;
+  const auto pinned_next =
+      LoadScheduler::next({side}, table, SlotLimits::uniform(1), kStarvation, kQueuedAt);
+  EXPECT_EQ(pinned_next.index, 0u);
+  EXPECT_TRUE(pinned_next.outranked.empty());
+}
+
 }  // namespace
 }  // namespace lemon

@@ -231,6 +231,71 @@ TEST(EvictionPolicy, APinnedModelReloadsItselfButKeepsTheNpuFromOthers) {
 }
 
 }  // namespace
+// Issue #29 §3: priorities.
+SlotView ranked(SlotView s, int priority) {
+  s.priority = priority;
+  return s;
+}
+
+TEST(EvictionPolicy, TheLowestPriorityGoesFirstEvenWhenItWasUsedLast) {
+  std::vector<SlotView> slots = {ranked(slot("old-high", ModelType::kLlm, 1), 5),
+                                 ranked(slot("new-low", ModelType::kLlm, 9), 1),
+                                 ranked(slot("mid", ModelType::kLlm, 5), 3)};
+  const LoadTarget target{"c", ModelType::kLlm, Device::kGpu, 5};
+  EXPECT_EQ(victims(plan_eviction(slots, target, SlotLimits::uniform(3))),
+            std::vector<std::string>{"new-low"});
+  EXPECT_EQ(victims(plan_eviction(slots, target, SlotLimits::uniform(1))),
+            (std::vector<std::string>{"new-low", "mid", "old-high"}))
+      << "an equal priority may go, after every lower one";
+  EXPECT_EQ(choose_lru_victim(slots, ModelType::kLlm, {"new-low"}, 5), "mid");
+  EXPECT_EQ(choose_lru_victim(slots, ModelType::kLlm, {"new-low"}, 2), "")
+      << "nothing of a priority above the load's";
+}
+
+TEST(EvictionPolicy, ALowerPriorityLoadNeverEvictsAHigherOneAndWaitsForIt) {
+  std::vector<SlotView> slots = {ranked(slot("main", ModelType::kLlm, 1), 10),
+                                 slot("emb", ModelType::kEmbedding, 0)};
+  const LoadTarget low{"side", ModelType::kLlm, Device::kGpu, 0};
+  const SlotLimits one = SlotLimits::uniform(1);
+  EXPECT_TRUE(plan_eviction(slots, low, one).empty()) << "nothing is evicted";
+  EXPECT_EQ(outranking_in_the_way(slots, low, one), std::vector<std::string>{"main"});
+  EXPECT_TRUE(pinned_in_the_way(slots, low, one).empty())
+      << "a priority is waited for, not a reason to fail";
+  // Busy or idle makes no difference, and a free slot or another type is
+  // never in the way.
+  slots[0].in_flight = 3;
+  EXPECT_EQ(outranking_in_the_way(slots, low, one), std::vector<std::string>{"main"});
+  EXPECT_TRUE(outranking_in_the_way(slots, low, SlotLimits::uniform(2)).empty());
+  EXPECT_TRUE(
+      outranking_in_the_way(slots, {"e2", ModelType::kEmbedding, Device::kGpu, 0}, one).empty());
+  // An equal or higher priority evicts it (after draining, as ever).
+  for (int priority : {10, 11}) {
+    const LoadTarget high{"side", ModelType::kLlm, Device::kGpu, priority};
+    EXPECT_EQ(victims(plan_eviction(slots, high, one)), std::vector<std::string>{"main"});
+    EXPECT_TRUE(outranking_in_the_way(slots, high, one).empty());
+  }
+  // A reload of the model itself is never outranked by itself.
+  EXPECT_TRUE(
+      outranking_in_the_way(slots, {"main", ModelType::kLlm, Device::kGpu, 0}, one).empty());
+}
+
+TEST(EvictionPolicy, APinIsNotAPriorityAndTheNpuHonoursBoth) {
+  const SlotLimits limits = SlotLimits::uniform(4);
+  std::vector<SlotView> slots = {ranked(slot("npu-high", ModelType::kLlm, 1, 0, Device::kNpu), 7),
+                                 pinned(slot("npu-pinned", ModelType::kAudio, 2, 0, Device::kNpu)),
+                                 slot("npu-low", ModelType::kEmbedding, 3, 0, Device::kNpu)};
+  const LoadTarget target{"new", ModelType::kLlm, Device::kNpu, 0};
+  EXPECT_EQ(victims(plan_eviction(slots, target, limits)), std::vector<std::string>{"npu-low"});
+  EXPECT_EQ(outranking_in_the_way(slots, target, limits), std::vector<std::string>{"npu-high"});
+  EXPECT_EQ(pinned_in_the_way(slots, target, limits), std::vector<std::string>{"npu-pinned"});
+  // Two slots: one pinned, one of a higher priority. Waiting could help.
+  std::vector<SlotView> two = {pinned(slot("p", ModelType::kLlm, 1)),
+                               ranked(slot("h", ModelType::kLlm, 2), 3)};
+  const LoadTarget low{"x", ModelType::kLlm, Device::kGpu, 0};
+  EXPECT_TRUE(pinned_in_the_way(two, low, SlotLimits::uniform(2)).empty());
+  EXPECT_EQ(outranking_in_the_way(two, low, SlotLimits::uniform(2)), std::vector<std::string>{"h"});
+}
+
 // Issue #27 §1: a switch may start the new server while its victims stop
 // only when memory is not what they make room for and they are idle.
 TEST(StartWhileVictimsStop, OnlyIdleCpuServersThatFitBesideTheirVictims) {

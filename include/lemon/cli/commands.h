@@ -5,6 +5,7 @@
 // Thread-safety: run on the main thread, one command per process.
 #pragma once
 
+#include <optional>
 #include <ostream>
 #include <string>
 
@@ -18,9 +19,10 @@ struct CommandLine {
   std::string command;
   std::string model;
   bool save_options = false;
-  bool pinned = false;  // load --pinned
-  bool json = false;    // list, status, recipes, ps: machine-readable output
-  bool follow = false;  // logs
+  bool pinned = false;          // load --pinned
+  std::optional<int> priority;  // load --priority (issue #29 §3)
+  bool json = false;            // list, status, recipes, ps: machine-readable output
+  bool follow = false;          // logs
   nlohmann::json load_options = nlohmann::json::object();  // given load flags, /load's names
   // pull
   std::string checkpoint;

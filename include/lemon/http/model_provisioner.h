@@ -53,9 +53,9 @@ class ModelProvisioner {
   Error model_not_found(std::string_view name) const;
 
   // Loads `model` with `options` (Router::load).
-  // `pin`: Router::load's (pin or unpin it as it is published).
+  // `standing`: Router::load's (its pin and priority as it is published).
   Status load(std::string_view model, const RecipeOptions& options, const WaitHooks& hooks,
-              std::optional<bool> pin = std::nullopt);
+              const LoadStanding& standing = {});
 
  private:
   // Runs `attempt`; when it fails because the model's files or its backend

@@ -5,6 +5,7 @@
 // Thread-safety: value type.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
@@ -16,6 +17,16 @@
 #include "lemon/models/recipe_options.h"
 
 namespace lemon {
+
+// A model's priority (issue #29 §3) is an integer in [kMinPriority,
+// kMaxPriority]; POST /load refuses one outside, a saved one is clamped.
+inline constexpr int kMinPriority = -1000;
+inline constexpr int kMaxPriority = 1000;
+constexpr int clamp_priority(std::int64_t value) {
+  return static_cast<int>(value < kMinPriority   ? kMinPriority
+                          : value > kMaxPriority ? kMaxPriority
+                                                 : value);
+}
 
 // Where an entry came from; decides the name prefix and how it resolves.
 enum class ModelSource {
@@ -44,6 +55,9 @@ struct ModelInfo {
   // recipe_options.json's "pinned": true (Lemonade HEAD's key): the router
   // pins the model whenever it loads it (issue #29 §3).
   bool saved_pinned = false;
+  // recipe_options.json's "priority" (an integer, default 0): a load evicts
+  // only models of an equal or lower priority (issue #29 §3).
+  int saved_priority = 0;
 
   // Filled by resolution: role -> absolute path of the file (or, for
   // ryzenai-llm, the directory holding genai_config.json). Empty until

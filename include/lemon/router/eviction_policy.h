@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,7 @@ struct SlotView {
   int in_flight = 0;
   std::uint64_t last_use = 0;  // logical LRU clock: larger is more recent
   bool pinned = false;         // never evicted but by an explicit unload or reload
+  int priority = 0;            // evicted only by a load of equal or higher priority
 };
 
 // The server a load wants to start.
@@ -31,6 +33,14 @@ struct LoadTarget {
   std::string model;
   ModelType type = ModelType::kLlm;
   Device device = Device::kNone;
+  int priority = 0;  // the servers it may evict have at most this priority
+};
+
+// How a model stands against evictions (issue #29 §3), as POST /load gives
+// it: a field left unset keeps what the model has, or its saved value.
+struct LoadStanding {
+  std::optional<bool> pinned;
+  std::optional<int> priority;
 };
 
 // kMemory: chosen by the memory budget (memory_policy.h), not by plan_eviction.
@@ -47,27 +57,40 @@ struct Eviction {
 //  (1) the target model itself, when it is loaded (a reload with new options);
 //  (2) if the target uses the NPU, every other server that uses the NPU,
 //      whatever its type and the limits (seed 000 "NPU Exclusivity");
-//  (3) while the target's type is at its limit, the least recently used
-//      server of that type; idle servers are chosen before busy ones, so a
-//      busy server is only evicted (after draining) when every server of the
-//      type is busy. Types never evict each other.
-// Pinned servers (issue #29 §3) are never chosen by (2) or (3): see
-// pinned_in_the_way().
+//  (3) while the target's type is at its limit, a server of that type:
+//      the lowest priority first, then idle before busy, then the least
+//      recently used, so a busy server is only evicted (after draining) when
+//      every candidate of the type is busy. Types never evict each other.
+// Pinned servers and servers of a higher priority than the target's (issue
+// #29 §3) are never chosen by (2) or (3): see pinned_in_the_way() and
+// outranking_in_the_way(). The plan may then leave the type over its limit;
+// the router never carries such a plan out.
 std::vector<Eviction> plan_eviction(const std::vector<SlotView>& slots, const LoadTarget& target,
                                     const SlotLimits& limits);
 
 // The pinned models that stand in the way of `target`, by name: an NPU
 // server when the target needs the NPU, or, when the target's type is at its
 // limit, the pinned servers of that type once every unpinned one is chosen.
-// Empty when plan_eviction's plan makes room; otherwise the load fails with
-// kSlotsPinned and nothing is evicted.
+// Priorities are not counted here: a pin is what no waiting can move. Empty
+// when evicting every unpinned server in the way would make room; otherwise
+// the load fails at once with kSlotsPinned and nothing is evicted.
 std::vector<std::string> pinned_in_the_way(const std::vector<SlotView>& slots,
                                            const LoadTarget& target, const SlotLimits& limits);
 
-// The least recently used unpinned server of `type` among `slots`, skipping
-// names in `exclude`; idle before busy; ties broken by name. Empty if none.
+// The unpinned servers of a higher priority than the target's that stand in
+// its way (the NPU, or its type's limit once every server the target
+// outranks is chosen), by name. While this is not empty, the load waits in
+// the queue: it never evicts them (issue #29 §3), and it goes once they
+// leave (unload, keep-alive, a crash) or the target's priority is raised.
+std::vector<std::string> outranking_in_the_way(const std::vector<SlotView>& slots,
+                                               const LoadTarget& target, const SlotLimits& limits);
+
+// The server of `type` among `slots` that a load of `max_priority` evicts
+// first, skipping pinned ones, those above `max_priority` and names in
+// `exclude`: the lowest priority, then idle before busy, then the least
+// recently used; ties broken by name. Empty if none.
 std::string choose_lru_victim(const std::vector<SlotView>& slots, ModelType type,
-                              const std::vector<std::string>& exclude);
+                              const std::vector<std::string>& exclude, int max_priority = 0);
 
 enum class FailureAction {
   kFail,              // report the error; nothing is evicted

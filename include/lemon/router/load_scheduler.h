@@ -74,8 +74,9 @@ struct QueuedLoad {
   ModelType type = ModelType::kLlm;
   bool announced = false;      // its kLoadQueued event is out: it may start
   bool replica = false;        // a scale-up of a loaded model (evicts nothing)
-  bool explicit_load = false;  // POST /load: a command, never held back
+  bool explicit_load = false;  // POST /load: a command, never held back by fairness
   std::chrono::steady_clock::time_point queued_at{};
+  int priority = 0;  // the model's priority (issue #29 §3)
 };
 
 // Which queued load starts now: its index, or none; then `look_again` is
@@ -84,6 +85,9 @@ struct QueuedLoad {
 struct NextLoad {
   std::optional<std::size_t> index;
   std::chrono::steady_clock::time_point look_again = std::chrono::steady_clock::time_point::max();
+  // Loads held back because a server of a higher priority is in their way
+  // (outranking_in_the_way()), by index: they wait for the table to change.
+  std::vector<std::size_t> outranked;
 };
 
 class LoadScheduler {
@@ -95,7 +99,10 @@ class LoadScheduler {
   // except that an automatic load that would evict a model still serving
   // requests (its type at the limit) waits while that model serves, at
   // most `max_starvation` from when it was queued, and a later load that
-  // evicts nothing busy goes first meanwhile. `table` is the loaded
+  // evicts nothing busy goes first meanwhile. A load, automatic or
+  // explicit, that only a higher-priority server's eviction would make room
+  // for waits, with no deadline, until that server leaves (issue #29 §3);
+  // one that a pin blocks goes, to fail at once. `table` is the loaded
   // servers as they are now.
   static NextLoad next(const std::vector<QueuedLoad>& queue, const std::vector<SlotView>& table,
                        const SlotLimits& limits, std::chrono::milliseconds max_starvation,

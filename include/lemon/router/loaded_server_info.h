@@ -32,6 +32,7 @@ struct LoadedServerInfo {
   std::int64_t last_use_ms = 0;  // Unix time in milliseconds
   bool draining = false;
   bool pinned = false;            // the model is pinned (issue #29 §3)
+  int priority = 0;               // the model's priority (issue #29 §3)
   DeviceBytes memory_estimate;    // before it started (issue #13 §1)
   std::int64_t measured_ram = 0;  // its process group's RSS, once measured (0: not yet)
 };

@@ -191,11 +191,14 @@ class Router {
   // refreshes the LRU clock. Loaded with different options: an atomic reload
   // (requests that arrive meanwhile wait for the new server). Ends a
   // model's rest after failed loads (LoadCooldown).
-  // `pin`, when given, pins or unpins the model in the step that publishes
-  // it (or at once when it is already loaded with these options), so no
-  // other load can evict it in between (issue #29 §3).
+  // `standing`'s pin and priority, when given, are set in the step that
+  // publishes the model (or at once when it is already loaded with these
+  // options), so no other load can evict it in between (issue #29 §3).
+  // Unset, a reload keeps the model's and a fresh load takes the saved ones.
+  // A load that only a higher-priority model's eviction would make room for
+  // waits in the queue until that model leaves (outranking_in_the_way()).
   Status load(std::string_view model_name, const RecipeOptions& request_options,
-              const WaitHooks& hooks = {}, std::optional<bool> pin = std::nullopt);
+              const WaitHooks& hooks = {}, const LoadStanding& standing = {});
 
   // Unloads one model after it drains. kModelNotLoaded if it is not loaded.
   // A pinned model goes too: an explicit unload is the one thing that may.

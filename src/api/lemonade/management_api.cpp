@@ -21,6 +21,23 @@ using http::write_error;
 
 namespace {
 
+// POST /load's "priority" (issue #29 §3): an integer in [kMinPriority,
+// kMaxPriority], or absent (null counts as absent).
+Result<std::optional<int>> priority_field(const nlohmann::json& body) {
+  auto p = body.find("priority");
+  if (p == body.end() || p->is_null()) {
+    return std::optional<int>();
+  }
+  if (!p->is_number_integer() || p->get<std::int64_t>() < kMinPriority ||
+      p->get<std::int64_t>() > kMaxPriority) {
+    return Error(ErrorCode::kInvalidRequest,
+                 "'priority' must be an integer from " + std::to_string(kMinPriority) + " to " +
+                     std::to_string(kMaxPriority) + ", got " + p->dump(),
+                 "priority");
+  }
+  return std::optional<int>(p->get<int>());
+}
+
 nlohmann::json loaded_entry(const LoadedServerInfo& s) {
   nlohmann::json entry = {{"model_name", s.model_name},
                           {"checkpoint", s.checkpoint},
@@ -33,7 +50,8 @@ nlohmann::json loaded_entry(const LoadedServerInfo& s) {
                           {"pid", s.pid ? nlohmann::json(*s.pid) : nlohmann::json(nullptr)},
                           {"in_flight", s.in_flight},
                           {"state", s.draining ? "draining" : "ready"},
-                          {"pinned", s.pinned}};
+                          {"pinned", s.pinned},
+                          {"priority", s.priority}};
   if (s.slots > 0) {
     // Requests served at once, the context each gets, and the line.
     entry["slots"] = {{"total", s.slots},
@@ -209,16 +227,18 @@ void ManagementApi::handle_models(net::Request& r, net::ResponseWriter& w) {
   auto show_all = r.query_param("show_all");
   bool all = show_all && (*show_all == "true" || *show_all == "1");
   nlohmann::json data = nlohmann::json::array();
-  // A loaded model shows whether it is pinned now; another whether
-  // recipe_options.json pins it when it loads.
-  std::map<std::string, bool> loaded_pins;
+  // A loaded model shows its pin and priority now; another those
+  // recipe_options.json gives it when it loads.
+  std::map<std::string, LoadStanding> loaded;
   for (const auto& s : router_.loaded()) {
-    loaded_pins[s.model_name] = s.pinned;
+    loaded[s.model_name] = {s.pinned, s.priority};
   }
   for (const auto& m : catalogue_.list(all)) {
     nlohmann::json entry = m.to_api_json();
-    auto live = loaded_pins.find(m.name);
-    entry["pinned"] = live != loaded_pins.end() ? live->second : m.saved_pinned;
+    auto live = loaded.find(m.name);
+    const bool is_loaded = live != loaded.end();
+    entry["pinned"] = is_loaded ? *live->second.pinned : m.saved_pinned;
+    entry["priority"] = is_loaded ? *live->second.priority : m.saved_priority;
     data.push_back(std::move(entry));
   }
   send_json(w, 200, {{"object", "list"}, {"data", std::move(data)}});
@@ -235,9 +255,11 @@ void ManagementApi::handle_model(std::string_view id, net::ResponseWriter& w) {
   }
   nlohmann::json entry = m->to_api_json();
   entry["pinned"] = m->saved_pinned;
+  entry["priority"] = m->saved_priority;
   for (const auto& loaded : router_.loaded()) {
     if (loaded.model_name == m->name) {
       entry["pinned"] = loaded.pinned;
+      entry["priority"] = loaded.priority;
     }
   }
   send_json(w, 200, entry);
@@ -275,7 +297,15 @@ void ManagementApi::handle_load(net::Request& r, net::ResponseWriter& w) {
     write_error(w, save.error());
     return;
   }
-  // "pinned" (Lemonade HEAD's key, issue #29 §3): pin or unpin it as it is published.
+  // "pinned" (Lemonade HEAD's key, issue #29 §3): pin or unpin it as it is
+  // published; "priority" likewise.
+  LoadStanding standing;
+  auto priority = priority_field(body);
+  if (!priority.ok()) {
+    write_error(w, priority.error());
+    return;
+  }
+  standing.priority = *priority;
   std::optional<bool> pin;
   if (auto p = body.find("pinned"); p != body.end() && !p->is_null()) {
     auto value = bool_field(body, "pinned", false);
@@ -285,13 +315,14 @@ void ManagementApi::handle_load(net::Request& r, net::ResponseWriter& w) {
     }
     pin = *value;
   }
+  standing.pinned = pin;
   WaitHooks hooks;
   hooks.cancelled = [&w] { return !w.client_connected(); };
   // Registered but not on disk, or its backend not installed: download or
   // install first (Lemonade does too), then load.
   // A pin is applied in the step that publishes the model, so no other
   // load can evict it in between.
-  Status loaded = provisioner_.load(name, *options, hooks, pin);
+  Status loaded = provisioner_.load(name, *options, hooks, standing);
   if (!loaded.ok()) {
     if (loaded.error().code() != ErrorCode::kCancelled) {
       write_error(w, loaded.error());
@@ -309,6 +340,9 @@ void ManagementApi::handle_load(net::Request& r, net::ResponseWriter& w) {
     if (pin.value_or(info->saved_pinned)) {
       saved_entry["pinned"] = true;
     }
+    if (const int kept = standing.priority.value_or(info->saved_priority); kept != 0) {
+      saved_entry["priority"] = kept;
+    }
     if (Status saved = catalogue_.save_options(name, saved_entry); !saved.ok()) {
       write_error(w, saved.error());
       return;
@@ -321,6 +355,9 @@ void ManagementApi::handle_load(net::Request& r, net::ResponseWriter& w) {
                            {"recipe", info->recipe}};
   if (pin) {
     answer["pinned"] = *pin;
+  }
+  if (standing.priority) {
+    answer["priority"] = *standing.priority;
   }
   send_json(w, 200, answer);
 }
