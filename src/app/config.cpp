@@ -231,6 +231,27 @@ void add_router_options(CLI::App& app, RouterOptionValues& v) {
       ->envname("LEMONADE_DEFAULT_MODEL_DELAY")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  app.add_option("--slot-cache-size", v.slot_cache_size,
+                 "Disk for saved llama.cpp slots (KV caches kept across swaps and restarts): "
+                 "auto (a tenth of the cache disk's free space, at most 32G), a size (8G) or off")
+      ->envname("LEMONADE_SLOT_CACHE_SIZE")
+      ->check([](const std::string& text) {
+        auto rule = BudgetRule::parse(text);
+        return text == "off" || text == "auto" || (rule && rule->ram_bytes)
+                   ? std::string()
+                   : "expected auto, a size (8G, 512M) or off";
+      })
+      ->capture_default_str();
+  app.add_option("--slot-save-min-tokens", v.slot_save_min_tokens,
+                 "A slot no session holds is saved at a planned stop only with this many tokens")
+      ->envname("LEMONADE_SLOT_SAVE_MIN_TOKENS")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  app.add_option("--slot-save-timeout", v.slot_save_timeout_s,
+                 "Seconds a stop may spend saving slots, and a start restoring them")
+      ->envname("LEMONADE_SLOT_SAVE_TIMEOUT")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   app.add_option("--max-starvation", v.max_starvation_s,
                  "Seconds a load may wait while the model it would evict keeps serving")
       ->envname("LEMONADE_MAX_STARVATION")
@@ -434,6 +455,15 @@ ParsedConfig parse_config(int argc, const char* const* argv) {
   }
   c.max_starvation = seconds_to_ms(v.max_starvation_s);
   c.default_model_delay = seconds_to_ms(v.default_model_delay_s);
+  if (v.slot_cache_size == "off") {
+    c.slot_cache_size = std::nullopt;
+  } else if (auto rule = BudgetRule::parse(v.slot_cache_size); rule && rule->ram_bytes) {
+    c.slot_cache_size = static_cast<std::uint64_t>(*rule->ram_bytes);
+  } else {
+    c.slot_cache_size = 0;  // auto
+  }
+  c.slot_save_min_tokens = v.slot_save_min_tokens;
+  c.slot_save_timeout = seconds_to_ms(v.slot_save_timeout_s);
   std::stringstream default_names(v.default_models);
   for (std::string name; std::getline(default_names, name, ',');) {
     auto start = name.find_first_not_of(" \t");

@@ -5,6 +5,7 @@
 
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "lemon/api/anthropic/anthropic_api.h"
@@ -76,6 +77,11 @@ int main(int argc, char** argv) {
       cfg, cfg.memory_budget ? std::make_shared<telemetry::SystemDeviceMemory>(launcher.get())
                              : nullptr);
   routing.on_event = [&telemetry](const RouterEvent& e) { telemetry.on_router_event(e); };
+  std::optional<SlotFileStore> slot_store;
+  if (auto slot_settings = slot_store_settings(cfg)) {
+    slot_store.emplace(std::move(*slot_settings));
+    routing.slot_store = &*slot_store;
+  }
   Router router(presets, factory, routing);
 
   // Observers, then the API over all of it.

@@ -1,8 +1,10 @@
 #include "lemon/app/subsystem_settings.h"
 
+#include <filesystem>
 #include <utility>
 
 #include "lemon/backends/backend_release.h"
+#include "lemon/backends/slot_files.h"
 #include "lemon/backends/system_info.h"
 
 namespace lemon {
@@ -34,6 +36,9 @@ BackendEnvironment backend_environment(const Config& cfg, ProcessLauncher& launc
   env.load_timeout = cfg.load_timeout;
   env.stop_grace = cfg.stop_grace;
   env.cache_dir = cfg.cache_dir;
+  if (cfg.slot_cache_size) {
+    env.slot_cache_dir = slot_cache_dir(cfg);
+  }
   env.verbose = cfg.log_level == "debug" || cfg.log_level == "trace";
   return env;
 }
@@ -106,6 +111,28 @@ InstallerSettings installer_settings(const Config& cfg, const HubSettings& hub) 
   out.rocm_arch = rocm_gfx_target();
   out.offline = hub.offline;
   out.transfer = hub.transfer;
+  return out;
+}
+
+std::string slot_cache_dir(const Config& cfg) {
+  return (std::filesystem::path(cfg.cache_dir) / "slot_cache").string();
+}
+
+std::optional<SlotFileStoreSettings> slot_store_settings(const Config& cfg) {
+  if (!cfg.slot_cache_size) {
+    return std::nullopt;
+  }
+  SlotFileStoreSettings out;
+  out.root = slot_cache_dir(cfg);
+  out.min_tokens = cfg.slot_save_min_tokens;
+  out.timeout = cfg.slot_save_timeout;
+  out.budget_bytes = *cfg.slot_cache_size;
+  if (out.budget_bytes == 0) {
+    std::error_code ec;
+    std::filesystem::create_directories(out.root, ec);
+    const auto space = std::filesystem::space(out.root, ec);
+    out.budget_bytes = default_slot_cache_budget(ec ? 0 : space.available);
+  }
   return out;
 }
 

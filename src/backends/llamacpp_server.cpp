@@ -6,7 +6,9 @@
 #include <filesystem>
 
 #include "lemon/backends/out_of_memory.h"
+#include "lemon/backends/slot_files.h"
 #include "lemon/backends/user_args.h"
+#include "lemon/core/log.h"
 #include "lemon/net/upstream_client.h"
 
 namespace lemon {
@@ -142,8 +144,77 @@ Result<std::vector<std::string>> LlamaCppServer::build_args(int port) const {
     args.emplace_back("--reranking");
   }
   args.insert(args.end(), {"-ngl", gpu ? "99" : "0"});
+  if (!slot_dir_.empty()) {
+    args.insert(args.end(), {"--slot-save-path", slot_dir_});
+  }
   args.insert(args.end(), user->begin(), user->end());
   return args;
+}
+
+namespace {
+
+// A file's identity for the slot cache: its real path, size and mtime.
+nlohmann::json file_identity(const std::string& path) {
+  std::error_code ec;
+  const auto real = std::filesystem::weakly_canonical(path, ec);
+  const auto size = std::filesystem::file_size(path, ec);
+  const auto mtime = std::filesystem::last_write_time(path, ec);
+  return {{"path", ec ? path : real.string()},
+          {"size", ec ? 0 : size},
+          {"mtime_ns",
+           std::chrono::duration_cast<std::chrono::nanoseconds>(mtime.time_since_epoch()).count()}};
+}
+
+// The value of the first of `names` in `args`, or "".
+std::string flag_value(const std::vector<std::string>& args,
+                       std::initializer_list<std::string_view> names) {
+  for (std::size_t i = 0; i + 1 < args.size(); ++i) {
+    for (auto name : names) {
+      if (args[i] == name) {
+        return args[i + 1];
+      }
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Status LlamaCppServer::prepare() {
+  if (Status checked = ProcessServer::prepare(); !checked.ok()) {
+    return checked;
+  }
+  slot_dir_.clear();
+  auto user = split_user_args(options().string_value("llamacpp_args"));
+  if (environment().slot_cache_dir.empty() || !user.ok() ||
+      has_any_flag(*user, {"--slot-save-path"})) {
+    return ok_status();
+  }
+  const nlohmann::json identity = {{"weights", file_identity(model().resolved_path("main"))},
+                                   {"ctx_per_slot", slots().ctx_size},
+                                   {"cache_type_k", flag_value(*user, {"-ctk", "--cache-type-k"})},
+                                   {"cache_type_v", flag_value(*user, {"-ctv", "--cache-type-v"})},
+                                   {"llamacpp_args", *user},
+                                   {"type", model_type_name(type())},
+                                   {"backend", backend()},
+                                   {"binary", file_identity(executable())}};
+  slot_dir_ = (std::filesystem::path(environment().slot_cache_dir) /
+               slot_model_folder(model_name()) / slot_identity_hash(identity.dump()))
+                  .string();
+  return ok_status();
+}
+
+Status LlamaCppServer::start(const std::function<bool()>& cancelled) {
+  if (!slot_dir_.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(slot_dir_, ec);
+    if (ec) {
+      logger("backend")->warn("'{}': cannot make the slot folder {} ({}); keeping no slots",
+                              model_name(), slot_dir_, ec.message());
+      slot_dir_.clear();
+    }
+  }
+  return ProcessServer::start(cancelled);
 }
 
 std::optional<std::string> LlamaCppServer::upstream_path(ApiRoute route) const {

@@ -12,7 +12,6 @@
 #include "lemon/app/router_options.h"
 #include "lemon/cli/cli_app.h"
 #include "lemon/cli/commands.h"
-#include "lemon/models/model_info.h"
 
 namespace lemon::cli {
 namespace {
@@ -168,8 +167,7 @@ int run_cli(int argc, char** argv) {
                  "Pin the model: never evicted to make room for another, only unloaded");
   load->add_option("--priority", cl.priority,
                    "Its priority (-1000 to 1000, default 0): a load evicts only models of an "
-                   "equal or lower one")
-      ->check(CLI::Range(kMinPriority, kMaxPriority));
+                   "equal or lower one");  // the server checks the range
 
   CLI::App* pin = app.add_subcommand("pin", "Pin a loaded model (never evicted)");
   pin->add_option("model", cl.model, "The loaded model to pin")->required();

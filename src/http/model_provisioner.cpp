@@ -140,6 +140,7 @@ Status ModelProvisioner::remove(const std::string& name) {
     return unloaded;
   }
   const bool is_user = name.starts_with("user.");
+  router_.forget_saved_slots(name);  // the slots the unload just saved go too (issue #29 §1)
   Status removed = store_.remove_files(name);
   if (!removed.ok()) {
     // A user model's registration goes even when it has no files to delete.

@@ -36,6 +36,12 @@ const char* router_event_name(RouterEvent::Kind kind) {
       return "replica_started";
     case RouterEvent::Kind::kReplicaStopped:
       return "replica_stopped";
+    case RouterEvent::Kind::kSlotSaved:
+      return "slot_saved";
+    case RouterEvent::Kind::kSlotRestored:
+      return "slot_restored";
+    case RouterEvent::Kind::kSlotRestoreFailed:
+      return "slot_restore_failed";
   }
   return "";
 }
@@ -67,6 +73,14 @@ void Router::unpin_backend_slot(std::uint64_t server_id, int backend_slot) {
 Status Router::load(std::string_view model_name, const RecipeOptions& request_options,
                     const WaitHooks& hooks, const LoadStanding& standing) {
   return core_->load(model_name, request_options, hooks, standing);
+}
+
+void Router::forget_saved_slots(const std::string& model) {
+  core_->forget_saved_slots(model);
+}
+
+long long Router::saved_slot_bytes(const std::string& model) const {
+  return core_->saved_slot_bytes(model);
 }
 
 Status Router::set_pinned(std::string_view model_name, bool pinned) {

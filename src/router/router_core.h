@@ -66,6 +66,14 @@ class RouterCore {
               const WaitHooks& hooks = {}, const LoadStanding& standing = {});
   Status unload(std::string_view model_name);
   Status set_pinned(std::string_view model_name, bool pinned);
+  void forget_saved_slots(const std::string& model) {
+    if (config_.slot_store != nullptr) {
+      config_.slot_store->forget(model);
+    }
+  }
+  long long saved_slot_bytes(const std::string& model) const {
+    return config_.slot_store != nullptr ? config_.slot_store->saved_bytes(model) : 0;
+  }
   // Router::block_loads(): new loads of `model_name` fail with kConflict
   // until as many unblock_loads() calls as block_loads() calls.
   void block_loads(std::string_view model_name);
@@ -157,6 +165,11 @@ class RouterCore {
   Withdrawn withdraw(const std::vector<std::shared_ptr<ServerSlot>>& victims, const char* reason,
                      bool spare_sessions, StopCause cause = StopCause::kPlanned,
                      std::string_view reloading = {});
+  // The backend slots sessions hold on `slot`.
+  std::vector<int> session_slots(const ServerSlot& slot) const LEMON_REQUIRES(mu_);
+  // SlotStore::save_from for a drained server about to stop; takes mu_ briefly.
+  void save_slots_before_stop(const std::shared_ptr<ServerSlot>& slot) LEMON_EXCLUDES(mu_);
+  void emit_slot_events(const std::string& model, const std::vector<SlotFileEvent>& events) const;
   void stop_withdrawn(const Withdrawn& withdrawn, const char* reason);
   void finish_job(LoadJob& job, const Status& result, const std::shared_ptr<ServerSlot>& slot)
       LEMON_REQUIRES(mu_);

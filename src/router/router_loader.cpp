@@ -210,6 +210,10 @@ Status RouterCore::start_and_publish(LoadJob& job, const std::shared_ptr<Wrapped
     }
     return started;
   }
+  if (config_.slot_store != nullptr && !job.replica) {
+    // Before the first request, so none meets a slot being restored.
+    emit_slot_events(job.model, config_.slot_store->restore_into(*server));
+  }
   {
     MutexLock lock(mu_);
     if (!shutting_down_ && !server->exited() && (!job.replica || groups_.contains(job.model))) {
@@ -357,8 +361,45 @@ RouterCore::Withdrawn RouterCore::withdraw(const std::vector<std::shared_ptr<Ser
   return out;
 }
 
+std::vector<int> RouterCore::session_slots(const ServerSlot& slot) const {
+  std::vector<int> out;
+  for (std::size_t i = 0; i < slot.pinned_slots.size(); ++i) {
+    if (slot.pinned_slots[i]) {
+      out.push_back(static_cast<int>(i));
+    }
+  }
+  return out;
+}
+
+void RouterCore::save_slots_before_stop(const std::shared_ptr<ServerSlot>& slot) {
+  if (config_.slot_store == nullptr) {
+    return;
+  }
+  std::vector<int> sessions;
+  {
+    MutexLock lock(mu_);
+    sessions = session_slots(*slot);
+  }
+  emit_slot_events(slot->server->model_name(),
+                   config_.slot_store->save_from(*slot->server, sessions));
+}
+
+void RouterCore::emit_slot_events(const std::string& model,
+                                  const std::vector<SlotFileEvent>& events) const {
+  for (const auto& f : events) {
+    RouterEvent e{f.kind == SlotFileEvent::Kind::kSaved ? RouterEvent::Kind::kSlotSaved
+                  : f.kind == SlotFileEvent::Kind::kRestored
+                      ? RouterEvent::Kind::kSlotRestored
+                      : RouterEvent::Kind::kSlotRestoreFailed,
+                  model, f.detail, f.code};
+    e.slot_file = f;
+    emit(e);
+  }
+}
+
 void RouterCore::stop_withdrawn(const Withdrawn& withdrawn, const char* reason) {
   for (const auto& v : withdrawn.owned) {
+    save_slots_before_stop(v);
     const auto signalled = std::chrono::steady_clock::now();
     v->server->stop();
     RouterEvent stopped{RouterEvent::Kind::kServerStopped, v->server->model_name(), reason, {}};
@@ -440,7 +481,10 @@ void RouterCore::shutdown_now() {
   std::vector<std::future<void>> stops;
   stops.reserve(all.size());
   for (const auto& slot : all) {
-    stops.push_back(std::async(std::launch::async, [slot] { slot->server->stop(); }));
+    stops.push_back(std::async(std::launch::async, [this, slot] {
+      save_slots_before_stop(slot);  // the drain at shutdown is a planned stop too
+      slot->server->stop();
+    }));
   }
   for (auto& f : stops) {
     f.wait();

@@ -53,6 +53,12 @@ TelemetryHub::TelemetryHub()
       crashes_(registry_.add("lemonade_backend_crashes_total",
                              "Backends that exited without being stopped", MetricType::kCounter,
                              {"model"})),
+      slot_files_(registry_.add("lemonade_slot_files_total",
+                                "llama.cpp slots saved, restored or refused on restore (issue #29)",
+                                MetricType::kCounter, {"model", "event"})),
+      slot_file_bytes_(registry_.add("lemonade_slot_file_bytes_total",
+                                     "Bytes of llama.cpp slots saved and restored",
+                                     MetricType::kCounter, {"model", "event"})),
       started_(Clock::now()) {}
 
 void TelemetryHub::on_router_event(const RouterEvent& e) {
@@ -126,6 +132,25 @@ void TelemetryHub::on_router_event(const RouterEvent& e) {
     case RouterEvent::Kind::kReplicaStopped:
       data["reason"] = e.detail;
       break;
+    case RouterEvent::Kind::kSlotSaved:
+    case RouterEvent::Kind::kSlotRestored:
+    case RouterEvent::Kind::kSlotRestoreFailed: {
+      const SlotFileEvent& f = e.slot_file;
+      slot_files_.counter({e.model, type}).inc();
+      if (f.bytes > 0) {
+        slot_file_bytes_.counter({e.model, type}).inc(static_cast<double>(f.bytes));
+      }
+      data["slot"] = f.slot;
+      data["seconds"] = f.seconds;
+      if (e.kind == RouterEvent::Kind::kSlotRestoreFailed) {
+        data["code"] = f.code ? error_code_name(*f.code) : "";
+        data["message"] = f.detail;
+      } else {
+        data["tokens"] = f.tokens;
+        data["bytes"] = f.bytes;
+      }
+      break;
+    }
     case RouterEvent::Kind::kLoadQueued:
     case RouterEvent::Kind::kLoadJoined:
       break;

@@ -79,6 +79,10 @@ void warn_unknown_keys(const json& j) {
                                                "prefill_progress_ms",
                                                "ignore_return_progress",
                                                "slots_report_idle",
+                                               "slot_save_fails",
+                                               "slot_save_truncates",
+                                               "slot_save_delay_ms",
+                                               "slot_restore_fails",
                                                "head_delay_ms",
                                                "gate"};
   for (const auto& item : j.items()) {
@@ -131,6 +135,18 @@ Knobs from_json(const json& j) {
   }
   if (j.contains("slots_report_idle")) {
     k.slots_report_idle = get_bool(j, "slots_report_idle");
+  }
+  if (j.contains("slot_save_fails")) {
+    k.slot_save_fails = get_bool(j, "slot_save_fails");
+  }
+  if (j.contains("slot_save_truncates")) {
+    k.slot_save_truncates = get_bool(j, "slot_save_truncates");
+  }
+  if (j.contains("slot_save_delay_ms")) {
+    k.slot_save_delay_ms = get_int(j, "slot_save_delay_ms");
+  }
+  if (j.contains("slot_restore_fails")) {
+    k.slot_restore_fails = get_bool(j, "slot_restore_fails");
   }
   if (j.contains("head_delay_ms")) {
     k.head_delay_ms = get_int(j, "head_delay_ms");

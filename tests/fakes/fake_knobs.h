@@ -58,6 +58,13 @@ struct Knobs {
   bool ignore_return_progress = false;
   // GET /slots shows every slot idle, even one that is working.
   bool slots_report_idle = false;
+  // Slot files (issue #29 §1): POST /slots/{id}?action=save fails (500
+  // "Unable to save slot"), writes half of the file yet answers as if all
+  // was written, or takes this many ms; action=restore is refused (400).
+  bool slot_save_fails = false;
+  bool slot_save_truncates = false;
+  int slot_save_delay_ms = 0;
+  bool slot_restore_fails = false;
   // A stream's response head is sent only after this many ms, as older
   // llama-servers answered their head with the first result.
   int head_delay_ms = 0;

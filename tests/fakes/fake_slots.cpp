@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <fstream>
 #include <memory>
 #include <mutex>
+#include <sstream>
+#include <thread>
 #include <vector>
 
 #include "fake_runtime.h"
@@ -46,6 +49,9 @@ struct SlotTable {
   int last_slot = -1;
   int erased = 0;
   long reads = 0;  // GET /slots answered
+  int saved = 0;
+  int restored = 0;
+  int restore_refused = 0;
 };
 
 SlotTable& table() {
@@ -195,6 +201,120 @@ std::optional<int> erase_slot(int slot) {
   return erased;
 }
 
+namespace {
+
+constexpr const char* kSlotMagic = "LEMONFAKESLOT1";
+
+bool valid_filename(const std::string& name) {
+  return !name.empty() && name.find('/') == std::string::npos && name != "." && name != "..";
+}
+
+SlotFileReply slot_error(int status, const std::string& message, const char* type) {
+  return {status, llama_error_json(status, message, type)};
+}
+
+}  // namespace
+
+SlotFileReply save_slot(int slot, const std::string& dir, const std::string& filename) {
+  if (!valid_filename(filename)) {
+    return slot_error(400, "Invalid filename", "invalid_request_error");
+  }
+  const Knobs& knobs = runtime().knobs;
+  if (knobs.slot_save_delay_ms > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(knobs.slot_save_delay_ms));
+  }
+  const auto started = std::chrono::steady_clock::now();
+  SlotTable& t = table();
+  std::unique_lock lock(t.mu);
+  if (slot < 0 || static_cast<std::size_t>(slot) >= t.slots.size()) {
+    return slot_error(400, "Invalid slot ID", "invalid_request_error");
+  }
+  // llama-server defers a save while its slot works.
+  const auto index = static_cast<std::size_t>(slot);
+  t.cv.wait(lock, [&] { return !t.slots[index].busy || runtime().stopping; });
+  if (knobs.slot_save_fails) {
+    return slot_error(500, "Unable to save slot", "server_error");
+  }
+  const std::string text = t.slots[index].cached;
+  const long tokens = approx_tokens(text);
+  std::ostringstream header;
+  header << kSlotMagic << "\n" << tokens << "\n" << text.size() << "\n";
+  std::string file = header.str() + text;
+  const auto total = static_cast<std::size_t>(
+      std::max<long>(static_cast<long>(file.size()), tokens * kSlotBytesPerToken));
+  file.resize(total, '\0');
+  const std::size_t written = knobs.slot_save_truncates ? total / 2 : total;
+  {
+    std::ofstream out(dir + "/" + filename, std::ios::binary | std::ios::trunc);
+    out.write(file.data(), static_cast<std::streamsize>(written));
+    if (!out) {
+      return slot_error(500, "Unable to save slot", "server_error");
+    }
+  }
+  ++t.saved;
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  return {200, dump(json{{"id_slot", slot},
+                         {"filename", filename},
+                         {"n_saved", tokens},
+                         {"n_written", total},
+                         {"timings", {{"save_ms", ms}}}})};
+}
+
+SlotFileReply restore_slot(int slot, const std::string& dir, const std::string& filename) {
+  if (!valid_filename(filename)) {
+    return slot_error(400, "Invalid filename", "invalid_request_error");
+  }
+  const auto started = std::chrono::steady_clock::now();
+  SlotTable& t = table();
+  std::unique_lock lock(t.mu);
+  if (slot < 0 || static_cast<std::size_t>(slot) >= t.slots.size()) {
+    return slot_error(400, "Invalid slot ID", "invalid_request_error");
+  }
+  auto refuse = [&t](const std::string& why) {
+    ++t.restore_refused;
+    return slot_error(400, "Unable to restore slot: " + why, "invalid_request_error");
+  };
+  if (runtime().knobs.slot_restore_fails) {
+    return refuse("No available space in KV cache or invalid slot save file");
+  }
+  std::ifstream in(dir + "/" + filename, std::ios::binary);
+  std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::istringstream header(file);
+  std::string magic;
+  long tokens = -1;
+  long text_size = -1;
+  std::getline(header, magic);
+  header >> tokens >> text_size;
+  header.get();  // the newline after the text's size
+  const auto text_at = static_cast<std::size_t>(header.tellg());
+  if (!in.good() && file.empty()) {
+    return refuse("No available space in KV cache or invalid slot save file");
+  }
+  if (magic != kSlotMagic || tokens < 0 || text_size < 0 || !header ||
+      text_at + static_cast<std::size_t>(text_size) > file.size() ||
+      file.size() != static_cast<std::size_t>(std::max<long>(static_cast<long>(text_at) + text_size,
+                                                             tokens * kSlotBytesPerToken))) {
+    return refuse("No available space in KV cache or invalid slot save file");
+  }
+  const auto per_slot = t.config.unified ? t.config.n_ctx : t.config.n_ctx / t.config.slots;
+  if (tokens > per_slot) {
+    return refuse("Restored prompt does not fit in the slot context");
+  }
+  // As in llama-server, the slot's cache holds the tokens; GET /slots shows
+  // them only once a task has run on it.
+  SlotRecord& r = t.slots[static_cast<std::size_t>(slot)];
+  r.cached = file.substr(text_at, static_cast<std::size_t>(text_size));
+  ++t.restored;
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  return {200, dump(json{{"id_slot", slot},
+                         {"filename", filename},
+                         {"n_restored", tokens},
+                         {"n_read", file.size()},
+                         {"timings", {{"restore_ms", ms}}}})};
+}
+
 json slots_json() {
   SlotTable& t = table();
   std::lock_guard lock(t.mu);
@@ -237,6 +357,9 @@ json slot_state() {
           {"last_cache_n", t.last_cache_n},
           {"last_slot", t.last_slot},
           {"slots_erased", t.erased},
+          {"slots_saved", t.saved},
+          {"slots_restored", t.restored},
+          {"slot_restores_refused", t.restore_refused},
           {"slots_reads", t.reads}};
 }
 

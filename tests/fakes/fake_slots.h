@@ -59,6 +59,22 @@ void cache_in_slot(int slot, const std::string& cached_text);
 // held, or nullopt for an unknown slot.
 std::optional<int> erase_slot(int slot);
 
+// POST /slots/{id}?action=save|restore {"filename"} under --slot-save-path,
+// as llama-server answers them: {"id_slot","filename","n_saved",
+// "n_written","timings":{"save_ms"}} or {..."n_restored","n_read",
+// "timings":{"restore_ms"}}, or its error. The file holds the slot's cached
+// text behind a header, padded to kSlotBytesPerToken bytes per token, so
+// its size grows with the tokens; a file whose size is not what its header
+// says (truncated) or that is not a slot file is refused, as are the
+// knobs' failures.
+inline constexpr long kSlotBytesPerToken = 256;
+struct SlotFileReply {
+  int status = 200;
+  std::string body;
+};
+SlotFileReply save_slot(int slot, const std::string& dir, const std::string& filename);
+SlotFileReply restore_slot(int slot, const std::string& dir, const std::string& filename);
+
 // The slot fields of /fake/state, with each slot's cached tokens, the
 // prefix reuse of the last request ("last_cache_n", "last_slot") and how
 // often GET /slots was read ("slots_reads").

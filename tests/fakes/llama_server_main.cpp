@@ -3,6 +3,7 @@
 // reranking and the Responses API, driven by the knobs in README.md.
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,7 @@ const std::vector<ArgSpec>& llama_args() {
       {{"--cache-type-v"}, ArgKind::kValue},
       {{"--temp"}, ArgKind::kValue},
       {{"--alias"}, ArgKind::kValue},
+      {{"--slot-save-path"}, ArgKind::kValue},
       {{"--api-key"}, ArgKind::kValue},
       {{"--log-verbose"}, ArgKind::kFlag},
       {{"-v", "--verbose"}, ArgKind::kFlag},
@@ -118,6 +120,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "version: 6000 (fake0000)\nbuilt with c++ for x86_64-linux-gnu\n");
     return 0;
   }
+  if (args.has("--slot-save-path") &&
+      !std::filesystem::is_directory(args.get("--slot-save-path"))) {
+    // llama-server checks it while parsing its arguments.
+    std::fprintf(stderr,
+                 "error while handling argument \"--slot-save-path\": not a directory: %s\n",
+                 args.get("--slot-save-path").c_str());
+    return 1;
+  }
   fake::Runtime& rt = fake::runtime();
   rt.model = args.get("-m", "models/7B/ggml-model-f16.gguf");
   rt.host = args.get("--host", "127.0.0.1");
@@ -166,9 +176,33 @@ int main(int argc, char** argv) {
   svr.Get("/slots", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(fake::dump(fake::slots_json()), "application/json");
   });
-  // POST /slots/{id}?action=erase: forgets the slot's cached prompt.
-  svr.Post(R"(/slots/(\d{1,6}))", [](const httplib::Request& req, httplib::Response& res) {
+  // POST /slots/{id}?action=erase|save|restore, as llama-server: every
+  // action needs --slot-save-path (501 without it).
+  const std::string slot_dir = args.get("--slot-save-path", "");
+  svr.Post(R"(/slots/(\d{1,6}))", [slot_dir](const httplib::Request& req, httplib::Response& res) {
+    if (slot_dir.empty()) {
+      res.status = 501;
+      res.set_content(
+          fake::llama_error_json(
+              501, "This server does not support slots action. Start it with `--slot-save-path`",
+              "not_supported_error"),
+          "application/json");
+      return;
+    }
     const std::string action = req.get_param_value("action");
+    if (action == "save" || action == "restore") {
+      const auto body = fake::json::parse(req.body, nullptr, false);
+      const std::string filename =
+          body.is_object() && body.value("filename", fake::json()).is_string()
+              ? body["filename"].get<std::string>()
+              : std::string();
+      const int id = std::stoi(req.matches[1].str());
+      const auto reply = action == "save" ? fake::save_slot(id, slot_dir, filename)
+                                          : fake::restore_slot(id, slot_dir, filename);
+      res.status = reply.status;
+      res.set_content(reply.body, "application/json");
+      return;
+    }
     if (action != "erase") {
       res.status = 400;
       res.set_content(fake::llama_error_json(400, "Invalid action", "invalid_request_error"),

@@ -54,6 +54,11 @@ struct Config {
   // model displaced it once its type was idle for --default-model-delay.
   std::vector<std::string> default_models;
   std::chrono::milliseconds default_model_delay{30000};
+  // Saved llama.cpp slots (issue #29 §1): nullopt is off; 0 is auto (a
+  // tenth of the cache filesystem's free space, at most 32 GiB).
+  std::optional<std::uint64_t> slot_cache_size = 0;
+  long long slot_save_min_tokens = 1024;
+  std::chrono::milliseconds slot_save_timeout{10000};
   // Memory admission (issue #13 §1); nullopt: --memory-budget off (slot
   // limits only).
   std::optional<BudgetRule> memory_budget = BudgetRule{};

@@ -49,6 +49,9 @@ struct RouterOptionValues {
   double max_starvation_s = 30.0;
   std::string default_models;  // comma-separated
   double default_model_delay_s = 30.0;
+  std::string slot_cache_size = "auto";  // "auto", "off" or a size (issue #29 §1)
+  long long slot_save_min_tokens = 1024;
+  double slot_save_timeout_s = 10.0;
   std::string memory_budget = "80%";  // "off", a percentage or a size (BudgetRule)
   double memory_margin_mb = 256.0;
   double memory_poll_interval_s = 10.0;

@@ -13,6 +13,7 @@
 #include "lemon/app/config.h"
 #include "lemon/backends/backend_installer.h"
 #include "lemon/backends/process_server.h"
+#include "lemon/backends/slot_file_store.h"
 #include "lemon/http/api_server.h"
 #include "lemon/models/catalogue.h"
 #include "lemon/models/hub_client.h"
@@ -49,5 +50,11 @@ api::LemonadeSettings lemonade_settings(const Config& cfg);
 // Where backends are installed from and to; offline and transfer settings
 // follow the hub's.
 InstallerSettings installer_settings(const Config& cfg, const HubSettings& hub);
+
+// Saved llama.cpp slots (issue #29 §1): <cache dir>/slot_cache, and the
+// store's settings, with --slot-cache-size's auto resolved against the free
+// space there now. nullopt when --slot-cache-size is off.
+std::string slot_cache_dir(const Config& cfg);
+std::optional<SlotFileStoreSettings> slot_store_settings(const Config& cfg);
 
 }  // namespace lemon

@@ -5,7 +5,8 @@
 //   -m <gguf> --ctx-size N --port P --host 127.0.0.1 --jinja
 //   [--mmproj F [--no-mmproj-offload on cpu]] [--context-shift on vulkan/rocm]
 //   --keep 16 --reasoning-format auto --no-webui
-//   [--embeddings | --reranking by model type] -ngl 99|0 <llamacpp_args...>
+//   [--embeddings | --reranking by model type] -ngl 99|0
+//   [--slot-save-path <slot cache>/<model>/<identity>] <llamacpp_args...>
 // Embedding models get a context of at least 8192. Flags the router owns are
 // refused in llamacpp_args; defaults the user names in llamacpp_args (exact
 // flag match, or its --no- twin) are left out. The child gets its secret as
@@ -22,6 +23,16 @@ class LlamaCppServer final : public ProcessServer {
   LlamaCppServer(const ModelInfo& model, const RecipeOptions& options,
                  const BackendEnvironment& env);
 
+  // ProcessServer's checks, then the slot folder (issue #29 §1): its
+  // identity hashes what a saved slot depends on, the weights (the file's
+  // real path, size and mtime: a hub blob's path is its hash), the context
+  // per slot, the KV cache types and every llamacpp_args flag, the backend
+  // and its binary (path, size, mtime). None when the cache is off, or
+  // when llamacpp_args names its own --slot-save-path.
+  Status prepare() override;
+  // Makes the slot folder (llama-server refuses a missing one), then starts.
+  Status start(const std::function<bool()>& cancelled) override;
+  std::string slot_save_dir() const override { return slot_dir_; }
   Result<std::vector<std::string>> build_args(int port) const override;
   // `parallel` slots of ctx_size tokens each (the KV cache holds their
   // product; llama-server gets --parallel N --ctx-size N*ctx).
@@ -49,6 +60,8 @@ class LlamaCppServer final : public ProcessServer {
 
  private:
   std::string backend() const;
+
+  std::string slot_dir_;  // set by prepare()
 };
 
 }  // namespace lemon

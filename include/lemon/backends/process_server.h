@@ -31,7 +31,9 @@ struct BackendEnvironment {
   std::chrono::milliseconds load_timeout{600'000};
   std::chrono::milliseconds stop_grace{5'000};
   std::string cache_dir;  // install dirs live in <cache_dir>/bin/<recipe>/<backend>
-  bool verbose = false;   // --log-level debug/trace: ask backends for verbose logs
+  // Where llama.cpp servers save their slots (issue #29 §1); "" keeps none.
+  std::string slot_cache_dir;
+  bool verbose = false;  // --log-level debug/trace: ask backends for verbose logs
 };
 
 class ProcessServer : public WrappedServer {
@@ -77,6 +79,9 @@ class ProcessServer : public WrappedServer {
   // key may put it in its paths (whisper-server's --request-path). Set only
   // by start(), before the server is used.
   const std::string& secret() const { return secret_; }
+  // The binary prepare() found ("" before).
+  const std::string& executable() const { return executable_; }
+  const BackendEnvironment& environment() const { return env_; }
   // Roles of the model whose resolved files must exist (default: "main").
   virtual std::vector<std::string> required_roles() const;
   // Whether the last output of a child that exited while loading says it ran

@@ -191,6 +191,9 @@ class WrappedServer {
 
   // The backend's last output lines, oldest first.
   virtual std::vector<std::string> last_output(std::size_t n) const = 0;
+  // The folder this server saves its slots in and restores them from
+  // (issue #29 §1, SlotStore), or "" when it keeps none. Set by prepare().
+  virtual std::string slot_save_dir() const { return {}; }
 
  protected:
   const std::function<void()>& exit_listener() const { return exit_listener_; }

@@ -57,6 +57,7 @@
 #include <vector>
 
 #include "lemon/backends/server_factory.h"
+#include "lemon/backends/slot_store.h"
 #include "lemon/models/catalogue.h"
 #include "lemon/router/device_memory.h"
 #include "lemon/router/eviction_policy.h"
@@ -98,6 +99,9 @@ struct RouterEvent {
     kWaitingForSlot,            // model, detail = requests now in its line
     kReplicaStarted,            // model, detail = replica index (a scale-up)
     kReplicaStopped,            // model, detail = reason (scale-down, keep-alive)
+    kSlotSaved,                 // model, slot_file (issue #29 §1)
+    kSlotRestored,              // model, slot_file
+    kSlotRestoreFailed,         // model, slot_file (code, detail: why)
   };
   Kind kind;
   std::string model;
@@ -107,6 +111,9 @@ struct RouterEvent {
   // and how it ended ("exit code 0", "killed by signal 9 (SIGKILL)").
   double stop_s = 0.0;
   std::string exit = {};
+  // kSlotSaved, kSlotRestored, kSlotRestoreFailed: the slot, its tokens and
+  // bytes, and how long it took.
+  SlotFileEvent slot_file = {};
 };
 const char* router_event_name(RouterEvent::Kind kind);
 
@@ -143,6 +150,11 @@ struct RouterConfig {
   std::int64_t memory_margin = 256LL << 20;
   std::chrono::milliseconds memory_poll_interval{10000};
   std::function<void(const RouterEvent&)> on_event;
+  // Keeps llama.cpp slots across stops (issue #29 §1): restores into a new
+  // server (not a replica) before it is published, and saves from a server
+  // before every planned stop (eviction, unload, keep-alive, scale-down,
+  // memory pressure, shutdown), never before a crash's. Null: none.
+  SlotStore* slot_store = nullptr;
 };
 
 // A request's keep_alive (Ollama): how long its model stays loaded once idle.
@@ -211,6 +223,10 @@ class Router {
   // model is loaded (a reload keeps it); recipe_options.json's "pinned"
   // pins it at every load. kModelNotLoaded if it is not loaded.
   Status set_pinned(std::string_view model_name, bool pinned);
+  // Deletes the slots saved for `model` (RouterConfig::slot_store), as
+  // /delete does; and the bytes they take now (0: none, or no store).
+  void forget_saved_slots(const std::string& model);
+  long long saved_slot_bytes(const std::string& model) const;
 
   // While a LoadBlock lives, new loads of its model (explicit or automatic)
   // fail with kConflict; leases on a loaded server are not affected. The

@@ -90,6 +90,8 @@ class TelemetryHub {
   Family& load_duration_;
   Family& evictions_;
   Family& crashes_;
+  Family& slot_files_;
+  Family& slot_file_bytes_;
   const std::chrono::steady_clock::time_point started_;
 
   Mutex mu_;

@@ -239,6 +239,7 @@ void ManagementApi::handle_models(net::Request& r, net::ResponseWriter& w) {
     const bool is_loaded = live != loaded.end();
     entry["pinned"] = is_loaded ? *live->second.pinned : m.saved_pinned;
     entry["priority"] = is_loaded ? *live->second.priority : m.saved_priority;
+    entry["saved_slots_bytes"] = router_.saved_slot_bytes(m.name);
     data.push_back(std::move(entry));
   }
   send_json(w, 200, {{"object", "list"}, {"data", std::move(data)}});
@@ -256,6 +257,7 @@ void ManagementApi::handle_model(std::string_view id, net::ResponseWriter& w) {
   nlohmann::json entry = m->to_api_json();
   entry["pinned"] = m->saved_pinned;
   entry["priority"] = m->saved_priority;
+  entry["saved_slots_bytes"] = router_.saved_slot_bytes(m->name);
   for (const auto& loaded : router_.loaded()) {
     if (loaded.model_name == m->name) {
       entry["pinned"] = loaded.pinned;

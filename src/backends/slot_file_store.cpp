@@ -1,0 +1,234 @@
+#include "lemon/backends/slot_file_store.h"
+
+#include <algorithm>
+
+#include "lemon/backends/slot_files.h"
+#include "lemon/core/log.h"
+#include "lemon/net/upstream_client.h"
+
+namespace lemon {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+struct Reply {
+  int status = 0;
+  nlohmann::json body;
+  std::optional<Error> failure;  // the call itself failed (timeout, refused)
+};
+
+// One call to the backend with what is left of `deadline`.
+Reply call(WrappedServer& server, const std::string& method, const std::string& path,
+           const std::string& body, Clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  if (left.count() <= 0) {
+    return {0, {}, Error(ErrorCode::kGatewayTimeout, "no time left")};
+  }
+  net::UpstreamRequest req;
+  req.method = method;
+  req.path = path;
+  if (!body.empty()) {
+    req.content_type = "application/json";
+    req.body = body;
+  }
+  net::CallOptions options;
+  options.connect_timeout = std::min(left, std::chrono::milliseconds(500));
+  options.total_timeout = left;
+  options.max_response_bytes = 16u << 20;
+  auto reply = server.client().send(req, options);
+  if (!reply.ok()) {
+    return {0, {}, std::move(reply).error()};
+  }
+  return {reply->status, nlohmann::json::parse(reply->body, nullptr, false), std::nullopt};
+}
+
+std::string backend_message(const nlohmann::json& body) {
+  if (body.is_object() && body.contains("error") && body["error"].is_object()) {
+    return body["error"].value("message", std::string());
+  }
+  return {};
+}
+
+long long number(const nlohmann::json& body, const char* key) {
+  auto it = body.is_object() ? body.find(key) : body.end();
+  return it != body.end() && it->is_number() ? it->get<long long>() : 0;
+}
+
+void remove_quietly(const fs::path& path) {
+  std::error_code ec;
+  fs::remove(path, ec);
+}
+
+}  // namespace
+
+const char* slot_file_event_name(SlotFileEvent::Kind kind) {
+  switch (kind) {
+    case SlotFileEvent::Kind::kSaved:
+      return "slot_saved";
+    case SlotFileEvent::Kind::kRestored:
+      return "slot_restored";
+    case SlotFileEvent::Kind::kRestoreFailed:
+      return "slot_restore_failed";
+  }
+  return "";
+}
+
+SlotFileStore::SlotFileStore(SlotFileStoreSettings settings) : settings_(std::move(settings)) {}
+
+std::vector<SlotFileEvent> SlotFileStore::restore_into(WrappedServer& server) {
+  std::vector<SlotFileEvent> events;
+  const fs::path dir = server.slot_save_dir();
+  if (dir.empty()) {
+    return events;
+  }
+  std::error_code ec;
+  // Files of another identity of this model can never be restored: gone.
+  for (const auto& other : fs::directory_iterator(dir.parent_path(), ec)) {
+    if (other.path() != dir && other.is_directory(ec)) {
+      logger("router")->info("'{}': deleting slots saved by a server of another identity ({})",
+                             server.model_name(), other.path().filename().string());
+      fs::remove_all(other.path(), ec);
+    }
+  }
+  std::vector<std::pair<int, fs::path>> files;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (auto slot = slot_of_file(entry.path().filename().string());
+        slot && entry.is_regular_file(ec)) {
+      files.emplace_back(*slot, entry.path());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  const int total = server.slots().total;
+  const auto deadline = Clock::now() + settings_.timeout;
+  for (const auto& [slot, path] : files) {
+    if (slot >= total) {
+      continue;  // kept for a server with more slots
+    }
+    const auto started = Clock::now();
+    const std::string body = nlohmann::json{{"filename", path.filename().string()}}.dump();
+    Reply r =
+        call(server, "POST", "/slots/" + std::to_string(slot) + "?action=restore", body, deadline);
+    if (r.failure) {
+      logger("router")->warn("'{}': restoring slot {} did not finish: {}", server.model_name(),
+                             slot, r.failure->message());
+      break;  // out of time or the server is gone; the files stay for next time
+    }
+    SlotFileEvent e;
+    e.slot = slot;
+    e.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    if (r.status != 200) {
+      e.kind = SlotFileEvent::Kind::kRestoreFailed;
+      e.code = ErrorCode::kUpstreamProtocol;
+      e.detail = backend_message(r.body);
+      if (e.detail.empty()) {
+        e.detail = "answered " + std::to_string(r.status);
+      }
+      logger("router")->warn("'{}': slot {} was not restored ({}); its file is deleted",
+                             server.model_name(), slot, e.detail);
+      remove_quietly(path);
+    } else {
+      e.kind = SlotFileEvent::Kind::kRestored;
+      e.tokens = number(r.body, "n_restored");
+      e.bytes = number(r.body, "n_read");
+      fs::last_write_time(path, fs::file_time_type::clock::now(), ec);  // recently used
+      logger("router")->info("'{}': restored slot {} ({} tokens, {} bytes, {:.0f} ms)",
+                             server.model_name(), slot, e.tokens, e.bytes, e.seconds * 1000);
+    }
+    events.push_back(std::move(e));
+  }
+  return events;
+}
+
+std::vector<SlotFileEvent> SlotFileStore::save_from(WrappedServer& server,
+                                                    const std::vector<int>& session_slots) {
+  std::vector<SlotFileEvent> events;
+  const fs::path dir = server.slot_save_dir();
+  if (dir.empty() || server.exited()) {
+    return events;
+  }
+  const auto deadline = Clock::now() + settings_.timeout;
+  Reply listed = call(server, "GET", "/slots", "", deadline);
+  if (listed.failure || listed.status != 200) {
+    logger("router")->debug("'{}': no slots saved (GET /slots failed)", server.model_name());
+    return events;
+  }
+  const std::vector<int> chosen =
+      slots_to_save(parse_slot_uses(listed.body), session_slots, settings_.min_tokens);
+  if (chosen.empty()) {
+    return events;
+  }
+  std::error_code ec;
+  const auto space = fs::space(dir, ec);
+  constexpr std::uintmax_t kLeastFree = 256u << 20;
+  if (ec || space.available < kLeastFree) {
+    logger("router")->warn("'{}': the disk of {} is short of space; its slots are not saved",
+                           server.model_name(), dir.string());
+    return events;
+  }
+  for (const int slot : chosen) {
+    const auto started = Clock::now();
+    const std::string name = slot_file_name(slot);
+    Reply r = call(server, "POST", "/slots/" + std::to_string(slot) + "?action=save",
+                   nlohmann::json{{"filename", name}}.dump(), deadline);
+    if (r.failure || r.status != 200) {
+      logger("router")->warn("'{}': slot {} not saved: {}", server.model_name(), slot,
+                             r.failure ? r.failure->message() : backend_message(r.body));
+      remove_quietly(dir / name);  // never a partial file
+      if (r.failure) {
+        break;  // out of time: the stop goes on
+      }
+      continue;
+    }
+    SlotFileEvent e;
+    e.kind = SlotFileEvent::Kind::kSaved;
+    e.slot = slot;
+    e.tokens = number(r.body, "n_saved");
+    e.bytes = number(r.body, "n_written");
+    e.seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    logger("router")->info("'{}': saved slot {} ({} tokens, {} bytes, {:.0f} ms)",
+                           server.model_name(), slot, e.tokens, e.bytes, e.seconds * 1000);
+    events.push_back(std::move(e));
+  }
+  keep_within_budget();
+  return events;
+}
+
+void SlotFileStore::keep_within_budget() {
+  MutexLock lock(sweep_mu_);
+  std::vector<CachedSlotFile> files;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(settings_.root, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (!it->is_regular_file(ec)) {
+      continue;
+    }
+    const auto used = fs::last_write_time(it->path(), ec);
+    files.push_back(
+        {it->path().string(), static_cast<std::uint64_t>(it->file_size(ec)),
+         std::chrono::duration_cast<std::chrono::nanoseconds>(used.time_since_epoch()).count()});
+  }
+  for (const auto& path : files_over_budget(std::move(files), settings_.budget_bytes)) {
+    logger("router")->info("slot cache over --slot-cache-size: deleting {}", path);
+    remove_quietly(path);
+  }
+}
+
+void SlotFileStore::forget(const std::string& model) {
+  std::error_code ec;
+  fs::remove_all(settings_.root / slot_model_folder(model), ec);
+}
+
+long long SlotFileStore::saved_bytes(const std::string& model) const {
+  long long total = 0;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(settings_.root / slot_model_folder(model), ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (it->is_regular_file(ec)) {
+      total += static_cast<long long>(it->file_size(ec));
+    }
+  }
+  return total;
+}
+
+}  // namespace lemon
