@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
   backend_api.register_routes(server);
   api::PresetApi preset_api(presets, router);
   preset_api.register_routes(server);
-  api::SessionApi session_api(router, server.gateway(), stats, lemonade);
+  api::SessionApi session_api(router, server.gateway(), stats, telemetry.events(), lemonade);
   session_api.register_routes(server);
   api::ObserveApi observe_api(telemetry, context, system_stats, router,
                               server.generation_defaults(), server);

@@ -82,6 +82,51 @@ std::vector<SessionPin> SessionTable::taken_locked() const {
   return out;
 }
 
+Result<SessionPin> SessionTable::move_to_free_slot(
+    const std::string& id, const std::function<std::vector<PinnableServer>()>& servers,
+    const std::function<bool(const SessionPin&)>& reserve) {
+  MutexLock lock(mu_);
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) {
+    return Error(ErrorCode::kSessionNotFound, "no session '" + id + "'", "id");
+  }
+  const SessionPin old = it->second.state.pin;
+  std::vector<SessionPin> taken;
+  for (const auto& p : taken_locked()) {
+    if (!(p == old)) {
+      taken.push_back(p);
+    }
+  }
+  const std::vector<PinnableServer> now = servers();
+  std::optional<SessionPin> pin;
+  for (const auto& s : now) {
+    const SessionPin same{s.server_id, old.backend_slot};
+    if (old.backend_slot < s.slots && std::find(taken.begin(), taken.end(), same) == taken.end()) {
+      pin = same;
+      break;
+    }
+  }
+  if (!pin) {
+    pin = choose_pin(now, taken);
+  }
+  if (!pin || (reserve && !reserve(*pin))) {
+    return Error(ErrorCode::kQueueFull, "every slot of '" + it->second.state.model +
+                                            "' holds a session; this one cannot move there now")
+        .with_retry_after(1);
+  }
+  it->second.state.pin = *pin;
+  ++it->second.state.moves;
+  it->second.state.resumed.clear();
+  return *pin;
+}
+
+void SessionTable::note_resumed(const std::string& id, bool restored) {
+  MutexLock lock(mu_);
+  if (auto it = sessions_.find(id); it != sessions_.end()) {
+    it->second.state.resumed = restored ? "restored" : "recomputed";
+  }
+}
+
 Result<SessionState> SessionTable::create(
     const std::string& model, const std::string& system, nlohmann::json options,
     const std::function<std::vector<PinnableServer>()>& servers, Clock::time_point deadline,

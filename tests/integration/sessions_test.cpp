@@ -2,10 +2,11 @@
 // each turn goes to the session's server and slot with id_slot and
 // cache_prompt, so the fake reuses the cached prefix; a session's slot is
 // its own while it lives (creators wait when all are taken); cancel keeps
-// the history; busy, unknown and lost (unloaded, crashed) sessions get
-// 409/404/409; idle ones end after --session-ttl and their slot's cache is
-// erased; a replica that holds sessions is spared by scale-down and
-// keep-alive.
+// the history; busy and unknown sessions get 409/404; a session whose
+// server went (unloaded, evicted, crashed) continues on its next turn, from
+// its restored slot or recomputed from its history (issue #29 §2); idle
+// ones end after --session-ttl and their slot's cache is erased; a replica
+// that holds sessions is spared by scale-down and keep-alive.
 #include <future>
 
 #include <gtest/gtest.h>
@@ -163,7 +164,7 @@ TEST_F(SessionsTest, CancelStopsTheTurnAndKeepsTheHistory) {
   EXPECT_EQ(session(port(), id)["history"].size(), 2u);
 }
 
-TEST_F(SessionsTest, BadInputAndALostServerGetClearErrors) {
+TEST_F(SessionsTest, BadInputGetsClearErrorsAndAnUnloadedSessionContinues) {
   env_.add_llm("a");
   env_.add_embedding("e");
   ASSERT_NO_FATAL_FAILURE(start_router());
@@ -187,12 +188,44 @@ TEST_F(SessionsTest, BadInputAndALostServerGetClearErrors) {
                                  Json{{"role", "robot"}, {"content", "x"}})),
             "invalid_request_error");
   ASSERT_EQ(say(port(), id, "hi").status, 200);
-  // The server goes (unload): the session is not moved to a new one.
+  EXPECT_EQ(session(port(), id)["moves"], 0);
+  EXPECT_TRUE(session(port(), id)["resumed"].is_null());
+  // The server goes (unload) before any turn: its slot held nothing to
+  // save, so the next turn loads the model again and computes the history.
   ASSERT_EQ(http_post(port(), "/api/v1/unload", Json{{"model_name", "user.a"}}).status, 200);
-  HttpReply lost = generate(port(), id);
-  EXPECT_EQ(lost.status, 409) << lost.body;
-  EXPECT_EQ(error_code(lost), "session_lost");
-  EXPECT_TRUE(loaded_names(health(port())).empty()) << "nothing was loaded for it";
+  HttpReply moved = generate(port(), id);
+  EXPECT_EQ(moved.status, 200) << moved.body;
+  EXPECT_EQ(loaded_names(health(port())), (Names{"user.a"}));
+  const Json after = session(port(), id);
+  EXPECT_EQ(after["moves"], 1) << after.dump();
+  EXPECT_EQ(after["resumed"], "recomputed") << after.dump();
+  EXPECT_EQ(after["turns"], 1);
+}
+
+TEST_F(SessionsTest, AnEvictedSessionContinuesFromItsRestoredSlot) {
+  env_.add_llm("a");
+  env_.add_llm("b");
+  ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "1"}));
+  RouterEvents events(port());
+  Json s = create_session(port(), {{"model", "user.a"}});
+  const std::string id = s["id"];
+  ASSERT_EQ(say(port(), id, "tell me about lemons, at length, please").status, 200);
+  ASSERT_EQ(generate(port(), id, {{"max_tokens", 4}}).status, 200);
+  // b's load evicts a: the session's slot is saved whatever its size.
+  ASSERT_EQ(chat(port(), "user.b").status, 200);
+  ASSERT_TRUE(router().wait_for_log("'user.a': saved slot 0"));
+  ASSERT_EQ(say(port(), id, "and limes?").status, 200);
+  HttpReply next = generate(port(), id, {{"max_tokens", 4}});
+  ASSERT_EQ(next.status, 200) << next.body;
+  const Json after = session(port(), id);
+  EXPECT_EQ(after["moves"], 1) << after.dump();
+  EXPECT_EQ(after["resumed"], "restored") << after.dump();
+  EXPECT_GT(after["tokens"]["cached"].get<int>(), 0) << after.dump();
+  EXPECT_EQ(after["history"].size(), 4u);
+  auto resumed = events.next("session_resumed", "user.a");
+  ASSERT_TRUE(resumed.has_value());
+  EXPECT_EQ((*resumed)["id"], id);
+  EXPECT_EQ((*resumed)["how"], "restored");
 }
 
 TEST_F(SessionsTest, IdleSessionsEndAfterTheTtl) {
@@ -285,7 +318,7 @@ TEST_F(SessionsTest, KeepAliveDoesNotUnloadAModelWhileItHoldsASession) {
   EXPECT_EQ((*a_stopped)["reason"], "keep-alive");
 }
 
-TEST_F(SessionsTest, ASessionWhoseServerCrashedIsLost) {
+TEST_F(SessionsTest, ASessionWhoseServerCrashedContinuesFromItsHistory) {
   const std::string a = env_.add_llm("a");
   env_.write_sidecar(a, {{"crash_on_request", 2}});
   ASSERT_NO_FATAL_FAILURE(start_router());
@@ -297,11 +330,14 @@ TEST_F(SessionsTest, ASessionWhoseServerCrashedIsLost) {
   HttpReply crashed = generate(port(), id, {{"max_tokens", 2}});
   EXPECT_GE(crashed.status, 500) << crashed.body;
   ASSERT_TRUE(eventually([&] { return !loaded_entry(health(port()), "user.a").has_value(); }));
-  HttpReply lost = generate(port(), id);
-  EXPECT_EQ(lost.status, 409) << lost.body;
-  EXPECT_EQ(error_code(lost), "session_lost");
-  EXPECT_TRUE(loaded_names(health(port())).empty()) << "nothing was loaded for it";
-  EXPECT_EQ(session(port(), id)["history"].size(), 3u) << "the failed turns added nothing";
+  EXPECT_EQ(session(port(), id)["history"].size(), 3u) << "the failed turn added nothing";
+  // A crash saves nothing: the next turn is computed from the history the
+  // router holds, on a new server.
+  HttpReply again = generate(port(), id);
+  EXPECT_EQ(again.status, 200) << again.body;
+  const Json after = session(port(), id);
+  EXPECT_EQ(after["resumed"], "recomputed") << after.dump();
+  EXPECT_EQ(after["history"].size(), 4u);
   EXPECT_EQ(http_request(port(), "DELETE", kSessions + "/" + id).status, 200);
 }
 

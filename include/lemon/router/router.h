@@ -186,7 +186,7 @@ class Router {
   // A Lease on the one server `server_id` (LoadedServerInfo::server_id), for
   // a session pinned to it (issue #13 §4): waits while all its slots are
   // busy. kSessionLost once that server is gone or draining (evicted,
-  // unloaded, crashed): a session never moves to another server.
+  // unloaded, crashed); the session's owner may then move it (issue #29 §2).
   // With `backend_slot` >= 0, also waits until that llama.cpp slot is free
   // and names it in the lease.
   Result<Lease> acquire_server(std::uint64_t server_id, int backend_slot = -1,

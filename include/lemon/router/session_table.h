@@ -2,8 +2,9 @@
 // slot (issue #13 §4, seed 002). The router keeps each session's history;
 // every turn goes to the same server and the same slot (`id_slot`,
 // `cache_prompt`), so llama-server evaluates only the tokens added since the
-// last turn. A session never moves: when its server goes, its calls get
-// kSessionLost (Router::acquire_server).
+// last turn. When its server goes, Router::acquire_server answers
+// kSessionLost and the caller moves it (move_to_free_slot) to a server of
+// its model loaded again (issue #29 §2).
 //
 // A server of `parallel` slots takes at most that many sessions; a session
 // created when every slot of the model is pinned waits in its model's FIFO
@@ -72,6 +73,12 @@ struct SessionState {
   std::int64_t completion_tokens = 0;  // all turns together
   std::int64_t created_ms = 0;         // Unix ms
   std::int64_t last_used_ms = 0;
+  // Its server went (evicted, unloaded, scaled down, crashed) and it moved
+  // to another (issue #29 §2): how many times, and how its last move's
+  // first turn found its context, "restored" (a saved slot: the turn reused
+  // cached tokens) or "recomputed" ("" before any move).
+  int moves = 0;
+  std::string resumed;
 };
 
 // A turn's outcome: the assistant's reply and the backend's token figures.
@@ -123,6 +130,16 @@ class SessionTable {
   // Ends the turn begun last: with a result, the reply joins the history;
   // without (failed or cancelled), the history stays as it was.
   void end_turn(const std::string& id, const std::optional<TurnResult>& result);
+
+  // Moves the session `id`, whose server is gone, to a free slot of
+  // `servers()` (issue #29 §2): the slot number it had when a server has it
+  // free (where its saved slot was restored), else choose_pin's. `reserve`
+  // claims it as create() does. kQueueFull when every slot is taken.
+  Result<SessionPin> move_to_free_slot(const std::string& id,
+                                       const std::function<std::vector<PinnableServer>()>& servers,
+                                       const std::function<bool(const SessionPin&)>& reserve);
+  // Records how a moved session's first turn found its context.
+  void note_resumed(const std::string& id, bool restored);
 
   // Stops the running turn, if any. kSessionNotFound; true if one ran.
   Result<bool> cancel(const std::string& id);

@@ -37,6 +37,8 @@ nlohmann::json session_json(const SessionState& s, bool with_history) {
        {{"prompt", s.prompt_tokens},
         {"cached", s.cached_tokens},
         {"completion", s.completion_tokens}}},
+      {"moves", s.moves},
+      {"resumed", s.resumed.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.resumed)},
       {"created", static_cast<double>(s.created_ms) / 1000.0},
       {"last_use", static_cast<double>(s.last_used_ms) / 1000.0}};
   if (with_history) {
@@ -85,8 +87,8 @@ Result<nlohmann::json> session_options(const nlohmann::json& body) {
 }  // namespace
 
 SessionApi::SessionApi(Router& router, http::InferenceGateway& gateway, StatsStore& stats,
-                       const LemonadeSettings& settings)
-    : router_(router), gateway_(gateway), stats_(stats), settings_(settings) {
+                       telemetry::EventBus& events, const LemonadeSettings& settings)
+    : router_(router), gateway_(gateway), stats_(stats), events_(events), settings_(settings) {
   sessions_ = std::make_unique<SessionTable>(settings_.session_ttl, [this](const SessionState& s) {
     logger("http")->info("session {} on '{}' ended after {} s idle", s.id, s.model,
                          settings_.session_ttl.count() / 1000);
@@ -299,13 +301,20 @@ void SessionApi::handle_generate(const std::string& id, net::Request& r, net::Re
   if (auto fake = body->find("lemon_fake"); fake != body->end()) {
     upstream["lemon_fake"] = *fake;  // the fake backend's knobs, for tests
   }
-  const std::string text = upstream.dump();
 
   const auto cancel = turn->cancel;
   WaitHooks hooks;
   hooks.tick_interval = std::chrono::milliseconds(100);
   hooks.cancelled = [&w, cancel] { return cancel->load() || !w.client_connected(); };
   auto lease = router_.acquire_server(s.pin.server_id, s.pin.backend_slot, hooks);
+  const bool moved = !lease.ok() && lease.error().code() == ErrorCode::kSessionLost;
+  if (moved) {
+    lease = move_and_acquire(id, s.model, hooks);
+    if (lease.ok()) {
+      upstream["id_slot"] = lease->backend_slot();
+    }
+  }
+  const std::string text = upstream.dump();
   if (!lease.ok()) {
     turn_end.end(std::nullopt);
     if (lease.error().code() != ErrorCode::kCancelled || cancel->load()) {
@@ -315,8 +324,21 @@ void SessionApi::handle_generate(const std::string& id, net::Request& r, net::Re
     }
     return;
   }
-  TurnRecorder recorder(
-      w, [&turn_end](const std::optional<TurnResult>& result) { turn_end.end(result); });
+  TurnRecorder recorder(w, [&, moved](const std::optional<TurnResult>& result) {
+    turn_end.end(result);
+    if (moved && result) {
+      // Its saved slot was restored when the model loaded if this turn
+      // reused cached tokens; otherwise it was computed from the history.
+      const bool restored = result->cached_tokens > 0;
+      sessions_->note_resumed(id, restored);
+      logger("http")->info("session {} continued on another server ({})", id,
+                           restored ? "its slot was restored" : "recomputed from its history");
+      events_.publish("session_resumed", {{"id", id},
+                                          {"model", s.model},
+                                          {"how", restored ? "restored" : "recomputed"},
+                                          {"cached_tokens", result->cached_tokens}});
+    }
+  });
   ProxyCall call = gateway_.limited_call("/v1/chat/completions", "application/json", *stream);
   call.body = text;
   call.cancelled = [cancel] { return cancel->load(); };
@@ -334,6 +356,35 @@ void SessionApi::handle_generate(const std::string& id, net::Request& r, net::Re
       send_json(w, 200, {{"id", id}, {"cancelled", true}});
     }
   }
+}
+
+Result<Lease> SessionApi::move_and_acquire(const std::string& id, const std::string& model,
+                                           const WaitHooks& hooks) {
+  // Loaded again if it must be; its saved slots are restored as it loads.
+  auto loaded = router_.acquire(model, hooks, ModelType::kLlm);
+  if (!loaded.ok()) {
+    return std::move(loaded).error();
+  }
+  loaded->release();
+  auto servers = [this, &model] {
+    std::vector<PinnableServer> out;
+    for (const auto& s : router_.loaded()) {
+      if (s.model_name == model && !s.draining) {
+        out.push_back({s.server_id, std::max(s.slots, 1)});
+      }
+    }
+    return out;
+  };
+  auto reserve = [this](const SessionPin& pin) {
+    return router_.pin_backend_slot(pin.server_id, pin.backend_slot);
+  };
+  auto pin = sessions_->move_to_free_slot(id, servers, reserve);
+  if (!pin.ok()) {
+    return std::move(pin).error();
+  }
+  logger("http")->info("session {}: its server is gone; moved to server {}, slot {}", id,
+                       pin->server_id, pin->backend_slot);
+  return router_.acquire_server(pin->server_id, pin->backend_slot, hooks);
 }
 
 void SessionApi::erase_slot(const SessionState& s) {

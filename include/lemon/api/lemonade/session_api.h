@@ -21,13 +21,15 @@
 #include "lemon/router/request_stats.h"
 #include "lemon/router/router.h"
 #include "lemon/router/session_table.h"
+#include "lemon/telemetry/event_bus.h"
 
 namespace lemon::api {
 
 class SessionApi {
  public:
+  // `events` gets session_moved (issue #29 §2).
   SessionApi(Router& router, http::InferenceGateway& gateway, StatsStore& stats,
-             const LemonadeSettings& settings);
+             telemetry::EventBus& events, const LemonadeSettings& settings);
   ~SessionApi();  // stops the reaper first: no session ends after this
   SessionApi(const SessionApi&) = delete;
   SessionApi& operator=(const SessionApi&) = delete;
@@ -38,12 +40,18 @@ class SessionApi {
   void handle_create(net::Request& r, net::ResponseWriter& w);
   void handle_message(const std::string& id, net::Request& r, net::ResponseWriter& w);
   void handle_generate(const std::string& id, net::Request& r, net::ResponseWriter& w);
+  // A session whose server is gone continues (issue #29 §2): its model loads
+  // again if needed (restoring its saved slots) and the session moves to a
+  // free slot of it; the turn sends the whole history as every turn does.
+  Result<Lease> move_and_acquire(const std::string& id, const std::string& model,
+                                 const WaitHooks& hooks);
   // Erases the session's llama.cpp slot (its cached context) on its server.
   void erase_slot(const SessionState& s);
 
   Router& router_;
   http::InferenceGateway& gateway_;
   StatsStore& stats_;
+  telemetry::EventBus& events_;
   const LemonadeSettings& settings_;
   std::unique_ptr<SessionTable> sessions_;
 };
