@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "backend_call.h"
 #include "lemon/backends/out_of_memory.h"
 #include "lemon/backends/slot_files.h"
 #include "lemon/backends/user_args.h"
@@ -268,18 +269,7 @@ constexpr std::chrono::milliseconds kCountTimeout{30'000};
 Result<nlohmann::json> backend_json(net::UpstreamClient& client, const std::string& method,
                                     const std::string& path, const std::string& body,
                                     std::chrono::milliseconds timeout) {
-  net::UpstreamRequest req;
-  req.method = method;
-  req.path = path;
-  if (!body.empty()) {
-    req.content_type = "application/json";
-    req.body = body;
-  }
-  net::CallOptions options;
-  options.connect_timeout = std::min(timeout, std::chrono::milliseconds(500));
-  options.total_timeout = timeout;
-  options.max_response_bytes = 64u << 20;
-  auto reply = client.send(req, options);
+  auto reply = call_backend(client, method, path, body, timeout);
   if (!reply.ok()) {
     return std::move(reply).error();
   }

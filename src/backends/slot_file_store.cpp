@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "backend_call.h"
 #include "lemon/backends/slot_files.h"
 #include "lemon/core/log.h"
 #include "lemon/net/upstream_client.h"
@@ -25,18 +26,7 @@ Reply call(WrappedServer& server, const std::string& method, const std::string& 
   if (left.count() <= 0) {
     return {0, {}, Error(ErrorCode::kGatewayTimeout, "no time left")};
   }
-  net::UpstreamRequest req;
-  req.method = method;
-  req.path = path;
-  if (!body.empty()) {
-    req.content_type = "application/json";
-    req.body = body;
-  }
-  net::CallOptions options;
-  options.connect_timeout = std::min(left, std::chrono::milliseconds(500));
-  options.total_timeout = left;
-  options.max_response_bytes = 16u << 20;
-  auto reply = server.client().send(req, options);
+  auto reply = call_backend(server.client(), method, path, body, left);
   if (!reply.ok()) {
     return {0, {}, std::move(reply).error()};
   }

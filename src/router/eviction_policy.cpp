@@ -100,6 +100,26 @@ std::vector<Eviction> plan_eviction(const std::vector<SlotView>& slots, const Lo
   return plan;
 }
 
+namespace {
+
+// Whether `target`'s type is still at its limit once plan_eviction's plan
+// for `target` is carried out.
+bool still_full(const std::vector<SlotView>& slots, const LoadTarget& target,
+                const SlotLimits& limits) {
+  const std::vector<Eviction> plan = plan_eviction(slots, target, limits);
+  int staying = 0;
+  for (const auto& s : slots) {
+    const bool goes = std::any_of(plan.begin(), plan.end(),
+                                  [&](const Eviction& e) { return e.model == s.model; });
+    if (s.type == target.type && !goes) {
+      ++staying;
+    }
+  }
+  return staying >= limits.limit(target.type);
+}
+
+}  // namespace
+
 std::vector<std::string> pinned_in_the_way(const std::vector<SlotView>& slots,
                                            const LoadTarget& target, const SlotLimits& limits) {
   std::vector<std::string> pinned;
@@ -121,16 +141,7 @@ std::vector<std::string> pinned_in_the_way(const std::vector<SlotView>& slots,
     // whatever its priority.
     LoadTarget above_all = target;
     above_all.priority = std::numeric_limits<int>::max();
-    const std::vector<Eviction> plan = plan_eviction(slots, above_all, limits);
-    int staying = 0;
-    for (const auto& s : slots) {
-      const bool goes = std::any_of(plan.begin(), plan.end(),
-                                    [&](const Eviction& e) { return e.model == s.model; });
-      if (s.type == target.type && !goes) {
-        ++staying;
-      }
-    }
-    if (staying >= limits.limit(target.type)) {
+    if (still_full(slots, above_all, limits)) {
       for (const auto& s : slots) {
         if (s.type == target.type && s.pinned && s.model != target.model) {
           add(s.model);
@@ -156,16 +167,7 @@ std::vector<std::string> outranking_in_the_way(const std::vector<SlotView>& slot
     }
   }
   if (!limits.unlimited(target.type)) {
-    const std::vector<Eviction> plan = plan_eviction(slots, target, limits);
-    int staying = 0;
-    for (const auto& s : slots) {
-      const bool goes = std::any_of(plan.begin(), plan.end(),
-                                    [&](const Eviction& e) { return e.model == s.model; });
-      if (s.type == target.type && !goes) {
-        ++staying;
-      }
-    }
-    if (staying >= limits.limit(target.type)) {
+    if (still_full(slots, target, limits)) {
       for (const auto& s : slots) {
         if (s.type == target.type && outranks(s) &&
             std::find(outranking.begin(), outranking.end(), s.model) == outranking.end()) {

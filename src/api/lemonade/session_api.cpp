@@ -191,25 +191,13 @@ void SessionApi::handle_create(net::Request& r, net::ResponseWriter& w) {
     }
   }
   const std::string name = *model;
-  auto servers = [this, &name] {
-    std::vector<PinnableServer> out;
-    for (const auto& s : router_.loaded()) {
-      if (s.model_name == name && !s.draining) {
-        out.push_back({s.server_id, std::max(s.slots, 1)});
-      }
-    }
-    return out;
-  };
   // The slot is reserved on its server in the step that creates the
   // session, so the pool never sees a session without its pin (a replica
   // with sessions is not scaled down or unloaded by keep-alive).
-  auto reserve = [this](const SessionPin& pin) {
-    return router_.pin_backend_slot(pin.server_id, pin.backend_slot);
-  };
   auto created = sessions_->create(
-      *model, *system, std::move(*options), servers,
+      *model, *system, std::move(*options), [this, &name] { return pinnable_servers(name); },
       SessionTable::Clock::now() + settings_.session_wait, [&w] { return !w.client_connected(); },
-      reserve);
+      [this](const SessionPin& pin) { return reserve_pin(pin); });
   if (!created.ok()) {
     if (created.error().code() != ErrorCode::kCancelled) {
       write_error(w, created.error());
@@ -358,6 +346,20 @@ void SessionApi::handle_generate(const std::string& id, net::Request& r, net::Re
   }
 }
 
+std::vector<PinnableServer> SessionApi::pinnable_servers(const std::string& model) const {
+  std::vector<PinnableServer> out;
+  for (const auto& s : router_.loaded()) {
+    if (s.model_name == model && !s.draining) {
+      out.push_back({s.server_id, std::max(s.slots, 1)});
+    }
+  }
+  return out;
+}
+
+bool SessionApi::reserve_pin(const SessionPin& pin) {
+  return router_.pin_backend_slot(pin.server_id, pin.backend_slot);
+}
+
 Result<Lease> SessionApi::move_and_acquire(const std::string& id, const std::string& model,
                                            const WaitHooks& hooks) {
   // Loaded again if it must be; its saved slots are restored as it loads.
@@ -366,19 +368,9 @@ Result<Lease> SessionApi::move_and_acquire(const std::string& id, const std::str
     return std::move(loaded).error();
   }
   loaded->release();
-  auto servers = [this, &model] {
-    std::vector<PinnableServer> out;
-    for (const auto& s : router_.loaded()) {
-      if (s.model_name == model && !s.draining) {
-        out.push_back({s.server_id, std::max(s.slots, 1)});
-      }
-    }
-    return out;
-  };
-  auto reserve = [this](const SessionPin& pin) {
-    return router_.pin_backend_slot(pin.server_id, pin.backend_slot);
-  };
-  auto pin = sessions_->move_to_free_slot(id, servers, reserve);
+  auto pin = sessions_->move_to_free_slot(
+      id, [this, &model] { return pinnable_servers(model); },
+      [this](const SessionPin& chosen) { return reserve_pin(chosen); });
   if (!pin.ok()) {
     return std::move(pin).error();
   }

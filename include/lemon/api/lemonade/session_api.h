@@ -45,6 +45,10 @@ class SessionApi {
   // free slot of it; the turn sends the whole history as every turn does.
   Result<Lease> move_and_acquire(const std::string& id, const std::string& model,
                                  const WaitHooks& hooks);
+  // The model's servers that take sessions now, and the claim of a slot on
+  // one (Router::pin_backend_slot), for SessionTable's create and move.
+  std::vector<PinnableServer> pinnable_servers(const std::string& model) const;
+  bool reserve_pin(const SessionPin& pin);
   // Erases the session's llama.cpp slot (its cached context) on its server.
   void erase_slot(const SessionState& s);
 
