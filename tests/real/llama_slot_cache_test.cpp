@@ -47,7 +47,7 @@ TEST_F(RealSlotCacheTest, ARestoredSlotAnswersAsARecomputedOneWithLessPromptWork
 
   // Swapped out (saved) and back (restored).
   PidWatch tiny(loaded_pid(port(), "user.tiny"));
-  ASSERT_EQ(chat(port(), "user.other").status, 200);
+  ASSERT_EQ(chat(port(), "user.other", {{"max_tokens", 2}}).status, 200);
   ASSERT_TRUE(tiny.wait_exit(kWait));
   ASSERT_TRUE(router().wait_for_log("'user.tiny': saved slot 0"));
   HttpReply restored = chat(port(), "user.tiny", ask(messages));
