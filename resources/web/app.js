@@ -211,14 +211,15 @@ function createModelRow(name) {
   cells.state.append(badge);
   const ring = createRing(34, true);
   const slots = el("span", "slot-rings");
+  const saved = el("span", "saved-context");
   cells.context.className = "context";
-  cells.context.append(ring.element, slots);
+  cells.context.append(ring.element, slots, saved);
   const unload = el("button", "small", "Unload");
   unload.type = "button";
   unload.dataset.action = "unload";
   unload.addEventListener("click", () => unloadModel(name, unload));
   cells.actions.append(unload);
-  return { row, cells, badge, ring, slots, slotRings: [], unload };
+  return { row, cells, badge, ring, slots, saved, slotRings: [], unload };
 }
 
 function modelState(name) {
@@ -261,6 +262,11 @@ function updateIdle(entry, name) {
 function updateContext(entry, name) {
   const model = state.loaded.get(name);
   const context = state.context.get(name);
+  // Slots saved to disk at a planned stop, restored when it loads again.
+  const savedBytes = model?.saved_slots_bytes || 0;
+  entry.saved.hidden = savedBytes === 0;
+  setText(entry.saved, savedBytes ? `saved ${bytes(savedBytes)}` : "");
+  entry.saved.title = savedBytes ? `${name}: ${bytes(savedBytes)} of saved slots on disk` : "";
   const hasSlots = Boolean(model?.slots) || Boolean(context);
   entry.ring.element.hidden = !hasSlots;
   entry.slots.hidden = !hasSlots;

@@ -100,6 +100,7 @@ api::LemonadeSettings lemonade_settings(const Config& cfg) {
   out.cli_options = cfg.cli_options;
   out.web_dir = cfg.resources_dir + "/web";
   out.session_ttl = cfg.session_ttl;
+  out.session_journal_dir = (std::filesystem::path(cfg.cache_dir) / "sessions").string();
   return out;
 }
 

@@ -66,7 +66,36 @@ const char* slot_file_event_name(SlotFileEvent::Kind kind) {
 
 SlotFileStore::SlotFileStore(SlotFileStoreSettings settings) : settings_(std::move(settings)) {}
 
-std::vector<SlotFileEvent> SlotFileStore::restore_into(WrappedServer& server) {
+namespace {
+
+// The slot files of `replica` in `dir` for slots below `total`, by slot.
+std::vector<std::pair<int, fs::path>> replica_files(const fs::path& dir, int replica, int total) {
+  std::vector<std::pair<int, fs::path>> files;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    auto key = slot_of_file(entry.path().filename().string());
+    if (key && key->replica == replica && key->slot < total && entry.is_regular_file(ec)) {
+      files.emplace_back(key->slot, entry.path());  // a larger slot: kept for a larger server
+    }
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+}  // namespace
+
+std::vector<int> SlotFileStore::saved_slots(WrappedServer& server, int replica) {
+  std::vector<int> out;
+  const fs::path dir = server.slot_save_dir();
+  if (!dir.empty()) {
+    for (const auto& [slot, path] : replica_files(dir, replica, server.slots().total)) {
+      out.push_back(slot);
+    }
+  }
+  return out;
+}
+
+std::vector<SlotFileEvent> SlotFileStore::restore_into(WrappedServer& server, int replica) {
   std::vector<SlotFileEvent> events;
   const fs::path dir = server.slot_save_dir();
   if (dir.empty()) {
@@ -76,25 +105,13 @@ std::vector<SlotFileEvent> SlotFileStore::restore_into(WrappedServer& server) {
   // Files of another identity of this model can never be restored: gone.
   for (const auto& other : fs::directory_iterator(dir.parent_path(), ec)) {
     if (other.path() != dir && other.is_directory(ec)) {
-      logger("router")->info("'{}': deleting slots saved by a server of another identity ({})",
-                             server.model_name(), other.path().filename().string());
       fs::remove_all(other.path(), ec);
+      logger("router")->info("'{}': deleted the slots saved by a server of another identity ({})",
+                             server.model_name(), other.path().filename().string());
     }
   }
-  std::vector<std::pair<int, fs::path>> files;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    if (auto slot = slot_of_file(entry.path().filename().string());
-        slot && entry.is_regular_file(ec)) {
-      files.emplace_back(*slot, entry.path());
-    }
-  }
-  std::sort(files.begin(), files.end());
-  const int total = server.slots().total;
   const auto deadline = Clock::now() + settings_.timeout;
-  for (const auto& [slot, path] : files) {
-    if (slot >= total) {
-      continue;  // kept for a server with more slots
-    }
+  for (const auto& [slot, path] : replica_files(dir, replica, server.slots().total)) {
     const auto started = Clock::now();
     const std::string body = nlohmann::json{{"filename", path.filename().string()}}.dump();
     Reply r =
@@ -127,10 +144,11 @@ std::vector<SlotFileEvent> SlotFileStore::restore_into(WrappedServer& server) {
     }
     events.push_back(std::move(e));
   }
+  forget_sizes(server.model_name());
   return events;
 }
 
-std::vector<SlotFileEvent> SlotFileStore::save_from(WrappedServer& server,
+std::vector<SlotFileEvent> SlotFileStore::save_from(WrappedServer& server, int replica,
                                                     const std::vector<int>& session_slots) {
   std::vector<SlotFileEvent> events;
   const fs::path dir = server.slot_save_dir();
@@ -158,7 +176,7 @@ std::vector<SlotFileEvent> SlotFileStore::save_from(WrappedServer& server,
   }
   for (const int slot : chosen) {
     const auto started = Clock::now();
-    const std::string name = slot_file_name(slot);
+    const std::string name = slot_file_name({replica, slot});
     Reply r = call(server, "POST", "/slots/" + std::to_string(slot) + "?action=save",
                    nlohmann::json{{"filename", name}}.dump(), deadline);
     if (r.failure || r.status != 200) {
@@ -202,14 +220,34 @@ void SlotFileStore::keep_within_budget() {
     logger("router")->info("slot cache over --slot-cache-size: deleting {}", path);
     remove_quietly(path);
   }
+  forget_sizes("");  // a save (and maybe a sweep) changed them
 }
 
 void SlotFileStore::forget(const std::string& model) {
   std::error_code ec;
   fs::remove_all(settings_.root / slot_model_folder(model), ec);
+  forget_sizes(model);
+}
+
+void SlotFileStore::forget_sizes(const std::string& model) {
+  MutexLock lock(sizes_mu_);
+  ++sizes_generation_;
+  if (model.empty()) {
+    sizes_.clear();
+  } else {
+    sizes_.erase(model);
+  }
 }
 
 long long SlotFileStore::saved_bytes(const std::string& model) const {
+  std::uint64_t generation = 0;
+  {
+    MutexLock lock(sizes_mu_);
+    if (auto known = sizes_.find(model); known != sizes_.end()) {
+      return known->second;
+    }
+    generation = sizes_generation_;
+  }
   long long total = 0;
   std::error_code ec;
   for (auto it = fs::recursive_directory_iterator(settings_.root / slot_model_folder(model), ec);
@@ -217,6 +255,10 @@ long long SlotFileStore::saved_bytes(const std::string& model) const {
     if (it->is_regular_file(ec)) {
       total += static_cast<long long>(it->file_size(ec));
     }
+  }
+  MutexLock lock(sizes_mu_);
+  if (generation == sizes_generation_) {
+    sizes_[model] = total;  // no change of the files meanwhile
   }
   return total;
 }

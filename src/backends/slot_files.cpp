@@ -41,26 +41,52 @@ std::string slot_identity_hash(std::string_view description) {
   return short_hash(description, 8);
 }
 
-std::string slot_file_name(int slot) {
-  return "slot-" + std::to_string(slot) + ".bin";
+std::string slot_file_name(SlotFileKey key) {
+  const std::string base = "slot-" + std::to_string(key.slot) + ".bin";
+  return key.replica == 0 ? base : "replica-" + std::to_string(key.replica) + "-" + base;
 }
 
-std::optional<int> slot_of_file(std::string_view name) {
+namespace {
+
+// A canonical non-negative decimal (no sign, no leading zero), else nullopt.
+std::optional<int> canonical_number(std::string_view digits) {
+  int n = -1;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+  if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size() || n < 0 ||
+      std::to_string(n) != digits) {
+    return std::nullopt;
+  }
+  return n;
+}
+
+}  // namespace
+
+std::optional<SlotFileKey> slot_of_file(std::string_view name) {
+  constexpr std::string_view kReplica = "replica-";
   constexpr std::string_view kPrefix = "slot-";
   constexpr std::string_view kSuffix = ".bin";
+  SlotFileKey key;
+  if (name.starts_with(kReplica)) {
+    name.remove_prefix(kReplica.size());
+    const std::size_t dash = name.find('-');
+    auto replica = canonical_number(name.substr(0, dash));
+    if (dash == std::string_view::npos || !replica || *replica == 0) {
+      return std::nullopt;
+    }
+    key.replica = *replica;
+    name.remove_prefix(dash + 1);
+  }
   if (name.size() <= kPrefix.size() + kSuffix.size() || !name.starts_with(kPrefix) ||
       !name.ends_with(kSuffix)) {
     return std::nullopt;
   }
-  const std::string_view digits =
-      name.substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size());
-  int slot = -1;
-  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), slot);
-  if (ec != std::errc() || end != digits.data() + digits.size() || slot < 0 ||
-      std::to_string(slot) != digits) {
+  auto slot =
+      canonical_number(name.substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size()));
+  if (!slot) {
     return std::nullopt;
   }
-  return slot;
+  key.slot = *slot;
+  return key;
 }
 
 std::vector<SlotUse> parse_slot_uses(const nlohmann::json& slots) {

@@ -81,7 +81,7 @@ Lease RouterCore::grant(const std::shared_ptr<ServerSlot>& slot,
   ++slot->in_flight;
   touch(*slot);
   int backend_slot = -1;
-  if (slot->pinned > 0) {
+  if (slot->pinned > 0 || slot->restoring) {
     backend_slot = slot->slot_for_request();
     if (backend_slot >= 0) {
       slot->busy_slots[static_cast<std::size_t>(backend_slot)] = true;
@@ -313,6 +313,21 @@ void RouterCore::unpin_backend_slot(std::uint64_t server_id, int backend_slot) {
   }
 }
 
+std::optional<Lease> RouterCore::hold_for_restore(const std::shared_ptr<ServerSlot>& slot,
+                                                  int backend_slot) {
+  if (backend_slot < 0 || backend_slot >= slot->capacity) {
+    return std::nullopt;
+  }
+  if (slot->pinned_slots.empty()) {
+    slot->pinned_slots.assign(static_cast<std::size_t>(slot->capacity), false);
+    slot->busy_slots.assign(static_cast<std::size_t>(slot->capacity), false);
+  }
+  slot->busy_slots[static_cast<std::size_t>(backend_slot)] = true;
+  slot->restoring = true;
+  ++slot->in_flight;
+  return Lease(this, slot, backend_slot);
+}
+
 Result<Lease> RouterCore::acquire_server(std::uint64_t server_id, int backend_slot,
                                          const WaitHooks& hooks) {
   MutexLock lock(mu_);
@@ -329,8 +344,8 @@ Result<Lease> RouterCore::acquire_server(std::uint64_t server_id, int backend_sl
     auto slot = find_server(server_id);
     if (!slot || slot->state != SlotState::kReady) {
       return Error(ErrorCode::kSessionLost,
-                   "the server this session was pinned to is gone (evicted, unloaded or "
-                   "crashed); its cached context is lost: start a new session");
+                   "the server this session was pinned to is gone (evicted, unloaded, "
+                   "crashed, or the router restarted)");
     }
     const bool slot_free = backend_slot < 0 ||
                            static_cast<std::size_t>(backend_slot) >= slot->busy_slots.size() ||

@@ -61,6 +61,10 @@ class RouterCore {
   Result<Lease> acquire_server(std::uint64_t server_id, int backend_slot = -1,
                                const WaitHooks& hooks = {});
   bool pin_backend_slot(std::uint64_t server_id, int backend_slot);
+  // A lease on `backend_slot` of a just-published server while its saved
+  // slot is restored (nullopt when it has no such slot).
+  std::optional<Lease> hold_for_restore(const std::shared_ptr<ServerSlot>& slot, int backend_slot)
+      LEMON_REQUIRES(mu_);
   void unpin_backend_slot(std::uint64_t server_id, int backend_slot);
   Status load(std::string_view model_name, const RecipeOptions& request_options,
               const WaitHooks& hooks = {}, const LoadStanding& standing = {});

@@ -210,10 +210,15 @@ Status RouterCore::start_and_publish(LoadJob& job, const std::shared_ptr<Wrapped
     }
     return started;
   }
-  if (config_.slot_store != nullptr && !job.replica) {
-    // Before the first request, so none meets a slot being restored.
-    emit_slot_events(job.model, config_.slot_store->restore_into(*server));
+  // Its saved slots (issue #29 §1) are restored after it is published,
+  // off the lock: until then the router holds those slots (leases no other
+  // request can have), so a request for any other slot starts at once and
+  // one for a restoring slot (its session) waits for it.
+  std::vector<int> saved;
+  if (config_.slot_store != nullptr) {
+    saved = config_.slot_store->saved_slots(*server, slot->replica);
   }
+  std::vector<Lease> restoring;
   {
     MutexLock lock(mu_);
     if (!shutting_down_ && !server->exited() && (!job.replica || groups_.contains(job.model))) {
@@ -228,6 +233,11 @@ Status RouterCore::start_and_publish(LoadJob& job, const std::shared_ptr<Wrapped
         group->second.priority = job.priority;
       }
       group->second.replicas.push_back(slot);
+      for (const int k : saved) {
+        if (auto held = hold_for_restore(slot, k)) {
+          restoring.push_back(std::move(*held));
+        }
+      }
       if (!job.replica) {
         last_loaded_ = job.model;
         absent_defaults_.erase(job.model);  // a default is back
@@ -236,6 +246,14 @@ Status RouterCore::start_and_publish(LoadJob& job, const std::shared_ptr<Wrapped
       republish();
       cv_.notify_all();  // a new replica: the model's line may move
     }
+  }
+  if (config_.slot_store != nullptr && job.done) {
+    emit_slot_events(job.model, config_.slot_store->restore_into(*server, slot->replica));
+    {
+      MutexLock lock(mu_);
+      slot->restoring = false;
+    }
+    restoring.clear();  // the restored slots take requests now
   }
   if (!job.done) {
     server->stop();
@@ -381,7 +399,7 @@ void RouterCore::save_slots_before_stop(const std::shared_ptr<ServerSlot>& slot)
     sessions = session_slots(*slot);
   }
   emit_slot_events(slot->server->model_name(),
-                   config_.slot_store->save_from(*slot->server, sessions));
+                   config_.slot_store->save_from(*slot->server, slot->replica, sessions));
 }
 
 void RouterCore::emit_slot_events(const std::string& model,

@@ -84,6 +84,9 @@ struct ServerSlot {
   std::vector<bool> pinned_slots;
   std::vector<bool> busy_slots;
   int pinned = 0;
+  // Its saved slots are being restored, each held by a lease of the loader's
+  // (busy_slots): a request without a session then names a free slot too.
+  bool restoring = false;
 };
 
 }  // namespace lemon

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "lemon/core/clock.h"
+#include "lemon/router/session_journal.h"
 
 namespace lemon {
 namespace {
@@ -60,8 +61,80 @@ std::optional<SessionPin> choose_pin(const std::vector<PinnableServer>& servers,
   return best;
 }
 
-SessionTable::SessionTable(std::chrono::milliseconds ttl, EndCallback on_expired)
-    : ttl_(ttl), on_expired_(std::move(on_expired)), reaper_([this] { reap_loop(); }) {}
+SessionTable::SessionTable(std::chrono::milliseconds ttl, EndCallback on_expired,
+                           std::shared_ptr<SessionLog> log)
+    : ttl_(ttl), on_expired_(std::move(on_expired)), log_(std::move(log)) {
+  if (log_) {
+    // An earlier run's sessions, read back when first asked for; each keeps
+    // the idle time it had.
+    const std::int64_t now_ms = unix_ms_now();
+    const auto now = Clock::now();
+    MutexLock lock(mu_);
+    for (const auto& j : log_->list(ttl_)) {
+      unread_[j.id] =
+          now - std::chrono::milliseconds(std::max<std::int64_t>(0, now_ms - j.last_used_ms));
+    }
+  }
+  reaper_ = std::thread([this] { reap_loop(); });
+}
+
+void SessionTable::read_back_locked(MutexLock& lock, const std::string& id) {
+  recorded_cv_.wait(lock, [&]() LEMON_REQUIRES(mu_) { return reading_.count(id) == 0; });
+  auto unread = unread_.find(id);
+  if (unread == unread_.end() || sessions_.count(id) != 0) {
+    return;
+  }
+  const Clock::time_point idle_since = unread->second;
+  unread_.erase(unread);
+  reading_.insert(id);
+  mu_.unlock();
+  std::optional<SessionState> state = log_->load(id);
+  mu_.lock();
+  reading_.erase(id);
+  if (state) {
+    Entry e;
+    e.state = std::move(*state);
+    e.cancel = std::make_shared<std::atomic<bool>>(false);
+    e.idle_since = idle_since;
+    sessions_.emplace(id, std::move(e));
+    reaper_cv_.notify_all();
+  }
+  recorded_cv_.notify_all();
+}
+
+Result<SessionTable::Entry*> SessionTable::settled_entry_locked(MutexLock& lock,
+                                                                const std::string& id) {
+  read_back_locked(lock, id);
+  for (;;) {
+    auto it = sessions_.find(id);
+    if (it == sessions_.end()) {
+      return not_found(id);
+    }
+    if (!it->second.recording) {
+      return &it->second;
+    }
+    recorded_cv_.wait(lock);
+  }
+}
+
+void SessionTable::record_locked(MutexLock& lock, const std::string& id,
+                                 const nlohmann::json& record, bool create) {
+  (void)lock;
+  if (!log_) {
+    return;
+  }
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) {
+    return;
+  }
+  it->second.recording = true;
+  mu_.unlock();
+  log_->append(id, record, create);
+  mu_.lock();
+  // remove() and the reaper wait while `recording`: the entry is still here.
+  sessions_.at(id).recording = false;
+  recorded_cv_.notify_all();
+}
 
 SessionTable::~SessionTable() {
   {
@@ -86,11 +159,12 @@ Result<SessionPin> SessionTable::move_to_free_slot(
     const std::string& id, const std::function<std::vector<PinnableServer>()>& servers,
     const std::function<bool(const SessionPin&)>& reserve) {
   MutexLock lock(mu_);
-  auto it = sessions_.find(id);
-  if (it == sessions_.end()) {
-    return Error(ErrorCode::kSessionNotFound, "no session '" + id + "'", "id");
+  auto entry = settled_entry_locked(lock, id);
+  if (!entry.ok()) {
+    return std::move(entry).error();
   }
-  const SessionPin old = it->second.state.pin;
+  Entry* e = *entry;
+  const SessionPin old = e->state.pin;
   std::vector<SessionPin> taken;
   for (const auto& p : taken_locked()) {
     if (!(p == old)) {
@@ -110,13 +184,14 @@ Result<SessionPin> SessionTable::move_to_free_slot(
     pin = choose_pin(now, taken);
   }
   if (!pin || (reserve && !reserve(*pin))) {
-    return Error(ErrorCode::kQueueFull, "every slot of '" + it->second.state.model +
+    return Error(ErrorCode::kQueueFull, "every slot of '" + e->state.model +
                                             "' holds a session; this one cannot move there now")
         .with_retry_after(1);
   }
-  it->second.state.pin = *pin;
-  ++it->second.state.moves;
-  it->second.state.resumed.clear();
+  e->state.pin = *pin;
+  ++e->state.moves;
+  e->state.resumed.clear();
+  record_locked(lock, id, session_moved_record(pin->backend_slot, unix_ms_now()));
   return *pin;
 }
 
@@ -166,6 +241,8 @@ Result<SessionState> SessionTable::create(
         SessionState out = e.state;
         sessions_.emplace(out.id, std::move(e));
         reaper_cv_.notify_all();
+        // Durable before anyone learns its id.
+        record_locked(lock, out.id, session_created_record(out), true);
         return out;
       }
       // No free slot, or the chosen server began to drain after servers()
@@ -188,8 +265,9 @@ Result<SessionState> SessionTable::create(
   }
 }
 
-Result<SessionState> SessionTable::get(const std::string& id) const {
+Result<SessionState> SessionTable::get(const std::string& id) {
   MutexLock lock(mu_);
+  read_back_locked(lock, id);
   auto it = sessions_.find(id);
   if (it == sessions_.end()) {
     return not_found(id);
@@ -197,8 +275,12 @@ Result<SessionState> SessionTable::get(const std::string& id) const {
   return it->second.state;
 }
 
-std::vector<SessionState> SessionTable::list() const {
+std::vector<SessionState> SessionTable::list() {
   MutexLock lock(mu_);
+  while (!unread_.empty()) {
+    const std::string id = unread_.begin()->first;
+    read_back_locked(lock, id);
+  }
   std::vector<SessionState> out;
   for (const auto& [id, e] : sessions_) {
     out.push_back(e.state);
@@ -206,33 +288,33 @@ std::vector<SessionState> SessionTable::list() const {
   return out;
 }
 
-Result<SessionTable::Entry*> SessionTable::idle_entry_locked(const std::string& id) {
-  auto it = sessions_.find(id);
-  if (it == sessions_.end()) {
-    return not_found(id);
-  }
-  if (it->second.state.generating) {
+Result<SessionTable::Entry*> SessionTable::idle_entry_locked(MutexLock& lock,
+                                                             const std::string& id) {
+  auto entry = settled_entry_locked(lock, id);
+  if (entry.ok() && (*entry)->state.generating) {
     return busy(id);
   }
-  return &it->second;
+  return entry;
 }
 
-Result<SessionState> SessionTable::append(const std::string& id, nlohmann::json message) {
+Result<SessionState> SessionTable::append(const std::string& id, const nlohmann::json& message) {
   MutexLock lock(mu_);
-  auto entry = idle_entry_locked(id);
+  auto entry = idle_entry_locked(lock, id);
   if (!entry.ok()) {
     return std::move(entry).error();
   }
   Entry& e = **entry;
-  e.state.history.push_back(std::move(message));
+  e.state.history.push_back(message);
   e.state.last_used_ms = unix_ms_now();
   e.idle_since = Clock::now();
-  return e.state;
+  SessionState out = e.state;
+  record_locked(lock, id, session_message_record(message, out.last_used_ms));
+  return out;
 }
 
 Result<SessionTable::Turn> SessionTable::begin_turn(const std::string& id) {
   MutexLock lock(mu_);
-  auto entry = idle_entry_locked(id);
+  auto entry = idle_entry_locked(lock, id);
   if (!entry.ok()) {
     return std::move(entry).error();
   }
@@ -245,11 +327,14 @@ Result<SessionTable::Turn> SessionTable::begin_turn(const std::string& id) {
 
 void SessionTable::end_turn(const std::string& id, const std::optional<TurnResult>& result) {
   MutexLock lock(mu_);
-  auto it = sessions_.find(id);
-  if (it == sessions_.end()) {
+  auto entry = settled_entry_locked(lock, id);
+  if (!entry.ok()) {
     return;  // deleted meanwhile
   }
-  Entry& e = it->second;
+  Entry& e = **entry;
+  if (!e.state.generating) {
+    return;  // ended already
+  }
   e.state.generating = false;
   e.state.last_used_ms = unix_ms_now();
   e.idle_since = Clock::now();
@@ -259,12 +344,14 @@ void SessionTable::end_turn(const std::string& id, const std::optional<TurnResul
     e.state.prompt_tokens = result->prompt_tokens;
     e.state.cached_tokens = result->cached_tokens;
     e.state.completion_tokens += result->completion_tokens;
+    record_locked(lock, id, session_turn_record(*result, e.state.last_used_ms));
   }
   reaper_cv_.notify_all();
 }
 
 Result<bool> SessionTable::cancel(const std::string& id) {
   MutexLock lock(mu_);
+  read_back_locked(lock, id);
   auto it = sessions_.find(id);
   if (it == sessions_.end()) {
     return not_found(id);
@@ -278,14 +365,23 @@ Result<bool> SessionTable::cancel(const std::string& id) {
 
 Result<SessionState> SessionTable::remove(const std::string& id) {
   MutexLock lock(mu_);
+  read_back_locked(lock, id);
   auto it = sessions_.find(id);
   if (it == sessions_.end()) {
     return not_found(id);
   }
   it->second.cancel->store(true);
-  SessionState out = std::move(it->second.state);
-  sessions_.erase(it);
+  auto entry = settled_entry_locked(lock, id);  // its last record written
+  if (!entry.ok()) {
+    return std::move(entry).error();  // removed meanwhile
+  }
+  SessionState out = std::move((*entry)->state);
+  sessions_.erase(id);
   cv_.notify_all();  // its slot is free for whoever waits
+  if (log_) {
+    lock.unlock();
+    log_->erase(id);
+  }
   return out;
 }
 
@@ -298,7 +394,7 @@ void SessionTable::reap_loop() {
     for (auto it = sessions_.begin(); it != sessions_.end();) {
       const Entry& e = it->second;
       const auto due = e.idle_since + ttl_;
-      if (!e.state.generating && due <= now) {
+      if (!e.state.generating && !e.recording && due <= now) {
         expired.push_back(e.state);
         it = sessions_.erase(it);
         continue;
@@ -308,10 +404,35 @@ void SessionTable::reap_loop() {
       }
       ++it;
     }
+    // An earlier run's sessions never asked for end by their TTL too.
+    std::vector<std::string> unread_expired;
+    for (auto it = unread_.begin(); it != unread_.end();) {
+      const auto due = it->second + ttl_;
+      if (due <= now) {
+        unread_expired.push_back(it->first);
+        it = unread_.erase(it);
+        continue;
+      }
+      if (!next || due < *next) {
+        next = due;
+      }
+      ++it;
+    }
+    if (!unread_expired.empty()) {
+      lock.unlock();
+      for (const auto& id : unread_expired) {
+        log_->erase(id);
+      }
+      lock.lock();
+      continue;
+    }
     if (!expired.empty()) {
       cv_.notify_all();
       lock.unlock();
       for (const auto& s : expired) {
+        if (log_) {
+          log_->erase(s.id);
+        }
         if (on_expired_) {
           on_expired_(s);
         }

@@ -175,6 +175,9 @@ void ContextMonitor::loop() {
     }
     lock.unlock();
     auto now = current(std::chrono::milliseconds(900));
+    // A model that went is forgotten: when it loads again its figures are
+    // news, even if they equal those it had (the dashboard dropped them).
+    std::erase_if(sent, [&](const auto& entry) { return now.count(entry.first) == 0; });
     for (const auto& [model, c] : now) {
       auto j = c.to_json();
       if (auto it = sent.find(model); it != sent.end() && it->second == j) {

@@ -231,7 +231,7 @@ before(async () => {
     { hub: { checkpoint: `${HUB_REPO}:Q4_0`, recipe: "llamacpp" } },
   );
   hub = await startHub(root);
-  router = await startRouter(root, ["--max-loaded-models", "3", "--parallel", "2"], hub.port);
+  router = await startRouter(root, ["--max-loaded-models", "3", "--parallel", "2", "--slot-save-min-tokens", "1"], hub.port);
   browser = await launchChromium(CHROMIUM);
   page = new Page(browser.client);
   await page.watchConsole();
@@ -290,6 +290,25 @@ test("the load button loads the model chosen in the picker", async () => {
   await page.waitFor("the load to be reported", `document.getElementById("manage-status").textContent.includes("user.quick loaded")`);
   await post(router.port, "unload", { model_name: "user.quick" });
   await page.waitFor("the row to go", `!document.querySelector('${rowSelector("user.quick")}')`);
+  assertNoProblems(page);
+});
+
+test("a model that comes back shows its saved context", async () => {
+  await post(router.port, "load", { model_name: "user.tiny" });
+  await post(router.port, "chat/completions", {
+    model: "user.tiny",
+    messages: [{ role: "user", content: "a question worth keeping" }],
+    max_tokens: 2,
+  });
+  // The unload saves its slot (--slot-save-min-tokens 1); the next load restores it.
+  await post(router.port, "unload", { model_name: "user.tiny" });
+  await post(router.port, "load", { model_name: "user.tiny" });
+  await page.waitFor(
+    "the saved context in user.tiny's row",
+    `/^saved \\d/.test(document.querySelector('${rowSelector("user.tiny")} .saved-context')?.textContent || "")`,
+  );
+  await post(router.port, "unload", { model_name: "user.tiny" });
+  await page.waitFor("the row to go", `!document.querySelector('${rowSelector("user.tiny")}')`);
   assertNoProblems(page);
 });
 

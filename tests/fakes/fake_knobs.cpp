@@ -83,6 +83,7 @@ void warn_unknown_keys(const json& j) {
                                                "slot_save_truncates",
                                                "slot_save_delay_ms",
                                                "slot_restore_fails",
+                                               "slot_restore_gate",
                                                "head_delay_ms",
                                                "gate"};
   for (const auto& item : j.items()) {
@@ -147,6 +148,9 @@ Knobs from_json(const json& j) {
   }
   if (j.contains("slot_restore_fails")) {
     k.slot_restore_fails = get_bool(j, "slot_restore_fails");
+  }
+  if (j.contains("slot_restore_gate")) {
+    k.slot_restore_gate = get_bool(j, "slot_restore_gate");
   }
   if (j.contains("head_delay_ms")) {
     k.head_delay_ms = get_int(j, "head_delay_ms");

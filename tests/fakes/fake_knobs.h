@@ -65,6 +65,8 @@ struct Knobs {
   bool slot_save_truncates = false;
   int slot_save_delay_ms = 0;
   bool slot_restore_fails = false;
+  // action=restore waits at the tests' gate (POST /fake/release) first.
+  bool slot_restore_gate = false;
   // A stream's response head is sent only after this many ms, as older
   // llama-servers answered their head with the first result.
   int head_delay_ms = 0;

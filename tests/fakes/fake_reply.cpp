@@ -356,6 +356,19 @@ void reply_stream(const JobPtr& job, httplib::Response& res, const GenParams& pa
       });
 }
 
+bool wait_at_gate() {
+  Gates& g = gates();
+  std::unique_lock lock(g.mu);
+  const std::uint64_t seen = g.generation;
+  ++g.held;
+  ++g.reached;
+  while (g.generation == seen && !runtime().stopping) {
+    g.cv.wait_for(lock, std::chrono::milliseconds(kPollMs));
+  }
+  --g.held;
+  return g.generation != seen;
+}
+
 void release_gates() {
   Gates& g = gates();
   std::lock_guard lock(g.mu);

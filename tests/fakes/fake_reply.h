@@ -76,6 +76,9 @@ struct StreamPlan {
 void release_gates();
 int gates_held();
 long gates_reached();
+// Holds the caller (a handler with no body to stream) at a gate until the
+// next release; false when the fake stops first.
+bool wait_at_gate();
 
 // Streams `plan` as text/event-stream, applying the delay, hang, crash and
 // error knobs. Each event is its own sink.write().

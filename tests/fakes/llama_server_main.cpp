@@ -197,6 +197,10 @@ int main(int argc, char** argv) {
               ? body["filename"].get<std::string>()
               : std::string();
       const int id = std::stoi(req.matches[1].str());
+      if (action == "restore" && fake::runtime().knobs.slot_restore_gate && !fake::wait_at_gate()) {
+        res.status = 503;
+        return;
+      }
       const auto reply = action == "save" ? fake::save_slot(id, slot_dir, filename)
                                           : fake::restore_slot(id, slot_dir, filename);
       res.status = reply.status;

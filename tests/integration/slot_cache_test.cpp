@@ -109,6 +109,31 @@ TEST_F(SlotCacheTest, ARefusedRestoreDeletesTheFileAndTheTurnIsComputedAfresh) {
   EXPECT_EQ(fake_state(url_of("user.a"))["slot_restores_refused"], 1);
 }
 
+TEST_F(SlotCacheTest, ARequestForAnotherSlotStartsWhileASlotIsRestored) {
+  const std::string a_path = env_.add_llm("a");
+  env_.add_llm("b");
+  ASSERT_NO_FATAL_FAILURE(
+      start_router({"--max-loaded-models", "1", "--slot-save-min-tokens", "50"}));
+  ASSERT_EQ(load(port(), "user.a", {{"parallel", 2}}).status, 200);
+  ASSERT_EQ(chat(port(), "user.a", turn(long_text())).status, 200);
+  ASSERT_EQ(chat(port(), "user.b").status, 200);
+  ASSERT_TRUE(router().wait_for_log("'user.a': saved slot"));
+  ASSERT_EQ(slot_files().size(), 1u);
+  // The restore waits at the fake's gate: the model is published before it,
+  // and a request takes the other slot meanwhile.
+  env_.write_sidecar(a_path, {{"slot_restore_gate", true}});
+  ASSERT_EQ(load(port(), "user.a", {{"parallel", 2}}).status, 200);
+  const std::string url = url_of("user.a");
+  ASSERT_TRUE(fake_holds(url, 1)) << "the restore is under way";
+  HttpReply other = chat(port(), "user.a", turn("a short question"));
+  EXPECT_EQ(other.status, 200) << other.body;
+  EXPECT_EQ(fake_state(url)["held"], 1) << "answered while the restore still waited";
+  EXPECT_EQ(router().count_log("'user.a': restored slot"), 0);
+  release_fake_gates(url);
+  EXPECT_TRUE(router().wait_for_log("'user.a': restored slot"));
+  EXPECT_EQ(fake_state(url)["slots_restored"], 1);
+}
+
 TEST_F(SlotCacheTest, ATruncatedFileIsRefusedAndDeleted) {
   const std::string a_path = env_.add_llm("a");
   env_.add_llm("b");
@@ -136,7 +161,7 @@ TEST_F(SlotCacheTest, AnotherIdentityDeletesTheFilesAndDeleteTakesTheRest) {
   // Another context per slot is another identity: its old files go.
   auto reloaded = load(port(), "user.a", {{"ctx_size", 8192}});
   ASSERT_EQ(reloaded.status, 200) << reloaded.body;
-  EXPECT_TRUE(router().wait_for_log("deleting slots saved by a server of another identity"));
+  EXPECT_TRUE(router().wait_for_log("deleted the slots saved by a server of another identity"));
   EXPECT_FALSE(fs::exists(saved[0]));
   EXPECT_EQ(fake_state(url_of("user.a"))["slots_restored"], 0);
   // Its new slots, saved at the unload, go with the model's /delete.

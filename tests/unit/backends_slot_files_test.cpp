@@ -8,11 +8,15 @@ namespace lemon {
 namespace {
 
 TEST(SlotFiles, NamesRoundTripAndAnythingElseIsNotASlotFile) {
-  EXPECT_EQ(slot_file_name(3), "slot-3.bin");
-  EXPECT_EQ(slot_of_file("slot-3.bin"), 3);
-  EXPECT_EQ(slot_of_file("slot-12.bin"), 12);
-  for (const char* other : {"slot-.bin", "slot-03.bin", "slot--1.bin", "slot-1.bin.tmp",
-                            "slot-1x.bin", "x-slot-1.bin", "slot-99999999999.bin"}) {
+  EXPECT_EQ(slot_file_name({0, 3}), "slot-3.bin");
+  EXPECT_EQ(slot_file_name({2, 3}), "replica-2-slot-3.bin") << "replicas never share a file";
+  EXPECT_EQ(slot_of_file("slot-3.bin"), (SlotFileKey{0, 3}));
+  EXPECT_EQ(slot_of_file("slot-12.bin"), (SlotFileKey{0, 12}));
+  EXPECT_EQ(slot_of_file("replica-2-slot-3.bin"), (SlotFileKey{2, 3}));
+  for (const char* other :
+       {"slot-.bin", "slot-03.bin", "slot--1.bin", "slot-1.bin.tmp", "slot-1x.bin", "x-slot-1.bin",
+        "slot-99999999999.bin", "replica-0-slot-1.bin", "replica-01-slot-1.bin",
+        "replica--slot-1.bin", "replica-1slot-1.bin", "replica-1-"}) {
     EXPECT_FALSE(slot_of_file(other).has_value()) << other;
   }
 }

@@ -13,6 +13,8 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <map>
+#include <string>
 
 #include "lemon/backends/slot_store.h"
 #include "lemon/core/mutex.h"
@@ -30,17 +32,24 @@ class SlotFileStore final : public SlotStore {
  public:
   explicit SlotFileStore(SlotFileStoreSettings settings);
 
-  std::vector<SlotFileEvent> restore_into(WrappedServer& server) override;
-  std::vector<SlotFileEvent> save_from(WrappedServer& server,
+  std::vector<int> saved_slots(WrappedServer& server, int replica) override;
+  std::vector<SlotFileEvent> restore_into(WrappedServer& server, int replica) override;
+  std::vector<SlotFileEvent> save_from(WrappedServer& server, int replica,
                                        const std::vector<int>& session_slots) override;
   void forget(const std::string& model) override;
   long long saved_bytes(const std::string& model) const override;
 
  private:
   void keep_within_budget();
+  // saved_bytes' figures are kept until a save, restore, forget or sweep
+  // changes the files (so /health never walks a folder twice).
+  void forget_sizes(const std::string& model);
 
   const SlotFileStoreSettings settings_;
   Mutex sweep_mu_;
+  mutable Mutex sizes_mu_;
+  mutable std::map<std::string, long long, std::less<>> sizes_ LEMON_GUARDED_BY(sizes_mu_);
+  std::uint64_t sizes_generation_ LEMON_GUARDED_BY(sizes_mu_) = 0;
 };
 
 }  // namespace lemon

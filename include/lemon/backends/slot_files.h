@@ -2,7 +2,9 @@
 // keep, as pure functions. The effects (HTTP to llama-server, the disk) are
 // SlotFileStore's (slot_file_store.h).
 //
-// Layout: <slot cache>/<model folder>/<identity>/slot-<N>.bin. The model
+// Layout: <slot cache>/<model folder>/<identity>/slot-<N>.bin, and
+// replica-<R>-slot-<N>.bin for a model's replica R >= 1 (so replicas never
+// overwrite each other's slots). The model
 // folder is the model's name made safe for a path plus a hash of the name;
 // the identity is a hash of what the cache depends on (llamacpp_server.h).
 //
@@ -23,9 +25,15 @@ namespace lemon {
 std::string slot_model_folder(std::string_view model);
 // The identity folder's name: a hash (16 hex digits) of `description`.
 std::string slot_identity_hash(std::string_view description);
-// "slot-<N>.bin", and back (nullopt for any other name).
-std::string slot_file_name(int slot);
-std::optional<int> slot_of_file(std::string_view name);
+// A saved slot's file: which replica of the model saved it, and its slot.
+struct SlotFileKey {
+  int replica = 0;
+  int slot = 0;
+  bool operator==(const SlotFileKey&) const = default;
+};
+// Its file name, and back (nullopt for any other name).
+std::string slot_file_name(SlotFileKey key);
+std::optional<SlotFileKey> slot_of_file(std::string_view name);
 
 // One slot as llama-server's GET /slots shows it: `tokens` is the prompt its
 // cache holds (n_prompt_tokens of its last task; 0 before any task).

@@ -30,16 +30,19 @@ struct SlotFileEvent {
 class SlotStore {
  public:
   virtual ~SlotStore() = default;
-  // After `server` started and before it takes a request: restores the
-  // slots saved by an earlier server of the same identity, and deletes the
-  // files of other identities of its model. A file that is refused is
-  // deleted (the turn is then computed afresh). No-op for a server without
-  // slot_save_dir().
-  virtual std::vector<SlotFileEvent> restore_into(WrappedServer& server) = 0;
+  // The slots of a started `server`, replica `replica` of its model, that
+  // restore_into would restore (a file saved by an earlier server of the
+  // same identity and replica, for a slot it has). Reads only the folder.
+  virtual std::vector<int> saved_slots(WrappedServer& server, int replica) = 0;
+  // After `server` started, while the router keeps requests off those
+  // slots: restores them, and deletes the files of other identities of its
+  // model. A file that is refused is deleted (the turn is then computed
+  // afresh). No-op for a server without slot_save_dir().
+  virtual std::vector<SlotFileEvent> restore_into(WrappedServer& server, int replica) = 0;
   // Before a planned stop of a drained `server`: saves the slots worth
   // keeping (slots_to_save; `session_slots` are those sessions hold), then
   // keeps the cache within its budget. Skipped when the disk is short.
-  virtual std::vector<SlotFileEvent> save_from(WrappedServer& server,
+  virtual std::vector<SlotFileEvent> save_from(WrappedServer& server, int replica,
                                                const std::vector<int>& session_slots) = 0;
   // Deletes every saved slot of `model` (POST /delete).
   virtual void forget(const std::string& model) = 0;

@@ -13,6 +13,14 @@
 // model, never behind one for a model that is full. Sessions idle for the
 // TTL end on the table's own reaper thread, which calls `on_end`.
 //
+// With a SessionLog (session_journal.h), every change is journaled before
+// the call that made it returns, and the sessions of an earlier run are
+// read back lazily, the first time one is asked for (or listed). A session
+// read back has no server (its pin's server_id is 0) until its next turn
+// moves it. Changes of one session are written in order: a change waits for
+// that session's previous record to be written (never for another
+// session's).
+//
 // Lock order: the table's lock, then the router's (create() calls `servers`
 // and `reserve` under the table's lock); the router never calls the table.
 //
@@ -28,6 +36,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -89,6 +98,8 @@ struct TurnResult {
   std::int64_t completion_tokens = 0;
 };
 
+class SessionLog;
+
 class SessionTable {
  public:
   using Clock = std::chrono::steady_clock;
@@ -96,7 +107,10 @@ class SessionTable {
   // slot on the backend).
   using EndCallback = std::function<void(const SessionState&)>;
 
-  SessionTable(std::chrono::milliseconds ttl, EndCallback on_expired);
+  // `log` (may be null) journals the sessions; those it holds are read
+  // back lazily.
+  SessionTable(std::chrono::milliseconds ttl, EndCallback on_expired,
+               std::shared_ptr<SessionLog> log = nullptr);
   ~SessionTable();  // stops the reaper; sessions are dropped without callbacks
   SessionTable(const SessionTable&) = delete;
   SessionTable& operator=(const SessionTable&) = delete;
@@ -114,11 +128,11 @@ class SessionTable {
                               const std::function<bool()>& cancelled = {},
                               const std::function<bool(const SessionPin&)>& reserve = {});
 
-  Result<SessionState> get(const std::string& id) const;
-  std::vector<SessionState> list() const;
+  Result<SessionState> get(const std::string& id);
+  std::vector<SessionState> list();
 
   // Appends one message. kSessionNotFound; kSessionBusy while generating.
-  Result<SessionState> append(const std::string& id, nlohmann::json message);
+  Result<SessionState> append(const std::string& id, const nlohmann::json& message);
 
   // Starts a turn: marks the session generating and returns its state and
   // the flag cancel() sets. kSessionNotFound; kSessionBusy if one runs.
@@ -151,19 +165,36 @@ class SessionTable {
     SessionState state;
     std::shared_ptr<std::atomic<bool>> cancel;
     Clock::time_point idle_since;
+    bool recording = false;  // a record of it is being written (mu_ not held)
   };
   void reap_loop();
+  // Reads `id` back from the log if it is one of an earlier run's sessions
+  // not read yet (the file is read with mu_ released).
+  void read_back_locked(MutexLock& lock, const std::string& id) LEMON_REQUIRES(mu_);
+  // The session, read back if need be and with no record of it being
+  // written (waits for that): else kSessionNotFound.
+  Result<Entry*> settled_entry_locked(MutexLock& lock, const std::string& id) LEMON_REQUIRES(mu_);
+  // Writes `record` to the log with mu_ released; the entry stays (remove
+  // and the reaper wait for it). Returns with mu_ held again.
+  void record_locked(MutexLock& lock, const std::string& id, const nlohmann::json& record,
+                     bool create = false) LEMON_REQUIRES(mu_);
   // The session if it exists and runs no turn: else kSessionNotFound or
   // kSessionBusy.
-  Result<Entry*> idle_entry_locked(const std::string& id) LEMON_REQUIRES(mu_);
+  Result<Entry*> idle_entry_locked(MutexLock& lock, const std::string& id) LEMON_REQUIRES(mu_);
   std::vector<SessionPin> taken_locked() const LEMON_REQUIRES(mu_);
 
   const std::chrono::milliseconds ttl_;
   const EndCallback on_expired_;
+  const std::shared_ptr<SessionLog> log_;
   mutable Mutex mu_;
   CondVar cv_;  // the line moved or a session ended
   CondVar reaper_cv_;
+  CondVar recorded_cv_;  // a record was written or a session read back
   std::map<std::string, Entry> sessions_ LEMON_GUARDED_BY(mu_);
+  // An earlier run's sessions not read back yet, with when each went idle;
+  // and those being read now.
+  std::map<std::string, Clock::time_point> unread_ LEMON_GUARDED_BY(mu_);
+  std::set<std::string> reading_ LEMON_GUARDED_BY(mu_);
   // Per model, the tickets of creators waiting for a slot, in order.
   std::map<std::string, std::deque<std::uint64_t>, std::less<>> lines_ LEMON_GUARDED_BY(mu_);
   std::uint64_t next_ticket_ LEMON_GUARDED_BY(mu_) = 1;

@@ -154,6 +154,7 @@ void ManagementApi::handle_health(net::ResponseWriter& w) {
     if (at == index.end()) {
       index[s.model_name] = all.size();
       nlohmann::json entry = loaded_entry(s);
+      entry["saved_slots_bytes"] = router_.saved_slot_bytes(s.model_name);
       entry["memory"] = replica["memory"];
       entry["replicas"] = nlohmann::json::array({replica});
       all.push_back(std::move(entry));

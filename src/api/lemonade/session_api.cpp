@@ -7,6 +7,7 @@
 #include "lemon/http/error_response.h"
 #include "lemon/http/inference_proxy.h"
 #include "lemon/http/json_request.h"
+#include "lemon/router/session_journal.h"
 #include "session_turn.h"
 
 namespace lemon::api {
@@ -89,11 +90,23 @@ Result<nlohmann::json> session_options(const nlohmann::json& body) {
 SessionApi::SessionApi(Router& router, http::InferenceGateway& gateway, StatsStore& stats,
                        telemetry::EventBus& events, const LemonadeSettings& settings)
     : router_(router), gateway_(gateway), stats_(stats), events_(events), settings_(settings) {
-  sessions_ = std::make_unique<SessionTable>(settings_.session_ttl, [this](const SessionState& s) {
-    logger("http")->info("session {} on '{}' ended after {} s idle", s.id, s.model,
-                         settings_.session_ttl.count() / 1000);
-    erase_slot(s);
-  });
+  std::shared_ptr<SessionLog> journal;
+  if (!settings_.session_journal_dir.empty()) {
+    journal = std::make_shared<SessionJournal>(
+        settings_.session_journal_dir,
+        [this](const std::string& id, const std::string& why, const std::filesystem::path& kept) {
+          events_.publish("session_journal_malformed",
+                          {{"id", id}, {"reason", why}, {"kept_as", kept.string()}});
+        });
+  }
+  sessions_ = std::make_unique<SessionTable>(
+      settings_.session_ttl,
+      [this](const SessionState& s) {
+        logger("http")->info("session {} on '{}' ended after {} s idle", s.id, s.model,
+                             settings_.session_ttl.count() / 1000);
+        erase_slot(s);
+      },
+      std::move(journal));
 }
 
 SessionApi::~SessionApi() {

@@ -18,6 +18,9 @@ struct LemonadeSettings {
   // waits up to session_wait for a free slot.
   std::chrono::milliseconds session_ttl{30 * 60 * 1000};
   std::chrono::milliseconds session_wait{60 * 1000};
+  // Where sessions are journaled so they outlive the router (issue #29 §2);
+  // "" keeps them in memory only.
+  std::string session_journal_dir;
 };
 
 }  // namespace lemon::api
