@@ -1,7 +1,6 @@
 #include "lemon/download/archive.h"
 
-#include <archive.h>
-#include <archive_entry.h>
+#include "archive_library.h"
 
 #include <memory>
 #include <string>
@@ -18,10 +17,10 @@ Error bad_archive(const fs::path& archive, const std::string& what) {
 }
 
 struct ReaderDeleter {
-  void operator()(archive* a) const { archive_read_free(a); }
+  void operator()(archive* a) const { archive_library().read_free(a); }
 };
 struct WriterDeleter {
-  void operator()(archive* a) const { archive_write_free(a); }
+  void operator()(archive* a) const { archive_library().write_free(a); }
 };
 
 // `target` of a symlink at `entry` (both archive paths) stays inside.
@@ -66,44 +65,48 @@ bool is_safe_entry_path(std::string_view entry) {
 
 Status extract_archive(const fs::path& archive_path, const fs::path& dest,
                        const CancelledFn& cancelled) {
+  if (const ArchiveLibrary& lib = archive_library(); !lib.loaded) {
+    return Error(ErrorCode::kInternal,
+                 "unpacking needs libarchive, which did not load: " + lib.error);
+  }
   std::error_code ec;
   fs::create_directories(dest, ec);
   if (ec) {
     return Error(ErrorCode::kInternal, "cannot create " + dest.string() + ": " + ec.message());
   }
   const fs::path root = fs::absolute(dest, ec).lexically_normal();
-  std::unique_ptr<archive, ReaderDeleter> in(archive_read_new());
-  archive_read_support_filter_all(in.get());
-  archive_read_support_format_all(in.get());
-  if (archive_read_open_filename(in.get(), archive_path.c_str(), 1 << 16) != ARCHIVE_OK) {
-    return bad_archive(archive_path, archive_error_string(in.get()) != nullptr
-                                         ? archive_error_string(in.get())
+  std::unique_ptr<archive, ReaderDeleter> in(archive_library().read_new());
+  archive_library().read_support_filter_all(in.get());
+  archive_library().read_support_format_all(in.get());
+  if (archive_library().read_open_filename(in.get(), archive_path.c_str(), 1 << 16) != ARCHIVE_OK) {
+    return bad_archive(archive_path, archive_library().error_string(in.get()) != nullptr
+                                         ? archive_library().error_string(in.get())
                                          : "cannot be read");
   }
-  std::unique_ptr<archive, WriterDeleter> out(archive_write_disk_new());
+  std::unique_ptr<archive, WriterDeleter> out(archive_library().write_disk_new());
   // libarchive's own guards as well as ours: no "..", no writing through a
   // symlink. (Entries get absolute paths under `root`, checked above, so its
   // no-absolute-paths guard cannot be used.)
-  archive_write_disk_set_options(out.get(), ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME |
-                                                ARCHIVE_EXTRACT_SECURE_NODOTDOT |
-                                                ARCHIVE_EXTRACT_SECURE_SYMLINKS);
-  archive_write_disk_set_standard_lookup(out.get());
+  archive_library().write_disk_set_options(out.get(), ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME |
+                                                          ARCHIVE_EXTRACT_SECURE_NODOTDOT |
+                                                          ARCHIVE_EXTRACT_SECURE_SYMLINKS);
+  archive_library().write_disk_set_standard_lookup(out.get());
   while (true) {
     if (cancelled && cancelled()) {
       return Error(ErrorCode::kCancelled,
                    "unpacking " + archive_path.filename().string() + " was cancelled");
     }
     archive_entry* entry = nullptr;
-    int rc = archive_read_next_header(in.get(), &entry);
+    int rc = archive_library().read_next_header(in.get(), &entry);
     if (rc == ARCHIVE_EOF) {
       break;
     }
     if (rc < ARCHIVE_WARN) {
-      return bad_archive(archive_path, archive_error_string(in.get()) != nullptr
-                                           ? archive_error_string(in.get())
+      return bad_archive(archive_path, archive_library().error_string(in.get()) != nullptr
+                                           ? archive_library().error_string(in.get())
                                            : "damaged");
     }
-    const char* raw = archive_entry_pathname(entry);
+    const char* raw = archive_library().entry_pathname(entry);
     std::string name = strip_dot_slash(raw != nullptr ? raw : "");
     if (name.empty() || name == ".") {
       continue;  // the archive's own root folder
@@ -111,54 +114,55 @@ Status extract_archive(const fs::path& archive_path, const fs::path& dest,
     if (!is_safe_entry_path(name)) {
       return bad_archive(archive_path, "the entry '" + name + "' would land outside the folder");
     }
-    const auto type = archive_entry_filetype(entry);
+    const auto type = archive_library().entry_filetype(entry);
     if (type != AE_IFREG && type != AE_IFDIR && type != AE_IFLNK) {
       return bad_archive(archive_path, "the entry '" + name + "' is not a file, folder or link");
     }
     if (type == AE_IFLNK) {
-      const char* target = archive_entry_symlink(entry);
+      const char* target = archive_library().entry_symlink(entry);
       if (target == nullptr || !symlink_stays_inside(name, target)) {
         return bad_archive(archive_path, "the link '" + name + "' points outside the folder");
       }
     }
-    if (const char* hard = archive_entry_hardlink(entry); hard != nullptr) {
+    if (const char* hard = archive_library().entry_hardlink(entry); hard != nullptr) {
       std::string link = strip_dot_slash(hard);
       if (!is_safe_entry_path(link)) {
         return bad_archive(archive_path, "the hard link '" + name + "' points outside the folder");
       }
-      archive_entry_set_hardlink(entry, (root / link).c_str());
+      archive_library().entry_set_hardlink(entry, (root / link).c_str());
     }
-    archive_entry_set_pathname(entry, (root / name).c_str());
-    if (archive_write_header(out.get(), entry) < ARCHIVE_WARN) {
+    archive_library().entry_set_pathname(entry, (root / name).c_str());
+    if (archive_library().write_header(out.get(), entry) < ARCHIVE_WARN) {
       return bad_archive(archive_path, "cannot write '" + name + "': " +
-                                           (archive_error_string(out.get()) != nullptr
-                                                ? archive_error_string(out.get())
+                                           (archive_library().error_string(out.get()) != nullptr
+                                                ? archive_library().error_string(out.get())
                                                 : "refused"));
     }
-    if (type == AE_IFREG && archive_entry_size(entry) > 0) {
+    if (type == AE_IFREG && archive_library().entry_size(entry) > 0) {
       const void* block = nullptr;
       size_t size = 0;
       la_int64_t offset = 0;
-      while ((rc = archive_read_data_block(in.get(), &block, &size, &offset)) == ARCHIVE_OK) {
-        if (archive_write_data_block(out.get(), block, size, offset) < ARCHIVE_WARN) {
+      while ((rc = archive_library().read_data_block(in.get(), &block, &size, &offset)) ==
+             ARCHIVE_OK) {
+        if (archive_library().write_data_block(out.get(), block, size, offset) < ARCHIVE_WARN) {
           return bad_archive(archive_path, "cannot write '" + name + "': " +
-                                               (archive_error_string(out.get()) != nullptr
-                                                    ? archive_error_string(out.get())
+                                               (archive_library().error_string(out.get()) != nullptr
+                                                    ? archive_library().error_string(out.get())
                                                     : "write failed"));
         }
       }
       if (rc != ARCHIVE_EOF) {
         return bad_archive(archive_path, "'" + name + "' is damaged or truncated: " +
-                                             (archive_error_string(in.get()) != nullptr
-                                                  ? archive_error_string(in.get())
+                                             (archive_library().error_string(in.get()) != nullptr
+                                                  ? archive_library().error_string(in.get())
                                                   : "read failed"));
       }
     }
-    if (archive_write_finish_entry(out.get()) < ARCHIVE_WARN) {
+    if (archive_library().write_finish_entry(out.get()) < ARCHIVE_WARN) {
       return bad_archive(archive_path, "cannot finish '" + name + "'");
     }
   }
-  if (archive_write_close(out.get()) != ARCHIVE_OK) {
+  if (archive_library().write_close(out.get()) != ARCHIVE_OK) {
     return bad_archive(archive_path, "cannot finish unpacking");
   }
   return ok_status();

@@ -53,7 +53,7 @@ std::size_t on_header(char* data, std::size_t size, std::size_t n, void* user) {
 // False aborts the transfer.
 bool begin_body(Attempt& a) {
   a.body_started = true;
-  curl_easy_getinfo(a.curl, CURLINFO_RESPONSE_CODE, &a.status);
+  curl_library().easy_getinfo(a.curl, CURLINFO_RESPONSE_CODE, &a.status);
   if (a.fd < 0 || !ok_status_code(a.status)) {
     return true;
   }
@@ -73,7 +73,7 @@ bool begin_body(Attempt& a) {
   }
   if (a.total == 0) {
     curl_off_t length = -1;
-    curl_easy_getinfo(a.curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+    curl_library().easy_getinfo(a.curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
     if (length > 0) {
       a.total = a.offset + static_cast<std::uint64_t>(length);
     }
@@ -140,39 +140,39 @@ std::string without_query(const std::string& url) {
 void configure(CurlHandle& c, const std::string& url, const std::string& token,
                const TransferOptions& options, Attempt& a) {
   CURL* h = c.h;
-  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
-  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
-  curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
-                   static_cast<long>(options.connect_timeout.count()));
-  curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_library().easy_setopt(h, CURLOPT_URL, url.c_str());
+  curl_library().easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+  curl_library().easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+  curl_library().easy_setopt(h, CURLOPT_MAXREDIRS, 5L);
+  curl_library().easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_library().easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+  curl_library().easy_setopt(h, CURLOPT_HTTP_VERSION, static_cast<long>(CURL_HTTP_VERSION_2TLS));
+  curl_library().easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+                             static_cast<long>(options.connect_timeout.count()));
+  curl_library().easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
   long stall_s =
       static_cast<long>(std::max<long long>(1, (options.stall_timeout.count() + 999) / 1000));
-  curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, stall_s);
-  curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 512L * 1024L);
-  curl_easy_setopt(h, CURLOPT_USERAGENT, options.user_agent.c_str());
-  curl_easy_setopt(h, CURLOPT_FAILONERROR, 0L);  // statuses are mapped here
+  curl_library().easy_setopt(h, CURLOPT_LOW_SPEED_TIME, stall_s);
+  curl_library().easy_setopt(h, CURLOPT_BUFFERSIZE, 512L * 1024L);
+  curl_library().easy_setopt(h, CURLOPT_USERAGENT, options.user_agent.c_str());
+  curl_library().easy_setopt(h, CURLOPT_FAILONERROR, 0L);  // statuses are mapped here
   if (a.text != nullptr) {
     // Listings may come compressed; files never (Range covers the raw bytes).
-    curl_easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
+    curl_library().easy_setopt(h, CURLOPT_ACCEPT_ENCODING, "");
   }
   if (!token.empty()) {
     // Sent to the hub only: curl drops it when a redirect leaves the host.
-    curl_easy_setopt(h, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
-    curl_easy_setopt(h, CURLOPT_XOAUTH2_BEARER, token.c_str());
-    curl_easy_setopt(h, CURLOPT_UNRESTRICTED_AUTH, 0L);
+    curl_library().easy_setopt(h, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
+    curl_library().easy_setopt(h, CURLOPT_XOAUTH2_BEARER, token.c_str());
+    curl_library().easy_setopt(h, CURLOPT_UNRESTRICTED_AUTH, 0L);
   }
-  curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-  curl_easy_setopt(h, CURLOPT_HEADERDATA, &a);
-  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
-  curl_easy_setopt(h, CURLOPT_WRITEDATA, &a);
-  curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
-  curl_easy_setopt(h, CURLOPT_XFERINFODATA, &a);
-  curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+  curl_library().easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+  curl_library().easy_setopt(h, CURLOPT_HEADERDATA, &a);
+  curl_library().easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
+  curl_library().easy_setopt(h, CURLOPT_WRITEDATA, &a);
+  curl_library().easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+  curl_library().easy_setopt(h, CURLOPT_XFERINFODATA, &a);
+  curl_library().easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
   a.curl = h;
 }
 
@@ -201,20 +201,20 @@ Status classify(CURLcode rc, const Attempt& a, const std::string& url, bool& ret
   }
   long status = a.status;
   if (status == 0 && a.curl != nullptr) {
-    curl_easy_getinfo(a.curl, CURLINFO_RESPONSE_CODE, &status);
+    curl_library().easy_getinfo(a.curl, CURLINFO_RESPONSE_CODE, &status);
   }
   if (rc != CURLE_OK && status == 0) {
     retryable = true;
     return Error(ErrorCode::kNetworkError,
-                 "cannot download from " + host + ": " + curl_easy_strerror(rc));
+                 "cannot download from " + host + ": " + curl_library().easy_strerror(rc));
   }
   switch (status) {
     case 200:
     case 206:
       if (rc != CURLE_OK) {
         retryable = true;
-        return Error(ErrorCode::kNetworkError,
-                     "the download from " + host + " broke off: " + curl_easy_strerror(rc));
+        return Error(ErrorCode::kNetworkError, "the download from " + host + " broke off: " +
+                                                   curl_library().easy_strerror(rc));
       }
       return ok_status();
     case 404:

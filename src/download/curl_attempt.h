@@ -11,8 +11,7 @@
 #include <optional>
 #include <string>
 
-#include <curl/curl.h>
-
+#include "curl_library.h"
 #include "hash_pipe.h"
 #include "lemon/download/transfer.h"
 
@@ -48,11 +47,14 @@ struct Attempt {
 };
 
 struct CurlHandle {
-  CURL* h = curl_easy_init();
+  // Null when libcurl did not load (need_curl() says why).
+  CURL* h = curl_library().loaded ? curl_library().easy_init() : nullptr;
   curl_slist* headers = nullptr;
   ~CurlHandle() {
-    curl_slist_free_all(headers);
-    curl_easy_cleanup(h);
+    if (h != nullptr) {
+      curl_library().slist_free_all(headers);
+      curl_library().easy_cleanup(h);
+    }
   }
 };
 

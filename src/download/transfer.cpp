@@ -16,8 +16,6 @@
 #include <thread>
 #include <utility>
 
-#include <curl/curl.h>
-
 #include "curl_attempt.h"
 #include "hash_pipe.h"
 #include "lemon/core/log.h"
@@ -29,9 +27,14 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-void global_init() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+// libcurl, loaded on the first download (curl_library.h); an error when it
+// cannot be.
+Status need_curl() {
+  const CurlLibrary& lib = curl_library();
+  if (!lib.loaded) {
+    return Error(ErrorCode::kInternal, "downloads need libcurl, which did not load: " + lib.error);
+  }
+  return ok_status();
 }
 
 // ---- the process-wide limit on concurrent transfers ------------------------------------
@@ -195,21 +198,24 @@ void set_max_concurrent_transfers(int n) {
 }
 
 std::string url_host(const std::string& url) {
-  CURLU* u = curl_url();
+  if (!curl_library().loaded) {
+    return url;
+  }
+  CURLU* u = curl_library().url();
   std::string out;
-  if (curl_url_set(u, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK) {
+  if (curl_library().url_set(u, CURLUPART_URL, url.c_str(), 0) == CURLUE_OK) {
     char* host = nullptr;
     char* port = nullptr;
-    if (curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK) {
+    if (curl_library().url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK) {
       out = host;
-      if (curl_url_get(u, CURLUPART_PORT, &port, 0) == CURLUE_OK) {
+      if (curl_library().url_get(u, CURLUPART_PORT, &port, 0) == CURLUE_OK) {
         out += ":" + std::string(port);
       }
     }
-    curl_free(host);
-    curl_free(port);
+    curl_library().free(host);
+    curl_library().free(port);
   }
-  curl_url_cleanup(u);
+  curl_library().url_cleanup(u);
   return out;
 }
 
@@ -285,12 +291,12 @@ Status fetch_into(const FileRequest& request, const TransferOptions& options,
     // curl fails on a 200 answer, and here a 200 restarts the file instead.
     const std::string range = std::to_string(have) + "-";
     if (have > 0) {
-      curl_easy_setopt(curl.h, CURLOPT_RANGE, range.c_str());
+      curl_library().easy_setopt(curl.h, CURLOPT_RANGE, range.c_str());
     }
-    CURLcode rc = curl_easy_perform(curl.h);
+    CURLcode rc = curl_library().easy_perform(curl.h);
     pipe.stop();  // every received byte is hashed
     if (a.status == 0) {
-      curl_easy_getinfo(curl.h, CURLINFO_RESPONSE_CODE, &a.status);
+      curl_library().easy_getinfo(curl.h, CURLINFO_RESPONSE_CODE, &a.status);
     }
     if (a.status == 416) {
       // The range no longer fits the file on the server: start over.
@@ -342,7 +348,9 @@ Status fetch_into(const FileRequest& request, const TransferOptions& options,
 
 Status fetch_file(const FileRequest& request, const TransferOptions& options,
                   const ProgressFn& on_progress, const CancelledFn& cancelled) {
-  global_init();
+  if (Status curl = need_curl(); !curl.ok()) {
+    return curl;
+  }
   Status result = fetch_into(request, options, on_progress, cancelled);
   if (!result.ok() && result.error().code() != ErrorCode::kCancelled &&
       file_size_or_zero(request.partial_path) == 0) {
@@ -357,7 +365,9 @@ Status fetch_file(const FileRequest& request, const TransferOptions& options,
 Result<std::string> fetch_text(const std::string& url, const std::string& bearer_token,
                                const TransferOptions& options, const CancelledFn& cancelled,
                                std::size_t max_bytes) {
-  global_init();
+  if (Status curl = need_curl(); !curl.ok()) {
+    return std::move(curl).error();
+  }
   int attempts_left = std::max(1, options.max_attempts);
   int failures = 0;
   Status last = Error(ErrorCode::kNetworkError, "no attempt was made");
@@ -372,7 +382,7 @@ Result<std::string> fetch_text(const std::string& url, const std::string& bearer
     a.max_text = max_bytes;
     a.cancelled = &cancelled;
     configure(curl, url, bearer_token, options, a);
-    CURLcode rc = curl_easy_perform(curl.h);
+    CURLcode rc = curl_library().easy_perform(curl.h);
     bool retryable = false;
     Status result = classify(rc, a, url, retryable);
     if (result.ok()) {

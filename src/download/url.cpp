@@ -1,6 +1,6 @@
 #include "lemon/download/url.h"
 
-#include <curl/curl.h>
+#include "curl_library.h"
 
 namespace lemon::download {
 
@@ -8,13 +8,17 @@ std::string escape_segment(std::string_view segment) {
   if (segment.empty()) {
     return {};
   }
+  if (!curl_library().loaded) {
+    return std::string(segment);  // no download can happen either
+  }
   // libcurl accepts a null handle here since 7.82.
-  char* escaped = curl_easy_escape(nullptr, segment.data(), static_cast<int>(segment.size()));
+  char* escaped =
+      curl_library().easy_escape(nullptr, segment.data(), static_cast<int>(segment.size()));
   if (escaped == nullptr) {
     return std::string(segment);
   }
   std::string out(escaped);
-  curl_free(escaped);
+  curl_library().free(escaped);
   return out;
 }
 

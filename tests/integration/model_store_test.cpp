@@ -140,6 +140,22 @@ TEST_F(ModelStoreTest, PullRegistersDownloadsAndServesAUserModel) {
   EXPECT_EQ(c.status, 200) << c.body;
 }
 
+// The router maps libcurl (and the thirty libraries it brings) only once it
+// downloads (issue #27: idle RSS).
+TEST_F(ModelStoreTest, LibcurlIsLoadedOnlyForTheFirstDownload) {
+  ASSERT_NO_FATAL_FAILURE(start_online());
+  auto mapped = [&](const std::string& library) {
+    return stored_text("/proc/" + std::to_string(router().pid()) + "/maps").find(library) !=
+           std::string::npos;
+  };
+  ASSERT_EQ(http_get(port(), "/api/v1/health").status, 200);
+  EXPECT_FALSE(mapped("libcurl")) << "an idle router maps no libcurl";
+  EXPECT_FALSE(mapped("libarchive"));
+  HttpReply r = http_post(port(), "/api/v1/pull", registration("user.tiny", "Q4_0"));
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_TRUE(mapped("libcurl")) << "the download loaded it";
+}
+
 TEST_F(ModelStoreTest, StreamingPullSendsLemonadesProgressAndCompleteEvents) {
   ASSERT_NO_FATAL_FAILURE(start_online());
   SseStream s(
