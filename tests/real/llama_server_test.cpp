@@ -50,17 +50,19 @@ TEST_F(RealLlamaTest, OnlyTheRouterGetsThroughToTheBackend) {
   EXPECT_EQ(health(port()).dump().find(key), std::string::npos);
 }
 
-// A prompt of about 4,000 tokens, read 256 tokens a batch: the client hears
+// A prompt of about 4,000 tokens, read 64 tokens a batch on one thread (so
+// that it takes longer than the heartbeat even on a fast CPU): the client hears
 // heartbeats while llama-server reads it, gets its progress only when it
 // asks, and the dashboard's events see it either way.
 TEST_F(RealLlamaTest, ALongPromptIsHeartbeatedAndReported) {
   add_tiny_chat("tiny");
   ASSERT_NO_FATAL_FAILURE(start_real_router({"--stream-heartbeat", "0.01"}));
   // The model was trained for 4,096 tokens, its server's context at most.
-  ASSERT_EQ(load(port(), "user.tiny",
-                 {{"ctx_size", 4096}, {"llamacpp_args", "--batch-size 256 --ubatch-size 256"}})
-                .status,
-            200);
+  ASSERT_EQ(
+      load(port(), "user.tiny",
+           {{"ctx_size", 4096}, {"llamacpp_args", "--threads 1 --batch-size 64 --ubatch-size 64"}})
+          .status,
+      200);
   std::string document;
   for (int i = 0; i < 700; ++i) {
     document += "the quick brown fox ";

@@ -2,7 +2,9 @@
 // proof. At temperature 0 with a fixed seed, the next turn of a conversation
 // whose model was swapped out and back (its slot saved at the eviction and
 // restored at the load) answers exactly what the same turn answers computed
-// from scratch, and evaluates fewer prompt tokens.
+// from scratch, and evaluates fewer prompt tokens; a session does the same
+// across a router restart.
+#include <csignal>
 #include <filesystem>
 
 #include <gtest/gtest.h>
@@ -69,6 +71,59 @@ TEST_F(RealSlotCacheTest, ARestoredSlotAnswersAsARecomputedOneWithLessPromptWork
   EXPECT_LT(restored_prompt * 4, fresh_prompt)
       << "the restored prefix is not evaluated again: " << restored_prompt << " vs "
       << fresh_prompt;
+}
+
+// Issue #29 §2 on the real program: a session outlives a clean router
+// restart. The drain saves its slot, the next router reads the session back
+// from its journal, restores the slot when the model loads and answers the
+// next turn exactly as that turn computed from scratch answers.
+TEST_F(RealSlotCacheTest, ASessionContinuesAcrossARouterRestartWithItsSlotRestored) {
+  add_tiny_chat("tiny");
+  ASSERT_NO_FATAL_FAILURE(start_real_router());
+  const std::string sessions = "/api/v1/sessions";
+  HttpReply created =
+      http_post(port(), sessions,
+                json{{"model", "user.tiny"}, {"options", {{"temperature", 0}, {"seed", 7}}}});
+  ASSERT_EQ(created.status, 200) << created.body;
+  const std::string id = created.json()["id"];
+  std::string long_turn = "Here is a long story about limes:";
+  for (int i = 0; i < 40; ++i) {
+    long_turn += " lime number " + std::to_string(i) + " was green and sour.";
+  }
+  auto say = [&](const std::string& text) {
+    return http_post(port(), sessions + "/" + id + "/messages",
+                     json{{"role", "user"}, {"content", text}});
+  };
+  ASSERT_EQ(say(long_turn).status, 200);
+  ASSERT_EQ(http_post(port(), sessions + "/" + id + "/generate", json{{"max_tokens", 12}}).status,
+            200);
+  ASSERT_EQ(say("and then?").status, 200);
+  router().signal(SIGTERM);
+  auto exited = router().wait_exit();
+  ASSERT_TRUE(exited && exited->exited && exited->code == 0) << router().log_text();
+  ASSERT_EQ(router().count_log("'user.tiny': saved slot 0"), 1) << router().log_text();
+
+  ASSERT_NO_FATAL_FAILURE(start_real_router());
+  HttpReply resumed =
+      http_post(port(), sessions + "/" + id + "/generate", json{{"max_tokens", 12}});
+  ASSERT_EQ(resumed.status, 200) << resumed.body;
+  const json after = http_get(port(), sessions + "/" + id).json();
+  EXPECT_EQ(after["resumed"], "restored") << after.dump();
+  ASSERT_EQ(after["history"].size(), 4u) << after.dump();
+  EXPECT_EQ(router().count_log("'user.tiny': restored slot 0"), 1);
+
+  // The same turn from scratch: the history sent whole, nothing restored.
+  ASSERT_EQ(http_post(port(), "/api/v1/unload", json{{"model_name", "user.tiny"}}).status, 200);
+  fs::remove_all(env_.cache_dir() + "/slot_cache");
+  json history = after["history"];
+  history.erase(history.size() - 1);
+  HttpReply fresh = chat(port(), "user.tiny", ask(history));
+  ASSERT_EQ(fresh.status, 200) << fresh.body;
+  const auto [resumed_text, resumed_prompt] = answer(resumed);
+  const auto [fresh_text, fresh_prompt] = answer(fresh);
+  EXPECT_EQ(resumed_text, fresh_text) << "a restart never changes the answer";
+  EXPECT_LT(resumed_prompt * 4, fresh_prompt)
+      << "the restored prefix is not evaluated again: " << resumed_prompt << " vs " << fresh_prompt;
 }
 
 }  // namespace
