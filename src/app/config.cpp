@@ -10,6 +10,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "lemon/app/config_file.h"
 #include "lemon/app/router_options.h"
 #include "lemon/core/log.h"
 #include "lemon/models/recipe_options.h"
@@ -390,6 +391,27 @@ ParsedConfig parse_config(int argc, const char* const* argv) {
                                            " (Lemonade API " + LEMON_API_VERSION + ")");
   add_router_options(app, v);
 
+  // config.json and the distribution's defaults (issue #30 §1), under the
+  // variables and flags.
+  c.config_file = (config_dir() / "config.json").string();
+  for (const auto& [file, origin] :
+       {std::pair{distro_defaults_file(), std::string("defaults file")},
+        std::pair{std::filesystem::path(c.config_file), std::string("config.json")}}) {
+    auto values = read_config_file(file);
+    if (!values.ok()) {
+      return fail(values.error().message());
+    }
+    if (Status applied = apply_config_file(app, *values, file.string(), c.setting_sources);
+        !applied.ok()) {
+      return fail(applied.error().message());
+    }
+    for (auto& [key, from] : c.setting_sources) {
+      if (from == file.string()) {
+        from = origin;
+      }
+    }
+  }
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -408,6 +430,33 @@ ParsedConfig parse_config(int argc, const char* const* argv) {
     std::string what = e.what();
     std::replace(what.begin(), what.end(), '\n', ' ');
     return fail(what);
+  }
+
+  for (const CLI::Option* opt : app.get_options()) {
+    const std::string key = config_key_of_flag(opt->get_name());
+    if (key.empty()) {
+      continue;
+    }
+    std::string value;
+    if (opt->count() > 0) {
+      for (const auto& r : opt->results()) {
+        value += (value.empty() ? "" : " ") + r;
+      }
+    } else {
+      value = opt->get_default_str();
+    }
+    c.setting_values[key] = value;
+    if (opt->count() > 0) {
+      bool on_command_line = false;
+      for (int i = 1; i < argc; ++i) {
+        const std::string_view arg = argv[i];
+        on_command_line =
+            on_command_line || arg == opt->get_name() || arg.starts_with(opt->get_name() + "=");
+      }
+      c.setting_sources[key] = on_command_line ? "flag" : "environment";
+    } else if (!c.setting_sources.contains(key)) {
+      c.setting_sources[key] = "default";
+    }
   }
 
   std::string joined;

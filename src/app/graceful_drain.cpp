@@ -17,8 +17,11 @@ ShutdownSignals::ShutdownSignals() {
 }
 
 GracefulDrain::GracefulDrain(const ShutdownSignals& signals, DrainTargets targets,
-                             std::chrono::milliseconds timeout)
-    : signals_(signals.set()), targets_(targets), timeout_(timeout) {
+                             std::chrono::milliseconds timeout, std::function<void()> on_reload)
+    : signals_(signals.set()),
+      targets_(targets),
+      timeout_(timeout),
+      on_reload_(std::move(on_reload)) {
   thread_ = std::thread([this] { drain(); });
 }
 
@@ -31,7 +34,16 @@ GracefulDrain::~GracefulDrain() {
 void GracefulDrain::drain() {
   auto log = logger("app");
   int sig = 0;
-  sigwait(&signals_, &sig);
+  for (;;) {
+    sigwait(&signals_, &sig);
+    if (sig != SIGHUP) {
+      break;
+    }
+    log->info("received SIGHUP: reading the configuration again");
+    if (on_reload_) {
+      on_reload_();
+    }
+  }
   signalled_ = true;
   http::ApiServer& api = targets_.api;
   log->info(
@@ -45,7 +57,8 @@ void GracefulDrain::drain() {
   bool skipped = false;
   while (api.in_flight() > 0 && std::chrono::steady_clock::now() < deadline) {
     timespec poll_interval{0, 100'000'000};
-    if (sigtimedwait(&signals_, nullptr, &poll_interval) > 0) {
+    if (const int second = sigtimedwait(&signals_, nullptr, &poll_interval);
+        second > 0 && second != SIGHUP) {
       skipped = true;
       break;
     }

@@ -19,6 +19,7 @@
 #include "lemon/api/ollama/ollama_api.h"
 #include "lemon/api/openai/openai_api.h"
 #include "lemon/app/config.h"
+#include "lemon/app/config_reloader.h"
 #include "lemon/app/graceful_drain.h"
 #include "lemon/app/log_stream_attachment.h"
 #include "lemon/app/subsystem_settings.h"
@@ -119,6 +120,9 @@ int main(int argc, char** argv) {
   api::OllamaApi ollama_api(**catalogue, store, router, server.provisioner(),
                             server.generation_defaults(), server.gateway());
   ollama_api.register_routes(server);
+  // SIGHUP reads the configuration again (issue #30 §1); GET /internal/config.
+  ConfigReloader reloader(std::vector<std::string>(argv, argv + argc), cfg, telemetry.events());
+  reloader.register_routes(server);
   auto port = server.bind();
   if (!port.ok()) {
     std::cerr << "lemonade-router: cannot listen on " << cfg.host << ":" << cfg.port << ": "
@@ -138,7 +142,7 @@ int main(int argc, char** argv) {
   }
 
   GracefulDrain drain(signals, DrainTargets{store, installer, server, context, router},
-                      cfg.drain_timeout);
+                      cfg.drain_timeout, [&reloader] { reloader.reload(); });
   server.run();
   drain.finish();
   log->info("stopped");

@@ -95,7 +95,8 @@ std::vector<int> SlotFileStore::saved_slots(WrappedServer& server, int replica) 
   return out;
 }
 
-std::vector<SlotFileEvent> SlotFileStore::restore_into(WrappedServer& server, int replica) {
+std::vector<SlotFileEvent> SlotFileStore::restore_into(WrappedServer& server, int replica,
+                                                       const std::vector<int>& slots) {
   std::vector<SlotFileEvent> events;
   const fs::path dir = server.slot_save_dir();
   if (dir.empty()) {
@@ -112,6 +113,9 @@ std::vector<SlotFileEvent> SlotFileStore::restore_into(WrappedServer& server, in
   }
   const auto deadline = Clock::now() + settings_.timeout;
   for (const auto& [slot, path] : replica_files(dir, replica, server.slots().total)) {
+    if (std::find(slots.begin(), slots.end(), slot) == slots.end()) {
+      continue;  // saved since the router took hold of the slots: kept for next time
+    }
     const auto started = Clock::now();
     const std::string body = nlohmann::json{{"filename", path.filename().string()}}.dump();
     Reply r =

@@ -19,6 +19,7 @@ struct RouterCore::LoadWaiter {
   bool done = false;
   std::optional<Error> error;
   std::shared_ptr<ServerSlot> granted;  // in_flight already counted for it
+  int granted_slot = -1;                // its backend slot, when one is named (grant())
   // Set instead of `granted` when the new server's slots were all taken:
   // the caller waits in its model's line with this ticket (0: none).
   std::uint64_t ticket = 0;

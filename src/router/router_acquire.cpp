@@ -466,7 +466,7 @@ Result<Lease> RouterCore::acquire(std::string_view model_name, const WaitHooks& 
             g->second.keep_alive = *keep_alive;
           }
         }
-        return Lease(this, waiter->granted);
+        return Lease(this, waiter->granted, waiter->granted_slot);
       }
       if (waiter->ticket == 0) {
         continue;

@@ -133,6 +133,13 @@ void RouterCore::finish_job(LoadJob& job, const Status& result,
         ++free->in_flight;  // granted together with publication (Lemonade #1836)
         touch(*free);
         w->granted = free;
+        if (free->pinned > 0 || free->restoring) {
+          // As grant() does: a free slot no session holds and none restores.
+          w->granted_slot = free->slot_for_request();
+          if (w->granted_slot >= 0) {
+            free->busy_slots[static_cast<std::size_t>(w->granted_slot)] = true;
+          }
+        }
       } else if (w->wants_lease && group != groups_.end()) {
         // All slots taken: in the model's line, in arrival order.
         w->ticket = join_line(group->second);
@@ -248,7 +255,7 @@ Status RouterCore::start_and_publish(LoadJob& job, const std::shared_ptr<Wrapped
     }
   }
   if (config_.slot_store != nullptr && job.done) {
-    emit_slot_events(job.model, config_.slot_store->restore_into(*server, slot->replica));
+    emit_slot_events(job.model, config_.slot_store->restore_into(*server, slot->replica, saved));
     {
       MutexLock lock(mu_);
       slot->restoring = false;

@@ -147,11 +147,14 @@ JournalReading read_session_journal(std::string_view text) {
         text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
     nlohmann::json record = nlohmann::json::parse(line, nullptr, false);
     const bool complete = nl != std::string_view::npos;
-    if (!complete || record.is_discarded() || !apply_record(record, first, s)) {
-      if (last && !first) {
-        out.torn = true;  // the write a crash cut: dropped
-        break;
-      }
+    if (last && (!complete || record.is_discarded())) {
+      // The write a crash cut (one write(2) per record: only the last can
+      // be cut): dropped. A creation cut is a session never acknowledged.
+      out.torn = true;
+      out.unacknowledged = first;
+      break;
+    }
+    if (record.is_discarded() || !apply_record(record, first, s)) {
       out.malformed = first ? "its first record is not a session's creation"
                             : "record at byte " + std::to_string(pos) + " is not a journal record";
       return out;
@@ -161,7 +164,7 @@ JournalReading read_session_journal(std::string_view text) {
     out.good_bytes = pos;
   }
   if (first) {
-    out.malformed = "it holds no complete record";
+    out.unacknowledged = true;  // empty, or only a cut creation
     return out;
   }
   out.state = std::move(s);
@@ -217,6 +220,13 @@ std::optional<SessionState> SessionJournal::load(const std::string& id) {
   text << in.rdbuf();
   in.close();
   JournalReading reading = read_session_journal(text.str());
+  if (reading.unacknowledged) {
+    // The crash came before its creation was written whole: nobody was
+    // told of this session.
+    logger("router")->info("session {}: its creation was never written whole; dropped", id);
+    erase(id);
+    return std::nullopt;
+  }
   if (!reading.state || reading.state->id != id) {
     keep_aside(id, reading.state ? "it names another session" : reading.malformed);
     return std::nullopt;
@@ -270,6 +280,8 @@ bool SessionJournal::append(const std::string& id, const nlohmann::json& record,
   ::close(fd);
   if (ok && create) {
     sync_dir(dir_);  // the new file's name survives a crash too
+  } else if (!ok && create) {
+    ::unlink(p.c_str());  // no journal rather than one without its creation
   }
   return ok;
 }

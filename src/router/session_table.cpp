@@ -6,6 +6,7 @@
 #include <random>
 
 #include "lemon/core/clock.h"
+#include "lemon/core/log.h"
 #include "lemon/router/session_journal.h"
 
 namespace lemon {
@@ -81,14 +82,24 @@ SessionTable::SessionTable(std::chrono::milliseconds ttl, EndCallback on_expired
 void SessionTable::read_back_locked(MutexLock& lock, const std::string& id) {
   recorded_cv_.wait(lock, [&]() LEMON_REQUIRES(mu_) { return reading_.count(id) == 0; });
   auto unread = unread_.find(id);
-  if (unread == unread_.end() || sessions_.count(id) != 0) {
+  if (unread == unread_.end()) {
     return;
   }
   const Clock::time_point idle_since = unread->second;
   unread_.erase(unread);
+  if (sessions_.count(id) != 0) {
+    return;  // a new session of the same id (never, with 128 random bits)
+  }
   reading_.insert(id);
+  std::optional<SessionState> state;
+  // The file is read without the lock; nothing between unlock and lock
+  // throws, so the lock is always taken again.
   mu_.unlock();
-  std::optional<SessionState> state = log_->load(id);
+  try {
+    state = log_->load(id);
+  } catch (const std::exception& e) {
+    logger("router")->error("session {}: its journal could not be read: {}", id, e.what());
+  }
   mu_.lock();
   reading_.erase(id);
   if (state) {
@@ -124,16 +135,37 @@ void SessionTable::record_locked(MutexLock& lock, const std::string& id,
     return;
   }
   auto it = sessions_.find(id);
-  if (it == sessions_.end()) {
+  if (it == sessions_.end() || it->second.unjournaled) {
     return;
   }
   it->second.recording = true;
+  bool written = false;
+  // Written without the lock; nothing between unlock and lock throws.
   mu_.unlock();
-  log_->append(id, record, create);
+  try {
+    written = log_->append(id, record, create);
+  } catch (const std::exception& e) {
+    logger("router")->error("session {}: journal record not written: {}", id, e.what());
+  }
+  if (!written && !create) {
+    // A journal that missed a record would replay another history: none
+    // rather than a wrong one. The session goes on in memory.
+    try {
+      log_->erase(id);
+    } catch (const std::exception&) {
+      // erase() reports nothing; a file left here is read back as it was
+    }
+  }
   mu_.lock();
   // remove() and the reaper wait while `recording`: the entry is still here.
-  sessions_.at(id).recording = false;
+  Entry& e = sessions_.at(id);
+  e.recording = false;
+  if (!written) {
+    e.unjournaled = true;
+    logger("router")->warn("session {}: no longer journaled; it will not outlive the router", id);
+  }
   recorded_cv_.notify_all();
+  reaper_cv_.notify_all();  // the reaper skips an entry while it records
 }
 
 SessionTable::~SessionTable() {
@@ -281,6 +313,8 @@ std::vector<SessionState> SessionTable::list() {
     const std::string id = unread_.begin()->first;
     read_back_locked(lock, id);
   }
+  // And those another caller is reading back now.
+  recorded_cv_.wait(lock, [&]() LEMON_REQUIRES(mu_) { return reading_.empty(); });
   std::vector<SessionState> out;
   for (const auto& [id, e] : sessions_) {
     out.push_back(e.state);
@@ -399,7 +433,7 @@ void SessionTable::reap_loop() {
         it = sessions_.erase(it);
         continue;
       }
-      if (!e.state.generating && (!next || due < *next)) {
+      if (!e.state.generating && !e.recording && (!next || due < *next)) {
         next = due;
       }
       ++it;

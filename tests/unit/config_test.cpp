@@ -59,7 +59,9 @@ const char* const kEnvVars[] = {"LEMONADE_HOST",
                                 "LEMONADE_CACHE_DIR",
                                 "HF_HUB_CACHE",
                                 "HF_HOME",
-                                "HOME"};
+                                "HOME",
+                                "LEMONADE_CONFIG_DIR",
+                                "LEMONADE_DEFAULTS_FILE"};
 
 class ConfigTest : public ::testing::Test {
  protected:

@@ -86,8 +86,16 @@ TEST(ReadSessionJournal, DropsATornLastRecord) {
 
 TEST(ReadSessionJournal, MalformedFilesAreNotSessions) {
   const std::string msg = line(session_message_record({{"role", "user"}, {"content", "hi"}}, 2000));
-  EXPECT_FALSE(read_session_journal("").state) << "empty";
-  EXPECT_FALSE(read_session_journal(created_line().substr(0, 10)).state) << "only a torn creation";
+  for (const std::string& text : {std::string(), created_line().substr(0, 10)}) {
+    const JournalReading never = read_session_journal(text);
+    EXPECT_FALSE(never.state) << "no whole record: " << text;
+    EXPECT_TRUE(never.unacknowledged) << "a creation nobody was told of: " << text;
+    EXPECT_TRUE(never.malformed.empty()) << text;
+  }
+  const auto parsed_but_wrong =
+      read_session_journal(created_line() + line({{"k", "message"}, {"t", 1}}));
+  EXPECT_FALSE(parsed_but_wrong.state) << "a whole last line that is no record is no tear";
+  EXPECT_FALSE(parsed_but_wrong.malformed.empty());
   EXPECT_FALSE(read_session_journal(msg + created_line()).state) << "no creation first";
   EXPECT_FALSE(read_session_journal(created_line() + "garbage\n" + msg).state)
       << "a bad record before the last";
@@ -212,6 +220,51 @@ TEST_F(SessionJournalTest, AMalformedFileIsKeptAsideAndReported) {
       << "an earlier kept file is never overwritten";
   EXPECT_EQ(read_text(sessions / "malformed" / (kId + ".jsonl.1")),
             "not a journal\n" + created_line());
+}
+
+TEST_F(SessionJournalTest, ACreationNeverWrittenWholeIsDeletedQuietly) {
+  dir_.write("sessions/" + kId + ".jsonl", created_line().substr(0, 20));
+  std::vector<std::string> malformed;
+  SessionTable table(1h, {}, journal(&malformed));
+  EXPECT_EQ(table.get(kId).error().code(), ErrorCode::kSessionNotFound);
+  EXPECT_TRUE(malformed.empty()) << "nothing to report";
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() / "sessions" / (kId + ".jsonl")));
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() / "sessions" / "malformed"));
+}
+
+// A log whose appends fail from the n-th on, to see a session stop being
+// journaled rather than keep a journal with a hole in it.
+class FailingLog final : public SessionLog {
+ public:
+  explicit FailingLog(int fail_from) : fail_from_(fail_from) {}
+  std::vector<JournaledSession> list(std::chrono::milliseconds) override { return {}; }
+  std::optional<SessionState> load(const std::string&) override { return std::nullopt; }
+  bool append(const std::string&, const nlohmann::json& record, bool) override {
+    kinds.push_back(record.at("k").get<std::string>());
+    return static_cast<int>(kinds.size()) < fail_from_;
+  }
+  void erase(const std::string& id) override { erased.push_back(id); }
+  std::vector<std::string> kinds;
+  std::vector<std::string> erased;
+
+ private:
+  const int fail_from_;
+};
+
+TEST_F(SessionJournalTest, AFailedRecordEndsTheJournalNotTheSession) {
+  auto log = std::make_shared<FailingLog>(3);  // created and one message go through
+  SessionTable table(1h, {}, log);
+  auto s = table.create("m", "", nlohmann::json::object(), servers(), soon());
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE(table.append(s->id, {{"role", "user"}, {"content", "one"}}).ok());
+  ASSERT_TRUE(table.append(s->id, {{"role", "user"}, {"content", "two"}}).ok());  // fails
+  EXPECT_EQ(log->erased, std::vector<std::string>{s->id}) << "no journal with a hole in it";
+  ASSERT_TRUE(table.append(s->id, {{"role", "user"}, {"content", "three"}}).ok());
+  EXPECT_EQ(log->kinds, (std::vector<std::string>{"created", "message", "message"}))
+      << "nothing written after the failure";
+  auto state = table.get(s->id);
+  ASSERT_TRUE(state.ok());
+  EXPECT_EQ(state->history.size(), 3u) << "the session goes on in memory";
 }
 
 TEST_F(SessionJournalTest, SessionsPastTheirTtlAreDropped) {

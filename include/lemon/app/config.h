@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -89,6 +90,14 @@ struct Config {
   std::optional<int> ollama_port;
 
   int ready_fd = -1;  // --ready-fd: write "PORT\n" here once listening, then close it
+
+  // Where each setting came from (issue #30 §1): key -> "default",
+  // "defaults file", "config.json", "environment" or "flag"; and the
+  // config.json read (it may not exist).
+  std::map<std::string, std::string> setting_sources;
+  // Each setting's value as text, as given or defaulted (compared by a reload).
+  std::map<std::string, std::string> setting_values;
+  std::string config_file;
 };
 
 // The outcome of parsing: a Config, or a request to exit (help/version was

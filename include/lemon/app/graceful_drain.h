@@ -1,5 +1,7 @@
 // The daemon's shutdown (issue #11 §6). SIGINT, SIGTERM and SIGHUP are
-// blocked in every thread and taken by one thread, which drains: downloads
+// blocked in every thread and taken by one thread. SIGHUP calls the reload
+// hook (issue #30 §1: the configuration is read again) and the router goes
+// on. SIGINT and SIGTERM drain: downloads
 // are cancelled at once (a pull resumes where it stopped), the HTTP server
 // stops accepting, in-flight requests (streams included) may finish for up
 // to --drain-timeout, then every backend is stopped, which ends what is left
@@ -14,6 +16,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <thread>
 
 #include "lemon/backends/backend_installer.h"
@@ -47,8 +50,9 @@ struct DrainTargets {
 class GracefulDrain {
  public:
   // Starts the thread that waits for a signal.
+  // `on_reload` runs on the signal thread for each SIGHUP before a drain.
   GracefulDrain(const ShutdownSignals& signals, DrainTargets targets,
-                std::chrono::milliseconds timeout);
+                std::chrono::milliseconds timeout, std::function<void()> on_reload = {});
   // Call once api.run() has returned: waits for the drain if a signal
   // started it (it ends within 100 ms of the last request), else leaves the
   // signal thread to exit() (the server stopped for another reason); then
@@ -66,6 +70,7 @@ class GracefulDrain {
   sigset_t signals_;
   DrainTargets targets_;
   std::chrono::milliseconds timeout_;
+  std::function<void()> on_reload_;
   std::atomic<bool> signalled_{false};
   std::thread thread_;
 };

@@ -33,7 +33,8 @@ class SlotFileStore final : public SlotStore {
   explicit SlotFileStore(SlotFileStoreSettings settings);
 
   std::vector<int> saved_slots(WrappedServer& server, int replica) override;
-  std::vector<SlotFileEvent> restore_into(WrappedServer& server, int replica) override;
+  std::vector<SlotFileEvent> restore_into(WrappedServer& server, int replica,
+                                          const std::vector<int>& slots) override;
   std::vector<SlotFileEvent> save_from(WrappedServer& server, int replica,
                                        const std::vector<int>& session_slots) override;
   void forget(const std::string& model) override;

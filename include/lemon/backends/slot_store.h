@@ -34,11 +34,13 @@ class SlotStore {
   // restore_into would restore (a file saved by an earlier server of the
   // same identity and replica, for a slot it has). Reads only the folder.
   virtual std::vector<int> saved_slots(WrappedServer& server, int replica) = 0;
-  // After `server` started, while the router keeps requests off those
-  // slots: restores them, and deletes the files of other identities of its
-  // model. A file that is refused is deleted (the turn is then computed
-  // afresh). No-op for a server without slot_save_dir().
-  virtual std::vector<SlotFileEvent> restore_into(WrappedServer& server, int replica) = 0;
+  // After `server` started, while the router keeps requests off `slots`
+  // (what saved_slots listed): restores those, and deletes the files of
+  // other identities of its model. A file that is refused is deleted (the
+  // turn is then computed afresh). No-op for a server without
+  // slot_save_dir().
+  virtual std::vector<SlotFileEvent> restore_into(WrappedServer& server, int replica,
+                                                  const std::vector<int>& slots) = 0;
   // Before a planned stop of a drained `server`: saves the slots worth
   // keeping (slots_to_save; `session_slots` are those sessions hold), then
   // keeps the cache within its budget. Skipped when the disk is short.

@@ -10,8 +10,10 @@
 //
 // Reading (read_session_journal, pure): a record counts only when its line
 // ends with '\n' and parses. A last line that does not is a write the crash
-// tore: it is dropped and the file cut back to the records before it. Any
-// other bad line, or a first record that is not "created", makes the file
+// tore: it is dropped and the file cut back to the records before it (a
+// file with no whole record is a creation never acknowledged: deleted). Any
+// other bad line (one that parses but is no record this journal writes
+// included), or a first record that is not "created", makes the file
 // malformed: it is moved aside to `<dir>/malformed/` (never overwritten) and
 // reported; its session is not restored.
 //
@@ -47,6 +49,9 @@ struct JournalReading {
   std::string malformed;              // why, when malformed
   std::size_t good_bytes = 0;         // the length of the records that count
   bool torn = false;                  // a last record was cut (or garbled) and dropped
+  // No whole record (an empty file, or a creation cut by a crash): a
+  // session nobody was told of, deleted quietly.
+  bool unacknowledged = false;
 };
 
 // The session a journal's text describes: its history, turns and token

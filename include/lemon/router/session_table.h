@@ -165,9 +165,11 @@ class SessionTable {
     SessionState state;
     std::shared_ptr<std::atomic<bool>> cancel;
     Clock::time_point idle_since;
-    bool recording = false;  // a record of it is being written (mu_ not held)
+    bool recording = false;    // a record of it is being written (mu_ not held)
+    bool unjournaled = false;  // a record failed: its journal was deleted, none is written
   };
   void reap_loop();
+
   // Reads `id` back from the log if it is one of an earlier run's sessions
   // not read yet (the file is read with mu_ released).
   void read_back_locked(MutexLock& lock, const std::string& id) LEMON_REQUIRES(mu_);

@@ -1,0 +1,62 @@
+// ConfigReloader (issue #30 §1): SIGHUP reads the configuration again (the
+// defaults file, config.json, the environment the router started with and
+// its flags) and applies what can change in a running router; the rest is
+// pending until a restart. An invalid file changes nothing: the running
+// configuration stays and the error is logged, published as a
+// `config_reloaded` event and shown by GET /internal/config, which also
+// shows every setting's value and source (the API key redacted).
+//
+// Settings applied live today: log_level. Every other changed setting is
+// listed as pending.
+//
+// Thread-safety: reload() and the route may run on any thread at once.
+#pragma once
+
+#include <functional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "lemon/app/config.h"
+#include "lemon/core/mutex.h"
+#include "lemon/http/api_routes.h"
+#include "lemon/telemetry/event_bus.h"
+
+namespace lemon {
+
+// What a reload does with the settings that changed: those in `live` apply
+// now, the others wait for a restart. A pure function over two snapshots of
+// setting values (key -> text).
+struct ConfigChanges {
+  std::vector<std::string> applied;
+  std::vector<std::string> pending;
+};
+ConfigChanges classify_config_changes(const std::map<std::string, std::string>& running,
+                                      const std::map<std::string, std::string>& read,
+                                      const std::set<std::string>& live);
+
+class ConfigReloader {
+ public:
+  // `argv` is the router's command line; `running` the configuration it
+  // started with; `events` gets config_reloaded.
+  ConfigReloader(std::vector<std::string> argv, const Config& running, telemetry::EventBus& events);
+
+  void reload();
+  nlohmann::json snapshot() const;
+  void register_routes(http::ApiRoutes& routes);
+
+ private:
+  const std::vector<std::string> argv_;
+  telemetry::EventBus& events_;
+  mutable Mutex mu_;
+  Config running_ LEMON_GUARDED_BY(mu_);  // what the router runs with (live settings applied)
+  Config read_ LEMON_GUARDED_BY(mu_);     // the last configuration read without error
+  std::vector<std::string> pending_ LEMON_GUARDED_BY(mu_);
+  std::string last_error_ LEMON_GUARDED_BY(mu_);
+  std::int64_t last_reload_ms_ LEMON_GUARDED_BY(mu_) = 0;
+  int reloads_ LEMON_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace lemon

@@ -1,0 +1,105 @@
+// config.json and SIGHUP against the real router (issue #30 §1): settings
+// come from the file under the flags; SIGHUP reads it again, applies what
+// applies live (the log level), lists the rest as pending a restart, and
+// keeps the running configuration when the file is invalid; the router
+// serves on throughout. GET /internal/config shows values and sources, the
+// API key redacted; an invalid file at start is exit code 2 in one line.
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "support/http_client.h"
+#include "support/router_events.h"
+#include "support/router_fixture.h"
+
+namespace lemon::testing {
+namespace {
+
+using Json = nlohmann::json;
+
+class ConfigReloadTest : public RouterTest {
+ protected:
+  std::string conf_dir() const { return env_.root() + "/conf"; }
+  void write_config(const Json& j) const {
+    std::filesystem::create_directories(conf_dir());
+    std::ofstream(conf_dir() + "/config.json") << j.dump();
+  }
+  std::map<std::string, std::string> conf_env() const {
+    return {{"LEMONADE_CONFIG_DIR", conf_dir()}};
+  }
+  Json config_view() {
+    HttpReply r = http_get(port(), "/internal/config");
+    EXPECT_EQ(r.status, 200) << r.body;
+    return r.json();
+  }
+};
+
+TEST_F(ConfigReloadTest, SighupAppliesTheLogLevelAndListsTheRestAsPending) {
+  write_config({{"log_level", "info"}, {"keep_alive", 300}, {"max_replicas", 2}});
+  ASSERT_NO_FATAL_FAILURE(start_router({"--max-replicas", "3"}, conf_env()));
+  Json view = config_view();
+  EXPECT_EQ(view["settings"]["keep_alive"]["value"], "300") << view.dump();
+  EXPECT_EQ(view["settings"]["keep_alive"]["source"], "config.json");
+  EXPECT_EQ(view["settings"]["max_replicas"]["value"], "3") << "the flag wins";
+  EXPECT_EQ(view["settings"]["max_replicas"]["source"], "flag");
+  EXPECT_EQ(view["settings"]["host"]["source"], "default");
+  EXPECT_EQ(view["reloads"], 0);
+
+  RouterEvents events(port());
+  write_config({{"log_level", "debug"}, {"keep_alive", 60}, {"max_replicas", 4}});
+  router().signal(SIGHUP);
+  auto reloaded = events.next("config_reloaded", "");
+  ASSERT_TRUE(reloaded.has_value());
+  EXPECT_EQ((*reloaded)["ok"], true);
+  EXPECT_EQ((*reloaded)["applied"], Json::array({"log_level"})) << reloaded->dump();
+  EXPECT_EQ((*reloaded)["pending"], Json::array({"keep_alive"}))
+      << "max_replicas still comes from the flag: " << reloaded->dump();
+  view = config_view();
+  EXPECT_EQ(view["settings"]["log_level"]["value"], "debug");
+  EXPECT_EQ(view["pending_restart"], (Json{{"keep_alive", "60"}}));
+  EXPECT_EQ(view["settings"]["keep_alive"]["value"], "300") << "still running with the old one";
+  EXPECT_EQ(http_get(port(), "/api/v1/health").status, 200) << "SIGHUP no longer stops it";
+  EXPECT_EQ(router().count_log("draining"), 0);
+
+  // An invalid file changes nothing, and says why.
+  write_config({{"log_level", "loud"}});
+  router().signal(SIGHUP);
+  auto refused = events.next("config_reloaded", "");
+  ASSERT_TRUE(refused.has_value());
+  EXPECT_EQ((*refused)["ok"], false);
+  EXPECT_NE((*refused)["error"].get<std::string>().find("'log_level'"), std::string::npos)
+      << refused->dump();
+  view = config_view();
+  EXPECT_EQ(view["settings"]["log_level"]["value"], "debug");
+  EXPECT_NE(view["last_error"].get<std::string>().find("log_level"), std::string::npos);
+  EXPECT_EQ(view["reloads"], 2);
+  EXPECT_EQ(http_get(port(), "/api/v1/health").status, 200);
+}
+
+TEST_F(ConfigReloadTest, TheApiKeyIsNeverShown) {
+  write_config({{"api_key", "sekret-from-file"}});
+  ASSERT_NO_FATAL_FAILURE(start_router({}, conf_env()));
+  EXPECT_EQ(http_get(port(), "/internal/config").status, 401) << "the key guards it";
+  HttpReply r = url_request("http://127.0.0.1:" + std::to_string(port()), "GET",
+                            "/internal/config", "", {{"Authorization", "Bearer sekret-from-file"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body.find("sekret"), std::string::npos) << r.body;
+  EXPECT_EQ(r.json()["settings"]["api_key"]["value"], "(set)");
+}
+
+TEST_F(ConfigReloadTest, AnInvalidFileAtStartIsExitCodeTwoInOneLine) {
+  write_config({{"max_loaded_models", "many"}, {"prot", 1}});
+  RouterProcess& r = launch_router({"--port", "0"}, conf_env());
+  auto exit = r.wait_exit();
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_TRUE(exit->exited);
+  EXPECT_EQ(exit->code, 2);
+  const auto lines = r.log_lines();
+  ASSERT_EQ(lines.size(), 1u) << r.log_text();
+  EXPECT_NE(lines[0].find("config.json"), std::string::npos) << lines[0];
+}
+
+}  // namespace
+}  // namespace lemon::testing
