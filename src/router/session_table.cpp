@@ -178,6 +178,35 @@ SessionTable::~SessionTable() {
   reaper_.join();
 }
 
+std::string SessionTable::id_model(const std::string& id) const {
+  auto it = sessions_.find(id);
+  return it != sessions_.end() ? it->second.state.model : std::string();
+}
+
+std::optional<SessionPin> SessionTable::choose_pin_sparing_restored(
+    const std::string& model, const std::vector<PinnableServer>& servers,
+    const std::vector<SessionPin>& taken) const {
+  // Sessions of `model` not on any of its servers now (their server went,
+  // or the router restarted) come back to their slot number, where a saved
+  // slot of theirs may be restored: a slot number one of them had is taken
+  // last.
+  std::vector<SessionPin> spared = taken;
+  for (const auto& [sid, e] : sessions_) {
+    const SessionPin& p = e.state.pin;
+    const bool on_a_server = std::any_of(servers.begin(), servers.end(),
+                                         [&](const auto& s) { return s.server_id == p.server_id; });
+    if (e.state.model == model && !on_a_server) {
+      for (const auto& s : servers) {
+        spared.push_back({s.server_id, p.backend_slot});
+      }
+    }
+  }
+  if (auto pin = choose_pin(servers, spared)) {
+    return pin;
+  }
+  return choose_pin(servers, taken);
+}
+
 std::vector<SessionPin> SessionTable::taken_locked() const {
   std::vector<SessionPin> out;
   out.reserve(sessions_.size());
@@ -213,7 +242,7 @@ Result<SessionPin> SessionTable::move_to_free_slot(
     }
   }
   if (!pin) {
-    pin = choose_pin(now, taken);
+    pin = choose_pin_sparing_restored(id_model(id), now, taken);
   }
   if (!pin || (reserve && !reserve(*pin))) {
     return Error(ErrorCode::kQueueFull, "every slot of '" + e->state.model +
@@ -257,7 +286,7 @@ Result<SessionState> SessionTable::create(
     if (lines_.at(model).front() == ticket) {
       // servers() and reserve() ask the router (its own lock, never ours in
       // return).
-      auto pin = choose_pin(servers(), taken_locked());
+      auto pin = choose_pin_sparing_restored(model, servers(), taken_locked());
       if (pin && (!reserve || reserve(*pin))) {
         leave();
         Entry e;

@@ -162,6 +162,30 @@ TEST_F(SessionJournalTest, ATableStartedAgainReadsItsSessionsBack) {
   EXPECT_EQ(third.get(id).error().code(), ErrorCode::kSessionNotFound);
 }
 
+TEST_F(SessionJournalTest, ANewSessionSparesTheSlotASessionReadBackComesBackTo) {
+  servers_ = {{1, 3}};
+  std::string a;
+  std::string b;
+  {
+    SessionTable first(1h, {}, journal());
+    a = first.create("m", "", nlohmann::json::object(), servers(), soon())->id;
+    b = first.create("m", "", nlohmann::json::object(), servers(), soon())->id;
+    ASSERT_EQ(first.get(b)->pin, (SessionPin{1, 1}));
+  }
+  SessionTable again(1h, {}, journal());
+  ASSERT_EQ(again.list().size(), 2u);
+  servers_ = {{7, 3}};  // the model's new server
+  ASSERT_EQ(*again.move_to_free_slot(a, servers(), {}), (SessionPin{7, 0}));
+  // b has not moved yet: its slot 1 (maybe restored) is left to it...
+  auto c = again.create("m", "", nlohmann::json::object(), servers(), soon());
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->pin, (SessionPin{7, 2}));
+  // ...unless nothing else is free.
+  auto d = again.create("m", "", nlohmann::json::object(), servers(), soon());
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->pin, (SessionPin{7, 1}));
+}
+
 TEST_F(SessionJournalTest, ListingReadsEverySessionBack) {
   std::set<std::string> ids;
   {

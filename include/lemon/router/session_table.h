@@ -184,6 +184,14 @@ class SessionTable {
   // kSessionBusy.
   Result<Entry*> idle_entry_locked(MutexLock& lock, const std::string& id) LEMON_REQUIRES(mu_);
   std::vector<SessionPin> taken_locked() const LEMON_REQUIRES(mu_);
+  // choose_pin, but a slot number that a session of `model` not on any of
+  // `servers` had (it comes back there, maybe to its restored slot) only
+  // when no other slot is free.
+  std::optional<SessionPin> choose_pin_sparing_restored(const std::string& model,
+                                                        const std::vector<PinnableServer>& servers,
+                                                        const std::vector<SessionPin>& taken) const
+      LEMON_REQUIRES(mu_);
+  std::string id_model(const std::string& id) const LEMON_REQUIRES(mu_);
 
   const std::chrono::milliseconds ttl_;
   const EndCallback on_expired_;
