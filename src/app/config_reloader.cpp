@@ -7,9 +7,21 @@
 namespace lemon {
 namespace {
 
-// The settings a running router takes at once.
+// The settings a running router takes at once: the log level here, the
+// rest through the router (LiveRouterSettings).
+const std::set<std::string>& router_settings() {
+  static const std::set<std::string> keys = {"max_loaded_models", "keep_alive",
+                                             "scale_up_after",    "scale_down_after",
+                                             "max_starvation",    "default_model_delay"};
+  return keys;
+}
+
 const std::set<std::string>& live_settings() {
-  static const std::set<std::string> live = {"log_level"};
+  static const std::set<std::string> live = [] {
+    std::set<std::string> keys = router_settings();
+    keys.insert("log_level");
+    return keys;
+  }();
   return live;
 }
 
@@ -39,8 +51,13 @@ ConfigChanges classify_config_changes(const std::map<std::string, std::string>& 
 }
 
 ConfigReloader::ConfigReloader(std::vector<std::string> argv, const Config& running,
-                               telemetry::EventBus& events)
-    : argv_(std::move(argv)), events_(events), running_(running), read_(running) {}
+                               telemetry::EventBus& events,
+                               std::function<void(const Config&)> apply_to_router)
+    : argv_(std::move(argv)),
+      events_(events),
+      apply_to_router_(std::move(apply_to_router)),
+      running_(running),
+      read_(running) {}
 
 void ConfigReloader::reload() {
   std::vector<const char*> argv;
@@ -51,6 +68,7 @@ void ConfigReloader::reload() {
   ParsedConfig parsed = parse_config(static_cast<int>(argv_.size()), argv.data());
   auto log = logger("app");
   nlohmann::json event;
+  std::optional<Config> for_router;
   {
     MutexLock lock(mu_);
     ++reloads_;
@@ -67,6 +85,8 @@ void ConfigReloader::reload() {
         if (key == "log_level") {
           set_log_level(read_.log_level);
           running_.log_level = read_.log_level;
+        } else if (router_settings().contains(key)) {
+          for_router = read_;
         }
         running_.setting_values[key] = read_.setting_values[key];
         running_.setting_sources[key] = read_.setting_sources[key];
@@ -74,6 +94,9 @@ void ConfigReloader::reload() {
       pending_ = changes.pending;
       event = {{"ok", true}, {"applied", changes.applied}, {"pending", changes.pending}};
     }
+  }
+  if (for_router && apply_to_router_) {
+    apply_to_router_(*for_router);  // without mu_: the router takes its own lock
   }
   if (event["ok"] == false) {
     log->error("configuration not reloaded, the running one stays: {}",

@@ -121,7 +121,11 @@ int main(int argc, char** argv) {
                             server.generation_defaults(), server.gateway());
   ollama_api.register_routes(server);
   // SIGHUP reads the configuration again (issue #30 §1); GET /internal/config.
-  ConfigReloader reloader(std::vector<std::string>(argv, argv + argc), cfg, telemetry.events());
+  ConfigReloader reloader(
+      std::vector<std::string>(argv, argv + argc), cfg, telemetry.events(),
+      [&router](const Config& read) {
+        router.apply_live_settings(LiveRouterSettings::of(router_config(read, nullptr)));
+      });
   reloader.register_routes(server);
   auto port = server.bind();
   if (!port.ok()) {

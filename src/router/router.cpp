@@ -122,8 +122,12 @@ std::vector<DeviceMemoryInfo> Router::memory_report() const {
   return core_->memory_report();
 }
 
-const SlotLimits& Router::limits() const {
-  return core_->limits();
+SlotLimits Router::limits() const {
+  return core_->view()->limits;
+}
+
+void Router::apply_live_settings(const LiveRouterSettings& settings) {
+  core_->apply_live_settings(settings);
 }
 
 void Router::shutdown() {

@@ -18,6 +18,8 @@ RouterCore::RouterCore(const ModelResolver& models, ServerFactory& factory, Rout
     : models_(models), factory_(factory), config_(std::move(config)) {
   {
     MutexLock lock(mu_);
+    live_ = LiveRouterSettings::of(config_);
+    republish();
     for (const auto& name : config_.default_models) {
       absent_defaults_[name] = AbsentDefault{name, std::nullopt, {}, {}, false};
     }

@@ -87,7 +87,7 @@ class RouterCore {
   std::shared_ptr<const RouterView> view() const;
   std::optional<LoadedServerInfo> most_recently_loaded() const;
   std::vector<DeviceMemoryInfo> memory_report() const;
-  const SlotLimits& limits() const { return config_.limits; }
+  void apply_live_settings(const LiveRouterSettings& settings);
   void shutdown();
 
  private:
@@ -219,6 +219,8 @@ class RouterCore {
   const ModelResolver& models_;
   ServerFactory& factory_;
   const RouterConfig config_;
+  // What of config_ a configuration reload may change; read under mu_.
+  LiveRouterSettings live_ LEMON_GUARDED_BY(mu_);
 
   mutable Mutex mu_;
   CondVar cv_;  // slots, in-flight counts and jobs changed

@@ -42,7 +42,7 @@ RouterCore::HousekeepingWork RouterCore::plan_housekeeping(
     }
     views.push_back(std::move(v));
   }
-  PoolPolicy policy{config_.scale_up_after, config_.scale_down_after, config_.keep_alive};
+  PoolPolicy policy{live_.scale_up_after, live_.scale_down_after, live_.keep_alive};
   PoolPlan plan = plan_pool(views, now, policy);
 
   HousekeepingWork work;
@@ -58,7 +58,7 @@ RouterCore::HousekeepingWork RouterCore::plan_housekeeping(
     group.scaling_up = true;
     queue_.push_back(job);
     logger("router")->info("'{}': {} request(s) waited {} ms for a free slot; starting a replica",
-                           model, group.line.size(), config_.scale_up_after.count());
+                           model, group.line.size(), live_.scale_up_after.count());
   }
   if (!plan.scale_up.empty()) {
     republish();
@@ -166,7 +166,7 @@ void RouterCore::load_defaults() {
   }
   const bool loads_pending = !queue_.empty() || (current_job_ && !current_job_->done);
   for (const auto& name :
-       defaults_to_load(absent, servers, now, config_.default_model_delay, loads_pending)) {
+       defaults_to_load(absent, servers, now, live_.default_model_delay, loads_pending)) {
     absent_defaults_[name].loading = true;
     mu_.unlock();
     auto made = make_job(name, std::nullopt);
@@ -234,11 +234,12 @@ void RouterCore::housekeeper_loop() {
     if (work.scale_down.empty() && work.expired.empty()) {
       continue;
     }
+    const auto scale_down_after = live_.scale_down_after;
     lock.unlock();
     for (const auto& r : work.scale_down) {
       const std::string model = r->server->model_name();
       logger("router")->info("'{}': replica {} idle for {} ms; stopping it", model, r->replica,
-                             config_.scale_down_after.count());
+                             scale_down_after.count());
       // A session pinned since the snapshot keeps it (checked under mu_).
       if (retire({r}, "scale-down", /*spare_sessions=*/true)) {
         emit({RouterEvent::Kind::kReplicaStopped, model, "scale-down", {}});

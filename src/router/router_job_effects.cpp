@@ -64,18 +64,18 @@ class RouterCore::JobEffects final : public LoadEffects {
       }
       target.priority = job_.priority;
       const std::vector<SlotView> table = core_.snapshot();
-      if (auto pinned = pinned_in_the_way(table, target, core_.config_.limits); !pinned.empty()) {
+      if (auto pinned = pinned_in_the_way(table, target, core_.live_.limits); !pinned.empty()) {
         return pinned_error(job_.model,
                             std::string("the ") + model_type_name(server_->type()) +
                                 " slots of --max-loaded-models",
                             pinned);
       }
-      if (auto above = outranking_in_the_way(table, target, core_.config_.limits); !above.empty()) {
+      if (auto above = outranking_in_the_way(table, target, core_.live_.limits); !above.empty()) {
         // The queue held it back while a higher priority stood in its way
         // in its type; only the NPU, which the queue cannot see, gets here.
         return outranked_error(job_.model, job_.priority, above);
       }
-      plan = plan_eviction(table, target, core_.config_.limits);
+      plan = plan_eviction(table, target, core_.live_.limits);
       for (const auto& e : plan) {
         auto replicas = core_.replicas_of(e.model);
         victims.insert(victims.end(), replicas.begin(), replicas.end());

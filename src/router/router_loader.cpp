@@ -35,8 +35,8 @@ std::shared_ptr<RouterCore::LoadJob> RouterCore::next_job(
     queue.push_back({job->model, job->info.type, job->announced, job->replica,
                      job->explicit_options, job->queued_at, job->priority});
   }
-  const NextLoad next = LoadScheduler::next(
-      queue, snapshot(), config_.limits, config_.max_starvation, std::chrono::steady_clock::now());
+  const NextLoad next = LoadScheduler::next(queue, snapshot(), live_.limits, live_.max_starvation,
+                                            std::chrono::steady_clock::now());
   until = next.look_again;
   std::shared_ptr<LoadJob> chosen;
   if (next.index) {
@@ -288,7 +288,7 @@ Status RouterCore::run_replica_job(LoadJob& job) {
       g->second.scaling_up = false;
       if (!st.ok()) {
         // Not again right away (no room, or it failed to start).
-        g->second.scale_blocked_until = std::chrono::steady_clock::now() + config_.scale_up_after;
+        g->second.scale_blocked_until = std::chrono::steady_clock::now() + live_.scale_up_after;
       }
     }
     return st;

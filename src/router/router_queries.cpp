@@ -68,6 +68,16 @@ std::optional<LoadedServerInfo> RouterCore::most_recently_loaded() const {
   return describe(*newest);
 }
 
+void RouterCore::apply_live_settings(const LiveRouterSettings& settings) {
+  {
+    MutexLock lock(mu_);
+    live_ = settings;
+    republish();
+  }
+  cv_.notify_all();  // a raised limit may let a queued load go
+  housekeeper_cv_.notify_all();
+}
+
 void RouterCore::republish() {
   auto view = std::make_shared<RouterView>();
   for (const auto& [name, group] : groups_) {
@@ -85,6 +95,7 @@ void RouterCore::republish() {
   }
   view->published_ms = unix_ms_now();
   view->devices = memory_report_locked();
+  view->limits = live_.limits;
   MutexLock lock(view_mu_);
   view_ = std::move(view);
 }

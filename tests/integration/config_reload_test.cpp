@@ -36,30 +36,45 @@ class ConfigReloadTest : public RouterTest {
   }
 };
 
-TEST_F(ConfigReloadTest, SighupAppliesTheLogLevelAndListsTheRestAsPending) {
-  write_config({{"log_level", "info"}, {"keep_alive", 300}, {"max_replicas", 2}});
+TEST_F(ConfigReloadTest, SighupAppliesLiveSettingsAndListsTheRestAsPending) {
+  env_.add_llm("a");
+  env_.add_llm("b");
+  write_config({{"log_level", "info"}, {"max_connections", 512}, {"max_replicas", 2}});
   ASSERT_NO_FATAL_FAILURE(start_router({"--max-replicas", "3"}, conf_env()));
   Json view = config_view();
-  EXPECT_EQ(view["settings"]["keep_alive"]["value"], "300") << view.dump();
-  EXPECT_EQ(view["settings"]["keep_alive"]["source"], "config.json");
+  EXPECT_EQ(view["settings"]["max_connections"]["value"], "512") << view.dump();
+  EXPECT_EQ(view["settings"]["max_connections"]["source"], "config.json");
   EXPECT_EQ(view["settings"]["max_replicas"]["value"], "3") << "the flag wins";
   EXPECT_EQ(view["settings"]["max_replicas"]["source"], "flag");
   EXPECT_EQ(view["settings"]["host"]["source"], "default");
   EXPECT_EQ(view["reloads"], 0);
+  ASSERT_EQ(load(port(), "user.a").status, 200);
 
+  // Two LLMs at once from now on, and an idle model goes after 0.2 s.
   RouterEvents events(port());
-  write_config({{"log_level", "debug"}, {"keep_alive", 60}, {"max_replicas", 4}});
+  write_config({{"log_level", "debug"},
+                {"max_connections", 256},
+                {"max_replicas", 4},
+                {"max_loaded_models", 2},
+                {"keep_alive", 0.2}});
   router().signal(SIGHUP);
   auto reloaded = events.next("config_reloaded", "");
   ASSERT_TRUE(reloaded.has_value());
   EXPECT_EQ((*reloaded)["ok"], true);
-  EXPECT_EQ((*reloaded)["applied"], Json::array({"log_level"})) << reloaded->dump();
-  EXPECT_EQ((*reloaded)["pending"], Json::array({"keep_alive"}))
+  EXPECT_EQ((*reloaded)["applied"], Json::array({"keep_alive", "log_level", "max_loaded_models"}))
+      << reloaded->dump();
+  EXPECT_EQ((*reloaded)["pending"], Json::array({"max_connections"}))
       << "max_replicas still comes from the flag: " << reloaded->dump();
   view = config_view();
   EXPECT_EQ(view["settings"]["log_level"]["value"], "debug");
-  EXPECT_EQ(view["pending_restart"], (Json{{"keep_alive", "60"}}));
-  EXPECT_EQ(view["settings"]["keep_alive"]["value"], "300") << "still running with the old one";
+  EXPECT_EQ(view["pending_restart"], (Json{{"max_connections", "256"}}));
+  EXPECT_EQ(view["settings"]["max_connections"]["value"], "512") << "still the running one";
+  EXPECT_EQ(health(port())["max_models"]["llm"], 2);
+  ASSERT_EQ(chat(port(), "user.b").status, 200);
+  auto a_stopped = events.next("server_stopped", "user.a");
+  ASSERT_TRUE(a_stopped.has_value()) << "the new keep-alive unloads the idle model";
+  EXPECT_EQ((*a_stopped)["reason"], "keep-alive")
+      << "b's load evicted nothing (two fit now): " << a_stopped->dump();
   EXPECT_EQ(http_get(port(), "/api/v1/health").status, 200) << "SIGHUP no longer stops it";
   EXPECT_EQ(router().count_log("draining"), 0);
 
@@ -82,8 +97,8 @@ TEST_F(ConfigReloadTest, TheApiKeyIsNeverShown) {
   write_config({{"api_key", "sekret-from-file"}});
   ASSERT_NO_FATAL_FAILURE(start_router({}, conf_env()));
   EXPECT_EQ(http_get(port(), "/internal/config").status, 401) << "the key guards it";
-  HttpReply r = url_request("http://127.0.0.1:" + std::to_string(port()), "GET",
-                            "/internal/config", "", {{"Authorization", "Bearer sekret-from-file"}});
+  HttpReply r = url_request("http://127.0.0.1:" + std::to_string(port()), "GET", "/internal/config",
+                            "", {{"Authorization", "Bearer sekret-from-file"}});
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.body.find("sekret"), std::string::npos) << r.body;
   EXPECT_EQ(r.json()["settings"]["api_key"]["value"], "(set)");

@@ -9,6 +9,7 @@
 
 #include "lemon/app/config.h"
 #include "lemon/app/config_file.h"
+#include "lemon/app/config_reloader.h"
 #include "support/scoped_env.h"
 #include "support/temp_dir.h"
 
@@ -147,6 +148,20 @@ TEST_F(ConfigFileTest, KeysFollowTheFlags) {
   EXPECT_EQ(config_key_of_flag("--whispercpp"), "whispercpp.backend");
   EXPECT_EQ(config_key_of_flag("--ready-fd"), "");
   EXPECT_EQ(config_key_of_flag("--help"), "");
+}
+
+TEST(ClassifyConfigChanges, LiveSettingsApplyTheRestWaitsForARestart) {
+  const std::map<std::string, std::string> running = {
+      {"log_level", "info"}, {"port", "8000"}, {"keep_alive", "-1"}, {"host", "127.0.0.1"}};
+  std::map<std::string, std::string> read = running;
+  EXPECT_TRUE(classify_config_changes(running, read, {"log_level"}).applied.empty());
+  EXPECT_TRUE(classify_config_changes(running, read, {"log_level"}).pending.empty());
+  read["log_level"] = "debug";
+  read["port"] = "9000";
+  read["keep_alive"] = "300";
+  const ConfigChanges c = classify_config_changes(running, read, {"log_level", "keep_alive"});
+  EXPECT_EQ(c.applied, (std::vector<std::string>{"keep_alive", "log_level"}));
+  EXPECT_EQ(c.pending, (std::vector<std::string>{"port"}));
 }
 
 }  // namespace

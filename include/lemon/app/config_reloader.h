@@ -6,13 +6,16 @@
 // `config_reloaded` event and shown by GET /internal/config, which also
 // shows every setting's value and source (the API key redacted).
 //
-// Settings applied live today: log_level. Every other changed setting is
+// Settings applied live: log_level, and the router's max_loaded_models,
+// keep_alive, scale_up_after, scale_down_after, max_starvation and
+// default_model_delay (LiveRouterSettings). Every other changed setting is
 // listed as pending.
 //
 // Thread-safety: reload() and the route may run on any thread at once.
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -40,8 +43,10 @@ ConfigChanges classify_config_changes(const std::map<std::string, std::string>& 
 class ConfigReloader {
  public:
   // `argv` is the router's command line; `running` the configuration it
-  // started with; `events` gets config_reloaded.
-  ConfigReloader(std::vector<std::string> argv, const Config& running, telemetry::EventBus& events);
+  // started with; `events` gets config_reloaded; `apply_to_router` is given
+  // the configuration read when a router setting changed.
+  ConfigReloader(std::vector<std::string> argv, const Config& running, telemetry::EventBus& events,
+                 std::function<void(const Config&)> apply_to_router);
 
   void reload();
   nlohmann::json snapshot() const;
@@ -50,6 +55,7 @@ class ConfigReloader {
  private:
   const std::vector<std::string> argv_;
   telemetry::EventBus& events_;
+  const std::function<void(const Config&)> apply_to_router_;
   mutable Mutex mu_;
   Config running_ LEMON_GUARDED_BY(mu_);  // what the router runs with (live settings applied)
   Config read_ LEMON_GUARDED_BY(mu_);     // the last configuration read without error

@@ -157,6 +157,24 @@ struct RouterConfig {
   SlotStore* slot_store = nullptr;
 };
 
+// The settings a running router takes again (issue #30 §1, a reload of the
+// configuration): from the next decision on, the slot limits (the next
+// load; models loaded beyond a lowered limit stay until one is evicted),
+// the keep-alive, the pool's scale-up and scale-down times, fairness'
+// starvation bound and the default model's delay.
+struct LiveRouterSettings {
+  SlotLimits limits;
+  std::optional<std::chrono::milliseconds> keep_alive;
+  std::chrono::milliseconds scale_up_after{2000};
+  std::chrono::milliseconds scale_down_after{60000};
+  std::chrono::milliseconds max_starvation{30000};
+  std::chrono::milliseconds default_model_delay{30000};
+  static LiveRouterSettings of(const RouterConfig& c) {
+    return {c.limits,           c.keep_alive,     c.scale_up_after,
+            c.scale_down_after, c.max_starvation, c.default_model_delay};
+  }
+};
+
 // A request's keep_alive (Ollama): how long its model stays loaded once idle.
 // Negative: forever; zero: unload as soon as it is idle.
 using KeepAlive = std::chrono::milliseconds;
@@ -260,7 +278,10 @@ class Router {
   // Each device's memory as last measured, with its budget and what the
   // router's servers hold there (empty without a memory source).
   std::vector<DeviceMemoryInfo> memory_report() const;
-  const SlotLimits& limits() const;
+  // The slot limits in force (from the published view: no lock requests take).
+  SlotLimits limits() const;
+  // Takes `settings` from now on (a configuration reload).
+  void apply_live_settings(const LiveRouterSettings& settings);
 
   // Fails queued loads with kShuttingDown, cancels the running one, and stops
   // every server. Idempotent; every caller returns once it is complete.

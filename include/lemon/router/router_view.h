@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "lemon/router/loaded_server_info.h"
+#include "lemon/router/slot_limits.h"
 
 #include "lemon/backends/wrapped_server.h"
 
@@ -42,6 +43,7 @@ struct RouterView {
   std::vector<std::string> loading;
   std::int64_t published_ms = 0;  // Unix ms when this view was published
   std::vector<DeviceMemoryInfo> devices;
+  SlotLimits limits;  // in force when published
 };
 
 }  // namespace lemon
