@@ -379,7 +379,8 @@ void add_router_options(CLI::App& app, RouterOptionValues& v) {
       ->group("");
 }
 
-ParsedConfig parse_config(int argc, const char* const* argv) {
+ParsedConfig parse_config(int argc, const char* const* argv,
+                          const std::optional<nlohmann::json>& config_json) {
   ParsedConfig parsed;
   Config& c = parsed.config;
   RecipeOptions defaults = RecipeOptions::defaults();
@@ -397,7 +398,8 @@ ParsedConfig parse_config(int argc, const char* const* argv) {
   for (const auto& [file, origin] :
        {std::pair{distro_defaults_file(), std::string("defaults file")},
         std::pair{std::filesystem::path(c.config_file), std::string("config.json")}}) {
-    auto values = read_config_file(file);
+    auto values = config_json && origin == "config.json" ? Result<nlohmann::json>(*config_json)
+                                                         : read_config_file(file);
     if (!values.ok()) {
       return fail(values.error().message());
     }

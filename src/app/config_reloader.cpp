@@ -1,8 +1,22 @@
 #include "lemon/app/config_reloader.h"
 
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <filesystem>
+#include <string_view>
+
+#include "lemon/core/atomic_file.h"
+
 #include "lemon/core/clock.h"
 #include "lemon/core/log.h"
 #include "lemon/http/error_response.h"
+#include "lemon/http/inference_proxy.h"
+#include "lemon/http/json_request.h"
 
 namespace lemon {
 namespace {
@@ -59,7 +73,18 @@ ConfigReloader::ConfigReloader(std::vector<std::string> argv, const Config& runn
       running_(running),
       read_(running) {}
 
-void ConfigReloader::reload() {
+ConfigReloader::~ConfigReloader() {
+  if (watcher_.joinable()) {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] auto n = ::write(stop_fd_, &one, sizeof one);
+    watcher_.join();
+  }
+  if (stop_fd_ >= 0) {
+    ::close(stop_fd_);
+  }
+}
+
+nlohmann::json ConfigReloader::reload() {
   std::vector<const char*> argv;
   for (const auto& a : argv_) {
     argv.push_back(a.c_str());
@@ -106,6 +131,126 @@ void ConfigReloader::reload() {
               event["applied"].size(), event["pending"].size(), event["pending"].dump());
   }
   events_.publish("config_reloaded", event);
+  return event;
+}
+
+Result<nlohmann::json> ConfigReloader::set(const nlohmann::json& changes) {
+  if (!changes.is_object() || changes.empty()) {
+    return Error(ErrorCode::kInvalidRequest,
+                 "the body must be a non-empty JSON object of settings");
+  }
+  MutexLock lock(set_mu_);
+  std::filesystem::path file;
+  std::map<std::string, std::string> before;
+  {
+    MutexLock state(mu_);
+    file = running_.config_file;
+    before = running_.setting_values;
+  }
+  auto current = read_json_object_for_update(file);
+  if (!current.ok()) {
+    return std::move(current).error();  // a file the user broke is never overwritten
+  }
+  nlohmann::ordered_json merged = *current;
+  for (const auto& [key, value] : changes.items()) {
+    if (value.is_object() && merged.contains(key) && merged[key].is_object()) {
+      for (const auto& [inner, inner_value] : value.items()) {
+        if (inner_value.is_null()) {
+          merged[key].erase(inner);
+        } else {
+          merged[key][inner] = inner_value;
+        }
+      }
+    } else if (value.is_null()) {
+      merged.erase(key);  // back to the default
+    } else {
+      merged[key] = value;
+    }
+  }
+  // Checked as a whole, as the next start would read it.
+  std::vector<const char*> argv;
+  for (const auto& a : argv_) {
+    argv.push_back(a.c_str());
+  }
+  argv.push_back(nullptr);
+  ParsedConfig checked = parse_config(static_cast<int>(argv_.size()), argv.data(),
+                                      nlohmann::json::parse(merged.dump()));
+  if (checked.exit_now) {
+    return Error(ErrorCode::kInvalidRequest, checked.message);
+  }
+  if (Status written = write_file_atomically(file, merged.dump(2) + "\n"); !written.ok()) {
+    return std::move(written).error();
+  }
+  // What this change does (the watcher may reload before we do).
+  const ConfigChanges done =
+      classify_config_changes(before, checked.config.setting_values, live_settings());
+  reload();
+  nlohmann::json answer = {{"status", "success"}, {"updated", changes}};
+  answer["applied"] = done.applied;
+  answer["pending"] = done.pending;
+  // What a variable or a flag still overrides: written, but not in force.
+  nlohmann::json overridden = nlohmann::json::array();
+  for (const auto& [key, from] : checked.config.setting_sources) {
+    const std::size_t dot = key.find('.');
+    const bool named =
+        dot == std::string::npos
+            ? changes.contains(key)
+            : changes.contains(key.substr(0, dot)) && changes[key.substr(0, dot)].is_object() &&
+                  changes[key.substr(0, dot)].contains(key.substr(dot + 1));
+    if ((from == "environment" || from == "flag") && named) {
+      overridden.push_back(key);
+    }
+  }
+  answer["overridden"] = std::move(overridden);
+  return answer;
+}
+
+void ConfigReloader::start_watching() {
+  std::filesystem::path dir;
+  {
+    MutexLock lock(mu_);
+    dir = std::filesystem::path(running_.config_file).parent_path();
+  }
+  const int fd = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+  if (fd < 0) {
+    return;
+  }
+  if (::inotify_add_watch(fd, dir.c_str(), IN_CLOSE_WRITE | IN_MOVED_TO | IN_DELETE) < 0) {
+    logger("app")->debug("not watching {} (it does not exist); SIGHUP reloads", dir.string());
+    ::close(fd);
+    return;
+  }
+  stop_fd_ = ::eventfd(0, EFD_CLOEXEC);
+  if (stop_fd_ < 0) {
+    ::close(fd);
+    return;
+  }
+  watcher_ = std::thread([this, fd] {
+    std::array<char, 4096> buf{};
+    for (;;) {
+      std::array<pollfd, 2> fds{pollfd{fd, POLLIN, 0}, pollfd{stop_fd_, POLLIN, 0}};
+      if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) {
+        break;
+      }
+      if ((fds[1].revents & POLLIN) != 0) {
+        break;
+      }
+      bool ours = false;
+      for (ssize_t n = ::read(fd, buf.data(), buf.size()); n > 0;
+           n = ::read(fd, buf.data(), buf.size())) {
+        for (ssize_t at = 0; at < n;) {
+          const auto* e = reinterpret_cast<const inotify_event*>(buf.data() + at);
+          ours = ours || (e->len > 0 && std::string_view(e->name) == "config.json");
+          at += static_cast<ssize_t>(sizeof(inotify_event) + e->len);
+        }
+      }
+      if (ours) {
+        logger("app")->info("config.json changed: reading the configuration again");
+        reload();
+      }
+    }
+    ::close(fd);
+  });
 }
 
 nlohmann::json ConfigReloader::snapshot() const {
@@ -140,6 +285,21 @@ void ConfigReloader::register_routes(http::ApiRoutes& routes) {
   };
   routes.route("GET", "internal/config", http::RouteAccess::kRead, show);
   routes.root("GET", "/internal/config", http::RouteAccess::kRead, show);
+  const auto change = [this](net::Request& r, net::ResponseWriter& w, std::string_view) {
+    auto body = http::parse_json_object(r.body);
+    if (!body.ok()) {
+      http::write_error(w, body.error());
+      return;
+    }
+    auto answer = set(*body);
+    if (!answer.ok()) {
+      http::write_error(w, answer.error());
+      return;
+    }
+    http::send_json(w, 200, *answer);
+  };
+  routes.route("POST", "internal/set", http::RouteAccess::kJsonPost, change);
+  routes.root("POST", "/internal/set", http::RouteAccess::kJsonPost, change);
 }
 
 }  // namespace lemon

@@ -127,6 +127,7 @@ int main(int argc, char** argv) {
         router.apply_live_settings(LiveRouterSettings::of(router_config(read, nullptr)));
       });
   reloader.register_routes(server);
+  reloader.start_watching();
   auto port = server.bind();
   if (!port.ok()) {
     std::cerr << "lemonade-router: cannot listen on " << cfg.host << ":" << cfg.port << ": "

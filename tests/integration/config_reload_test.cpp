@@ -7,6 +7,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include <gtest/gtest.h>
 
@@ -28,6 +29,17 @@ class ConfigReloadTest : public RouterTest {
   }
   std::map<std::string, std::string> conf_env() const {
     return {{"LEMONADE_CONFIG_DIR", conf_dir()}};
+  }
+  // The next config_reloaded event that applied something, or (`failed`)
+  // that failed. A file written is read by the watcher and again by a
+  // SIGHUP, at once: the one that finds nothing new may come first.
+  static std::optional<Json> next_reload(RouterEvents& events, bool failed = false) {
+    for (;;) {
+      auto e = events.next("config_reloaded", "");
+      if (!e || (failed ? (*e)["ok"] == false : !(*e)["applied"].empty())) {
+        return e;
+      }
+    }
   }
   Json config_view() {
     HttpReply r = http_get(port(), "/internal/config");
@@ -58,7 +70,7 @@ TEST_F(ConfigReloadTest, SighupAppliesLiveSettingsAndListsTheRestAsPending) {
                 {"max_loaded_models", 2},
                 {"keep_alive", 0.2}});
   router().signal(SIGHUP);
-  auto reloaded = events.next("config_reloaded", "");
+  auto reloaded = next_reload(events);
   ASSERT_TRUE(reloaded.has_value());
   EXPECT_EQ((*reloaded)["ok"], true);
   EXPECT_EQ((*reloaded)["applied"], Json::array({"keep_alive", "log_level", "max_loaded_models"}))
@@ -81,7 +93,7 @@ TEST_F(ConfigReloadTest, SighupAppliesLiveSettingsAndListsTheRestAsPending) {
   // An invalid file changes nothing, and says why.
   write_config({{"log_level", "loud"}});
   router().signal(SIGHUP);
-  auto refused = events.next("config_reloaded", "");
+  auto refused = next_reload(events, /*failed=*/true);
   ASSERT_TRUE(refused.has_value());
   EXPECT_EQ((*refused)["ok"], false);
   EXPECT_NE((*refused)["error"].get<std::string>().find("'log_level'"), std::string::npos)
@@ -89,8 +101,58 @@ TEST_F(ConfigReloadTest, SighupAppliesLiveSettingsAndListsTheRestAsPending) {
   view = config_view();
   EXPECT_EQ(view["settings"]["log_level"]["value"], "debug");
   EXPECT_NE(view["last_error"].get<std::string>().find("log_level"), std::string::npos);
-  EXPECT_EQ(view["reloads"], 2);
+  // Each file written was read by the watcher too; SIGHUP twice.
+  EXPECT_GE(view["reloads"], 2);
+  EXPECT_EQ(router().count_log("received SIGHUP"), 2);
   EXPECT_EQ(http_get(port(), "/api/v1/health").status, 200);
+}
+
+TEST_F(ConfigReloadTest, InternalSetMergesChecksAndWritesConfigJson) {
+  write_config({{"max_connections", 512}, {"llamacpp", {{"backend", "cpu"}}}});
+  ASSERT_NO_FATAL_FAILURE(start_router({"--max-replicas", "2"}, conf_env()));
+  RouterEvents events(port());
+  HttpReply r = http_post(
+      port(), "/internal/set",
+      Json{{"keep_alive", 120}, {"llamacpp", {{"args", "--mlock"}}}, {"max_replicas", 3}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  const Json answer = r.json();
+  EXPECT_EQ(answer["status"], "success");
+  EXPECT_EQ(answer["applied"], Json::array({"keep_alive"})) << answer.dump();
+  EXPECT_EQ(answer["pending"], Json::array({"llamacpp.args"})) << answer.dump();
+  EXPECT_EQ(answer["overridden"], Json::array({"max_replicas"})) << "the flag still wins";
+  // Written whole, with the keys it did not name kept.
+  std::ifstream in(conf_dir() + "/config.json");
+  const Json file = Json::parse(in);
+  EXPECT_EQ(file, (Json{{"max_connections", 512},
+                        {"llamacpp", {{"backend", "cpu"}, {"args", "--mlock"}}},
+                        {"keep_alive", 120},
+                        {"max_replicas", 3}}))
+      << file.dump();
+  EXPECT_EQ(config_view()["settings"]["keep_alive"]["value"], "120");
+
+  // A value the setting refuses: 400 naming it, and the file as it was.
+  HttpReply bad = http_post(port(), "/api/v1/internal/set", Json{{"port", 70000}});
+  expect_error(bad, 400, "invalid_request_error", "", "an out-of-range port");
+  EXPECT_NE(bad.json()["error"]["message"].get<std::string>().find("'port'"), std::string::npos)
+      << bad.body;
+  std::ifstream again(conf_dir() + "/config.json");
+  EXPECT_EQ(Json::parse(again), file);
+  expect_error(http_post(port(), "/internal/set", Json::object()), 400, "invalid_request_error", "",
+               "an empty change");
+  // null takes a key out of the file: back to its default.
+  ASSERT_EQ(http_post(port(), "/internal/set", Json{{"keep_alive", nullptr}}).status, 200);
+  EXPECT_EQ(config_view()["settings"]["keep_alive"]["source"], "default");
+}
+
+TEST_F(ConfigReloadTest, AChangedConfigJsonIsReadWithoutASignal) {
+  write_config({{"log_level", "info"}});
+  ASSERT_NO_FATAL_FAILURE(start_router({}, conf_env()));
+  RouterEvents events(port());
+  write_config({{"log_level", "debug"}});
+  auto reloaded = next_reload(events);
+  ASSERT_TRUE(reloaded.has_value()) << "inotify saw the new file";
+  EXPECT_EQ((*reloaded)["applied"], Json::array({"log_level"})) << reloaded->dump();
+  EXPECT_EQ(config_view()["settings"]["log_level"]["value"], "debug");
 }
 
 TEST_F(ConfigReloadTest, TheApiKeyIsNeverShown) {

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "lemon/core/error.h"
 #include "lemon/models/recipe_options.h"
 #include "lemon/router/memory_policy.h"
@@ -110,6 +112,9 @@ struct ParsedConfig {
 };
 
 // Parses argv and the environment. Never exits the process itself.
-ParsedConfig parse_config(int argc, const char* const* argv);
+// `config_json`, when given, stands for config.json's content (POST
+// /internal/set checks a change before it writes it).
+ParsedConfig parse_config(int argc, const char* const* argv,
+                          const std::optional<nlohmann::json>& config_json = std::nullopt);
 
 }  // namespace lemon

@@ -1,7 +1,10 @@
-// ConfigReloader (issue #30 §1): SIGHUP reads the configuration again (the
+// ConfigReloader (issue #30 §1): SIGHUP, a change of config.json (inotify
+// on its folder) and POST /internal/set read the configuration again (the
 // defaults file, config.json, the environment the router started with and
-// its flags) and applies what can change in a running router; the rest is
-// pending until a restart. An invalid file changes nothing: the running
+// its flags) and apply what can change in a running router; the rest is
+// pending until a restart. POST /internal/set (Lemonade's route) merges its
+// body into config.json, checked first and written atomically, keeping
+// every key it does not name. An invalid file changes nothing: the running
 // configuration stays and the error is logged, published as a
 // `config_reloaded` event and shown by GET /internal/config, which also
 // shows every setting's value and source (the API key redacted).
@@ -18,6 +21,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -48,14 +52,28 @@ class ConfigReloader {
   ConfigReloader(std::vector<std::string> argv, const Config& running, telemetry::EventBus& events,
                  std::function<void(const Config&)> apply_to_router);
 
-  void reload();
+  ~ConfigReloader();  // stops watching
+  ConfigReloader(const ConfigReloader&) = delete;
+  ConfigReloader& operator=(const ConfigReloader&) = delete;
+
+  // Reads the configuration again and applies it; returns the
+  // config_reloaded event it published.
+  nlohmann::json reload();
+  // Merges `changes` into config.json (a section's keys one by one; null
+  // removes a key), if the result is valid, then reloads. kInvalidRequest
+  // naming the key when it is not.
+  Result<nlohmann::json> set(const nlohmann::json& changes);
   nlohmann::json snapshot() const;
   void register_routes(http::ApiRoutes& routes);
+  // Reloads when config.json changes (its folder watched with inotify; a
+  // folder that does not exist yet is not watched: SIGHUP still works).
+  void start_watching();
 
  private:
   const std::vector<std::string> argv_;
   telemetry::EventBus& events_;
   const std::function<void(const Config&)> apply_to_router_;
+  Mutex set_mu_;  // one POST /internal/set at a time (read, merge, write)
   mutable Mutex mu_;
   Config running_ LEMON_GUARDED_BY(mu_);  // what the router runs with (live settings applied)
   Config read_ LEMON_GUARDED_BY(mu_);     // the last configuration read without error
@@ -63,6 +81,8 @@ class ConfigReloader {
   std::string last_error_ LEMON_GUARDED_BY(mu_);
   std::int64_t last_reload_ms_ LEMON_GUARDED_BY(mu_) = 0;
   int reloads_ LEMON_GUARDED_BY(mu_) = 0;
+  int stop_fd_ = -1;  // eventfd: ends the watcher
+  std::thread watcher_;
 };
 
 }  // namespace lemon
