@@ -6,11 +6,13 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <iostream>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
 
 #include "lemon/app/config_file.h"
+#include "lemon/app/config_reloader.h"
 #include "lemon/app/router_options.h"
 #include "lemon/core/log.h"
 #include "lemon/models/recipe_options.h"
@@ -57,6 +59,28 @@ std::string default_resources_dir() {
     }
   }
   return LEMON_RESOURCES_DIR;
+}
+
+// docs/configuration.md's table, from the options themselves (a test keeps
+// the page and this in step).
+void print_settings_markdown(const CLI::App& app) {
+  auto cell = [](std::string text) {
+    std::string out;
+    for (char ch : text) {
+      out += ch == '|' ? std::string("\\|") : std::string(1, ch);
+    }
+    return out;
+  };
+  std::cout << "| key | flag | variable | a reload | what |\n|---|---|---|---|---|\n";
+  for (const CLI::Option* opt : app.get_options()) {
+    const std::string key = config_key_of_flag(opt->get_name());
+    if (key.empty()) {
+      continue;
+    }
+    std::cout << "| `" << key << "` | `" << opt->get_name() << "` | `" << opt->get_envname()
+              << "` | " << (applies_live(key) ? "applies it" : "restart") << " | "
+              << cell(opt->get_description()) << " |\n";
+  }
 }
 
 ParsedConfig fail(std::string message) {
@@ -391,6 +415,10 @@ ParsedConfig parse_config(int argc, const char* const* argv,
   app.set_version_flag("-v,--version", std::string("lemonade-router ") + LEMON_ROUTER_VERSION +
                                            " (Lemonade API " + LEMON_API_VERSION + ")");
   add_router_options(app, v);
+  bool settings_markdown = false;
+  app.add_flag("--settings-markdown", settings_markdown,
+               "Print the table of settings (docs/configuration.md) and exit")
+      ->group("");
 
   // config.json and the distribution's defaults (issue #30 §1), under the
   // variables and flags.
@@ -434,6 +462,11 @@ ParsedConfig parse_config(int argc, const char* const* argv,
     return fail(what);
   }
 
+  if (settings_markdown) {
+    print_settings_markdown(app);
+    parsed.exit_now = true;
+    return parsed;
+  }
   for (const CLI::Option* opt : app.get_options()) {
     const std::string key = config_key_of_flag(opt->get_name());
     if (key.empty()) {

@@ -23,7 +23,8 @@ const std::map<std::string, std::string, std::less<>>& sectioned_keys() {
 
 // Options that are no setting: a launcher's descriptor, help, version.
 bool is_setting(const std::string& flag) {
-  return flag != "--ready-fd" && flag != "--help" && flag != "--version";
+  return flag != "--ready-fd" && flag != "--help" && flag != "--version" &&
+         flag != "--settings-markdown";
 }
 
 // "<origin>: '<path>'<what>", the shape of every error about a file.

@@ -45,6 +45,10 @@ bool is_secret(const std::string& key) {
 
 }  // namespace
 
+bool applies_live(const std::string& key) {
+  return live_settings().contains(key);
+}
+
 ConfigChanges classify_config_changes(const std::map<std::string, std::string>& running,
                                       const std::map<std::string, std::string>& read,
                                       const std::set<std::string>& live) {

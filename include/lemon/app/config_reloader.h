@@ -44,6 +44,10 @@ ConfigChanges classify_config_changes(const std::map<std::string, std::string>& 
                                       const std::map<std::string, std::string>& read,
                                       const std::set<std::string>& live);
 
+// Whether a reload applies setting `key` in a running router (else it waits
+// for a restart).
+bool applies_live(const std::string& key);
+
 class ConfigReloader {
  public:
   // `argv` is the router's command line; `running` the configuration it
