@@ -147,6 +147,24 @@ Status apply_one(CLI::App& app, const std::string& key, const nlohmann::json& va
 
 }  // namespace
 
+void merge_config_changes(nlohmann::ordered_json& file, const nlohmann::json& changes) {
+  for (const auto& [key, value] : changes.items()) {
+    if (value.is_object() && file.contains(key) && file[key].is_object()) {
+      for (const auto& [inner, inner_value] : value.items()) {
+        if (inner_value.is_null()) {
+          file[key].erase(inner);
+        } else {
+          file[key][inner] = inner_value;
+        }
+      }
+    } else if (value.is_null()) {
+      file.erase(key);
+    } else {
+      file[key] = value;
+    }
+  }
+}
+
 std::filesystem::path config_dir() {
   if (std::string dir = env_text("LEMONADE_CONFIG_DIR"); !dir.empty()) {
     return dir;

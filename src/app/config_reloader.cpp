@@ -156,21 +156,7 @@ Result<nlohmann::json> ConfigReloader::set(const nlohmann::json& changes) {
     return std::move(current).error();  // a file the user broke is never overwritten
   }
   nlohmann::ordered_json merged = *current;
-  for (const auto& [key, value] : changes.items()) {
-    if (value.is_object() && merged.contains(key) && merged[key].is_object()) {
-      for (const auto& [inner, inner_value] : value.items()) {
-        if (inner_value.is_null()) {
-          merged[key].erase(inner);
-        } else {
-          merged[key][inner] = inner_value;
-        }
-      }
-    } else if (value.is_null()) {
-      merged.erase(key);  // back to the default
-    } else {
-      merged[key] = value;
-    }
-  }
+  merge_config_changes(merged, changes);
   // Checked as a whole, as the next start would read it.
   std::vector<const char*> argv;
   for (const auto& a : argv_) {
@@ -196,11 +182,11 @@ Result<nlohmann::json> ConfigReloader::set(const nlohmann::json& changes) {
   nlohmann::json overridden = nlohmann::json::array();
   for (const auto& [key, from] : checked.config.setting_sources) {
     const std::size_t dot = key.find('.');
-    const bool named =
-        dot == std::string::npos
-            ? changes.contains(key)
-            : changes.contains(key.substr(0, dot)) && changes[key.substr(0, dot)].is_object() &&
-                  changes[key.substr(0, dot)].contains(key.substr(dot + 1));
+    const bool named = dot == std::string::npos
+                           ? changes.contains(key)
+                           : changes.contains(key.substr(0, dot)) &&
+                                 changes[key.substr(0, dot)].is_object() &&
+                                 changes[key.substr(0, dot)].contains(key.substr(dot + 1));
     if ((from == "environment" || from == "flag") && named) {
       overridden.push_back(key);
     }

@@ -177,6 +177,19 @@ int run_cli(int argc, char** argv) {
   CLI::App* unload = app.add_subcommand("unload", "Unload one model, or every model");
   unload->add_option("model", cl.model, "The model to unload (default: all)");
 
+  CLI::App* config = app.add_subcommand("config", "Show or change the server's settings");
+  config->require_subcommand(1);
+  CLI::App* config_get =
+      config->add_subcommand("get", "Every setting with its source, or one setting's value");
+  config_get->add_option("key", cl.model, "A setting (docs/configuration.md)");
+  config_get->add_flag("--json", cl.json, "Machine-readable output");
+  CLI::App* config_set =
+      config->add_subcommand("set", "Change a setting in config.json (JSON or text value)");
+  config_set->add_option("key", cl.model, "A setting, e.g. keep_alive or llamacpp.args")
+      ->required();
+  config_set->add_option("value", cl.config_value, "Its value")->required();
+  config->add_subcommand("path", "Print config.json's path");
+
   CLI::App* logs = app.add_subcommand("logs", "Print the server's log");
   logs->add_flag("-f,--follow", cl.follow, "Keep printing new lines");
 
@@ -195,6 +208,9 @@ int run_cli(int argc, char** argv) {
   CliContext ctx = CliContext::from_environment();
   CLI::App* chosen = app.get_subcommands().front();
   cl.command = chosen->get_name();
+  if (chosen == config) {
+    cl.config_action = config->get_subcommands().front()->get_name();
+  }
   if (chosen == serve || chosen == run) {
     const RouterOptionValues& v = chosen == serve ? serve_values : run_values;
     ctx.router_args = router_args_of(*chosen, tokens);
@@ -214,7 +230,7 @@ int run_cli(int argc, char** argv) {
       {"pull", cmd_pull},   {"delete", cmd_delete},   {"status", cmd_status},
       {"stop", cmd_stop},   {"recipes", cmd_recipes}, {"ps", cmd_ps},
       {"load", cmd_load},   {"unload", cmd_unload},   {"logs", cmd_logs},
-      {"pin", cmd_pin},     {"unpin", cmd_unpin}};
+      {"pin", cmd_pin},     {"unpin", cmd_unpin},     {"config", cmd_config}};
   return kCommands.at(cl.command)(cl, ctx);
 }
 

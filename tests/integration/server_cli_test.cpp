@@ -266,6 +266,39 @@ TEST_F(ServerCliTest, LoadPinnedPinAndUnpin) {
   EXPECT_NE(not_loaded.err.find("not loaded"), std::string::npos) << not_loaded.err;
 }
 
+// config path / set / get (issue #30 §1): without a server `set` checks
+// and writes config.json itself; with one it goes through POST
+// /internal/set, and `get` shows what the server runs with.
+TEST_F(ServerCliTest, ConfigPathSetAndGet) {
+  const std::map<std::string, std::string> conf = {{"LEMONADE_CONFIG_DIR", env_.root() + "/conf"}};
+  const std::string file = env_.root() + "/conf/config.json";
+  auto path = cli({"config", "path"}, "", conf);
+  ASSERT_EQ(path.code, 0) << path.err;
+  EXPECT_EQ(path.out, file + "\n");
+  ASSERT_EQ(cli({"config", "set", "keep_alive", "300"}, "", conf).code, 0);
+  ASSERT_EQ(cli({"config", "set", "llamacpp.args", "--", "--mlock"}, "", conf).code, 0);
+  EXPECT_EQ(json::parse(cli_file_text(file)),
+            (json{{"keep_alive", 300}, {"llamacpp", {{"args", "--mlock"}}}}));
+  auto bad = cli({"config", "set", "port", "eighty"}, "", conf);
+  expect_one_error_line(bad);
+  EXPECT_NE(bad.err.find("'port'"), std::string::npos) << bad.err;
+  auto no_server = cli({"config", "get"}, "", conf);
+  expect_one_error_line(no_server);
+
+  ASSERT_GT(start_serve({}, conf), 0);
+  auto kept = cli({"config", "get", "keep_alive"}, "", conf);
+  ASSERT_EQ(kept.code, 0) << kept.err;
+  EXPECT_EQ(kept.out, "300\n");
+  auto live = cli({"config", "set", "keep_alive", "120"}, "", conf);
+  ASSERT_EQ(live.code, 0) << live.err;
+  EXPECT_NE(live.out.find("in force now"), std::string::npos) << live.out;
+  EXPECT_EQ(cli({"config", "get", "keep_alive"}, "", conf).out, "120\n");
+  auto all = cli({"config", "get", "--json"}, "", conf);
+  ASSERT_EQ(all.code, 0) << all.err;
+  EXPECT_EQ(json::parse(all.out)["settings"]["keep_alive"]["source"], "config.json");
+  expect_one_error_line(cli({"config", "set", "port", "70000"}, "", conf));
+}
+
 TEST_F(ServerCliTest, CommandsThatNeedARunningServerSaySo) {
   for (const auto& args :
        std::vector<std::vector<std::string>>{{"ps"}, {"load", "user.a"}, {"unload"}}) {

@@ -41,6 +41,11 @@ Result<nlohmann::json> read_config_file(const std::filesystem::path& file);
 Status apply_config_file(CLI::App& app, const nlohmann::json& values, const std::string& origin,
                          std::map<std::string, std::string>& sources);
 
+// Merges `changes` (config.json's shape) into `file`: a section's keys one
+// by one, null removes a key (back to its default), anything else replaces.
+// Keys and their order not named are kept.
+void merge_config_changes(nlohmann::ordered_json& file, const nlohmann::json& changes);
+
 // The setting key of a router flag (`--keep-alive` -> "keep_alive",
 // `--llamacpp-args` -> "llamacpp.args"); "" for options that are no setting.
 std::string config_key_of_flag(const std::string& flag);

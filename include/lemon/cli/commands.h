@@ -35,6 +35,9 @@ struct CommandLine {
   // recipes
   std::string install;
   std::string uninstall;
+  // config get [KEY] | set KEY VALUE | path (KEY in `model`)
+  std::string config_action;
+  std::string config_value;
 };
 
 int cmd_serve(const CommandLine& cl, CliContext& ctx);
@@ -52,6 +55,10 @@ int cmd_unpin(const CommandLine& cl, CliContext& ctx);
 int cmd_ps(const CommandLine& cl, CliContext& ctx);
 int cmd_recipes(const CommandLine& cl, CliContext& ctx);
 int cmd_run(const CommandLine& cl, CliContext& ctx);
+// config get [KEY], config set KEY VALUE, config path (issue #30 §1): the
+// running server's GET /internal/config and POST /internal/set; `set`
+// without a server checks and writes config.json itself.
+int cmd_config(const CommandLine& cl, CliContext& ctx);
 
 // Shared by the commands.
 // Prints "Error: <message>" (or a message that starts with "Error" as it
