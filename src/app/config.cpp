@@ -83,6 +83,11 @@ void print_settings_markdown(const CLI::App& app) {
   }
 }
 
+// 127.0.0.0/8, ::1 and localhost: only this machine reaches them.
+bool is_loopback_host(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.starts_with("127.");
+}
+
 ParsedConfig fail(std::string message) {
   ParsedConfig p;
   p.exit_now = true;
@@ -375,6 +380,9 @@ void add_router_options(CLI::App& app, RouterOptionValues& v) {
   app.add_flag("--health-without-auth", v.health_without_auth,
                "Let /health answer without the API key")
       ->envname("LEMONADE_HEALTH_WITHOUT_AUTH");
+  app.add_flag("--allow-unauthenticated", v.allow_unauthenticated,
+               "Listen on an address other machines reach (not loopback) without an API key")
+      ->envname("LEMONADE_ALLOW_UNAUTHENTICATED");
   app.add_flag("--metrics-public", v.metrics_public,
                "Let /metrics answer without the API key (for a Prometheus scraper)")
       ->envname("LEMONADE_METRICS_PUBLIC");
@@ -580,6 +588,12 @@ ParsedConfig parse_config(int argc, const char* const* argv,
   }
   c.host = v.host;
   c.port = v.port;
+  if (!is_loopback_host(c.host) && v.api_key.empty() && !v.allow_unauthenticated) {
+    // Deny by default off loopback (issue #30 §2).
+    return fail("refusing to listen on " + c.host +
+                " without an API key: set --api-key (LEMONADE_API_KEY), or pass "
+                "--allow-unauthenticated to let anyone who reaches it use it");
+  }
   c.log_level = v.log_level;
   c.extra_models_dir = v.extra_models_dir;
   c.no_broadcast = v.no_broadcast;

@@ -61,6 +61,8 @@ const char* const kEnvVars[] = {"LEMONADE_HOST",
                                 "HF_HOME",
                                 "HOME",
                                 "LEMONADE_CONFIG_DIR",
+                                "LEMONADE_API_KEY",
+                                "LEMONADE_ALLOW_UNAUTHENTICATED",
                                 "LEMONADE_DEFAULTS_FILE"};
 
 class ConfigTest : public ::testing::Test {
@@ -155,10 +157,31 @@ TEST_F(ConfigTest, Defaults) {
   EXPECT_EQ(c.cli_options.raw().value("height", 0), 512);
 }
 
+// ---- deny by default off loopback (issue #30 §2) -----------------------------------------------
+
+TEST_F(ConfigTest, AnAddressOthersReachNeedsAKeyOrSayingSo) {
+  for (const char* host : {"0.0.0.0", "::", "192.168.1.20"}) {
+    expect_usage_error({"--host", host});
+    ParsedConfig p = parse({"--host", host});
+    EXPECT_NE(p.message.find("--allow-unauthenticated"), std::string::npos) << p.message;
+    EXPECT_EQ(parse_ok({"--host", host, "--api-key", "k"}).host, host);
+    EXPECT_EQ(parse_ok({"--host", host, "--allow-unauthenticated"}).host, host);
+  }
+  for (const char* host : {"127.0.0.1", "127.0.0.2", "localhost", "::1"}) {
+    EXPECT_EQ(parse_ok({"--host", host}).host, host) << "loopback needs no key";
+  }
+  env_.set("LEMONADE_API_KEY", "from-env");
+  EXPECT_EQ(parse_ok({"--host", "0.0.0.0"}).host, "0.0.0.0");
+  env_.unset("LEMONADE_API_KEY");
+  env_.set("LEMONADE_ALLOW_UNAUTHENTICATED", "true");
+  EXPECT_EQ(parse_ok({"--host", "0.0.0.0"}).host, "0.0.0.0");
+}
+
 // ---- every serve flag -----------------------------------------------------------------------
 
 TEST_F(ConfigTest, AcceptsEveryServeFlag) {
-  Config c = parse_ok({"--host",
+  Config c = parse_ok({"--allow-unauthenticated",
+                       "--host",
                        "0.0.0.0",
                        "--port",
                        "9123",

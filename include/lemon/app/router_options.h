@@ -70,6 +70,7 @@ struct RouterOptionValues {
   std::string api_key;
   bool health_without_auth = false;
   bool metrics_public = false;
+  bool allow_unauthenticated = false;
   std::string cors;
   // --ollama-port: "off" (not given), "" (given without a value: 11434) or a port.
   std::string ollama_port = "off";
