@@ -89,12 +89,7 @@ ConfigReloader::~ConfigReloader() {
 }
 
 nlohmann::json ConfigReloader::reload() {
-  std::vector<const char*> argv;
-  for (const auto& a : argv_) {
-    argv.push_back(a.c_str());
-  }
-  argv.push_back(nullptr);
-  ParsedConfig parsed = parse_config(static_cast<int>(argv_.size()), argv.data());
+  ParsedConfig parsed = parse_config(argv_);
   auto log = logger("app");
   nlohmann::json event;
   std::optional<Config> for_router;
@@ -158,13 +153,7 @@ Result<nlohmann::json> ConfigReloader::set(const nlohmann::json& changes) {
   nlohmann::ordered_json merged = *current;
   merge_config_changes(merged, changes);
   // Checked as a whole, as the next start would read it.
-  std::vector<const char*> argv;
-  for (const auto& a : argv_) {
-    argv.push_back(a.c_str());
-  }
-  argv.push_back(nullptr);
-  ParsedConfig checked = parse_config(static_cast<int>(argv_.size()), argv.data(),
-                                      nlohmann::json::parse(merged.dump()));
+  ParsedConfig checked = parse_config(argv_, nlohmann::json::parse(merged.dump()));
   if (checked.exit_now) {
     return Error(ErrorCode::kInvalidRequest, checked.message);
   }

@@ -37,8 +37,7 @@ int set_in_file(const nlohmann::json& change) {
   }
   nlohmann::ordered_json merged = *current;
   merge_config_changes(merged, change);
-  const char* argv[] = {"lemonade-router", nullptr};
-  ParsedConfig checked = parse_config(1, argv, nlohmann::json::parse(merged.dump()));
+  ParsedConfig checked = parse_config({"lemonade-router"}, nlohmann::json::parse(merged.dump()));
   if (checked.exit_now) {
     return fail(checked.message);
   }

@@ -36,12 +36,7 @@ class ConfigFileTest : public ::testing::Test {
 
   static ParsedConfig parse(std::vector<std::string> args = {}) {
     args.insert(args.begin(), "lemonade-router");
-    std::vector<const char*> argv;
-    for (const auto& a : args) {
-      argv.push_back(a.c_str());
-    }
-    argv.push_back(nullptr);
-    return parse_config(static_cast<int>(args.size()), argv.data());
+    return parse_config(args);
   }
   // A file that must be refused: exit code 2, one line naming the file and `path`.
   void expect_refused(const nlohmann::json& file, const std::string& path) {

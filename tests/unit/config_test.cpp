@@ -76,12 +76,7 @@ class ConfigTest : public ::testing::Test {
 
   static ParsedConfig parse(std::vector<std::string> args) {
     args.insert(args.begin(), "lemonade-router");
-    std::vector<const char*> argv;
-    for (const auto& a : args) {
-      argv.push_back(a.c_str());
-    }
-    argv.push_back(nullptr);
-    return parse_config(static_cast<int>(args.size()), argv.data());
+    return parse_config(args);
   }
 
   static Config parse_ok(std::vector<std::string> args) {

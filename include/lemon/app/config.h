@@ -116,5 +116,8 @@ struct ParsedConfig {
 // /internal/set checks a change before it writes it).
 ParsedConfig parse_config(int argc, const char* const* argv,
                           const std::optional<nlohmann::json>& config_json = std::nullopt);
+// The same over a command line held as strings (args[0] is the program).
+ParsedConfig parse_config(const std::vector<std::string>& args,
+                          const std::optional<nlohmann::json>& config_json = std::nullopt);
 
 }  // namespace lemon
