@@ -96,8 +96,15 @@ ParsedConfig fail(std::string message) {
   return p;
 }
 
+// Seconds and MiB as given (checked non-negative), in range for the integer
+// they become: a value past 1e12 (three centuries of seconds, a million TiB)
+// is the largest one, never an overflow.
 std::chrono::milliseconds seconds_to_ms(double s) {
-  return std::chrono::milliseconds(static_cast<long long>(std::llround(s * 1000.0)));
+  return std::chrono::milliseconds(std::llround(std::clamp(s, 0.0, 1e12) * 1000.0));
+}
+
+std::int64_t mib_to_bytes(double mib) {
+  return static_cast<std::int64_t>(std::clamp(mib, 0.0, 1e12) * 1024.0 * 1024.0);
 }
 
 }  // namespace
@@ -530,10 +537,10 @@ ParsedConfig parse_config(int argc, const char* const* argv,
   c.load_timeout = seconds_to_ms(v.load_timeout_s);
   c.stop_grace = seconds_to_ms(v.stop_grace_s);
   c.drain_timeout = seconds_to_ms(v.drain_timeout_s);
-  c.max_body_bytes = static_cast<std::size_t>(v.max_body_mb * 1024.0 * 1024.0);
+  c.max_body_bytes = static_cast<std::size_t>(mib_to_bytes(v.max_body_mb));
   c.max_connections_per_client = v.max_connections_per_client;
-  c.max_request_memory = static_cast<std::size_t>(v.max_request_memory_mb * 1024.0 * 1024.0);
-  c.max_response_bytes = static_cast<std::size_t>(v.max_response_mb * 1024.0 * 1024.0);
+  c.max_request_memory = static_cast<std::size_t>(mib_to_bytes(v.max_request_memory_mb));
+  c.max_response_bytes = static_cast<std::size_t>(mib_to_bytes(v.max_response_mb));
   c.max_queued_per_model = v.max_queued_per_model;
   c.max_queued_total = v.max_queued_total;
   c.header_timeout = seconds_to_ms(v.header_timeout_s);
@@ -567,7 +574,7 @@ ParsedConfig parse_config(int argc, const char* const* argv,
     }
   }
   c.memory_budget = v.memory_budget == "off" ? std::nullopt : BudgetRule::parse(v.memory_budget);
-  c.memory_margin = static_cast<std::int64_t>(v.memory_margin_mb * 1024.0 * 1024.0);
+  c.memory_margin = mib_to_bytes(v.memory_margin_mb);
   c.memory_poll_interval = seconds_to_ms(v.memory_poll_interval_s);
   c.session_ttl = seconds_to_ms(v.session_ttl_s);
   c.stream_idle_timeout = seconds_to_ms(v.stream_idle_timeout_s);
@@ -575,7 +582,7 @@ ParsedConfig parse_config(int argc, const char* const* argv,
   c.stream_heartbeat = seconds_to_ms(v.stream_heartbeat_s);
   c.max_prefill_tokens = v.max_prefill_tokens;
   c.body_timeout = seconds_to_ms(v.body_timeout_s);
-  c.body_min_rate = static_cast<std::size_t>(v.body_min_rate);
+  c.body_min_rate = static_cast<std::size_t>(std::clamp(v.body_min_rate, 0.0, 1e15));
   c.keep_alive_timeout = seconds_to_ms(v.keep_alive_timeout_s);
   c.write_timeout = seconds_to_ms(v.write_timeout_s);
   std::stringstream origins(v.cors);
