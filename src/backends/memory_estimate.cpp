@@ -1,6 +1,7 @@
 // Memory estimates of servers before they start (issue #13 §1): the default
 // from the model's files, llama.cpp's from its GGUF header, whisper.cpp's
-// from its ggml header (issue #31).
+// from its ggml header, stable-diffusion.cpp's from its files and the image
+// size (issue #31).
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -9,6 +10,7 @@
 
 #include "lemon/backends/llamacpp_server.h"
 #include "lemon/backends/process_server.h"
+#include "lemon/backends/sd_server.h"
 #include "lemon/backends/whisper_server.h"
 #include "lemon/models/gguf_header_cache.h"
 #include "lemon/process/process_memory.h"
@@ -142,6 +144,25 @@ DeviceBytes WhisperServer::memory_estimate() const {
   }
   DeviceBytes out;
   out[model_device(*this)] += weights + state;
+  out[kRamDevice] += kProcessOverhead;
+  return out;
+}
+
+// Weights, then the compute buffers of one image of the load options' size:
+// sd-server (1f30df9, CPU) with an SDXS-shaped model held 0.87 GiB after
+// loading and peaked 0.12 GiB above that at 256x256 and 0.47 GiB at 512x512,
+// about 2 KiB a pixel; 2.5 KiB are counted (tests/real/sd_server_test.cpp checks
+// the estimate against the peak).
+DeviceBytes SdServer::memory_estimate() const {
+  std::int64_t weights = 0;
+  for (const auto& [role, path] : model().resolved_paths) {
+    weights += path_bytes(path);
+  }
+  const std::int64_t width = std::max(64, options().int_value("width", 512));
+  const std::int64_t height = std::max(64, options().int_value("height", 512));
+  const std::int64_t compute = std::max<std::int64_t>(64 * MiB, width * height * 2560);
+  DeviceBytes out;
+  out[model_device(*this)] += weights + compute;
   out[kRamDevice] += kProcessOverhead;
   return out;
 }

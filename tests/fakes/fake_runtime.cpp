@@ -142,14 +142,14 @@ void signal_thread(sigset_t set) {
   }
 }
 
-void install_signal_handling(bool ignore_sigterm) {
+void install_signal_handling(bool ignore_sigterm, bool sigterm_kills) {
   std::signal(SIGPIPE, SIG_IGN);
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   if (ignore_sigterm) {
     std::signal(SIGTERM, SIG_IGN);
-  } else {
+  } else if (!sigterm_kills) {
     sigaddset(&set, SIGTERM);
   }
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
@@ -368,7 +368,7 @@ void post_routes(httplib::Server& svr, const std::vector<std::string>& paths,
 
 void serve(httplib::Server& svr, const std::vector<std::string>& banner) {
   Runtime& rt = runtime();
-  install_signal_handling(rt.knobs.ignore_sigterm);
+  install_signal_handling(rt.knobs.ignore_sigterm, rt.sigterm_kills);
   configure(svr);
   bool bound = false;
   if (rt.port == 0) {

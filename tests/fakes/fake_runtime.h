@@ -36,6 +36,9 @@ struct Runtime {
   int64_t start_ns = 0;
   std::atomic<int64_t> ready_at_ns{0};  // 0 = not listening yet / never ready
   std::atomic<bool> stopping{false};
+  // As sd-server, which installs no signal handler: SIGTERM ends the
+  // process by its default action (killed by signal 15), with no shutdown.
+  bool sigterm_kills = false;
 };
 
 // The single runtime of this process.

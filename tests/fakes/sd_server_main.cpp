@@ -1,7 +1,14 @@
-// Fake sd-server (stable-diffusion.cpp's HTTP server): GET / and /health for
-// readiness, POST /v1/images/generations (JSON) and /v1/images/edits
+// Fake sd-server (stable-diffusion.cpp's HTTP server): GET / for readiness,
+// GET /v1/models, POST /v1/images/generations (JSON) and /v1/images/edits
 // (multipart) returning small valid PNGs (base64) whose colour is derived from
 // the prompt, seed and image index.
+//
+// As the real program (examples/server/main.cpp at 1f30df9, checked by the
+// `real` tier): `n` is clamped to 1..8 without an error, a `size` it cannot
+// read leaves the default, `response_format` is not read, the errors are
+// {"error":"prompt required"} and {"error":"at least one image[] required"},
+// and SIGTERM kills it (no handler: "killed by signal 15").
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -88,24 +95,17 @@ void generations_handler(const Defaults& defaults, const httplib::Request& req,
   }
   if (!body.contains("prompt") || !body["prompt"].is_string() ||
       body["prompt"].get<std::string>().empty()) {
-    reply_sd_error(job, res, "prompt is required");
+    reply_sd_error(job, res, "prompt required");
     return;
   }
   int n = body.contains("n") && body["n"].is_number_integer() ? body["n"].get<int>() : 1;
-  if (n < 1 || n > 10) {
-    reply_sd_error(job, res, "n must be between 1 and 10");
-    return;
-  }
+  n = std::clamp(n, 1, 8);
   int w = defaults.width;
   int h = defaults.height;
-  if (body.contains("size") &&
-      (!body["size"].is_string() || !parse_size(body["size"].get<std::string>(), &w, &h))) {
-    reply_sd_error(job, res, "size must be WIDTHxHEIGHT");
-    return;
-  }
-  if (body.contains("response_format") && body["response_format"] != "b64_json") {
-    reply_sd_error(job, res, "only response_format b64_json is supported");
-    return;
+  if (body.contains("size") && body["size"].is_string() &&
+      !parse_size(body["size"].get<std::string>(), &w, &h)) {
+    w = defaults.width;
+    h = defaults.height;
   }
   std::string seed = body.contains("seed") ? fake::dump(body["seed"]) : "-1";
   json data = json::array();
@@ -145,19 +145,19 @@ void edits_handler(const Defaults& defaults, const httplib::Request& req, httpli
                           {"images", images},
                           {"mask", req.has_file("mask")}});
   if (prompt.empty()) {
-    reply_sd_error(job, res, "prompt is required");
+    reply_sd_error(job, res, "prompt required");
     return;
   }
   if (images == 0) {
-    reply_sd_error(job, res, "at least one image[] is required");
+    reply_sd_error(job, res, "at least one image[] required");
     return;
   }
-  int n = text("n").empty() ? 1 : std::atoi(text("n").c_str());
+  const int n = std::clamp(text("n").empty() ? 1 : std::atoi(text("n").c_str()), 1, 8);
   int w = defaults.width;
   int h = defaults.height;
-  if (n < 1 || n > 10 || (!text("size").empty() && !parse_size(text("size"), &w, &h))) {
-    reply_sd_error(job, res, "bad n or size");
-    return;
+  if (!text("size").empty() && !parse_size(text("size"), &w, &h)) {
+    w = defaults.width;
+    h = defaults.height;
   }
   json data = json::array();
   for (int i = 0; i < n; ++i) {
@@ -185,6 +185,7 @@ int main(int argc, char** argv) {
   fake::ParsedArgs args = fake::parse_args(std::vector<std::string>(argv + 1, argv + argc),
                                            sd_args(), {"error: unknown argument: ", false});
   fake::Runtime& rt = fake::runtime();
+  rt.sigterm_kills = true;
   rt.model = args.has("-m") ? args.get("-m") : args.get("--diffusion-model");
   rt.host = args.get("--listen-ip", "127.0.0.1");
   rt.port = args.get_int("--listen-port", 1234);
@@ -207,8 +208,11 @@ int main(int argc, char** argv) {
   }
   Defaults defaults{args.get_int("-W", 512), args.get_int("-H", 512)};
   httplib::Server svr;
-  svr.Get("/", root_handler);
-  svr.Get("/health", root_handler);
+  svr.Get("/", root_handler);  // sd-server has no /health
+  svr.Get("/v1/models", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"data":[{"id":"sd-cpp-local","object":"model","owned_by":"local"}]})",
+                    "application/json");
+  });
   svr.Post("/v1/images/generations",
            [defaults](const httplib::Request& req, httplib::Response& res) {
              generations_handler(defaults, req, res);

@@ -1,10 +1,13 @@
-// Fuzz target: multipart/form-data (audio/transcriptions uploads). The first
-// line of the input is a Content-Type header value, the rest the body. Every
-// part handed back must view into the body.
+// Fuzz target: multipart/form-data (audio/transcriptions and the image
+// uploads), and the checks of those forms. The first line of the input is a
+// Content-Type header value, the rest the body. Every part handed back must
+// view into the body.
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
 
+#include "lemon/api/openai/image_form.h"
+#include "lemon/api/openai/transcription_form.h"
 #include "lemon/http/multipart.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -30,5 +33,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
   }
   (void)lemon::http::find_part(*parts, "file");
+  (void)lemon::api::check_transcription_form(*parts);
+  (void)lemon::api::check_image_form(lemon::ApiRoute::kImageEdits, *parts);
+  (void)lemon::api::check_image_form(lemon::ApiRoute::kImageVariations, *parts);
   return 0;
 }

@@ -74,6 +74,45 @@ TEST_F(ImageFormsTest, BadFormsAreClear400s) {
   auto bad_n = post_form("images/variations", {form_field("model", "user.i"), form_field("n", "0"),
                                                form_file("image", kPng, "a.png", "image/png")});
   EXPECT_EQ(bad_n.json()["error"]["param"], "n");
+  // What sd-server would skip, clamp or try without a word (image_form.h).
+  struct Case {
+    std::vector<FormPart> parts;
+    const char* param;
+  };
+  const std::vector<Case> cases = {
+      {{form_field("model", "user.i"), form_file("image", "not a picture", "a.png", "image/png")},
+       "image"},
+      {{form_field("model", "user.i"), form_file("image[]", "", "a.png", "image/png")}, "image[]"},
+      {{form_field("model", "user.i"), form_file("image", kPng, "a.png", "image/png"),
+        form_file("mask", std::string(64, '\0'), "m.png", "image/png")},
+       "mask"},
+      {{form_field("model", "user.i"), form_file("image", kPng, "a.png", "image/png"),
+        form_field("strength", "0.5")},
+       "strength"},
+      {{form_field("model", "user.i"), form_file("image", kPng, "a.png", "image/png"),
+        form_field("n", "9")},
+       "n"},
+      {{form_field("model", "user.i"), form_file("image", kPng, "a.png", "image/png"),
+        form_field("size", "512x4096")},
+       "size"},
+      {{form_field("model", "user.i"), form_file("image", kPng, "a.png", "image/png"),
+        form_field("response_format", "url")},
+       "response_format"},
+  };
+  for (const auto& c : cases) {
+    auto r = post_form("images/variations", c.parts);
+    EXPECT_EQ(r.status, 400) << c.param << ": " << r.body;
+    EXPECT_EQ(r.json()["error"]["param"], c.param) << r.body;
+  }
+  for (const std::string& jpeg_gif_bmp :
+       {std::string("\xFF\xD8\xFF\xE0"), std::string("GIF89a"), std::string("BM")}) {
+    auto r = post_form("images/variations",
+                       {form_field("model", "user.i"), form_file("image", jpeg_gif_bmp + "pixels",
+                                                                 "a", "application/octet-stream")});
+    EXPECT_EQ(r.status, 200) << r.body;
+  }
+  ASSERT_EQ(http_post(port(), "/api/v1/unload", nlohmann::json{{"model_name", "user.i"}}).status,
+            200);
   auto llm = post_form("images/edits", {form_field("model", "user.a"), form_field("prompt", "x"),
                                         form_file("image", kPng, "a.png", "image/png")});
   EXPECT_EQ(llm.status, 400);

@@ -340,8 +340,12 @@ TEST_F(RoutesTest, ImageGenerationRejectsBadRequests) {
   expect_error(http_post(port(), path, nlohmann::json{{"model", "user.i"}}), 400,
                "invalid_request_error", "prompt", "no prompt");
   expect_error(
-      http_post(port(), path, nlohmann::json{{"model", "user.i"}, {"prompt", "x"}, {"n", 11}}), 400,
-      "invalid_request_error", "n", "n 11");
+      http_post(port(), path, nlohmann::json{{"model", "user.i"}, {"prompt", "x"}, {"n", 9}}), 400,
+      "invalid_request_error", "n", "n 9: sd-server returns at most 8");
+  expect_error(
+      http_post(port(), path,
+                nlohmann::json{{"model", "user.i"}, {"prompt", "x"}, {"size", "4096x512"}}),
+      400, "invalid_request_error", "size", "a side over 2048");
   expect_error(
       http_post(port(), path, nlohmann::json{{"model", "user.i"}, {"prompt", "x"}, {"n", 0}}), 400,
       "invalid_request_error", "n", "n 0");

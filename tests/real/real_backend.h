@@ -32,6 +32,13 @@ inline std::string real_model_file(const std::string& name) {
          "/" + name;
 }
 
+// The Python that runs tests/models/ (LEMON_PYTHON, else Debian's
+// /usr/bin/python3, which has python3-numpy).
+inline std::string real_python() {
+  const char* p = std::getenv("LEMON_PYTHON");
+  return p != nullptr ? std::string(p) : std::string("/usr/bin/python3");
+}
+
 // Runs `argv` (PATH searched, no shell, stdout and stderr to /dev/null) and
 // returns its exit status, or -1 if it could not start.
 inline int run_program(const std::vector<std::string>& argv) {
@@ -108,7 +115,7 @@ class RealWhisperTest : public RealProgramTest {
                         const std::vector<std::string>& shape = {}) {
     const std::string path = env_.models_dir() + "/" + key + ".bin";
     std::vector<std::string> argv = {
-        python(), std::string(LEMON_SOURCE_DIR) + "/tests/models/make_tiny_whisper.py", path,
+        real_python(), std::string(LEMON_SOURCE_DIR) + "/tests/models/make_tiny_whisper.py", path,
         "--seed", std::to_string(seed)};
     argv.insert(argv.end(), shape.begin(), shape.end());
     ASSERT_EQ(run_program(argv), 0)
@@ -117,16 +124,11 @@ class RealWhisperTest : public RealProgramTest {
     env_.add_user_model(key,
                         {{"checkpoint", path}, {"recipe", "whispercpp"}, {"source", "local_path"}});
   }
-  static std::string python() {
-    const char* p = std::getenv("LEMON_PYTHON");
-    return p != nullptr ? std::string(p) : std::string("/usr/bin/python3");
-  }
 };
 
-// The router against a real sd-server. stable-diffusion.cpp loads only its
-// fixed architectures (docs/testing.md), so these tests stop at the model
-// load: the router's command lines are accepted, and a failed load is
-// reported with the program's own lines.
+// The router against a real sd-server and a random-weight model of the
+// smallest architecture stable-diffusion.cpp loads (SDXS), written at test
+// time by tests/models/make_sdxs_like.py (docs/testing.md).
 class RealSdTest : public RealProgramTest {
  protected:
   RealSdTest() : RealProgramTest("LEMON_REAL_SD_SERVER", "sd-server", "LEMONADE_SDCPP_CPU_BIN") {}

@@ -26,6 +26,11 @@ class SdServer final : public ProcessServer {
   // prompt), n, size and the images as image[] (plus mask for edits).
   std::optional<std::vector<FormField>> rewrite_form(
       ApiRoute route, const std::vector<FormField>& fields) const override;
+  // The weights, plus compute buffers that grow with the image: 2.5 KiB
+  // a pixel of the load options' width x height (512x512 by default), as
+  // measured on a real sd-server (docs/benchmarks.md "Real backends"). A
+  // request for a larger image can go above it.
+  DeviceBytes memory_estimate() const override;
 
  protected:
   BinaryQuery binary_query() const override;

@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "lemon/api/openai/embedding_format.h"
+#include "lemon/api/openai/image_form.h"
 #include "lemon/api/openai/request_checks.h"
 #include "lemon/api/openai/rerank_format.h"
 #include "lemon/api/openai/transcription_form.h"
@@ -175,33 +176,11 @@ void OpenAiApi::handle_image_form(ApiRoute route, net::Request& r, net::Response
     write_error(w, parts.error());
     return;
   }
+  if (auto s = check_image_form(route, *parts); !s.ok()) {
+    write_error(w, s.error());
+    return;
+  }
   const MultipartPart* model = find_part(*parts, "model");
-  if (model == nullptr || model->data.empty()) {
-    write_error(w, Error(ErrorCode::kInvalidRequest, "'model' is required", "model"));
-    return;
-  }
-  const MultipartPart* image = find_part(*parts, "image");
-  if (image == nullptr) {
-    image = find_part(*parts, "image[]");
-  }
-  if (image == nullptr || image->data.empty()) {
-    write_error(w, Error(ErrorCode::kInvalidRequest, "'image' (a file) is required", "image"));
-    return;
-  }
-  if (route == ApiRoute::kImageEdits) {
-    const MultipartPart* prompt = find_part(*parts, "prompt");
-    if (prompt == nullptr || prompt->data.empty()) {
-      write_error(w, Error(ErrorCode::kInvalidRequest, "'prompt' is required", "prompt"));
-      return;
-    }
-  }
-  if (const MultipartPart* n = find_part(*parts, "n")) {
-    auto value = nlohmann::json::parse(n->data, nullptr, false);
-    if (!value.is_number_integer() || value.get<int>() < 1 || value.get<int>() > 10) {
-      write_error(w, Error(ErrorCode::kInvalidRequest, "'n' must be an integer from 1 to 10", "n"));
-      return;
-    }
-  }
   std::vector<FormField> fields;
   fields.reserve(parts->size());
   for (const auto& p : *parts) {

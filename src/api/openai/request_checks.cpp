@@ -1,7 +1,8 @@
 #include "lemon/api/openai/request_checks.h"
 
-#include <regex>
 #include <string>
+
+#include "lemon/api/openai/image_form.h"
 
 namespace lemon::api {
 namespace {
@@ -132,14 +133,16 @@ Status check_images(const nlohmann::json& body) {
       body.at("prompt").get_ref<const std::string&>().empty()) {
     return invalid("prompt", "must be a non-empty string");
   }
-  if (auto s = optional_integer(body, "n", 1, 10); !s.ok()) {
+  if (auto s = optional_integer(body, "n", 1, kMaxImagesPerRequest); !s.ok()) {
     return s;
   }
   if (present(body, "size")) {
-    static const std::regex kSize("^[1-9][0-9]{0,4}x[1-9][0-9]{0,4}$");
     const auto& size = body.at("size");
-    if (!size.is_string() || !std::regex_match(size.get_ref<const std::string&>(), kSize)) {
+    if (!size.is_string()) {
       return invalid("size", "must look like \"512x512\"");
+    }
+    if (auto s = check_image_size(size.get_ref<const std::string&>()); !s.ok()) {
+      return s;
     }
   }
   if (present(body, "response_format") && body.at("response_format") != "b64_json") {
