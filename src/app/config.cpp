@@ -15,6 +15,7 @@
 #include "lemon/app/config_reloader.h"
 #include "lemon/app/router_options.h"
 #include "lemon/core/log.h"
+#include "lemon/http/api_keys.h"
 #include "lemon/models/recipe_options.h"
 #include "lemon/router/pool_policy.h"
 
@@ -384,6 +385,9 @@ void add_router_options(CLI::App& app, RouterOptionValues& v) {
   app.add_option("--api-key", v.api_key,
                  "Require 'Authorization: Bearer <key>' on every route but /live")
       ->envname("LEMONADE_API_KEY");
+  app.add_option("--admin-api-key", v.admin_api_key,
+                 "A key with every scope; --api-key then has inference and read only")
+      ->envname("LEMONADE_ADMIN_API_KEY");
   app.add_flag("--health-without-auth", v.health_without_auth,
                "Let /health answer without the API key")
       ->envname("LEMONADE_HEALTH_WITHOUT_AUTH");
@@ -446,6 +450,10 @@ ParsedConfig parse_config(int argc, const char* const* argv,
     if (!values.ok()) {
       return fail(values.error().message());
     }
+    if (auto auth = values->find("auth"); auth != values->end() && !auth->is_null()) {
+      c.auth = *auth;  // a later file's section replaces an earlier one's
+      c.setting_sources["auth"] = origin;
+    }
     if (Status applied = apply_config_file(app, *values, file.string(), c.setting_sources);
         !applied.ok()) {
       return fail(applied.error().message());
@@ -507,6 +515,11 @@ ParsedConfig parse_config(int argc, const char* const* argv,
     } else if (!c.setting_sources.contains(key)) {
       c.setting_sources[key] = "default";
     }
+  }
+
+  c.setting_values["auth"] = c.auth.dump();
+  if (!c.setting_sources.contains("auth")) {
+    c.setting_sources["auth"] = "default";
   }
 
   std::string joined;
@@ -595,17 +608,24 @@ ParsedConfig parse_config(int argc, const char* const* argv,
   }
   c.host = v.host;
   c.port = v.port;
-  if (!is_loopback_host(c.host) && v.api_key.empty() && !v.allow_unauthenticated) {
+  auto keys = http::build_key_ring(c.auth, v.api_key, v.admin_api_key);
+  if (!keys.ok()) {
+    return fail(c.setting_sources.contains("auth")
+                    ? c.setting_sources["auth"] + ": " + keys.error().message()
+                    : keys.error().message());
+  }
+  if (!is_loopback_host(c.host) && keys->empty() && !v.allow_unauthenticated) {
     // Deny by default off loopback (issue #30 §2).
     return fail("refusing to listen on " + c.host +
-                " without an API key: set --api-key (LEMONADE_API_KEY), or pass "
-                "--allow-unauthenticated to let anyone who reaches it use it");
+                " without an API key: set --api-key (LEMONADE_API_KEY) or auth.keys in "
+                "config.json, or pass --allow-unauthenticated to let anyone who reaches it use it");
   }
   c.log_level = v.log_level;
   c.extra_models_dir = v.extra_models_dir;
   c.no_broadcast = v.no_broadcast;
   c.max_connections = v.max_connections;
   c.api_key = v.api_key;
+  c.admin_api_key = v.admin_api_key;
   c.health_without_auth = v.health_without_auth;
   c.metrics_public = v.metrics_public;
   if (const char* dir = std::getenv("LEMONADE_RUNTIME_DIR"); dir != nullptr && *dir != '\0') {

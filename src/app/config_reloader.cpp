@@ -30,17 +30,40 @@ const std::set<std::string>& router_settings() {
   return keys;
 }
 
+// The settings the HTTP server takes at once: the API keys.
+const std::set<std::string>& server_settings() {
+  static const std::set<std::string> keys = {"api_key", "admin_api_key", "auth"};
+  return keys;
+}
+
 const std::set<std::string>& live_settings() {
   static const std::set<std::string> live = [] {
     std::set<std::string> keys = router_settings();
+    keys.insert(server_settings().begin(), server_settings().end());
     keys.insert("log_level");
     return keys;
   }();
   return live;
 }
 
-bool is_secret(const std::string& key) {
-  return key == "api_key";
+// A setting's value as GET /internal/config shows it: keys never, and the
+// `auth` section without its hashes.
+std::string shown_value(const std::string& key, const std::string& value) {
+  if ((key == "api_key" || key == "admin_api_key") && !value.empty()) {
+    return "(set)";
+  }
+  if (key == "auth") {
+    auto auth = nlohmann::json::parse(value, nullptr, false);
+    if (auth.is_object() && auth.contains("keys") && auth["keys"].is_array()) {
+      for (auto& k : auth["keys"]) {
+        if (k.is_object() && k.contains("key_sha256")) {
+          k["key_sha256"] = "(set)";
+        }
+      }
+    }
+    return auth.is_discarded() ? std::string() : auth.dump();
+  }
+  return value;
 }
 
 }  // namespace
@@ -70,10 +93,12 @@ ConfigChanges classify_config_changes(const std::map<std::string, std::string>& 
 
 ConfigReloader::ConfigReloader(std::vector<std::string> argv, const Config& running,
                                telemetry::EventBus& events,
-                               std::function<void(const Config&)> apply_to_router)
+                               std::function<void(const Config&)> apply_to_router,
+                               std::function<void(const Config&)> apply_to_server)
     : argv_(std::move(argv)),
       events_(events),
       apply_to_router_(std::move(apply_to_router)),
+      apply_to_server_(std::move(apply_to_server)),
       running_(running),
       read_(running) {}
 
@@ -93,6 +118,7 @@ nlohmann::json ConfigReloader::reload() {
   auto log = logger("app");
   nlohmann::json event;
   std::optional<Config> for_router;
+  std::optional<Config> for_server;
   {
     MutexLock lock(mu_);
     ++reloads_;
@@ -111,6 +137,8 @@ nlohmann::json ConfigReloader::reload() {
           running_.log_level = read_.log_level;
         } else if (router_settings().contains(key)) {
           for_router = read_;
+        } else if (server_settings().contains(key)) {
+          for_server = read_;
         }
         running_.setting_values[key] = read_.setting_values[key];
         running_.setting_sources[key] = read_.setting_sources[key];
@@ -121,6 +149,9 @@ nlohmann::json ConfigReloader::reload() {
   }
   if (for_router && apply_to_router_) {
     apply_to_router_(*for_router);  // without mu_: the router takes its own lock
+  }
+  if (for_server && apply_to_server_) {
+    apply_to_server_(*for_server);
   }
   if (event["ok"] == false) {
     log->error("configuration not reloaded, the running one stays: {}",
@@ -238,14 +269,14 @@ nlohmann::json ConfigReloader::snapshot() const {
   for (const auto& [key, value] : running_.setting_values) {
     auto source = running_.setting_sources.find(key);
     settings[key] = {
-        {"value", is_secret(key) && !value.empty() ? std::string("(set)") : value},
+        {"value", shown_value(key, value)},
         {"source", source != running_.setting_sources.end() ? source->second : "default"}};
   }
   nlohmann::json pending = nlohmann::json::object();
   for (const auto& key : pending_) {
     auto value = read_.setting_values.find(key);
     const std::string text = value != read_.setting_values.end() ? value->second : "";
-    pending[key] = is_secret(key) && !text.empty() ? std::string("(set)") : text;
+    pending[key] = shown_value(key, text);
   }
   return {
       {"config_file", running_.config_file},
@@ -262,8 +293,8 @@ void ConfigReloader::register_routes(http::ApiRoutes& routes) {
   const auto show = [this](net::Request&, net::ResponseWriter& w, std::string_view) {
     http::send_json(w, 200, snapshot());
   };
-  routes.route("GET", "internal/config", http::RouteAccess::kRead, show);
-  routes.root("GET", "/internal/config", http::RouteAccess::kRead, show);
+  routes.route("GET", "internal/config", http::RouteAccess::kRead, http::Scope::kAdmin, show);
+  routes.root("GET", "/internal/config", http::RouteAccess::kRead, http::Scope::kAdmin, show);
   const auto change = [this](net::Request& r, net::ResponseWriter& w, std::string_view) {
     auto body = http::parse_json_object(r.body);
     if (!body.ok()) {
@@ -277,8 +308,8 @@ void ConfigReloader::register_routes(http::ApiRoutes& routes) {
     }
     http::send_json(w, 200, *answer);
   };
-  routes.route("POST", "internal/set", http::RouteAccess::kJsonPost, change);
-  routes.root("POST", "/internal/set", http::RouteAccess::kJsonPost, change);
+  routes.route("POST", "internal/set", http::RouteAccess::kJsonPost, http::Scope::kAdmin, change);
+  routes.root("POST", "/internal/set", http::RouteAccess::kJsonPost, http::Scope::kAdmin, change);
 }
 
 }  // namespace lemon

@@ -125,7 +125,8 @@ int main(int argc, char** argv) {
       std::vector<std::string>(argv, argv + argc), cfg, telemetry.events(),
       [&router](const Config& read) {
         router.apply_live_settings(LiveRouterSettings::of(router_config(read, nullptr)));
-      });
+      },
+      [&server](const Config& read) { server.set_keys(std::move(api_settings(read).keys)); });
   reloader.register_routes(server);
   reloader.start_watching();
   auto port = server.bind();

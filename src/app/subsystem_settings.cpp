@@ -85,7 +85,11 @@ http::ApiSettings api_settings(const Config& cfg) {
   out.backend_idle_timeout = cfg.backend_idle_timeout;
   out.stream_heartbeat = cfg.stream_heartbeat;
   out.max_prefill_tokens = cfg.max_prefill_tokens;
-  out.access.api_key = cfg.api_key;
+  auto keys = http::build_key_ring(cfg.auth, cfg.api_key, cfg.admin_api_key);
+  out.keys = keys.ok() ? std::move(*keys) : http::KeyRing();  // parse_config checked them
+  const std::string audit = http::audit_log_path(cfg.auth);
+  out.audit_log_file =
+      !audit.empty() ? audit : (std::filesystem::path(cfg.cache_dir) / "audit.jsonl").string();
   out.access.health_without_auth = cfg.health_without_auth;
   out.access.metrics_public = cfg.metrics_public;
   out.access.cors_origins = cfg.cors_origins;

@@ -12,6 +12,8 @@ const char* error_code_name(ErrorCode code) {
       return "unauthorized";
     case ErrorCode::kForbidden:
       return "forbidden";
+    case ErrorCode::kRateLimited:
+      return "rate_limited";
     case ErrorCode::kModelNotFound:
       return "model_not_found";
     case ErrorCode::kModelNotLoaded:

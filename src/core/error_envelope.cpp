@@ -17,6 +17,8 @@ ErrorShape error_shape(ErrorCode code) {
       return {401, "authentication_error", "invalid_api_key"};
     case ErrorCode::kForbidden:
       return {403, "permission_error", "forbidden"};
+    case ErrorCode::kRateLimited:
+      return {429, "rate_limit_error", "rate_limit_exceeded"};
     case ErrorCode::kModelNotFound:
       return {404, "invalid_request_error", "model_not_found"};
     case ErrorCode::kModelNotLoaded:

@@ -101,8 +101,27 @@ net::Headers cors_headers(const net::Request& request, const AccessSettings& set
   return h;
 }
 
+std::optional<std::string_view> presented_key(const net::Request& request, KeyHeaders keys) {
+  auto auth = request.headers.get("Authorization");
+  constexpr std::string_view kBearer = "Bearer ";
+  if (auth && auth->size() > kBearer.size() &&
+      net::iequals(auth->substr(0, kBearer.size()), kBearer)) {
+    return auth->substr(kBearer.size());
+  }
+  if (keys == KeyHeaders::kBearerOrXApiKey) {
+    if (auto x_api_key = request.headers.get("x-api-key"); x_api_key && !x_api_key->empty()) {
+      return *x_api_key;
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<Error> check_access(const net::Request& request, const AccessSettings& settings,
-                                  RouteAccess access, KeyHeaders keys) {
+                                  RouteAccess access, KeyHeaders keys, const KeyRing* ring,
+                                  Scope scope, const ApiKey** caller) {
+  if (caller != nullptr) {
+    *caller = nullptr;
+  }
   if (!host_allowed(request, settings)) {
     return Error(ErrorCode::kForbidden,
                  "Host '" + std::string(*request.headers.get("Host")) +
@@ -113,27 +132,33 @@ std::optional<Error> check_access(const net::Request& request, const AccessSetti
                                             std::string(*request.headers.get("Origin")) +
                                             "' are not allowed (see --cors-origins)");
   }
-  bool needs_key = !settings.api_key.empty() && access != RouteAccess::kPublic &&
-                   !(access == RouteAccess::kHealth && settings.health_without_auth) &&
-                   !(access == RouteAccess::kMetrics && settings.metrics_public);
+  const bool needs_key = ring != nullptr && !ring->empty() && access != RouteAccess::kPublic &&
+                         scope != Scope::kPublic &&
+                         !(access == RouteAccess::kHealth && settings.health_without_auth) &&
+                         !(access == RouteAccess::kMetrics && settings.metrics_public);
   if (needs_key) {
-    auto auth = request.headers.get("Authorization").value_or("");
-    constexpr std::string_view kBearer = "Bearer ";
-    bool ok = auth.size() > kBearer.size() &&
-              net::iequals(auth.substr(0, kBearer.size()), kBearer) &&
-              constant_time_equals(auth.substr(kBearer.size()), settings.api_key);
-    if (!ok && keys == KeyHeaders::kBearerOrXApiKey) {
-      auto x_api_key = request.headers.get("x-api-key");
-      ok = x_api_key && constant_time_equals(*x_api_key, settings.api_key);
-    }
-    if (!ok) {
+    auto presented = presented_key(request, keys);
+    const ApiKey* key = presented ? ring->find(*presented) : nullptr;
+    if (key == nullptr) {
       return Error(ErrorCode::kUnauthorized,
                    keys == KeyHeaders::kBearerOrXApiKey
                        ? "missing or invalid API key: send 'x-api-key: <key>' or "
                          "'Authorization: Bearer <key>'"
                        : "missing or invalid API key: send 'Authorization: Bearer <key>'");
     }
+    if (!key->has(scope)) {
+      return Error(ErrorCode::kForbidden, "API key '" + key->name + "' has the scopes " +
+                                              key->scope_list() + "; " + request.method + " " +
+                                              request.path + " needs '" + scope_name(scope) + "'");
+    }
+    if (caller != nullptr) {
+      *caller = key;
+    }
   }
+  return check_media_type(request, access);
+}
+
+std::optional<Error> check_media_type(const net::Request& request, RouteAccess access) {
   if (access == RouteAccess::kJsonPost || access == RouteAccess::kMultipartPost) {
     std::string media = request.media_type();
     bool empty = request.body.empty();

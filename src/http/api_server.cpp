@@ -3,7 +3,10 @@
 #include <thread>
 
 #include "cors_writer.h"
+#include "lemon/core/clock.h"
+#include "lemon/core/error_envelope.h"
 #include "lemon/core/log.h"
+#include "lemon/http/caller.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/inference_proxy.h"
 #include "observed_writer.h"
@@ -11,15 +14,43 @@
 namespace lemon::http {
 namespace {
 
-// A route's tag in the route table: its RouteAccess and its ApiDialect.
-int route_tag(RouteAccess access, ApiDialect dialect) {
-  return static_cast<int>(access) | (static_cast<int>(dialect) << 8);
+// A route's tag in the route table: its RouteAccess, its ApiDialect and
+// its Scope.
+int route_tag(RouteAccess access, ApiDialect dialect, Scope scope) {
+  return static_cast<int>(access) | (static_cast<int>(dialect) << 8) |
+         (static_cast<int>(scope) << 16);
 }
 RouteAccess tag_access(int tag) {
   return static_cast<RouteAccess>(tag & 0xff);
 }
 ApiDialect tag_dialect(int tag) {
-  return static_cast<ApiDialect>(tag >> 8);
+  return static_cast<ApiDialect>((tag >> 8) & 0xff);
+}
+Scope tag_scope(int tag) {
+  return static_cast<Scope>((tag >> 16) & 0xff);
+}
+
+std::int64_t steady_ms_now() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// The model an admin request names, for its audit line.
+std::string audited_model(const net::Request& r) {
+  if (r.body.empty() || r.body.size() > (1u << 20) || r.media_type() != "application/json") {
+    return {};
+  }
+  auto body = nlohmann::json::parse(r.body, nullptr, false);
+  if (!body.is_object()) {
+    return {};
+  }
+  for (const char* field : {"model_name", "model", "name"}) {
+    if (auto it = body.find(field); it != body.end() && it->is_string()) {
+      return it->get<std::string>();
+    }
+  }
+  return {};
 }
 KeyHeaders key_headers(ApiDialect dialect) {
   return dialect == ApiDialect::kAnthropic ? KeyHeaders::kBearerOrXApiKey : KeyHeaders::kBearer;
@@ -34,7 +65,12 @@ ApiServer::ApiServer(ApiSettings settings, ModelCatalogue& catalogue,
       hub_(hub),
       provisioner_(catalogue, presets, store, installer, router, settings_.cli_options),
       gateway_(settings_, provisioner_, stats, hub, drain_expired_) {
-  settings_.server.head_check = [this](const net::Request& r) { return check_head(r); };
+  settings_.server.head_check = [this](net::Request& r) { return check_head(r); };
+  keys_ = std::make_shared<const KeyRing>(std::move(settings_.keys));
+  settings_.keys = KeyRing();
+  if (!settings_.audit_log_file.empty()) {
+    audit_ = std::make_unique<AuditLog>(settings_.audit_log_file);
+  }
   server_ = std::make_unique<net::Server>(
       settings_.server, [this](net::Request& r, net::ResponseWriter& w) { handle(r, w); });
   if (settings_.ollama_port) {
@@ -127,9 +163,66 @@ void ApiServer::handle(net::Request& r, net::ResponseWriter& raw) {
     return;
   }
   routes_.dispatch(r, w);
+  if (const auto* caller = dynamic_cast<const Caller*>(r.context.get());
+      caller != nullptr && caller->scope == Scope::kAdmin) {
+    audit(r, caller->key != nullptr ? caller->key->name : std::string(), counted.status());
+  }
+  r.context.reset();  // the key's lease ends with the answer
 }
 
-std::optional<net::EarlyAnswer> ApiServer::check_head(const net::Request& r) const {
+std::shared_ptr<const KeyRing> ApiServer::keys() const {
+  MutexLock lock(keys_mu_);
+  return keys_;
+}
+
+void ApiServer::set_keys(KeyRing keys) {
+  auto ring = std::make_shared<const KeyRing>(std::move(keys));
+  MutexLock lock(keys_mu_);
+  keys_ = std::move(ring);
+}
+
+std::vector<std::pair<std::string, Scope>> ApiServer::route_scopes() const {
+  return registered_;
+}
+
+void ApiServer::audit(const net::Request& r, const std::string& key, int status) {
+  if (!audit_) {
+    return;
+  }
+  audit_->record({{"time", unix_ms_now()},
+                  {"key", key},
+                  {"method", r.method},
+                  {"path", r.path},
+                  {"model", audited_model(r)},
+                  {"status", status},
+                  {"remote_addr", r.remote_addr}});
+}
+
+void ApiServer::count_refusal(const net::Request& r, Scope scope, KeyHeaders headers,
+                              const Error& error, const std::shared_ptr<const KeyRing>& ring) {
+  if (error.code() != ErrorCode::kUnauthorized && error.code() != ErrorCode::kForbidden &&
+      error.code() != ErrorCode::kRateLimited) {
+    return;
+  }
+  std::string key;
+  if (auto presented = presented_key(r, headers); presented && ring) {
+    if (const ApiKey* found = ring->find(*presented)) {
+      key = found->name;
+    }
+  }
+  const char* reason = error.code() == ErrorCode::kUnauthorized  ? "key"
+                       : error.code() == ErrorCode::kRateLimited ? "limit"
+                                                                 : "scope";
+  if (error.code() == ErrorCode::kForbidden && key.empty()) {
+    return;  // Host or Origin: no key was judged
+  }
+  hub_.count_key_refusal(key.empty() ? "unknown" : key, reason);
+  if (scope == Scope::kAdmin) {
+    audit(r, key, error_shape(error.code()).status);
+  }
+}
+
+std::optional<net::EarlyAnswer> ApiServer::check_head(net::Request& r) {
   if (r.method == "OPTIONS") {
     return std::nullopt;  // CORS preflight, answered by handle()
   }
@@ -142,14 +235,35 @@ std::optional<net::EarlyAnswer> ApiServer::check_head(const net::Request& r) con
       answer.body = dialect_error_body(
           tag_dialect(m.tag), 405, r.method + " is not allowed on " + r.path + "; use " + m.allow);
     }
-  } else if (auto denied = check_access(r, settings_.access, tag_access(m.tag),
-                                        key_headers(tag_dialect(m.tag)))) {
+  } else {
+    const Scope scope = tag_scope(m.tag);
+    const KeyHeaders headers = key_headers(tag_dialect(m.tag));
+    auto ring = keys();
+    const ApiKey* key = nullptr;
+    std::optional<Error> denied =
+        check_access(r, settings_.access, tag_access(m.tag), headers, ring.get(), scope, &key);
+    auto caller = std::make_shared<Caller>();
+    if (!denied && key != nullptr) {
+      auto lease = limiter_.admit(*key, steady_ms_now());
+      if (lease.ok()) {
+        caller->lease = std::move(*lease);
+        hub_.count_key_request(key->name, scope_name(scope));
+      } else {
+        denied = std::move(lease).error();
+      }
+    }
+    if (!denied) {
+      caller->ring = std::move(ring);
+      caller->key = key;
+      caller->scope = scope;
+      r.context = std::move(caller);
+      return std::nullopt;
+    }
+    count_refusal(r, scope, headers, *denied, ring);
     DialectError e = dialect_error(tag_dialect(m.tag), *denied);
     answer.status = e.status;
     answer.headers = std::move(e.headers);
     answer.body = std::move(e.body);
-  } else {
-    return std::nullopt;
   }
   const net::Headers cors = cors_headers(r, settings_.access);
   for (const auto& [name, value] : cors.fields()) {
@@ -158,36 +272,41 @@ std::optional<net::EarlyAnswer> ApiServer::check_head(const net::Request& r) con
   return answer;
 }
 
+ApiRoutes::Handler ApiServer::checked(RouteAccess access, Scope scope, ApiDialect dialect,
+                                      Handler handler) {
+  return [this, access, scope, dialect, handler = std::move(handler)](
+             net::Request& r, net::ResponseWriter& w, std::string_view param) {
+    // The HeadCheck has judged the caller of every request the server read
+    // (a request that reached here some other way is judged now, without
+    // limits); the body's type is known only now.
+    std::optional<Error> denied;
+    if (r.context == nullptr) {
+      auto ring = keys();
+      denied = check_access(r, settings_.access, access, key_headers(dialect), ring.get(), scope);
+    } else {
+      denied = check_media_type(r, access);
+    }
+    if (denied) {
+      DialectError e = dialect_error(dialect, *denied);
+      w.send(e.status, e.headers, e.body);
+      return;
+    }
+    handler(r, w, param);
+  };
+}
+
 void ApiServer::route(const std::string& method, const std::string& suffix, RouteAccess access,
-                      Handler handler, ApiDialect dialect) {
-  routes_.add_api(
-      method, suffix,
-      [this, access, dialect, handler = std::move(handler)](net::Request& r, net::ResponseWriter& w,
-                                                            std::string_view param) {
-        if (auto denied = check_access(r, settings_.access, access, key_headers(dialect))) {
-          DialectError e = dialect_error(dialect, *denied);
-          w.send(e.status, e.headers, e.body);
-          return;
-        }
-        handler(r, w, param);
-      },
-      route_tag(access, dialect));
+                      Scope scope, Handler handler, ApiDialect dialect) {
+  registered_.emplace_back(method + " " + RouteTable::api_prefixes().front() + suffix, scope);
+  routes_.add_api(method, suffix, checked(access, scope, dialect, std::move(handler)),
+                  route_tag(access, dialect, scope));
 }
 
 void ApiServer::root(const std::string& method, const std::string& path, RouteAccess access,
-                     Handler handler, ApiDialect dialect) {
-  routes_.add_root(
-      method, path,
-      [this, access, dialect, handler = std::move(handler)](net::Request& r, net::ResponseWriter& w,
-                                                            std::string_view param) {
-        if (auto denied = check_access(r, settings_.access, access, key_headers(dialect))) {
-          DialectError e = dialect_error(dialect, *denied);
-          w.send(e.status, e.headers, e.body);
-          return;
-        }
-        handler(r, w, param);
-      },
-      route_tag(access, dialect));
+                     Scope scope, Handler handler, ApiDialect dialect) {
+  registered_.emplace_back(method + " " + path, scope);
+  routes_.add_root(method, path, checked(access, scope, dialect, std::move(handler)),
+                   route_tag(access, dialect, scope));
 }
 
 }  // namespace lemon::http

@@ -1,5 +1,7 @@
 #include "lemon/http/inference_gateway.h"
 
+#include "lemon/http/caller.h"
+
 #include <algorithm>
 #include <chrono>
 #include <optional>
@@ -32,6 +34,11 @@ void InferenceGateway::forward(InferenceRequest& req, net::ResponseWriter& raw) 
   const auto started = ObservedWriter::Clock::now();
   req.id = next_request_id_.fetch_add(1, std::memory_order_relaxed);
   ObservedWriter w(raw);
+  if (auto refused = refuse_model(req.key, req.model)) {
+    hub_.count_key_refusal(req.key->name, "model");
+    write_error(w, *refused);
+    return;
+  }
   bool known_model = true;
   auto figures = forward_to(req, w, known_model);
   if (!known_model || w.status() == 0) {
@@ -43,6 +50,7 @@ void InferenceGateway::forward(InferenceRequest& req, net::ResponseWriter& raw) 
   record.route = api_route_name(req.route);
   record.status = w.status();
   record.stream = req.stream;
+  record.key = req.key != nullptr ? req.key->name : std::string();
   record.duration_s = std::chrono::duration<double>(ObservedWriter::Clock::now() - started).count();
   if (figures) {
     record.ttft_s = figures->time_to_first_token;

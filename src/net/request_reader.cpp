@@ -250,6 +250,7 @@ ReadOutcome RequestReader::read(Request& request) {
                   "malformed request: the request target is not valid UTF-8");
   }
   request.headers = std::move(head.headers);
+  request.context.reset();
   request.body.clear();
   request.body.shrink_to_fit();
 

@@ -59,7 +59,28 @@ TelemetryHub::TelemetryHub()
       slot_file_bytes_(registry_.add("lemonade_slot_file_bytes_total",
                                      "Bytes of llama.cpp slots saved and restored",
                                      MetricType::kCounter, {"model", "event"})),
+      key_requests_(registry_.add("lemonade_key_requests_total",
+                                  "Requests admitted, by API key name and the route's scope",
+                                  MetricType::kCounter, {"key", "scope"})),
+      key_refusals_(registry_.add("lemonade_key_refusals_total",
+                                  "Requests refused, by API key name (\"unknown\" for a missing "
+                                  "or wrong key) and reason (key, scope, model, limit)",
+                                  MetricType::kCounter, {"key", "reason"})),
+      key_prompt_tokens_(registry_.add("lemonade_key_prompt_tokens_total",
+                                       "Prompt tokens processed, by API key name",
+                                       MetricType::kCounter, {"key"})),
+      key_generated_tokens_(registry_.add("lemonade_key_generated_tokens_total",
+                                          "Tokens generated, by API key name", MetricType::kCounter,
+                                          {"key"})),
       started_(Clock::now()) {}
+
+void TelemetryHub::count_key_request(const std::string& key, const std::string& scope) {
+  key_requests_.counter({key, scope}).inc();
+}
+
+void TelemetryHub::count_key_refusal(const std::string& key, const std::string& reason) {
+  key_refusals_.counter({key, reason}).inc();
+}
 
 void TelemetryHub::on_router_event(const RouterEvent& e) {
   nlohmann::json data = {{"model", e.model}};
@@ -173,6 +194,12 @@ void TelemetryHub::record_request(const RequestRecord& r) {
     }
     if (r.tokens_per_second > 0.0) {
       tokens_per_second_.gauge({r.model}).set(r.tokens_per_second);
+    }
+    if (!r.key.empty() && r.prompt_tokens > 0) {
+      key_prompt_tokens_.counter({r.key}).inc(r.prompt_tokens);
+    }
+    if (!r.key.empty() && r.completion_tokens > 0) {
+      key_generated_tokens_.counter({r.key}).inc(r.completion_tokens);
     }
   }
   if (!events_.wants_request_events()) {

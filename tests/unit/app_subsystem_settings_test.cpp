@@ -146,7 +146,10 @@ TEST(SubsystemSettings, TheApiGetsTheServersLimitsTimeoutsAndAccess) {
   EXPECT_EQ(a.backend_idle_timeout, 17ms);
   EXPECT_EQ(a.stream_heartbeat, 18ms);
   EXPECT_EQ(a.max_prefill_tokens, 19);
-  EXPECT_EQ(a.access.api_key, "key");
+  ASSERT_EQ(a.keys.keys().size(), 1u);
+  EXPECT_EQ(a.keys.keys()[0].name, "api_key");
+  EXPECT_NE(a.keys.find("key"), nullptr);
+  EXPECT_EQ(a.keys.find("other"), nullptr);
   EXPECT_TRUE(a.access.health_without_auth);
   EXPECT_TRUE(a.access.metrics_public);
   EXPECT_EQ(a.access.cors_origins, std::vector<std::string>{"http://a.example"});

@@ -43,6 +43,7 @@ const ShapeCase kShapes[] = {
     {ErrorCode::kUnsupportedOperation, 400, "invalid_request_error", "unsupported_operation"},
     {ErrorCode::kUnauthorized, 401, "authentication_error", "invalid_api_key"},
     {ErrorCode::kForbidden, 403, "permission_error", "forbidden"},
+    {ErrorCode::kRateLimited, 429, "rate_limit_error", "rate_limit_exceeded"},
     {ErrorCode::kModelNotLoaded, 404, "invalid_request_error", "model_not_loaded"},
     {ErrorCode::kRouteNotFound, 404, "invalid_request_error", "not_found"},
     {ErrorCode::kMethodNotAllowed, 405, "invalid_request_error", "method_not_allowed"},

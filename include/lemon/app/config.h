@@ -81,6 +81,12 @@ struct Config {
   std::chrono::milliseconds write_timeout{60'000};
 
   std::string api_key;  // --api-key / LEMONADE_API_KEY; empty: no authentication
+  // --admin-api-key / LEMONADE_ADMIN_API_KEY: a key with every scope, and
+  // api_key then has inference and read only (docs/auth.md).
+  std::string admin_api_key;
+  // The config file's `auth` section (checked): `keys` and `audit_log`
+  // (issue #30 §2, http/api_keys.h); {} when absent.
+  nlohmann::json auth = nlohmann::json::object();
   bool health_without_auth = false;
   bool metrics_public = false;  // --metrics-public / LEMONADE_METRICS_PUBLIC
   // LEMONADE_RUNTIME_DIR, else /tmp: the CLI's pid file and lock, and the

@@ -5,7 +5,8 @@
 // is one setting; its key is its flag without the dashes, with '_' for '-'
 // (`--keep-alive` is `keep_alive`), except the backend options Lemonade
 // keeps in sections: `llamacpp.{backend,args}`, `sdcpp.{backend,steps,
-// cfg_scale,width,height}`, `whispercpp.backend`. An unknown key, a value of
+// cfg_scale,width,height}`, `whispercpp.backend`. The structured `auth`
+// section (API keys, docs/auth.md) is no option: parse_config reads it. An unknown key, a value of
 // the wrong JSON type or one the option's check refuses is an error that
 // names the file and the key's JSON path.
 //

@@ -9,10 +9,10 @@
 // `config_reloaded` event and shown by GET /internal/config, which also
 // shows every setting's value and source (the API key redacted).
 //
-// Settings applied live: log_level, and the router's max_loaded_models,
+// Settings applied live: log_level; the router's max_loaded_models,
 // keep_alive, scale_up_after, scale_down_after, max_starvation and
-// default_model_delay (LiveRouterSettings). Every other changed setting is
-// listed as pending.
+// default_model_delay (LiveRouterSettings); the API keys (api_key,
+// admin_api_key, auth). Every other changed setting is listed as pending.
 //
 // Thread-safety: reload() and the route may run on any thread at once.
 #pragma once
@@ -53,8 +53,10 @@ class ConfigReloader {
   // `argv` is the router's command line; `running` the configuration it
   // started with; `events` gets config_reloaded; `apply_to_router` is given
   // the configuration read when a router setting changed.
+  // `apply_to_server` is given it when the API keys changed.
   ConfigReloader(std::vector<std::string> argv, const Config& running, telemetry::EventBus& events,
-                 std::function<void(const Config&)> apply_to_router);
+                 std::function<void(const Config&)> apply_to_router,
+                 std::function<void(const Config&)> apply_to_server = {});
 
   ~ConfigReloader();  // stops watching
   ConfigReloader(const ConfigReloader&) = delete;
@@ -77,6 +79,7 @@ class ConfigReloader {
   const std::vector<std::string> argv_;
   telemetry::EventBus& events_;
   const std::function<void(const Config&)> apply_to_router_;
+  const std::function<void(const Config&)> apply_to_server_;
   Mutex set_mu_;  // one POST /internal/set at a time (read, merge, write)
   mutable Mutex mu_;
   Config running_ LEMON_GUARDED_BY(mu_);  // what the router runs with (live settings applied)

@@ -68,6 +68,7 @@ struct RouterOptionValues {
   double keep_alive_timeout_s = 60.0;
   double write_timeout_s = 60.0;
   std::string api_key;
+  std::string admin_api_key;
   bool health_without_auth = false;
   bool metrics_public = false;
   bool allow_unauthenticated = false;

@@ -21,7 +21,8 @@ enum class ErrorCode {
   // Client errors.
   kInvalidRequest,        // malformed body, bad field type, missing field
   kUnauthorized,          // missing or wrong API key
-  kForbidden,             // CSRF / origin rejected
+  kForbidden,             // CSRF / origin rejected; an API key without the scope or model
+  kRateLimited,           // an API key over its requests a minute or requests at once
   kModelNotFound,         // unknown model name
   kModelNotLoaded,        // unload of a model that is not loaded
   kUnsupportedOperation,  // route not served by this model's type or recipe
@@ -81,6 +82,7 @@ inline constexpr ErrorCode kAllErrorCodes[] = {
     ErrorCode::kInvalidRequest,
     ErrorCode::kUnauthorized,
     ErrorCode::kForbidden,
+    ErrorCode::kRateLimited,
     ErrorCode::kModelNotFound,
     ErrorCode::kModelNotLoaded,
     ErrorCode::kUnsupportedOperation,

@@ -1,8 +1,9 @@
 // Who may call what (issue #3 "Access control (safe defaults)"):
-// - API key: with one configured, every route but GET /live needs
-//   `Authorization: Bearer <key>` (compared in constant time); /health too,
-//   unless health_without_auth. Routes that speak Anthropic's API also take
-//   the key as `x-api-key: <key>`, as Anthropic's clients send it.
+// - API keys (api_keys.h): with any configured, every route but the public
+//   ones needs `Authorization: Bearer <key>` of a key with the route's
+//   scope; /health and /metrics too, unless health_without_auth or
+//   metrics_public. Routes that speak Anthropic's API also take the key as
+//   `x-api-key: <key>`, as Anthropic's clients send it.
 // - Origin: a request carrying an Origin header from another site is refused
 //   (403) unless that origin is configured; CORS headers are sent only for
 //   configured origins, and `*` only when the user configured `*`. The
@@ -22,12 +23,12 @@
 #include <vector>
 
 #include "lemon/core/error.h"
+#include "lemon/http/api_keys.h"
 #include "lemon/net/message.h"
 
 namespace lemon::http {
 
 struct AccessSettings {
-  std::string api_key;  // empty: no authentication
   bool health_without_auth = false;
   bool metrics_public = false;            // --metrics-public: GET /metrics without the key
   std::vector<std::string> cors_origins;  // exact origins ("http://localhost:3000") or "*"
@@ -58,9 +59,21 @@ enum class KeyHeaders {
   kBearerOrXApiKey,  // that, or x-api-key: <key> (Anthropic's Messages API)
 };
 
-// The error to answer with, or nullopt when the request may proceed.
+// The key the request presents, from the headers `keys` names.
+std::optional<std::string_view> presented_key(const net::Request& request, KeyHeaders keys);
+
+// The error to answer with, or nullopt when the request may proceed. With
+// keys in `ring` (api_keys.h), a route of any scope but kPublic needs one of
+// them (401 without) that has `scope` (403 naming the key and the scope);
+// the key is stored in `*caller`. No ring, or an empty one: no key needed.
 std::optional<Error> check_access(const net::Request& request, const AccessSettings& settings,
-                                  RouteAccess access, KeyHeaders keys = KeyHeaders::kBearer);
+                                  RouteAccess access, KeyHeaders keys = KeyHeaders::kBearer,
+                                  const KeyRing* ring = nullptr, Scope scope = Scope::kPublic,
+                                  const ApiKey** caller = nullptr);
+
+// The Content-Type check alone (part of check_access): run again once the
+// body has been read, since an empty body needs none.
+std::optional<Error> check_media_type(const net::Request& request, RouteAccess access);
 
 // CORS response headers for this request's Origin: empty when it has none or
 // it is not allowed.

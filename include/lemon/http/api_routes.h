@@ -1,6 +1,6 @@
 // ApiRoutes: where an API room (src/api/*) adds its routes; ApiServer
-// implements it. Each route's access (RouteAccess: API key, origin, media
-// type) is checked before its handler runs, and its refusals and errors are
+// implements it. Each route's access (RouteAccess: origin, media type; and
+// Scope: the API key it needs) is checked before its handler runs, and its refusals and errors are
 // in `dialect`'s shape.
 //
 // Thread-safety: routes are added while the server is set up, before it
@@ -24,11 +24,13 @@ class ApiRoutes {
 
   virtual ~ApiRoutes() = default;
   // `suffix` under every API prefix (/api/v1/, /api/v0/, /v1/, /v0/).
+  // `scope` is what a caller's API key needs (api_keys.h): every route
+  // names one.
   virtual void route(const std::string& method, const std::string& suffix, RouteAccess access,
-                     Handler handler, ApiDialect dialect = ApiDialect::kLemonade) = 0;
+                     Scope scope, Handler handler, ApiDialect dialect = ApiDialect::kLemonade) = 0;
   // A root path ("/api/chat"); "{id}" as the last segment matches the rest.
   virtual void root(const std::string& method, const std::string& path, RouteAccess access,
-                    Handler handler, ApiDialect dialect = ApiDialect::kLemonade) = 0;
+                    Scope scope, Handler handler, ApiDialect dialect = ApiDialect::kLemonade) = 0;
 };
 
 }  // namespace lemon::http

@@ -13,13 +13,18 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "lemon/backends/backend_installer.h"
 #include "lemon/http/access_policy.h"
 #include "lemon/http/api_dialect.h"
+#include "lemon/http/api_keys.h"
 #include "lemon/http/api_routes.h"
+#include "lemon/http/audit_log.h"
 #include "lemon/http/generation_defaults.h"
 #include "lemon/http/inference_gateway.h"
+#include "lemon/http/key_limits.h"
 #include "lemon/http/model_provisioner.h"
 #include "lemon/http/route_table.h"
 #include "lemon/http/serving_status.h"
@@ -44,6 +49,10 @@ struct ApiSettings : ForwardSettings {
   // --ollama-port: the same routes on a second listener, where GET / answers
   // "Ollama is running" as Ollama's clients expect (0: any free port).
   std::optional<int> ollama_port;
+  // The API keys (api_keys.h); set_keys() replaces them while it runs.
+  KeyRing keys;
+  // The audit log of admin actions (audit_log.h); "" for none.
+  std::string audit_log_file;
 };
 
 class ApiServer final : public ApiRoutes, public ServingStatus {
@@ -76,10 +85,18 @@ class ApiServer final : public ApiRoutes, public ServingStatus {
   int open_streams() const override { return open_streams_.load(); }
 
   // ApiRoutes: the API rooms (src/api/*) add their routes before run().
-  void route(const std::string& method, const std::string& suffix, RouteAccess access,
+  void route(const std::string& method, const std::string& suffix, RouteAccess access, Scope scope,
              Handler handler, ApiDialect dialect = ApiDialect::kLemonade) override;
-  void root(const std::string& method, const std::string& path, RouteAccess access, Handler handler,
-            ApiDialect dialect = ApiDialect::kLemonade) override;
+  void root(const std::string& method, const std::string& path, RouteAccess access, Scope scope,
+            Handler handler, ApiDialect dialect = ApiDialect::kLemonade) override;
+  // Every route, as "METHOD path" (each API prefix once, "/api/v1/..."),
+  // and the scope it needs: what docs/auth.md's table and its test read.
+  std::vector<std::pair<std::string, Scope>> route_scopes() const;
+
+  // The API keys now in force, and their replacement (a configuration
+  // reload): requests already admitted keep the keys they were checked with.
+  std::shared_ptr<const KeyRing> keys() const;
+  void set_keys(KeyRing keys);
   // What the rooms share.
   ModelProvisioner& provisioner() { return provisioner_; }
   InferenceGateway& gateway() { return gateway_; }
@@ -88,9 +105,17 @@ class ApiServer final : public ApiRoutes, public ServingStatus {
  private:
   // Every request: CORS headers, OPTIONS preflight, then the route table.
   void handle(net::Request& r, net::ResponseWriter& w);
-  // The server's HeadCheck: the route and access (API key, origin, Host,
-  // media type) checked before any of the body is read (issue #11 §3a).
-  std::optional<net::EarlyAnswer> check_head(const net::Request& r) const;
+  // The server's HeadCheck: the route and access (API key and its scope and
+  // limits, origin, Host, media type) checked before any of the body is read
+  // (issue #11 §3a); the caller is left in r.context (caller.h).
+  std::optional<net::EarlyAnswer> check_head(net::Request& r);
+  // Metrics and the audit line of a refused request.
+  void count_refusal(const net::Request& r, Scope scope, KeyHeaders headers, const Error& error,
+                     const std::shared_ptr<const KeyRing>& ring);
+  // The audit line of a request to an admin route, once answered or refused.
+  void audit(const net::Request& r, const std::string& key, int status);
+  // `handler` behind the access check of a request no HeadCheck judged.
+  Handler checked(RouteAccess access, Scope scope, ApiDialect dialect, Handler handler);
 
   std::atomic<int> in_flight_{0};
   std::atomic<int> open_streams_{0};
@@ -103,6 +128,11 @@ class ApiServer final : public ApiRoutes, public ServingStatus {
   InferenceGateway gateway_;
   GenerationDefaults params_;
   RouteTable routes_;
+  mutable Mutex keys_mu_;
+  std::shared_ptr<const KeyRing> keys_ LEMON_GUARDED_BY(keys_mu_);
+  KeyLimiter limiter_;
+  std::unique_ptr<AuditLog> audit_;
+  std::vector<std::pair<std::string, Scope>> registered_;  // route_scopes()
   std::unique_ptr<net::Server> server_;
   // --ollama-port's listener, run on its own thread by run().
   std::unique_ptr<net::Server> ollama_server_;

@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lemon/backends/wrapped_server.h"
+#include "lemon/http/api_keys.h"
 #include "lemon/http/inference_proxy.h"
 #include "lemon/http/model_provisioner.h"
 #include "lemon/router/request_stats.h"
@@ -75,6 +76,9 @@ struct InferenceRequest {
   bool slot_set_by_router = false;
   // The router's number for it, in its `request` events.
   std::uint64_t id = 0;
+  // The caller's API key (caller_key()): its allow-list of models is
+  // checked before anything loads; its name labels the request's metrics.
+  const ApiKey* key = nullptr;
 };
 
 class InferenceGateway {

@@ -5,6 +5,7 @@
 // Thread-safety: value types.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -37,14 +38,21 @@ class Headers {
   std::vector<std::pair<std::string, std::string>> fields_;
 };
 
+// What a HeadCheck learned about a request, kept for as long as the request
+// is handled (the http layer keeps the caller's API key and its lease).
+struct RequestContext {
+  virtual ~RequestContext() = default;
+};
+
 struct Request {
   std::string method;  // upper case as received: "GET", "POST", ...
   std::string target;  // raw request-target, e.g. "/api/v1/models?show_all=true"
   std::string path;    // percent-decoded path part of target
   std::string query;   // raw query string without '?', may be empty
   Headers headers;
-  std::string body;         // de-chunked request body
-  std::string remote_addr;  // peer IP address
+  std::string body;                         // de-chunked request body
+  std::string remote_addr;                  // peer IP address
+  std::shared_ptr<RequestContext> context;  // set by the HeadCheck; empty otherwise
 
   // Value of a query parameter (percent-decoded, '+' as space), or nullopt.
   std::optional<std::string> query_param(std::string_view key) const;

@@ -82,8 +82,9 @@ struct EarlyAnswer {
 
 // Called on a connection thread once a request's head is parsed (method,
 // target, path, query, headers, remote_addr set; body empty). nullopt lets
-// the request proceed to its body and the Handler.
-using HeadCheck = std::function<std::optional<EarlyAnswer>(const Request&)>;
+// the request proceed to its body and the Handler; what it stores in
+// request.context stays with the request until it has been handled.
+using HeadCheck = std::function<std::optional<EarlyAnswer>(Request&)>;
 
 // Limits and deadlines against slow or hostile clients (issue #11 §3). Every
 // deadline is a total for its phase, never a per-read timeout that each byte

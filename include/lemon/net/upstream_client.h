@@ -53,9 +53,9 @@ struct CallOptions {
   std::chrono::milliseconds total_timeout{0};
   // Optional: asked when `idle_timeout` passes before the backend sent a
   // byte of its answer's body (its head may have come: llama-server sends a
-  // stream's head when the prompt starts). True (the backend reports it is still working on the request,
-  // e.g. a slot processing in its /slots) waits `working_recheck` more, then
-  // asks again; false or unset times out as usual (issue #26).
+  // stream's head when the prompt starts). True (the backend reports it is still working on the
+  // request, e.g. a slot processing in its /slots) waits `working_recheck` more, then asks again;
+  // false or unset times out as usual (issue #26).
   std::function<bool()> still_working;
   std::chrono::milliseconds working_recheck{1000};
   // Optional: called about every `tick_interval` while waiting for bytes

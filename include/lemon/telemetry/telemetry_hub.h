@@ -36,6 +36,7 @@ struct RequestRecord {
   int completion_tokens = 0;
   double tokens_per_second = 0.0;  // 0 when unknown
   std::uint64_t id = 0;            // the router's number for the request (ties progress to it)
+  std::string key;                 // the caller's API key's name; "" without keys
 };
 
 // How far a backend has read a request's prompt (issue #26).
@@ -63,6 +64,12 @@ class TelemetryHub {
   // Router::on_event: events for the bus, load and eviction metrics.
   void on_router_event(const RouterEvent& event);
   void record_request(const RequestRecord& record);
+  // Per API key (issue #30 §2; labelled with the key's name, never the key):
+  // a request admitted on a route of `scope`, and a refusal for `reason`
+  // ("key": missing or unknown, then named "unknown"; "scope"; "model";
+  // "limit").
+  void count_key_request(const std::string& key, const std::string& scope);
+  void count_key_refusal(const std::string& key, const std::string& reason);
   // A `request` event in its prefill phase, while someone follows the
   // events (the caller paces them).
   void on_prefill_progress(const PrefillProgress& progress);
@@ -92,6 +99,10 @@ class TelemetryHub {
   Family& crashes_;
   Family& slot_files_;
   Family& slot_file_bytes_;
+  Family& key_requests_;
+  Family& key_refusals_;
+  Family& key_prompt_tokens_;
+  Family& key_generated_tokens_;
   const std::chrono::steady_clock::time_point started_;
 
   Mutex mu_;

@@ -2,6 +2,7 @@
 
 #include "lemon/api/anthropic/anthropic_answer.h"
 #include "lemon/api/anthropic/anthropic_request.h"
+#include "lemon/http/caller.h"
 #include "lemon/http/json_request.h"
 #include "lemon/http/translating_writer.h"
 
@@ -11,6 +12,7 @@ using http::ApiDialect;
 using http::InferenceRequest;
 using http::parse_json_object;
 using http::RouteAccess;
+using http::Scope;
 using http::TranslatingWriter;
 
 AnthropicApi::AnthropicApi(const ModelCatalogue& catalogue, http::ModelProvisioner& provisioner,
@@ -21,11 +23,11 @@ AnthropicApi::AnthropicApi(const ModelCatalogue& catalogue, http::ModelProvision
 void AnthropicApi::register_routes(http::ApiRoutes& routes) {
   using P = std::string_view;
   routes.route(
-      "POST", "messages", RouteAccess::kJsonPost,
+      "POST", "messages", RouteAccess::kJsonPost, Scope::kInference,
       [this](net::Request& r, net::ResponseWriter& w, P) { handle_messages(r, w); },
       ApiDialect::kAnthropic);
   routes.route(
-      "POST", "messages/count_tokens", RouteAccess::kJsonPost,
+      "POST", "messages/count_tokens", RouteAccess::kJsonPost, Scope::kInference,
       [this](net::Request& r, net::ResponseWriter& w, P) { handle_count_tokens(r, w); },
       ApiDialect::kAnthropic);
 }
@@ -62,6 +64,7 @@ void AnthropicApi::handle_messages(net::Request& r, net::ResponseWriter& raw) {
                          std::move(request->stop_sequences), request->stream);
   TranslatingWriter w(raw, ApiDialect::kAnthropic, &answer);
   InferenceRequest req;
+  req.key = http::caller_key(r);
   req.route = ApiRoute::kChatCompletions;
   req.model = model;
   req.stream = true;  // the backend always streams; see chat_answer.h
@@ -97,6 +100,7 @@ void AnthropicApi::handle_count_tokens(net::Request& r, net::ResponseWriter& raw
                         return nlohmann::json{{"input_tokens", tokens->size()}};
                       });
   InferenceRequest req;
+  req.key = http::caller_key(r);
   req.route = ApiRoute::kTokenize;
   req.model = request->model;
   req.json = &tokenize;

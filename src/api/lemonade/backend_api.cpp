@@ -12,6 +12,7 @@ using http::bool_field;
 using http::json_headers;
 using http::parse_json_object;
 using http::RouteAccess;
+using http::Scope;
 using http::string_field;
 using http::write_error;
 
@@ -54,9 +55,9 @@ BackendApi::BackendApi(BackendInstaller& installer, Router& router)
 
 void BackendApi::register_routes(http::ApiRoutes& routes) {
   using P = std::string_view;
-  routes.route("POST", "install", RouteAccess::kJsonPost,
+  routes.route("POST", "install", RouteAccess::kJsonPost, Scope::kAdmin,
                [this](net::Request& r, net::ResponseWriter& w, P) { handle_install(r, w); });
-  routes.route("POST", "uninstall", RouteAccess::kJsonPost,
+  routes.route("POST", "uninstall", RouteAccess::kJsonPost, Scope::kAdmin,
                [this](net::Request& r, net::ResponseWriter& w, P) { handle_uninstall(r, w); });
 }
 

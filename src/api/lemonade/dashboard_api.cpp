@@ -9,6 +9,7 @@
 namespace lemon::api {
 
 using http::RouteAccess;
+using http::Scope;
 using http::write_error;
 
 namespace {
@@ -61,12 +62,12 @@ void DashboardApi::register_routes(http::ApiRoutes& routes) {
   // Where Lemonade 9.4.1 serves its web page (/, /status, /api/v1, /web-app)
   // and icon, this router serves its dashboard, so bookmarks keep working.
   for (const char* page : {"/", "/status", "/api/v1", "/api/v0", "/web-app"}) {
-    routes.root("GET", page, RouteAccess::kPublic,
+    routes.root("GET", page, RouteAccess::kPublic, Scope::kPublic,
                 [this](net::Request&, net::ResponseWriter& w, P) { handle_web("index.html", w); });
   }
-  routes.root("GET", "/favicon.ico", RouteAccess::kPublic,
+  routes.root("GET", "/favicon.ico", RouteAccess::kPublic, Scope::kPublic,
               [this](net::Request&, net::ResponseWriter& w, P) { handle_web("favicon.svg", w); });
-  routes.root("GET", "/web/{id}", RouteAccess::kPublic,
+  routes.root("GET", "/web/{id}", RouteAccess::kPublic, Scope::kPublic,
               [this](net::Request&, net::ResponseWriter& w, P file) { handle_web(file, w); });
 }
 

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "lemon/backends/system_info.h"
+#include "lemon/http/caller.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/inference_proxy.h"
 #include "lemon/http/json_request.h"
@@ -15,6 +16,7 @@ using http::bool_field;
 using http::parse_json_object;
 using http::parse_model_request;
 using http::RouteAccess;
+using http::Scope;
 using http::send_json;
 using http::string_field;
 using http::write_error;
@@ -107,34 +109,34 @@ void ManagementApi::register_routes(http::ApiRoutes& routes) {
     send_json(w, 200, {{"status", "ok"}});
   };
   const auto ready = [this](net::Request&, net::ResponseWriter& w, P) { handle_ready(w); };
-  routes.route("GET", "health", RouteAccess::kHealth,
+  routes.route("GET", "health", RouteAccess::kHealth, Scope::kInferenceOrRead,
                [this](net::Request&, net::ResponseWriter& w, P) { handle_health(w); });
-  routes.route("GET", "live", RouteAccess::kPublic, live);
-  routes.route("GET", "ready", RouteAccess::kPublic, ready);
-  routes.route("GET", "stats", RouteAccess::kRead,
+  routes.route("GET", "live", RouteAccess::kPublic, Scope::kPublic, live);
+  routes.route("GET", "ready", RouteAccess::kPublic, Scope::kPublic, ready);
+  routes.route("GET", "stats", RouteAccess::kRead, Scope::kRead,
                [this](net::Request&, net::ResponseWriter& w, P) { handle_stats(w); });
-  routes.route("GET", "system-info", RouteAccess::kRead,
+  routes.route("GET", "system-info", RouteAccess::kRead, Scope::kRead,
                [this](net::Request&, net::ResponseWriter& w, P) { handle_system_info(w); });
   // Lemonade's debug route.
-  routes.route("POST", "test", RouteAccess::kJsonPost,
+  routes.route("POST", "test", RouteAccess::kJsonPost, Scope::kRead,
                [](net::Request&, net::ResponseWriter& w, P) {
                  w.send(200, http::json_headers(), R"({"test":"ok"})");
                });
-  routes.route("GET", "models", RouteAccess::kRead,
+  routes.route("GET", "models", RouteAccess::kRead, Scope::kInferenceOrRead,
                [this](net::Request& r, net::ResponseWriter& w, P) { handle_models(r, w); });
-  routes.route("GET", "models/{id}", RouteAccess::kRead,
-               [this](net::Request&, net::ResponseWriter& w, P id) { handle_model(id, w); });
-  routes.route("POST", "load", RouteAccess::kJsonPost,
+  routes.route("GET", "models/{id}", RouteAccess::kRead, Scope::kInferenceOrRead,
+               [this](net::Request& r, net::ResponseWriter& w, P id) { handle_model(r, id, w); });
+  routes.route("POST", "load", RouteAccess::kJsonPost, Scope::kAdmin,
                [this](net::Request& r, net::ResponseWriter& w, P) { handle_load(r, w); });
-  routes.route("POST", "unload", RouteAccess::kJsonPost,
+  routes.route("POST", "unload", RouteAccess::kJsonPost, Scope::kAdmin,
                [this](net::Request& r, net::ResponseWriter& w, P) { handle_unload(r, w); });
   // Lemonade HEAD's pin route, at the root and under every API prefix.
   const auto pin = [this](net::Request& r, net::ResponseWriter& w, P) { handle_pin(r, w); };
-  routes.route("POST", "internal/pin", RouteAccess::kJsonPost, pin);
-  routes.root("POST", "/internal/pin", RouteAccess::kJsonPost, pin);
+  routes.route("POST", "internal/pin", RouteAccess::kJsonPost, Scope::kAdmin, pin);
+  routes.root("POST", "/internal/pin", RouteAccess::kJsonPost, Scope::kAdmin, pin);
   // Liveness and readiness also at the root, where probes look by default.
-  routes.root("GET", "/live", RouteAccess::kPublic, live);
-  routes.root("GET", "/ready", RouteAccess::kPublic, ready);
+  routes.root("GET", "/live", RouteAccess::kPublic, Scope::kPublic, live);
+  routes.root("GET", "/ready", RouteAccess::kPublic, Scope::kPublic, ready);
 }
 
 void ManagementApi::handle_health(net::ResponseWriter& w) {
@@ -234,7 +236,11 @@ void ManagementApi::handle_models(net::Request& r, net::ResponseWriter& w) {
   for (const auto& s : router_.loaded()) {
     loaded[s.model_name] = {s.pinned, s.priority};
   }
+  const http::ApiKey* key = http::caller_key(r);
   for (const auto& m : catalogue_.list(all)) {
+    if (key != nullptr && !key->allows_model(m.name)) {
+      continue;  // a model outside the key's list is not shown to it
+    }
     nlohmann::json entry = m.to_api_json();
     auto live = loaded.find(m.name);
     const bool is_loaded = live != loaded.end();
@@ -246,8 +252,13 @@ void ManagementApi::handle_models(net::Request& r, net::ResponseWriter& w) {
   send_json(w, 200, {{"object", "list"}, {"data", std::move(data)}});
 }
 
-void ManagementApi::handle_model(std::string_view id, net::ResponseWriter& w) {
+void ManagementApi::handle_model(const net::Request& r, std::string_view id,
+                                 net::ResponseWriter& w) {
   std::string name = net::url_decode(id, false);
+  if (const http::ApiKey* key = http::caller_key(r); key != nullptr && !key->allows_model(name)) {
+    write_error(w, provisioner_.model_not_found(name));  // as absent as in its /models
+    return;
+  }
   auto m = catalogue_.resolve(name);
   if (!m.ok()) {
     write_error(w, m.error().code() == ErrorCode::kModelNotFound

@@ -13,6 +13,7 @@ using http::bool_field;
 using http::error_headers;
 using http::parse_model_request;
 using http::RouteAccess;
+using http::Scope;
 using http::send_json;
 using http::write_error;
 
@@ -22,9 +23,9 @@ ModelStoreApi::ModelStoreApi(ModelCatalogue& catalogue, ModelStore& store,
 
 void ModelStoreApi::register_routes(http::ApiRoutes& routes) {
   using P = std::string_view;
-  routes.route("POST", "pull", RouteAccess::kJsonPost,
+  routes.route("POST", "pull", RouteAccess::kJsonPost, Scope::kAdmin,
                [this](net::Request& r, net::ResponseWriter& w, P) { handle_pull(r, w); });
-  routes.route("POST", "delete", RouteAccess::kJsonPost,
+  routes.route("POST", "delete", RouteAccess::kJsonPost, Scope::kAdmin,
                [this](net::Request& r, net::ResponseWriter& w, P) { handle_delete(r, w); });
 }
 

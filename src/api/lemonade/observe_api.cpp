@@ -15,6 +15,7 @@ namespace lemon::api {
 using http::json_text;
 using http::parse_json_object;
 using http::RouteAccess;
+using http::Scope;
 using http::send_json;
 using http::string_field;
 using http::write_error;
@@ -82,22 +83,22 @@ void ObserveApi::register_routes(http::ApiRoutes& routes) {
   using P = std::string_view;
   const auto metrics = [this](net::Request&, net::ResponseWriter& w, P) { handle_metrics(w); };
   const auto params = [this](net::Request& r, net::ResponseWriter& w, P) { handle_params(r, w); };
-  routes.route("GET", "metrics", RouteAccess::kMetrics, metrics);
-  routes.route("GET", "events", RouteAccess::kRead,
+  routes.route("GET", "metrics", RouteAccess::kMetrics, Scope::kRead, metrics);
+  routes.route("GET", "events", RouteAccess::kRead, Scope::kRead,
                [this](net::Request& r, net::ResponseWriter& w, P) { handle_events(r, w); });
-  routes.route("GET", "logs/stream", RouteAccess::kRead,
+  routes.route("GET", "logs/stream", RouteAccess::kRead, Scope::kRead,
                [this](net::Request& r, net::ResponseWriter& w, P) { handle_logs_stream(r, w); });
-  routes.route("GET", "system-stats", RouteAccess::kRead,
+  routes.route("GET", "system-stats", RouteAccess::kRead, Scope::kRead,
                [this](net::Request&, net::ResponseWriter& w, P) {
                  send_json(w, 200, system_.read().to_json());
                });
-  routes.route("POST", "log-level", RouteAccess::kJsonPost,
+  routes.route("POST", "log-level", RouteAccess::kJsonPost, Scope::kAdmin,
                [this](net::Request& r, net::ResponseWriter& w, P) { handle_log_level(r, w); });
-  routes.route("POST", "params", RouteAccess::kJsonPost, params);
-  routes.route("GET", "params", RouteAccess::kRead, params);
+  routes.route("POST", "params", RouteAccess::kJsonPost, Scope::kAdmin, params);
+  routes.route("GET", "params", RouteAccess::kRead, Scope::kRead, params);
   // Prometheus looks at the root by default.
-  routes.root("GET", "/metrics", RouteAccess::kMetrics, metrics);
-  routes.root("POST", "/internal/shutdown", RouteAccess::kJsonPost,
+  routes.root("GET", "/metrics", RouteAccess::kMetrics, Scope::kRead, metrics);
+  routes.root("POST", "/internal/shutdown", RouteAccess::kJsonPost, Scope::kAdmin,
               [](net::Request&, net::ResponseWriter& w, P) {
                 send_json(w, 200, {{"status", "shutting down"}});
                 // The same graceful drain as SIGTERM (the signal thread runs it).

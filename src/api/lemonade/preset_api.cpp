@@ -10,6 +10,7 @@ namespace lemon::api {
 
 using http::parse_json_object;
 using http::RouteAccess;
+using http::Scope;
 using http::send_json;
 using http::string_field;
 using http::write_error;
@@ -69,17 +70,17 @@ PresetApi::PresetApi(PresetCatalogue& presets, const Router& router)
 
 void PresetApi::register_routes(http::ApiRoutes& routes) {
   using P = std::string_view;
-  routes.route("GET", "presets", RouteAccess::kRead,
+  routes.route("GET", "presets", RouteAccess::kRead, Scope::kAdmin,
                [this](net::Request&, net::ResponseWriter& w, P) { handle_presets(w); });
-  routes.route("POST", "presets", RouteAccess::kJsonPost,
+  routes.route("POST", "presets", RouteAccess::kJsonPost, Scope::kAdmin,
                [this](net::Request& r, net::ResponseWriter& w, P) { handle_preset_create(r, w); });
-  routes.route("GET", "presets/{id}", RouteAccess::kRead,
+  routes.route("GET", "presets/{id}", RouteAccess::kRead, Scope::kAdmin,
                [this](net::Request&, net::ResponseWriter& w, P id) { handle_preset(id, w); });
   routes.route(
-      "PUT", "presets/{id}", RouteAccess::kJsonPost,
+      "PUT", "presets/{id}", RouteAccess::kJsonPost, Scope::kAdmin,
       [this](net::Request& r, net::ResponseWriter& w, P id) { handle_preset_replace(id, r, w); });
   routes.route(
-      "DELETE", "presets/{id}", RouteAccess::kJsonPost,
+      "DELETE", "presets/{id}", RouteAccess::kJsonPost, Scope::kAdmin,
       [this](net::Request&, net::ResponseWriter& w, P id) { handle_preset_delete(id, w); });
 }
 

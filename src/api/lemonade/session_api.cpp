@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "lemon/core/log.h"
+#include "lemon/http/caller.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/inference_proxy.h"
 #include "lemon/http/json_request.h"
@@ -17,6 +18,7 @@ using http::json_text;
 using http::parse_json_object;
 using http::ProxyCall;
 using http::RouteAccess;
+using http::Scope;
 using http::send_json;
 using http::string_field;
 using http::write_error;
@@ -115,9 +117,9 @@ SessionApi::~SessionApi() {
 
 void SessionApi::register_routes(http::ApiRoutes& routes) {
   using P = std::string_view;
-  routes.route("POST", "sessions", RouteAccess::kJsonPost,
+  routes.route("POST", "sessions", RouteAccess::kJsonPost, Scope::kInference,
                [this](net::Request& r, net::ResponseWriter& w, P) { handle_create(r, w); });
-  routes.route("GET", "sessions", RouteAccess::kRead,
+  routes.route("GET", "sessions", RouteAccess::kRead, Scope::kInference,
                [this](net::Request&, net::ResponseWriter& w, P) {
                  nlohmann::json data = nlohmann::json::array();
                  for (const auto& s : sessions_->list()) {
@@ -126,7 +128,7 @@ void SessionApi::register_routes(http::ApiRoutes& routes) {
                  send_json(w, 200, {{"object", "list"}, {"data", std::move(data)}});
                });
   // sessions/{id}, sessions/{id}/messages, /generate, /cancel.
-  routes.route("GET", "sessions/{id}", RouteAccess::kRead,
+  routes.route("GET", "sessions/{id}", RouteAccess::kRead, Scope::kInference,
                [this](net::Request&, net::ResponseWriter& w, P id) {
                  auto s = sessions_->get(std::string(id));
                  if (!s.ok()) {
@@ -135,7 +137,7 @@ void SessionApi::register_routes(http::ApiRoutes& routes) {
                  }
                  send_json(w, 200, session_json(*s, true));
                });
-  routes.route("DELETE", "sessions/{id}", RouteAccess::kRead,
+  routes.route("DELETE", "sessions/{id}", RouteAccess::kRead, Scope::kInference,
                [this](net::Request&, net::ResponseWriter& w, P id) {
                  auto s = sessions_->remove(std::string(id));
                  if (!s.ok()) {
@@ -145,7 +147,7 @@ void SessionApi::register_routes(http::ApiRoutes& routes) {
                  erase_slot(*s);
                  send_json(w, 200, {{"id", s->id}, {"object", "session"}, {"deleted", true}});
                });
-  routes.route("POST", "sessions/{id}", RouteAccess::kJsonPost,
+  routes.route("POST", "sessions/{id}", RouteAccess::kJsonPost, Scope::kInference,
                [this](net::Request& r, net::ResponseWriter& w, P rest) {
                  const auto slash = rest.find('/');
                  const std::string id(rest.substr(0, slash));
@@ -181,6 +183,10 @@ void SessionApi::handle_create(net::Request& r, net::ResponseWriter& w) {
   auto options = session_options(*body);
   if (!model.ok() || !system.ok() || !options.ok()) {
     write_error(w, !model.ok() ? model.error() : !system.ok() ? system.error() : options.error());
+    return;
+  }
+  if (auto refused = http::refuse_model(http::caller_key(r), *model)) {
+    write_error(w, *refused);
     return;
   }
   // Load the model (or find it loaded) the way a chat request would.

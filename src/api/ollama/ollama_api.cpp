@@ -6,6 +6,7 @@
 #include "lemon/api/ollama/ollama_answer.h"
 #include "lemon/api/ollama/ollama_models.h"
 #include "lemon/api/ollama/ollama_request.h"
+#include "lemon/http/caller.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/json_request.h"
 #include "lemon/http/translating_writer.h"
@@ -20,6 +21,7 @@ using http::json_headers;
 using http::json_text;
 using http::parse_json_object;
 using http::RouteAccess;
+using http::Scope;
 using http::send_json;
 using http::TranslatingWriter;
 
@@ -59,34 +61,34 @@ void OllamaApi::register_routes(http::ApiRoutes& routes) {
   using P = std::string_view;
   const auto o = ApiDialect::kOllama;
   routes.root(
-      "POST", "/api/chat", RouteAccess::kJsonPost,
+      "POST", "/api/chat", RouteAccess::kJsonPost, Scope::kInference,
       [this](net::Request& r, net::ResponseWriter& w, P) { handle_chat(r, w, false); }, o);
   routes.root(
-      "POST", "/api/generate", RouteAccess::kJsonPost,
+      "POST", "/api/generate", RouteAccess::kJsonPost, Scope::kInference,
       [this](net::Request& r, net::ResponseWriter& w, P) { handle_chat(r, w, true); }, o);
   routes.root(
-      "POST", "/api/embed", RouteAccess::kJsonPost,
+      "POST", "/api/embed", RouteAccess::kJsonPost, Scope::kInference,
       [this](net::Request& r, net::ResponseWriter& w, P) { handle_embed(r, w, false); }, o);
   routes.root(
-      "POST", "/api/embeddings", RouteAccess::kJsonPost,
+      "POST", "/api/embeddings", RouteAccess::kJsonPost, Scope::kInference,
       [this](net::Request& r, net::ResponseWriter& w, P) { handle_embed(r, w, true); }, o);
   routes.root(
-      "GET", "/api/tags", RouteAccess::kRead,
-      [this](net::Request&, net::ResponseWriter& w, P) { handle_tags(w); }, o);
+      "GET", "/api/tags", RouteAccess::kRead, Scope::kInferenceOrRead,
+      [this](net::Request& r, net::ResponseWriter& w, P) { handle_tags(r, w); }, o);
   routes.root(
-      "POST", "/api/show", RouteAccess::kJsonPost,
+      "POST", "/api/show", RouteAccess::kJsonPost, Scope::kInferenceOrRead,
       [this](net::Request& r, net::ResponseWriter& w, P) { handle_show(r, w); }, o);
   routes.root(
-      "GET", "/api/ps", RouteAccess::kRead,
-      [this](net::Request&, net::ResponseWriter& w, P) { handle_ps(w); }, o);
+      "GET", "/api/ps", RouteAccess::kRead, Scope::kInferenceOrRead,
+      [this](net::Request& r, net::ResponseWriter& w, P) { handle_ps(r, w); }, o);
   routes.root(
-      "POST", "/api/pull", RouteAccess::kJsonPost,
+      "POST", "/api/pull", RouteAccess::kJsonPost, Scope::kAdmin,
       [this](net::Request& r, net::ResponseWriter& w, P) { handle_pull(r, w); }, o);
   routes.root(
-      "DELETE", "/api/delete", RouteAccess::kJsonPost,
+      "DELETE", "/api/delete", RouteAccess::kJsonPost, Scope::kAdmin,
       [this](net::Request& r, net::ResponseWriter& w, P) { handle_delete(r, w); }, o);
   routes.root(
-      "GET", "/api/version", RouteAccess::kRead,
+      "GET", "/api/version", RouteAccess::kRead, Scope::kInferenceOrRead,
       [](net::Request&, net::ResponseWriter& w, P) {
         send_json(w, 200, {{"version", kOllamaApiVersion}});
       },
@@ -96,7 +98,7 @@ void OllamaApi::register_routes(http::ApiRoutes& routes) {
   for (const char* path : {"/api/create", "/api/copy", "/api/push", "/api/blobs/{id}"}) {
     std::string name = path;
     routes.root(
-        "POST", path, RouteAccess::kJsonPost,
+        "POST", path, RouteAccess::kJsonPost, Scope::kAdmin,
         [name](net::Request&, net::ResponseWriter& w, P) {
           TranslatingWriter(w, ApiDialect::kOllama)
               .fail(Error(ErrorCode::kUnsupportedOperation,
@@ -146,6 +148,7 @@ void OllamaApi::handle_chat(net::Request& r, net::ResponseWriter& raw, bool gene
                       request->client_model, request->stream, started);
   TranslatingWriter w(raw, ApiDialect::kOllama, &answer);
   InferenceRequest req;
+  req.key = http::caller_key(r);
   req.route = ApiRoute::kChatCompletions;
   req.model = request->model;
   req.stream = true;  // the backend always streams; see chat_answer.h
@@ -218,6 +221,7 @@ void OllamaApi::handle_embed(net::Request& r, net::ResponseWriter& raw, bool leg
     return ollama_embed_answer(backend, client_model, legacy, ns_since(started));
   });
   InferenceRequest req;
+  req.key = http::caller_key(r);
   req.route = ApiRoute::kEmbeddings;
   req.model = request->model;
   req.json = &request->openai;
@@ -227,10 +231,12 @@ void OllamaApi::handle_embed(net::Request& r, net::ResponseWriter& raw, bool leg
   gateway_.forward(req, w);
 }
 
-void OllamaApi::handle_tags(net::ResponseWriter& w) {
+void OllamaApi::handle_tags(const net::Request& r, net::ResponseWriter& w) {
+  const http::ApiKey* key = http::caller_key(r);
   json models = json::array();
   for (const auto& m : catalogue_.list(false)) {
-    if (m.type == ModelType::kLlm || m.type == ModelType::kEmbedding) {
+    if ((m.type == ModelType::kLlm || m.type == ModelType::kEmbedding) &&
+        (key == nullptr || key->allows_model(m.name))) {
       models.push_back(ollama_model_entry(m));
     }
   }
@@ -253,6 +259,10 @@ void OllamaApi::handle_show(net::Request& r, net::ResponseWriter& raw) {
     w.fail(name.error());
     return;
   }
+  if (auto refused = http::refuse_model(http::caller_key(r), *name)) {
+    w.fail(*refused);
+    return;
+  }
   auto info = catalogue_.resolve(*name);
   if (!info.ok()) {
     w.fail(info.error().code() == ErrorCode::kModelNotFound ? provisioner_.model_not_found(*name)
@@ -262,7 +272,8 @@ void OllamaApi::handle_show(net::Request& r, net::ResponseWriter& raw) {
   send_json(w, 200, ollama_show(*info));
 }
 
-void OllamaApi::handle_ps(net::ResponseWriter& w) {
+void OllamaApi::handle_ps(const net::Request& r, net::ResponseWriter& w) {
+  const http::ApiKey* key = http::caller_key(r);
   // One entry per model (replicas together), as `ollama ps` lists them.
   std::map<std::string, int> context;
   std::vector<std::string> order;
@@ -280,6 +291,9 @@ void OllamaApi::handle_ps(net::ResponseWriter& w) {
   }
   json models = json::array();
   for (const auto& name : order) {
+    if (key != nullptr && !key->allows_model(name)) {
+      continue;
+    }
     auto info = catalogue_.resolve(name);
     if (!info.ok()) {
       continue;  // unregistered since it loaded

@@ -10,11 +10,11 @@ namespace {
 // router does not pass on are accepted and ignored, so SDK calls work),
 // then the sd-server values SdServer::rewrite_form reads.
 const char* const kImageFormFields[] = {"model", "image", "image[]", "mask", "prompt", "n", "size",
-                               "response_format", "user", "quality", "background", "output_format",
-                               "output_compression", "input_fidelity", "partial_images", "stream",
-                               "moderation", "style",
-                               // sd-server's, inside <sd_cpp_extra_args>
-                               "steps", "cfg_scale", "seed"};
+                                        "response_format", "user", "quality", "background",
+                                        "output_format", "output_compression", "input_fidelity",
+                                        "partial_images", "stream", "moderation", "style",
+                                        // sd-server's, inside <sd_cpp_extra_args>
+                                        "steps", "cfg_scale", "seed"};
 
 bool is_image_form_field(std::string_view name) {
   for (const char* f : kImageFormFields) {
@@ -59,7 +59,7 @@ Status check_image_size(std::string_view size) {
   }
   if (width > kMaxImageSide || height > kMaxImageSide) {
     return image_field_error("size", "asks for " + std::string(size) + ": each side is at most " +
-                               std::to_string(kMaxImageSide) + " pixels");
+                                         std::to_string(kMaxImageSide) + " pixels");
   }
   return ok_status();
 }
@@ -74,7 +74,7 @@ Status check_image_form(ApiRoute route, const std::vector<http::MultipartPart>& 
   for (const auto& part : parts) {
     if (!is_image_form_field(part.name)) {
       return image_field_error(part.name, "is not a field " + std::string(api_route_name(route)) +
-                                    " takes (docs/api.md lists them)");
+                                              " takes (docs/api.md lists them)");
     }
   }
   const http::MultipartPart* model = http::find_part(parts, "model");
@@ -102,7 +102,8 @@ Status check_image_form(ApiRoute route, const std::vector<http::MultipartPart>& 
   if (const http::MultipartPart* n = http::find_part(parts, "n")) {
     int value = 0;
     if (!parse_positive_int(n->data, &value) || value < 1 || value > kMaxImagesPerRequest) {
-      return image_field_error("n", "must be an integer from 1 to " + std::to_string(kMaxImagesPerRequest));
+      return image_field_error(
+          "n", "must be an integer from 1 to " + std::to_string(kMaxImagesPerRequest));
     }
   }
   if (const http::MultipartPart* size = http::find_part(parts, "size")) {

@@ -7,6 +7,7 @@
 #include "lemon/api/openai/request_checks.h"
 #include "lemon/api/openai/rerank_format.h"
 #include "lemon/api/openai/transcription_form.h"
+#include "lemon/http/caller.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/json_request.h"
 #include "lemon/http/multipart.h"
@@ -21,6 +22,7 @@ using http::MultipartPart;
 using http::parse_json_object;
 using http::parse_multipart;
 using http::RouteAccess;
+using http::Scope;
 using http::string_field;
 using http::write_error;
 
@@ -41,22 +43,22 @@ void OpenAiApi::register_routes(http::ApiRoutes& routes) {
   };
   for (const auto& [path, api] : json_routes) {
     ApiRoute which = api;
-    routes.route("POST", path, RouteAccess::kJsonPost,
+    routes.route("POST", path, RouteAccess::kJsonPost, Scope::kInference,
                  [this, which](net::Request& r, net::ResponseWriter& w, P) {
                    handle_json_inference(which, r, w);
                  });
   }
-  routes.route("POST", "audio/transcriptions", RouteAccess::kMultipartPost,
+  routes.route("POST", "audio/transcriptions", RouteAccess::kMultipartPost, Scope::kInference,
                [this](net::Request& r, net::ResponseWriter& w, P) { handle_transcription(r, w); });
-  routes.route("POST", "images/edits", RouteAccess::kMultipartPost,
+  routes.route("POST", "images/edits", RouteAccess::kMultipartPost, Scope::kInference,
                [this](net::Request& r, net::ResponseWriter& w, P) {
                  handle_image_form(ApiRoute::kImageEdits, r, w);
                });
-  routes.route("POST", "images/variations", RouteAccess::kMultipartPost,
+  routes.route("POST", "images/variations", RouteAccess::kMultipartPost, Scope::kInference,
                [this](net::Request& r, net::ResponseWriter& w, P) {
                  handle_image_form(ApiRoute::kImageVariations, r, w);
                });
-  routes.route("POST", "audio/speech", RouteAccess::kJsonPost,
+  routes.route("POST", "audio/speech", RouteAccess::kJsonPost, Scope::kInference,
                [this](net::Request& r, net::ResponseWriter& w, P) { handle_speech(r, w); });
 }
 
@@ -88,6 +90,7 @@ void OpenAiApi::handle_json_inference(ApiRoute route, net::Request& r, net::Resp
     return;
   }
   InferenceRequest req;
+  req.key = http::caller_key(r);
   if (auto ka = body->find("keep_alive"); ka != body->end()) {
     std::optional<KeepAlive> parsed;
     if (ka->is_number()) {
@@ -148,6 +151,7 @@ void OpenAiApi::handle_transcription(net::Request& r, net::ResponseWriter& w) {
   }
   const MultipartPart* model = find_part(*parts, "model");
   InferenceRequest req;
+  req.key = http::caller_key(r);
   req.answer_content_type = transcription_content_type(*parts);
   std::vector<FormField> fields;
   fields.reserve(parts->size());
@@ -187,6 +191,7 @@ void OpenAiApi::handle_image_form(ApiRoute route, net::Request& r, net::Response
     fields.push_back({p.name, p.filename, p.content_type, p.data, nullptr});
   }
   InferenceRequest req;
+  req.key = http::caller_key(r);
   req.route = route;
   req.model = std::string(model->data);
   req.raw_body = r.body;

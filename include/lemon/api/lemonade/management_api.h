@@ -41,7 +41,7 @@ class ManagementApi {
   void handle_stats(net::ResponseWriter& w);
   void handle_system_info(net::ResponseWriter& w);
   void handle_models(net::Request& r, net::ResponseWriter& w);
-  void handle_model(std::string_view id, net::ResponseWriter& w);
+  void handle_model(const net::Request& r, std::string_view id, net::ResponseWriter& w);
   void handle_load(net::Request& r, net::ResponseWriter& w);
   // POST /load {"preset": id}.
   void handle_load_preset(const nlohmann::json& body, net::ResponseWriter& w);

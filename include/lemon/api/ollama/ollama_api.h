@@ -37,9 +37,9 @@ class OllamaApi {
  private:
   void handle_chat(net::Request& r, net::ResponseWriter& w, bool generate);
   void handle_embed(net::Request& r, net::ResponseWriter& w, bool legacy);
-  void handle_tags(net::ResponseWriter& w);
+  void handle_tags(const net::Request& r, net::ResponseWriter& w);
   void handle_show(net::Request& r, net::ResponseWriter& w);
-  void handle_ps(net::ResponseWriter& w);
+  void handle_ps(const net::Request& r, net::ResponseWriter& w);
   void handle_pull(net::Request& r, net::ResponseWriter& w);
   void handle_delete(net::Request& r, net::ResponseWriter& w);
   // An empty chat or prompt: loads the model (or, with keep_alive 0,
