@@ -383,7 +383,7 @@ void add_router_options(CLI::App& app, RouterOptionValues& v) {
       ->capture_default_str();
 
   app.add_option("--api-key", v.api_key,
-                 "Require 'Authorization: Bearer <key>' on every route but /live")
+                 "A key with every scope (Authorization: Bearer <key>); docs/auth.md")
       ->envname("LEMONADE_API_KEY");
   app.add_option("--admin-api-key", v.admin_api_key,
                  "A key with every scope; --api-key then has inference and read only")

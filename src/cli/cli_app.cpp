@@ -189,6 +189,22 @@ int run_cli(int argc, char** argv) {
       ->required();
   config_set->add_option("value", cl.config_value, "Its value")->required();
   config->add_subcommand("path", "Print config.json's path");
+  CLI::App* add_key = config->add_subcommand(
+      "add-key", "Make an API key, store its SHA-256 in config.json, print it once");
+  add_key->add_option("name", cl.model, "The key's name (in metrics and the audit log)")
+      ->required();
+  add_key->add_option("--scopes", cl.key_scopes, "inference, read and/or admin (comma-separated)")
+      ->required()
+      ->delimiter(',');
+  add_key
+      ->add_option("--models", cl.key_models, "Model names or globs it may use (comma-separated)")
+      ->delimiter(',');
+  add_key->add_option("--max-concurrent", cl.key_max_concurrent, "Requests it may have at once")
+      ->check(CLI::PositiveNumber);
+  add_key
+      ->add_option("--requests-per-minute", cl.key_requests_per_minute,
+                   "Requests it may make a minute")
+      ->check(CLI::PositiveNumber);
 
   CLI::App* logs = app.add_subcommand("logs", "Print the server's log");
   logs->add_flag("-f,--follow", cl.follow, "Keep printing new lines");

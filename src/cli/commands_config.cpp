@@ -1,3 +1,6 @@
+#include <openssl/rand.h>
+
+#include <array>
 #include <iostream>
 
 #include "lemon/app/config.h"
@@ -5,6 +8,7 @@
 #include "lemon/cli/commands.h"
 #include "lemon/cli/server_client.h"
 #include "lemon/core/atomic_file.h"
+#include "lemon/http/api_keys.h"
 
 namespace lemon::cli {
 namespace {
@@ -48,6 +52,58 @@ int set_in_file(const nlohmann::json& change) {
   return 0;
 }
 
+// `config add-key`: a random key, its SHA-256 added to config.json's
+// auth.keys (checked as the router reads it, written atomically; a running
+// router watches the file and takes the key at once), the key printed once.
+int add_key(const CommandLine& cl) {
+  std::array<unsigned char, 24> random{};
+  if (RAND_bytes(random.data(), static_cast<int>(random.size())) != 1) {
+    return fail("no random bytes for a key (OpenSSL RAND_bytes failed)");
+  }
+  std::string key = "lem-";
+  static constexpr char kDigits[] = "0123456789abcdef";
+  for (unsigned char b : random) {
+    key.push_back(kDigits[b >> 4]);
+    key.push_back(kDigits[b & 15]);
+  }
+  nlohmann::json entry = {{"name", cl.model},
+                          {"key_sha256", http::hex_of(http::sha256_of_key(key))},
+                          {"scopes", cl.key_scopes}};
+  if (!cl.key_models.empty()) {
+    entry["models"] = cl.key_models;
+  }
+  if (cl.key_max_concurrent > 0) {
+    entry["max_concurrent"] = cl.key_max_concurrent;
+  }
+  if (cl.key_requests_per_minute > 0) {
+    entry["requests_per_minute"] = cl.key_requests_per_minute;
+  }
+  const std::string path = config_file_path();
+  auto current = read_json_object_for_update(path);
+  if (!current.ok()) {
+    return fail(current.error().message());
+  }
+  nlohmann::ordered_json merged = *current;
+  if (!merged.contains("auth") || !merged["auth"].is_object()) {
+    merged["auth"] = nlohmann::ordered_json::object();
+  }
+  if (!merged["auth"].contains("keys") || !merged["auth"]["keys"].is_array()) {
+    merged["auth"]["keys"] = nlohmann::ordered_json::array();
+  }
+  merged["auth"]["keys"].push_back(nlohmann::ordered_json::parse(entry.dump()));
+  ParsedConfig checked = parse_config({"lemonade-router"}, nlohmann::json::parse(merged.dump()));
+  if (checked.exit_now) {
+    return fail(checked.message);
+  }
+  if (Status written = write_file_atomically(path, merged.dump(2) + "\n"); !written.ok()) {
+    return fail(written.error().message());
+  }
+  std::cerr << "Added key '" << cl.model << "' to " << path
+            << ". It is shown once; only its SHA-256 is kept:" << std::endl;
+  std::cout << key << std::endl;
+  return 0;
+}
+
 int show(const CommandLine& cl, const nlohmann::json& view) {
   const nlohmann::json& settings = view["settings"];
   if (!cl.model.empty()) {  // config get KEY
@@ -77,6 +133,9 @@ int cmd_config(const CommandLine& cl, CliContext& ctx) {
   if (cl.config_action == "path") {
     std::cout << config_file_path() << std::endl;
     return 0;
+  }
+  if (cl.config_action == "add-key") {
+    return add_key(cl);
   }
   auto running = find_running_server(ctx);
   if (cl.config_action == "set") {

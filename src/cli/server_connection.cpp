@@ -23,7 +23,8 @@ CliContext CliContext::from_environment() {
   if (ctx.port <= 0 || ctx.port > 65535) {
     ctx.port = 8000;
   }
-  ctx.api_key = env_or("LEMONADE_API_KEY", "");
+  // As Lemonade's clients: the admin key when there is one (docs/auth.md).
+  ctx.api_key = env_or("LEMONADE_ADMIN_API_KEY", env_or("LEMONADE_API_KEY", ""));
   ctx.router_binary = find_router_binary();
   return ctx;
 }

@@ -148,7 +148,8 @@ const char* scope_name(Scope scope) {
 }
 
 std::optional<Scope> scope_from_name(std::string_view name) {
-  for (Scope s : {Scope::kPublic, Scope::kInference, Scope::kRead, Scope::kAdmin}) {
+  for (Scope s :
+       {Scope::kPublic, Scope::kInference, Scope::kRead, Scope::kInferenceOrRead, Scope::kAdmin}) {
     if (name == scope_name(s)) {
       return s;
     }

@@ -299,6 +299,40 @@ TEST_F(ServerCliTest, ConfigPathSetAndGet) {
   expect_one_error_line(cli({"config", "set", "port", "70000"}, "", conf));
 }
 
+// `config add-key` prints a key once and keeps only its SHA-256; a running
+// router, which watches config.json, takes it at once.
+TEST_F(ServerCliTest, AddKeyPrintsAKeyTheRunningRouterTakes) {
+  const std::map<std::string, std::string> conf = {{"LEMONADE_CONFIG_DIR", env_.root() + "/conf"}};
+  const std::string file = env_.root() + "/conf/config.json";
+  auto first = cli({"config", "add-key", "laptop", "--scopes", "inference,read"}, "", conf);
+  ASSERT_EQ(first.code, 0) << first.err;
+  const std::string key = first.out.substr(0, first.out.find('\n'));
+  EXPECT_EQ(key.rfind("lem-", 0), 0u) << first.out;
+  EXPECT_EQ(key.size(), 52u);
+  const std::string text = cli_file_text(file);
+  EXPECT_EQ(text.find(key), std::string::npos) << "the key itself is stored";
+  const json entry = json::parse(text)["auth"]["keys"][0];
+  EXPECT_EQ(entry["name"], "laptop");
+  EXPECT_EQ(entry["scopes"], (json{"inference", "read"}));
+  expect_one_error_line(cli({"config", "add-key", "laptop", "--scopes", "read"}, "", conf));
+  expect_one_error_line(cli({"config", "add-key", "x", "--scopes", "root"}, "", conf));
+
+  const int port = start_serve({}, conf);
+  ASSERT_GT(port, 0);
+  const std::string base = "http://127.0.0.1:" + std::to_string(port);
+  EXPECT_EQ(url_request(base, "GET", "/v1/models", "", {{"Authorization", "Bearer " + key}}).status,
+            200);
+  EXPECT_EQ(url_get(base, "/v1/models").status, 401);
+  auto second = cli(
+      {"config", "add-key", "ops", "--scopes", "admin", "--requests-per-minute", "30"}, "", conf);
+  ASSERT_EQ(second.code, 0) << second.err;
+  const std::string ops = second.out.substr(0, second.out.find('\n'));
+  EXPECT_TRUE(eventually([&] {
+    return url_request(base, "GET", "/internal/routes", "", {{"Authorization", "Bearer " + ops}})
+               .status == 200;
+  })) << "the running router did not take the new key";
+}
+
 TEST_F(ServerCliTest, CommandsThatNeedARunningServerSaySo) {
   for (const auto& args :
        std::vector<std::vector<std::string>>{{"ps"}, {"load", "user.a"}, {"unload"}}) {

@@ -38,6 +38,11 @@ struct CommandLine {
   // config get [KEY] | set KEY VALUE | path (KEY in `model`)
   std::string config_action;
   std::string config_value;
+  // config add-key NAME --scopes ... (NAME in `model`)
+  std::vector<std::string> key_scopes;
+  std::vector<std::string> key_models;
+  int key_max_concurrent = 0;
+  int key_requests_per_minute = 0;
 };
 
 int cmd_serve(const CommandLine& cl, CliContext& ctx);

@@ -10,6 +10,8 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "lemon/http/access_policy.h"
 #include "lemon/http/api_dialect.h"
@@ -31,6 +33,9 @@ class ApiRoutes {
   // A root path ("/api/chat"); "{id}" as the last segment matches the rest.
   virtual void root(const std::string& method, const std::string& path, RouteAccess access,
                     Scope scope, Handler handler, ApiDialect dialect = ApiDialect::kLemonade) = 0;
+  // Every route added so far, as "METHOD path" (an API route once, under
+  // /api/v1/), with its scope.
+  virtual std::vector<std::pair<std::string, Scope>> route_scopes() const = 0;
 };
 
 }  // namespace lemon::http

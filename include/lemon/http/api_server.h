@@ -91,7 +91,7 @@ class ApiServer final : public ApiRoutes, public ServingStatus {
             Handler handler, ApiDialect dialect = ApiDialect::kLemonade) override;
   // Every route, as "METHOD path" (each API prefix once, "/api/v1/..."),
   // and the scope it needs: what docs/auth.md's table and its test read.
-  std::vector<std::pair<std::string, Scope>> route_scopes() const;
+  std::vector<std::pair<std::string, Scope>> route_scopes() const override;
 
   // The API keys now in force, and their replacement (a configuration
   // reload): requests already admitted keep the keys they were checked with.

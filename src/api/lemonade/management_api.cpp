@@ -134,6 +134,17 @@ void ManagementApi::register_routes(http::ApiRoutes& routes) {
   const auto pin = [this](net::Request& r, net::ResponseWriter& w, P) { handle_pin(r, w); };
   routes.route("POST", "internal/pin", RouteAccess::kJsonPost, Scope::kAdmin, pin);
   routes.root("POST", "/internal/pin", RouteAccess::kJsonPost, Scope::kAdmin, pin);
+  // Which API key scope each route needs (docs/auth.md), for operators and
+  // the scope test.
+  const auto scopes = [&routes](net::Request&, net::ResponseWriter& w, P) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& [route, scope] : routes.route_scopes()) {
+      list.push_back({{"route", route}, {"scope", http::scope_name(scope)}});
+    }
+    send_json(w, 200, {{"routes", std::move(list)}});
+  };
+  routes.route("GET", "internal/routes", RouteAccess::kRead, Scope::kAdmin, scopes);
+  routes.root("GET", "/internal/routes", RouteAccess::kRead, Scope::kAdmin, scopes);
   // Liveness and readiness also at the root, where probes look by default.
   routes.root("GET", "/live", RouteAccess::kPublic, Scope::kPublic, live);
   routes.root("GET", "/ready", RouteAccess::kPublic, Scope::kPublic, ready);
