@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <string_view>
 
+#include "lemon/app/config_file.h"
 #include "lemon/core/atomic_file.h"
 
 #include "lemon/core/clock.h"

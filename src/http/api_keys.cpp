@@ -71,7 +71,9 @@ Result<ApiKey> parse_key(const nlohmann::json& entry, const std::string& path) {
                                                 "models", "max_concurrent", "requests_per_minute"};
   for (const auto& [field, value] : entry.items()) {
     if (!kFields.contains(field)) {
-      return auth_error(path + "." + field,
+      std::string at = path;
+      at.append(".").append(field);
+      return auth_error(at,
                         "is not a key field (name, key_sha256, scopes, "
                         "models, max_concurrent, requests_per_minute)");
     }
