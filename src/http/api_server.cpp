@@ -162,11 +162,14 @@ void ApiServer::handle(net::Request& r, net::ResponseWriter& raw) {
     w.send(204, net::Headers{{"Allow", "GET, POST, PUT, DELETE, OPTIONS"}}, "");
     return;
   }
-  routes_.dispatch(r, w);
   if (const auto* caller = dynamic_cast<const Caller*>(r.context.get());
       caller != nullptr && caller->scope == Scope::kAdmin) {
-    audit(r, caller->key != nullptr ? caller->key->name : std::string(), counted.status());
+    // The audit line is written before the client can see the answer, so
+    // the log's order is the order clients saw.
+    std::string key = caller->key != nullptr ? caller->key->name : std::string();
+    counted.on_status([this, &r, key = std::move(key)](int status) { audit(r, key, status); });
   }
+  routes_.dispatch(r, w);
   r.context.reset();  // the key's lease ends with the answer
 }
 

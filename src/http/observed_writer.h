@@ -1,11 +1,12 @@
 // ObservedWriter: a ResponseWriter that passes everything through and notes
 // what was written: the status, whether the response is a stream, and when
-// its first chunk went out. While a stream is open it counts itself in
+// its first chunk went out (and calls an on_status hook before the head). While a stream is open it counts itself in
 // `open_streams` (if given). Internal to src/http.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <optional>
 
 #include "lemon/net/server.h"
@@ -26,12 +27,16 @@ class ObservedWriter final : public net::ResponseWriter {
   ObservedWriter(const ObservedWriter&) = delete;
   ObservedWriter& operator=(const ObservedWriter&) = delete;
 
+  // Called with the status when the response head is about to go out
+  // (before the client can see it).
+  void on_status(std::function<void(int)> hook) { on_status_ = std::move(hook); }
+
   bool send(int status, const net::Headers& headers, std::string_view body) override {
-    status_ = status;
+    note(status);
     return inner_.send(status, headers, body);
   }
   bool begin_chunked(int status, const net::Headers& headers) override {
-    status_ = status;
+    note(status);
     if (open_streams_ != nullptr && !counted_ && !inner_.headers_sent()) {
       ++*open_streams_;
       counted_ = true;
@@ -54,7 +59,17 @@ class ObservedWriter final : public net::ResponseWriter {
   std::optional<Clock::time_point> first_chunk() const { return first_chunk_; }
 
  private:
+  void note(int status) {
+    status_ = status;
+    if (on_status_) {
+      auto hook = std::move(on_status_);
+      on_status_ = nullptr;
+      hook(status);
+    }
+  }
+
   net::ResponseWriter& inner_;
+  std::function<void(int)> on_status_;
   std::atomic<int>* const open_streams_;
   bool counted_ = false;
   int status_ = 0;
