@@ -18,6 +18,7 @@
 #include "lemon/http/api_keys.h"
 #include "lemon/models/recipe_options.h"
 #include "lemon/router/pool_policy.h"
+#include "lemon/router/profile_plan.h"
 
 namespace lemon {
 namespace {
@@ -385,6 +386,9 @@ void add_router_options(CLI::App& app, RouterOptionValues& v) {
   app.add_option("--api-key", v.api_key,
                  "A key with every scope (Authorization: Bearer <key>); docs/auth.md")
       ->envname("LEMONADE_API_KEY");
+  app.add_option("--profile", v.profile,
+                 "Switch to this profile of config.json's profiles once listening")
+      ->envname("LEMONADE_PROFILE");
   app.add_option("--admin-api-key", v.admin_api_key,
                  "A key with every scope; --api-key then has inference and read only")
       ->envname("LEMONADE_ADMIN_API_KEY");
@@ -450,9 +454,11 @@ ParsedConfig parse_config(int argc, const char* const* argv,
     if (!values.ok()) {
       return fail(values.error().message());
     }
-    if (auto auth = values->find("auth"); auth != values->end() && !auth->is_null()) {
-      c.auth = *auth;  // a later file's section replaces an earlier one's
-      c.setting_sources["auth"] = origin;
+    for (const char* section : {"auth", "profiles"}) {
+      if (auto it = values->find(section); it != values->end() && !it->is_null()) {
+        (std::string_view(section) == "auth" ? c.auth : c.profiles) = *it;  // a later file's wins
+        c.setting_sources[section] = origin;
+      }
     }
     if (Status applied = apply_config_file(app, *values, file.string(), c.setting_sources);
         !applied.ok()) {
@@ -517,9 +523,11 @@ ParsedConfig parse_config(int argc, const char* const* argv,
     }
   }
 
-  c.setting_values["auth"] = c.auth.dump();
-  if (!c.setting_sources.contains("auth")) {
-    c.setting_sources["auth"] = "default";
+  for (const char* section : {"auth", "profiles"}) {
+    c.setting_values[section] = (std::string_view(section) == "auth" ? c.auth : c.profiles).dump();
+    if (!c.setting_sources.contains(section)) {
+      c.setting_sources[section] = "default";
+    }
   }
 
   std::string joined;
@@ -624,6 +632,14 @@ ParsedConfig parse_config(int argc, const char* const* argv,
   c.extra_models_dir = v.extra_models_dir;
   c.no_broadcast = v.no_broadcast;
   c.max_connections = v.max_connections;
+  auto profiles = parse_profiles(c.profiles);
+  if (!profiles.ok()) {
+    return fail(c.setting_sources["profiles"] + ": " + profiles.error().message());
+  }
+  if (!v.profile.empty() && !profiles->contains(v.profile)) {
+    return fail("--profile " + v.profile + ": no such profile in config.json's profiles");
+  }
+  c.profile = v.profile;
   c.api_key = v.api_key;
   c.admin_api_key = v.admin_api_key;
   c.health_without_auth = v.health_without_auth;

@@ -239,8 +239,8 @@ Status apply_config_file(CLI::App& app, const nlohmann::json& values, const std:
       }
       continue;
     }
-    if (value.is_null() || key == "auth") {
-      continue;  // null keeps the default; `auth` is read by parse_config (api_keys.h)
+    if (value.is_null() || key == "auth" || key == "profiles") {
+      continue;  // null keeps the default; the structured sections are read by parse_config
     }
     if (Status s = apply_one(app, key, value, origin, sources); !s.ok()) {
       return s;

@@ -33,7 +33,7 @@ const std::set<std::string>& router_settings() {
 
 // The settings the HTTP server takes at once: the API keys.
 const std::set<std::string>& server_settings() {
-  static const std::set<std::string> keys = {"api_key", "admin_api_key", "auth"};
+  static const std::set<std::string> keys = {"api_key", "admin_api_key", "auth", "profiles"};
   return keys;
 }
 
@@ -115,6 +115,10 @@ ConfigReloader::~ConfigReloader() {
 }
 
 nlohmann::json ConfigReloader::reload() {
+  // One reload at a time, from reading to applying: a slower one must not
+  // apply an older file after a newer one (the watcher, SIGHUP and
+  // /internal/set each reload on their own thread).
+  MutexLock one_at_a_time(reload_mu_);
   ParsedConfig parsed = parse_config(argv_);
   auto log = logger("app");
   nlohmann::json event;
@@ -196,7 +200,16 @@ Result<nlohmann::json> ConfigReloader::set(const nlohmann::json& changes) {
   const ConfigChanges done =
       classify_config_changes(before, checked.config.setting_values, live_settings());
   reload();
-  nlohmann::json answer = {{"status", "success"}, {"updated", changes}};
+  // Lemonade's echo of what changed, without the keys.
+  nlohmann::json updated = changes;
+  for (auto& [key, value] : updated.items()) {
+    if ((key == "api_key" || key == "admin_api_key") && !value.is_null()) {
+      value = "(set)";
+    } else if (key == "auth") {
+      value = nlohmann::json::parse(shown_value(key, value.dump()), nullptr, false);
+    }
+  }
+  nlohmann::json answer = {{"status", "success"}, {"updated", std::move(updated)}};
   answer["applied"] = done.applied;
   answer["pending"] = done.pending;
   // What a variable or a flag still overrides: written, but not in force.

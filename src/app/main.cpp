@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "lemon/api/anthropic/anthropic_api.h"
 #include "lemon/api/lemonade/backend_api.h"
@@ -15,6 +16,7 @@
 #include "lemon/api/lemonade/model_store_api.h"
 #include "lemon/api/lemonade/observe_api.h"
 #include "lemon/api/lemonade/preset_api.h"
+#include "lemon/api/lemonade/profile_api.h"
 #include "lemon/api/lemonade/session_api.h"
 #include "lemon/api/ollama/ollama_api.h"
 #include "lemon/api/openai/openai_api.h"
@@ -120,13 +122,23 @@ int main(int argc, char** argv) {
   api::OllamaApi ollama_api(**catalogue, store, router, server.provisioner(),
                             server.generation_defaults(), server.gateway());
   ollama_api.register_routes(server);
+  // Profiles (issue #30 §1): POST /internal/profile, --profile, /health's.
+  api::ProfileApi profile_api(router, server.provisioner(),
+                              parse_profiles(cfg.profiles).value_or(Profiles{}));
+  profile_api.register_routes(server);
+  management_api.show_profile([&profile_api] { return profile_api.active(); });
   // SIGHUP reads the configuration again (issue #30 §1); GET /internal/config.
   ConfigReloader reloader(
       std::vector<std::string>(argv, argv + argc), cfg, telemetry.events(),
       [&router](const Config& read) {
         router.apply_live_settings(LiveRouterSettings::of(router_config(read, nullptr)));
       },
-      [&server](const Config& read) { server.set_keys(std::move(api_settings(read).keys)); });
+      [&server, &profile_api](const Config& read) {
+        http::ApiSettings settings = api_settings(read);
+        server.set_keys(std::move(settings.keys));
+        server.set_audit_log(settings.audit_log_file);
+        profile_api.set_profiles(parse_profiles(read.profiles).value_or(Profiles{}));
+      });
   reloader.register_routes(server);
   reloader.start_watching();
   auto port = server.bind();
@@ -149,7 +161,21 @@ int main(int argc, char** argv) {
 
   GracefulDrain drain(signals, DrainTargets{store, installer, server, context, router},
                       cfg.drain_timeout, [&reloader] { reloader.reload(); });
+  std::thread start_profile;
+  if (!cfg.profile.empty()) {
+    start_profile = std::thread([&profile_api, &server, &log, name = cfg.profile] {
+      WaitHooks hooks;
+      hooks.cancelled = [&server] { return server.draining(); };
+      auto done = profile_api.activate(name, hooks);
+      if (!done.ok()) {
+        log->error("--profile {}: {}", name, done.error().message());
+      }
+    });
+  }
   server.run();
+  if (start_profile.joinable()) {
+    start_profile.join();
+  }
   drain.finish();
   log->info("stopped");
   return 0;

@@ -86,7 +86,10 @@ http::ApiSettings api_settings(const Config& cfg) {
   out.stream_heartbeat = cfg.stream_heartbeat;
   out.max_prefill_tokens = cfg.max_prefill_tokens;
   auto keys = http::build_key_ring(cfg.auth, cfg.api_key, cfg.admin_api_key);
-  out.keys = keys.ok() ? std::move(*keys) : http::KeyRing();  // parse_config checked them
+  // parse_config checked them; were they broken all the same, no key would
+  // open anything (a ring whose only key no one holds), never none needed.
+  out.keys = keys.ok() ? std::move(*keys)
+                       : http::KeyRing({http::ApiKey{"unusable", http::KeyHash{}, 0, {}, 0, 0}});
   const std::string audit = http::audit_log_path(cfg.auth);
   out.audit_log_file =
       !audit.empty() ? audit : (std::filesystem::path(cfg.cache_dir) / "audit.jsonl").string();

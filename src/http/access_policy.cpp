@@ -139,6 +139,13 @@ std::optional<Error> check_access(const net::Request& request, const AccessSetti
   if (needs_key) {
     auto presented = presented_key(request, keys);
     const ApiKey* key = presented ? ring->find(*presented) : nullptr;
+    if (key == nullptr && keys == KeyHeaders::kBearerOrXApiKey) {
+      // Anthropic's clients send x-api-key; a Bearer that matches nothing
+      // does not hide it.
+      if (auto x_api_key = request.headers.get("x-api-key"); x_api_key && !x_api_key->empty()) {
+        key = ring->find(*x_api_key);
+      }
+    }
     if (key == nullptr) {
       return Error(ErrorCode::kUnauthorized,
                    keys == KeyHeaders::kBearerOrXApiKey

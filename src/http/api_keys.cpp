@@ -249,7 +249,7 @@ Result<KeyRing> build_key_ring(const nlohmann::json& auth, const std::string& ap
   if (!admin_api_key.empty()) {
     keys.push_back({"admin_api_key", sha256_of_key(admin_api_key), kEveryScope, {}, 0, 0});
   }
-  if (!api_key.empty()) {
+  if (!api_key.empty() && api_key != admin_api_key) {
     const ScopeSet scopes = admin_api_key.empty()
                                 ? kEveryScope
                                 : static_cast<ScopeSet>(static_cast<ScopeSet>(Scope::kInference) |
@@ -258,14 +258,20 @@ Result<KeyRing> build_key_ring(const nlohmann::json& auth, const std::string& ap
   }
   std::set<std::string> names;
   std::set<std::string> hashes;
+  const std::size_t configured = keys.size() - (admin_api_key.empty() ? 0 : 1) -
+                                 (api_key.empty() || api_key == admin_api_key ? 0 : 1);
   for (std::size_t i = 0; i < keys.size(); ++i) {
+    // The variables' keys come last, named after their variables.
+    const std::string at = i < configured ? "auth.keys[" + std::to_string(i) + "]"
+                           : keys[i].name == "admin_api_key" ? "LEMONADE_ADMIN_API_KEY"
+                                                             : "LEMONADE_API_KEY";
     if (!names.insert(keys[i].name).second) {
-      return auth_error("auth.keys[" + std::to_string(i) + "].name",
+      return auth_error(i < configured ? at + ".name" : at,
                         "'" + keys[i].name + "' is the name of another key");
     }
     if (!hashes.insert(hex_of(keys[i].sha256)).second) {
-      return auth_error("auth.keys[" + std::to_string(i) + "].key_sha256",
-                        "the same key as another one ('" + keys[i].name + "')");
+      return auth_error(i < configured ? at + ".key_sha256" : at,
+                        "the same key as another one (named '" + keys[i].name + "')");
     }
   }
   return KeyRing(std::move(keys));

@@ -68,9 +68,7 @@ ApiServer::ApiServer(ApiSettings settings, ModelCatalogue& catalogue,
   settings_.server.head_check = [this](net::Request& r) { return check_head(r); };
   keys_ = std::make_shared<const KeyRing>(std::move(settings_.keys));
   settings_.keys = KeyRing();
-  if (!settings_.audit_log_file.empty()) {
-    audit_ = std::make_unique<AuditLog>(settings_.audit_log_file);
-  }
+  set_audit_log(settings_.audit_log_file);
   server_ = std::make_unique<net::Server>(
       settings_.server, [this](net::Request& r, net::ResponseWriter& w) { handle(r, w); });
   if (settings_.ollama_port) {
@@ -169,6 +167,13 @@ void ApiServer::handle(net::Request& r, net::ResponseWriter& raw) {
     std::string key = caller->key != nullptr ? caller->key->name : std::string();
     counted.on_status([this, &r, key = std::move(key)](int status) { audit(r, key, status); });
   }
+  // The key's lease ends as the answer ends, before the client can send its
+  // next request (and, at the latest, when the handler returns).
+  counted.before_end([&r] {
+    if (auto* caller = dynamic_cast<Caller*>(r.context.get())) {
+      caller->lease = KeyLimiter::Lease();
+    }
+  });
   routes_.dispatch(r, w);
   r.context.reset();  // the key's lease ends with the answer
 }
@@ -188,17 +193,31 @@ std::vector<std::pair<std::string, Scope>> ApiServer::route_scopes() const {
   return registered_;
 }
 
+void ApiServer::set_audit_log(const std::string& file) {
+  MutexLock lock(keys_mu_);
+  if (file.empty()) {
+    audit_.reset();
+  } else if (!audit_ || audit_->file() != file) {
+    audit_ = std::make_shared<AuditLog>(file);
+  }
+}
+
 void ApiServer::audit(const net::Request& r, const std::string& key, int status) {
-  if (!audit_) {
+  std::shared_ptr<AuditLog> log;
+  {
+    MutexLock lock(keys_mu_);
+    log = audit_;
+  }
+  if (!log) {
     return;
   }
-  audit_->record({{"time", unix_ms_now()},
-                  {"key", key},
-                  {"method", r.method},
-                  {"path", r.path},
-                  {"model", audited_model(r)},
-                  {"status", status},
-                  {"remote_addr", r.remote_addr}});
+  log->record({{"time", unix_ms_now()},
+               {"key", key},
+               {"method", r.method},
+               {"path", r.path},
+               {"model", audited_model(r)},
+               {"status", status},
+               {"remote_addr", r.remote_addr}});
 }
 
 void ApiServer::count_refusal(const net::Request& r, Scope scope, KeyHeaders headers,

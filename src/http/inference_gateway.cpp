@@ -34,7 +34,8 @@ void InferenceGateway::forward(InferenceRequest& req, net::ResponseWriter& raw) 
   const auto started = ObservedWriter::Clock::now();
   req.id = next_request_id_.fetch_add(1, std::memory_order_relaxed);
   ObservedWriter w(raw);
-  if (auto refused = refuse_model(req.key, req.model)) {
+  if (auto refused =
+          refuse_model(req.key, req.requested_model.empty() ? req.model : req.requested_model)) {
     hub_.count_key_refusal(req.key->name, "model");
     write_error(w, *refused);
     return;

@@ -1,7 +1,7 @@
 // ObservedWriter: a ResponseWriter that passes everything through and notes
 // what was written: the status, whether the response is a stream, and when
-// its first chunk went out (and calls an on_status hook before the head). While a stream is open it counts itself in
-// `open_streams` (if given). Internal to src/http.
+// its first chunk went out (and calls an on_status hook before the head). While a stream is open it
+// counts itself in `open_streams` (if given). Internal to src/http.
 #pragma once
 
 #include <atomic>
@@ -30,9 +30,13 @@ class ObservedWriter final : public net::ResponseWriter {
   // Called with the status when the response head is about to go out
   // (before the client can see it).
   void on_status(std::function<void(int)> hook) { on_status_ = std::move(hook); }
+  // Called once, just before the response's last bytes go out (a whole
+  // answer, or a stream's end), so the client cannot act on the answer first.
+  void before_end(std::function<void()> hook) { before_end_ = std::move(hook); }
 
   bool send(int status, const net::Headers& headers, std::string_view body) override {
     note(status);
+    end();
     return inner_.send(status, headers, body);
   }
   bool begin_chunked(int status, const net::Headers& headers) override {
@@ -49,7 +53,10 @@ class ObservedWriter final : public net::ResponseWriter {
     }
     return inner_.write_chunk(data);
   }
-  bool finish() override { return inner_.finish(); }
+  bool finish() override {
+    end();
+    return inner_.finish();
+  }
   bool headers_sent() const override { return inner_.headers_sent(); }
   bool client_connected() override { return inner_.client_connected(); }
   bool keep_serving_half_closed() override { return inner_.keep_serving_half_closed(); }
@@ -59,6 +66,13 @@ class ObservedWriter final : public net::ResponseWriter {
   std::optional<Clock::time_point> first_chunk() const { return first_chunk_; }
 
  private:
+  void end() {
+    if (before_end_) {
+      auto hook = std::move(before_end_);
+      before_end_ = nullptr;
+      hook();
+    }
+  }
   void note(int status) {
     status_ = status;
     if (on_status_) {
@@ -70,6 +84,7 @@ class ObservedWriter final : public net::ResponseWriter {
 
   net::ResponseWriter& inner_;
   std::function<void(int)> on_status_;
+  std::function<void()> before_end_;
   std::atomic<int>* const open_streams_;
   bool counted_ = false;
   int status_ = 0;

@@ -51,6 +51,7 @@ void serve_connection(PendingConnection& connection, const ConnectionContext& co
   RequestReader reader(fd.get(), options, *context.memory, context.stop_fd);
   for (;;) {
     Request request;
+    request.remote_addr = connection.remote_addr;  // the HeadCheck sees it too
     ReadOutcome outcome = reader.read(request);
     if (outcome.kind == ReadOutcome::Kind::kClosed) {
       break;
@@ -76,7 +77,6 @@ void serve_connection(PendingConnection& connection, const ConnectionContext& co
       lingering_close(fd, kErrorLinger, context.stop_fd);
       return;
     }
-    request.remote_addr = connection.remote_addr;
     if (context.stopping->load(std::memory_order_relaxed)) {
       // Draining: requests that were already running finish; new ones are
       // refused so the client retries elsewhere or later.

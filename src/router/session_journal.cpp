@@ -46,6 +46,12 @@ bool apply_record(const nlohmann::json& r, bool first, SessionState& s) {
     s.model = r.at("model").get<std::string>();
     s.system = r.at("system").get<std::string>();
     s.options = r.at("options");
+    if (auto owner = r.find("owner"); owner != r.end()) {
+      if (!owner->is_string()) {
+        return false;
+      }
+      s.owner = owner->get<std::string>();
+    }
     s.pin = SessionPin{0, r.at("slot").get<int>()};
     s.created_ms = t;
   } else if (kind == "message") {
@@ -109,13 +115,17 @@ bool is_session_id(std::string_view id) {
 }
 
 nlohmann::json session_created_record(const SessionState& s) {
-  return {{"k", "created"},
-          {"t", s.created_ms},
-          {"id", s.id},
-          {"model", s.model},
-          {"system", s.system},
-          {"options", s.options},
-          {"slot", s.pin.backend_slot}};
+  nlohmann::json record = {{"k", "created"},
+                           {"t", s.created_ms},
+                           {"id", s.id},
+                           {"model", s.model},
+                           {"system", s.system},
+                           {"options", s.options},
+                           {"slot", s.pin.backend_slot}};
+  if (!s.owner.empty()) {
+    record["owner"] = s.owner;
+  }
+  return record;
 }
 
 nlohmann::json session_message_record(const nlohmann::json& message, std::int64_t t) {

@@ -266,7 +266,8 @@ void SessionTable::note_resumed(const std::string& id, bool restored) {
 Result<SessionState> SessionTable::create(
     const std::string& model, const std::string& system, nlohmann::json options,
     const std::function<std::vector<PinnableServer>()>& servers, Clock::time_point deadline,
-    const std::function<bool()>& cancelled, const std::function<bool(const SessionPin&)>& reserve) {
+    const std::function<bool()>& cancelled, const std::function<bool(const SessionPin&)>& reserve,
+    const std::string& owner) {
   MutexLock lock(mu_);
   const std::uint64_t ticket = next_ticket_++;
   lines_[model].push_back(ticket);
@@ -293,6 +294,7 @@ Result<SessionState> SessionTable::create(
         e.state.id = new_session_id();
         e.state.model = model;
         e.state.system = system;
+        e.state.owner = owner;
         e.state.options = std::move(options);
         e.state.pin = *pin;
         e.state.created_ms = unix_ms_now();

@@ -173,7 +173,8 @@ TEST_F(AuthTest, AModelListLimitsWhatAKeySeesAndUses) {
   env_.add_llm("b");
   ASSERT_NO_FATAL_FAILURE(start_with_keys(
       {auth_key("chat", "k-chat", {"inference"}, {{"models", {"user.a", "other-*"}}}),
-       auth_key("all", "k-all", {"inference"})}));
+       auth_key("all", "k-all", {"inference"})},
+      {"--max-loaded-models", "2"}));
   auto names = [](const HttpReply& r, const char* list, const char* field) {
     std::vector<std::string> out;
     const json body = r.json();
@@ -197,14 +198,28 @@ TEST_F(AuthTest, AModelListLimitsWhatAKeySeesAndUses) {
   EXPECT_EQ(refused.json()["error"]["param"], "model");
   EXPECT_TRUE(loaded_names(as("k-chat", "GET", "/api/v1/health").json()).empty())
       << "nothing loads for a refused model";
-  // Ollama's and Anthropic's routes are held to the same list.
+  // Ollama's and Anthropic's routes are held to the same list, an Ollama
+  // load (a generate with no prompt) too.
   EXPECT_EQ(as("k-chat", "POST", "/api/chat",
                json{{"model", "user.b"}, {"messages", {{{"role", "user"}, {"content", "hi"}}}}})
                 .status,
             403);
+  EXPECT_EQ(as("k-chat", "POST", "/api/generate", json{{"model", "user.b"}}).status, 403);
+  EXPECT_EQ(as("k-chat", "POST", "/v1/messages",
+               json{{"model", "user.b"},
+                    {"max_tokens", 8},
+                    {"messages", {{{"role", "user"}, {"content", "hi"}}}}})
+                .status,
+            403);
+  EXPECT_TRUE(loaded_names(as("k-chat", "GET", "/api/v1/health").json()).empty());
   HttpReply ok = as("k-chat", "POST", "/v1/chat/completions", chat_body("user.a"));
   EXPECT_EQ(ok.status, 200) << ok.body;
   EXPECT_EQ(as("k-all", "POST", "/v1/chat/completions", chat_body("user.b")).status, 200);
+  // Its /health shows only its models, loaded or most recently loaded.
+  const json h = as("k-chat", "GET", "/api/v1/health").json();
+  EXPECT_EQ(loaded_names(h), Names{"user.a"}) << h.dump();
+  EXPECT_NE(h["model_loaded"], "user.b");
+  EXPECT_EQ(loaded_names(as("k-all", "GET", "/api/v1/health").json()), (Names{"user.a", "user.b"}));
 }
 
 TEST_F(AuthTest, AKeyOverItsRequestsAtOnceGets429AndTheBackendSeesNothingOfThem) {
@@ -316,10 +331,55 @@ TEST_F(AuthTest, KeysChangeWithTheConfigurationAndTheLegacyOnesStay) {
   EXPECT_EQ(config.body.find(http::hex_of(http::sha256_of_key("k-new"))), std::string::npos)
       << "the hashes are not shown";
 
-  // Anthropic's clients send x-api-key.
+  EXPECT_EQ(set.body.find(http::hex_of(http::sha256_of_key("k-new"))), std::string::npos)
+      << "the answer echoes no hash: " << set.body;
+  // Anthropic's clients send x-api-key; a stale Bearer beside it does not
+  // hide it.
   HttpReply anthropic = url_request(base(), "POST", "/v1/messages/count_tokens", "{}",
-                                    {{"x-api-key", "k-new"}, {"Content-Type", "application/json"}});
+                                    {{"x-api-key", "k-new"},
+                                     {"Authorization", "Bearer stale"},
+                                     {"Content-Type", "application/json"}});
   EXPECT_NE(anthropic.status, 401) << anthropic.body;
+  EXPECT_EQ(url_request(base(), "POST", "/v1/chat/completions", "{}",
+                        {{"x-api-key", "k-new"}, {"Content-Type", "application/json"}})
+                .status,
+            401)
+      << "OpenAI's routes take the Bearer only";
+}
+
+TEST_F(AuthTest, ASessionBelongsToTheKeyThatMadeIt) {
+  env_.add_llm("a");
+  ASSERT_NO_FATAL_FAILURE(start_with_keys({auth_key("alice", "k-alice", {"inference"}),
+                                           auth_key("bob", "k-bob", {"inference"}),
+                                           auth_key("ops", "k-ops", {"admin", "inference"})}));
+  HttpReply made = as("k-alice", "POST", "/api/v1/sessions", json{{"model", "user.a"}});
+  ASSERT_EQ(made.status, 200) << made.body;
+  const std::string id = made.json()["id"];
+  const std::string path = "/api/v1/sessions/" + id;
+  EXPECT_EQ(as("k-alice", "GET", path).status, 200);
+  for (const auto& [method, suffix] :
+       std::vector<std::pair<std::string, std::string>>{{"GET", ""},
+                                                        {"POST", "/messages"},
+                                                        {"POST", "/generate"},
+                                                        {"POST", "/cancel"},
+                                                        {"DELETE", ""}}) {
+    const json body = method == "POST" ? json{{"role", "user"}, {"content", "hi"}} : json(nullptr);
+    HttpReply r = as("k-bob", method, path + suffix, body);
+    EXPECT_EQ(r.status, 404) << method << " " << suffix << ": " << r.body;
+    EXPECT_EQ(r.json()["error"]["code"], "session_not_found") << r.body;
+  }
+  auto ids = [&](const std::string& key) {
+    std::vector<std::string> out;
+    const json list = as(key, "GET", "/api/v1/sessions").json();
+    for (const auto& s : list["data"]) {
+      out.push_back(s["id"]);
+    }
+    return out;
+  };
+  EXPECT_EQ(ids("k-alice"), std::vector<std::string>{id});
+  EXPECT_TRUE(ids("k-bob").empty()) << "another key's sessions are not listed";
+  EXPECT_EQ(ids("k-ops"), std::vector<std::string>{id}) << "an admin key sees every session";
+  EXPECT_EQ(as("k-alice", "GET", path).status, 200) << "bob's tries changed nothing";
 }
 
 TEST_F(AuthTest, ABrokenKeyListStopsTheStartNamingItsPath) {

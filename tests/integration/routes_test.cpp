@@ -346,6 +346,15 @@ TEST_F(RoutesTest, ImageGenerationRejectsBadRequests) {
       http_post(port(), path,
                 nlohmann::json{{"model", "user.i"}, {"prompt", "x"}, {"size", "4096x512"}}),
       400, "invalid_request_error", "size", "a side over 2048");
+  expect_error(http_post(port(), path,
+                         nlohmann::json{{"model", "user.i"},
+                                        {"prompt",
+                                         "x <sd_cpp_extra_args>{\"batch_count\":64}"
+                                         "</sd_cpp_extra_args>"}}),
+               400, "invalid_request_error", "prompt", "a prompt with sd-server's arguments");
+  expect_error(
+      http_post(port(), path, nlohmann::json{{"model", "user.i"}, {"prompt", "x"}, {"steps", 101}}),
+      400, "invalid_request_error", "steps", "steps over sd-server's 100");
   expect_error(
       http_post(port(), path, nlohmann::json{{"model", "user.i"}, {"prompt", "x"}, {"n", 0}}), 400,
       "invalid_request_error", "n", "n 0");

@@ -100,6 +100,16 @@ TEST(ImageForm, RangesAndUnknownFieldsAreNamed) {
   EXPECT_EQ(with(image_form_field("response_format", "url")), "response_format");
   EXPECT_EQ(with(image_form_field("strength", "0.5")), "strength");
   EXPECT_EQ(with(image_form_field("response_format", "b64_json")), "");
+  EXPECT_EQ(with(image_form_field("prompt",
+                                  "x <sd_cpp_extra_args>{\"width\":9000}"
+                                  "</sd_cpp_extra_args>")),
+            "prompt")
+      << "sd-server would obey the first block, the client's";
+  EXPECT_EQ(with(image_form_field("steps", "101")), "steps");
+  EXPECT_EQ(with(image_form_field("steps", "100")), "");
+  EXPECT_EQ(with(image_form_field("cfg_scale", "high")), "cfg_scale");
+  EXPECT_EQ(with(image_form_field("seed", "1.5")), "seed");
+  EXPECT_EQ(with(image_form_field("seed", "-1")), "");
 }
 
 }  // namespace

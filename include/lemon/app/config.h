@@ -87,6 +87,10 @@ struct Config {
   // The config file's `auth` section (checked): `keys` and `audit_log`
   // (issue #30 §2, http/api_keys.h); {} when absent.
   nlohmann::json auth = nlohmann::json::object();
+  // The config file's `profiles` section (checked, router/profile_plan.h),
+  // and --profile / LEMONADE_PROFILE: the one switched to at start ("" none).
+  nlohmann::json profiles = nlohmann::json::object();
+  std::string profile;
   bool health_without_auth = false;
   bool metrics_public = false;  // --metrics-public / LEMONADE_METRICS_PUBLIC
   // LEMONADE_RUNTIME_DIR, else /tmp: the CLI's pid file and lock, and the

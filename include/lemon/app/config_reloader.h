@@ -80,7 +80,8 @@ class ConfigReloader {
   telemetry::EventBus& events_;
   const std::function<void(const Config&)> apply_to_router_;
   const std::function<void(const Config&)> apply_to_server_;
-  Mutex set_mu_;  // one POST /internal/set at a time (read, merge, write)
+  Mutex reload_mu_;  // one reload() at a time (taken before mu_)
+  Mutex set_mu_;     // one POST /internal/set at a time (read, merge, write)
   mutable Mutex mu_;
   Config running_ LEMON_GUARDED_BY(mu_);  // what the router runs with (live settings applied)
   Config read_ LEMON_GUARDED_BY(mu_);     // the last configuration read without error

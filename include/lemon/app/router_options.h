@@ -69,6 +69,7 @@ struct RouterOptionValues {
   double write_timeout_s = 60.0;
   std::string api_key;
   std::string admin_api_key;
+  std::string profile;
   bool health_without_auth = false;
   bool metrics_public = false;
   bool allow_unauthenticated = false;

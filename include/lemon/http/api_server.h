@@ -97,6 +97,8 @@ class ApiServer final : public ApiRoutes, public ServingStatus {
   // reload): requests already admitted keep the keys they were checked with.
   std::shared_ptr<const KeyRing> keys() const;
   void set_keys(KeyRing keys);
+  // Moves the audit log to `file` ("" for none) unless it is there already.
+  void set_audit_log(const std::string& file);
   // What the rooms share.
   ModelProvisioner& provisioner() { return provisioner_; }
   InferenceGateway& gateway() { return gateway_; }
@@ -131,7 +133,7 @@ class ApiServer final : public ApiRoutes, public ServingStatus {
   mutable Mutex keys_mu_;
   std::shared_ptr<const KeyRing> keys_ LEMON_GUARDED_BY(keys_mu_);
   KeyLimiter limiter_;
-  std::unique_ptr<AuditLog> audit_;
+  std::shared_ptr<AuditLog> audit_ LEMON_GUARDED_BY(keys_mu_);
   std::vector<std::pair<std::string, Scope>> registered_;  // route_scopes()
   std::unique_ptr<net::Server> server_;
   // --ollama-port's listener, run on its own thread by run().

@@ -79,6 +79,9 @@ struct InferenceRequest {
   // The caller's API key (caller_key()): its allow-list of models is
   // checked before anything loads; its name labels the request's metrics.
   const ApiKey* key = nullptr;
+  // The model as the client named it, when a preset changed `model` (the
+  // name a key's model list is matched against); "" when it is `model`.
+  std::string requested_model;
 };
 
 class InferenceGateway {

@@ -71,7 +71,8 @@ std::optional<SessionPin> choose_pin(const std::vector<PinnableServer>& servers,
 struct SessionState {
   std::string id;
   std::string model;
-  std::string system;                                 // "" for none
+  std::string system;  // "" for none
+  std::string owner;   // the name of the API key that created it; "" without keys
   nlohmann::json options = nlohmann::json::object();  // sampling fields for each turn
   nlohmann::json history = nlohmann::json::array();   // {"role","content"} in order
   SessionPin pin;
@@ -126,7 +127,8 @@ class SessionTable {
                               const std::function<std::vector<PinnableServer>()>& servers,
                               Clock::time_point deadline,
                               const std::function<bool()>& cancelled = {},
-                              const std::function<bool(const SessionPin&)>& reserve = {});
+                              const std::function<bool(const SessionPin&)>& reserve = {},
+                              const std::string& owner = {});
 
   Result<SessionState> get(const std::string& id);
   std::vector<SessionState> list();

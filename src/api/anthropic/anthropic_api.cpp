@@ -44,6 +44,10 @@ void AnthropicApi::handle_messages(net::Request& r, net::ResponseWriter& raw) {
     errors.fail(request.error());
     return;
   }
+  if (auto refused = http::refuse_model(http::caller_key(r), request->model)) {
+    errors.fail(*refused);
+    return;
+  }
   if (request->has_images) {
     if (auto info = catalogue_.find(request->model); info && !model_has_vision(*info)) {
       errors.fail(Error(ErrorCode::kInvalidRequest,
@@ -67,6 +71,7 @@ void AnthropicApi::handle_messages(net::Request& r, net::ResponseWriter& raw) {
   req.key = http::caller_key(r);
   req.route = ApiRoute::kChatCompletions;
   req.model = model;
+  req.requested_model = request->model;
   req.stream = true;  // the backend always streams; see chat_answer.h
   req.json = &request->chat;
   req.body_changed = true;

@@ -110,7 +110,7 @@ void ManagementApi::register_routes(http::ApiRoutes& routes) {
   };
   const auto ready = [this](net::Request&, net::ResponseWriter& w, P) { handle_ready(w); };
   routes.route("GET", "health", RouteAccess::kHealth, Scope::kInferenceOrRead,
-               [this](net::Request&, net::ResponseWriter& w, P) { handle_health(w); });
+               [this](net::Request& r, net::ResponseWriter& w, P) { handle_health(r, w); });
   routes.route("GET", "live", RouteAccess::kPublic, Scope::kPublic, live);
   routes.route("GET", "ready", RouteAccess::kPublic, Scope::kPublic, ready);
   routes.route("GET", "stats", RouteAccess::kRead, Scope::kRead,
@@ -150,9 +150,18 @@ void ManagementApi::register_routes(http::ApiRoutes& routes) {
   routes.root("GET", "/ready", RouteAccess::kPublic, Scope::kPublic, ready);
 }
 
-void ManagementApi::handle_health(net::ResponseWriter& w) {
+void ManagementApi::handle_health(const net::Request& r, net::ResponseWriter& w) {
   auto loaded = router_.loaded();
+  if (const http::ApiKey* key = http::caller_key(r); key != nullptr && !key->models.empty()) {
+    // A key with a model list sees only those models (as in its /models).
+    std::erase_if(loaded,
+                  [key](const LoadedServerInfo& s) { return !key->allows_model(s.model_name); });
+  }
   auto latest = router_.most_recently_loaded();
+  if (const http::ApiKey* key = http::caller_key(r);
+      latest && key != nullptr && !key->allows_model(latest->model_name)) {
+    latest.reset();
+  }
   // One entry per model (Lemonade's shape), its replicas listed inside.
   nlohmann::json all = nlohmann::json::array();
   std::map<std::string, std::size_t> index;
@@ -211,6 +220,9 @@ void ManagementApi::handle_health(net::ResponseWriter& w) {
                        {"used_by_router", d.used_by_router}});
   }
   body["devices"] = std::move(devices);
+  const std::optional<std::string> profile =
+      active_profile_ ? active_profile_() : std::optional<std::string>();
+  body["profile"] = profile ? nlohmann::json(*profile) : nlohmann::json(nullptr);
   send_json(w, 200, body);
 }
 

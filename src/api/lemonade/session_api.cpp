@@ -120,16 +120,22 @@ void SessionApi::register_routes(http::ApiRoutes& routes) {
   routes.route("POST", "sessions", RouteAccess::kJsonPost, Scope::kInference,
                [this](net::Request& r, net::ResponseWriter& w, P) { handle_create(r, w); });
   routes.route("GET", "sessions", RouteAccess::kRead, Scope::kInference,
-               [this](net::Request&, net::ResponseWriter& w, P) {
+               [this](net::Request& r, net::ResponseWriter& w, P) {
                  nlohmann::json data = nlohmann::json::array();
                  for (const auto& s : sessions_->list()) {
-                   data.push_back(session_json(s, false));
+                   if (visible_to(r, s)) {
+                     data.push_back(session_json(s, false));
+                   }
                  }
                  send_json(w, 200, {{"object", "list"}, {"data", std::move(data)}});
                });
   // sessions/{id}, sessions/{id}/messages, /generate, /cancel.
   routes.route("GET", "sessions/{id}", RouteAccess::kRead, Scope::kInference,
-               [this](net::Request&, net::ResponseWriter& w, P id) {
+               [this](net::Request& r, net::ResponseWriter& w, P id) {
+                 if (auto refused = refuse_session(r, std::string(id))) {
+                   write_error(w, *refused);
+                   return;
+                 }
                  auto s = sessions_->get(std::string(id));
                  if (!s.ok()) {
                    write_error(w, s.error());
@@ -138,7 +144,11 @@ void SessionApi::register_routes(http::ApiRoutes& routes) {
                  send_json(w, 200, session_json(*s, true));
                });
   routes.route("DELETE", "sessions/{id}", RouteAccess::kRead, Scope::kInference,
-               [this](net::Request&, net::ResponseWriter& w, P id) {
+               [this](net::Request& r, net::ResponseWriter& w, P id) {
+                 if (auto refused = refuse_session(r, std::string(id))) {
+                   write_error(w, *refused);
+                   return;
+                 }
                  auto s = sessions_->remove(std::string(id));
                  if (!s.ok()) {
                    write_error(w, s.error());
@@ -153,6 +163,10 @@ void SessionApi::register_routes(http::ApiRoutes& routes) {
                  const std::string id(rest.substr(0, slash));
                  const std::string_view action =
                      slash == std::string_view::npos ? std::string_view() : rest.substr(slash + 1);
+                 if (auto refused = refuse_session(r, id)) {
+                   write_error(w, *refused);
+                   return;
+                 }
                  if (action == "messages") {
                    handle_message(id, r, w);
                  } else if (action == "generate") {
@@ -170,6 +184,29 @@ void SessionApi::register_routes(http::ApiRoutes& routes) {
                                             " (messages, generate, cancel)"));
                  }
                });
+}
+
+bool SessionApi::visible_to(const net::Request& r, const SessionState& s) const {
+  const http::ApiKey* key = http::caller_key(r);
+  return key == nullptr || key->has(Scope::kAdmin) || s.owner == key->name;
+}
+
+std::optional<Error> SessionApi::refuse_session(const net::Request& r, const std::string& id) {
+  const http::ApiKey* key = http::caller_key(r);
+  if (key == nullptr) {
+    return std::nullopt;
+  }
+  auto s = sessions_->get(id);
+  if (!s.ok()) {
+    return std::nullopt;  // the route answers its own session_not_found
+  }
+  if (!visible_to(r, *s)) {
+    // As the table says it of a session that does not exist: another key's
+    // sessions are not revealed.
+    return Error(ErrorCode::kSessionNotFound,
+                 "no session '" + id + "' (it never existed, was deleted, or expired)", "id");
+  }
+  return http::refuse_model(key, s->model);
 }
 
 void SessionApi::handle_create(net::Request& r, net::ResponseWriter& w) {
@@ -216,7 +253,8 @@ void SessionApi::handle_create(net::Request& r, net::ResponseWriter& w) {
   auto created = sessions_->create(
       *model, *system, std::move(*options), [this, &name] { return pinnable_servers(name); },
       SessionTable::Clock::now() + settings_.session_wait, [&w] { return !w.client_connected(); },
-      [this](const SessionPin& pin) { return reserve_pin(pin); });
+      [this](const SessionPin& pin) { return reserve_pin(pin); },
+      http::caller_key(r) != nullptr ? http::caller_key(r)->name : std::string());
   if (!created.ok()) {
     if (created.error().code() != ErrorCode::kCancelled) {
       write_error(w, created.error());

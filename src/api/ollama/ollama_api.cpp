@@ -123,6 +123,10 @@ void OllamaApi::handle_chat(net::Request& r, net::ResponseWriter& raw, bool gene
     errors.fail(request.error());
     return;
   }
+  if (auto refused = http::refuse_model(http::caller_key(r), request->model)) {
+    errors.fail(*refused);
+    return;
+  }
   if (request->load_only) {
     load_only(request->model, request->client_model, generate, request->stream, request->keep_alive,
               raw);
@@ -137,6 +141,7 @@ void OllamaApi::handle_chat(net::Request& r, net::ResponseWriter& raw, bool gene
       return;
     }
   }
+  const std::string asked = request->model;  // before a preset renames it
   if (auto preset =
           provisioner_.apply_preset(request->model, &request->openai, ApiRoute::kChatCompletions);
       !preset.ok()) {
@@ -151,6 +156,7 @@ void OllamaApi::handle_chat(net::Request& r, net::ResponseWriter& raw, bool gene
   req.key = http::caller_key(r);
   req.route = ApiRoute::kChatCompletions;
   req.model = request->model;
+  req.requested_model = asked;
   req.stream = true;  // the backend always streams; see chat_answer.h
   req.json = &request->openai;
   req.body_changed = true;

@@ -1,6 +1,8 @@
 #include "lemon/api/openai/image_form.h"
 
 #include <charconv>
+
+#include <nlohmann/json.hpp>
 #include <string>
 
 namespace lemon::api {
@@ -64,6 +66,16 @@ Status check_image_size(std::string_view size) {
   return ok_status();
 }
 
+Status check_image_prompt(std::string_view prompt) {
+  if (prompt.find("<sd_cpp_extra_args>") != std::string_view::npos ||
+      prompt.find("</sd_cpp_extra_args>") != std::string_view::npos) {
+    return image_field_error("prompt",
+                             "may not hold <sd_cpp_extra_args>: send steps, cfg_scale, seed, "
+                             "size and n as fields");
+  }
+  return ok_status();
+}
+
 bool is_decodable_image(std::string_view b) {
   auto starts = [&](std::string_view magic) { return b.substr(0, magic.size()) == magic; };
   return starts(std::string_view("\x89PNG\r\n\x1a\n", 8)) || starts("\xFF\xD8\xFF") ||
@@ -93,10 +105,33 @@ Status check_image_form(ApiRoute route, const std::vector<http::MultipartPart>& 
   if (!has_image) {
     return Error(ErrorCode::kInvalidRequest, "'image' (a file) is required", "image");
   }
-  if (route == ApiRoute::kImageEdits) {
-    const http::MultipartPart* prompt = http::find_part(parts, "prompt");
-    if (prompt == nullptr || prompt->data.empty()) {
-      return Error(ErrorCode::kInvalidRequest, "'prompt' is required", "prompt");
+  const http::MultipartPart* prompt = http::find_part(parts, "prompt");
+  if (route == ApiRoute::kImageEdits && (prompt == nullptr || prompt->data.empty())) {
+    return Error(ErrorCode::kInvalidRequest, "'prompt' is required", "prompt");
+  }
+  if (prompt != nullptr) {
+    if (auto s = check_image_prompt(prompt->data); !s.ok()) {
+      return s;
+    }
+  }
+  if (const http::MultipartPart* steps = http::find_part(parts, "steps")) {
+    int value = 0;
+    if (!parse_positive_int(steps->data, &value) || value > kMaxImageSteps) {
+      return image_field_error("steps",
+                               "must be an integer from 1 to " + std::to_string(kMaxImageSteps));
+    }
+  }
+  for (const char* number : {"cfg_scale", "seed"}) {
+    if (const http::MultipartPart* f = http::find_part(parts, number)) {
+      auto value = nlohmann::json::parse(f->data, nullptr, false);
+      const bool ok = std::string_view(number) == "seed"
+                          ? value.is_number_integer() && value.get<long long>() >= -1
+                          : value.is_number();
+      if (!ok) {
+        return image_field_error(number, std::string_view(number) == "seed"
+                                             ? "must be an integer (-1: random)"
+                                             : "must be a number");
+      }
     }
   }
   if (const http::MultipartPart* n = http::find_part(parts, "n")) {

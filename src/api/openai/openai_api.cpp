@@ -109,9 +109,15 @@ void OpenAiApi::handle_json_inference(ApiRoute route, net::Request& r, net::Resp
   }
   req.route = route;
   req.model = *model;
+  req.requested_model = *model;
   req.stream = *stream;
   req.json = &*body;
   req.body_changed = map_max_completion_tokens(*body);
+  // A key's model list names what clients ask for (a preset as preset.ID).
+  if (auto refused = http::refuse_model(req.key, req.model)) {
+    write_error(w, *refused);
+    return;
+  }
   // A preset's own values come before the /params defaults.
   auto preset = provisioner_.apply_preset(req.model, &*body, route);
   if (!preset.ok()) {

@@ -133,6 +133,9 @@ Status check_images(const nlohmann::json& body) {
       body.at("prompt").get_ref<const std::string&>().empty()) {
     return invalid("prompt", "must be a non-empty string");
   }
+  if (auto s = check_image_prompt(body.at("prompt").get_ref<const std::string&>()); !s.ok()) {
+    return s;
+  }
   if (auto s = optional_integer(body, "n", 1, kMaxImagesPerRequest); !s.ok()) {
     return s;
   }
@@ -148,7 +151,7 @@ Status check_images(const nlohmann::json& body) {
   if (present(body, "response_format") && body.at("response_format") != "b64_json") {
     return invalid("response_format", "must be \"b64_json\" (URLs are not served)");
   }
-  if (auto s = optional_integer(body, "steps", 1, 1000); !s.ok()) {
+  if (auto s = optional_integer(body, "steps", 1, kMaxImageSteps); !s.ok()) {
     return s;
   }
   if (auto s = optional_number(body, "cfg_scale"); !s.ok()) {

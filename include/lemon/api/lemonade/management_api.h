@@ -11,6 +11,8 @@
 // run on connection threads at once.
 #pragma once
 
+#include <functional>
+#include <optional>
 #include <string_view>
 
 #include "lemon/api/lemonade/lemonade_settings.h"
@@ -34,9 +36,13 @@ class ManagementApi {
                 const LemonadeSettings& settings);
 
   void register_routes(http::ApiRoutes& routes);
+  // /health's "profile": the active profile's name, if any (ProfileApi).
+  void show_profile(std::function<std::optional<std::string>()> active) {
+    active_profile_ = std::move(active);
+  }
 
  private:
-  void handle_health(net::ResponseWriter& w);
+  void handle_health(const net::Request& r, net::ResponseWriter& w);
   void handle_ready(net::ResponseWriter& w);
   void handle_stats(net::ResponseWriter& w);
   void handle_system_info(net::ResponseWriter& w);
@@ -57,6 +63,7 @@ class ManagementApi {
   http::ModelProvisioner& provisioner_;
   const http::ServingStatus& serving_;
   const LemonadeSettings& settings_;
+  std::function<std::optional<std::string>()> active_profile_;
 };
 
 }  // namespace lemon::api

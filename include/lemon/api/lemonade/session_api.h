@@ -38,6 +38,11 @@ class SessionApi {
 
  private:
   void handle_create(net::Request& r, net::ResponseWriter& w);
+  // With API keys, a session belongs to the key that made it (an admin key
+  // reaches every one): another key gets session_not_found, and a key whose
+  // model list lost the session's model gets 403.
+  std::optional<Error> refuse_session(const net::Request& r, const std::string& id);
+  bool visible_to(const net::Request& r, const SessionState& s) const;
   void handle_message(const std::string& id, net::Request& r, net::ResponseWriter& w);
   void handle_generate(const std::string& id, net::Request& r, net::ResponseWriter& w);
   // A session whose server is gone continues (issue #29 §2): its model loads

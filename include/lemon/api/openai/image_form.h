@@ -25,6 +25,14 @@ inline constexpr int kMaxImageSide = 2048;
 // side from 1 to kMaxImageSide.
 Status check_image_size(std::string_view size);
 
+// sd-server takes its settings from the first <sd_cpp_extra_args> block of
+// the prompt, before the router's: a prompt with one could set any size,
+// count or step count. kInvalidRequest about `prompt` when it has one.
+Status check_image_prompt(std::string_view prompt);
+
+// sd-server runs at most this many steps (it cuts more to 100).
+inline constexpr int kMaxImageSteps = 100;
+
 // True when `bytes` start as a PNG, JPEG, BMP or GIF file does: the formats
 // sd-server decodes (stb_image). A file of another kind would be skipped.
 bool is_decodable_image(std::string_view bytes);

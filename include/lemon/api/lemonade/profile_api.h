@@ -1,0 +1,49 @@
+// ProfileApi: switching to a profile (issue #30 §1, docs/api.md
+// "POST /internal/profile"): the profile's models loaded (through the
+// ModelProvisioner, so a missing one is downloaded first) with its options
+// and pins, and every other model unloaded, each after it drains, before
+// the loads. The plan is profile_plan.h's. One switch runs at a time; the
+// active profile's name is read by /health without waiting for it.
+//
+// Ownership: holds references to what it is given, which outlive it.
+// Thread-safety: any thread; set_profiles() replaces the definitions (a
+// configuration reload).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "lemon/core/mutex.h"
+#include "lemon/http/api_routes.h"
+#include "lemon/http/model_provisioner.h"
+#include "lemon/router/profile_plan.h"
+#include "lemon/router/router.h"
+
+namespace lemon::api {
+
+class ProfileApi {
+ public:
+  ProfileApi(Router& router, http::ModelProvisioner& provisioner, Profiles profiles);
+
+  void register_routes(http::ApiRoutes& routes);
+
+  // Switches to profile `name`: its answer ({"status": "success" or
+  // "partial", "profile", "unloaded", "loaded", "failed": {model: message}}),
+  // or kInvalidRequest naming the known profiles.
+  Result<nlohmann::json> activate(const std::string& name, const WaitHooks& hooks = {});
+  // The active profile's name, or nullopt (none switched to yet).
+  std::optional<std::string> active() const;
+  void set_profiles(Profiles profiles);
+
+ private:
+  Router& router_;
+  http::ModelProvisioner& provisioner_;
+  Mutex switch_mu_;  // one switch at a time (held while it loads)
+  mutable Mutex mu_;
+  Profiles profiles_ LEMON_GUARDED_BY(mu_);
+  std::optional<std::string> active_ LEMON_GUARDED_BY(mu_);
+};
+
+}  // namespace lemon::api

@@ -1,0 +1,115 @@
+#include "lemon/api/lemonade/profile_api.h"
+
+#include "lemon/core/log.h"
+#include "lemon/http/error_response.h"
+#include "lemon/http/inference_proxy.h"
+#include "lemon/http/json_request.h"
+
+namespace lemon::api {
+
+using http::RouteAccess;
+using http::Scope;
+
+ProfileApi::ProfileApi(Router& router, http::ModelProvisioner& provisioner, Profiles profiles)
+    : router_(router), provisioner_(provisioner), profiles_(std::move(profiles)) {}
+
+void ProfileApi::set_profiles(Profiles profiles) {
+  MutexLock lock(mu_);
+  profiles_ = std::move(profiles);
+}
+
+std::optional<std::string> ProfileApi::active() const {
+  MutexLock lock(mu_);
+  return active_;
+}
+
+Result<nlohmann::json> ProfileApi::activate(const std::string& name, const WaitHooks& hooks) {
+  MutexLock one_at_a_time(switch_mu_);
+  Profile profile;
+  {
+    MutexLock lock(mu_);
+    auto it = profiles_.find(name);
+    if (it == profiles_.end()) {
+      std::string known;
+      for (const auto& [n, p] : profiles_) {
+        known += (known.empty() ? "" : ", ") + n;
+      }
+      return Error(ErrorCode::kInvalidRequest,
+                   "no profile '" + name + "' (config.json's profiles: " +
+                       (known.empty() ? std::string("none") : known) + ")",
+                   "name");
+    }
+    profile = it->second;
+  }
+  std::vector<LoadedModelState> loaded;
+  for (const auto& s : router_.loaded()) {
+    loaded.push_back({s.model_name, s.pinned});
+  }
+  const ProfilePlan plan = plan_profile(profile, loaded);
+  nlohmann::json unloaded = nlohmann::json::array();
+  nlohmann::json done = nlohmann::json::array();
+  nlohmann::json failed = nlohmann::json::object();
+  for (const auto& model : plan.unload) {
+    if (Status s = router_.unload(model); s.ok()) {
+      unloaded.push_back(model);
+    } else if (s.error().code() != ErrorCode::kModelNotLoaded) {
+      failed[model] = s.error().message();
+    }
+  }
+  for (const auto& model : plan.unpin) {
+    (void)router_.set_pinned(model, false);  // kModelNotLoaded: it left meanwhile
+  }
+  for (const auto& load : plan.load) {
+    auto options = RecipeOptions::from_json("", load.options);
+    if (!options.ok()) {
+      failed[load.model] = options.error().message();
+      continue;
+    }
+    LoadStanding standing;
+    standing.pinned = load.pinned;
+    if (Status s = provisioner_.load(load.model, *options, hooks, standing); s.ok()) {
+      done.push_back(load.model);
+    } else {
+      failed[load.model] = s.error().message();
+    }
+  }
+  {
+    MutexLock lock(mu_);
+    active_ = name;
+  }
+  const bool complete = failed.empty();
+  logger("api")->info("profile '{}': {} loaded, {} unloaded{}", name, done.size(), unloaded.size(),
+                      complete ? "" : ", " + std::to_string(failed.size()) + " failed");
+  return nlohmann::json{{"status", complete ? "success" : "partial"},
+                        {"profile", name},
+                        {"loaded", std::move(done)},
+                        {"unloaded", std::move(unloaded)},
+                        {"failed", std::move(failed)}};
+}
+
+void ProfileApi::register_routes(http::ApiRoutes& routes) {
+  const auto handle = [this](net::Request& r, net::ResponseWriter& w, std::string_view) {
+    auto body = http::parse_json_object(r.body);
+    if (!body.ok()) {
+      http::write_error(w, body.error());
+      return;
+    }
+    auto name = http::string_field(*body, "name", true);
+    if (!name.ok()) {
+      http::write_error(w, name.error());
+      return;
+    }
+    WaitHooks hooks;
+    hooks.cancelled = [&w] { return !w.client_connected(); };
+    auto answer = activate(*name, hooks);
+    if (!answer.ok()) {
+      http::write_error(w, answer.error());
+      return;
+    }
+    http::send_json(w, 200, *answer);
+  };
+  routes.route("POST", "internal/profile", RouteAccess::kJsonPost, Scope::kAdmin, handle);
+  routes.root("POST", "/internal/profile", RouteAccess::kJsonPost, Scope::kAdmin, handle);
+}
+
+}  // namespace lemon::api

@@ -1,0 +1,114 @@
+// Profiles against the real router (issue #30 §1): POST /internal/profile
+// unloads what the profile lacks, loads its models with their options and
+// pins, and /health names it; --profile switches at start; the profiles
+// change with the configuration.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "support/http_client.h"
+#include "support/router_events.h"
+#include "support/router_fixture.h"
+
+namespace lemon::testing {
+namespace {
+
+using nlohmann::json;
+
+class ProfileTest : public RouterTest {
+ protected:
+  std::string conf_dir() const { return env_.root() + "/conf"; }
+  void write_config(const json& j) const {
+    std::filesystem::create_directories(conf_dir());
+    std::ofstream(conf_dir() + "/config.json") << j.dump();
+  }
+  std::map<std::string, std::string> conf_env() const {
+    return {{"LEMONADE_CONFIG_DIR", conf_dir()}};
+  }
+  static json profiles() {
+    return {{"work",
+             {{"models", {"user.a", "user.b"}},
+              {"pinned", {"user.a"}},
+              {"options", {{"user.a", {{"ctx_size", 2048}}}}}}},
+            {"night", {{"models", {"user.c"}}}}};
+  }
+  json pinned_of(const std::string& model) { return loaded_field(health(port()), model, "pinned"); }
+};
+
+TEST_F(ProfileTest, ASwitchLoadsTheProfileAndUnloadsTheRest) {
+  for (const char* m : {"a", "b", "c"}) {
+    env_.add_llm(m);
+  }
+  write_config({{"profiles", profiles()}});
+  ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "3"}, conf_env()));
+  EXPECT_TRUE(health(port())["profile"].is_null());
+  ASSERT_EQ(load(port(), "user.c").status, 200);
+
+  HttpReply work = http_post(port(), "/internal/profile", json{{"name", "work"}});
+  ASSERT_EQ(work.status, 200) << work.body;
+  EXPECT_EQ(work.json()["status"], "success");
+  EXPECT_EQ(work.json()["unloaded"], (json{"user.c"}));
+  EXPECT_EQ(work.json()["loaded"], (json{"user.a", "user.b"}));
+  const json h = health(port());
+  EXPECT_EQ(h["profile"], "work");
+  EXPECT_EQ(loaded_names(h), (Names{"user.a", "user.b"}));
+  EXPECT_EQ(loaded_field(h, "user.a", "pinned"), true);
+  EXPECT_EQ(loaded_field(h, "user.b", "pinned"), false);
+  EXPECT_EQ(loaded_field(h, "user.a", "recipe_options")["ctx_size"], 2048) << h.dump();
+
+  HttpReply night = http_post(port(), "/internal/profile", json{{"name", "night"}});
+  ASSERT_EQ(night.status, 200) << night.body;
+  EXPECT_EQ(loaded_names(health(port())), Names{"user.c"}) << "a pinned model goes too";
+  EXPECT_EQ(health(port())["profile"], "night");
+
+  HttpReply unknown = http_post(port(), "/internal/profile", json{{"name", "weekend"}});
+  EXPECT_EQ(unknown.status, 400);
+  EXPECT_EQ(unknown.json()["error"]["param"], "name");
+  EXPECT_NE(unknown.json()["error"]["message"].get<std::string>().find("night, work"),
+            std::string::npos)
+      << unknown.body;
+  EXPECT_EQ(health(port())["profile"], "night") << "a refused switch changes nothing";
+}
+
+TEST_F(ProfileTest, AModelThatFailsIsReportedAndTheRestLoad) {
+  env_.add_llm("a");
+  env_.add_missing_llm("b");
+  write_config({{"profiles", {{"work", {{"models", {"user.b", "user.a"}}}}}}});
+  ASSERT_NO_FATAL_FAILURE(start_router({}, conf_env()));
+  HttpReply r = http_post(port(), "/internal/profile", json{{"name", "work"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json()["status"], "partial");
+  EXPECT_TRUE(r.json()["failed"].contains("user.b")) << r.body;
+  EXPECT_EQ(r.json()["loaded"], (json{"user.a"}));
+  EXPECT_EQ(loaded_names(health(port())), Names{"user.a"});
+}
+
+TEST_F(ProfileTest, TheProfileFlagSwitchesAtStartAndTheProfilesFollowTheConfig) {
+  env_.add_llm("a");
+  env_.add_llm("c");
+  write_config({{"profiles", profiles()}});
+  ASSERT_NO_FATAL_FAILURE(start_router({"--profile", "night"}, conf_env()));
+  EXPECT_TRUE(eventually([&] { return health(port())["profile"] == "night"; }));
+  EXPECT_EQ(loaded_names(health(port())), Names{"user.c"});
+
+  RouterEvents events(port());
+  HttpReply set =
+      http_post(port(), "/internal/set", json{{"profiles", {{"solo", {{"models", {"user.a"}}}}}}});
+  ASSERT_EQ(set.status, 200) << set.body;
+  HttpReply solo = http_post(port(), "/internal/profile", json{{"name", "solo"}});
+  ASSERT_EQ(solo.status, 200) << solo.body;
+  EXPECT_EQ(loaded_names(health(port())), Names{"user.a"});
+}
+
+TEST_F(ProfileTest, AnUnknownProfileOrABrokenSectionStopsTheStart) {
+  write_config({{"profiles", {{"w", {{"models", {"a"}}, {"pinned", {"b"}}}}}}});
+  RouterProcess& broken = launch_router({"--port", "0"}, conf_env());
+  auto exit = broken.wait_exit();
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->code, 2);
+  EXPECT_NE(broken.log_text().find("profiles.w.pinned[0]"), std::string::npos) << broken.log_text();
+}
+
+}  // namespace
+}  // namespace lemon::testing
