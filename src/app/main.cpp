@@ -137,6 +137,7 @@ int main(int argc, char** argv) {
         http::ApiSettings settings = api_settings(read);
         server.set_keys(std::move(settings.keys));
         server.set_audit_log(settings.audit_log_file);
+        server.set_cors_origins(settings.access.cors_origins);
         profile_api.set_profiles(parse_profiles(read.profiles).value_or(Profiles{}));
       });
   reloader.register_routes(server);

@@ -66,7 +66,8 @@ ApiServer::ApiServer(ApiSettings settings, ModelCatalogue& catalogue,
       provisioner_(catalogue, presets, store, installer, router, settings_.cli_options),
       gateway_(settings_, provisioner_, stats, hub, drain_expired_) {
   settings_.server.head_check = [this](net::Request& r) { return check_head(r); };
-  keys_ = std::make_shared<const KeyRing>(std::move(settings_.keys));
+  access_ =
+      std::make_shared<const AccessState>(AccessState{settings_.access, std::move(settings_.keys)});
   settings_.keys = KeyRing();
   set_audit_log(settings_.audit_log_file);
   server_ = std::make_unique<net::Server>(
@@ -106,7 +107,12 @@ Result<int> ApiServer::bind() {
     bound_ollama_port_ = *ollama;
     more.push_back(*ollama);
   }
-  bind_access_to(settings_.access, settings_.host, *port, more);
+  {
+    MutexLock lock(keys_mu_);
+    auto bound = std::make_shared<AccessState>(*access_);
+    bind_access_to(bound->settings, settings_.host, *port, more);
+    access_ = std::move(bound);
+  }
   return port;
 }
 
@@ -150,10 +156,11 @@ void ApiServer::handle(net::Request& r, net::ResponseWriter& raw) {
     InFlight& operator=(const InFlight&) = delete;
   } in_flight(in_flight_);
   ObservedWriter counted(raw, &open_streams_);
-  CorsWriter w(counted, cors_headers(r, settings_.access));
+  const auto state = access();
+  CorsWriter w(counted, cors_headers(r, state->settings));
   if (r.method == "OPTIONS") {
     // CORS preflight: never needs the key (browsers do not send it here).
-    if (auto denied = check_access(r, settings_.access, RouteAccess::kPublic)) {
+    if (auto denied = check_access(r, state->settings, RouteAccess::kPublic)) {
       write_error(w, *denied);
       return;
     }
@@ -178,15 +185,28 @@ void ApiServer::handle(net::Request& r, net::ResponseWriter& raw) {
   r.context.reset();  // the key's lease ends with the answer
 }
 
-std::shared_ptr<const KeyRing> ApiServer::keys() const {
+std::shared_ptr<const ApiServer::AccessState> ApiServer::access() const {
   MutexLock lock(keys_mu_);
-  return keys_;
+  return access_;
+}
+
+std::shared_ptr<const KeyRing> ApiServer::keys() const {
+  auto state = access();
+  return {state, &state->keys};  // shares the state's life
 }
 
 void ApiServer::set_keys(KeyRing keys) {
-  auto ring = std::make_shared<const KeyRing>(std::move(keys));
   MutexLock lock(keys_mu_);
-  keys_ = std::move(ring);
+  auto next = std::make_shared<AccessState>(*access_);
+  next->keys = std::move(keys);
+  access_ = std::move(next);
+}
+
+void ApiServer::set_cors_origins(std::vector<std::string> origins) {
+  MutexLock lock(keys_mu_);
+  auto next = std::make_shared<AccessState>(*access_);
+  next->settings.cors_origins = std::move(origins);
+  access_ = std::move(next);
 }
 
 std::vector<std::pair<std::string, Scope>> ApiServer::route_scopes() const {
@@ -260,10 +280,11 @@ std::optional<net::EarlyAnswer> ApiServer::check_head(net::Request& r) {
   } else {
     const Scope scope = tag_scope(m.tag);
     const KeyHeaders headers = key_headers(tag_dialect(m.tag));
-    auto ring = keys();
+    const auto state = access();
+    std::shared_ptr<const KeyRing> ring(state, &state->keys);
     const ApiKey* key = nullptr;
     std::optional<Error> denied =
-        check_access(r, settings_.access, tag_access(m.tag), headers, ring.get(), scope, &key);
+        check_access(r, state->settings, tag_access(m.tag), headers, ring.get(), scope, &key);
     auto caller = std::make_shared<Caller>();
     if (!denied && key != nullptr) {
       auto lease = limiter_.admit(*key, steady_ms_now());
@@ -287,7 +308,7 @@ std::optional<net::EarlyAnswer> ApiServer::check_head(net::Request& r) {
     answer.headers = std::move(e.headers);
     answer.body = std::move(e.body);
   }
-  const net::Headers cors = cors_headers(r, settings_.access);
+  const net::Headers cors = cors_headers(r, access()->settings);
   for (const auto& [name, value] : cors.fields()) {
     answer.headers.add(name, value);
   }
@@ -303,8 +324,8 @@ ApiRoutes::Handler ApiServer::checked(RouteAccess access, Scope scope, ApiDialec
     // limits); the body's type is known only now.
     std::optional<Error> denied;
     if (r.context == nullptr) {
-      auto ring = keys();
-      denied = check_access(r, settings_.access, access, key_headers(dialect), ring.get(), scope);
+      const auto state = this->access();
+      denied = check_access(r, state->settings, access, key_headers(dialect), &state->keys, scope);
     } else {
       denied = check_media_type(r, access);
     }

@@ -155,6 +155,24 @@ TEST_F(ConfigReloadTest, AChangedConfigJsonIsReadWithoutASignal) {
   EXPECT_EQ(config_view()["settings"]["log_level"]["value"], "debug");
 }
 
+TEST_F(ConfigReloadTest, AllowedOriginsChangeWithoutARestart) {
+  write_config({{"cors_origins", "http://a.example"}});
+  ASSERT_NO_FATAL_FAILURE(start_router({}, conf_env()));
+  const std::string base = "http://127.0.0.1:" + std::to_string(port());
+  auto from = [&](const std::string& origin) {
+    return url_request(base, "GET", "/api/v1/models", "", {{"Origin", origin}});
+  };
+  EXPECT_EQ(from("http://a.example").header("Access-Control-Allow-Origin"), "http://a.example");
+  EXPECT_EQ(from("http://b.example").status, 403);
+  HttpReply set = http_post(port(), "/internal/set", Json{{"cors_origins", "http://b.example"}});
+  ASSERT_EQ(set.status, 200) << set.body;
+  EXPECT_EQ(set.json()["applied"], (Json{"cors_origins"})) << set.body;
+  HttpReply b = from("http://b.example");
+  EXPECT_EQ(b.status, 200) << b.body;
+  EXPECT_EQ(b.header("Access-Control-Allow-Origin"), "http://b.example");
+  EXPECT_EQ(from("http://a.example").status, 403) << "the old origin is no longer allowed";
+}
+
 TEST_F(ConfigReloadTest, TheApiKeyIsNeverShown) {
   write_config({{"api_key", "sekret-from-file"}});
   ASSERT_NO_FATAL_FAILURE(start_router({}, conf_env()));

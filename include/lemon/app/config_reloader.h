@@ -12,7 +12,8 @@
 // Settings applied live: log_level; the router's max_loaded_models,
 // keep_alive, scale_up_after, scale_down_after, max_starvation and
 // default_model_delay (LiveRouterSettings); the API keys (api_key,
-// admin_api_key, auth). Every other changed setting is listed as pending.
+// admin_api_key, auth), the profiles and cors_origins. Every other changed
+// setting is listed as pending.
 //
 // Thread-safety: reload() and the route may run on any thread at once.
 #pragma once

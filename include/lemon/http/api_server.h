@@ -97,6 +97,9 @@ class ApiServer final : public ApiRoutes, public ServingStatus {
   // reload): requests already admitted keep the keys they were checked with.
   std::shared_ptr<const KeyRing> keys() const;
   void set_keys(KeyRing keys);
+  // Replaces the origins allowed to call from a browser (--cors-origins), as
+  // a configuration reload does.
+  void set_cors_origins(std::vector<std::string> origins);
   // Moves the audit log to `file` ("" for none) unless it is there already.
   void set_audit_log(const std::string& file);
   // What the rooms share.
@@ -131,7 +134,14 @@ class ApiServer final : public ApiRoutes, public ServingStatus {
   GenerationDefaults params_;
   RouteTable routes_;
   mutable Mutex keys_mu_;
-  std::shared_ptr<const KeyRing> keys_ LEMON_GUARDED_BY(keys_mu_);
+  // What a request is checked against, replaced whole by set_keys() and
+  // set_cors_origins(): a request keeps the one it was checked with.
+  struct AccessState {
+    AccessSettings settings;
+    KeyRing keys;
+  };
+  std::shared_ptr<const AccessState> access() const;
+  std::shared_ptr<const AccessState> access_ LEMON_GUARDED_BY(keys_mu_);
   KeyLimiter limiter_;
   std::shared_ptr<AuditLog> audit_ LEMON_GUARDED_BY(keys_mu_);
   std::vector<std::pair<std::string, Scope>> registered_;  // route_scopes()
