@@ -636,10 +636,7 @@ ParsedConfig parse_config(int argc, const char* const* argv,
   if (!profiles.ok()) {
     return fail(c.setting_sources["profiles"] + ": " + profiles.error().message());
   }
-  if (!v.profile.empty() && !profiles->contains(v.profile)) {
-    return fail("--profile " + v.profile + ": no such profile in config.json's profiles");
-  }
-  c.profile = v.profile;
+  c.profile = v.profile;  // checked at start only (a reload may drop the profile)
   c.api_key = v.api_key;
   c.admin_api_key = v.admin_api_key;
   c.health_without_auth = v.health_without_auth;

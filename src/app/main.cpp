@@ -44,6 +44,12 @@ int main(int argc, char** argv) {
     return parsed.exit_code;
   }
   const Config& cfg = parsed.config;
+  if (!cfg.profile.empty() &&
+      !parse_profiles(cfg.profiles).value_or(Profiles{}).contains(cfg.profile)) {
+    std::cerr << "lemonade-router: --profile " << cfg.profile
+              << ": no such profile in config.json's profiles\n";
+    return 2;
+  }
   init_logging(cfg.log_level);
   telemetry::TelemetryHub telemetry;
   LogStreamAttachment log_stream(telemetry.logs());
@@ -124,7 +130,8 @@ int main(int argc, char** argv) {
   ollama_api.register_routes(server);
   // Profiles (issue #30 §1): POST /internal/profile, --profile, /health's.
   api::ProfileApi profile_api(router, server.provisioner(),
-                              parse_profiles(cfg.profiles).value_or(Profiles{}));
+                              parse_profiles(cfg.profiles).value_or(Profiles{}),
+                              [&server] { return server.draining(); });
   profile_api.register_routes(server);
   management_api.show_profile([&profile_api] { return profile_api.active(); });
   // SIGHUP reads the configuration again (issue #30 §1); GET /internal/config.
@@ -135,9 +142,8 @@ int main(int argc, char** argv) {
       },
       [&server, &profile_api](const Config& read) {
         http::ApiSettings settings = api_settings(read);
-        server.set_keys(std::move(settings.keys));
-        server.set_audit_log(settings.audit_log_file);
-        server.set_cors_origins(settings.access.cors_origins);
+        server.reconfigure(std::move(settings.keys), settings.access.cors_origins,
+                           settings.audit_log_file);
         profile_api.set_profiles(parse_profiles(read.profiles).value_or(Profiles{}));
       });
   reloader.register_routes(server);
@@ -164,12 +170,14 @@ int main(int argc, char** argv) {
                       cfg.drain_timeout, [&reloader] { reloader.reload(); });
   std::thread start_profile;
   if (!cfg.profile.empty()) {
-    start_profile = std::thread([&profile_api, &server, &log, name = cfg.profile] {
-      WaitHooks hooks;
-      hooks.cancelled = [&server] { return server.draining(); };
-      auto done = profile_api.activate(name, hooks);
-      if (!done.ok()) {
-        log->error("--profile {}: {}", name, done.error().message());
+    start_profile = std::thread([&profile_api, &log, name = cfg.profile] {
+      try {
+        auto done = profile_api.activate(name);
+        if (!done.ok()) {
+          log->error("--profile {}: {}", name, done.error().message());
+        }
+      } catch (const std::exception& e) {
+        log->error("--profile {}: {}", name, e.what());
       }
     });
   }

@@ -69,7 +69,10 @@ ApiServer::ApiServer(ApiSettings settings, ModelCatalogue& catalogue,
   access_ =
       std::make_shared<const AccessState>(AccessState{settings_.access, std::move(settings_.keys)});
   settings_.keys = KeyRing();
-  set_audit_log(settings_.audit_log_file);
+  if (!settings_.audit_log_file.empty()) {
+    MutexLock lock(keys_mu_);
+    audit_ = std::make_shared<AuditLog>(settings_.audit_log_file);
+  }
   server_ = std::make_unique<net::Server>(
       settings_.server, [this](net::Request& r, net::ResponseWriter& w) { handle(r, w); });
   if (settings_.ollama_port) {
@@ -176,11 +179,9 @@ void ApiServer::handle(net::Request& r, net::ResponseWriter& raw) {
   }
   // The key's lease ends as the answer ends, before the client can send its
   // next request (and, at the latest, when the handler returns).
-  counted.before_end([&r] {
-    if (auto* caller = dynamic_cast<Caller*>(r.context.get())) {
-      caller->lease = KeyLimiter::Lease();
-    }
-  });
+  if (auto* caller = dynamic_cast<Caller*>(r.context.get()); caller != nullptr && caller->key) {
+    counted.before_end([caller] { caller->lease = KeyLimiter::Lease(); });
+  }
   routes_.dispatch(r, w);
   r.context.reset();  // the key's lease ends with the answer
 }
@@ -195,31 +196,28 @@ std::shared_ptr<const KeyRing> ApiServer::keys() const {
   return {state, &state->keys};  // shares the state's life
 }
 
-void ApiServer::set_keys(KeyRing keys) {
+void ApiServer::reconfigure(KeyRing keys, std::vector<std::string> cors_origins,
+                            const std::string& audit_log_file) {
+  std::shared_ptr<AuditLog> log;
+  {
+    MutexLock lock(keys_mu_);
+    log = audit_;
+  }
+  if (audit_log_file.empty()) {
+    log.reset();
+  } else if (!log || log->file() != audit_log_file) {
+    log = std::make_shared<AuditLog>(audit_log_file);  // outside the lock requests take
+  }
   MutexLock lock(keys_mu_);
   auto next = std::make_shared<AccessState>(*access_);
   next->keys = std::move(keys);
+  next->settings.cors_origins = std::move(cors_origins);
   access_ = std::move(next);
-}
-
-void ApiServer::set_cors_origins(std::vector<std::string> origins) {
-  MutexLock lock(keys_mu_);
-  auto next = std::make_shared<AccessState>(*access_);
-  next->settings.cors_origins = std::move(origins);
-  access_ = std::move(next);
+  audit_ = std::move(log);
 }
 
 std::vector<std::pair<std::string, Scope>> ApiServer::route_scopes() const {
   return registered_;
-}
-
-void ApiServer::set_audit_log(const std::string& file) {
-  MutexLock lock(keys_mu_);
-  if (file.empty()) {
-    audit_.reset();
-  } else if (!audit_ || audit_->file() != file) {
-    audit_ = std::make_shared<AuditLog>(file);
-  }
 }
 
 void ApiServer::audit(const net::Request& r, const std::string& key, int status) {
@@ -285,6 +283,13 @@ std::optional<net::EarlyAnswer> ApiServer::check_head(net::Request& r) {
     const ApiKey* key = nullptr;
     std::optional<Error> denied =
         check_access(r, state->settings, tag_access(m.tag), headers, ring.get(), scope, &key);
+    if (!denied && key == nullptr && scope != Scope::kAdmin) {
+      // No key judged and nothing to audit: one shared, immutable context
+      // (no allocation on the request path).
+      static const auto kNobody = std::make_shared<Caller>();
+      r.context = kNobody;
+      return std::nullopt;
+    }
     auto caller = std::make_shared<Caller>();
     if (!denied && key != nullptr) {
       auto lease = limiter_.admit(*key, steady_ms_now());

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <set>
 
+#include "lemon/models/recipe_options.h"
+
 namespace lemon {
 namespace {
 
@@ -72,6 +74,15 @@ Result<Profile> parse_profile(const nlohmann::json& entry, const std::string& pa
       }
       if (!values.is_object()) {
         return profile_error(at, "expected an object of load options (ctx_size, ...)");
+      }
+      const auto& known = RecipeOptions::all_keys();
+      for (const auto& [key, value] : values.items()) {
+        if (std::find(known.begin(), known.end(), key) == known.end()) {
+          return profile_error(at + "." + key, "is not a load option");
+        }
+      }
+      if (auto checked = RecipeOptions::from_json("", values); !checked.ok()) {
+        return profile_error(at, checked.error().message());
       }
       p.options[model] = values;
     }

@@ -8,7 +8,6 @@
 #include <fstream>
 
 #include "support/http_client.h"
-#include "support/router_events.h"
 #include "support/router_fixture.h"
 
 namespace lemon::testing {
@@ -92,7 +91,6 @@ TEST_F(ProfileTest, TheProfileFlagSwitchesAtStartAndTheProfilesFollowTheConfig) 
   EXPECT_TRUE(eventually([&] { return health(port())["profile"] == "night"; }));
   EXPECT_EQ(loaded_names(health(port())), Names{"user.c"});
 
-  RouterEvents events(port());
   HttpReply set =
       http_post(port(), "/internal/set", json{{"profiles", {{"solo", {{"models", {"user.a"}}}}}}});
   ASSERT_EQ(set.status, 200) << set.body;
@@ -108,6 +106,35 @@ TEST_F(ProfileTest, AnUnknownProfileOrABrokenSectionStopsTheStart) {
   ASSERT_TRUE(exit.has_value());
   EXPECT_EQ(exit->code, 2);
   EXPECT_NE(broken.log_text().find("profiles.w.pinned[0]"), std::string::npos) << broken.log_text();
+
+  write_config(
+      {{"profiles", {{"w", {{"models", {"a"}}, {"options", {{"a", {{"ctx-size", 8}}}}}}}}}});
+  RouterProcess& misspelt = launch_router({"--port", "0"}, conf_env());
+  exit = misspelt.wait_exit();
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->code, 2);
+  EXPECT_NE(misspelt.log_text().find("profiles.w.options.a.ctx-size"), std::string::npos)
+      << misspelt.log_text();
+
+  write_config({{"profiles", profiles()}});
+  RouterProcess& unknown = launch_router({"--port", "0", "--profile", "weekend"}, conf_env());
+  exit = unknown.wait_exit();
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(exit->code, 2);
+  EXPECT_NE(unknown.log_text().find("--profile weekend"), std::string::npos) << unknown.log_text();
+}
+
+TEST_F(ProfileTest, AProfileLargerThanTheLimitSaysWhatDidNotStay) {
+  for (const char* m : {"a", "b"}) {
+    env_.add_llm(m);
+  }
+  write_config({{"profiles", {{"both", {{"models", {"user.a", "user.b"}}}}}}});
+  ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "1"}, conf_env()));
+  HttpReply r = http_post(port(), "/internal/profile", json{{"name", "both"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.json()["status"], "partial") << r.body;
+  EXPECT_EQ(r.json()["loaded"], (json{"user.b"})) << r.body;
+  EXPECT_TRUE(r.json()["failed"].contains("user.a")) << r.body;
 }
 
 }  // namespace

@@ -56,6 +56,10 @@ TEST(ProfilePlan, TheSectionIsCheckedNamingEachMistakesPath) {
       {{{"w", {{"models", {"a"}}, {"pinned", {"b"}}}}}, "profiles.w.pinned[0]"},
       {{{"w", {{"models", {"a"}}, {"options", {{"b", json::object()}}}}}}, "profiles.w.options.b"},
       {{{"w", {{"models", {"a"}}, {"options", {{"a", 5}}}}}}, "profiles.w.options.a"},
+      {{{"w", {{"models", {"a"}}, {"options", {{"a", {{"ctx-size", 5}}}}}}}},
+       "profiles.w.options.a.ctx-size"},
+      {{{"w", {{"models", {"a"}}, {"options", {{"a", {{"ctx_size", "big"}}}}}}}},
+       "profiles.w.options.a"},
   };
   for (const auto& c : cases) {
     auto r = parse_profiles(c.section);

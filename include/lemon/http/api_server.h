@@ -96,12 +96,11 @@ class ApiServer final : public ApiRoutes, public ServingStatus {
   // The API keys now in force, and their replacement (a configuration
   // reload): requests already admitted keep the keys they were checked with.
   std::shared_ptr<const KeyRing> keys() const;
-  void set_keys(KeyRing keys);
-  // Replaces the origins allowed to call from a browser (--cors-origins), as
-  // a configuration reload does.
-  void set_cors_origins(std::vector<std::string> origins);
-  // Moves the audit log to `file` ("" for none) unless it is there already.
-  void set_audit_log(const std::string& file);
+  // A configuration reload: the keys, the origins allowed to call from a
+  // browser (--cors-origins) and the audit log's file ("" for none), all
+  // replaced at once (a request sees the old set or the new one).
+  void reconfigure(KeyRing keys, std::vector<std::string> cors_origins,
+                   const std::string& audit_log_file);
   // What the rooms share.
   ModelProvisioner& provisioner() { return provisioner_; }
   InferenceGateway& gateway() { return gateway_; }

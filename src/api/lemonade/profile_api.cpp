@@ -1,5 +1,7 @@
 #include "lemon/api/lemonade/profile_api.h"
 
+#include <set>
+
 #include "lemon/core/log.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/inference_proxy.h"
@@ -10,8 +12,12 @@ namespace lemon::api {
 using http::RouteAccess;
 using http::Scope;
 
-ProfileApi::ProfileApi(Router& router, http::ModelProvisioner& provisioner, Profiles profiles)
-    : router_(router), provisioner_(provisioner), profiles_(std::move(profiles)) {}
+ProfileApi::ProfileApi(Router& router, http::ModelProvisioner& provisioner, Profiles profiles,
+                       std::function<bool()> stopping)
+    : router_(router),
+      provisioner_(provisioner),
+      stopping_(std::move(stopping)),
+      profiles_(std::move(profiles)) {}
 
 void ProfileApi::set_profiles(Profiles profiles) {
   MutexLock lock(mu_);
@@ -23,8 +29,12 @@ std::optional<std::string> ProfileApi::active() const {
   return active_;
 }
 
-Result<nlohmann::json> ProfileApi::activate(const std::string& name, const WaitHooks& hooks) {
+Result<nlohmann::json> ProfileApi::activate(const std::string& name) {
   MutexLock one_at_a_time(switch_mu_);
+  WaitHooks hooks;
+  hooks.cancelled = [this] { return stopping_ && stopping_(); };
+  const Error stopped(ErrorCode::kShuttingDown,
+                      "the router is shutting down: profile '" + name + "' was not switched to");
   Profile profile;
   {
     MutexLock lock(mu_);
@@ -60,6 +70,9 @@ Result<nlohmann::json> ProfileApi::activate(const std::string& name, const WaitH
     (void)router_.set_pinned(model, false);  // kModelNotLoaded: it left meanwhile
   }
   for (const auto& load : plan.load) {
+    if (hooks.cancelled()) {
+      return stopped;
+    }
     auto options = RecipeOptions::from_json("", load.options);
     if (!options.ok()) {
       failed[load.model] = options.error().message();
@@ -73,6 +86,26 @@ Result<nlohmann::json> ProfileApi::activate(const std::string& name, const WaitH
       failed[load.model] = s.error().message();
     }
   }
+  if (hooks.cancelled()) {
+    return stopped;
+  }
+  // A later load can evict an earlier one (the slot limit, the memory
+  // budget): what is not loaded at the end is reported.
+  std::set<std::string> present;
+  for (const auto& s : router_.loaded()) {
+    present.insert(s.model_name);
+  }
+  nlohmann::json loaded_now = nlohmann::json::array();
+  for (const auto& model : done) {
+    if (present.contains(model.get<std::string>())) {
+      loaded_now.push_back(model);
+    } else {
+      failed[model.get<std::string>()] =
+          "loaded, then unloaded by a later load of the profile (max_loaded_models or the "
+          "memory budget)";
+    }
+  }
+  done = std::move(loaded_now);
   {
     MutexLock lock(mu_);
     active_ = name;
@@ -99,9 +132,7 @@ void ProfileApi::register_routes(http::ApiRoutes& routes) {
       http::write_error(w, name.error());
       return;
     }
-    WaitHooks hooks;
-    hooks.cancelled = [&w] { return !w.client_connected(); };
-    auto answer = activate(*name, hooks);
+    auto answer = activate(*name);
     if (!answer.ok()) {
       http::write_error(w, answer.error());
       return;

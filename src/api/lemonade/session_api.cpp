@@ -167,6 +167,16 @@ void SessionApi::register_routes(http::ApiRoutes& routes) {
                    write_error(w, *refused);
                    return;
                  }
+                 if (action == "messages" || action == "generate") {
+                   // The key's model list may have changed since it made the
+                   // session; reading, cancelling and deleting stay allowed.
+                   auto s = sessions_->get(id);
+                   if (auto refused = s.ok() ? http::refuse_model(http::caller_key(r), s->model)
+                                             : std::nullopt) {
+                     write_error(w, *refused);
+                     return;
+                   }
+                 }
                  if (action == "messages") {
                    handle_message(id, r, w);
                  } else if (action == "generate") {
@@ -206,7 +216,7 @@ std::optional<Error> SessionApi::refuse_session(const net::Request& r, const std
     return Error(ErrorCode::kSessionNotFound,
                  "no session '" + id + "' (it never existed, was deleted, or expired)", "id");
   }
-  return http::refuse_model(key, s->model);
+  return std::nullopt;
 }
 
 void SessionApi::handle_create(net::Request& r, net::ResponseWriter& w) {

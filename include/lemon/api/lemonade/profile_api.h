@@ -10,6 +10,7 @@
 // configuration reload).
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -25,14 +26,18 @@ namespace lemon::api {
 
 class ProfileApi {
  public:
-  ProfileApi(Router& router, http::ModelProvisioner& provisioner, Profiles profiles);
+  // `stopping` turns true when the router shuts down: a switch then stops
+  // (a client that leaves does not stop it).
+  ProfileApi(Router& router, http::ModelProvisioner& provisioner, Profiles profiles,
+             std::function<bool()> stopping);
 
   void register_routes(http::ApiRoutes& routes);
 
   // Switches to profile `name`: its answer ({"status": "success" or
   // "partial", "profile", "unloaded", "loaded", "failed": {model: message}}),
-  // or kInvalidRequest naming the known profiles.
-  Result<nlohmann::json> activate(const std::string& name, const WaitHooks& hooks = {});
+  // or kInvalidRequest naming the known profiles, or kShuttingDown (the
+  // switch stopped; the profile is not made active).
+  Result<nlohmann::json> activate(const std::string& name);
   // The active profile's name, or nullopt (none switched to yet).
   std::optional<std::string> active() const;
   void set_profiles(Profiles profiles);
@@ -40,6 +45,7 @@ class ProfileApi {
  private:
   Router& router_;
   http::ModelProvisioner& provisioner_;
+  const std::function<bool()> stopping_;
   Mutex switch_mu_;  // one switch at a time (held while it loads)
   mutable Mutex mu_;
   Profiles profiles_ LEMON_GUARDED_BY(mu_);
