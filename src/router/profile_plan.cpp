@@ -12,6 +12,13 @@ Error profile_error(const std::string& path, const std::string& what) {
   return Error(ErrorCode::kInvalidRequest, path + ": " + what);
 }
 
+// `base` + "." + `name`, a JSON path.
+std::string path_of(const std::string& base, const std::string& name) {
+  std::string out = base;
+  out.append(".").append(name);
+  return out;
+}
+
 Result<std::vector<std::string>> name_list(const nlohmann::json& entry, const char* field,
                                            const std::string& path) {
   std::vector<std::string> out;
@@ -43,7 +50,8 @@ Result<Profile> parse_profile(const nlohmann::json& entry, const std::string& pa
   }
   for (const auto& [field, value] : entry.items()) {
     if (field != "models" && field != "pinned" && field != "options") {
-      return profile_error(path + "." + field, "is not a profile field (models, pinned, options)");
+      return profile_error(path_of(path, field),
+                           "is not a profile field (models, pinned, options)");
     }
   }
   Profile p;
@@ -68,7 +76,7 @@ Result<Profile> parse_profile(const nlohmann::json& entry, const std::string& pa
       return profile_error(path + ".options", "expected an object {model: {load options}}");
     }
     for (const auto& [model, values] : options->items()) {
-      const std::string at = path + ".options." + model;
+      const std::string at = path_of(path_of(path, "options"), model);
       if (std::find(p.models.begin(), p.models.end(), model) == p.models.end()) {
         return profile_error(at, "'" + model + "' is not in the profile's models");
       }
@@ -78,7 +86,7 @@ Result<Profile> parse_profile(const nlohmann::json& entry, const std::string& pa
       const auto& known = RecipeOptions::all_keys();
       for (const auto& [key, value] : values.items()) {
         if (std::find(known.begin(), known.end(), key) == known.end()) {
-          return profile_error(at + "." + key, "is not a load option");
+          return profile_error(path_of(at, key), "is not a load option");
         }
       }
       if (auto checked = RecipeOptions::from_json("", values); !checked.ok()) {
