@@ -65,17 +65,12 @@ int status_only(int port, const std::string& method, const std::string& path,
 
 class AuthTest : public RouterTest {
  protected:
-  std::string conf_dir() const { return env_.root() + "/conf"; }
-  void write_config(const json& j) const {
-    std::filesystem::create_directories(conf_dir());
-    std::ofstream(conf_dir() + "/config.json") << j.dump();
-  }
   void start_with_keys(const std::vector<json>& keys, const std::vector<std::string>& args = {},
                        std::map<std::string, std::string> extra_env = {}) {
     json config;
     config["auth"]["keys"] = keys;
-    write_config(config);
-    extra_env["LEMONADE_CONFIG_DIR"] = conf_dir();
+    env_.write_config(config);
+    extra_env["LEMONADE_CONFIG_DIR"] = env_.config_dir();
     start_router(args, extra_env);
   }
   std::string base() const { return "http://127.0.0.1:" + std::to_string(port()); }
@@ -383,9 +378,9 @@ TEST_F(AuthTest, ASessionBelongsToTheKeyThatMadeIt) {
 }
 
 TEST_F(AuthTest, ABrokenKeyListStopsTheStartNamingItsPath) {
-  write_config(
+  env_.write_config(
       {{"auth", {{"keys", {{{"name", "x"}, {"key_sha256", "nope"}, {"scopes", {"read"}}}}}}}});
-  RouterProcess& p = launch_router({"--port", "0"}, {{"LEMONADE_CONFIG_DIR", conf_dir()}});
+  RouterProcess& p = launch_router({"--port", "0"}, {{"LEMONADE_CONFIG_DIR", env_.config_dir()}});
   auto exit = p.wait_exit();
   ASSERT_TRUE(exit.has_value()) << "the router did not exit";
   EXPECT_EQ(exit->code, 2);
@@ -396,9 +391,9 @@ TEST_F(AuthTest, ABrokenKeyListStopsTheStartNamingItsPath) {
 TEST_F(AuthTest, KeysInTheConfigLetItListenBeyondLoopback) {
   json config;
   config["auth"]["keys"] = std::vector<json>{auth_key("ops", "k-ops", {"read"})};
-  write_config(config);
+  env_.write_config(config);
   ASSERT_NO_FATAL_FAILURE(
-      start_router({"--host", "0.0.0.0"}, {{"LEMONADE_CONFIG_DIR", conf_dir()}}));
+      start_router({"--host", "0.0.0.0"}, {{"LEMONADE_CONFIG_DIR", env_.config_dir()}}));
   EXPECT_EQ(as("", "GET", "/api/v1/health").status, 401);
   EXPECT_EQ(as("k-ops", "GET", "/api/v1/health").status, 200);
 }

@@ -22,14 +22,6 @@ using Json = nlohmann::json;
 
 class ConfigReloadTest : public RouterTest {
  protected:
-  std::string conf_dir() const { return env_.root() + "/conf"; }
-  void write_config(const Json& j) const {
-    std::filesystem::create_directories(conf_dir());
-    std::ofstream(conf_dir() + "/config.json") << j.dump();
-  }
-  std::map<std::string, std::string> conf_env() const {
-    return {{"LEMONADE_CONFIG_DIR", conf_dir()}};
-  }
   // The next config_reloaded event that applied something, or (`failed`)
   // that failed. A file written is read by the watcher and again by a
   // SIGHUP, at once: the one that finds nothing new may come first.
@@ -51,8 +43,8 @@ class ConfigReloadTest : public RouterTest {
 TEST_F(ConfigReloadTest, SighupAppliesLiveSettingsAndListsTheRestAsPending) {
   env_.add_llm("a");
   env_.add_llm("b");
-  write_config({{"log_level", "info"}, {"max_connections", 512}, {"max_replicas", 2}});
-  ASSERT_NO_FATAL_FAILURE(start_router({"--max-replicas", "3"}, conf_env()));
+  env_.write_config({{"log_level", "info"}, {"max_connections", 512}, {"max_replicas", 2}});
+  ASSERT_NO_FATAL_FAILURE(start_router({"--max-replicas", "3"}, env_.config_env()));
   Json view = config_view();
   EXPECT_EQ(view["settings"]["max_connections"]["value"], "512") << view.dump();
   EXPECT_EQ(view["settings"]["max_connections"]["source"], "config.json");
@@ -64,11 +56,11 @@ TEST_F(ConfigReloadTest, SighupAppliesLiveSettingsAndListsTheRestAsPending) {
 
   // Two LLMs at once from now on, and an idle model goes after 0.2 s.
   RouterEvents events(port());
-  write_config({{"log_level", "debug"},
-                {"max_connections", 256},
-                {"max_replicas", 4},
-                {"max_loaded_models", 2},
-                {"keep_alive", 0.2}});
+  env_.write_config({{"log_level", "debug"},
+                     {"max_connections", 256},
+                     {"max_replicas", 4},
+                     {"max_loaded_models", 2},
+                     {"keep_alive", 0.2}});
   router().signal(SIGHUP);
   auto reloaded = next_reload(events);
   ASSERT_TRUE(reloaded.has_value());
@@ -91,7 +83,7 @@ TEST_F(ConfigReloadTest, SighupAppliesLiveSettingsAndListsTheRestAsPending) {
   EXPECT_EQ(router().count_log("draining"), 0);
 
   // An invalid file changes nothing, and says why.
-  write_config({{"log_level", "loud"}});
+  env_.write_config({{"log_level", "loud"}});
   router().signal(SIGHUP);
   auto refused = next_reload(events, /*failed=*/true);
   ASSERT_TRUE(refused.has_value());
@@ -108,8 +100,8 @@ TEST_F(ConfigReloadTest, SighupAppliesLiveSettingsAndListsTheRestAsPending) {
 }
 
 TEST_F(ConfigReloadTest, InternalSetMergesChecksAndWritesConfigJson) {
-  write_config({{"max_connections", 512}, {"llamacpp", {{"backend", "cpu"}}}});
-  ASSERT_NO_FATAL_FAILURE(start_router({"--max-replicas", "2"}, conf_env()));
+  env_.write_config({{"max_connections", 512}, {"llamacpp", {{"backend", "cpu"}}}});
+  ASSERT_NO_FATAL_FAILURE(start_router({"--max-replicas", "2"}, env_.config_env()));
   RouterEvents events(port());
   HttpReply r = http_post(
       port(), "/internal/set",
@@ -121,7 +113,7 @@ TEST_F(ConfigReloadTest, InternalSetMergesChecksAndWritesConfigJson) {
   EXPECT_EQ(answer["pending"], Json::array({"llamacpp.args"})) << answer.dump();
   EXPECT_EQ(answer["overridden"], Json::array({"max_replicas"})) << "the flag still wins";
   // Written whole, with the keys it did not name kept.
-  std::ifstream in(conf_dir() + "/config.json");
+  std::ifstream in(env_.config_dir() + "/config.json");
   const Json file = Json::parse(in);
   EXPECT_EQ(file, (Json{{"max_connections", 512},
                         {"llamacpp", {{"backend", "cpu"}, {"args", "--mlock"}}},
@@ -135,7 +127,7 @@ TEST_F(ConfigReloadTest, InternalSetMergesChecksAndWritesConfigJson) {
   expect_error(bad, 400, "invalid_request_error", "", "an out-of-range port");
   EXPECT_NE(bad.json()["error"]["message"].get<std::string>().find("'port'"), std::string::npos)
       << bad.body;
-  std::ifstream again(conf_dir() + "/config.json");
+  std::ifstream again(env_.config_dir() + "/config.json");
   EXPECT_EQ(Json::parse(again), file);
   expect_error(http_post(port(), "/internal/set", Json::object()), 400, "invalid_request_error", "",
                "an empty change");
@@ -145,10 +137,10 @@ TEST_F(ConfigReloadTest, InternalSetMergesChecksAndWritesConfigJson) {
 }
 
 TEST_F(ConfigReloadTest, AChangedConfigJsonIsReadWithoutASignal) {
-  write_config({{"log_level", "info"}});
-  ASSERT_NO_FATAL_FAILURE(start_router({}, conf_env()));
+  env_.write_config({{"log_level", "info"}});
+  ASSERT_NO_FATAL_FAILURE(start_router({}, env_.config_env()));
   RouterEvents events(port());
-  write_config({{"log_level", "debug"}});
+  env_.write_config({{"log_level", "debug"}});
   auto reloaded = next_reload(events);
   ASSERT_TRUE(reloaded.has_value()) << "inotify saw the new file";
   EXPECT_EQ((*reloaded)["applied"], Json::array({"log_level"})) << reloaded->dump();
@@ -156,8 +148,8 @@ TEST_F(ConfigReloadTest, AChangedConfigJsonIsReadWithoutASignal) {
 }
 
 TEST_F(ConfigReloadTest, AllowedOriginsChangeWithoutARestart) {
-  write_config({{"cors_origins", "http://a.example"}});
-  ASSERT_NO_FATAL_FAILURE(start_router({}, conf_env()));
+  env_.write_config({{"cors_origins", "http://a.example"}});
+  ASSERT_NO_FATAL_FAILURE(start_router({}, env_.config_env()));
   const std::string base = "http://127.0.0.1:" + std::to_string(port());
   auto from = [&](const std::string& origin) {
     return url_request(base, "GET", "/api/v1/models", "", {{"Origin", origin}});
@@ -174,8 +166,8 @@ TEST_F(ConfigReloadTest, AllowedOriginsChangeWithoutARestart) {
 }
 
 TEST_F(ConfigReloadTest, TheApiKeyIsNeverShown) {
-  write_config({{"api_key", "sekret-from-file"}});
-  ASSERT_NO_FATAL_FAILURE(start_router({}, conf_env()));
+  env_.write_config({{"api_key", "sekret-from-file"}});
+  ASSERT_NO_FATAL_FAILURE(start_router({}, env_.config_env()));
   EXPECT_EQ(http_get(port(), "/internal/config").status, 401) << "the key guards it";
   HttpReply r = url_request("http://127.0.0.1:" + std::to_string(port()), "GET", "/internal/config",
                             "", {{"Authorization", "Bearer sekret-from-file"}});
@@ -185,8 +177,8 @@ TEST_F(ConfigReloadTest, TheApiKeyIsNeverShown) {
 }
 
 TEST_F(ConfigReloadTest, AnInvalidFileAtStartIsExitCodeTwoInOneLine) {
-  write_config({{"max_loaded_models", "many"}, {"prot", 1}});
-  RouterProcess& r = launch_router({"--port", "0"}, conf_env());
+  env_.write_config({{"max_loaded_models", "many"}, {"prot", 1}});
+  RouterProcess& r = launch_router({"--port", "0"}, env_.config_env());
   auto exit = r.wait_exit();
   ASSERT_TRUE(exit.has_value());
   EXPECT_TRUE(exit->exited);

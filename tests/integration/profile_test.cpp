@@ -17,14 +17,6 @@ using nlohmann::json;
 
 class ProfileTest : public RouterTest {
  protected:
-  std::string conf_dir() const { return env_.root() + "/conf"; }
-  void write_config(const json& j) const {
-    std::filesystem::create_directories(conf_dir());
-    std::ofstream(conf_dir() + "/config.json") << j.dump();
-  }
-  std::map<std::string, std::string> conf_env() const {
-    return {{"LEMONADE_CONFIG_DIR", conf_dir()}};
-  }
   static json profiles() {
     return {{"work",
              {{"models", {"user.a", "user.b"}},
@@ -39,8 +31,8 @@ TEST_F(ProfileTest, ASwitchLoadsTheProfileAndUnloadsTheRest) {
   for (const char* m : {"a", "b", "c"}) {
     env_.add_llm(m);
   }
-  write_config({{"profiles", profiles()}});
-  ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "3"}, conf_env()));
+  env_.write_config({{"profiles", profiles()}});
+  ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "3"}, env_.config_env()));
   EXPECT_TRUE(health(port())["profile"].is_null());
   ASSERT_EQ(load(port(), "user.c").status, 200);
 
@@ -73,8 +65,8 @@ TEST_F(ProfileTest, ASwitchLoadsTheProfileAndUnloadsTheRest) {
 TEST_F(ProfileTest, AModelThatFailsIsReportedAndTheRestLoad) {
   env_.add_llm("a");
   env_.add_missing_llm("b");
-  write_config({{"profiles", {{"work", {{"models", {"user.b", "user.a"}}}}}}});
-  ASSERT_NO_FATAL_FAILURE(start_router({}, conf_env()));
+  env_.write_config({{"profiles", {{"work", {{"models", {"user.b", "user.a"}}}}}}});
+  ASSERT_NO_FATAL_FAILURE(start_router({}, env_.config_env()));
   HttpReply r = http_post(port(), "/internal/profile", json{{"name", "work"}});
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.json()["status"], "partial");
@@ -86,8 +78,8 @@ TEST_F(ProfileTest, AModelThatFailsIsReportedAndTheRestLoad) {
 TEST_F(ProfileTest, TheProfileFlagSwitchesAtStartAndTheProfilesFollowTheConfig) {
   env_.add_llm("a");
   env_.add_llm("c");
-  write_config({{"profiles", profiles()}});
-  ASSERT_NO_FATAL_FAILURE(start_router({"--profile", "night"}, conf_env()));
+  env_.write_config({{"profiles", profiles()}});
+  ASSERT_NO_FATAL_FAILURE(start_router({"--profile", "night"}, env_.config_env()));
   EXPECT_TRUE(eventually([&] { return health(port())["profile"] == "night"; }));
   EXPECT_EQ(loaded_names(health(port())), Names{"user.c"});
 
@@ -100,24 +92,25 @@ TEST_F(ProfileTest, TheProfileFlagSwitchesAtStartAndTheProfilesFollowTheConfig) 
 }
 
 TEST_F(ProfileTest, AnUnknownProfileOrABrokenSectionStopsTheStart) {
-  write_config({{"profiles", {{"w", {{"models", {"a"}}, {"pinned", {"b"}}}}}}});
-  RouterProcess& broken = launch_router({"--port", "0"}, conf_env());
+  env_.write_config({{"profiles", {{"w", {{"models", {"a"}}, {"pinned", {"b"}}}}}}});
+  RouterProcess& broken = launch_router({"--port", "0"}, env_.config_env());
   auto exit = broken.wait_exit();
   ASSERT_TRUE(exit.has_value());
   EXPECT_EQ(exit->code, 2);
   EXPECT_NE(broken.log_text().find("profiles.w.pinned[0]"), std::string::npos) << broken.log_text();
 
-  write_config(
+  env_.write_config(
       {{"profiles", {{"w", {{"models", {"a"}}, {"options", {{"a", {{"ctx-size", 8}}}}}}}}}});
-  RouterProcess& misspelt = launch_router({"--port", "0"}, conf_env());
+  RouterProcess& misspelt = launch_router({"--port", "0"}, env_.config_env());
   exit = misspelt.wait_exit();
   ASSERT_TRUE(exit.has_value());
   EXPECT_EQ(exit->code, 2);
   EXPECT_NE(misspelt.log_text().find("profiles.w.options.a.ctx-size"), std::string::npos)
       << misspelt.log_text();
 
-  write_config({{"profiles", profiles()}});
-  RouterProcess& unknown = launch_router({"--port", "0", "--profile", "weekend"}, conf_env());
+  env_.write_config({{"profiles", profiles()}});
+  RouterProcess& unknown =
+      launch_router({"--port", "0", "--profile", "weekend"}, env_.config_env());
   exit = unknown.wait_exit();
   ASSERT_TRUE(exit.has_value());
   EXPECT_EQ(exit->code, 2);
@@ -128,8 +121,8 @@ TEST_F(ProfileTest, AProfileLargerThanTheLimitSaysWhatDidNotStay) {
   for (const char* m : {"a", "b"}) {
     env_.add_llm(m);
   }
-  write_config({{"profiles", {{"both", {{"models", {"user.a", "user.b"}}}}}}});
-  ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "1"}, conf_env()));
+  env_.write_config({{"profiles", {{"both", {{"models", {"user.a", "user.b"}}}}}}});
+  ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "1"}, env_.config_env()));
   HttpReply r = http_post(port(), "/internal/profile", json{{"name", "both"}});
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.json()["status"], "partial") << r.body;

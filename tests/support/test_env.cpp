@@ -96,6 +96,11 @@ void TestEnv::write_sidecar(const std::string& model_path, const nlohmann::json&
   write_file_atomically(model_path + ".fake.json", knobs.dump());
 }
 
+void TestEnv::write_config(const nlohmann::json& config) const {
+  std::filesystem::create_directories(config_dir());
+  write_file_atomically(config_dir() + "/config.json", config.dump());
+}
+
 void TestEnv::write_recipe_options(const nlohmann::json& options) {
   write_file_atomically(cache_dir() + "/recipe_options.json", options.dump(2));
 }

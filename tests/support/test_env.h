@@ -55,6 +55,13 @@ class TestEnv {
   void write_sidecar(const std::string& model_path, const nlohmann::json& knobs);
   // <cache>/recipe_options.json
   void write_recipe_options(const nlohmann::json& options);
+  // <root>/conf/config.json (issue #30), and the variable that points the
+  // router there: pass config_env() to start_router().
+  std::string config_dir() const { return root_ + "/conf"; }
+  void write_config(const nlohmann::json& config) const;
+  std::map<std::string, std::string> config_env() const {
+    return {{"LEMONADE_CONFIG_DIR", config_dir()}};
+  }
 
   // The router's whole environment: PATH without the fakes, HOME, the cache
   // dirs, every LEMONADE_*_BIN pointing at a fake, and HF_ENDPOINT and
