@@ -30,13 +30,20 @@ InferenceGateway::InferenceGateway(const ForwardSettings& settings, ModelProvisi
       hub_(hub),
       drain_expired_(drain_expired) {}
 
+std::optional<Error> InferenceGateway::refuse_model(const ApiKey* key, std::string_view model) {
+  auto refused = http::refuse_model(key, model);
+  if (refused) {
+    hub_.count_key_refusal(key->name, "model");
+  }
+  return refused;
+}
+
 void InferenceGateway::forward(InferenceRequest& req, net::ResponseWriter& raw) {
   const auto started = ObservedWriter::Clock::now();
   req.id = next_request_id_.fetch_add(1, std::memory_order_relaxed);
   ObservedWriter w(raw);
   if (auto refused =
           refuse_model(req.key, req.requested_model.empty() ? req.model : req.requested_model)) {
-    hub_.count_key_refusal(req.key->name, "model");
     write_error(w, *refused);
     return;
   }

@@ -168,7 +168,7 @@ TEST_F(AuthTest, AModelListLimitsWhatAKeySeesAndUses) {
   env_.add_llm("b");
   ASSERT_NO_FATAL_FAILURE(start_with_keys(
       {auth_key("chat", "k-chat", {"inference"}, {{"models", {"user.a", "other-*"}}}),
-       auth_key("all", "k-all", {"inference"})},
+       auth_key("all", "k-all", {"inference"}), auth_key("ops", "k-ops", {"read"})},
       {"--max-loaded-models", "2"}));
   auto names = [](const HttpReply& r, const char* list, const char* field) {
     std::vector<std::string> out;
@@ -215,6 +215,11 @@ TEST_F(AuthTest, AModelListLimitsWhatAKeySeesAndUses) {
   EXPECT_EQ(loaded_names(h), Names{"user.a"}) << h.dump();
   EXPECT_TRUE(h["model_loaded"].is_null()) << "user.b was loaded last: " << h.dump();
   EXPECT_EQ(loaded_names(as("k-all", "GET", "/api/v1/health").json()), (Names{"user.a", "user.b"}));
+  // Each refusal above is counted, whichever API it came by.
+  const std::string metrics = as("k-ops", "GET", "/metrics").body;
+  EXPECT_NE(metrics.find("lemonade_key_refusals_total{key=\"chat\",reason=\"model\"} 4"),
+            std::string::npos)
+      << metrics;
 }
 
 TEST_F(AuthTest, AKeyOverItsRequestsAtOnceGets429AndTheBackendSeesNothingOfThem) {

@@ -101,6 +101,10 @@ class InferenceGateway {
   ProxyCall limited_call(std::string path, std::string content_type, bool stream) const;
 
   const ForwardSettings& settings() const { return settings_; }
+  // refuse_model() (caller.h), counted as the key's refusal for `model`
+  // (lemonade_key_refusals_total): what every route that names a model
+  // asks before it does anything with it.
+  std::optional<Error> refuse_model(const ApiKey* key, std::string_view model);
 
  private:
   // The forwarding itself; the backend's figures when it succeeded.

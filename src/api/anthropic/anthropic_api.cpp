@@ -44,7 +44,7 @@ void AnthropicApi::handle_messages(net::Request& r, net::ResponseWriter& raw) {
     errors.fail(request.error());
     return;
   }
-  if (auto refused = http::refuse_model(http::caller_key(r), request->model)) {
+  if (auto refused = gateway_.refuse_model(http::caller_key(r), request->model)) {
     errors.fail(*refused);
     return;
   }

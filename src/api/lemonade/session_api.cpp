@@ -171,7 +171,7 @@ void SessionApi::register_routes(http::ApiRoutes& routes) {
                    // The key's model list may have changed since it made the
                    // session; reading, cancelling and deleting stay allowed.
                    auto s = sessions_->get(id);
-                   if (auto refused = s.ok() ? http::refuse_model(http::caller_key(r), s->model)
+                   if (auto refused = s.ok() ? gateway_.refuse_model(http::caller_key(r), s->model)
                                              : std::nullopt) {
                      write_error(w, *refused);
                      return;
@@ -232,7 +232,7 @@ void SessionApi::handle_create(net::Request& r, net::ResponseWriter& w) {
     write_error(w, !model.ok() ? model.error() : !system.ok() ? system.error() : options.error());
     return;
   }
-  if (auto refused = http::refuse_model(http::caller_key(r), *model)) {
+  if (auto refused = gateway_.refuse_model(http::caller_key(r), *model)) {
     write_error(w, *refused);
     return;
   }

@@ -123,7 +123,7 @@ void OllamaApi::handle_chat(net::Request& r, net::ResponseWriter& raw, bool gene
     errors.fail(request.error());
     return;
   }
-  if (auto refused = http::refuse_model(http::caller_key(r), request->model)) {
+  if (auto refused = gateway_.refuse_model(http::caller_key(r), request->model)) {
     errors.fail(*refused);
     return;
   }
@@ -265,7 +265,7 @@ void OllamaApi::handle_show(net::Request& r, net::ResponseWriter& raw) {
     w.fail(name.error());
     return;
   }
-  if (auto refused = http::refuse_model(http::caller_key(r), *name)) {
+  if (auto refused = gateway_.refuse_model(http::caller_key(r), *name)) {
     w.fail(*refused);
     return;
   }

@@ -114,7 +114,7 @@ void OpenAiApi::handle_json_inference(ApiRoute route, net::Request& r, net::Resp
   req.json = &*body;
   req.body_changed = map_max_completion_tokens(*body);
   // A key's model list names what clients ask for (a preset as preset.ID).
-  if (auto refused = http::refuse_model(req.key, req.model)) {
+  if (auto refused = gateway_.refuse_model(req.key, req.model)) {
     write_error(w, *refused);
     return;
   }
