@@ -15,6 +15,9 @@ namespace {
 constexpr std::size_t kRecvChunk = 64u << 10;
 constexpr std::size_t kMaxResponseHead = 64u << 10;
 constexpr std::chrono::milliseconds kMinTick{10};
+// How long an answer may take to arrive once a backend that reported work
+// in progress no longer does.
+constexpr std::chrono::milliseconds kFinishGrace{250};
 // How often a watched client is checked while the backend never pauses.
 constexpr std::chrono::milliseconds kWatchCheckInterval{100};
 
@@ -85,10 +88,20 @@ UpstreamExchange::Wait UpstreamExchange::wait(short events) {
     if (idle_deadline_ && now >= *idle_deadline_) {
       // Silence before the first byte may be a long prompt being read: a
       // backend that says it is still working gets another recheck period.
-      if (body_started_ || !options_.still_working || !options_.still_working()) {
+      if (body_started_ || !options_.still_working) {
         return Wait::kTimedOut;
       }
-      idle_deadline_ = Clock::now() + std::max(options_.working_recheck, kMinTick);
+      if (options_.still_working()) {
+        reported_working_ = true;
+        idle_deadline_ = Clock::now() + std::max(options_.working_recheck, kMinTick);
+      } else if (reported_working_ && !finish_grace_used_) {
+        // It was working and has just stopped: llama-server frees a slot
+        // before it writes the answer, which may be on its way.
+        finish_grace_used_ = true;
+        idle_deadline_ = Clock::now() + kFinishGrace;
+      } else {
+        return Wait::kTimedOut;
+      }
     }
     if (options_.on_tick && now >= next_tick_) {
       if (!options_.on_tick()) {

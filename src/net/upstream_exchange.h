@@ -85,6 +85,8 @@ class UpstreamExchange {
   const CallOptions& options_;
   std::optional<Clock::time_point> deadline_;
   std::optional<Clock::time_point> idle_deadline_;
+  bool reported_working_ = false;  // still_working() said so at least once
+  bool finish_grace_used_ = false;
   Clock::time_point next_tick_;
   // While the backend sends without pause, recv() never waits, so the
   // watched client is also checked at least this often.

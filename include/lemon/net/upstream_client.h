@@ -55,7 +55,9 @@ struct CallOptions {
   // byte of its answer's body (its head may have come: llama-server sends a
   // stream's head when the prompt starts). True (the backend reports it is still working on the
   // request, e.g. a slot processing in its /slots) waits `working_recheck` more, then asks again;
-  // false or unset times out as usual (issue #26).
+  // false or unset times out as usual (issue #26), except that a backend
+  // that said true before gets 250 ms more once, for an answer written just
+  // after its slot was freed.
   std::function<bool()> still_working;
   std::chrono::milliseconds working_recheck{1000};
   // Optional: called about every `tick_interval` while waiting for bytes
