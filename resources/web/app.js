@@ -115,9 +115,42 @@ function applyHealth(health) {
   }
   setText($("version"), `router ${health.router_version} · Lemonade API ${health.version}`);
   renderModels();
+  renderRemote(health.remote_models || []);
   renderLimits();
   chat.setModels(loadedNames().filter((name) => state.loaded.get(name).type === "llm"));
   updateLogModelChoices();
+}
+
+function remoteBadge(text) {
+  const badge = el("span", "badge", text);
+  badge.dataset.state = text === "ready" ? "ready" : "draining";
+  return badge;
+}
+
+// Remote models (docs/remote.md): each with its endpoints' health.
+function renderRemote(models) {
+  $("remote-models").hidden = models.length === 0;
+  $("remote-list").replaceChildren(
+    ...models.map((m) => {
+      const item = el("li");
+      item.dataset.model = m.model_name;
+      item.append(
+        el("span", "model-name", m.model_name),
+        remoteBadge(m.state),
+        el("span", "remote-policy", `${m.policy} · ${m.in_flight} in flight`),
+      );
+      const endpoints = el("ul", "remote-endpoints");
+      for (const e of m.endpoints) {
+        const line = el("li", `endpoint-${e.state}`, `${e.base_url}: ${e.state}`);
+        if (e.last_error) {
+          line.title = e.last_error;
+        }
+        endpoints.append(line);
+      }
+      item.append(endpoints);
+      return item;
+    }),
+  );
 }
 
 function loadedNames() {

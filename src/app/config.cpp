@@ -17,6 +17,7 @@
 #include "lemon/core/log.h"
 #include "lemon/http/api_keys.h"
 #include "lemon/models/recipe_options.h"
+#include "lemon/remote/remote_spec.h"
 #include "lemon/router/pool_policy.h"
 #include "lemon/router/profile_plan.h"
 
@@ -83,6 +84,16 @@ void print_settings_markdown(const CLI::App& app) {
               << "` | " << (applies_live(key) ? "applies it" : "restart") << " | "
               << cell(opt->get_description()) << " |\n";
   }
+}
+
+// config.json's structured sections: read whole, not through a flag.
+const std::vector<std::pair<const char*, nlohmann::json Config::*>>& structured_sections() {
+  static const std::vector<std::pair<const char*, nlohmann::json Config::*>> sections = {
+      {"auth", &Config::auth},
+      {"profiles", &Config::profiles},
+      {"remote", &Config::remote},
+      {"remote_discovery", &Config::remote_discovery}};
+  return sections;
 }
 
 // 127.0.0.0/8, ::1 and localhost: only this machine reaches them.
@@ -454,9 +465,9 @@ ParsedConfig parse_config(int argc, const char* const* argv,
     if (!values.ok()) {
       return fail(values.error().message());
     }
-    for (const char* section : {"auth", "profiles"}) {
+    for (const auto& [section, field] : structured_sections()) {
       if (auto it = values->find(section); it != values->end() && !it->is_null()) {
-        (std::string_view(section) == "auth" ? c.auth : c.profiles) = *it;  // a later file's wins
+        c.*field = *it;  // a later file's wins
         c.setting_sources[section] = origin;
       }
     }
@@ -523,8 +534,8 @@ ParsedConfig parse_config(int argc, const char* const* argv,
     }
   }
 
-  for (const char* section : {"auth", "profiles"}) {
-    c.setting_values[section] = (std::string_view(section) == "auth" ? c.auth : c.profiles).dump();
+  for (const auto& [section, field] : structured_sections()) {
+    c.setting_values[section] = (c.*field).dump();
     if (!c.setting_sources.contains(section)) {
       c.setting_sources[section] = "default";
     }
@@ -637,6 +648,11 @@ ParsedConfig parse_config(int argc, const char* const* argv,
     return fail(c.setting_sources["profiles"] + ": " + profiles.error().message());
   }
   c.profile = v.profile;  // checked at start only (a reload may drop the profile)
+  if (auto remote = remote::parse_remote_settings(c.remote, c.remote_discovery); !remote.ok()) {
+    const bool discovery = remote.error().message().starts_with("remote_discovery");
+    return fail(c.setting_sources[discovery ? "remote_discovery" : "remote"] + ": " +
+                remote.error().message());
+  }
   c.api_key = v.api_key;
   c.admin_api_key = v.admin_api_key;
   c.health_without_auth = v.health_without_auth;

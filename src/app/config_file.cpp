@@ -239,7 +239,8 @@ Status apply_config_file(CLI::App& app, const nlohmann::json& values, const std:
       }
       continue;
     }
-    if (value.is_null() || key == "auth" || key == "profiles") {
+    if (value.is_null() || key == "auth" || key == "profiles" || key == "remote" ||
+        key == "remote_discovery") {
       continue;  // null keeps the default; the structured sections are read by parse_config
     }
     if (Status s = apply_one(app, key, value, origin, sources); !s.ok()) {

@@ -33,8 +33,8 @@ const std::set<std::string>& router_settings() {
 
 // The settings the HTTP server takes at once: the API keys.
 const std::set<std::string>& server_settings() {
-  static const std::set<std::string> keys = {"api_key", "admin_api_key", "auth", "profiles",
-                                             "cors_origins"};
+  static const std::set<std::string> keys = {
+      "api_key", "admin_api_key", "auth", "profiles", "cors_origins", "remote", "remote_discovery"};
   return keys;
 }
 

@@ -30,6 +30,7 @@
 #include "lemon/core/log.h"
 #include "lemon/process/port_allocator.h"
 #include "lemon/process/process_launcher.h"
+#include "lemon/remote/remote_models.h"
 #include "lemon/telemetry/device_memory_reader.h"
 #include "lemon/telemetry/system_stats.h"
 #include "lemon/telemetry/telemetry_hub.h"
@@ -57,15 +58,27 @@ int main(int argc, char** argv) {
   ShutdownSignals signals;  // before any other thread starts
 
   // Models: the catalogue, with presets over it, and the store that pulls.
+  // Models served by other machines (issue #30 §3) are listed in it too.
   auto launcher = make_posix_process_launcher();
   FlmInventory flm_inventory(*launcher, cfg.cache_dir);
+  const ModelCatalogue* catalogue_for_remote = nullptr;  // set once the catalogue is open
+  remote::RemoteModels remote(
+      remote_settings(cfg),
+      {[&catalogue_for_remote](std::string_view name) {
+         return catalogue_for_remote != nullptr ? catalogue_for_remote->find(name) : std::nullopt;
+       },
+       [&telemetry](const std::string& type, nlohmann::json data) {
+         telemetry.events().publish(type, std::move(data));
+       }});
   CatalogueSources sources =
       catalogue_sources(cfg, [&flm_inventory] { return flm_inventory.installed(); });
+  sources.remote_models = [&remote] { return remote.declared(); };
   auto catalogue = ModelCatalogue::open(sources);
   if (!catalogue.ok()) {
     std::cerr << "lemonade-router: " << catalogue.error().message() << "\n";
     return 1;
   }
+  catalogue_for_remote = catalogue->get();
   PresetCatalogue presets(**catalogue, preset_sources(cfg));
   HubSettings hub = HubSettings::from_environment();
   ModelStore store(**catalogue, HubClient(hub));
@@ -100,11 +113,13 @@ int main(int argc, char** argv) {
   StatsStore stats;
   http::ApiServer server(api_settings(cfg), **catalogue, presets, store, installer, router, stats,
                          telemetry);
+  server.gateway().serve_remote(&remote);
   // The API rooms (src/api/*): each takes only what it uses and adds its
   // routes to the server's table.
   const api::LemonadeSettings lemonade = lemonade_settings(cfg);
   api::ManagementApi management_api(**catalogue, presets, installer, router, stats,
                                     server.provisioner(), server, lemonade);
+  management_api.show_remote(&remote);
   management_api.register_routes(server);
   api::ModelStoreApi store_api(**catalogue, store, server.provisioner());
   store_api.register_routes(server);
@@ -116,6 +131,7 @@ int main(int argc, char** argv) {
   session_api.register_routes(server);
   api::ObserveApi observe_api(telemetry, context, system_stats, router,
                               server.generation_defaults(), server);
+  observe_api.show_remote(&remote);
   observe_api.register_routes(server);
   api::DashboardApi dashboard_api(lemonade.web_dir);
   dashboard_api.register_routes(server);
@@ -140,7 +156,8 @@ int main(int argc, char** argv) {
       [&router](const Config& read) {
         router.apply_live_settings(LiveRouterSettings::of(router_config(read, nullptr)));
       },
-      [&server, &profile_api](const Config& read) {
+      [&server, &profile_api, &remote](const Config& read) {
+        remote.reconfigure(remote_settings(read));
         http::ApiSettings settings = api_settings(read);
         server.reconfigure(std::move(settings.keys), settings.access.cors_origins,
                            settings.audit_log_file);
@@ -148,6 +165,7 @@ int main(int argc, char** argv) {
       });
   reloader.register_routes(server);
   reloader.start_watching();
+  remote.start();
   auto port = server.bind();
   if (!port.ok()) {
     std::cerr << "lemonade-router: cannot listen on " << cfg.host << ":" << cfg.port << ": "

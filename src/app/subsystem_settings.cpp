@@ -65,6 +65,11 @@ RouterConfig router_config(const Config& cfg, std::shared_ptr<DeviceMemorySource
   return out;
 }
 
+remote::RemoteSettings remote_settings(const Config& cfg) {
+  return remote::parse_remote_settings(cfg.remote, cfg.remote_discovery)
+      .value_or(remote::RemoteSettings{});
+}
+
 http::ApiSettings api_settings(const Config& cfg) {
   http::ApiSettings out;
   out.host = cfg.host;

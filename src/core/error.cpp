@@ -20,6 +20,8 @@ const char* error_code_name(ErrorCode code) {
       return "model_not_loaded";
     case ErrorCode::kUnsupportedOperation:
       return "unsupported_operation";
+    case ErrorCode::kServedRemotely:
+      return "served_remotely";
     case ErrorCode::kRouteNotFound:
       return "route_not_found";
     case ErrorCode::kMethodNotAllowed:

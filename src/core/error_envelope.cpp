@@ -13,6 +13,8 @@ ErrorShape error_shape(ErrorCode code) {
       return {400, "invalid_request_error", "invalid_llamacpp_args"};
     case ErrorCode::kUnsupportedOperation:
       return {400, "invalid_request_error", "unsupported_operation"};
+    case ErrorCode::kServedRemotely:
+      return {400, "invalid_request_error", "model_served_remotely"};
     case ErrorCode::kUnauthorized:
       return {401, "authentication_error", "invalid_api_key"};
     case ErrorCode::kForbidden:

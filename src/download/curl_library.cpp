@@ -30,6 +30,14 @@ const CurlLibrary& curl_library() {
     ok = bind_symbol(h, "curl_url_set", lib.url_set, lib.error) && ok;
     ok = bind_symbol(h, "curl_url_get", lib.url_get, lib.error) && ok;
     ok = bind_symbol(h, "curl_url_cleanup", lib.url_cleanup, lib.error) && ok;
+    ok = bind_symbol(h, "curl_multi_init", lib.multi_init, lib.error) && ok;
+    ok = bind_symbol(h, "curl_multi_add_handle", lib.multi_add_handle, lib.error) && ok;
+    ok = bind_symbol(h, "curl_multi_remove_handle", lib.multi_remove_handle, lib.error) && ok;
+    ok = bind_symbol(h, "curl_multi_setopt", lib.multi_setopt, lib.error) && ok;
+    ok = bind_symbol(h, "curl_multi_socket_action", lib.multi_socket_action, lib.error) && ok;
+    ok = bind_symbol(h, "curl_multi_info_read", lib.multi_info_read, lib.error) && ok;
+    ok = bind_symbol(h, "curl_multi_cleanup", lib.multi_cleanup, lib.error) && ok;
+    ok = bind_symbol(h, "curl_multi_strerror", lib.multi_strerror, lib.error) && ok;
     if (!ok) {
       return;
     }

@@ -29,6 +29,16 @@ struct CurlLibrary {
   decltype(&::curl_url_set) url_set = nullptr;
   decltype(&::curl_url_get) url_get = nullptr;
   decltype(&::curl_url_cleanup) url_cleanup = nullptr;
+  // The multi interface (curl_upstream.cpp drives one transfer with it, so
+  // that its own poll() also watches the downstream client's socket).
+  decltype(&::curl_multi_init) multi_init = nullptr;
+  decltype(&::curl_multi_add_handle) multi_add_handle = nullptr;
+  decltype(&::curl_multi_remove_handle) multi_remove_handle = nullptr;
+  decltype(&::curl_multi_setopt) multi_setopt = nullptr;
+  decltype(&::curl_multi_socket_action) multi_socket_action = nullptr;
+  decltype(&::curl_multi_info_read) multi_info_read = nullptr;
+  decltype(&::curl_multi_cleanup) multi_cleanup = nullptr;
+  decltype(&::curl_multi_strerror) multi_strerror = nullptr;
 };
 
 // libcurl, loaded and initialised; `loaded` is false (and `error` says why)

@@ -1,8 +1,54 @@
 #include "lemon/download/url.h"
 
+#include <memory>
+
 #include "curl_library.h"
 
 namespace lemon::download {
+namespace {
+
+struct CurlUrlDeleter {
+  void operator()(CURLU* u) const { curl_library().url_cleanup(u); }
+};
+
+std::string url_part(CURLU* url, CURLUPart part) {
+  char* text = nullptr;
+  if (curl_library().url_get(url, part, &text, 0) != CURLUE_OK || text == nullptr) {
+    return {};
+  }
+  std::string out(text);
+  curl_library().free(text);
+  return out;
+}
+
+}  // namespace
+
+std::optional<UrlParts> split_url(std::string_view text, std::string* why) {
+  const auto& curl = curl_library();
+  if (!curl.loaded) {
+    if (why != nullptr) {
+      *why = curl.error;
+    }
+    return std::nullopt;
+  }
+  std::unique_ptr<CURLU, CurlUrlDeleter> url(curl.url());
+  const std::string copy(text);
+  if (!url || curl.url_set(url.get(), CURLUPART_URL, copy.c_str(), 0) != CURLUE_OK) {
+    if (why != nullptr) {
+      *why = "not a URL";
+    }
+    return std::nullopt;
+  }
+  UrlParts out;
+  out.scheme = url_part(url.get(), CURLUPART_SCHEME);
+  out.user = url_part(url.get(), CURLUPART_USER);
+  out.host = url_part(url.get(), CURLUPART_HOST);
+  out.port = url_part(url.get(), CURLUPART_PORT);
+  out.path = url_part(url.get(), CURLUPART_PATH);
+  out.query = url_part(url.get(), CURLUPART_QUERY);
+  out.fragment = url_part(url.get(), CURLUPART_FRAGMENT);
+  return out;
+}
 
 std::string escape_segment(std::string_view segment) {
   if (segment.empty()) {

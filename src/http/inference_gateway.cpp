@@ -91,12 +91,18 @@ std::optional<RequestStats> InferenceGateway::forward_to(InferenceRequest& req,
   // within --request-timeout; a chat its template rejected is repaired and
   // tried once more. Each attempt takes a new lease, so a backend that died
   // meanwhile is loaded again.
+  if (remote_ != nullptr && remote_->knows(req.model)) {
+    return forward_remote(req, w, known_model);
+  }
   const auto started = std::chrono::steady_clock::now();
   int retries = 0;
   bool sanitized = false;
   for (;;) {
     std::optional<Lease> lease;
     auto outcome = forward_attempt(req, w, hooks, known_model, sanitized, lease);
+    if (outcome.remote) {
+      return forward_remote(req, w, known_model);  // a remote model the router named
+    }
     if (!outcome.unanswered) {
       return outcome.stats;
     }
@@ -129,7 +135,7 @@ std::optional<RequestStats> InferenceGateway::forward_to(InferenceRequest& req,
       }
     }
     ProxyCall call = make_call(req, "", "");
-    write_unanswered(w, *lease, call, failure);
+    write_unanswered(w, lease->model_name(), call, failure);
     return std::nullopt;
   }
 }
@@ -259,6 +265,11 @@ ProxyOutcome InferenceGateway::forward_attempt(InferenceRequest& req, net::Respo
   auto got =
       provisioner_.acquire(req.model, hooks, model_type_for_route(req.route), req.keep_alive);
   if (!got.ok()) {
+    if (got.error().code() == ErrorCode::kServedRemotely && remote_ != nullptr) {
+      ProxyOutcome remote;
+      remote.remote = true;
+      return remote;
+    }
     if (got.error().code() == ErrorCode::kModelNotFound) {
       known_model = false;
       write_error(w, provisioner_.model_not_found(req.model));
@@ -329,7 +340,7 @@ ProxyOutcome InferenceGateway::forward_attempt(InferenceRequest& req, net::Respo
   auto outcome = forward_to_backend(*lease, call, w, stats_);
   if (outcome.unanswered && sanitized) {
     // The repaired chat failed too: the backend's error is the answer.
-    write_unanswered(w, *lease, call, *outcome.unanswered);
+    write_unanswered(w, lease->model_name(), call, *outcome.unanswered);
     return {};
   }
   return outcome;

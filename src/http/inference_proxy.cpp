@@ -56,7 +56,7 @@ Bound fired_bound(const ProxyCall& call, Clock::duration elapsed) {
   return idle_bound(call);
 }
 
-Error backend_failure(const Lease& lease, Error e, const ProxyCall& call,
+Error backend_failure(const std::string& model, Error e, const ProxyCall& call,
                       Clock::duration elapsed = {}) {
   // A backend that breaks off its answer (kUpstreamProtocol for a body cut
   // short) after the drain ran out was stopped by the shutdown.
@@ -65,17 +65,17 @@ Error backend_failure(const Lease& lease, Error e, const ProxyCall& call,
        e.code() == ErrorCode::kUpstreamProtocol)) {
     return Error(ErrorCode::kShuttingDown,
                  "the router is shutting down: --drain-timeout passed before this request to '" +
-                     lease.model_name() + "' finished");
+                     model + "' finished");
   }
   if (e.code() == ErrorCode::kGatewayTimeout) {
     const Bound fired = fired_bound(call, elapsed);
     return Error(ErrorCode::kGatewayTimeout,
                  std::string(fired.flag) + " (" + std::to_string(fired.limit.count()) +
-                     " ms) expired for model '" + lease.model_name() + "': " + e.message());
+                     " ms) expired for model '" + model + "': " + e.message());
   }
   if (e.code() == ErrorCode::kBackendCrashed || e.code() == ErrorCode::kBackendUnavailable ||
       e.code() == ErrorCode::kUpstreamProtocol) {
-    return Error(e.code(), "backend for model '" + lease.model_name() + "' failed: " + e.message());
+    return Error(e.code(), "backend for model '" + model + "' failed: " + e.message());
   }
   return e;
 }
@@ -87,10 +87,10 @@ net::Headers sse_headers(std::string_view content_type) {
       {"X-Accel-Buffering", "no"}};
 }
 
-RequestStats record(StatsStore& stats, const Lease& lease,
+RequestStats record(StatsStore& stats, const std::string& model,
                     const std::optional<nlohmann::json>& usage, const SseScanner* scanner) {
   RequestStats s;
-  s.model = lease.model_name();
+  s.model = model;
   if (usage) {
     stats_from_backend_json(*usage, s);
   }
@@ -238,8 +238,9 @@ void add_extra(net::Headers& headers, const ProxyCall& call) {
   }
 }
 
-ProxyOutcome forward_whole(Lease& lease, const ProxyCall& call, net::ResponseWriter& writer,
-                           StatsStore& stats) {
+ProxyOutcome forward_whole(const ProxyTarget& target, const ProxyCall& call,
+                           net::ResponseWriter& writer, StatsStore& stats) {
+  const std::string& model = target.model;
   net::UpstreamRequest req;
   req.path = call.path;
   req.content_type = call.content_type;
@@ -252,14 +253,14 @@ ProxyOutcome forward_whole(Lease& lease, const ProxyCall& call, net::ResponseWri
   opts.idle_timeout = call.backend_idle_timeout;
   watch_cancel(call, opts);
   const auto started = Clock::now();
-  auto resp = lease.server().client().send(req, opts);
+  auto resp = target.client.send(req, opts);
   if (!resp.ok()) {
     if (auto deferred = deferrable(call, resp.error())) {
       return {std::nullopt, std::move(deferred)};
     }
     if (resp.error().code() != ErrorCode::kCancelled) {
       write_error(writer,
-                  backend_failure(lease, std::move(resp).error(), call, Clock::now() - started));
+                  backend_failure(model, std::move(resp).error(), call, Clock::now() - started));
     }
     return {};
   }
@@ -286,11 +287,11 @@ ProxyOutcome forward_whole(Lease& lease, const ProxyCall& call, net::ResponseWri
   if (call.transform) {
     transformed = call.transform(resp->body);
   }
-  RequestStats figures = record(stats, lease, usage_objects(resp->body), nullptr);
+  RequestStats figures = record(stats, model, usage_objects(resp->body), nullptr);
   // The backend is done: its slot is free before the client has the answer,
   // so a client that sends its next request at once never finds this one
   // still holding it (and is never given a session's slot instead).
-  lease.release();
+  target.release();
   writer.send(resp->status, headers, transformed ? *transformed : resp->body);
   return {figures, std::nullopt};
 }
@@ -329,8 +330,9 @@ class StreamClient {
   bool between_events_ = true;
 };
 
-ProxyOutcome forward_stream(Lease& lease, const ProxyCall& call, net::ResponseWriter& writer,
-                            StatsStore& stats) {
+ProxyOutcome forward_stream(const ProxyTarget& target, const ProxyCall& call,
+                            net::ResponseWriter& writer, StatsStore& stats) {
+  const std::string& model = target.model;
   net::UpstreamRequest req;
   req.path = call.path;
   req.content_type = call.content_type;
@@ -366,7 +368,7 @@ ProxyOutcome forward_stream(Lease& lease, const ProxyCall& call, net::ResponseWr
   // waits until the backend has ended its answer and the lease is released,
   // as the whole answer does in forward_whole().
   std::string held;
-  Status result = lease.server().client().stream(
+  Status result = target.client.stream(
       req, opts,
       [&](const net::UpstreamHead& head) {
         status = head.status;
@@ -424,7 +426,7 @@ ProxyOutcome forward_stream(Lease& lease, const ProxyCall& call, net::ResponseWr
         return true;
       });
   if (client_gone || (!result.ok() && result.error().code() == ErrorCode::kCancelled)) {
-    logger("http")->debug("client left a stream from '{}'", lease.model_name());
+    logger("http")->debug("client left a stream from '{}'", model);
     return {};
   }
   if (status >= 400) {
@@ -441,11 +443,11 @@ ProxyOutcome forward_stream(Lease& lease, const ProxyCall& call, net::ResponseWr
         return {std::nullopt, std::move(deferred)};
       }
     }
-    write_error(writer, backend_failure(lease, std::move(result).error(), call));
+    write_error(writer, backend_failure(model, std::move(result).error(), call));
     return {};
   }
-  RequestStats figures = record(stats, lease, scanner.last_usage(), &scanner);
-  lease.release();  // the backend is done; see `held`
+  RequestStats figures = record(stats, model, scanner.last_usage(), &scanner);
+  target.release();  // the backend is done; see `held`
   if (!held.empty()) {
     writer.write_chunk(held);
   }
@@ -498,16 +500,23 @@ void write_error(net::ResponseWriter& writer, const Error& error) {
   writer.finish();
 }
 
-ProxyOutcome forward_to_backend(Lease& lease, const ProxyCall& call, net::ResponseWriter& writer,
-                                StatsStore& stats) {
-  return call.stream ? forward_stream(lease, call, writer, stats)
-                     : forward_whole(lease, call, writer, stats);
+ProxyOutcome forward_to_target(const ProxyTarget& target, const ProxyCall& call,
+                               net::ResponseWriter& writer, StatsStore& stats) {
+  return call.stream ? forward_stream(target, call, writer, stats)
+                     : forward_whole(target, call, writer, stats);
 }
 
-void write_unanswered(net::ResponseWriter& writer, const Lease& lease, const ProxyCall& call,
+ProxyOutcome forward_to_backend(Lease& lease, const ProxyCall& call, net::ResponseWriter& writer,
+                                StatsStore& stats) {
+  return forward_to_target(
+      {lease.server().client(), lease.model_name(), [&lease] { lease.release(); }}, call, writer,
+      stats);
+}
+
+void write_unanswered(net::ResponseWriter& writer, const std::string& model, const ProxyCall& call,
                       const UnansweredFailure& failure) {
   if (failure.kind == UnansweredFailure::Kind::kUnreachable) {
-    write_error(writer, backend_failure(lease, failure.error, call));
+    write_error(writer, backend_failure(model, failure.error, call));
   } else {
     write_rejection(writer, failure.status, failure.body);
   }

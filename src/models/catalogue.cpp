@@ -1,6 +1,7 @@
 #include "lemon/models/catalogue.h"
 #include "lemon/core/mutex.h"
 
+#include <algorithm>
 #include <exception>
 #include <fstream>
 #include <sstream>
@@ -139,23 +140,43 @@ struct ModelCatalogue::State {
 
   // Registered entry (no resolution) with its saved options, or nullopt.
   std::optional<ModelInfo> registered(const std::string& name) {
-    MutexLock lock(mu);
-    for (const auto* list : {&builtin, &user, &extra}) {
-      if (const ModelInfo* found = list->find(name)) {
-        return with_options(*found);
+    {
+      MutexLock lock(mu);
+      for (const auto* list : {&builtin, &user, &extra}) {
+        if (const ModelInfo* found = list->find(name)) {
+          return with_options(*found);
+        }
+      }
+    }
+    for (auto& info : remote_entries()) {
+      if (info.name == name) {
+        return std::move(info);
       }
     }
     return std::nullopt;
   }
 
+  // CatalogueSources::remote_models, asked without `mu` held.
+  std::vector<ModelInfo> remote_entries() const {
+    return sources.remote_models ? sources.remote_models() : std::vector<ModelInfo>{};
+  }
+
   // Every registered entry in catalogue order, with saved options.
   std::vector<ModelInfo> all_registered() {
-    MutexLock lock(mu);
     std::vector<ModelInfo> out;
-    out.reserve(builtin.entries.size() + user.entries.size() + extra.entries.size());
-    for (const auto* list : {&builtin, &user, &extra}) {
-      for (const auto& e : list->entries) {
-        out.push_back(with_options(e));
+    {
+      MutexLock lock(mu);
+      out.reserve(builtin.entries.size() + user.entries.size() + extra.entries.size());
+      for (const auto* list : {&builtin, &user, &extra}) {
+        for (const auto& e : list->entries) {
+          out.push_back(with_options(e));
+        }
+      }
+    }
+    for (auto& info : remote_entries()) {
+      if (std::none_of(out.begin(), out.end(),
+                       [&info](const ModelInfo& m) { return m.name == info.name; })) {
+        out.push_back(std::move(info));
       }
     }
     return out;

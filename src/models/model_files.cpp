@@ -204,6 +204,10 @@ void resolve_model_files(ModelInfo& info, const ResolveContext& ctx) {
   info.resolved_paths.clear();
   info.missing_paths.clear();
   info.downloaded = false;
+  if (info.recipe == "remote") {
+    info.downloaded = true;  // served by another machine: no file here
+    return;
+  }
   if (info.recipe == "flm") {
     resolve_flm(info, ctx);
     return;

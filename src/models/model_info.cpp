@@ -56,6 +56,19 @@ nlohmann::json ModelInfo::to_api_json() const {
   if (recipe == "sd-cpp" && image_defaults.is_object()) {
     j["image_defaults"] = image_defaults;
   }
+  if (recipe == "remote" && remote.is_object()) {
+    // Where it is served; the endpoints' health is in /health.
+    nlohmann::json urls = nlohmann::json::array();
+    if (auto it = remote.find("endpoints"); it != remote.end() && it->is_array()) {
+      for (const auto& e : *it) {
+        if (e.is_object() && e.contains("base_url") && e["base_url"].is_string()) {
+          urls.push_back(e["base_url"]);
+        }
+      }
+    }
+    j["remote"] = {{"policy", remote.value("policy", nlohmann::json("failover"))},
+                   {"endpoints", std::move(urls)}};
+  }
   return j;
 }
 

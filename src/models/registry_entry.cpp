@@ -119,6 +119,14 @@ Result<ModelInfo> parse_registry_entry(const std::string& name, const ojson& ent
       info.labels.push_back(label.get<std::string>());
     }
   }
+  if (info.recipe == "remote") {
+    info.remote = nlohmann::json::object();
+    for (const char* key : {"policy", "endpoints"}) {
+      if (auto it = entry.find(key); it != entry.end()) {
+        info.remote[key] = *it;
+      }
+    }
+  }
   if (auto it = entry.find("image_defaults"); it != entry.end() && it->is_object()) {
     auto normalized = normalize_image_defaults(name, *it);
     if (!normalized.ok()) {

@@ -150,6 +150,14 @@ Result<std::shared_ptr<RouterCore::LoadJob>> RouterCore::make_job(
   if (!info.ok()) {
     return std::move(info).error();
   }
+  if (info->recipe == "remote") {
+    // Served by another machine (issue #30 §3): the inference gateway sends
+    // it there; nothing here loads it.
+    return Error(ErrorCode::kServedRemotely,
+                 "model '" + info->name +
+                     "' is served by another machine (recipe remote): it is never loaded here",
+                 "model");
+  }
   if (required && info->type != *required) {
     return wrong_type(info->name, info->type, *required);
   }

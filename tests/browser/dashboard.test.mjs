@@ -228,7 +228,11 @@ before(async () => {
     // talk's fake holds each token after the first until the test releases
     // it; reader reports its prompt progress.
     { talk: { gate: "tokens", tokens: 24 }, reader: { prefill_progress_ms: 100 } },
-    { hub: { checkpoint: `${HUB_REPO}:Q4_0`, recipe: "llamacpp" } },
+    {
+      hub: { checkpoint: `${HUB_REPO}:Q4_0`, recipe: "llamacpp" },
+      // Served by another machine (docs/remote.md): nothing listens there.
+      far: { recipe: "remote", checkpoint: "Qwen3-8B-GGUF", endpoints: [{ base_url: "http://127.0.0.1:1/v1" }] },
+    },
   );
   hub = await startHub(root);
   router = await startRouter(root, ["--max-loaded-models", "3", "--parallel", "2", "--slot-save-min-tokens", "1"], hub.port);
@@ -263,6 +267,25 @@ test("a model loaded over HTTP appears with its slots and context ring", async (
   );
   assert.equal(await page.evaluate(`document.querySelectorAll('${rowSelector("user.quick")} .slot-rings svg').length`), 2);
   assert.match(await page.evaluate(`document.getElementById("type-limits").textContent`), /llm 1 \/ 3/);
+  assertNoProblems(page);
+});
+
+test("a remote model shows with its endpoint's health", async () => {
+  const answer = await fetch(`http://127.0.0.1:${router.port}/api/v1/chat/completions`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ model: "user.far", messages: [{ role: "user", content: "hi" }] }),
+  });
+  assert.equal(answer.status, 503, await answer.text());
+  await page.waitFor(
+    "user.far among the remote models",
+    `document.querySelector('#remote-list li[data-model="user.far"] .endpoint-down')?.textContent === "http://127.0.0.1:1/v1: down"`,
+  );
+  assert.equal(await page.evaluate(`document.getElementById("remote-models").hidden`), false);
+  assert.match(
+    await page.evaluate(`document.querySelector('#remote-list li[data-model="user.far"] .badge').textContent`),
+    /unavailable/,
+  );
   assertNoProblems(page);
 });
 

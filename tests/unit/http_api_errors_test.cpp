@@ -41,6 +41,7 @@ const ShapeCase kShapes[] = {
     {ErrorCode::kInvalidOption, 400, "invalid_request_error", "invalid_request_error"},
     {ErrorCode::kInvalidUserArgs, 400, "invalid_request_error", "invalid_llamacpp_args"},
     {ErrorCode::kUnsupportedOperation, 400, "invalid_request_error", "unsupported_operation"},
+    {ErrorCode::kServedRemotely, 400, "invalid_request_error", "model_served_remotely"},
     {ErrorCode::kUnauthorized, 401, "authentication_error", "invalid_api_key"},
     {ErrorCode::kForbidden, 403, "permission_error", "forbidden"},
     {ErrorCode::kRateLimited, 429, "rate_limit_error", "rate_limit_exceeded"},

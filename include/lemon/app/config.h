@@ -91,6 +91,11 @@ struct Config {
   // and --profile / LEMONADE_PROFILE: the one switched to at start ("" none).
   nlohmann::json profiles = nlohmann::json::object();
   std::string profile;
+  // The config file's `remote` section ({"models", "health_interval",
+  // "discovery_interval"}) and `remote_discovery` list (checked,
+  // remote/remote_spec.h; issue #30 §3); null when absent.
+  nlohmann::json remote;
+  nlohmann::json remote_discovery;
   bool health_without_auth = false;
   bool metrics_public = false;  // --metrics-public / LEMONADE_METRICS_PUBLIC
   // LEMONADE_RUNTIME_DIR, else /tmp: the CLI's pid file and lock, and the

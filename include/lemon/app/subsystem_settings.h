@@ -18,6 +18,7 @@
 #include "lemon/models/catalogue.h"
 #include "lemon/models/hub_client.h"
 #include "lemon/models/preset_catalogue.h"
+#include "lemon/remote/remote_spec.h"
 #include "lemon/router/router.h"
 
 namespace lemon {
@@ -42,6 +43,10 @@ RouterConfig router_config(const Config& cfg, std::shared_ptr<DeviceMemorySource
 
 // The HTTP server's limits and timeouts, the proxy's, access.
 http::ApiSettings api_settings(const Config& cfg);
+
+// Remote models (issue #30 §3): config.json's remote and remote_discovery,
+// already checked by parse_config (a default when they do not parse).
+remote::RemoteSettings remote_settings(const Config& cfg);
 
 // Lemonade's management rooms: /system-info's lookups, the dashboard's
 // files, sessions.

@@ -26,6 +26,7 @@ enum class ErrorCode {
   kModelNotFound,         // unknown model name
   kModelNotLoaded,        // unload of a model that is not loaded
   kUnsupportedOperation,  // route not served by this model's type or recipe
+  kServedRemotely,        // a remote model (issue #30 §3): never loaded or unloaded here
   kRouteNotFound,         // unknown path
   kMethodNotAllowed,      // known path, wrong method
   kPayloadTooLarge,       // body over the configured limit
@@ -86,6 +87,7 @@ inline constexpr ErrorCode kAllErrorCodes[] = {
     ErrorCode::kModelNotFound,
     ErrorCode::kModelNotLoaded,
     ErrorCode::kUnsupportedOperation,
+    ErrorCode::kServedRemotely,
     ErrorCode::kRouteNotFound,
     ErrorCode::kMethodNotAllowed,
     ErrorCode::kPayloadTooLarge,

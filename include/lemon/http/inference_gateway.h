@@ -26,6 +26,7 @@
 #include "lemon/http/api_keys.h"
 #include "lemon/http/inference_proxy.h"
 #include "lemon/http/model_provisioner.h"
+#include "lemon/remote/remote_models.h"
 #include "lemon/router/request_stats.h"
 #include "lemon/router/router.h"
 #include "lemon/telemetry/telemetry_hub.h"
@@ -101,6 +102,9 @@ class InferenceGateway {
   ProxyCall limited_call(std::string path, std::string content_type, bool stream) const;
 
   const ForwardSettings& settings() const { return settings_; }
+  // Serves the models of `remote` (issue #30 §3) from their endpoints.
+  // Set once, before the server serves; it outlives the gateway.
+  void serve_remote(remote::RemoteModels* remote) { remote_ = remote; }
   // refuse_model() (caller.h), counted as the key's refusal for `model`
   // (lemonade_key_refusals_total): what every route that names a model
   // asks before it does anything with it.
@@ -127,6 +131,12 @@ class InferenceGateway {
   // asked for it too).
   void watch_long_prompt(const InferenceRequest& req, WrappedServer& server,
                          std::string& owned_body, std::string_view& body, ProxyCall& call);
+  // A remote model's request (remote_forward.cpp): its endpoints in the
+  // order its policy and their health give; one that does not answer (or
+  // answers 502, 503 or 504) before anything reached the client is left for
+  // the next, and nothing that reached the client is ever sent again.
+  std::optional<RequestStats> forward_remote(InferenceRequest& req, net::ResponseWriter& w,
+                                             bool& known_model);
   // Sleeps `delay` before a retry; false when the client left meanwhile.
   static bool wait_before_retry(std::chrono::milliseconds delay, const WaitHooks& hooks);
 
@@ -136,6 +146,7 @@ class InferenceGateway {
   telemetry::TelemetryHub& hub_;
   const std::atomic<bool>& drain_expired_;
   std::atomic<std::uint64_t> next_request_id_{1};
+  remote::RemoteModels* remote_ = nullptr;
 };
 
 }  // namespace lemon::http

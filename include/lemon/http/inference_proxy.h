@@ -28,6 +28,7 @@
 #include "lemon/http/backend_rejection.h"
 #include "lemon/http/prompt_progress.h"
 #include "lemon/net/server.h"
+#include "lemon/net/upstream_client.h"
 #include "lemon/router/lease.h"
 #include "lemon/router/request_stats.h"
 
@@ -98,6 +99,17 @@ struct UnansweredFailure {
 struct ProxyOutcome {
   std::optional<RequestStats> stats;            // the request succeeded
   std::optional<UnansweredFailure> unanswered;  // only with defer_retryable
+  // InferenceGateway's: the model is a remote one, not for a lease.
+  bool remote = false;
+};
+
+// What a request is forwarded to: a leased local server, or one endpoint of
+// a remote model (issue #30 §3). `release` ends the target's in-flight count
+// (Lease::release); it is called once the backend has ended its answer.
+struct ProxyTarget {
+  net::UpstreamCalls& client;
+  const std::string& model;  // for messages and stats
+  std::function<void()> release;
 };
 
 // Forwards one request. `stats` gets the figures of a request that
@@ -108,9 +120,13 @@ struct ProxyOutcome {
 // be used after a success.
 ProxyOutcome forward_to_backend(Lease& lease, const ProxyCall& call, net::ResponseWriter& writer,
                                 StatsStore& stats);
+// The same to any target.
+ProxyOutcome forward_to_target(const ProxyTarget& target, const ProxyCall& call,
+                               net::ResponseWriter& writer, StatsStore& stats);
 
-// Writes a failure forward_to_backend() left unwritten, as it would have.
-void write_unanswered(net::ResponseWriter& writer, const Lease& lease, const ProxyCall& call,
+// Writes a failure forward_to_backend() left unwritten, as it would have;
+// `model` names the model in the message.
+void write_unanswered(net::ResponseWriter& writer, const std::string& model, const ProxyCall& call,
                       const UnansweredFailure& failure);
 
 // Writes `error` to the client: the envelope with its status, or, once a

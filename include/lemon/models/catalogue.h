@@ -32,6 +32,10 @@ struct CatalogueSources {
   // Checkpoints FLM reports as installed. When unset, FLM models are
   // reported as downloaded (FLM manages its own files).
   std::function<std::vector<std::string>()> flm_installed;
+  // Models served by other machines that no file here names (config.json's
+  // remote.models, discovered ones; issue #30 §3), listed after the others.
+  // Called without the catalogue's locks held by its caller's thread.
+  std::function<std::vector<ModelInfo>()> remote_models;
 };
 
 // The interface the router needs; the catalogue implements it and tests fake it.

@@ -55,6 +55,9 @@ struct ModelInfo {
   // recipe_options.json's "pinned": true (Lemonade HEAD's key): the router
   // pins the model whenever it loads it (issue #29 §3).
   bool saved_pinned = false;
+  // recipe "remote" (issue #30 §3): the entry's "policy" and "endpoints",
+  // as written (checked by the remote layer); null for other recipes.
+  nlohmann::json remote;
   // recipe_options.json's "priority" (an integer, default 0): a load evicts
   // only models of an equal or lower priority (issue #29 §3).
   int saved_priority = 0;

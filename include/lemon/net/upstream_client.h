@@ -82,7 +82,28 @@ struct UpstreamResponse {
   std::string body;
 };
 
-class UpstreamClient {
+// The calls the proxy makes to a backend, whatever carries them: our own
+// HTTP/1.1 client below (local backends, plain-HTTP remotes), or libcurl
+// for https:// remotes (lemon/download/curl_upstream.h, issue #30 §3). Both keep
+// the contract above: the same error codes for the same failures, the same
+// timeouts, the watched client.
+class UpstreamCalls {
+ public:
+  virtual ~UpstreamCalls() = default;
+  // Sends the request and reads the whole response (at most
+  // options.max_response_bytes of body).
+  virtual Result<UpstreamResponse> send(const UpstreamRequest& request,
+                                        const CallOptions& options) = 0;
+  // Sends the request and streams the response body: on_head once, then
+  // on_data for every piece of (de-chunked) body as soon as it is read, in
+  // order. A callback returning false aborts the call (the connection is
+  // closed, not reused) and the result is kCancelled.
+  virtual Status stream(const UpstreamRequest& request, const CallOptions& options,
+                        const std::function<bool(const UpstreamHead&)>& on_head,
+                        const std::function<bool(std::string_view)>& on_data) = 0;
+};
+
+class UpstreamClient final : public UpstreamCalls {
  public:
   // `bearer_token`, when not empty, is sent as "Authorization: Bearer
   // <token>" on every call and probe (the backend's secret, issue #24), in
@@ -96,18 +117,12 @@ class UpstreamClient {
   const std::string& host() const;
   int port() const;
 
-  // Sends the request and reads the whole response (at most
-  // options.max_response_bytes of body). More than 4 interim 1xx responses
-  // are kUpstreamProtocol.
-  Result<UpstreamResponse> send(const UpstreamRequest& request, const CallOptions& options);
-
-  // Sends the request and streams the response body: on_head once, then
-  // on_data for every piece of (de-chunked) body as soon as it is read, in
-  // order. A callback returning false aborts the call (the connection is
-  // closed, not reused) and the result is kCancelled.
+  // More than 4 interim 1xx responses are kUpstreamProtocol.
+  Result<UpstreamResponse> send(const UpstreamRequest& request,
+                                const CallOptions& options) override;
   Status stream(const UpstreamRequest& request, const CallOptions& options,
                 const std::function<bool(const UpstreamHead&)>& on_head,
-                const std::function<bool(std::string_view)>& on_data);
+                const std::function<bool(std::string_view)>& on_data) override;
 
   // A short GET used for readiness probes: the status code, or an error when
   // nothing answered within `timeout`. Never uses pooled connections.

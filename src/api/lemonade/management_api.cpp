@@ -223,6 +223,12 @@ void ManagementApi::handle_health(const net::Request& r, net::ResponseWriter& w)
   const std::optional<std::string> profile =
       active_profile_ ? active_profile_() : std::optional<std::string>();
   body["profile"] = profile ? nlohmann::json(*profile) : nlohmann::json(nullptr);
+  // Models served by other machines, with their endpoints' health.
+  const http::ApiKey* caller = http::caller_key(r);
+  body["remote_models"] = remote_ != nullptr ? remote_->to_json([caller](const std::string& name) {
+    return caller == nullptr || caller->allows_model(name);
+  })
+                                             : nlohmann::json::array();
   send_json(w, 200, body);
 }
 

@@ -152,6 +152,9 @@ void ObserveApi::handle_metrics(net::ResponseWriter& w) {
   gauges.open_connections = serving_.open_connections();
   gauges.open_streams = serving_.open_streams();
   std::string text = hub_.render(*router_.view(), router_.limits(), gauges, kv);
+  if (remote_ != nullptr) {
+    text += remote_->metrics_text();
+  }
   w.send(200, net::Headers{{"Content-Type", "text/plain; version=0.0.4; charset=utf-8"}}, text);
 }
 

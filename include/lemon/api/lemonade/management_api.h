@@ -23,6 +23,7 @@
 #include "lemon/models/catalogue.h"
 #include "lemon/models/preset_catalogue.h"
 #include "lemon/net/server.h"
+#include "lemon/remote/remote_models.h"
 #include "lemon/router/request_stats.h"
 #include "lemon/router/router.h"
 
@@ -37,6 +38,8 @@ class ManagementApi {
 
   void register_routes(http::ApiRoutes& routes);
   // /health's "profile": the active profile's name, if any (ProfileApi).
+  // /health's "remote_models" (issue #30 §3). Set before serving.
+  void show_remote(const remote::RemoteModels* remote) { remote_ = remote; }
   void show_profile(std::function<std::optional<std::string>()> active) {
     active_profile_ = std::move(active);
   }
@@ -64,6 +67,7 @@ class ManagementApi {
   const http::ServingStatus& serving_;
   const LemonadeSettings& settings_;
   std::function<std::optional<std::string>()> active_profile_;
+  const remote::RemoteModels* remote_ = nullptr;
 };
 
 }  // namespace lemon::api

@@ -14,6 +14,7 @@
 #include "lemon/http/generation_defaults.h"
 #include "lemon/http/serving_status.h"
 #include "lemon/net/server.h"
+#include "lemon/remote/remote_models.h"
 #include "lemon/router/router.h"
 #include "lemon/telemetry/context_monitor.h"
 #include "lemon/telemetry/system_stats.h"
@@ -28,6 +29,9 @@ class ObserveApi {
              http::GenerationDefaults& defaults, const http::ServingStatus& serving);
 
   void register_routes(http::ApiRoutes& routes);
+
+  // /metrics' remote endpoint samples (issue #30 §3). Set before serving.
+  void show_remote(const remote::RemoteModels* remote) { remote_ = remote; }
 
  private:
   void handle_metrics(net::ResponseWriter& w);
@@ -47,6 +51,7 @@ class ObserveApi {
   const Router& router_;
   http::GenerationDefaults& defaults_;
   const http::ServingStatus& serving_;
+  const remote::RemoteModels* remote_ = nullptr;
 };
 
 }  // namespace lemon::api
