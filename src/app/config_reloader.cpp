@@ -25,9 +25,12 @@ namespace {
 // The settings a running router takes at once: the log level here, the
 // rest through the router (LiveRouterSettings).
 const std::set<std::string>& router_settings() {
-  static const std::set<std::string> keys = {"max_loaded_models", "keep_alive",
-                                             "scale_up_after",    "scale_down_after",
-                                             "max_starvation",    "default_model_delay"};
+  static const std::set<std::string> keys = {
+      "max_loaded_models", "keep_alive", "scale_up_after", "scale_down_after", "max_starvation",
+      "default_model_delay",
+      // The CLI layer of load options: a model they change reloads once idle.
+      "ctx_size", "parallel", "llamacpp.backend", "llamacpp.args", "sdcpp.backend",
+      "whispercpp.backend", "sdcpp.steps", "sdcpp.cfg_scale", "sdcpp.width", "sdcpp.height"};
   return keys;
 }
 

@@ -61,6 +61,12 @@ struct RouterCore::LoadJob {
   bool pinned = false;
   bool pin_given = false;     // POST /load named "pinned": a reload does not keep the old pin
   bool default_load = false;  // queued by the housekeeper for a default model
+  // Queued by the housekeeper: the model's options changed with the CLI
+  // layer (issue #30 §1); kept without waiters, as a default's load is.
+  bool options_reload = false;
+  // What POST /load gave (nullopt: an automatic load); a reload for a new
+  // CLI layer keeps it.
+  std::optional<RecipeOptions> request_options;
   // The model's priority once loaded: its saved "priority", the one POST
   // /load gives, or, on a reload, the loaded model's (issue #29 §3).
   int priority = 0;

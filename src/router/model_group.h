@@ -32,6 +32,12 @@ struct ModelGroup {
   bool pinned = false;
   // Evicted only by loads of an equal or higher priority (issue #29 §3).
   int priority = 0;
+  // The request options of the load that published it (POST /load's),
+  // which a reload for a new CLI layer keeps (issue #30 §1).
+  std::optional<RecipeOptions> request_options;
+  // Its options differ from what the CLI layer now gives: reloaded once
+  // idle (issue #30 §1).
+  bool options_stale = false;
   // A replica could not start (no room): not before this.
   std::chrono::steady_clock::time_point scale_blocked_until{};
 

@@ -76,6 +76,16 @@ std::optional<std::chrono::milliseconds> parse_keep_alive_seconds(double seconds
   return std::chrono::milliseconds(static_cast<long long>(std::llround(seconds * 1000.0)));
 }
 
+std::vector<std::string> reload_when_idle(const std::vector<OptionReloadView>& models) {
+  std::vector<std::string> out;
+  for (const auto& m : models) {
+    if (m.stale && m.in_flight == 0 && m.waiting == 0 && !m.load_queued) {
+      out.push_back(m.model);
+    }
+  }
+  return out;
+}
+
 std::optional<std::chrono::milliseconds> parse_keep_alive(const std::string& text) {
   if (text.empty()) {
     return std::nullopt;

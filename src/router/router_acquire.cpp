@@ -169,10 +169,16 @@ Result<std::shared_ptr<RouterCore::LoadJob>> RouterCore::make_job(
   }
   RecipeOptions layered =
       request_options ? request_options->inherit(info->saved_options) : info->saved_options;
+  RecipeOptions cli;
+  {
+    MutexLock lock(mu_);
+    cli = live_.cli_options;
+  }
   auto job = std::make_shared<LoadJob>();
   job->model = info->name;
-  job->options = layered.inherit(config_.cli_options).restricted_to(info->recipe);
+  job->options = layered.inherit(cli).restricted_to(info->recipe);
   job->explicit_options = request_options.has_value();
+  job->request_options = request_options;
   job->pinned = info->saved_pinned;
   job->priority = info->saved_priority;
   job->info = std::move(info.value());

@@ -105,6 +105,10 @@ class RouterCore {
   std::shared_ptr<LoadJob> find_job(std::string_view model,
                                     const std::optional<RecipeOptions>& options) const
       LEMON_REQUIRES(mu_);
+  // After a change of the CLI layer: marks the models whose options it
+  // changes, and queues a reload of each marked one that is idle. Called
+  // by the housekeeper with mu_ held; releases it around the catalogue.
+  void reload_changed_options() LEMON_REQUIRES(mu_);
   Result<std::shared_ptr<LoadJob>> make_job(std::string_view model_name,
                                             const std::optional<RecipeOptions>& request_options,
                                             std::optional<ModelType> required = std::nullopt);
@@ -221,6 +225,9 @@ class RouterCore {
   const RouterConfig config_;
   // What of config_ a configuration reload may change; read under mu_.
   LiveRouterSettings live_ LEMON_GUARDED_BY(mu_);
+  // The CLI layer of load options changed: the housekeeper checks which
+  // loaded models it changes (issue #30 §1).
+  bool options_changed_ LEMON_GUARDED_BY(mu_) = false;
 
   mutable Mutex mu_;
   CondVar cv_;  // slots, in-flight counts and jobs changed

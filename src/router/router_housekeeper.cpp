@@ -197,6 +197,82 @@ void RouterCore::load_defaults() {
   }
 }
 
+void RouterCore::reload_changed_options() {
+  if (options_changed_) {
+    options_changed_ = false;
+    // What a load of each loaded model would give it now, against what it has.
+    struct Loaded {
+      std::string model;
+      std::optional<RecipeOptions> request_options;
+      RecipeOptions options;
+    };
+    std::vector<Loaded> loaded;
+    for (const auto& [name, group] : groups_) {
+      if (!group.replicas.empty()) {
+        loaded.push_back({name, group.request_options, group.replicas.front()->server->options()});
+      }
+    }
+    mu_.unlock();  // make_job reads the catalogue
+    std::vector<std::string> changed;
+    for (const auto& m : loaded) {
+      auto job = make_job(m.model, m.request_options);
+      if (job.ok() && !((*job)->options == m.options)) {
+        changed.push_back(m.model);
+      }
+    }
+    mu_.lock();
+    for (const auto& name : changed) {
+      if (auto g = groups_.find(name); g != groups_.end()) {
+        g->second.options_stale = true;
+        logger("router")->info("'{}': its load options changed; reloading it once it is idle",
+                               name);
+      }
+    }
+  }
+  std::vector<OptionReloadView> views;
+  for (const auto& [name, group] : groups_) {
+    if (group.options_stale) {
+      views.push_back({name, true, group.in_flight(), static_cast<int>(group.line.size()),
+                       find_job(name, std::nullopt) != nullptr});
+    }
+  }
+  for (const auto& name : reload_when_idle(views)) {
+    auto g = groups_.find(name);
+    if (g == groups_.end()) {
+      continue;
+    }
+    const std::optional<RecipeOptions> request_options = g->second.request_options;
+    const bool pinned = g->second.pinned;
+    const int priority = g->second.priority;
+    g->second.options_stale = false;
+    mu_.unlock();
+    auto made = make_job(name, request_options);
+    mu_.lock();
+    if (shutting_down_) {
+      return;
+    }
+    if (!made.ok()) {
+      logger("router")->warn("'{}' cannot be reloaded with its new options: {}", name,
+                             made.error().message());
+      continue;
+    }
+    std::shared_ptr<LoadJob> job = *made;
+    job->explicit_options = true;  // a reload, not a join of the loaded server
+    job->options_reload = true;
+    job->pinned = pinned;  // it keeps its standing
+    job->pin_given = true;
+    job->priority = priority;
+    job->priority_given = true;
+    queue_.push_back(job);
+    republish();
+    cv_.notify_all();
+    mu_.unlock();
+    emit({RouterEvent::Kind::kLoadQueued, job->model, "load options changed", {}});
+    mu_.lock();
+    announce(*job);
+  }
+}
+
 void RouterCore::housekeeper_loop() {
   if (config_.memory) {
     // The devices as they are at start, for /health; servers are measured
@@ -229,6 +305,10 @@ void RouterCore::housekeeper_loop() {
       if (shutting_down_) {
         break;
       }
+    }
+    reload_changed_options();
+    if (shutting_down_) {
+      break;
     }
     HousekeepingWork work = plan_housekeeping(std::chrono::steady_clock::now());
     if (work.scale_down.empty() && work.expired.empty()) {

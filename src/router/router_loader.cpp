@@ -47,7 +47,7 @@ std::shared_ptr<RouterCore::LoadJob> RouterCore::next_job(
   std::vector<std::shared_ptr<LoadJob>> abandoned;
   for (const std::size_t i : next.outranked) {
     auto& job = queue_[i];
-    if (job->waiters.empty() && !job->default_load) {
+    if (job->waiters.empty() && !job->default_load && !job->options_reload) {
       abandoned.push_back(job);
     } else if (!job->outranked_logged) {
       job->outranked_logged = true;
@@ -238,6 +238,10 @@ Status RouterCore::start_and_publish(LoadJob& job, const std::shared_ptr<Wrapped
       }
       if (fresh || (!job.replica && job.priority_given)) {
         group->second.priority = job.priority;
+      }
+      if (!job.replica) {
+        group->second.request_options = job.request_options;
+        group->second.options_stale = false;
       }
       group->second.replicas.push_back(slot);
       for (const int k : saved) {

@@ -71,6 +71,7 @@ std::optional<LoadedServerInfo> RouterCore::most_recently_loaded() const {
 void RouterCore::apply_live_settings(const LiveRouterSettings& settings) {
   {
     MutexLock lock(mu_);
+    options_changed_ = options_changed_ || !(settings.cli_options == live_.cli_options);
     live_ = settings;
     republish();
   }

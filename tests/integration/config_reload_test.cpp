@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -103,19 +104,21 @@ TEST_F(ConfigReloadTest, InternalSetMergesChecksAndWritesConfigJson) {
   env_.write_config({{"max_connections", 512}, {"llamacpp", {{"backend", "cpu"}}}});
   ASSERT_NO_FATAL_FAILURE(start_router({"--max-replicas", "2"}, env_.config_env()));
   RouterEvents events(port());
-  HttpReply r = http_post(
-      port(), "/internal/set",
-      Json{{"keep_alive", 120}, {"llamacpp", {{"args", "--mlock"}}}, {"max_replicas", 3}});
+  HttpReply r = http_post(port(), "/internal/set",
+                          Json{{"keep_alive", 120},
+                               {"llamacpp", {{"args", "--mlock"}}},
+                               {"max_replicas", 3},
+                               {"max_connections", 256}});
   ASSERT_EQ(r.status, 200) << r.body;
   const Json answer = r.json();
   EXPECT_EQ(answer["status"], "success");
-  EXPECT_EQ(answer["applied"], Json::array({"keep_alive"})) << answer.dump();
-  EXPECT_EQ(answer["pending"], Json::array({"llamacpp.args"})) << answer.dump();
+  EXPECT_EQ(answer["applied"], Json::array({"keep_alive", "llamacpp.args"})) << answer.dump();
+  EXPECT_EQ(answer["pending"], Json::array({"max_connections"})) << answer.dump();
   EXPECT_EQ(answer["overridden"], Json::array({"max_replicas"})) << "the flag still wins";
   // Written whole, with the keys it did not name kept.
   std::ifstream in(env_.config_dir() + "/config.json");
   const Json file = Json::parse(in);
-  EXPECT_EQ(file, (Json{{"max_connections", 512},
+  EXPECT_EQ(file, (Json{{"max_connections", 256},
                         {"llamacpp", {{"backend", "cpu"}, {"args", "--mlock"}}},
                         {"keep_alive", 120},
                         {"max_replicas", 3}}))
@@ -134,6 +137,45 @@ TEST_F(ConfigReloadTest, InternalSetMergesChecksAndWritesConfigJson) {
   // null takes a key out of the file: back to its default.
   ASSERT_EQ(http_post(port(), "/internal/set", Json{{"keep_alive", nullptr}}).status, 200);
   EXPECT_EQ(config_view()["settings"]["keep_alive"]["source"], "default");
+}
+
+TEST_F(ConfigReloadTest, AModelWhoseLoadOptionsChangedReloadsOnceIdleAndNoOtherDoes) {
+  env_.add_llm("a");
+  env_.add_whisper("w");
+  env_.write_config({{"ctx_size", 2048}});
+  ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "2"}, env_.config_env()));
+  const int pid_a = load_ok("user.a");
+  const int pid_w = load_ok("user.w");
+  EXPECT_EQ(loaded_field(health(port()), "user.a", "recipe_options")["ctx_size"], 2048);
+  // A request in flight on user.a while its options change.
+  std::optional<HttpReply> held;
+  std::thread client([&] { held = chat(port(), "user.a", {{"lemon_fake", {{"gate", "start"}}}}); });
+  const std::string backend = loaded_field(health(port()), "user.a", "backend_url");
+  ASSERT_TRUE(fake_holds(backend, 1));
+
+  RouterEvents events(port());
+  env_.write_config({{"ctx_size", 8192}});
+  auto reloaded = next_reload(events);
+  ASSERT_TRUE(reloaded.has_value());
+  EXPECT_EQ((*reloaded)["applied"], Json::array({"ctx_size"})) << reloaded->dump();
+  EXPECT_EQ((*reloaded)["pending"], Json::array());
+  // Found changed, and left alone while its request runs.
+  ASSERT_TRUE(
+      router().wait_for_log("'user.a': its load options changed; reloading it once it is idle"));
+  EXPECT_EQ(loaded_pid(port(), "user.a"), pid_a);
+  release_fake_gates(backend);
+  client.join();
+  ASSERT_TRUE(held.has_value());
+  EXPECT_EQ(held->status, 200) << held->body << " (the request was never cut)";
+  // Then reloaded with the new context, and the whisper model untouched.
+  ASSERT_TRUE(eventually([&] {
+    auto entry = loaded_entry(health(port()), "user.a");
+    return entry && (*entry)["pid"] != pid_a && (*entry)["state"] == "ready";
+  })) << health(port()).dump();
+  EXPECT_EQ(loaded_field(health(port()), "user.a", "recipe_options")["ctx_size"], 8192);
+  EXPECT_EQ(loaded_pid(port(), "user.w"), pid_w) << "its options did not change";
+  EXPECT_EQ(router().count_log("'user.w': its load options changed"), 0);
+  EXPECT_EQ(chat(port(), "user.a").status, 200);
 }
 
 TEST_F(ConfigReloadTest, AChangedConfigJsonIsReadWithoutASignal) {

@@ -157,5 +157,15 @@ TEST(PoolPolicy, APinnedModelIsNeitherExpiredNorScaledDownButMayScaleUp) {
   EXPECT_EQ(plan_pool({m}, T0, policy).scale_up, (std::vector<std::string>{"a"}));
 }
 
+TEST(ReloadWhenIdle, OnlyStaleModelsWithNothingInFlightWaitingOrQueuedReload) {
+  const std::vector<OptionReloadView> models = {{"idle", true, 0, 0, false},
+                                                {"busy", true, 1, 0, false},
+                                                {"waited", true, 0, 2, false},
+                                                {"queued", true, 0, 0, true},
+                                                {"unchanged", false, 0, 0, false}};
+  EXPECT_EQ(reload_when_idle(models), (std::vector<std::string>{"idle"}));
+  EXPECT_TRUE(reload_when_idle({}).empty());
+}
+
 }  // namespace
 }  // namespace lemon

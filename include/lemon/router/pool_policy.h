@@ -64,6 +64,18 @@ struct PoolPlan {
 PoolPlan plan_pool(const std::vector<ModelPoolView>& models, PoolClock::time_point now,
                    const PoolPolicy& policy);
 
+// After a change of the CLI layer of load options (issue #30 §1): a loaded
+// model whose options it changes (`stale`) is reloaded once idle, never with
+// requests in flight or waiting, and not while a load of it is queued.
+struct OptionReloadView {
+  std::string model;
+  bool stale = false;
+  int in_flight = 0;
+  int waiting = 0;
+  bool load_queued = false;
+};
+std::vector<std::string> reload_when_idle(const std::vector<OptionReloadView>& models);
+
 // A keep_alive value as Ollama takes it: a number of seconds, or a duration
 // string ("300ms", "5m", "1h30m", "2.5s"); negative means forever, 0 unload
 // when idle. nullopt when malformed.

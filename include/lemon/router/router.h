@@ -169,9 +169,13 @@ struct LiveRouterSettings {
   std::chrono::milliseconds scale_down_after{60000};
   std::chrono::milliseconds max_starvation{30000};
   std::chrono::milliseconds default_model_delay{30000};
+  // The CLI layer of load options (--ctx-size, --llamacpp-args, ...). A
+  // change reloads each loaded model whose effective options it changes,
+  // once that model is idle (issue #30 §1).
+  RecipeOptions cli_options;
   static LiveRouterSettings of(const RouterConfig& c) {
-    return {c.limits,           c.keep_alive,     c.scale_up_after,
-            c.scale_down_after, c.max_starvation, c.default_model_delay};
+    return {c.limits,         c.keep_alive,          c.scale_up_after, c.scale_down_after,
+            c.max_starvation, c.default_model_delay, c.cli_options};
   }
 };
 
