@@ -648,10 +648,12 @@ ParsedConfig parse_config(int argc, const char* const* argv,
     return fail(c.setting_sources["profiles"] + ": " + profiles.error().message());
   }
   c.profile = v.profile;  // checked at start only (a reload may drop the profile)
-  if (auto remote = remote::parse_remote_settings(c.remote, c.remote_discovery); !remote.ok()) {
-    const bool discovery = remote.error().message().starts_with("remote_discovery");
-    return fail(c.setting_sources[discovery ? "remote_discovery" : "remote"] + ": " +
-                remote.error().message());
+  if (auto remote = remote::parse_remote_settings(c.remote, nullptr); !remote.ok()) {
+    return fail(c.setting_sources["remote"] + ": " + remote.error().message());
+  }
+  if (auto discovery = remote::parse_remote_settings(nullptr, c.remote_discovery);
+      !discovery.ok()) {
+    return fail(c.setting_sources["remote_discovery"] + ": " + discovery.error().message());
   }
   c.api_key = v.api_key;
   c.admin_api_key = v.admin_api_key;

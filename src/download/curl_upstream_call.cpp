@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 
 namespace lemon::download::curl_upstream_impl {
 namespace {
@@ -216,9 +217,13 @@ Status configure_easy(const CurlLibrary& curl, CURL* e, curl_slist*& headers, Ca
   set(CURLOPT_SSL_VERIFYPEER, 1L);
   set(CURLOPT_SSL_VERIFYHOST, 2L);
   if (!settings.ca_file.empty()) {
-    // Replaces libcurl's CA bundle; its CA path (Debian: /etc/ssl/certs)
-    // keeps the system store trusted.
+    // Replaces libcurl's CA bundle. The system's hashed CA folder is named
+    // too, so the system store stays trusted whatever libcurl was built with.
     set(CURLOPT_CAINFO, settings.ca_file.c_str());
+    static const bool system_dir = std::filesystem::is_directory("/etc/ssl/certs");
+    if (system_dir) {
+      set(CURLOPT_CAPATH, "/etc/ssl/certs");
+    }
   }
   auto connect_ms = options.connect_timeout;
   if (options.total_timeout.count() > 0) {

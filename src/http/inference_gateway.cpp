@@ -92,7 +92,10 @@ std::optional<RequestStats> InferenceGateway::forward_to(InferenceRequest& req,
   // tried once more. Each attempt takes a new lease, so a backend that died
   // meanwhile is loaded again.
   if (remote_ != nullptr && remote_->knows(req.model)) {
-    return forward_remote(req, w, known_model);
+    std::optional<RequestStats> figures;
+    if (forward_remote(req, w, known_model, figures)) {
+      return figures;
+    }
   }
   const auto started = std::chrono::steady_clock::now();
   int retries = 0;
@@ -100,8 +103,13 @@ std::optional<RequestStats> InferenceGateway::forward_to(InferenceRequest& req,
   for (;;) {
     std::optional<Lease> lease;
     auto outcome = forward_attempt(req, w, hooks, known_model, sanitized, lease);
-    if (outcome.remote) {
-      return forward_remote(req, w, known_model);  // a remote model the router named
+    if (outcome.remote) {  // a remote model the router named
+      std::optional<RequestStats> figures;
+      if (!forward_remote(req, w, known_model, figures)) {
+        known_model = false;
+        write_error(w, provisioner_.model_not_found(req.model));
+      }
+      return figures;
     }
     if (!outcome.unanswered) {
       return outcome.stats;

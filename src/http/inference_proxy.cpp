@@ -2,6 +2,7 @@
 
 #include <string.h>  // memrchr, a GNU extension
 
+#include <algorithm>
 #include <chrono>
 
 #include "lemon/core/clock.h"
@@ -204,9 +205,22 @@ void write_rejection(net::ResponseWriter& writer, int status, std::string_view b
   }
 }
 
+ProxyOutcome deferred_outcome(std::optional<UnansweredFailure> failure) {
+  ProxyOutcome out;
+  out.unanswered = std::move(failure);
+  return out;
+}
+
+ProxyOutcome succeeded_outcome(const RequestStats& figures) {
+  ProxyOutcome out;
+  out.stats = figures;
+  return out;
+}
+
 // A failure with nothing written yet, returned to a caller that may retry.
 std::optional<UnansweredFailure> deferrable(const ProxyCall& call, const Error& e) {
-  if (!call.defer_retryable || e.code() != ErrorCode::kBackendUnavailable) {
+  if (!call.defer_retryable || (e.code() != ErrorCode::kBackendUnavailable &&
+                                !(call.defer_lost && e.code() == ErrorCode::kBackendCrashed))) {
     return std::nullopt;
   }
   UnansweredFailure f;
@@ -219,6 +233,14 @@ std::optional<UnansweredFailure> deferrable(const ProxyCall& call, int status,
                                             std::string_view body) {
   if (!call.defer_retryable) {
     return std::nullopt;
+  }
+  if (std::find(call.defer_statuses.begin(), call.defer_statuses.end(), status) !=
+      call.defer_statuses.end()) {
+    UnansweredFailure f;
+    f.kind = UnansweredFailure::Kind::kRejected;
+    f.status = status;
+    f.body = std::string(body.substr(0, kMaxErrorBody));
+    return f;
   }
   const auto rejection = classify_backend_rejection(status, body);
   if (rejection != BackendRejection::kTemplate) {
@@ -251,22 +273,27 @@ ProxyOutcome forward_whole(const ProxyTarget& target, const ProxyCall& call,
   opts.max_response_bytes = call.max_response_bytes;
   opts.total_timeout = call.request_timeout;
   opts.idle_timeout = call.backend_idle_timeout;
+  opts.connect_timeout = call.connect_timeout;
   watch_cancel(call, opts);
   const auto started = Clock::now();
   auto resp = target.client.send(req, opts);
   if (!resp.ok()) {
     if (auto deferred = deferrable(call, resp.error())) {
-      return {std::nullopt, std::move(deferred)};
+      return deferred_outcome(std::move(deferred));
     }
+    ProxyOutcome out;
     if (resp.error().code() != ErrorCode::kCancelled) {
+      out.backend_error = resp.error().code();
       write_error(writer,
                   backend_failure(model, std::move(resp).error(), call, Clock::now() - started));
+    } else {
+      out.stopped = call.cancelled && call.cancelled();
     }
-    return {};
+    return out;
   }
   if (resp->status >= 400) {
     if (auto deferred = deferrable(call, resp->status, resp->body)) {
-      return {std::nullopt, std::move(deferred)};
+      return deferred_outcome(std::move(deferred));
     }
     write_rejection(writer, resp->status, resp->body);
     return {};
@@ -293,7 +320,7 @@ ProxyOutcome forward_whole(const ProxyTarget& target, const ProxyCall& call,
   // still holding it (and is never given a session's slot instead).
   target.release();
   writer.send(resp->status, headers, transformed ? *transformed : resp->body);
-  return {figures, std::nullopt};
+  return succeeded_outcome(figures);
 }
 
 // What a stream has written to its client, for the heartbeat: when, and
@@ -341,6 +368,7 @@ ProxyOutcome forward_stream(const ProxyTarget& target, const ProxyCall& call,
   opts.watch_fd = writer.client_fd();
   opts.on_client_half_close = [&writer] { return writer.keep_serving_half_closed(); };
   opts.idle_timeout = idle_bound(call).limit;
+  opts.connect_timeout = call.connect_timeout;
   watch_cancel(call, opts);
   SseScanner scanner(Clock::now());
   StreamClient client(writer, call);
@@ -427,11 +455,13 @@ ProxyOutcome forward_stream(const ProxyTarget& target, const ProxyCall& call,
       });
   if (client_gone || (!result.ok() && result.error().code() == ErrorCode::kCancelled)) {
     logger("http")->debug("client left a stream from '{}'", model);
-    return {};
+    ProxyOutcome out;
+    out.stopped = call.cancelled && call.cancelled();
+    return out;
   }
   if (status >= 400) {
     if (auto deferred = deferrable(call, status, error_body)) {
-      return {std::nullopt, std::move(deferred)};
+      return deferred_outcome(std::move(deferred));
     }
     write_rejection(writer, status, error_body);
     return {};
@@ -440,11 +470,13 @@ ProxyOutcome forward_stream(const ProxyTarget& target, const ProxyCall& call,
   if (!result.ok() && !scanner.saw_done()) {
     if (status == 0) {
       if (auto deferred = deferrable(call, result.error())) {
-        return {std::nullopt, std::move(deferred)};
+        return deferred_outcome(std::move(deferred));
       }
     }
+    ProxyOutcome out;
+    out.backend_error = result.error().code();
     write_error(writer, backend_failure(model, std::move(result).error(), call));
-    return {};
+    return out;
   }
   RequestStats figures = record(stats, model, scanner.last_usage(), &scanner);
   target.release();  // the backend is done; see `held`
@@ -455,7 +487,7 @@ ProxyOutcome forward_stream(const ProxyTarget& target, const ProxyCall& call,
     writer.write_chunk("data: [DONE]\n\n");
   }
   writer.finish();
-  return {figures, std::nullopt};
+  return succeeded_outcome(figures);
 }
 
 }  // namespace

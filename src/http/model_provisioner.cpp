@@ -129,6 +129,17 @@ Status ModelProvisioner::remove(const std::string& name) {
   if (!info) {
     return model_not_found(name);
   }
+  if (info->recipe == "remote") {
+    // No files here: deleting it takes back its registration, if
+    // user_models.json holds it (issue #30 §3).
+    if (info->remote.is_object() && info->remote.contains("origin")) {
+      return Error(ErrorCode::kServedRemotely,
+                   "model '" + name + "' comes from " + info->remote["origin"].get<std::string>() +
+                       " (remote models): change it there",
+                   "model_name");
+    }
+    return catalogue_.remove_user_model(name.substr(name.starts_with("user.") ? 5 : 0));
+  }
   if (store_.downloading(name)) {
     return Error(ErrorCode::kConflict,
                  "model '" + name + "' is downloading; delete it when the pull ends", "model_name");

@@ -1,5 +1,7 @@
 // InferenceGateway's remote models (issue #30 §3): the request goes to the
 // model's endpoints in turn, as remote/endpoint_health.h orders them.
+#include <algorithm>
+
 #include "lemon/core/log.h"
 #include "lemon/http/inference_gateway.h"
 #include "lemon/http/multipart.h"
@@ -39,52 +41,71 @@ Status remote_body(const InferenceRequest& req, const std::string& checkpoint, s
   return ok_status();
 }
 
-// An answer that another endpoint may give better: the remote is
+// The remote's path for `route` after its base URL: OpenAI's names, and
+// "rerank", which lemonade-router, llama-server and vLLM all serve.
+std::string remote_path(ApiRoute route) {
+  return route == ApiRoute::kReranking ? "rerank" : api_route_name(route);
+}
+
+// Statuses that another endpoint may answer better: the remote refused this
+// router's key (its configuration, not the client's request), or it is
 // overloaded, restarting or cannot reach its own backend.
-bool worth_another_endpoint(const UnansweredFailure& failure) {
-  return failure.kind == UnansweredFailure::Kind::kUnreachable || failure.status == 502 ||
-         failure.status == 503 || failure.status == 504;
+const std::vector<int> kTryAnotherEndpoint = {401, 403, 502, 503, 504};
+
+bool key_refused(int status) {
+  return status == 401 || status == 403;
+}
+
+// Backend failures that count against an endpoint's health.
+bool endpoint_fault(ErrorCode code) {
+  return code == ErrorCode::kBackendUnavailable || code == ErrorCode::kBackendCrashed ||
+         code == ErrorCode::kUpstreamProtocol || code == ErrorCode::kGatewayTimeout;
 }
 
 }  // namespace
 
-std::optional<RequestStats> InferenceGateway::forward_remote(InferenceRequest& req,
-                                                             net::ResponseWriter& w,
-                                                             bool& known_model) {
+bool InferenceGateway::forward_remote(InferenceRequest& req, net::ResponseWriter& w,
+                                      bool& known_model, std::optional<RequestStats>& stats) {
   auto model = remote_->model(req.model);
   if (!model.ok()) {
     if (model.error().code() == ErrorCode::kModelNotFound) {
-      known_model = false;
-      write_error(w, provisioner_.model_not_found(req.model));
-    } else {
-      write_error(w, model.error());
+      return false;  // not (or no longer) a remote model: the local path
     }
-    return std::nullopt;
+    write_error(w, model.error());
+    return true;
   }
+  (void)known_model;
   const remote::RemoteModel& remote = **model;
   if (req.route == ApiRoute::kTokenize) {
     write_error(
         w, Error(ErrorCode::kUnsupportedOperation,
                  "counting tokens is not supported for remote model '" + req.model + "'", "model"));
-    return std::nullopt;
+    return true;
   }
   std::string owned;
   std::string content_type = req.content_type;
   if (Status made = remote_body(req, remote.spec.checkpoint, owned, content_type); !made.ok()) {
     write_error(w, made.error());
-    return std::nullopt;
+    return true;
   }
   const std::string_view body = owned.empty() ? req.raw_body : std::string_view(owned);
   const auto order = remote.order();
   std::optional<UnansweredFailure> last;
   std::optional<ProxyCall> last_call;
+  std::string last_endpoint;
   for (std::size_t n = 0; n < order.size(); ++n) {
     remote::RemoteEndpoint& endpoint = *remote.endpoints[order[n]];
     ProxyCall call =
-        make_call(req, endpoint.spec().url.path + "/" + api_route_name(req.route), content_type);
+        make_call(req, endpoint.spec().url.path + "/" + remote_path(req.route), content_type);
     call.body = body;
     call.defer_retryable = true;
+    call.defer_lost = true;
+    call.defer_statuses = kTryAnotherEndpoint;
+    call.connect_timeout = endpoint.spec().connect_timeout;
     call.heartbeat = req.stream ? settings_.stream_heartbeat : std::chrono::milliseconds(0);
+    // A shutdown's drain that ran out ends a remote call as it ends a local
+    // backend (which it stops).
+    call.cancelled = [this] { return drain_expired_.load(); };
     if (endpoint.spec().request_timeout.count() > 0) {
       call.request_timeout = endpoint.spec().request_timeout;
     }
@@ -95,37 +116,59 @@ std::optional<RequestStats> InferenceGateway::forward_remote(InferenceRequest& r
     if (!outcome.unanswered) {
       if (outcome.stats) {
         remote_->report_success(endpoint);
+      } else if (outcome.backend_error && endpoint_fault(*outcome.backend_error) &&
+                 !drain_expired_.load()) {
+        remote_->report_failure(
+            endpoint, std::string("a request failed: ") + error_code_name(*outcome.backend_error));
+      } else if (outcome.stopped) {
+        write_error(w, Error(ErrorCode::kShuttingDown,
+                             "the router is shutting down: --drain-timeout passed before this "
+                             "request to '" +
+                                 req.model + "' finished"));
       }
-      return outcome.stats;
+      stats = outcome.stats;
+      return true;
     }
     const UnansweredFailure& failure = *outcome.unanswered;
-    if (!worth_another_endpoint(failure)) {
+    std::string why;
+    if (failure.kind == UnansweredFailure::Kind::kUnreachable) {
+      why = failure.error.message();
+      remote_->report_failure(endpoint, why);
+    } else if (key_refused(failure.status)) {
+      why = "it refused this router's key (" + std::to_string(failure.status) + ")";
+      remote_->report_failure(endpoint, why);
+    } else if (std::find(kTryAnotherEndpoint.begin(), kTryAnotherEndpoint.end(), failure.status) !=
+               kTryAnotherEndpoint.end()) {
+      why = "it answered " + std::to_string(failure.status);  // busy, not broken
+    } else {
       remote_->report_success(endpoint);  // it answered: its answer is the client's
       write_unanswered(w, req.model, call, failure);
-      return std::nullopt;
-    }
-    const std::string why = failure.kind == UnansweredFailure::Kind::kUnreachable
-                                ? failure.error.message()
-                                : "it answered " + std::to_string(failure.status);
-    if (failure.kind == UnansweredFailure::Kind::kUnreachable) {
-      remote_->report_failure(endpoint, why);
+      return true;
     }
     if (n + 1 < order.size()) {
-      logger("http")->warn("'{}': endpoint {} did not answer ({}); trying the next", req.model,
+      logger("http")->warn("'{}': endpoint {} did not serve it ({}); trying the next", req.model,
                            endpoint.spec().base_url, why);
     }
     last = failure;
     last_call = std::move(call);
+    last_endpoint = endpoint.spec().base_url;
   }
   if (!last) {
     write_error(w, Error(ErrorCode::kBackendUnavailable,
                          "no endpoint of remote model '" + req.model +
                              "' can be used (see its endpoints in /health)",
                          "model"));
-    return std::nullopt;
+  } else if (last->kind == UnansweredFailure::Kind::kRejected && key_refused(last->status)) {
+    // Not the client's key: this router's key for the remote is wrong.
+    write_error(w, Error(ErrorCode::kBackendUnavailable,
+                         "remote endpoint " + last_endpoint + " of '" + req.model +
+                             "' refused this router's key (" + std::to_string(last->status) +
+                             "): check its api_key_env or api_key_file",
+                         "model"));
+  } else {
+    write_unanswered(w, req.model, *last_call, *last);
   }
-  write_unanswered(w, req.model, *last_call, *last);
-  return std::nullopt;
+  return true;
 }
 
 }  // namespace lemon::http

@@ -71,8 +71,16 @@ ModelStore::ModelStore(ModelCatalogue& catalogue, HubClient hub)
 ModelStore::~ModelStore() = default;
 
 Result<ModelStore::Download> ModelStore::download(std::string_view name) {
-  if (!catalogue_.find(name)) {
+  auto info = catalogue_.find(name);
+  if (!info) {
     return Error(ErrorCode::kModelNotFound, "model '" + std::string(name) + "' not found", "model");
+  }
+  if (info->recipe == "remote") {
+    return Error(ErrorCode::kServedRemotely,
+                 "model '" + std::string(name) +
+                     "' is served by another machine (recipe remote): there is nothing to "
+                     "download",
+                 "model");
   }
   std::string key(name);
   return tasks_.run_or_join(

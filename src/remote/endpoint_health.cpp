@@ -26,6 +26,11 @@ bool record_success(EndpointHealth& health) {
 
 bool record_failure(EndpointHealth& health, std::string why, HealthClock::time_point now,
                     const BreakerPolicy& policy) {
+  if (health.state == EndpointState::kDown && now < health.retry_at) {
+    // A failure of a try that started before it went down: the same outage.
+    health.last_error = std::move(why);
+    return false;
+  }
   const bool changed = health.state != EndpointState::kDown;
   health.state = EndpointState::kDown;
   health.failures = std::min(health.failures + 1, 30);

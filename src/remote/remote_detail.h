@@ -15,7 +15,9 @@ namespace lemon::remote::detail {
 std::optional<int> gauge_in(std::string_view text, std::string_view name);
 
 // A remote model's catalogue entry from its JSON entry (recipe remote,
-// "downloaded": nothing to fetch).
-ModelInfo catalogue_entry(const std::string& name, const nlohmann::json& entry);
+// "downloaded": nothing to fetch), with remote["origin"] saying who made it
+// ("config.json", "discovery").
+ModelInfo catalogue_entry(const std::string& name, const nlohmann::json& entry,
+                          const std::string& origin);
 
 }  // namespace lemon::remote::detail

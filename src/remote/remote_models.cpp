@@ -1,6 +1,7 @@
 #include "lemon/remote/remote_models.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -12,10 +13,6 @@
 
 namespace lemon::remote {
 namespace {
-
-// How long a model read from user_models.json is used before it is read
-// again (an edit of the file takes effect within this).
-constexpr std::chrono::seconds kRevalidateAfter{1};
 
 std::string without_brackets(const std::string& host) {
   if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
@@ -83,15 +80,19 @@ std::optional<int> gauge_in(std::string_view text, std::string_view name) {
     const bool line_start = at == 0 || text[at - 1] == '\n';
     const std::size_t after = at + name.size();
     if (line_start && after < text.size() && text[after] == ' ') {
-      return static_cast<int>(
-          std::strtod(std::string(text.substr(after + 1, 24)).c_str(), nullptr));
+      const double value = std::strtod(std::string(text.substr(after + 1, 24)).c_str(), nullptr);
+      if (!std::isfinite(value) || value < 0.0) {
+        return std::nullopt;  // another machine's text: nothing is trusted
+      }
+      return static_cast<int>(std::min(value, 1e6));
     }
     at = after;
   }
   return std::nullopt;
 }
 
-ModelInfo catalogue_entry(const std::string& name, const nlohmann::json& entry) {
+ModelInfo catalogue_entry(const std::string& name, const nlohmann::json& entry,
+                          const std::string& origin) {
   nlohmann::ordered_json ordered = nlohmann::ordered_json::parse(entry.dump());
   ordered.erase("name");
   ordered["recipe"] = "remote";
@@ -100,6 +101,13 @@ ModelInfo catalogue_entry(const std::string& name, const nlohmann::json& entry) 
   out.name = name;
   out.recipe = "remote";
   out.downloaded = true;
+  if (out.checkpoints.empty() && entry.contains("checkpoint") && entry["checkpoint"].is_string()) {
+    out.checkpoints["main"] = entry["checkpoint"].get<std::string>();
+  }
+  if (!out.remote.is_object()) {
+    out.remote = nlohmann::json::object();
+  }
+  out.remote["origin"] = origin;  // not user_models.json's: RemoteModels made it
   return out;
 }
 
@@ -214,13 +222,22 @@ void RemoteModels::start() {
 
 std::shared_ptr<RemoteEndpoint> RemoteModels::endpoint_for(const RemoteEndpointSpec& spec) {
   const std::string id = identity(spec);
-  if (auto it = endpoints_.find(id); it != endpoints_.end()) {
-    if (auto live = it->second.lock()) {
-      return live;
+  {
+    MutexLock lock(mu_);
+    if (auto it = endpoints_.find(id); it != endpoints_.end()) {
+      if (auto live = it->second.lock()) {
+        return live;
+      }
     }
   }
-  auto made = std::make_shared<RemoteEndpoint>(spec);
-  endpoints_[id] = made;
+  auto made = std::make_shared<RemoteEndpoint>(spec);  // reads its key: no lock held
+  MutexLock lock(mu_);
+  auto& slot = endpoints_[id];
+  if (auto other = slot.lock()) {
+    return other;  // made meanwhile by another thread: one endpoint, one health
+  }
+  slot = made;
+  std::erase_if(endpoints_, [](const auto& e) { return e.second.expired(); });
   return made;
 }
 
@@ -231,38 +248,62 @@ std::shared_ptr<RemoteModel> RemoteModels::make_model(RemoteModelSpec spec, std:
   }
   model->spec = std::move(spec);
   model->origin = std::move(origin);
-  model->validated_at = HealthClock::now();
   return model;
 }
 
 void RemoteModels::reconfigure(RemoteSettings settings) {
+  std::map<std::string, std::shared_ptr<RemoteModel>> kept;
   {
     MutexLock lock(mu_);
-    std::erase_if(models_, [&settings](const auto& entry) {
-      return entry.second->origin == "config.json" &&
-             std::none_of(settings.models.begin(), settings.models.end(),
-                          [&entry](const RemoteModelSpec& s) { return s == entry.second->spec; });
-    });
-    for (const auto& spec : settings.models) {
-      auto it = models_.find(spec.name);
-      if (it == models_.end() || !(it->second->spec == spec)) {
-        models_[spec.name] = make_model(spec, "config.json");
+    for (const auto& [name, model] : models_) {
+      if (model->origin == "config.json") {
+        kept[name] = model;
       }
     }
-    // Discovered models of a source that is gone go with it.
+  }
+  // The new config models, made without the lock (they may read key files).
+  std::map<std::string, std::shared_ptr<RemoteModel>> config_models;
+  for (const auto& spec : settings.models) {
+    auto it = kept.find(spec.name);
+    config_models[spec.name] =
+        it != kept.end() && it->second->spec == spec ? it->second : make_model(spec, "config.json");
+  }
+  std::vector<ModelInfo> declared;
+  for (const auto& entry : settings.model_entries) {
+    declared.push_back(catalogue_entry(entry.value("name", std::string()), entry, "config.json"));
+  }
+  {
+    MutexLock lock(mu_);
+    std::erase_if(models_, [](const auto& e) { return e.second->origin == "config.json"; });
+    for (auto& [name, model] : config_models) {
+      models_[name] = std::move(model);
+    }
+    declared_config_ = std::move(declared);
+    // A discovery source that changed in any way goes, with its models; the
+    // next round reads the new one at once.
+    const bool sources_changed = settings.discovery != settings_.discovery;
     std::erase_if(discovered_, [&settings](const auto& entry) {
-      return std::none_of(settings.discovery.begin(), settings.discovery.end(),
-                          [&entry](const DiscoverySpec& d) { return d.prefix == entry.first; });
+      return std::find(settings.discovery.begin(), settings.discovery.end(), entry.second.source) ==
+             settings.discovery.end();
     });
     std::erase_if(models_, [this](const auto& entry) LEMON_REQUIRES(mu_) {
       if (entry.second->origin != "discovery") {
         return false;
       }
-      const auto slash = entry.first.find('/');
-      return !discovered_.contains(entry.first.substr(0, slash));
+      return std::none_of(discovered_.begin(), discovered_.end(), [&entry](const auto& d) {
+        return entry.first.starts_with(d.first + "/");
+      });
     });
+    if (sources_changed) {
+      next_discovery_ = {};
+    }
+    next_health_ = {};
     settings_ = std::move(settings);
     any_.store(!models_.empty() || !settings_.discovery.empty());
+  }
+  {
+    MutexLock lock(monitor_mu_);
+    wake_ = true;
   }
   monitor_cv_.notify_all();
 }
@@ -278,17 +319,21 @@ bool RemoteModels::knows(std::string_view name) const {
 Result<std::shared_ptr<const RemoteModel>> RemoteModels::model(std::string_view name) {
   {
     MutexLock lock(mu_);
-    if (auto it = models_.find(name); it != models_.end()) {
-      const bool fresh = it->second->origin != "user_models.json" ||
-                         HealthClock::now() - it->second->validated_at < kRevalidateAfter;
-      if (fresh) {
-        return std::shared_ptr<const RemoteModel>(it->second);
-      }
+    // A user_models.json entry is read again every time (the catalogue
+    // re-reads the file only when it changed): an edit or a delete takes
+    // effect at the next request.
+    if (auto it = models_.find(name);
+        it != models_.end() && it->second->origin != "user_models.json") {
+      return std::shared_ptr<const RemoteModel>(it->second);
     }
   }
   const std::string key(name);
   auto info = hooks_.find_model ? hooks_.find_model(name) : std::nullopt;
-  if (!info || info->recipe != "remote") {
+  // Only user_models.json's entries are read here: config.json's and the
+  // discovered ones are made by reconfigure() and discover(), with their keys.
+  const bool from_user_models = info && info->recipe == "remote" && info->remote.is_object() &&
+                                !info->remote.contains("origin");
+  if (!from_user_models) {
     MutexLock lock(mu_);
     if (auto it = models_.find(name);
         it != models_.end() && it->second->origin == "user_models.json") {
@@ -296,29 +341,57 @@ Result<std::shared_ptr<const RemoteModel>> RemoteModels::model(std::string_view 
     }
     return Error(ErrorCode::kModelNotFound, "model '" + key + "' is not a remote model", "model");
   }
+  const std::string file_key = key.starts_with("user.") ? key.substr(5) : key;
   auto spec = parse_remote_model(info->name, info->checkpoint(), info->remote,
-                                 "user_models.json: '" + key + "'");
+                                 "user_models.json: '" + file_key + "'");
   if (!spec.ok()) {
     return Error(ErrorCode::kInvalidOption, spec.error().message(), "model");
   }
-  MutexLock lock(mu_);
-  auto& slot = models_[key];
-  if (!slot || !(slot->spec == *spec)) {
-    slot = make_model(std::move(spec).value(), "user_models.json");
+  std::shared_ptr<RemoteModel> current;
+  {
+    MutexLock lock(mu_);
+    if (auto it = models_.find(name); it != models_.end() && it->second->spec == *spec) {
+      return std::shared_ptr<const RemoteModel>(it->second);
+    }
   }
-  slot->validated_at = HealthClock::now();
+  auto made = make_model(std::move(spec).value(), "user_models.json");
+  MutexLock lock(mu_);
+  models_[key] = made;
   any_.store(true);
-  return std::shared_ptr<const RemoteModel>(slot);
+  return std::shared_ptr<const RemoteModel>(made);
+}
+
+void RemoteModels::revalidate_user_models() {
+  std::vector<std::pair<std::string, std::shared_ptr<RemoteModel>>> user;
+  {
+    MutexLock lock(mu_);
+    for (const auto& [name, model] : models_) {
+      if (model->origin == "user_models.json") {
+        user.emplace_back(name, model);
+      }
+    }
+  }
+  for (const auto& [name, model] : user) {
+    auto info = hooks_.find_model ? hooks_.find_model(name) : std::nullopt;
+    bool same = info && info->recipe == "remote" && info->remote.is_object();
+    if (same) {
+      auto spec = parse_remote_model(info->name, info->checkpoint(), info->remote, name);
+      same = spec.ok() && *spec == model->spec;
+    }
+    if (!same) {
+      MutexLock lock(mu_);
+      if (auto it = models_.find(name); it != models_.end() && it->second == model) {
+        models_.erase(it);  // the next request reads the file again
+      }
+    }
+  }
 }
 
 std::vector<ModelInfo> RemoteModels::declared() const {
-  std::vector<ModelInfo> out;
   MutexLock lock(mu_);
-  for (const auto& entry : settings_.model_entries) {
-    out.push_back(catalogue_entry(entry.value("name", std::string()), entry));
-  }
-  for (const auto& [prefix, infos] : discovered_) {
-    out.insert(out.end(), infos.begin(), infos.end());
+  std::vector<ModelInfo> out = declared_config_;
+  for (const auto& [prefix, d] : discovered_) {
+    out.insert(out.end(), d.infos.begin(), d.infos.end());
   }
   return out;
 }
@@ -328,11 +401,10 @@ nlohmann::json RemoteModels::to_json(const std::function<bool(const std::string&
   {
     MutexLock lock(mu_);
     for (const auto& [name, model] : models_) {
-      if (!shown || shown(name)) {
-        models.push_back(model);
-      }
+      models.push_back(model);
     }
   }
+  std::erase_if(models, [&shown](const auto& m) { return shown && !shown(m->spec.name); });
   nlohmann::json out = nlohmann::json::array();
   for (const auto& m : models) {
     nlohmann::json endpoints = nlohmann::json::array();

@@ -45,6 +45,8 @@ void RemoteModels::check_endpoint(RemoteEndpoint& e) {
   std::string why;
   if (!reply.ok()) {
     why = reply.error().message();
+  } else if (reply->status == 401 || reply->status == 403) {
+    why = "it refused this router's key (" + std::to_string(reply->status) + ")";
   } else if (reply->status < 200 || reply->status >= 300) {
     why = "its health check answered " + std::to_string(reply->status);
   }
@@ -97,71 +99,92 @@ void RemoteModels::endpoint_changed(const RemoteEndpoint& e) const {
 }
 
 void RemoteModels::discover(const DiscoverySpec& source) {
-  std::shared_ptr<RemoteEndpoint> endpoint;
-  {
-    MutexLock lock(mu_);
-    endpoint = endpoint_for(source.endpoint);
-  }
+  auto endpoint = endpoint_for(source.endpoint);
   if (!endpoint->ready()) {
+    MutexLock lock(mu_);
+    if (std::find(settings_.discovery.begin(), settings_.discovery.end(), source) !=
+        settings_.discovery.end()) {
+      discovered_[source.prefix].source = source;
+      discovered_[source.prefix].endpoint = endpoint;  // shown down, with why
+    }
     return;
   }
   auto reply = get(*endpoint, "models", stopping_now_);
-  if (!reply.ok() || reply->status != 200) {
+  nlohmann::json body;
+  if (reply.ok() && reply->status == 200) {
+    body = nlohmann::json::parse(reply->body, nullptr, false);
+  }
+  if (!body.is_object() || !body.contains("data") || !body["data"].is_array()) {
+    if (!reply.ok() && reply.error().code() == ErrorCode::kCancelled) {
+      return;
+    }
     logger("remote")->warn(
         "remote_discovery {}: cannot list its models ({}); keeping the last list",
         source.endpoint.base_url,
-        reply.ok() ? "status " + std::to_string(reply->status) : reply.error().message());
-    return;
-  }
-  auto body = nlohmann::json::parse(reply->body, nullptr, false);
-  if (!body.is_object() || !body.contains("data") || !body["data"].is_array()) {
-    logger("remote")->warn("remote_discovery {}: its /models is not a model list",
-                           source.endpoint.base_url);
+        !reply.ok()            ? reply.error().message()
+        : reply->status != 200 ? "status " + std::to_string(reply->status)
+                               : std::string("its /models is not a model list"));
     return;
   }
   std::vector<ModelInfo> infos;
   std::vector<RemoteModelSpec> specs;
   for (const auto& m : body["data"]) {
-    if (!m.is_object() || !m.contains("id") || !m["id"].is_string()) {
+    if (!m.is_object()) {
       continue;
     }
-    if (m.value("recipe", std::string()) == "remote") {
+    auto id = m.find("id");
+    if (id == m.end() || !id->is_string() || id->get<std::string>().empty()) {
+      continue;
+    }
+    auto recipe = m.find("recipe");
+    if (recipe != m.end() && recipe->is_string() && recipe->get<std::string>() == "remote") {
       continue;  // its own remote models: two routers listing each other would never end
     }
-    const std::string id = m["id"].get<std::string>();
     RemoteModelSpec spec;
-    spec.name = source.prefix + "/" + id;
-    spec.checkpoint = id;
+    spec.name = source.prefix + "/" + id->get<std::string>();
+    spec.checkpoint = id->get<std::string>();
     spec.endpoints = {source.endpoint};
-    nlohmann::json entry = {{"checkpoint", id},
+    nlohmann::json entry = {{"checkpoint", spec.checkpoint},
                             {"endpoints", {{{"base_url", source.endpoint.base_url}}}}};
-    if (m.contains("labels") && m["labels"].is_array()) {
-      entry["labels"] = m["labels"];
+    if (auto labels = m.find("labels"); labels != m.end() && labels->is_array()) {
+      entry["labels"] = *labels;
     }
-    infos.push_back(detail::catalogue_entry(spec.name, entry));
+    infos.push_back(detail::catalogue_entry(spec.name, entry, "discovery"));
     specs.push_back(std::move(spec));
   }
+  // Models made without the lock; those that did not change are kept.
+  std::map<std::string, std::shared_ptr<RemoteModel>> made;
+  {
+    MutexLock lock(mu_);
+    for (const auto& spec : specs) {
+      if (auto it = models_.find(spec.name); it != models_.end() && it->second->spec == spec) {
+        made[spec.name] = it->second;
+      }
+    }
+  }
+  for (auto& spec : specs) {
+    if (!made.contains(spec.name)) {
+      const std::string name = spec.name;
+      made[name] = make_model(std::move(spec), "discovery");
+    }
+  }
   MutexLock lock(mu_);
-  if (std::none_of(settings_.discovery.begin(), settings_.discovery.end(),
-                   [&source](const DiscoverySpec& d) { return d == source; })) {
+  if (std::find(settings_.discovery.begin(), settings_.discovery.end(), source) ==
+      settings_.discovery.end()) {
     return;  // reconfigured meanwhile
   }
   std::erase_if(models_, [&](const auto& entry) {
     return entry.second->origin == "discovery" && entry.first.starts_with(source.prefix + "/") &&
-           std::none_of(specs.begin(), specs.end(),
-                        [&entry](const RemoteModelSpec& s) { return s.name == entry.first; });
+           !made.contains(entry.first);
   });
-  for (auto& spec : specs) {
-    auto it = models_.find(spec.name);
-    if (it == models_.end() || !(it->second->spec == spec)) {
-      if (it != models_.end() && it->second->origin != "discovery") {
-        continue;  // a declared model of that name wins
-      }
-      const std::string name = spec.name;  // `spec` moves below
-      models_[name] = make_model(std::move(spec), "discovery");
+  for (auto& [name, model] : made) {
+    auto it = models_.find(name);
+    if (it != models_.end() && it->second->origin != "discovery") {
+      continue;  // a declared model of that name wins
     }
+    models_[name] = std::move(model);
   }
-  discovered_[source.prefix] = std::move(infos);
+  discovered_[source.prefix] = Discovered{source, endpoint, std::move(infos)};
   any_.store(true);
 }
 
@@ -170,21 +193,34 @@ void RemoteModels::check_now() {
   std::vector<DiscoverySpec> sources;
   {
     MutexLock lock(mu_);
-    if (HealthClock::now() >= next_discovery_) {
+    const auto now = HealthClock::now();
+    if (now >= next_discovery_) {
       sources = settings_.discovery;
-      next_discovery_ = HealthClock::now() + settings_.discovery_interval;
+      next_discovery_ = now + settings_.discovery_interval;
     }
   }
   for (const auto& source : sources) {
     discover(source);
   }
-  // Then every endpoint that is due, those just discovered included.
+  revalidate_user_models();
+  // Then every endpoint that is due: all usable ones each health round, a
+  // down one once its retry time has come.
   std::vector<std::shared_ptr<RemoteEndpoint>> due;
   {
     MutexLock lock(mu_);
     const auto now = HealthClock::now();
+    const bool round = now >= next_health_;
+    if (round) {
+      next_health_ = now + settings_.health_interval;
+    }
     for (const auto& [id, weak] : endpoints_) {
-      if (auto e = weak.lock(); e && usable(e->health(), now)) {
+      auto e = weak.lock();
+      if (!e) {
+        continue;
+      }
+      const EndpointHealth h = e->health();
+      const bool down = h.state == EndpointState::kDown;
+      if ((round && !down) || (down && usable(h, now))) {
         due.push_back(std::move(e));
       }
     }
@@ -194,19 +230,36 @@ void RemoteModels::check_now() {
   }
 }
 
+HealthClock::time_point RemoteModels::next_round() const {
+  MutexLock lock(mu_);
+  HealthClock::time_point next = std::min(next_health_, next_discovery_);
+  for (const auto& [id, weak] : endpoints_) {
+    if (auto e = weak.lock()) {
+      const EndpointHealth h = e->health();
+      if (h.state == EndpointState::kDown && h.retry_at < next) {
+        next = h.retry_at;
+      }
+    }
+  }
+  return std::max(next, HealthClock::now() + std::chrono::milliseconds(50));
+}
+
 void RemoteModels::monitor_loop() {
   for (;;) {
-    check_now();
-    std::chrono::milliseconds interval;
-    {
-      MutexLock lock(mu_);
-      interval = settings_.health_interval;
+    try {
+      check_now();
+    } catch (const std::exception& e) {
+      // Whatever another machine answered, the router goes on.
+      logger("remote")->error("remote health check failed: {}", e.what());
     }
+    const auto until = next_round();
     MutexLock lock(monitor_mu_);
-    if (monitor_cv_.wait_for(lock, interval,
-                             [this]() LEMON_REQUIRES(monitor_mu_) { return stopping_; })) {
+    monitor_cv_.wait_until(lock, until,
+                           [this]() LEMON_REQUIRES(monitor_mu_) { return stopping_ || wake_; });
+    if (stopping_) {
       return;
     }
+    wake_ = false;
   }
 }
 

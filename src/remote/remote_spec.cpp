@@ -271,6 +271,14 @@ Result<RemoteSettings> parse_remote_settings(const nlohmann::json& remote,
         return std::move(text).error();
       }
       one.prefix = *text;
+      if (one.prefix.find('/') != std::string::npos) {
+        return spec_error(where + ".prefix", "must not contain '/' (models are <prefix>/<name>)");
+      }
+      for (const auto& earlier : out.discovery) {
+        if (earlier.prefix == one.prefix) {
+          return spec_error(where + ".prefix", "'" + one.prefix + "' is already used");
+        }
+      }
       entry.erase("prefix");
       if (auto key_env = entry.find("key_env"); key_env != entry.end()) {
         entry["api_key_env"] = *key_env;  // the name for it

@@ -15,6 +15,8 @@
 
 #include "support/http_client.h"
 #include "support/prometheus_text.h"
+#include "support/raw_client.h"
+#include "support/raw_http.h"
 #include "support/router_fixture.h"
 #include "support/self_signed.h"
 
@@ -124,10 +126,20 @@ TEST_F(RemoteTest, AModelInUserModelsIsServedByAnotherRouterUnderItsOwnName) {
   }
   EXPECT_TRUE(listed);
   expect_error(load(port(), "user.far"), 400, "model_served_remotely", "model", "/load");
+  expect_error(http_post(port(), "/api/v1/unload", json{{"model_name", "user.far"}}), 400,
+               "model_served_remotely", "model_name", "/unload");
+  expect_error(http_post(port(), "/api/v1/pull", json{{"model_name", "user.far"}}), 400,
+               "model_served_remotely", "model", "/pull");
   EXPECT_TRUE(health(port())["all_models_loaded"].empty());
+  // Deleting it takes back its registration; there are no files.
+  HttpReply deleted = http_post(port(), "/api/v1/delete", json{{"model_name", "user.far"}});
+  ASSERT_EQ(deleted.status, 200) << deleted.body;
+  EXPECT_EQ(chat(port(), "user.far").status, 404);
+  EXPECT_TRUE(eventually([&] { return remote_entry(port(), "user.far").is_null(); }))
+      << "the monitor drops what user_models.json no longer holds";
 }
 
-TEST_F(RemoteTest, AKilledEndpointIsSkippedAndUsedAgainOnceItRecovers) {
+TEST_F(RemoteTest, AKilledEndpointIsSkippedWhileDown) {
   OtherRouter b1;
   OtherRouter b2;
   ASSERT_GT(b1.port, 0);
@@ -136,18 +148,19 @@ TEST_F(RemoteTest, AKilledEndpointIsSkippedAndUsedAgainOnceItRecovers) {
   ASSERT_EQ(chat(port(), "user.far").status, 200);
   EXPECT_EQ(endpoint_figures(port(), "user.far", 0)["requests"], 1);
   EXPECT_EQ(endpoint_figures(port(), "user.far", 1)["requests"], 0);
+  // B2 has its model loaded, so that what follows takes milliseconds: well
+  // inside the 1 s for which B1 is skipped once it failed.
+  ASSERT_EQ(load(b2.port, "user.a").status, 200);
 
-  const int b1_port = b1.port;
   b1.process->kill_and_reap();
   HttpReply failed_over = chat(port(), "user.far");
   ASSERT_EQ(failed_over.status, 200) << failed_over.body;
-  EXPECT_TRUE(loaded_entry(health(b2.port), "user.a").has_value());
   json first = endpoint_figures(port(), "user.far", 0);
   EXPECT_EQ(first["state"], "down") << first.dump();
   EXPECT_FALSE(first["last_error"].is_null());
   // The circuit is open: the next request goes straight to B2. (A health
   // check may have found B1 down before the first request did.)
-  const json tried = endpoint_figures(port(), "user.far", 0)["requests"];
+  const json tried = first["requests"];
   ASSERT_EQ(chat(port(), "user.far").status, 200);
   EXPECT_EQ(endpoint_figures(port(), "user.far", 0)["requests"], tried) << "skipped while down";
   EXPECT_EQ(endpoint_figures(port(), "user.far", 1)["requests"], 2);
@@ -157,19 +170,83 @@ TEST_F(RemoteTest, AKilledEndpointIsSkippedAndUsedAgainOnceItRecovers) {
   EXPECT_EQ(metrics->value("lemonade_remote_endpoint_up", {{"endpoint", b1.base_url()}}), 0.0);
   EXPECT_EQ(metrics->value("lemonade_remote_endpoint_up", {{"endpoint", b2.base_url()}}), 1.0);
   EXPECT_EQ(metrics->value("lemonade_remote_requests_total", {{"endpoint", b2.base_url()}}), 2.0);
+  EXPECT_GE(router().count_log("remote endpoint " + b1.base_url() + " is down"), 1);
+}
 
-  // B1 comes back on its port: the health checks find it, and failover
-  // prefers it again.
+TEST_F(RemoteTest, AnEndpointThatComesBackIsFoundByTheHealthChecksAndPreferredAgain) {
+  OtherRouter b1;
+  OtherRouter b2;
+  ASSERT_NO_FATAL_FAILURE(start_a({endpoint(b1.base_url()), endpoint(b2.base_url())}));
+  const int b1_port = b1.port;
+  b1.process->kill_and_reap();
+  ASSERT_EQ(chat(port(), "user.far").status, 200);
+  ASSERT_TRUE(
+      eventually([&] { return endpoint_figures(port(), "user.far", 0)["state"] == "down"; }));
+  // B1 comes back on its port: a health check at its retry time finds it,
+  // and failover prefers it again.
   b1.start({}, b1_port);
   ASSERT_EQ(b1.port, b1_port) << b1.process->log_text();
   ASSERT_TRUE(eventually([&] {
     return endpoint_figures(port(), "user.far", 0)["state"] == "healthy";
   })) << health(port()).dump();
+  const json before = endpoint_figures(port(), "user.far", 0)["requests"];
   ASSERT_EQ(chat(port(), "user.far").status, 200);
-  EXPECT_EQ(endpoint_figures(port(), "user.far", 0)["requests"], tried.get<int>() + 1);
+  EXPECT_EQ(endpoint_figures(port(), "user.far", 0)["requests"], before.get<int>() + 1);
   EXPECT_TRUE(loaded_entry(health(b1.port), "user.a").has_value());
-  EXPECT_GE(router().count_log("remote endpoint " + b1.base_url() + " is down"), 1);
   EXPECT_GE(router().count_log("remote endpoint " + b1.base_url() + " is up"), 1);
+}
+
+TEST_F(RemoteTest, ABusyOrMisconfiguredEndpointIsLeftForTheNext) {
+  // The first endpoint answers 503 (busy), then one refuses A's key.
+  httplib::Server busy;
+  std::atomic<int> busy_hits{0};
+  busy.Post("/v1/chat/completions", [&](const httplib::Request&, httplib::Response& res) {
+    ++busy_hits;
+    res.status = 503;
+    res.set_content(R"({"error":{"message":"overloaded"}})", "application/json");
+  });
+  busy.Get("/v1/health", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(R"({"status":"ok"})", "application/json");
+  });
+  const int busy_port = busy.bind_to_any_port("127.0.0.1");
+  std::thread serving([&] { busy.listen_after_bind(); });
+  OtherRouter keyed({"--api-key", "right-key"});
+  OtherRouter b;
+  json wrong_key = endpoint(keyed.base_url());
+  wrong_key["api_key_env"] = "LEMON_TEST_WRONG_KEY";
+  ASSERT_NO_FATAL_FAILURE(
+      start_a({endpoint("http://127.0.0.1:" + std::to_string(busy_port) + "/v1"), wrong_key,
+               endpoint(b.base_url())},
+              "failover", {}, {{"LEMON_TEST_WRONG_KEY", "wrong-key"}}));
+  // The first health round: the busy one answers it, the keyed one refuses.
+  ASSERT_TRUE(eventually([&] {
+    return endpoint_figures(port(), "user.far", 0)["state"] == "healthy" &&
+           endpoint_figures(port(), "user.far", 1)["state"] == "down";
+  })) << health(port()).dump();
+  HttpReply r = chat(port(), "user.far");
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(busy_hits.load(), 1);
+  EXPECT_EQ(endpoint_figures(port(), "user.far", 0)["state"], "healthy") << "busy is not broken";
+  json refused = endpoint_figures(port(), "user.far", 1);
+  EXPECT_EQ(refused["state"], "down");
+  EXPECT_NE(refused["last_error"].get<std::string>().find("refused this router's key"),
+            std::string::npos)
+      << refused.dump();
+  busy.stop();
+  serving.join();
+}
+
+TEST_F(RemoteTest, ARefusedKeyIsTheRoutersProblemNotTheClients) {
+  OtherRouter keyed({"--api-key", "right-key"});
+  json wrong_key = endpoint(keyed.base_url());
+  wrong_key["api_key_env"] = "LEMON_TEST_WRONG_KEY";
+  ASSERT_NO_FATAL_FAILURE(
+      start_a(json::array({wrong_key}), "failover", {}, {{"LEMON_TEST_WRONG_KEY", "wrong-key"}}));
+  HttpReply r = chat(port(), "user.far");
+  expect_error(r, 503, "backend_unavailable", "model", "a remote that refuses the router's key");
+  EXPECT_NE(r.json()["error"]["message"].get<std::string>().find("refused this router's key"),
+            std::string::npos)
+      << r.body;
 }
 
 TEST_F(RemoteTest, EveryEndpointDownIsA503NamingTheModel) {
@@ -184,14 +261,25 @@ TEST_F(RemoteTest, EveryEndpointDownIsA503NamingTheModel) {
 TEST_F(RemoteTest, AStreamThatStartedIsNeverSentAgain) {
   OtherRouter b1;
   OtherRouter b2;
-  b1.env.write_sidecar(b1.model_file, {{"crash_mid_stream_after_chunks", 2}});
   ASSERT_NO_FATAL_FAILURE(start_a({endpoint(b1.base_url()), endpoint(b2.base_url())}));
-  HttpReply r = http_post(port(), "/api/v1/chat/completions", stream_body("user.far", 8, 0));
-  ASSERT_EQ(r.status, 200) << r.body;
-  EXPECT_NE(r.body.find("\"error\""), std::string::npos) << r.body;
-  EXPECT_NE(r.body.find("data: [DONE]"), std::string::npos) << r.body;
+  // The stream's first token reaches the client; then B1 dies with the rest.
+  json body = stream_body("user.far", 8, 0);
+  body["lemon_fake"]["gate"] = "tokens";
+  RawClient client(port());
+  ASSERT_TRUE(client.send(raw_request_text(port(), "POST", "/api/v1/chat/completions",
+                                           {{"Content-Type", "application/json"}}, body.dump())));
+  const std::string first = client.read_until("data: ");
+  ASSERT_NE(first.find("200 OK"), std::string::npos) << first;
+  b1.process->kill_and_reap();
+  std::string rest;
+  client.read_to_eof(&rest);
+  const std::string all = client.buffered() + rest;
+  EXPECT_NE(all.find("\"error\""), std::string::npos) << all;
+  EXPECT_NE(all.find("data: [DONE]"), std::string::npos) << all;
   EXPECT_EQ(endpoint_figures(port(), "user.far", 1)["requests"], 0) << "replayed on B2";
   EXPECT_TRUE(health(b2.port)["all_models_loaded"].empty());
+  EXPECT_EQ(endpoint_figures(port(), "user.far", 0)["state"], "down")
+      << "a connection lost mid-answer counts against the endpoint";
 }
 
 TEST_F(RemoteTest, LeastBusySendsTheSecondRequestToTheIdleEndpoint) {

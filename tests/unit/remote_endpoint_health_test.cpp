@@ -30,10 +30,26 @@ TEST(RemoteEndpointHealth, AFailureTakesItDownUntilItsRetryTimeWhichDoubles) {
 TEST(RemoteEndpointHealth, TheBackoffStopsAtItsMaximum) {
   EndpointHealth h;
   const BreakerPolicy policy{milliseconds(1000), milliseconds(60000)};
-  for (int i = 0; i < 40; ++i) {
-    record_failure(h, "timeout", kT0, policy);
+  record_failure(h, "timeout", kT0, policy);
+  for (int i = 0; i < 39; ++i) {
+    record_failure(h, "timeout", h.retry_at, policy);  // each retry, at its time, fails
   }
-  EXPECT_EQ(h.retry_at, kT0 + seconds(60));
+  const auto last_try = h.retry_at;
+  record_failure(h, "timeout", last_try, policy);
+  EXPECT_EQ(h.retry_at, last_try + seconds(60));
+  EXPECT_EQ(h.failures, 30);
+}
+
+TEST(RemoteEndpointHealth, FailuresOfTriesThatStartedBeforeItWentDownDoNotExtendTheWait) {
+  EndpointHealth h;
+  record_failure(h, "refused", kT0);
+  // Seven more requests refused at the same moment: the same outage.
+  for (int i = 0; i < 7; ++i) {
+    EXPECT_FALSE(record_failure(h, "reset", kT0 + milliseconds(10)));
+  }
+  EXPECT_EQ(h.failures, 1);
+  EXPECT_EQ(h.retry_at, kT0 + seconds(1));
+  EXPECT_EQ(h.last_error, "reset");
 }
 
 TEST(RemoteEndpointHealth, ASuccessMakesItHealthyAtOnce) {

@@ -133,10 +133,13 @@ class InferenceGateway {
                          std::string& owned_body, std::string_view& body, ProxyCall& call);
   // A remote model's request (remote_forward.cpp): its endpoints in the
   // order its policy and their health give; one that does not answer (or
-  // answers 502, 503 or 504) before anything reached the client is left for
-  // the next, and nothing that reached the client is ever sent again.
-  std::optional<RequestStats> forward_remote(InferenceRequest& req, net::ResponseWriter& w,
-                                             bool& known_model);
+  // answers 401, 403, 502, 503 or 504) before anything of the answer
+  // reached the client is left for the next, and nothing that reached the
+  // client is ever sent again.
+  // False (nothing written) when `req.model` is not, or no longer, a remote
+  // model; `stats` gets the figures of one that succeeded.
+  bool forward_remote(InferenceRequest& req, net::ResponseWriter& w, bool& known_model,
+                      std::optional<RequestStats>& stats);
   // Sleeps `delay` before a retry; false when the client left meanwhile.
   static bool wait_before_retry(std::chrono::milliseconds delay, const WaitHooks& hooks);
 

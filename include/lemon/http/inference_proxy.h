@@ -24,6 +24,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "lemon/http/backend_rejection.h"
 #include "lemon/http/prompt_progress.h"
@@ -66,6 +67,13 @@ struct ProxyCall {
   std::string answer_content_type;
   // Return retryable failures unwritten (ProxyOutcome::unanswered).
   bool defer_retryable = false;
+  // With defer_retryable, for a remote model's endpoint (issue #30 §3): also
+  // a connection lost before the answer reached the client, and answers
+  // with one of these statuses.
+  bool defer_lost = false;
+  std::vector<int> defer_statuses;
+  // How long connecting (and TLS) may take.
+  std::chrono::milliseconds connect_timeout{2000};
   // Headers added to a successful answer (X-Lemonade-Sanitized).
   net::Headers extra_headers;
   // Streams: after this long without a byte written to the client, an SSE
@@ -99,6 +107,11 @@ struct UnansweredFailure {
 struct ProxyOutcome {
   std::optional<RequestStats> stats;            // the request succeeded
   std::optional<UnansweredFailure> unanswered;  // only with defer_retryable
+  // The backend's failure that was written to the client (a timeout, a
+  // connection lost mid-answer, garbage), if that is how it ended.
+  std::optional<ErrorCode> backend_error;
+  // Ended by ProxyCall::cancelled: nothing more was written.
+  bool stopped = false;
   // InferenceGateway's: the model is a remote one, not for a lease.
   bool remote = false;
 };

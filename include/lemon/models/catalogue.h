@@ -34,7 +34,8 @@ struct CatalogueSources {
   std::function<std::vector<std::string>()> flm_installed;
   // Models served by other machines that no file here names (config.json's
   // remote.models, discovered ones; issue #30 §3), listed after the others.
-  // Called without the catalogue's locks held by its caller's thread.
+  // Called without the entry lists' lock, but maybe under the file locks
+  // (reading or writing user_models.json): it must not call the catalogue.
   std::function<std::vector<ModelInfo>()> remote_models;
 };
 

@@ -5,8 +5,10 @@
 // - An endpoint is kUnknown until checked or used, kHealthy after a success,
 //   kDown after a failure (a health check or a request that got no answer).
 // - A down endpoint is skipped until its retry time: 1 s after the first
-//   failure, doubling with each one after, at most 60 s. Then one request or
-//   health check may try it; a success makes it healthy at once.
+//   failure, doubling with each failed try after it, at most 60 s (failures
+//   of tries that started before then, e.g. concurrent requests, do not
+//   count). Then requests and the health check may try it again; a success
+//   makes it healthy at once.
 // - A request tries the usable endpoints first, in the policy's order
 //   (failover: as listed; least_busy: fewest requests in flight, counting
 //   what the remote reports of its own queue, ties as listed), then the down

@@ -103,8 +103,6 @@ struct RemoteModel {
   RemoteModelSpec spec;
   std::vector<std::shared_ptr<RemoteEndpoint>> endpoints;
   std::string origin;  // "user_models.json", "config.json", "discovery"
-  // When a user_models.json entry was last read (RemoteModels::mu_).
-  HealthClock::time_point validated_at{};
   // The endpoints in the order a request tries them now.
   std::vector<std::size_t> order() const;
 };
@@ -152,33 +150,53 @@ class RemoteModels {
   void check_now();
 
  private:
-  std::shared_ptr<RemoteEndpoint> endpoint_for(const RemoteEndpointSpec& spec) LEMON_REQUIRES(mu_);
+  // A discovery source's last list, and its endpoint (kept, and checked,
+  // even while it lists nothing).
+  struct Discovered {
+    DiscoverySpec source;
+    std::shared_ptr<RemoteEndpoint> endpoint;
+    std::vector<ModelInfo> infos;
+  };
+
+  // The endpoint for `spec`: the live one with the same identity, or a new
+  // one (made, and its key read, without mu_ held).
+  std::shared_ptr<RemoteEndpoint> endpoint_for(const RemoteEndpointSpec& spec) LEMON_EXCLUDES(mu_);
   std::shared_ptr<RemoteModel> make_model(RemoteModelSpec spec, std::string origin)
-      LEMON_REQUIRES(mu_);
+      LEMON_EXCLUDES(mu_);
   void check_endpoint(RemoteEndpoint& endpoint) LEMON_REQUIRES(check_mu_);
   void endpoint_changed(const RemoteEndpoint& endpoint) const;
   void discover(const DiscoverySpec& source) LEMON_REQUIRES(check_mu_);
+  // Drops the models read from user_models.json that it no longer holds as
+  // they were.
+  void revalidate_user_models() LEMON_EXCLUDES(mu_);
+  // When the monitor should look again: the next health round, the soonest
+  // retry of a down endpoint, the next discovery.
+  HealthClock::time_point next_round() const LEMON_EXCLUDES(mu_);
   void monitor_loop();
   void emit(const std::string& type, nlohmann::json data) const;
 
   const Hooks hooks_;
   mutable Mutex mu_;
   RemoteSettings settings_ LEMON_GUARDED_BY(mu_);
+  // config.json's models as catalogue entries (made at reconfigure).
+  std::vector<ModelInfo> declared_config_ LEMON_GUARDED_BY(mu_);
   // Every known model by name, and the endpoints by their spec's identity.
   std::map<std::string, std::shared_ptr<RemoteModel>, std::less<>> models_ LEMON_GUARDED_BY(mu_);
   std::map<std::string, std::weak_ptr<RemoteEndpoint>> endpoints_ LEMON_GUARDED_BY(mu_);
-  // Discovered models by source prefix, as ModelInfo for the catalogue.
-  std::map<std::string, std::vector<ModelInfo>> discovered_ LEMON_GUARDED_BY(mu_);
+  // Discovered models by source prefix.
+  std::map<std::string, Discovered> discovered_ LEMON_GUARDED_BY(mu_);
   std::atomic<bool> any_{false};
   // Set by the destructor: a check under way gives up at once.
   std::atomic<bool> stopping_now_{false};
   HealthClock::time_point next_discovery_ LEMON_GUARDED_BY(mu_){};
+  HealthClock::time_point next_health_ LEMON_GUARDED_BY(mu_){};
   // One round of checks at a time; RemoteEndpoint::probe_path and
   // is_lemonade are the rounds'.
   Mutex check_mu_;
   Mutex monitor_mu_;
   CondVar monitor_cv_;
   bool stopping_ LEMON_GUARDED_BY(monitor_mu_) = false;
+  bool wake_ LEMON_GUARDED_BY(monitor_mu_) = false;  // a reconfigure: look again now
   std::thread monitor_;
 };
 

@@ -499,6 +499,14 @@ void ManagementApi::handle_unload(net::Request& r, net::ResponseWriter& w) {
     send_json(w, 200, {{"status", "success"}, {"message", "All models unloaded successfully"}});
     return;
   }
+  if (auto info = catalogue_.find(name); info && info->recipe == "remote") {
+    write_error(w, Error(ErrorCode::kServedRemotely,
+                         "model '" + name +
+                             "' is served by another machine (recipe remote): it is never "
+                             "loaded here",
+                         "model_name"));
+    return;
+  }
   Status done = router_.unload(name);
   if (!done.ok()) {
     write_error(w, done.error());
