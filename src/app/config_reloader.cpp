@@ -28,16 +28,22 @@ const std::set<std::string>& router_settings() {
   static const std::set<std::string> keys = {
       "max_loaded_models", "keep_alive", "scale_up_after", "scale_down_after", "max_starvation",
       "default_model_delay",
+      // The memory budget's size, while it stays on (classify_config_changes).
+      "memory_budget", "memory_margin",
       // The CLI layer of load options: a model they change reloads once idle.
       "ctx_size", "parallel", "llamacpp.backend", "llamacpp.args", "sdcpp.backend",
       "whispercpp.backend", "sdcpp.steps", "sdcpp.cfg_scale", "sdcpp.width", "sdcpp.height"};
   return keys;
 }
 
-// The settings the HTTP server takes at once: the API keys.
+// The settings the HTTP server takes at once: the API keys, CORS, remote
+// models and the proxy's limits.
 const std::set<std::string>& server_settings() {
   static const std::set<std::string> keys = {
-      "api_key", "admin_api_key", "auth", "profiles", "cors_origins", "remote", "remote_discovery"};
+      "api_key", "admin_api_key", "auth", "profiles", "cors_origins", "remote", "remote_discovery",
+      // The proxy's limits: requests that start after the reload follow them.
+      "request_timeout", "stream_idle_timeout", "backend_idle_timeout", "stream_heartbeat",
+      "backend_retry_delay", "max_prefill_tokens", "max_response_size"};
   return keys;
 }
 
@@ -86,7 +92,11 @@ ConfigChanges classify_config_changes(const std::map<std::string, std::string>& 
     if (was != running.end() && was->second == value) {
       continue;
     }
-    (live.contains(key) ? out.applied : out.pending).push_back(key);
+    // The memory budget's size changes live; turning it on or off starts or
+    // stops the device readings, which only a restart does.
+    const bool switched = key == "memory_budget" && was != running.end() &&
+                          (was->second == "off") != (value == "off");
+    (live.contains(key) && !switched ? out.applied : out.pending).push_back(key);
   }
   for (const auto& [key, value] : running) {
     if (!read.contains(key)) {

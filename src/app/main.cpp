@@ -159,6 +159,7 @@ int main(int argc, char** argv) {
       [&server, &profile_api, &remote](const Config& read) {
         remote.reconfigure(remote_settings(read));
         http::ApiSettings settings = api_settings(read);
+        server.gateway().set_settings(settings);
         server.reconfigure(std::move(settings.keys), settings.access.cors_origins,
                            settings.audit_log_file);
         profile_api.set_profiles(parse_profiles(read.profiles).value_or(Profiles{}));

@@ -58,6 +58,7 @@ RouterConfig router_config(const Config& cfg, std::shared_ptr<DeviceMemorySource
   out.default_model_delay = cfg.default_model_delay;
   if (cfg.memory_budget) {
     out.memory = std::move(memory);
+    out.memory_budget_on = true;
     out.memory_budget = *cfg.memory_budget;
     out.memory_margin = cfg.memory_margin;
     out.memory_poll_interval = cfg.memory_poll_interval;

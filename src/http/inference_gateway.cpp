@@ -21,6 +21,16 @@ constexpr int kBackendRetries = 3;
 
 }  // namespace
 
+ForwardSettings InferenceGateway::settings() const {
+  MutexLock lock(settings_mu_);
+  return settings_;
+}
+
+void InferenceGateway::set_settings(const ForwardSettings& settings) {
+  MutexLock lock(settings_mu_);
+  settings_ = settings;
+}
+
 InferenceGateway::InferenceGateway(const ForwardSettings& settings, ModelProvisioner& provisioner,
                                    StatsStore& stats, telemetry::TelemetryHub& hub,
                                    const std::atomic<bool>& drain_expired)
@@ -69,11 +79,29 @@ void InferenceGateway::forward(InferenceRequest& req, net::ResponseWriter& raw) 
   hub_.record_request(record);
 }
 
+void InferenceGateway::record_session_turn(const ApiKey* key, const std::string& model, bool stream,
+                                           double duration_s, const RequestStats& figures) {
+  telemetry::RequestRecord record;
+  record.id = next_request_id_.fetch_add(1, std::memory_order_relaxed);
+  record.model = model;
+  record.route = "sessions";
+  record.status = 200;
+  record.stream = stream;
+  record.key = key != nullptr ? key->name : std::string();
+  record.duration_s = duration_s;
+  record.ttft_s = figures.time_to_first_token;
+  record.prompt_tokens = figures.prompt_tokens;
+  record.completion_tokens = figures.output_tokens;
+  record.tokens_per_second = figures.tokens_per_second;
+  hub_.record_request(record);
+}
+
 std::optional<RequestStats> InferenceGateway::forward_to(InferenceRequest& req,
                                                          net::ResponseWriter& w,
                                                          bool& known_model) {
+  const ForwardSettings limits = settings();
   WaitHooks hooks;
-  hooks.tick_interval = settings_.keepalive_interval;
+  hooks.tick_interval = limits.keepalive_interval;
   hooks.cancelled = [&w] { return !w.client_connected(); };
   if (req.stream) {
     // Keep a streaming client informed while its model loads.
@@ -116,10 +144,10 @@ std::optional<RequestStats> InferenceGateway::forward_to(InferenceRequest& req,
     }
     const UnansweredFailure& failure = *outcome.unanswered;
     if (failure.kind == UnansweredFailure::Kind::kUnreachable) {
-      const auto delay = settings_.backend_retry_delay * (1 << retries);
+      const auto delay = limits.backend_retry_delay * (1 << retries);
       const bool in_time =
-          settings_.request_timeout.count() == 0 ||
-          std::chrono::steady_clock::now() - started + delay < settings_.request_timeout;
+          limits.request_timeout.count() == 0 ||
+          std::chrono::steady_clock::now() - started + delay < limits.request_timeout;
       if (retries < kBackendRetries && delay.count() > 0 && in_time) {
         logger("http")->warn("backend of '{}' did not answer ({}); retrying in {} ms", req.model,
                              failure.error.message(), delay.count());
@@ -168,7 +196,8 @@ constexpr std::chrono::milliseconds kProgressEventPace{500};
 
 Status InferenceGateway::check_prefill_limit(const InferenceRequest& req,
                                              WrappedServer& server) const {
-  if (settings_.max_prefill_tokens <= 0 || req.json == nullptr || !reads_a_prompt(req.route)) {
+  const long long max_prefill_tokens = settings().max_prefill_tokens;
+  if (max_prefill_tokens <= 0 || req.json == nullptr || !reads_a_prompt(req.route)) {
     return ok_status();
   }
   auto tokens = server.count_prompt_tokens(req.route, *req.json);
@@ -179,13 +208,12 @@ Status InferenceGateway::check_prefill_limit(const InferenceRequest& req,
         req.model);
     return ok_status();
   }
-  if (*tokens <= settings_.max_prefill_tokens) {
+  if (*tokens <= max_prefill_tokens) {
     return ok_status();
   }
   return Error(ErrorCode::kPromptTooLong,
                "the prompt has " + std::to_string(*tokens) + " tokens, more than " +
-                   "--max-prefill-tokens (" + std::to_string(settings_.max_prefill_tokens) +
-                   ") allows",
+                   "--max-prefill-tokens (" + std::to_string(max_prefill_tokens) + ") allows",
                req.route == ApiRoute::kChatCompletions ? "messages" : "prompt");
 }
 
@@ -199,7 +227,7 @@ void InferenceGateway::watch_long_prompt(const InferenceRequest& req, WrappedSer
   if (!req.stream) {
     return;
   }
-  call.heartbeat = settings_.stream_heartbeat;
+  call.heartbeat = settings().stream_heartbeat;
   if (req.json == nullptr || !reads_a_prompt(req.route) || !server.reports_prompt_progress()) {
     return;
   }
@@ -237,10 +265,11 @@ ProxyCall InferenceGateway::limited_call(std::string path, std::string content_t
   call.path = std::move(path);
   call.content_type = std::move(content_type);
   call.stream = stream;
-  call.max_response_bytes = settings_.max_response_bytes;
-  call.request_timeout = settings_.request_timeout;
-  call.stream_idle_timeout = settings_.stream_idle_timeout;
-  call.backend_idle_timeout = settings_.backend_idle_timeout;
+  const ForwardSettings limits = settings();
+  call.max_response_bytes = limits.max_response_bytes;
+  call.request_timeout = limits.request_timeout;
+  call.stream_idle_timeout = limits.stream_idle_timeout;
+  call.backend_idle_timeout = limits.backend_idle_timeout;
   call.drain_expired = &drain_expired_;
   return call;
 }

@@ -102,7 +102,7 @@ bool InferenceGateway::forward_remote(InferenceRequest& req, net::ResponseWriter
     call.defer_lost = true;
     call.defer_statuses = kTryAnotherEndpoint;
     call.connect_timeout = endpoint.spec().connect_timeout;
-    call.heartbeat = req.stream ? settings_.stream_heartbeat : std::chrono::milliseconds(0);
+    call.heartbeat = req.stream ? settings().stream_heartbeat : std::chrono::milliseconds(0);
     // A shutdown's drain that ran out ends a remote call as it ends a local
     // backend (which it stops).
     call.cancelled = [this] { return drain_expired_.load(); };

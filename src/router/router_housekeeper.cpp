@@ -92,6 +92,7 @@ void RouterCore::watch_memory() {
   config_.memory->rescan_tools();
   auto readings = config_.memory->read();
   std::vector<std::shared_ptr<ServerSlot>> victims;
+  std::int64_t margin = 0;
   {
     MutexLock lock(mu_);
     last_readings_ = readings;
@@ -107,7 +108,8 @@ void RouterCore::watch_memory() {
         by_id[id] = r;
       }
     }
-    for (const auto& id : plan_pressure_relief(views, readings, config_.memory_margin)) {
+    margin = live_.memory_margin;
+    for (const auto& id : plan_pressure_relief(views, readings, margin)) {
       victims.push_back(by_id.at(id));
     }
     republish();  // the measured figures and the devices
@@ -116,7 +118,7 @@ void RouterCore::watch_memory() {
     logger("router")->warn(
         "'{}': less than {} free on a device it uses (another program took memory); "
         "unloading it",
-        v->server->model_name(), format_bytes(config_.memory_margin));
+        v->server->model_name(), format_bytes(margin));
     retire({v}, "memory-pressure");
   }
 }

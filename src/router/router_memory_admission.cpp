@@ -27,7 +27,7 @@ DeviceBytes RouterCore::budgets_for(const std::vector<DeviceReading>& readings) 
       }
     }
   }
-  return device_budgets(readings, ours, config_.memory_budget);
+  return device_budgets(readings, ours, live_.memory_budget.value_or(config_.memory_budget));
 }
 
 Status RouterCore::admit(const LoadJob& job, const std::vector<DeviceReading>& readings,

@@ -72,7 +72,13 @@ void RouterCore::apply_live_settings(const LiveRouterSettings& settings) {
   {
     MutexLock lock(mu_);
     options_changed_ = options_changed_ || !(settings.cli_options == live_.cli_options);
+    const auto budget = live_.memory_budget;
+    const auto margin = live_.memory_margin;
     live_ = settings;
+    if (!live_.memory_budget) {  // off now, or never on: what is in force stays
+      live_.memory_budget = budget;
+      live_.memory_margin = margin;
+    }
     republish();
   }
   cv_.notify_all();  // a raised limit may let a queued load go

@@ -16,6 +16,7 @@
 
 #include "lemon/http/api_keys.h"
 #include "support/http_client.h"
+#include "support/prometheus_text.h"
 #include "support/router_events.h"
 #include "support/router_fixture.h"
 
@@ -380,6 +381,30 @@ TEST_F(AuthTest, ASessionBelongsToTheKeyThatMadeIt) {
   EXPECT_TRUE(ids("k-bob").empty()) << "another key's sessions are not listed";
   EXPECT_EQ(ids("k-ops"), std::vector<std::string>{id}) << "an admin key sees every session";
   EXPECT_EQ(as("k-alice", "GET", path).status, 200) << "bob's tries changed nothing";
+}
+
+TEST_F(AuthTest, ASessionsTurnsCountTheirTokensForTheKey) {
+  env_.add_llm("a");
+  ASSERT_NO_FATAL_FAILURE(start_with_keys(
+      {auth_key("alice", "k-alice", {"inference"}), auth_key("ops", "k-ops", {"read"})}));
+  HttpReply made = as("k-alice", "POST", "/api/v1/sessions", json{{"model", "user.a"}});
+  ASSERT_EQ(made.status, 200) << made.body;
+  const std::string path = "/api/v1/sessions/" + made.json()["id"].get<std::string>();
+  ASSERT_EQ(
+      as("k-alice", "POST", path + "/messages", json{{"role", "user"}, {"content", "hi"}}).status,
+      200);
+  HttpReply turn = as("k-alice", "POST", path + "/generate", json{{"max_tokens", 5}});
+  ASSERT_EQ(turn.status, 200) << turn.body;
+  std::string problem;
+  const auto metrics = parse_prom_text(as("k-ops", "GET", "/api/v1/metrics").body, &problem);
+  ASSERT_TRUE(metrics.has_value()) << problem;
+  EXPECT_GT(metrics->value("lemonade_key_generated_tokens_total", {{"key", "alice"}}).value_or(0),
+            0.0);
+  EXPECT_GT(metrics->value("lemonade_key_prompt_tokens_total", {{"key", "alice"}}).value_or(0),
+            0.0);
+  EXPECT_EQ(metrics->value("lemonade_requests_total",
+                           {{"model", "user.a"}, {"route", "sessions"}, {"status", "200"}}),
+            1.0);
 }
 
 TEST_F(AuthTest, ABrokenKeyListStopsTheStartNamingItsPath) {

@@ -178,6 +178,55 @@ TEST_F(ConfigReloadTest, AModelWhoseLoadOptionsChangedReloadsOnceIdleAndNoOtherD
   EXPECT_EQ(chat(port(), "user.a").status, 200);
 }
 
+TEST_F(ConfigReloadTest, TimeoutsApplyToTheRequestsThatStartAfterTheReload) {
+  env_.add_llm("a");
+  env_.write_config({{"log_level", "info"}});
+  ASSERT_NO_FATAL_FAILURE(start_router({}, env_.config_env()));
+  const Json slow = {{"lemon_fake", {{"response_delay_ms", 3000}}}};
+  ASSERT_EQ(load(port(), "user.a").status, 200);
+  RouterEvents events(port());
+  env_.write_config({{"log_level", "info"}, {"request_timeout", 0.3}});
+  auto reloaded = next_reload(events);
+  ASSERT_TRUE(reloaded.has_value());
+  EXPECT_EQ((*reloaded)["applied"], Json::array({"request_timeout"})) << reloaded->dump();
+  HttpReply r = chat(port(), "user.a", slow);
+  expect_error(r, 504, "gateway_timeout", "", "a request after the reload");
+  EXPECT_NE(r.json()["error"]["message"].get<std::string>().find("--request-timeout (300 ms)"),
+            std::string::npos)
+      << r.body;
+  EXPECT_TRUE(config_view()["pending_restart"].empty());
+}
+
+TEST_F(ConfigReloadTest, TheMemoryBudgetChangesSizeLiveButNeedsARestartToTurnOff) {
+  env_.write_config({{"memory_budget", "1G"}});
+  ASSERT_NO_FATAL_FAILURE(start_router({}, env_.config_env()));
+  auto ram_budget = [&] {
+    const Json h = health(port());
+    for (const auto& d : h["devices"]) {
+      if (d["device"] == "ram") {
+        return d["budget"];
+      }
+    }
+    return Json();
+  };
+  ASSERT_TRUE(eventually([&] { return ram_budget() == Json(1LL << 30); })) << health(port()).dump();
+  RouterEvents events(port());
+  env_.write_config({{"memory_budget", "2G"}});
+  auto reloaded = next_reload(events);
+  ASSERT_TRUE(reloaded.has_value());
+  EXPECT_EQ((*reloaded)["applied"], Json::array({"memory_budget"})) << reloaded->dump();
+  EXPECT_EQ(ram_budget(), Json(2LL << 30));
+  env_.write_config({{"memory_budget", "off"}});
+  reloaded = events.next("config_reloaded", "");
+  for (int i = 0; reloaded && (*reloaded)["pending"].empty() && i < 3; ++i) {
+    reloaded = events.next("config_reloaded", "");
+  }
+  ASSERT_TRUE(reloaded.has_value());
+  EXPECT_EQ((*reloaded)["pending"], Json::array({"memory_budget"})) << reloaded->dump();
+  EXPECT_EQ(ram_budget(), Json(2LL << 30)) << "the budget in force stays until a restart";
+  EXPECT_EQ(config_view()["pending_restart"]["memory_budget"], "off");
+}
+
 TEST_F(ConfigReloadTest, AChangedConfigJsonIsReadWithoutASignal) {
   env_.write_config({{"log_level", "info"}});
   ASSERT_NO_FATAL_FAILURE(start_router({}, env_.config_env()));

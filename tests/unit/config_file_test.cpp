@@ -159,5 +159,16 @@ TEST(ClassifyConfigChanges, LiveSettingsApplyTheRestWaitsForARestart) {
   EXPECT_EQ(c.pending, (std::vector<std::string>{"port"}));
 }
 
+TEST(ConfigChanges, TheMemoryBudgetsSizeIsLiveButTurningItOnOrOffIsNot) {
+  const std::set<std::string> live = {"memory_budget"};
+  auto change = [&](const std::string& from, const std::string& to) {
+    return classify_config_changes({{"memory_budget", from}}, {{"memory_budget", to}}, live);
+  };
+  EXPECT_EQ(change("80%", "60%").applied, (std::vector<std::string>{"memory_budget"}));
+  EXPECT_EQ(change("80%", "off").pending, (std::vector<std::string>{"memory_budget"}));
+  EXPECT_EQ(change("off", "24G").pending, (std::vector<std::string>{"memory_budget"}));
+  EXPECT_TRUE(change("off", "off").applied.empty());
+}
+
 }  // namespace
 }  // namespace lemon

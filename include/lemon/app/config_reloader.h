@@ -35,7 +35,8 @@
 namespace lemon {
 
 // What a reload does with the settings that changed: those in `live` apply
-// now, the others wait for a restart. A pure function over two snapshots of
+// now, the others wait for a restart, and so does `memory_budget` turned on
+// or off (its size changes live). A pure function over two snapshots of
 // setting values (key -> text).
 struct ConfigChanges {
   std::vector<std::string> applied;

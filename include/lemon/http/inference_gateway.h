@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lemon/backends/wrapped_server.h"
+#include "lemon/core/mutex.h"
 #include "lemon/http/api_keys.h"
 #include "lemon/http/inference_proxy.h"
 #include "lemon/http/model_provisioner.h"
@@ -101,10 +102,19 @@ class InferenceGateway {
   // what every call, inference or a session's turn, shares.
   ProxyCall limited_call(std::string path, std::string content_type, bool stream) const;
 
-  const ForwardSettings& settings() const { return settings_; }
+  // The limits in force (a copy: a reload may change them at any time).
+  ForwardSettings settings() const LEMON_EXCLUDES(settings_mu_);
+  // A reloaded configuration's limits and timeouts (issue #30 §1): requests
+  // that start from now on follow them; those under way keep theirs.
+  void set_settings(const ForwardSettings& settings) LEMON_EXCLUDES(settings_mu_);
   // Serves the models of `remote` (issue #30 §3) from their endpoints.
   // Set once, before the server serves; it outlives the gateway.
   void serve_remote(remote::RemoteModels* remote) { remote_ = remote; }
+  // A session's turn that succeeded (sessions go to their server directly,
+  // not through forward()): counted in the request and token metrics as a
+  // request of route "sessions", and in the caller key's token counters.
+  void record_session_turn(const ApiKey* key, const std::string& model, bool stream,
+                           double duration_s, const RequestStats& figures);
   // refuse_model() (caller.h), counted as the key's refusal for `model`
   // (lemonade_key_refusals_total): what every route that names a model
   // asks before it does anything with it.
@@ -143,7 +153,8 @@ class InferenceGateway {
   // Sleeps `delay` before a retry; false when the client left meanwhile.
   static bool wait_before_retry(std::chrono::milliseconds delay, const WaitHooks& hooks);
 
-  const ForwardSettings& settings_;
+  mutable Mutex settings_mu_;
+  ForwardSettings settings_ LEMON_GUARDED_BY(settings_mu_);
   ModelProvisioner& provisioner_;
   StatsStore& stats_;
   telemetry::TelemetryHub& hub_;

@@ -64,6 +64,7 @@
 #include "lemon/router/lease.h"
 #include "lemon/router/load_cooldown.h"
 #include "lemon/router/loaded_server_info.h"
+#include "lemon/router/memory_policy.h"
 #include "lemon/router/router_view.h"
 #include "lemon/router/slot_limits.h"
 
@@ -148,6 +149,8 @@ struct RouterConfig {
   std::shared_ptr<DeviceMemorySource> memory;
   BudgetRule memory_budget;
   std::int64_t memory_margin = 256LL << 20;
+  // The configuration asks for a budget (`memory` is set only at start).
+  bool memory_budget_on = false;
   std::chrono::milliseconds memory_poll_interval{10000};
   std::function<void(const RouterEvent&)> on_event;
   // Keeps llama.cpp slots across stops (issue #29 §1): restores into a new
@@ -173,9 +176,20 @@ struct LiveRouterSettings {
   // change reloads each loaded model whose effective options it changes,
   // once that model is idle (issue #30 §1).
   RecipeOptions cli_options;
+  // --memory-budget and --memory-margin, while the budget is on (nullopt:
+  // keep the ones in force; turning the budget on or off needs a restart).
+  std::optional<BudgetRule> memory_budget;
+  std::int64_t memory_margin = 256LL << 20;
   static LiveRouterSettings of(const RouterConfig& c) {
-    return {c.limits,         c.keep_alive,          c.scale_up_after, c.scale_down_after,
-            c.max_starvation, c.default_model_delay, c.cli_options};
+    return {c.limits,
+            c.keep_alive,
+            c.scale_up_after,
+            c.scale_down_after,
+            c.max_starvation,
+            c.default_model_delay,
+            c.cli_options,
+            c.memory_budget_on ? std::optional<BudgetRule>(c.memory_budget) : std::nullopt,
+            c.memory_margin};
   }
 };
 

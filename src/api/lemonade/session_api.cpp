@@ -358,6 +358,7 @@ void SessionApi::handle_generate(const std::string& id, net::Request& r, net::Re
   }
 
   const auto cancel = turn->cancel;
+  const auto started = std::chrono::steady_clock::now();
   WaitHooks hooks;
   hooks.tick_interval = std::chrono::milliseconds(100);
   hooks.cancelled = [&w, cancel] { return cancel->load() || !w.client_connected(); };
@@ -397,8 +398,15 @@ void SessionApi::handle_generate(const std::string& id, net::Request& r, net::Re
   ProxyCall call = gateway_.limited_call("/v1/chat/completions", "application/json", *stream);
   call.body = text;
   call.cancelled = [cancel] { return cancel->load(); };
-  http::forward_to_backend(*lease, call, recorder, stats_);
+  const auto outcome = http::forward_to_backend(*lease, call, recorder, stats_);
   lease->release();
+  if (outcome.stats) {
+    // Its tokens count for the model and for the caller's key (issue #30 §2).
+    gateway_.record_session_turn(
+        http::caller_key(r), s.model, *stream,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
+        *outcome.stats);
+  }
   turn_end.end(std::nullopt);  // no effect when the recorder ended it
   if (!recorder.completed() && cancel->load()) {
     // Cancelled by POST sessions/{id}/cancel (or DELETE): end the answer
