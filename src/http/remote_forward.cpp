@@ -89,6 +89,11 @@ bool InferenceGateway::forward_remote(InferenceRequest& req, net::ResponseWriter
     return true;
   }
   const std::string_view body = owned.empty() ? req.raw_body : std::string_view(owned);
+  remote.in_flight.fetch_add(1);
+  struct Done {
+    const remote::RemoteModel& model;
+    ~Done() { model.in_flight.fetch_sub(1); }
+  } done{remote};
   const auto order = remote.order();
   std::optional<UnansweredFailure> last;
   std::optional<ProxyCall> last_call;

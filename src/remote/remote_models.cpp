@@ -408,11 +408,9 @@ nlohmann::json RemoteModels::to_json(const std::function<bool(const std::string&
   nlohmann::json out = nlohmann::json::array();
   for (const auto& m : models) {
     nlohmann::json endpoints = nlohmann::json::array();
-    int in_flight = 0;
     bool any_up = false;
     for (const auto& e : m->endpoints) {
       endpoints.push_back(e->to_json());
-      in_flight += e->load().in_flight;
       any_up = any_up || (e->ready() && e->health().state != EndpointState::kDown);
     }
     out.push_back({{"model_name", m->spec.name},
@@ -421,7 +419,7 @@ nlohmann::json RemoteModels::to_json(const std::function<bool(const std::string&
                    {"policy", remote_policy_name(m->spec.policy)},
                    {"origin", m->origin},
                    {"state", any_up ? "ready" : "unavailable"},
-                   {"in_flight", in_flight},
+                   {"in_flight", m->in_flight.load()},
                    {"endpoints", std::move(endpoints)}});
   }
   return out;

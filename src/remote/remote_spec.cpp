@@ -7,6 +7,7 @@
 #include <set>
 
 #include "lemon/download/url.h"
+#include "lemon/models/registry_entry.h"
 
 namespace lemon::remote {
 namespace {
@@ -229,6 +230,14 @@ Result<RemoteSettings> parse_remote_settings(const nlohmann::json& remote,
                                          entry, where);
           if (!spec.ok()) {
             return std::move(spec).error();
+          }
+          // The catalogue's keys (labels, size, ...) are checked as
+          // user_models.json's are.
+          nlohmann::ordered_json as_entry = nlohmann::ordered_json::parse(entry.dump());
+          as_entry["recipe"] = "remote";
+          if (auto registered = parse_registry_entry("user." + model, as_entry, ModelSource::kUser);
+              !registered.ok()) {
+            return spec_error(where, registered.error().message());
           }
           nlohmann::json shown = entry;
           shown["recipe"] = "remote";

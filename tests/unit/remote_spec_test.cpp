@@ -141,6 +141,14 @@ TEST(RemoteSpec, ConfigSectionRefusalsNameTheirPath) {
       parse_remote_settings(nullptr, json::parse(R"([{"base_url": "http://127.0.0.1:1"}])"));
   ASSERT_FALSE(no_prefix.ok());
   EXPECT_NE(no_prefix.error().message().find("remote_discovery[0]"), std::string::npos);
+  auto labels =
+      parse_remote_settings(json::parse(
+                                R"({"models": {"far": {"checkpoint": "x", "labels": "chat",
+                                  "endpoints": [{"base_url": "https://a"}]}}})"),
+                            nullptr);
+  ASSERT_FALSE(labels.ok());
+  EXPECT_NE(labels.error().message().find("remote.models.far"), std::string::npos);
+  EXPECT_NE(labels.error().message().find("labels"), std::string::npos) << labels.error().message();
   auto interval = parse_remote_settings(json::parse(R"({"health_interval": 0})"), nullptr);
   ASSERT_FALSE(interval.ok());
   EXPECT_NE(interval.error().message().find("remote.health_interval"), std::string::npos);

@@ -103,6 +103,8 @@ struct RemoteModel {
   RemoteModelSpec spec;
   std::vector<std::shared_ptr<RemoteEndpoint>> endpoints;
   std::string origin;  // "user_models.json", "config.json", "discovery"
+  // Requests for this model in flight now (its endpoints may be shared).
+  mutable std::atomic<int> in_flight{0};
   // The endpoints in the order a request tries them now.
   std::vector<std::size_t> order() const;
 };
