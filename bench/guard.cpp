@@ -33,10 +33,11 @@ int run_guard(BenchEnv& env, Settings s, const std::string& out) {
   }
   Report report;
   measure_model_switch(env, s, report);
-  // Throughput twice, each trial direct then router back to back; the
-  // better ratio counts: a regression is in both, a noisy second in one.
+  // Throughput three times, each trial direct then router back to back; the
+  // best ratio counts: a regression is in every trial, a noisy second in one
+  // (two trials measured 0.51 once on a CI run where others gave 0.54-0.60).
   double best_ratio = 0.0;
-  for (int trial = 0; trial < 2; ++trial) {
+  for (int trial = 0; trial < 3; ++trial) {
     measure_non_streaming(env, s, report);
     const auto& c16 = report.data()["non_streaming"]["c=16"];
     const double direct_rps = c16["direct"]["rps"].get<double>();
@@ -52,7 +53,7 @@ int run_guard(BenchEnv& env, Settings s, const std::string& out) {
       {"switch: added over the fake's own start-to-ready, p50",
        d["model_switch"]["added_p50_ms"].get<double>(), 20.0, true, "ms",
        "the fake's start-to-ready"},
-      {"non-streaming c=16 throughput, router / direct (better of 2)", best_ratio, 0.5, false, "x",
+      {"non-streaming c=16 throughput, router / direct (best of 3)", best_ratio, 0.5, false, "x",
        "the same fake addressed directly"},
       {"/health p99 with 256 open streams",
        d["control_plane"]["health_streams_p99_us"].get<double>() / 1000.0, 5.0, true, "ms",
