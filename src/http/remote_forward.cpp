@@ -116,13 +116,17 @@ bool InferenceGateway::forward_remote(InferenceRequest& req, net::ResponseWriter
     }
     remote::RemoteEndpoint::InFlight in_flight(endpoint);
     endpoint.requests.fetch_add(1);
-    auto outcome = forward_to_target(
-        {endpoint.client(), req.model, [&in_flight] { in_flight.release(); }}, call, w, stats_);
+    // The endpoint answered whole: it is healthy before the client has the
+    // answer's end (release() runs just before it is written).
+    auto outcome = forward_to_target({endpoint.client(), req.model,
+                                      [&] {
+                                        in_flight.release();
+                                        remote_->report_success(endpoint);
+                                      }},
+                                     call, w, stats_);
     if (!outcome.unanswered) {
-      if (outcome.stats) {
-        remote_->report_success(endpoint);
-      } else if (outcome.backend_error && endpoint_fault(*outcome.backend_error) &&
-                 !drain_expired_.load()) {
+      if (!outcome.stats && outcome.backend_error && endpoint_fault(*outcome.backend_error) &&
+          !drain_expired_.load()) {
         remote_->report_failure(
             endpoint, std::string("a request failed: ") + error_code_name(*outcome.backend_error));
       } else if (outcome.stopped) {

@@ -395,9 +395,15 @@ TEST_F(AuthTest, ASessionsTurnsCountTheirTokensForTheKey) {
       200);
   HttpReply turn = as("k-alice", "POST", path + "/generate", json{{"max_tokens", 5}});
   ASSERT_EQ(turn.status, 200) << turn.body;
+  // The turn is counted once its answer is written: read until it shows.
   std::string problem;
-  const auto metrics = parse_prom_text(as("k-ops", "GET", "/api/v1/metrics").body, &problem);
-  ASSERT_TRUE(metrics.has_value()) << problem;
+  std::optional<PromText> metrics;
+  ASSERT_TRUE(eventually([&] {
+    metrics = parse_prom_text(as("k-ops", "GET", "/api/v1/metrics").body, &problem);
+    return metrics &&
+           metrics->value("lemonade_requests_total",
+                          {{"model", "user.a"}, {"route", "sessions"}, {"status", "200"}});
+  })) << problem;
   EXPECT_GT(metrics->value("lemonade_key_generated_tokens_total", {{"key", "alice"}}).value_or(0),
             0.0);
   EXPECT_GT(metrics->value("lemonade_key_prompt_tokens_total", {{"key", "alice"}}).value_or(0),
