@@ -102,7 +102,6 @@ http::ApiSettings api_settings(const Config& cfg) {
   out.access.health_without_auth = cfg.health_without_auth;
   out.access.metrics_public = cfg.metrics_public;
   out.access.cors_origins = cfg.cors_origins;
-  out.cli_options = cfg.cli_options;
   out.ollama_port = cfg.ollama_port;
   return out;
 }
@@ -110,7 +109,6 @@ http::ApiSettings api_settings(const Config& cfg) {
 api::LemonadeSettings lemonade_settings(const Config& cfg) {
   api::LemonadeSettings out;
   out.cache_dir = cfg.cache_dir;
-  out.cli_options = cfg.cli_options;
   out.web_dir = cfg.resources_dir + "/web";
   out.session_ttl = cfg.session_ttl;
   out.session_journal_dir = (std::filesystem::path(cfg.cache_dir) / "sessions").string();

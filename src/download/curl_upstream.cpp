@@ -197,7 +197,7 @@ Status Transfer::drive(CURLM* multi) {
       return Error(ErrorCode::kInternal, "poll failed: " + errno_message(errno));
     }
     if (ready > 0 && options_.watch_fd >= 0 &&
-        client_gone(fds[curl_count].revents, watch_events, options_)) {
+        net::watched_client_gone(fds[curl_count].revents, watch_events, options_)) {
       return Error(ErrorCode::kCancelled, "client disconnected");
     }
     for (std::size_t i = 0; ready > 0 && i < curl_count; ++i) {
@@ -293,36 +293,6 @@ CurlUpstreamClient::CurlUpstreamClient(CurlUpstreamSettings settings)
   while (!settings_.base_url.empty() && settings_.base_url.back() == '/') {
     settings_.base_url.pop_back();
   }
-}
-
-Result<net::UpstreamResponse> CurlUpstreamClient::send(const net::UpstreamRequest& request,
-                                                       const net::CallOptions& options) {
-  net::UpstreamResponse response;
-  bool too_large = false;
-  auto status = stream(
-      request, options,
-      [&response](const net::UpstreamHead& head) {
-        response.status = head.status;
-        response.headers = head.headers;
-        return true;
-      },
-      [&](std::string_view piece) {
-        if (piece.size() > options.max_response_bytes - response.body.size()) {
-          too_large = true;
-          return false;
-        }
-        response.body.append(piece);
-        return true;
-      });
-  if (too_large) {
-    return Error(ErrorCode::kUpstreamProtocol, "the backend's reply exceeds " +
-                                                   std::to_string(options.max_response_bytes) +
-                                                   " bytes (--max-response-size)");
-  }
-  if (!status.ok()) {
-    return std::move(status).error();
-  }
-  return response;
 }
 
 Status CurlUpstreamClient::stream(const net::UpstreamRequest& request,

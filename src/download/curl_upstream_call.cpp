@@ -39,20 +39,6 @@ bool skipped_header(std::string_view name, const net::UpstreamRequest& request, 
 
 }  // namespace
 
-bool client_gone(short revents, short& watch_events, const CallOptions& options) {
-  if ((revents & (POLLHUP | POLLERR | POLLNVAL)) != 0) {
-    return true;
-  }
-  if ((revents & POLLRDHUP) == 0 || watch_events == 0) {
-    return false;
-  }
-  if (options.on_client_half_close && options.on_client_half_close()) {
-    watch_events = 0;
-    return false;
-  }
-  return true;
-}
-
 void Call::heard() {
   if (options->idle_timeout.count() > 0) {
     idle_deadline = Clock::now() + options->idle_timeout;

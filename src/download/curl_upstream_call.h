@@ -54,12 +54,6 @@ struct Call {
   bool deliver_head();
 };
 
-// What the watched client's poll events mean (net's watched_client_gone):
-// a reset or full close stops the call; a half-close asks
-// on_client_half_close once, and a kept client is then watched for a reset
-// or full close only.
-bool client_gone(short revents, short& watch_events, const CallOptions& options);
-
 // Sets every option of `e` for `request`; its callbacks share `call`.
 // `headers` gets the request's header list, to free after the easy handle.
 Status configure_easy(const CurlLibrary& curl, CURL* e, curl_slist*& headers, Call& call,

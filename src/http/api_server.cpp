@@ -63,7 +63,7 @@ ApiServer::ApiServer(ApiSettings settings, ModelCatalogue& catalogue,
                      Router& router, StatsStore& stats, telemetry::TelemetryHub& hub)
     : settings_(std::move(settings)),
       hub_(hub),
-      provisioner_(catalogue, presets, store, installer, router, settings_.cli_options),
+      provisioner_(catalogue, presets, store, installer, router),
       gateway_(settings_, provisioner_, stats, hub, drain_expired_) {
   settings_.server.head_check = [this](net::Request& r) { return check_head(r); };
   access_ =

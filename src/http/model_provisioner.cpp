@@ -11,14 +11,12 @@
 namespace lemon::http {
 
 ModelProvisioner::ModelProvisioner(ModelCatalogue& catalogue, const PresetCatalogue& presets,
-                                   ModelStore& store, BackendInstaller& installer, Router& router,
-                                   RecipeOptions cli_options)
+                                   ModelStore& store, BackendInstaller& installer, Router& router)
     : catalogue_(catalogue),
       presets_(presets),
       store_(store),
       installer_(installer),
-      router_(router),
-      cli_options_(std::move(cli_options)) {}
+      router_(router) {}
 
 Result<bool> ModelProvisioner::apply_preset(std::string& model, nlohmann::json* body,
                                             ApiRoute route) const {
@@ -96,8 +94,9 @@ Status ModelProvisioner::install_backend_for(std::string_view model, const Recip
   if (!info) {
     return Error(ErrorCode::kUnsupportedOperation, "unknown model");
   }
-  RecipeOptions effective =
-      options.inherit(info->saved_options).inherit(cli_options_).restricted_to(info->recipe);
+  RecipeOptions effective = options.inherit(info->saved_options)
+                                .inherit(router_.cli_options())
+                                .restricted_to(info->recipe);
   const std::string backend = backend_for(info->recipe, effective);
   // A LEMONADE_<RECIPE>_<BACKEND>_BIN the user set is their choice, even
   // when it points nowhere: report that, never install over it.

@@ -56,10 +56,11 @@ bool key_refused(int status) {
   return status == 401 || status == 403;
 }
 
-// Backend failures that count against an endpoint's health.
+// Backend failures that count against an endpoint's health: the connection
+// failed or was lost. Not the router's own limits (a timeout, an answer
+// over --max-response-size), which a client could fire at will.
 bool endpoint_fault(ErrorCode code) {
-  return code == ErrorCode::kBackendUnavailable || code == ErrorCode::kBackendCrashed ||
-         code == ErrorCode::kUpstreamProtocol || code == ErrorCode::kGatewayTimeout;
+  return code == ErrorCode::kBackendUnavailable || code == ErrorCode::kBackendCrashed;
 }
 
 }  // namespace
@@ -145,7 +146,7 @@ bool InferenceGateway::forward_remote(InferenceRequest& req, net::ResponseWriter
       remote_->report_failure(endpoint, why);
     } else if (key_refused(failure.status)) {
       why = "it refused this router's key (" + std::to_string(failure.status) + ")";
-      remote_->report_failure(endpoint, why);
+      remote_->report_failure(endpoint, why, /*key_refused=*/true);
     } else if (std::find(kTryAnotherEndpoint.begin(), kTryAnotherEndpoint.end(), failure.status) !=
                kTryAnotherEndpoint.end()) {
       why = "it answered " + std::to_string(failure.status);  // busy, not broken

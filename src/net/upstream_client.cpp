@@ -31,6 +31,20 @@ bool idle_connection_alive(int fd) {
 
 }  // namespace
 
+bool watched_client_gone(short revents, short& watch_events, const CallOptions& options) {
+  if ((revents & (POLLHUP | POLLERR | POLLNVAL)) != 0) {
+    return true;
+  }
+  if ((revents & POLLRDHUP) == 0 || watch_events == 0) {
+    return false;
+  }
+  if (options.on_client_half_close && options.on_client_half_close()) {
+    watch_events = 0;
+    return false;
+  }
+  return true;
+}
+
 class UpstreamClient::Impl {
  public:
   Impl(std::string host, int port, std::size_t max_idle, std::string authorization)
@@ -259,11 +273,11 @@ std::optional<Clock::time_point> total_deadline(const CallOptions& options) {
 
 }  // namespace
 
-Result<UpstreamResponse> UpstreamClient::send(const UpstreamRequest& request,
-                                              const CallOptions& options) {
+Result<UpstreamResponse> UpstreamCalls::send(const UpstreamRequest& request,
+                                             const CallOptions& options) {
   UpstreamResponse response;
   bool too_large = false;
-  auto status = impl_->call(
+  auto status = stream(
       request, options,
       [&response](const UpstreamHead& head) {
         response.status = head.status;
@@ -277,8 +291,7 @@ Result<UpstreamResponse> UpstreamClient::send(const UpstreamRequest& request,
         }
         response.body.append(piece);
         return true;
-      },
-      true, total_deadline(options));
+      });
   if (too_large) {
     return Error(ErrorCode::kUpstreamProtocol, "the backend's reply exceeds " +
                                                    std::to_string(options.max_response_bytes) +

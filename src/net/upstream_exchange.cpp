@@ -112,20 +112,6 @@ UpstreamExchange::Wait UpstreamExchange::wait(short events) {
   }
 }
 
-bool watched_client_gone(short revents, short& watch_events, const CallOptions& options) {
-  if ((revents & (POLLHUP | POLLERR | POLLNVAL)) != 0) {
-    return true;
-  }
-  if ((revents & POLLRDHUP) == 0 || watch_events == 0) {
-    return false;
-  }
-  if (options.on_client_half_close && options.on_client_half_close()) {
-    watch_events = 0;
-    return false;
-  }
-  return true;
-}
-
 Error UpstreamExchange::wait_error(Wait w) const {
   switch (w) {
     case Wait::kCancelled:

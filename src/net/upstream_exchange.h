@@ -23,12 +23,7 @@
 
 namespace lemon::net::detail {
 
-// What the watched client's poll events mean for a call: true if it must
-// stop. A reset or a full close always stops it. A half-close (POLLRDHUP)
-// asks options.on_client_half_close once; if the client is kept,
-// watch_events becomes 0, so that from then on only a reset or a full close
-// (POLLHUP/POLLERR, reported whatever was asked for) counts.
-bool watched_client_gone(short revents, short& watch_events, const CallOptions& options);
+using net::watched_client_gone;
 
 struct ExchangeOutcome {
   Status status;

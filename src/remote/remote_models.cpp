@@ -153,13 +153,13 @@ bool RemoteEndpoint::succeeded() {
   return record_success(health_);
 }
 
-bool RemoteEndpoint::failed(std::string why) {
+bool RemoteEndpoint::failed(std::string why, const BreakerPolicy& policy) {
   failures.fetch_add(1);
   if (!ready()) {
     return false;
   }
   MutexLock lock(mu_);
-  return record_failure(health_, std::move(why), HealthClock::now());
+  return record_failure(health_, std::move(why), HealthClock::now(), policy);
 }
 
 void RemoteEndpoint::set_remote_queue(std::optional<int> queue) {
@@ -298,6 +298,7 @@ void RemoteModels::reconfigure(RemoteSettings settings) {
       next_discovery_ = {};
     }
     next_health_ = {};
+    retry_after_ms_.store(settings.retry_after.count());
     settings_ = std::move(settings);
     any_.store(!models_.empty() || !settings_.discovery.empty());
   }

@@ -47,6 +47,8 @@ void RemoteModels::check_endpoint(RemoteEndpoint& e) {
     why = reply.error().message();
   } else if (reply->status == 401 || reply->status == 403) {
     why = "it refused this router's key (" + std::to_string(reply->status) + ")";
+    report_failure(e, why, /*key_refused=*/true);
+    return;
   } else if (reply->status < 200 || reply->status >= 300) {
     why = "its health check answered " + std::to_string(reply->status);
   }
@@ -58,7 +60,7 @@ void RemoteModels::check_endpoint(RemoteEndpoint& e) {
     }
     auto body = nlohmann::json::parse(reply->body, nullptr, false);
     e.is_lemonade = body.is_object() && body.contains("router_version");
-    report_success(e);
+    report_success(e, Probe::kHealthCheck);
     if (e.is_lemonade) {
       // Its queue, for least_busy (needs the read scope; without it, ours).
       auto metrics = get(e, "metrics", stopping_now_);
@@ -75,18 +77,33 @@ void RemoteModels::check_endpoint(RemoteEndpoint& e) {
   }
 }
 
-void RemoteModels::report_success(RemoteEndpoint& e) const {
+void RemoteModels::report_success(RemoteEndpoint& e, Probe by) {
+  if (by == Probe::kRequest) {
+    e.key_refused.store(false);
+  } else if (e.key_refused.load()) {
+    return;  // its /health needs no key: only a request tells that it takes ours
+  }
   if (e.succeeded()) {
     logger("remote")->info("remote endpoint {} is up", e.spec().base_url);
     endpoint_changed(e);
   }
 }
 
-void RemoteModels::report_failure(RemoteEndpoint& e, std::string why) const {
-  if (e.failed(std::move(why))) {
+void RemoteModels::report_failure(RemoteEndpoint& e, std::string why, bool key_refused) {
+  if (key_refused) {
+    e.key_refused.store(true);
+  }
+  const BreakerPolicy policy{std::chrono::milliseconds(retry_after_ms_.load()),
+                             std::chrono::milliseconds(60000)};
+  if (e.failed(std::move(why), policy)) {
     logger("remote")->warn("remote endpoint {} is down: {}", e.spec().base_url,
                            e.health().last_error);
     endpoint_changed(e);
+    {
+      MutexLock lock(monitor_mu_);
+      wake_ = true;  // its retry time is sooner than the next round
+    }
+    monitor_cv_.notify_all();
   }
 }
 
@@ -249,8 +266,11 @@ void RemoteModels::monitor_loop() {
     try {
       check_now();
     } catch (const std::exception& e) {
-      // Whatever another machine answered, the router goes on.
+      // Whatever another machine answered, the router goes on (and does not
+      // try again before the next round).
       logger("remote")->error("remote health check failed: {}", e.what());
+      MutexLock lock(mu_);
+      next_health_ = HealthClock::now() + settings_.health_interval;
     }
     const auto until = next_round();
     MutexLock lock(monitor_mu_);

@@ -245,7 +245,7 @@ Result<RemoteSettings> parse_remote_settings(const nlohmann::json& remote,
           out.model_entries.push_back(std::move(shown));
           out.models.push_back(std::move(spec).value());
         }
-      } else if (key == "health_interval" || key == "discovery_interval") {
+      } else if (key == "health_interval" || key == "discovery_interval" || key == "retry_after") {
         auto value_ms = seconds_at(value, "remote." + key, 3600.0);
         if (!value_ms.ok()) {
           return std::move(value_ms).error();
@@ -253,10 +253,13 @@ Result<RemoteSettings> parse_remote_settings(const nlohmann::json& remote,
         if (value_ms->count() < 50) {
           return spec_error("remote." + key, "must be at least 0.05 s");
         }
-        (key == "health_interval" ? out.health_interval : out.discovery_interval) = *value_ms;
+        (key == "health_interval"      ? out.health_interval
+         : key == "discovery_interval" ? out.discovery_interval
+                                       : out.retry_after) = *value_ms;
       } else {
         return spec_error("remote." + key,
-                          "is not a remote setting (models, health_interval, discovery_interval)");
+                          "is not a remote setting (models, health_interval, discovery_interval, "
+                          "retry_after)");
       }
     }
   }

@@ -67,6 +67,8 @@ struct RouterCore::LoadJob {
   // What POST /load gave (nullopt: an automatic load); a reload for a new
   // CLI layer keeps it.
   std::optional<RecipeOptions> request_options;
+  // The CLI layer's generation its options were made with.
+  std::uint64_t cli_generation = 0;
   // The model's priority once loaded: its saved "priority", the one POST
   // /load gives, or, on a reload, the loaded model's (issue #29 §3).
   int priority = 0;

@@ -35,8 +35,10 @@ struct ModelGroup {
   // The request options of the load that published it (POST /load's),
   // which a reload for a new CLI layer keeps (issue #30 §1).
   std::optional<RecipeOptions> request_options;
-  // Its options differ from what the CLI layer now gives: reloaded once
-  // idle (issue #30 §1).
+  // The CLI layer's generation its options were made with (or last found
+  // unchanged by), and whether they differ from what the CLI layer now
+  // gives: then it is reloaded once idle (issue #30 §1).
+  std::uint64_t cli_generation = 0;
   bool options_stale = false;
   // A replica could not start (no room): not before this.
   std::chrono::steady_clock::time_point scale_blocked_until{};

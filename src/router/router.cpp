@@ -126,6 +126,10 @@ SlotLimits Router::limits() const {
   return core_->view()->limits;
 }
 
+RecipeOptions Router::cli_options() const {
+  return core_->cli_options();
+}
+
 void Router::apply_live_settings(const LiveRouterSettings& settings) {
   core_->apply_live_settings(settings);
 }

@@ -170,15 +170,18 @@ Result<std::shared_ptr<RouterCore::LoadJob>> RouterCore::make_job(
   RecipeOptions layered =
       request_options ? request_options->inherit(info->saved_options) : info->saved_options;
   RecipeOptions cli;
+  std::uint64_t cli_generation = 0;
   {
     MutexLock lock(mu_);
     cli = live_.cli_options;
+    cli_generation = cli_generation_;
   }
   auto job = std::make_shared<LoadJob>();
   job->model = info->name;
   job->options = layered.inherit(cli).restricted_to(info->recipe);
   job->explicit_options = request_options.has_value();
   job->request_options = request_options;
+  job->cli_generation = cli_generation;
   job->pinned = info->saved_pinned;
   job->priority = info->saved_priority;
   job->info = std::move(info.value());

@@ -87,6 +87,7 @@ class RouterCore {
   std::shared_ptr<const RouterView> view() const;
   std::optional<LoadedServerInfo> most_recently_loaded() const;
   std::vector<DeviceMemoryInfo> memory_report() const;
+  RecipeOptions cli_options() const;
   void apply_live_settings(const LiveRouterSettings& settings);
   void shutdown();
 
@@ -111,7 +112,8 @@ class RouterCore {
   void reload_changed_options() LEMON_REQUIRES(mu_);
   Result<std::shared_ptr<LoadJob>> make_job(std::string_view model_name,
                                             const std::optional<RecipeOptions>& request_options,
-                                            std::optional<ModelType> required = std::nullopt);
+                                            std::optional<ModelType> required = std::nullopt)
+      LEMON_EXCLUDES(mu_);
   // One step of a wait on cv_: until notified or, when the hooks poll the
   // caller, until next_tick, when they run without the lock. True when the
   // caller is gone.
@@ -225,9 +227,10 @@ class RouterCore {
   const RouterConfig config_;
   // What of config_ a configuration reload may change; read under mu_.
   LiveRouterSettings live_ LEMON_GUARDED_BY(mu_);
-  // The CLI layer of load options changed: the housekeeper checks which
-  // loaded models it changes (issue #30 §1).
-  bool options_changed_ LEMON_GUARDED_BY(mu_) = false;
+  // The CLI layer of load options changes generation with each reload that
+  // changes it; a model published with an older one is checked (and, if its
+  // options differ, reloaded once idle) by the housekeeper (issue #30 §1).
+  std::uint64_t cli_generation_ LEMON_GUARDED_BY(mu_) = 0;
 
   mutable Mutex mu_;
   CondVar cv_;  // slots, in-flight counts and jobs changed

@@ -200,53 +200,61 @@ void RouterCore::load_defaults() {
 }
 
 void RouterCore::reload_changed_options() {
-  if (options_changed_) {
-    options_changed_ = false;
-    // What a load of each loaded model would give it now, against what it has.
-    struct Loaded {
-      std::string model;
-      std::optional<RecipeOptions> request_options;
-      RecipeOptions options;
-    };
-    std::vector<Loaded> loaded;
-    for (const auto& [name, group] : groups_) {
-      if (!group.replicas.empty()) {
-        loaded.push_back({name, group.request_options, group.replicas.front()->server->options()});
-      }
+  // Models published with an older CLI layer: what a load would give each
+  // now, against what it has (make_job reads the catalogue: no lock).
+  struct Behind {
+    std::string model;
+    std::optional<RecipeOptions> request_options;
+    RecipeOptions options;
+    std::uint64_t generation;
+  };
+  std::vector<Behind> behind;
+  for (const auto& [name, group] : groups_) {
+    if (!group.replicas.empty() && !group.options_stale && group.cli_generation < cli_generation_) {
+      behind.push_back({name, group.request_options, group.replicas.front()->server->options(),
+                        group.cli_generation});
     }
-    mu_.unlock();  // make_job reads the catalogue
-    std::vector<std::string> changed;
-    for (const auto& m : loaded) {
+  }
+  if (!behind.empty()) {
+    std::vector<std::pair<std::string, std::shared_ptr<LoadJob>>> made;
+    mu_.unlock();
+    for (const auto& m : behind) {
       auto job = make_job(m.model, m.request_options);
-      if (job.ok() && !((*job)->options == m.options)) {
-        changed.push_back(m.model);
-      }
+      made.emplace_back(m.model, job.ok() ? *job : nullptr);
     }
     mu_.lock();
-    for (const auto& name : changed) {
-      if (auto g = groups_.find(name); g != groups_.end()) {
+    for (std::size_t i = 0; i < behind.size(); ++i) {
+      auto g = groups_.find(behind[i].model);
+      const auto& job = made[i].second;
+      if (g == groups_.end() || g->second.replicas.empty() || job == nullptr ||
+          g->second.cli_generation != behind[i].generation) {
+        continue;  // gone, not loadable, or published again meanwhile
+      }
+      if (job->options == g->second.replicas.front()->server->options()) {
+        g->second.cli_generation = job->cli_generation;  // the change leaves it as it is
+      } else {
         g->second.options_stale = true;
         logger("router")->info("'{}': its load options changed; reloading it once it is idle",
-                               name);
+                               behind[i].model);
       }
     }
   }
-  std::vector<OptionReloadView> views;
-  for (const auto& [name, group] : groups_) {
-    if (group.options_stale) {
-      views.push_back({name, true, group.in_flight(), static_cast<int>(group.line.size()),
-                       find_job(name, std::nullopt) != nullptr});
+  auto views_now = [this]() LEMON_REQUIRES(mu_) {
+    std::vector<OptionReloadView> views;
+    for (const auto& [name, group] : groups_) {
+      if (group.options_stale) {
+        views.push_back({name, true, group.in_flight(), static_cast<int>(group.line.size()),
+                         find_job(name, std::nullopt) != nullptr || blocked_.contains(name)});
+      }
     }
-  }
-  for (const auto& name : reload_when_idle(views)) {
+    return views;
+  };
+  for (const auto& name : reload_when_idle(views_now())) {
     auto g = groups_.find(name);
     if (g == groups_.end()) {
       continue;
     }
     const std::optional<RecipeOptions> request_options = g->second.request_options;
-    const bool pinned = g->second.pinned;
-    const int priority = g->second.priority;
-    g->second.options_stale = false;
     mu_.unlock();
     auto made = make_job(name, request_options);
     mu_.lock();
@@ -256,15 +264,29 @@ void RouterCore::reload_changed_options() {
     if (!made.ok()) {
       logger("router")->warn("'{}' cannot be reloaded with its new options: {}", name,
                              made.error().message());
+      if (auto again = groups_.find(name); again != groups_.end()) {
+        again->second.options_stale = false;  // not tried again until the next change
+      }
+      continue;
+    }
+    // Still there, still idle, still stale, nothing queued for it: what
+    // changed while the lock was released decides.
+    const auto now_views = views_now();
+    const bool still = std::any_of(now_views.begin(), now_views.end(), [&](const auto& v) {
+      return v.model == name && v.in_flight == 0 && v.waiting == 0 && !v.load_queued;
+    });
+    g = groups_.find(name);
+    if (!still || g == groups_.end()) {
       continue;
     }
     std::shared_ptr<LoadJob> job = *made;
     job->explicit_options = true;  // a reload, not a join of the loaded server
     job->options_reload = true;
-    job->pinned = pinned;  // it keeps its standing
+    job->pinned = g->second.pinned;  // it keeps its standing as it is now
     job->pin_given = true;
-    job->priority = priority;
+    job->priority = g->second.priority;
     job->priority_given = true;
+    g->second.options_stale = false;
     queue_.push_back(job);
     republish();
     cv_.notify_all();

@@ -47,7 +47,9 @@ std::shared_ptr<RouterCore::LoadJob> RouterCore::next_job(
   std::vector<std::shared_ptr<LoadJob>> abandoned;
   for (const std::size_t i : next.outranked) {
     auto& job = queue_[i];
-    if (job->waiters.empty() && !job->default_load && !job->options_reload) {
+    const bool reload_gone =
+        job->options_reload && (!groups_.contains(job->model) || blocked_.contains(job->model));
+    if (reload_gone || (job->waiters.empty() && !job->default_load && !job->options_reload)) {
       abandoned.push_back(job);
     } else if (!job->outranked_logged) {
       job->outranked_logged = true;
@@ -56,6 +58,12 @@ std::shared_ptr<RouterCore::LoadJob> RouterCore::next_job(
           "room for it, and a load never evicts one",
           job->model, job->priority);
     }
+  }
+  if (chosen && chosen->options_reload &&
+      (!groups_.contains(chosen->model) || blocked_.contains(chosen->model))) {
+    abandoned.push_back(chosen);  // its model went meanwhile: nothing to reload
+    chosen = nullptr;
+    until = std::chrono::steady_clock::now();  // the rest of the queue, at once
   }
   if (chosen || !abandoned.empty()) {
     std::erase_if(queue_, [&](const std::shared_ptr<LoadJob>& job) {
@@ -241,7 +249,8 @@ Status RouterCore::start_and_publish(LoadJob& job, const std::shared_ptr<Wrapped
       }
       if (!job.replica) {
         group->second.request_options = job.request_options;
-        group->second.options_stale = false;
+        group->second.cli_generation = job.cli_generation;
+        group->second.options_stale = false;  // the housekeeper looks again if it is behind
       }
       group->second.replicas.push_back(slot);
       for (const int k : saved) {

@@ -68,10 +68,17 @@ std::optional<LoadedServerInfo> RouterCore::most_recently_loaded() const {
   return describe(*newest);
 }
 
+RecipeOptions RouterCore::cli_options() const {
+  MutexLock lock(mu_);
+  return live_.cli_options;
+}
+
 void RouterCore::apply_live_settings(const LiveRouterSettings& settings) {
   {
     MutexLock lock(mu_);
-    options_changed_ = options_changed_ || !(settings.cli_options == live_.cli_options);
+    if (!(settings.cli_options == live_.cli_options)) {
+      ++cli_generation_;
+    }
     const auto budget = live_.memory_budget;
     const auto margin = live_.memory_margin;
     live_ = settings;

@@ -2,15 +2,15 @@
 // model's endpoint (issue #30 §3): the health check finds its /v1/health or
 // /v1/models, chats and streams pass through with the model named as it
 // knows it, and once it is gone the endpoint is down and the client told so.
-#include <netinet/in.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "real/real_backend.h"
 #include "support/http_client.h"
+#include "support/loopback_listener.h"
 
 namespace lemon::testing {
 namespace {
@@ -19,15 +19,10 @@ using nlohmann::json;
 
 // A port nothing listens on now (the kernel's choice for a bound socket).
 int unused_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
+  LoopbackListener taken;
+  const int port = taken.port();
+  taken.close();
+  return port;
 }
 
 // llama-server serving the tiny chat model on `port`, stopped with the test.
@@ -50,7 +45,7 @@ class StandaloneLlama {
     args.push_back(nullptr);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", 1 /* O_WRONLY */, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_adddup2(&actions, 1, 2);
     if (::posix_spawn(&pid_, args[0], &actions, nullptr, args.data(), environ) != 0) {
       pid_ = -1;

@@ -162,7 +162,6 @@ TEST(SubsystemSettings, LemonadesRoomsGetTheDashboardTheCacheAndTheSessionTtl) {
   EXPECT_EQ(l.web_dir, "/res/web");
   EXPECT_EQ(l.cache_dir, "/cache");
   EXPECT_EQ(l.session_ttl, 13ms);
-  EXPECT_EQ(l.cli_options.to_json(), nlohmann::json({{"ctx_size", 4096}}));
 }
 
 TEST(SubsystemSettings, TheInstallerFollowsTheHubsOfflineSetting) {

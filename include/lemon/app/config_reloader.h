@@ -9,11 +9,13 @@
 // `config_reloaded` event and shown by GET /internal/config, which also
 // shows every setting's value and source (the API key redacted).
 //
-// Settings applied live: log_level; the router's max_loaded_models,
-// keep_alive, scale_up_after, scale_down_after, max_starvation and
-// default_model_delay (LiveRouterSettings); the API keys (api_key,
-// admin_api_key, auth), the profiles and cors_origins. Every other changed
-// setting is listed as pending.
+// Settings applied live: log_level; the router's (LiveRouterSettings)
+// max_loaded_models, keep_alive, scale_up_after, scale_down_after,
+// max_starvation, default_model_delay, the memory budget's size and margin
+// while it stays on, and the load options (a model they change reloads once
+// idle); the HTTP server's API keys (api_key, admin_api_key, auth), profiles,
+// cors_origins, remote models and the proxy's limits and timeouts. Every
+// other changed setting is listed as pending.
 //
 // Thread-safety: reload() and the route may run on any thread at once.
 #pragma once

@@ -44,8 +44,6 @@ class CurlUpstreamClient final : public net::UpstreamCalls {
 
   const std::string& base_url() const { return settings_.base_url; }
 
-  Result<net::UpstreamResponse> send(const net::UpstreamRequest& request,
-                                     const net::CallOptions& options) override;
   Status stream(const net::UpstreamRequest& request, const net::CallOptions& options,
                 const std::function<bool(const net::UpstreamHead&)>& on_head,
                 const std::function<bool(std::string_view)>& on_data) override;

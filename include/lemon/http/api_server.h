@@ -45,7 +45,6 @@ struct ApiSettings : ForwardSettings {
   int port = 8000;
   net::ServerOptions server;
   AccessSettings access;
-  RecipeOptions cli_options;  // the backend an auto-load installs
   // --ollama-port: the same routes on a second listener, where GET / answers
   // "Ollama is running" as Ollama's clients expect (0: any free port).
   std::optional<int> ollama_port;

@@ -27,10 +27,10 @@ namespace lemon::http {
 
 class ModelProvisioner {
  public:
-  // `cli_options` is the CLI/environment layer of load options, which a
-  // backend install follows (the backend a model will run with).
+  // A backend install follows the router's CLI layer of load options in
+  // force (Router::cli_options(): the backend a model will run with).
   ModelProvisioner(ModelCatalogue& catalogue, const PresetCatalogue& presets, ModelStore& store,
-                   BackendInstaller& installer, Router& router, RecipeOptions cli_options);
+                   BackendInstaller& installer, Router& router);
 
   // A request whose model is "preset.<id>": `model` becomes the preset's
   // server name and, on chat, completions and responses, the preset's
@@ -74,7 +74,6 @@ class ModelProvisioner {
   ModelStore& store_;
   BackendInstaller& installer_;
   Router& router_;
-  const RecipeOptions cli_options_;
 };
 
 }  // namespace lemon::http

@@ -71,6 +71,14 @@ struct CallOptions {
   std::size_t max_response_bytes = 256u << 20;
 };
 
+// What the watched client's poll events mean for a call: true if it must
+// stop. A reset or a full close always stops it. A half-close (POLLRDHUP)
+// asks options.on_client_half_close once; if the client is kept,
+// watch_events becomes 0, so that from then on only a reset or a full close
+// (POLLHUP/POLLERR, reported whatever was asked for) counts. Shared by every
+// UpstreamCalls implementation.
+bool watched_client_gone(short revents, short& watch_events, const CallOptions& options);
+
 struct UpstreamHead {
   int status = 0;
   Headers headers;
@@ -90,10 +98,12 @@ struct UpstreamResponse {
 class UpstreamCalls {
  public:
   virtual ~UpstreamCalls() = default;
-  // Sends the request and reads the whole response (at most
-  // options.max_response_bytes of body).
-  virtual Result<UpstreamResponse> send(const UpstreamRequest& request,
-                                        const CallOptions& options) = 0;
+  // Sends the request and reads the whole response through stream(): at
+  // most options.max_response_bytes of body, beyond which the call ends
+  // with kUpstreamProtocol (502) and its connection is closed (a backend
+  // that is not what the user thought it was must not grow the router
+  // without bound).
+  Result<UpstreamResponse> send(const UpstreamRequest& request, const CallOptions& options);
   // Sends the request and streams the response body: on_head once, then
   // on_data for every piece of (de-chunked) body as soon as it is read, in
   // order. A callback returning false aborts the call (the connection is
@@ -118,8 +128,6 @@ class UpstreamClient final : public UpstreamCalls {
   int port() const;
 
   // More than 4 interim 1xx responses are kUpstreamProtocol.
-  Result<UpstreamResponse> send(const UpstreamRequest& request,
-                                const CallOptions& options) override;
   Status stream(const UpstreamRequest& request, const CallOptions& options,
                 const std::function<bool(const UpstreamHead&)>& on_head,
                 const std::function<bool(std::string_view)>& on_data) override;

@@ -57,7 +57,12 @@ class RemoteEndpoint {
   EndpointLoad load() const;
   // A request's outcome; true when the endpoint changed state.
   bool succeeded();
-  bool failed(std::string why);
+  bool failed(std::string why, const BreakerPolicy& policy);
+
+  // The remote refused this router's key (401/403) on a request: a health
+  // check that passes (llama-server's /health needs no key) does not make
+  // it healthy again; only a request that succeeds does.
+  std::atomic<bool> key_refused{false};
   void set_remote_queue(std::optional<int> queue);
 
   // The endpoint's figures for /health.
@@ -143,10 +148,13 @@ class RemoteModels {
   // Prometheus samples of the endpoints' state and requests.
   std::string metrics_text() const;
 
-  // How a request's try on `endpoint` went: it answered, or it did not
-  // (`why`). A change of state is logged and becomes an event.
-  void report_success(RemoteEndpoint& endpoint) const;
-  void report_failure(RemoteEndpoint& endpoint, std::string why) const;
+  // How a try on `endpoint` went, a request's or a health check's: it
+  // answered, or it did not (`why`; `key_refused` for a 401 or 403). A
+  // change of state is logged, becomes an event, and wakes the monitor (a
+  // down endpoint is checked at its retry time).
+  enum class Probe { kRequest, kHealthCheck };
+  void report_success(RemoteEndpoint& endpoint, Probe by = Probe::kRequest);
+  void report_failure(RemoteEndpoint& endpoint, std::string why, bool key_refused = false);
 
   // One round of health checks and discovery now (tests, and the monitor).
   void check_now();
@@ -188,6 +196,8 @@ class RemoteModels {
   // Discovered models by source prefix.
   std::map<std::string, Discovered> discovered_ LEMON_GUARDED_BY(mu_);
   std::atomic<bool> any_{false};
+  // remote.retry_after: the first wait of the circuit breaker.
+  std::atomic<std::int64_t> retry_after_ms_{1000};
   // Set by the destructor: a check under way gives up at once.
   std::atomic<bool> stopping_now_{false};
   HealthClock::time_point next_discovery_ LEMON_GUARDED_BY(mu_){};

@@ -90,14 +90,18 @@ struct DiscoverySpec {
   bool operator==(const DiscoverySpec&) const = default;
 };
 
-// config.json's `remote` section: {"models": {key: entry}, "health_interval":
-// seconds} (models are served as "user.<key>"), and `remote_discovery`.
+// config.json's `remote` section: {"models": {key: entry}, "health_interval",
+// "discovery_interval", "retry_after": seconds} (models are served as
+// "user.<key>"), and `remote_discovery`.
 struct RemoteSettings {
   std::vector<nlohmann::json> model_entries;  // each with "name" set to user.<key>
   std::vector<RemoteModelSpec> models;
   std::vector<DiscoverySpec> discovery;
   std::chrono::milliseconds health_interval{10000};
   std::chrono::milliseconds discovery_interval{30000};
+  // How long a down endpoint is skipped after its first failure (doubling,
+  // up to 60 s).
+  std::chrono::milliseconds retry_after{1000};
   bool operator==(const RemoteSettings&) const = default;
 };
 Result<RemoteSettings> parse_remote_settings(const nlohmann::json& remote,

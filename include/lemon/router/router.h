@@ -298,6 +298,8 @@ class Router {
   std::vector<DeviceMemoryInfo> memory_report() const;
   // The slot limits in force (from the published view: no lock requests take).
   SlotLimits limits() const;
+  // The CLI layer of load options in force (a reload may change it).
+  RecipeOptions cli_options() const;
   // Takes `settings` from now on (a configuration reload).
   void apply_live_settings(const LiveRouterSettings& settings);
 

@@ -243,7 +243,7 @@ void ManagementApi::handle_ready(net::ResponseWriter& w) {
 }
 
 void ManagementApi::handle_system_info(net::ResponseWriter& w) {
-  nlohmann::json info = system_info_json(installer_, settings_.cache_dir, settings_.cli_options);
+  nlohmann::json info = system_info_json(installer_, settings_.cache_dir, router_.cli_options());
   PresetReport presets = presets_.report();
   info["presets"] = {
       {"builtin", presets.builtin}, {"user", presets.user}, {"errors", presets.errors}};
@@ -377,7 +377,7 @@ void ManagementApi::handle_load(net::Request& r, net::ResponseWriter& w) {
     // load or auto-load without options gets the same server; a pin, given
     // or saved before, is kept with them.
     RecipeOptions effective = options->inherit(info->saved_options)
-                                  .inherit(settings_.cli_options)
+                                  .inherit(router_.cli_options())
                                   .restricted_to(info->recipe);
     nlohmann::json saved_entry = effective.to_json();
     if (pin.value_or(info->saved_pinned)) {

@@ -12,7 +12,6 @@ namespace lemon::api {
 
 struct LemonadeSettings {
   std::string cache_dir;      // /system-info's backend lookup
-  RecipeOptions cli_options;  // /system-info's default backends; /load's save_options
   std::string web_dir;        // the dashboard's files (resources/web); "" serves none
   // Sessions (issue #13 §4): idle ones end after session_ttl; a new one
   // waits up to session_wait for a free slot.
