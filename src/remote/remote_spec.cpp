@@ -99,7 +99,7 @@ Result<RemoteEndpointSpec> parse_remote_endpoint(const nlohmann::json& entry,
       "request_timeout", "allow_insecure_http", "ca_file"};
   for (const auto& [key, value] : entry.items()) {
     if (!known.contains(key)) {
-      return spec_error(where + "." + key,
+      return spec_error(std::string(where).append(".").append(key),
                         "is not an endpoint setting (base_url, api_key_env, api_key_file, "
                         "connect_timeout, request_timeout, allow_insecure_http, ca_file)");
     }
@@ -124,7 +124,7 @@ Result<RemoteEndpointSpec> parse_remote_endpoint(const nlohmann::json& entry,
   out.url = std::move(url).value();
   for (const char* key : {"api_key_env", "api_key_file", "ca_file"}) {
     if (auto it = entry.find(key); it != entry.end() && !it->is_null()) {
-      auto value = string_at(*it, where + "." + key);
+      auto value = string_at(*it, std::string(where).append(".").append(key));
       if (!value.ok()) {
         return std::move(value).error();
       }
@@ -144,7 +144,7 @@ Result<RemoteEndpointSpec> parse_remote_endpoint(const nlohmann::json& entry,
   }
   for (const char* key : {"connect_timeout", "request_timeout"}) {
     if (auto it = entry.find(key); it != entry.end() && !it->is_null()) {
-      auto value = seconds_at(*it, where + "." + key, 86400.0);
+      auto value = seconds_at(*it, std::string(where).append(".").append(key), 86400.0);
       if (!value.ok()) {
         return std::move(value).error();
       }

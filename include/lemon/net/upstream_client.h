@@ -120,7 +120,7 @@ class UpstreamClient final : public UpstreamCalls {
   // place of any Authorization header a request carries. It is never logged.
   UpstreamClient(std::string host, int port, std::size_t max_idle_connections = 64,
                  const std::string& bearer_token = {});
-  ~UpstreamClient();
+  ~UpstreamClient() override;
   UpstreamClient(const UpstreamClient&) = delete;
   UpstreamClient& operator=(const UpstreamClient&) = delete;
 
