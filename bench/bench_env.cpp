@@ -227,17 +227,14 @@ std::vector<std::string> BenchEnv::router_log(std::size_t n) const {
   return router_ ? router_->last_lines(n) : std::vector<std::string>{};
 }
 
-int BenchEnv::start_direct_backend() {
+int BenchEnv::start_direct_backend(int slots) {
   stop_direct_backend();
   int port = free_port();
   lemon::SpawnSpec spec;
   spec.executable = paths_.llama_server;
-  spec.args = {"-m",         paths_.model_file,
-               "--port",     std::to_string(port),
-               "--host",     "127.0.0.1",
-               "--ctx-size", std::to_string(4096 * kBenchSlots),
-               "--parallel", std::to_string(kBenchSlots),
-               "-ngl",       "0"};
+  spec.args = {"-m",         paths_.model_file,     "--port",     std::to_string(port),
+               "--host",     "127.0.0.1",           "--ctx-size", std::to_string(4096 * slots),
+               "--parallel", std::to_string(slots), "-ngl",       "0"};
   spec.log_tag = "direct backend";
   direct_ = spawn_ready(spec, port, "/health");
   return port;
@@ -253,8 +250,8 @@ BenchEnv::StartStop BenchEnv::time_direct_start_stop() {
   const int port = free_port();
   lemon::SpawnSpec spec;
   spec.executable = paths_.llama_server;
-  spec.args = {"-m",     paths_.model_file,     "--ctx-size", "4096", "--parallel", "1",
-               "--port", std::to_string(port), "--host",     "127.0.0.1"};
+  spec.args = {"-m", paths_.model_file, "--ctx-size",         "4096",   "--parallel",
+               "1",  "--port",          std::to_string(port), "--host", "127.0.0.1"};
   spec.log_tag = "direct start";
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();

@@ -61,7 +61,8 @@ class BenchEnv {
   std::vector<std::string> router_log(std::size_t n) const;
 
   // Starts the backend binary directly (the "direct" baseline); returns its port.
-  int start_direct_backend();
+  // `slots`: llama.cpp's --parallel (and the context it needs).
+  int start_direct_backend(int slots = kBenchSlots);
   void stop_direct_backend();
 
   // The backend's own start and stop, without the router (the baseline of

@@ -53,6 +53,7 @@ struct Part {
 };
 const Part kParts[] = {{"requests", bench::measure_non_streaming, false},
                        {"streaming", bench::measure_streaming, false},
+                       {"queued", bench::measure_queued, false},
                        {"http_layer", bench::measure_http_layer, false},
                        {"sessions", bench::measure_sessions, false},
                        {"switch", bench::measure_model_switch, true},

@@ -128,6 +128,51 @@ void measure_non_streaming(BenchEnv& env, const Settings& s, Report& report) {
   report.data()["non_streaming"] = data;
 }
 
+void measure_queued(BenchEnv& env, const Settings& s, Report& report) {
+  // Issue #27: one llama.cpp slot on both sides and eight clients, so seven
+  // requests always wait: in llama-server's own queue when direct, in the
+  // router's when routed. Each routed request pays the hand-off from one
+  // lease's release to the next request's send.
+  constexpr int kClients = 8;
+  int direct = env.start_direct_backend(1);
+  int router =
+      env.start_router({"--max-loaded-models", "-1", "--log-level", "warning", "--parallel", "1"});
+  std::string body = chat_body("user.bench", 1, false, s);
+  post_json(router, kChat, json::parse(body));  // load it
+  json data = json::object();
+  RequestRun d = run_requests(direct, kChat, body, kClients, s.duration);
+  RequestRun r = run_requests(router, kChat, body, kClients, s.duration);
+  const double ratio = d.requests_per_s > 0 ? r.requests_per_s / d.requests_per_s : 0;
+  report.add({"queued", "c=8, one slot: throughput", d.requests_per_s, r.requests_per_s, ratio,
+              "req/s (ratio)"});
+  data["non_streaming_c8"] = {{"direct_rps", d.requests_per_s},
+                              {"router_rps", r.requests_per_s},
+                              {"ratio", ratio},
+                              {"errors", d.errors + r.errors}};
+  report.target({"throughput ratio, queued c=8, one slot", ratio, 0.95, false, "x"});
+  env.stop_router();
+  env.stop_direct_backend();
+
+  // Time to first token with eight streams at once and a slot for each.
+  direct = env.start_direct_backend();
+  router = env.start_router({"--max-loaded-models", "-1", "--log-level", "warning"});
+  post_json(router, kChat, json::parse(body));
+  const std::string stream = chat_body("user.bench", 8, true, s);
+  StreamRun ds = run_streams(direct, kChat, stream, kClients, s.duration, 1'000'000);
+  StreamRun rs = run_streams(router, kChat, stream, kClients, s.duration, 1'000'000);
+  const double p50d = ds.ttfb_us.quantile(0.5);
+  const double p50r = rs.ttfb_us.quantile(0.5);
+  report.add({"time to 1st byte", "c=8 streams: TTFB p50", p50d, p50r, p50r - p50d, "us"});
+  data["ttfb_c8"] = {{"direct_p50_us", p50d},
+                     {"router_p50_us", p50r},
+                     {"direct_p99_us", ds.ttfb_us.quantile(0.99)},
+                     {"router_p99_us", rs.ttfb_us.quantile(0.99)},
+                     {"errors", ds.errors + rs.errors}};
+  report.target({"added TTFB p50, c=8 streams", p50r - p50d, 500, true, "us"});
+  report.data()["queued"] = data;
+  env.stop_direct_backend();
+}
+
 void measure_http_layer(BenchEnv& env, const Settings& s, Report& report) {
   int direct = env.start_direct_backend();
   int router = env.start_router({"--max-loaded-models", "-1", "--log-level", "warning"});

@@ -19,6 +19,9 @@ struct Settings {
 };
 
 void measure_non_streaming(BenchEnv& env, const Settings& s, Report& report);
+// Issue #27: eight clients on one llama.cpp slot (the router's queue against
+// llama-server's), and TTFB with eight concurrent streams.
+void measure_queued(BenchEnv& env, const Settings& s, Report& report);
 void measure_streaming(BenchEnv& env, const Settings& s, Report& report);
 // The HTTP layer (issue #11 §1): our router against a minimal cpp-httplib
 // pass-through proxy, both in front of the same backend, non-streaming.

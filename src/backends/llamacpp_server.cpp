@@ -83,7 +83,10 @@ RequestSlots LlamaCppServer::slots() const {
   if (type() == ModelType::kEmbedding) {
     ctx = std::max(ctx, kEmbeddingMinContext);
   }
-  return {options().int_value("parallel", 1), ctx};
+  // llama-server queues what finds every slot busy and starts it when one
+  // frees; one request waiting there hides the router's hand-off between
+  // requests (issue #27). Its HTTP threads (at least --parallel + 2) take it.
+  return {options().int_value("parallel", 1), ctx, 1};
 }
 
 Result<std::vector<std::string>> LlamaCppServer::build_args(int port) const {

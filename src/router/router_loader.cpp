@@ -211,7 +211,9 @@ Status RouterCore::start_and_publish(LoadJob& job, const std::shared_ptr<Wrapped
         replica = std::max(replica, r->replica + 1);
       }
     }
-    slot = std::make_shared<ServerSlot>(next_slot_id_++, server, replica, job.estimate);
+    const bool one_replica = server->options().int_value("max_replicas", config_.max_replicas) <= 1;
+    slot =
+        std::make_shared<ServerSlot>(next_slot_id_++, server, replica, job.estimate, one_replica);
   }
   std::weak_ptr<ServerSlot> weak = slot;
   server->set_exit_listener([this, weak] { on_server_exit(weak); });

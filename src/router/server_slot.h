@@ -10,6 +10,7 @@
 // exact values; they are still changed only under RouterCore::mu_.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -28,11 +29,15 @@ enum class SlotState {
 };
 
 struct ServerSlot {
+  // `send_ahead`: whether requests may go ahead into the backend's own
+  // queue (false while the model may gain replicas: a request queued inside
+  // one replica would not move to a new idle one).
   ServerSlot(std::uint64_t slot_id, std::shared_ptr<WrappedServer> srv, int replica_index,
-             DeviceBytes memory_estimate)
+             DeviceBytes memory_estimate, bool send_ahead)
       : id(slot_id),
         server(std::move(srv)),
         capacity(server->slots().total),
+        ahead(capacity > 0 && send_ahead ? std::max(0, server->slots().queued_ahead) : 0),
         replica(replica_index),
         estimate(std::move(memory_estimate)) {}
 
@@ -40,6 +45,10 @@ struct ServerSlot {
   const std::shared_ptr<WrappedServer> server;
   // Requests the backend serves at once (RequestSlots::total); 0 = no limit.
   const int capacity;
+  // Requests beyond `capacity` the backend queues itself
+  // (RequestSlots::queued_ahead), leased only while no session holds or
+  // restores a slot: such a request could take a session's slot.
+  const int ahead;
   // 0 for a model's first server, 1, 2, ... for the replicas started for it.
   const int replica;
   // What it was expected to hold per device before it started.
@@ -48,8 +57,11 @@ struct ServerSlot {
   // not yet); replaces the RAM estimate once known.
   std::atomic<std::int64_t> measured_ram{0};
 
-  // True when one more request fits. REQUIRES: RouterCore::mu_ held.
-  bool has_capacity() const { return capacity == 0 || in_flight < capacity; }
+  // True when one more request fits: a free slot, or room in the backend's
+  // own queue. REQUIRES: RouterCore::mu_ held.
+  bool has_capacity() const {
+    return capacity == 0 || in_flight < capacity + (pinned == 0 && !restoring ? ahead : 0);
+  }
   // The backend slot for a request without a session while some slots are
   // pinned: the lowest free one that no session holds, else the lowest free
   // one (that session's context is then evaluated again on its next turn,

@@ -275,6 +275,7 @@ std::string TelemetryHub::render(const RouterView& view, const SlotLimits& limit
   // Per model, from the router's published view (replicas summed).
   struct ModelFigures {
     int in_flight = 0;
+    int queued_in_backend = 0;  // sent ahead into a backend's own queue (issue #27)
     int slots = 0;
     int replicas = 0;
     std::int64_t last_use_ms = 0;
@@ -285,6 +286,9 @@ std::string TelemetryHub::render(const RouterView& view, const SlotLimits& limit
   for (const auto& s : view.servers) {
     auto& f = per_model[s.info.model_name];
     f.in_flight += s.in_flight();
+    if (s.info.slots > 0) {
+      f.queued_in_backend += std::max(0, s.in_flight() - s.info.slots);
+    }
     f.slots += s.info.slots;
     f.replicas += 1;
     f.last_use_ms = std::max(f.last_use_ms, s.last_use_ms());
@@ -293,13 +297,25 @@ std::string TelemetryHub::render(const RouterView& view, const SlotLimits& limit
       f.estimate[device] += bytes;
     }
   }
-  text.family("lemonade_requests_in_flight", "Requests a model's servers are serving now", "gauge");
+  text.family("lemonade_requests_in_flight",
+              "Requests a model's servers hold now (serving, or queued inside the backend)",
+              "gauge");
   for (const auto& [model, f] : per_model) {
     text.sample("lemonade_requests_in_flight", {{"model", model}}, f.in_flight);
   }
   text.family("lemonade_queue_depth",
-              "Requests waiting for a model's load or for a free slot of its servers", "gauge");
-  for (const auto& [model, n] : view.waiting) {
+              "Requests waiting for a model's load or for a free slot of its servers (in the "
+              "router's line or inside a backend's queue)",
+              "gauge");
+  std::map<std::string, int> queue_depth(view.waiting.begin(), view.waiting.end());
+  int queued_in_backends = 0;
+  for (const auto& [model, f] : per_model) {
+    if (f.queued_in_backend > 0) {
+      queue_depth[model] += f.queued_in_backend;
+      queued_in_backends += f.queued_in_backend;
+    }
+  }
+  for (const auto& [model, n] : queue_depth) {
     text.sample("lemonade_queue_depth", {{"model", model}}, n);
   }
   text.family("lemonade_model_replicas", "Backend processes serving a model", "gauge");
@@ -385,11 +401,11 @@ std::string TelemetryHub::render(const RouterView& view, const SlotLimits& limit
   // (docs/kubernetes.md): queue, running requests, KV-cache use, adapters.
   int running = 0;
   for (const auto& s : view.servers) {
-    running += s.in_flight();
+    running += s.info.slots > 0 ? std::min(s.in_flight(), s.info.slots) : s.in_flight();
   }
   text.family("lemonade:num_requests_waiting",
               "Requests waiting for a model load or a free slot (all models)", "gauge");
-  text.sample("lemonade:num_requests_waiting", {}, view.waiting_total);
+  text.sample("lemonade:num_requests_waiting", {}, view.waiting_total + queued_in_backends);
   text.family("lemonade:num_requests_running", "Requests being served by a backend (all models)",
               "gauge");
   text.sample("lemonade:num_requests_running", {}, running);

@@ -85,17 +85,22 @@ TEST_F(MetricsTest, WaitingAndRunningRequestsAreTheGatewayGauges) {
       chat_body("user.a", {{"lemon_fake", {{"response_delay_ms", 30000}}}}).dump();
   SseStream first(port(), "/api/v1/chat/completions", slow);
   ASSERT_TRUE(eventually([&] { return fake_state(url)["active"] == 1; }));
-  SseStream second(port(), "/api/v1/chat/completions", slow);  // waits for the one slot
+  // The second waits for the one slot inside llama-server's own queue
+  // (issue #27), the third in the router's line: both are waiting.
+  SseStream second(port(), "/api/v1/chat/completions", slow);
+  ASSERT_TRUE(eventually([&] { return fake_state(url)["queued_for_slot"] == 1; }));
+  SseStream third(port(), "/api/v1/chat/completions", slow);
   PromText m;
   ASSERT_TRUE(eventually([&] {
     m = scrape(port());
-    return m.value("lemonade:num_requests_waiting") == 1.0;
-  })) << "the second request never showed as waiting";
+    return m.value("lemonade:num_requests_waiting") == 2.0;
+  })) << "the second and third requests never showed as waiting";
   EXPECT_EQ(m.value("lemonade:num_requests_running"), 1.0);
-  EXPECT_EQ(m.value("lemonade_requests_in_flight", {{"model", "user.a"}}), 1.0);
-  EXPECT_EQ(m.value("lemonade_queue_depth", {{"model", "user.a"}}), 1.0);
+  EXPECT_EQ(m.value("lemonade_requests_in_flight", {{"model", "user.a"}}), 2.0);
+  EXPECT_EQ(m.value("lemonade_queue_depth", {{"model", "user.a"}}), 2.0);
   first.disconnect();
   second.disconnect();
+  third.disconnect();
   ASSERT_TRUE(eventually([&] {
     m = scrape(port());
     return m.value("lemonade:num_requests_waiting") == 0.0 &&

@@ -54,7 +54,8 @@ FakeServer::FakeServer(FakeServerFactory& factory, ModelInfo model, RecipeOption
     : WrappedServer(model, options,
                     device_for_recipe(model.recipe, backend_for(model.recipe, options))),
       factory_(factory),
-      slots_(factory.slots(model.name)) {}
+      slots_(factory.slots(model.name)),
+      queued_ahead_(factory.queued_ahead(model.name)) {}
 
 Status FakeServer::prepare() {
   if (auto e = factory_.prepare_error(model_name())) {
@@ -189,6 +190,12 @@ int FakeServerFactory::slots(const std::string& model) const {
   std::lock_guard lock(mu_);
   auto it = scripts_.find(model);
   return it == scripts_.end() ? 0 : it->second.slots;
+}
+
+int FakeServerFactory::queued_ahead(const std::string& model) const {
+  std::lock_guard lock(mu_);
+  auto it = scripts_.find(model);
+  return it == scripts_.end() ? 0 : it->second.queued_ahead;
 }
 
 std::optional<ErrorCode> FakeServerFactory::prepare_error(const std::string& model) const {

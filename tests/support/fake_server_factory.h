@@ -59,7 +59,7 @@ class FakeServer final : public WrappedServer {
   net::UpstreamClient& client() override;
   std::optional<std::string> upstream_path(ApiRoute route) const override;
   std::vector<std::string> last_output(std::size_t) const override { return {}; }
-  RequestSlots slots() const override { return {slots_, options().ctx_size()}; }
+  RequestSlots slots() const override { return {slots_, options().ctx_size(), queued_ahead_}; }
 
   // Simulates the backend dying on its own.
   void crash();
@@ -67,6 +67,7 @@ class FakeServer final : public WrappedServer {
  private:
   FakeServerFactory& factory_;
   const int slots_;
+  const int queued_ahead_;
   mutable std::mutex mu_;
   bool running_ = false;
 };
@@ -79,6 +80,7 @@ class FakeServerFactory final : public ServerFactory {
     std::optional<ErrorCode> prepare_error = std::nullopt;
     std::shared_ptr<Gate> gate = nullptr;  // start() waits for it when set
     int slots = 0;                         // request slots (0: no limit)
+    int queued_ahead = 0;                  // RequestSlots::queued_ahead
   };
 
   Result<std::shared_ptr<WrappedServer>> create(const ModelInfo& model,
@@ -101,6 +103,7 @@ class FakeServerFactory final : public ServerFactory {
   Status next_start(const std::string& model, std::shared_ptr<Gate>& gate);
   std::optional<ErrorCode> prepare_error(const std::string& model) const;
   int slots(const std::string& model) const;
+  int queued_ahead(const std::string& model) const;
   void set_live(const std::string& model, std::shared_ptr<FakeServer> server);
 
  private:

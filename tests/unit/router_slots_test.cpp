@@ -27,6 +27,7 @@ class RouterSlotsTest : public ::testing::Test {
     cfg.cli_options = RecipeOptions::defaults();
     cfg.max_queued_per_model = max_per_model;
     cfg.max_queued_total = max_total;
+    cfg.max_replicas = max_replicas;
     cfg.on_event = events.sink();
     router = std::make_unique<Router>(models, factory, cfg);
   }
@@ -59,8 +60,43 @@ class RouterSlotsTest : public ::testing::Test {
   FakeResolver models;
   FakeServerFactory factory;
   EventLog events;
+  int max_replicas = 1;
   std::unique_ptr<Router> router;
 };
+
+TEST_F(RouterSlotsTest, ABackendThatQueuesItselfGetsOneMoreThanItsSlots) {
+  // llama-server queues a request that finds every slot busy: one more goes
+  // there, so it starts the moment a slot frees (issue #27).
+  factory.script("llm-a", {.slots = 1, .queued_ahead = 1});
+  make_router("1");
+  WaitHooks never_wait;
+  never_wait.cancelled = [] { return true; };
+  auto a = router->acquire("llm-a");
+  auto b = router->acquire("llm-a", never_wait);
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto third = acquire_waiting("llm-a", 1);
+  LoadedServerInfo i = info("llm-a");
+  EXPECT_EQ(i.slots, 1);
+  EXPECT_EQ(i.in_flight, 2);
+  EXPECT_EQ(i.waiting, 1);
+  a->release();
+  auto c = third.get();
+  ASSERT_TRUE(c.ok()) << c.error().message();
+  EXPECT_EQ(info("llm-a").in_flight, 2);
+}
+
+TEST_F(RouterSlotsTest, NothingGoesAheadWhenTheModelMayGainReplicas) {
+  // A request queued inside one replica would not move to a new idle one.
+  factory.script("llm-a", {.slots = 1, .queued_ahead = 1});
+  max_replicas = 2;
+  make_router("1");
+  auto a = router->acquire("llm-a");
+  ASSERT_TRUE(a.ok());
+  auto second = acquire_waiting("llm-a", 1);
+  EXPECT_EQ(info("llm-a").in_flight, 1);
+  a->release();
+  ASSERT_TRUE(second.get().ok());
+}
 
 TEST_F(RouterSlotsTest, NoMoreLeasesThanSlotsTheRestWaitAndGetOneWhenFreed) {
   factory.script("llm-a", {.slots = 2});

@@ -71,6 +71,11 @@ const char* api_route_name(ApiRoute route);  // "chat/completions", ...
 struct RequestSlots {
   int total = 0;
   int ctx_size = 0;  // tokens per slot; 0 when the recipe has no context option
+  // Requests the backend queues itself, beyond `total`, and starts the
+  // moment a slot frees (llama-server's task queue). The router sends that
+  // many more while no session holds a slot, so the next request is already
+  // waiting inside the backend instead of in the router's line (issue #27).
+  int queued_ahead = 0;
 };
 
 class WrappedServer {
@@ -89,7 +94,8 @@ class WrappedServer {
   Device device() const { return device_; }
 
   // The backend's request slots. The router never leases more than `total`
-  // requests at once to it; extra requests wait for a slot (issue #11 §6).
+  // + `queued_ahead` requests at once to it; extra requests wait in the
+  // router's line for a slot (issue #11 §6).
   virtual RequestSlots slots() const { return {}; }
 
   // Checks that cannot change by retrying: model files present

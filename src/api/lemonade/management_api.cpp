@@ -55,9 +55,11 @@ nlohmann::json loaded_entry(const LoadedServerInfo& s) {
                           {"pinned", s.pinned},
                           {"priority", s.priority}};
   if (s.slots > 0) {
-    // Requests served at once, the context each gets, and the line.
+    // Requests served at once, those sent ahead into the backend's own
+    // queue (issue #27), the context each gets, and the router's line.
     entry["slots"] = {{"total", s.slots},
                       {"busy", std::min(s.in_flight, s.slots)},
+                      {"queued_in_backend", std::max(0, s.in_flight - s.slots)},
                       {"waiting", s.waiting},
                       {"ctx_size", s.slot_ctx_size}};
   }
@@ -189,6 +191,8 @@ void ManagementApi::handle_health(const net::Request& r, net::ResponseWriter& w)
     if (entry.contains("slots")) {
       entry["slots"]["total"] = entry["slots"]["total"].get<int>() + s.slots;
       entry["slots"]["busy"] = entry["slots"]["busy"].get<int>() + std::min(s.in_flight, s.slots);
+      entry["slots"]["queued_in_backend"] =
+          entry["slots"]["queued_in_backend"].get<int>() + std::max(0, s.in_flight - s.slots);
     }
     if (!s.draining) {
       entry["state"] = "ready";
