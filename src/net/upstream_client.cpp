@@ -63,7 +63,7 @@ class UpstreamClient::Impl {
               std::optional<Clock::time_point> deadline);
 
   void close_idle() {
-    std::vector<UniqueFd> closing;
+    std::vector<IdleConnection> closing;
     MutexLock lock(mu_);
     closing.swap(idle_);
   }
@@ -82,35 +82,47 @@ class UpstreamClient::Impl {
   UniqueFd take_idle();
   void give_back(UniqueFd fd);
 
+  struct IdleConnection {
+    UniqueFd fd;
+    Clock::time_point since;  // when it went back to the pool
+  };
   Mutex mu_;
-  std::vector<UniqueFd> idle_ LEMON_GUARDED_BY(mu_);  // most recently used last
+  std::vector<IdleConnection> idle_ LEMON_GUARDED_BY(mu_);  // most recently used last
 };
+
+// A connection back in the pool for less than this is reused without the
+// liveness check: backends close idle connections after seconds (llama.cpp's
+// keep-alive is 5 s), and one that closed it sooner anyway (it died) fails
+// the exchange before any answer, which is then retried once on a fresh
+// connection (call()). Saves a poll(2) per request under load (issue #27).
+constexpr std::chrono::milliseconds kTrustedIdle{500};
 
 UniqueFd UpstreamClient::Impl::take_idle() {
   for (;;) {
-    UniqueFd fd;
+    IdleConnection idle;
     {
       MutexLock lock(mu_);
       if (idle_.empty()) {
         return UniqueFd();
       }
-      fd = std::move(idle_.back());
+      idle = std::move(idle_.back());
       idle_.pop_back();
     }
     // The liveness check (poll) and the close of a dead connection are
     // system calls: never under the lock every other request to this
     // backend takes (issue #27 §3; it was the router's most contended lock
     // at c=16).
-    if (idle_connection_alive(fd.get())) {
-      return fd;
+    if (Clock::now() - idle.since < kTrustedIdle || idle_connection_alive(idle.fd.get())) {
+      return std::move(idle.fd);
     }
   }
 }
 
 void UpstreamClient::Impl::give_back(UniqueFd fd) {
+  const auto now = Clock::now();
   MutexLock lock(mu_);
   if (idle_.size() < max_idle_) {
-    idle_.push_back(std::move(fd));
+    idle_.push_back({std::move(fd), now});
   }
 }
 

@@ -323,6 +323,12 @@ void reply_now(const JobPtr& job, httplib::Response& res, int status, const std:
 void reply_later(const JobPtr& job, httplib::Response& res, const GenParams& params,
                  int extra_delay_ms, std::string body, std::string content_type) {
   int delay = params.hang ? -1 : params.response_delay_ms + extra_delay_ms;
+  if (delay == 0 && params.gate != "start") {
+    // As llama-server answers a finished request: the whole body with a
+    // Content-Length, head and body together.
+    reply_now(job, res, 200, body, content_type.c_str());
+    return;
+  }
   res.set_chunked_content_provider(
       content_type,
       [job, delay, gate = params.gate, body = std::move(body)](size_t, httplib::DataSink& sink) {

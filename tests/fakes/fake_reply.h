@@ -48,7 +48,8 @@ void reply_now(const JobPtr& job, httplib::Response& res, int status, const std:
                const char* content_type = "application/json");
 
 // Answers `body` in one chunk after response_delay_ms plus `extra_delay_ms`
-// (or never, with hang), polling for a client disconnect every 5 ms.
+// (or never, with hang), polling for a client disconnect every 5 ms. With
+// no delay and no gate, at once with a Content-Length, as llama-server does.
 void reply_later(const JobPtr& job, httplib::Response& res, const GenParams& params,
                  int extra_delay_ms, std::string body,
                  std::string content_type = "application/json");
