@@ -129,33 +129,36 @@ void measure_non_streaming(BenchEnv& env, const Settings& s, Report& report) {
 }
 
 void measure_queued(BenchEnv& env, const Settings& s, Report& report) {
-  // Issue #27: one llama.cpp slot on both sides and eight clients, so seven
-  // requests always wait: in llama-server's own queue when direct, in the
-  // router's when routed. Each routed request pays the hand-off from one
-  // lease's release to the next request's send.
   constexpr int kClients = 8;
-  int direct = env.start_direct_backend(1);
-  int router =
-      env.start_router({"--max-loaded-models", "-1", "--log-level", "warning", "--parallel", "1"});
-  std::string body = chat_body("user.bench", 1, false, s);
-  post_json(router, kChat, json::parse(body));  // load it
+  const std::string body = chat_body("user.bench", 1, false, s);
   json data = json::object();
-  RequestRun d = run_requests(direct, kChat, body, kClients, s.duration);
-  RequestRun r = run_requests(router, kChat, body, kClients, s.duration);
-  const double ratio = d.requests_per_s > 0 ? r.requests_per_s / d.requests_per_s : 0;
-  report.add({"queued", "c=8, one slot: throughput", d.requests_per_s, r.requests_per_s, ratio,
-              "req/s (ratio)"});
-  data["non_streaming_c8"] = {{"direct_rps", d.requests_per_s},
-                              {"router_rps", r.requests_per_s},
-                              {"ratio", ratio},
-                              {"errors", d.errors + r.errors}};
-  report.target({"throughput ratio, queued c=8, one slot", ratio, 0.95, false, "x"});
-  env.stop_router();
-  env.stop_direct_backend();
+  if (!s.fake) {
+    // Issue #27: one llama.cpp slot on both sides and eight clients, so
+    // seven requests always wait: in llama-server's own queue when direct,
+    // in the router's (and one in llama-server's) when routed. Only a real
+    // backend: the fake answers at once, so its one slot is never what
+    // limits it, while the router holds each request to the slot.
+    int direct = env.start_direct_backend(1);
+    int router = env.start_router(
+        {"--max-loaded-models", "-1", "--log-level", "warning", "--parallel", "1"});
+    post_json(router, kChat, json::parse(body));  // load it
+    RequestRun d = run_requests(direct, kChat, body, kClients, s.duration);
+    RequestRun r = run_requests(router, kChat, body, kClients, s.duration);
+    const double ratio = d.requests_per_s > 0 ? r.requests_per_s / d.requests_per_s : 0;
+    report.add({"queued", "c=8, one slot: throughput", d.requests_per_s, r.requests_per_s, ratio,
+                "req/s (ratio)"});
+    data["non_streaming_c8"] = {{"direct_rps", d.requests_per_s},
+                                {"router_rps", r.requests_per_s},
+                                {"ratio", ratio},
+                                {"errors", d.errors + r.errors}};
+    report.target({"throughput ratio, queued c=8, one slot", ratio, 0.95, false, "x"});
+    env.stop_router();
+    env.stop_direct_backend();
+  }
 
   // Time to first token with eight streams at once and a slot for each.
-  direct = env.start_direct_backend();
-  router = env.start_router({"--max-loaded-models", "-1", "--log-level", "warning"});
+  int direct = env.start_direct_backend();
+  int router = env.start_router({"--max-loaded-models", "-1", "--log-level", "warning"});
   post_json(router, kChat, json::parse(body));
   const std::string stream = chat_body("user.bench", 8, true, s);
   StreamRun ds = run_streams(direct, kChat, stream, kClients, s.duration, 1'000'000);

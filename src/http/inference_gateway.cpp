@@ -231,7 +231,15 @@ void InferenceGateway::watch_long_prompt(const InferenceRequest& req, WrappedSer
   if (req.json == nullptr || !reads_a_prompt(req.route) || !server.reports_prompt_progress()) {
     return;
   }
-  if (!client_asked_progress(*req.json)) {
+  const bool client_asked = client_asked_progress(*req.json);
+  if (!client_asked && !hub_.events().wants_request_events()) {
+    // Progress only feeds request events: with nobody following them, the
+    // backend is not asked for it (issue #27: fewer events for llama-server
+    // to write and the router to read and drop; a silent prefill stays
+    // alive through ProxyCall::still_working).
+    return;
+  }
+  if (!client_asked) {
     if (auto asked = with_return_progress(body)) {
       owned_body = std::move(*asked);
       body = owned_body;

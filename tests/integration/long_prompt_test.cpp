@@ -150,6 +150,10 @@ TEST_F(LongPromptTest, ProgressKeepsALongPrefillAliveAndReachesOnlyAClientThatAs
   EXPECT_EQ(quiet.data.size(), 4u);
   EXPECT_FALSE(any_progress(quiet.data));
   EXPECT_EQ(quiet.pings, 0) << "--stream-heartbeat 0 sends none";
+  const std::string url = loaded_field(health(port()), "user.a", "backend_url");
+  EXPECT_FALSE(fake_state(url)["last_request"].contains("return_progress"))
+      << "nobody follows request events: the backend is not asked for progress (issue #27); "
+         "its busy slot kept the prefill alive";
 
   json asked = slow_prompt_stream(1500);
   asked["return_progress"] = true;
@@ -167,8 +171,15 @@ TEST_F(LongPromptTest, ProgressKeepsALongPrefillAliveAndReachesOnlyAClientThatAs
   EXPECT_GT(last["total"].get<long long>(), 0) << last.dump();
   EXPECT_EQ(last["processed"], last["total"]) << last.dump();
   EXPECT_GE(told.data.size(), 4u + 3u) << "0 %, some, 100 %: at least 3 progress events";
-  // The backend was asked by the router in both cases.
-  const std::string url = loaded_field(health(port()), "user.a", "backend_url");
+  EXPECT_EQ(fake_state(url)["last_request"]["return_progress"], true);
+
+  // While someone follows request events, the router asks for progress
+  // itself and drops it from a stream that did not ask.
+  RouterEvents events(port());
+  StreamRead followed = read_stream(port(), slow_prompt_stream(1500));
+  ASSERT_EQ(followed.status, 200);
+  EXPECT_TRUE(followed.done);
+  EXPECT_FALSE(any_progress(followed.data));
   EXPECT_EQ(fake_state(url)["last_request"]["return_progress"], true);
 }
 
