@@ -275,7 +275,9 @@ function updateModelRow(entry, name) {
   setText(cells.pid, model?.pid ?? "–");
   setText(cells.inFlight, model ? model.in_flight : "–");
   const slots = model?.slots;
-  setText(cells.slots, slots ? `${slots.busy}/${slots.total}${slots.waiting ? ` +${slots.waiting} waiting` : ""}` : "–");
+  // Waiting: in the router's line, or the one queued inside llama-server.
+  const waiting = slots ? (slots.waiting || 0) + (slots.queued_in_backend || 0) : 0;
+  setText(cells.slots, slots ? `${slots.busy}/${slots.total}${waiting ? ` +${waiting} waiting` : ""}` : "–");
   entry.unload.hidden = !model;
   updateIdle(entry, name);
   updateContext(entry, name);

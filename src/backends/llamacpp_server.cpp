@@ -85,7 +85,8 @@ RequestSlots LlamaCppServer::slots() const {
   }
   // llama-server queues what finds every slot busy and starts it when one
   // frees; one request waiting there hides the router's hand-off between
-  // requests (issue #27). Its HTTP threads (at least --parallel + 2) take it.
+  // requests (issue #27). Its HTTP threads take it: --parallel + 4 by default
+  // (+ 2 in older releases), of which the requests hold --parallel + 1.
   return {options().int_value("parallel", 1), ctx, 1};
 }
 

@@ -23,8 +23,10 @@
 // - A backend that exits unexpectedly is dropped from the table at once; the
 //   next request loads it again.
 // - A server with request slots (llama.cpp's --parallel) is never leased more
-//   requests than it has slots; the rest wait in a first-come line per
-//   server. Requests waiting for a load or a slot are bounded per model and
+//   requests than it has slots, plus RequestSlots::queued_ahead (one request
+//   waiting in llama-server's own queue) while no session holds or restores
+//   one of its slots and the model may not gain replicas; the rest wait in a
+//   first-come line per server. Requests waiting for a load or a slot are bounded per model and
 //   in all (kQueueFull, Retry-After).
 // - A model whose loads failed twice in a row rests (LoadCooldown): requests
 //   get the last load error with Retry-After until the rest ends or an
