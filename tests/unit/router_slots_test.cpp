@@ -52,6 +52,21 @@ class RouterSlotsTest : public ::testing::Test {
     return f;
   }
 
+  // With every lease `model` allows out (`leased` of them), one more
+  // request waits in the line and takes the lease `freed` gives back.
+  void expect_next_waits_for(Lease& freed, const std::string& model, int slots, int leased) {
+    auto next = acquire_waiting(model, 1);
+    LoadedServerInfo i = info(model);
+    EXPECT_EQ(i.slots, slots);
+    EXPECT_EQ(i.in_flight, leased);
+    EXPECT_EQ(i.waiting, 1);
+    freed.release();
+    auto got = next.get();
+    ASSERT_TRUE(got.ok()) << got.error().message();
+    EXPECT_EQ(info(model).in_flight, leased);
+    EXPECT_EQ(info(model).waiting, 0);
+  }
+
   void SetUp() override {
     models.add(fake_model("llm-a"));
     models.add(fake_model("llm-b"));
@@ -74,15 +89,7 @@ TEST_F(RouterSlotsTest, ABackendThatQueuesItselfGetsOneMoreThanItsSlots) {
   auto a = router->acquire("llm-a");
   auto b = router->acquire("llm-a", never_wait);
   ASSERT_TRUE(a.ok() && b.ok());
-  auto third = acquire_waiting("llm-a", 1);
-  LoadedServerInfo i = info("llm-a");
-  EXPECT_EQ(i.slots, 1);
-  EXPECT_EQ(i.in_flight, 2);
-  EXPECT_EQ(i.waiting, 1);
-  a->release();
-  auto c = third.get();
-  ASSERT_TRUE(c.ok()) << c.error().message();
-  EXPECT_EQ(info("llm-a").in_flight, 2);
+  expect_next_waits_for(*a, "llm-a", 1, 2);
 }
 
 TEST_F(RouterSlotsTest, NothingGoesAheadWhenTheModelMayGainReplicas) {
@@ -104,16 +111,7 @@ TEST_F(RouterSlotsTest, NoMoreLeasesThanSlotsTheRestWaitAndGetOneWhenFreed) {
   auto a = router->acquire("llm-a");
   auto b = router->acquire("llm-a");
   ASSERT_TRUE(a.ok() && b.ok());
-  auto third = acquire_waiting("llm-a", 1);
-  LoadedServerInfo i = info("llm-a");
-  EXPECT_EQ(i.slots, 2);
-  EXPECT_EQ(i.in_flight, 2);
-  EXPECT_EQ(i.waiting, 1);
-  a->release();
-  auto c = third.get();
-  ASSERT_TRUE(c.ok()) << c.error().message();
-  EXPECT_EQ(info("llm-a").in_flight, 2);
-  EXPECT_EQ(info("llm-a").waiting, 0);
+  expect_next_waits_for(*a, "llm-a", 2, 2);
 }
 
 TEST_F(RouterSlotsTest, WaitersAreServedInArrivalOrder) {
