@@ -4,6 +4,7 @@
 // (issue #26).
 #include <gtest/gtest.h>
 
+#include <future>
 #include <string>
 
 #include "real/real_backend.h"
@@ -143,6 +144,51 @@ TEST_F(RealLlamaTest, ANonStreamingLongPromptOutlastsTheIdleTimeout) {
   EXPECT_EQ(r.status, 200) << r.body;
   ASSERT_TRUE(r.json()["usage"]["prompt_tokens"].is_number()) << r.body;
   EXPECT_GT(r.json()["usage"]["prompt_tokens"].get<long long>(), 3000) << r.body;
+}
+
+// Issue #27: with the one slot busy, one request more waits inside
+// llama-server's own queue and starts there when the slot frees; one whose
+// client leaves while it waits there is let go, and the next still gets
+// through. A third waits in the router's line.
+TEST_F(RealLlamaTest, ARequestQueuedInsideLlamaServerStartsWhenTheSlotFrees) {
+  add_tiny_chat("tiny");
+  ASSERT_NO_FATAL_FAILURE(start_real_router({"--parallel", "1"}));
+  load_ok("user.tiny");
+  const json messages = {{{"role", "user"}, {"content", "hi"}}};
+  // Most of a second of tokens (the tiny model makes ~2,000 a second).
+  const json long_stream = {{"model", "user.tiny"},
+                            {"stream", true},
+                            {"max_tokens", 1500},
+                            {"ignore_eos", true},
+                            {"messages", messages}};
+  SseStream running(port(), "/api/v1/chat/completions", long_stream.dump());
+  ASSERT_TRUE(running.read_head());
+  auto slots = [&] { return loaded_field(health(port()), "user.tiny", "slots"); };
+  const json short_chat = {{"model", "user.tiny"}, {"max_tokens", 2}, {"messages", messages}};
+  SseStream leaving(port(), "/api/v1/chat/completions", short_chat.dump());
+  ASSERT_TRUE(eventually([&] { return slots()["queued_in_backend"] == 1; })) << slots().dump();
+  leaving.disconnect();
+  ASSERT_TRUE(eventually([&] { return slots()["queued_in_backend"] == 0; }))
+      << "the request whose client left still holds its lease: " << slots().dump();
+
+  auto queued = std::async(std::launch::async, [&] {
+    return chat(port(), "user.tiny", {{"max_tokens", 2}});
+  });
+  ASSERT_TRUE(eventually([&] { return slots()["queued_in_backend"] == 1; })) << slots().dump();
+  auto waiting = std::async(std::launch::async, [&] {
+    return chat(port(), "user.tiny", {{"max_tokens", 2}});
+  });
+  ASSERT_TRUE(eventually([&] { return slots()["waiting"] == 1; })) << slots().dump();
+  const json during = slots();
+  EXPECT_EQ(during["busy"], 1) << during.dump();
+  auto events = running.rest(std::chrono::seconds(60));
+  ASSERT_FALSE(events.empty());
+  EXPECT_TRUE(events.back().is_done()) << "the long stream was cut";
+  HttpReply first = queued.get();
+  EXPECT_EQ(first.status, 200) << first.body;
+  HttpReply second = waiting.get();
+  EXPECT_EQ(second.status, 200) << second.body;
+  EXPECT_EQ(slots()["queued_in_backend"], 0);
 }
 
 // One SIGTERM (issue #27 §2): llama-server shuts down cleanly and exits 0;
