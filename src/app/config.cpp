@@ -101,11 +101,36 @@ bool is_loopback_host(const std::string& host) {
   return host == "localhost" || host == "::1" || host.starts_with("127.");
 }
 
-ParsedConfig fail(std::string message) {
+// A refusal is one line on stderr: control characters a message quotes from
+// the file (a key such as "back\nd") are written as JSON escapes.
+std::string one_line(std::string_view message) {
+  std::string out;
+  out.reserve(message.size());
+  for (char ch : message) {
+    const auto byte = static_cast<unsigned char>(ch);
+    if (byte == '\n') {
+      out += "\\n";
+    } else if (byte == '\r') {
+      out += "\\r";
+    } else if (byte == '\t') {
+      out += "\\t";
+    } else if (byte < 0x20 || byte == 0x7f) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\u00";
+      out += kHex[byte >> 4];
+      out += kHex[byte & 0xf];
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
+ParsedConfig fail(std::string_view message) {
   ParsedConfig p;
   p.exit_now = true;
   p.exit_code = 2;
-  p.message = std::move(message);
+  p.message = one_line(message);
   return p;
 }
 

@@ -125,6 +125,9 @@ TEST_F(ConfigFileTest, ErrorsNameTheFileAndTheKey) {
   expect_refused({{"llamacpp", "cpu"}}, "llamacpp");  // a section must be an object
   expect_refused({{"steps", 4}}, "steps");            // only under sdcpp
   expect_refused({{"ready_fd", 3}}, "ready_fd");      // no setting
+  // A control character in a key stays on the one line, escaped (found by
+  // fuzz_config_file).
+  expect_refused({{"llamacpp", {{"back\nd", "cpu"}}}}, "llamacpp.back\\nd");
   for (const std::string text : {"{\"port\": 1", "[1, 2]", "\"port\""}) {
     tmp_.write("conf/config.json", text);
     ParsedConfig p = parse();
