@@ -101,24 +101,15 @@ bool is_loopback_host(const std::string& host) {
   return host == "localhost" || host == "::1" || host.starts_with("127.");
 }
 
-// A refusal is one line on stderr: control characters a message quotes from
-// the file (a key such as "back\nd") are written as JSON escapes.
+// A refusal is one line on stderr: a control character a message quotes
+// from the file (a key such as "back\nd") is written as its JSON escape.
 std::string one_line(std::string_view message) {
   std::string out;
   out.reserve(message.size());
   for (char ch : message) {
-    const auto byte = static_cast<unsigned char>(ch);
-    if (byte == '\n') {
-      out += "\\n";
-    } else if (byte == '\r') {
-      out += "\\r";
-    } else if (byte == '\t') {
-      out += "\\t";
-    } else if (byte < 0x20 || byte == 0x7f) {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out += "\\u00";
-      out += kHex[byte >> 4];
-      out += kHex[byte & 0xf];
+    if (static_cast<unsigned char>(ch) < 0x20) {
+      const std::string quoted = nlohmann::json(std::string(1, ch)).dump();
+      out.append(quoted, 1, quoted.size() - 2);  // without the quotes
     } else {
       out += ch;
     }

@@ -286,9 +286,7 @@ std::string TelemetryHub::render(const RouterView& view, const SlotLimits& limit
   for (const auto& s : view.servers) {
     auto& f = per_model[s.info.model_name];
     f.in_flight += s.in_flight();
-    if (s.info.slots > 0) {
-      f.queued_in_backend += std::max(0, s.in_flight() - s.info.slots);
-    }
+    f.queued_in_backend += slot_occupancy(s.in_flight(), s.info.slots).queued_in_backend;
     f.slots += s.info.slots;
     f.replicas += 1;
     f.last_use_ms = std::max(f.last_use_ms, s.last_use_ms());
@@ -401,7 +399,7 @@ std::string TelemetryHub::render(const RouterView& view, const SlotLimits& limit
   // (docs/kubernetes.md): queue, running requests, KV-cache use, adapters.
   int running = 0;
   for (const auto& s : view.servers) {
-    running += s.info.slots > 0 ? std::min(s.in_flight(), s.info.slots) : s.in_flight();
+    running += slot_occupancy(s.in_flight(), s.info.slots).busy;
   }
   text.family("lemonade:num_requests_waiting",
               "Requests waiting for a model load or a free slot (all models)", "gauge");

@@ -3,6 +3,8 @@
 // Thread-safety: a value.
 #pragma once
 
+#include <algorithm>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -13,6 +15,20 @@
 #include "lemon/core/model_types.h"
 
 namespace lemon {
+
+// How a server's requests in flight split between its slots and the
+// backend's own queue (RequestSlots::queued_ahead, issue #27). slots == 0
+// (no limit): all of them are served.
+struct SlotOccupancy {
+  int busy = 0;
+  int queued_in_backend = 0;
+};
+inline SlotOccupancy slot_occupancy(int in_flight, int slots) {
+  if (slots <= 0) {
+    return {in_flight, 0};
+  }
+  return {std::min(in_flight, slots), std::max(0, in_flight - slots)};
+}
 
 struct LoadedServerInfo {
   std::string model_name;

@@ -26,8 +26,8 @@
 //   requests than it has slots, plus RequestSlots::queued_ahead (one request
 //   waiting in llama-server's own queue) while no session holds or restores
 //   one of its slots and the model may not gain replicas; the rest wait in a
-//   first-come line per server. Requests waiting for a load or a slot are bounded per model and
-//   in all (kQueueFull, Retry-After).
+//   first-come line per server. Requests waiting for a load or a slot are
+//   bounded per model and in all (kQueueFull, Retry-After).
 // - A model whose loads failed twice in a row rests (LoadCooldown): requests
 //   get the last load error with Retry-After until the rest ends or an
 //   explicit load() resets it.

@@ -57,9 +57,10 @@ nlohmann::json loaded_entry(const LoadedServerInfo& s) {
   if (s.slots > 0) {
     // Requests served at once, those sent ahead into the backend's own
     // queue (issue #27), the context each gets, and the router's line.
+    const SlotOccupancy use = slot_occupancy(s.in_flight, s.slots);
     entry["slots"] = {{"total", s.slots},
-                      {"busy", std::min(s.in_flight, s.slots)},
-                      {"queued_in_backend", std::max(0, s.in_flight - s.slots)},
+                      {"busy", use.busy},
+                      {"queued_in_backend", use.queued_in_backend},
                       {"waiting", s.waiting},
                       {"ctx_size", s.slot_ctx_size}};
   }
@@ -189,10 +190,11 @@ void ManagementApi::handle_health(const net::Request& r, net::ResponseWriter& w)
     entry["replicas"].push_back(replica);
     entry["in_flight"] = entry["in_flight"].get<int>() + s.in_flight;
     if (entry.contains("slots")) {
+      const SlotOccupancy use = slot_occupancy(s.in_flight, s.slots);
       entry["slots"]["total"] = entry["slots"]["total"].get<int>() + s.slots;
-      entry["slots"]["busy"] = entry["slots"]["busy"].get<int>() + std::min(s.in_flight, s.slots);
+      entry["slots"]["busy"] = entry["slots"]["busy"].get<int>() + use.busy;
       entry["slots"]["queued_in_backend"] =
-          entry["slots"]["queued_in_backend"].get<int>() + std::max(0, s.in_flight - s.slots);
+          entry["slots"]["queued_in_backend"].get<int>() + use.queued_in_backend;
     }
     if (!s.draining) {
       entry["state"] = "ready";
