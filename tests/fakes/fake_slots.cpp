@@ -44,6 +44,7 @@ struct SlotTable {
   int peak = 0;
   long waited = 0;
   int queued = 0;            // requests waiting for a slot now
+  int peak_queued = 0;       // the most that ever waited at once
   long reserved_tokens = 0;  // unified cache: tokens held by running requests
   int next_task = 0;
   int last_cache_n = 0;
@@ -117,7 +118,7 @@ SlotGrant take_slot(const JobPtr& job, int prompt_tokens, int gen_tokens,
   };
   if (blocked()) {
     ++t.waited;
-    ++t.queued;
+    t.peak_queued = std::max(t.peak_queued, ++t.queued);
     while (blocked() && !runtime().stopping) {
       t.cv.wait_for(lock, std::chrono::milliseconds(50));  // `stopping` is not notified
     }
@@ -352,12 +353,19 @@ json slot_state() {
   for (const auto& r : t.slots) {
     cached.push_back(approx_tokens(r.cached));
   }
-  return {{"slots", t.config.slots},        {"peak_busy_slots", t.peak},
-          {"waited_for_slot", t.waited},    {"queued_for_slot", t.queued},
-          {"busy_slots", t.busy},           {"cached_tokens", std::move(cached)},
-          {"last_cache_n", t.last_cache_n}, {"last_slot", t.last_slot},
-          {"slots_erased", t.erased},       {"slots_saved", t.saved},
-          {"slots_restored", t.restored},   {"slot_restores_refused", t.restore_refused},
+  return {{"slots", t.config.slots},
+          {"peak_busy_slots", t.peak},
+          {"waited_for_slot", t.waited},
+          {"queued_for_slot", t.queued},
+          {"peak_queued_for_slot", t.peak_queued},
+          {"busy_slots", t.busy},
+          {"cached_tokens", std::move(cached)},
+          {"last_cache_n", t.last_cache_n},
+          {"last_slot", t.last_slot},
+          {"slots_erased", t.erased},
+          {"slots_saved", t.saved},
+          {"slots_restored", t.restored},
+          {"slot_restores_refused", t.restore_refused},
           {"slots_reads", t.reads}};
 }
 

@@ -111,7 +111,11 @@ TEST_F(SlotsTest, RequestsBeyondTheSlotsWaitInTheRouterAndAllSucceed) {
   auto state = fake_state(loaded_field(health(port()), "user.a", "backend_url"));
   EXPECT_EQ(state["peak_busy_slots"], 2) << state.dump();
   EXPECT_GE(state["waited_for_slot"], 1) << state.dump();
-  EXPECT_LE(state["waited_for_slot"], 3) << state.dump();
+  // The router holds at most the slots and one more; a request it sends the
+  // moment a lease ends may find the backend still freeing that slot, so at
+  // most two ever wait inside the backend.
+  EXPECT_GE(state["peak_queued_for_slot"], 1) << state.dump();
+  EXPECT_LE(state["peak_queued_for_slot"], 2) << state.dump();
   EXPECT_EQ(state["completed"], 5) << state.dump();
 }
 
