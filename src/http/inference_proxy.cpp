@@ -1,12 +1,11 @@
 #include "lemon/http/inference_proxy.h"
 
-#include <string.h>  // memrchr, a GNU extension
-
 #include <algorithm>
 #include <chrono>
 
 #include "lemon/core/clock.h"
 #include "lemon/core/log.h"
+#include "lemon/http/backend_usage.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/sse_scanner.h"
 #include "lemon/net/upstream_client.h"
@@ -16,18 +15,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr std::size_t kMaxErrorBody = 64u << 10;
-
-template <typename T>
-void take(const nlohmann::json& j, const char* key, T& out, bool only_if_unset) {
-  auto it = j.find(key);
-  if (it == j.end() || !it->is_number()) {
-    return;
-  }
-  if (only_if_unset && out != T{}) {
-    return;
-  }
-  out = it->get<T>();
-}
 
 // A timeout flag and its value.
 struct Bound {
@@ -88,13 +75,9 @@ net::Headers sse_headers(std::string_view content_type) {
       {"X-Accel-Buffering", "no"}};
 }
 
-RequestStats record(StatsStore& stats, const std::string& model,
-                    const std::optional<nlohmann::json>& usage, const SseScanner* scanner) {
-  RequestStats s;
-  s.model = model;
-  if (usage) {
-    stats_from_backend_json(*usage, s);
-  }
+// Records `s` (the backend's own figures already in it) with what the
+// stream showed, when there was one.
+RequestStats record(StatsStore& stats, RequestStats s, const SseScanner* scanner) {
   if (scanner != nullptr) {
     if (s.time_to_first_token == 0.0) {
       s.time_to_first_token = scanner->first_event_latency().value_or(0.0);
@@ -108,77 +91,6 @@ RequestStats record(StatsStore& stats, const std::string& model,
   s.finished_ms = unix_ms_now();
   stats.record(s);
   return s;
-}
-
-// The last `key` (which starts with a quote) in `body`: jumps from quote to
-// quote backwards (memrchr) instead of comparing at every byte, as
-// string_view::rfind does; runs for every answer (issue #27 §3).
-std::size_t rfind_quoted(std::string_view body, std::string_view key) {
-  std::size_t end = body.size();
-  while (end > 0) {
-    const void* hit = ::memrchr(body.data(), '"', end);
-    if (hit == nullptr) {
-      break;
-    }
-    const auto at = static_cast<std::size_t>(static_cast<const char*>(hit) - body.data());
-    if (body.substr(at, key.size()) == key) {
-      return at;
-    }
-    end = at;
-  }
-  return std::string_view::npos;
-}
-
-// The object that follows the last `"key":` in `body`, as text (string-aware
-// brace matching), or empty.
-std::string_view object_after(std::string_view body, std::string_view key) {
-  std::size_t at = rfind_quoted(body, key);
-  if (at == std::string_view::npos) {
-    return {};
-  }
-  std::size_t open = body.find_first_not_of(" \t\r\n", at + key.size());
-  if (open == std::string_view::npos || body[open] != '{') {
-    return {};
-  }
-  int depth = 0;
-  bool in_string = false;
-  for (std::size_t i = open; i < body.size(); ++i) {
-    char c = body[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{') {
-      ++depth;
-    } else if (c == '}' && --depth == 0) {
-      return body.substr(open, i - open + 1);
-    }
-  }
-  return {};
-}
-
-// Only the `timings` and `usage` objects of a whole response are parsed, not
-// the response itself: the stats need nothing else.
-std::optional<nlohmann::json> usage_objects(std::string_view body) {
-  nlohmann::json out = nlohmann::json::object();
-  for (const char* key : {"timings", "usage"}) {
-    std::string_view text = object_after(body, std::string("\"") + key + "\":");
-    if (text.empty()) {
-      continue;
-    }
-    auto j = nlohmann::json::parse(text, nullptr, false);
-    if (!j.is_discarded()) {
-      out[key] = std::move(j);
-    }
-  }
-  if (out.empty()) {
-    return std::nullopt;
-  }
-  return out;
 }
 
 constexpr std::chrono::milliseconds kCancelPoll{100};
@@ -314,7 +226,10 @@ ProxyOutcome forward_whole(const ProxyTarget& target, const ProxyCall& call,
   if (call.transform) {
     transformed = call.transform(resp->body);
   }
-  RequestStats figures = record(stats, model, usage_objects(resp->body), nullptr);
+  RequestStats answered;
+  answered.model = model;
+  stats_from_answer(resp->body, answered);
+  RequestStats figures = record(stats, std::move(answered), nullptr);
   // The backend is done: its slot is free before the client has the answer,
   // so a client that sends its next request at once never finds this one
   // still holding it (and is never given a session's slot instead).
@@ -478,7 +393,12 @@ ProxyOutcome forward_stream(const ProxyTarget& target, const ProxyCall& call,
     write_error(writer, backend_failure(model, std::move(result).error(), call));
     return out;
   }
-  RequestStats figures = record(stats, model, scanner.last_usage(), &scanner);
+  RequestStats streamed;
+  streamed.model = model;
+  if (const auto& usage = scanner.last_usage()) {
+    stats_from_backend_json(*usage, streamed);
+  }
+  RequestStats figures = record(stats, std::move(streamed), &scanner);
   target.release();  // the backend is done; see `held`
   if (!held.empty()) {
     writer.write_chunk(held);
@@ -491,35 +411,6 @@ ProxyOutcome forward_stream(const ProxyTarget& target, const ProxyCall& call,
 }
 
 }  // namespace
-
-void stats_from_backend_json(const nlohmann::json& j, RequestStats& s) {
-  if (auto t = j.find("timings"); t != j.end() && t->is_object()) {
-    take(*t, "prompt_n", s.input_tokens, false);
-    take(*t, "predicted_n", s.output_tokens, false);
-    double prompt_ms = 0.0;
-    take(*t, "prompt_ms", prompt_ms, false);
-    if (prompt_ms > 0.0) {
-      s.time_to_first_token = prompt_ms / 1000.0;
-    }
-    take(*t, "predicted_per_second", s.tokens_per_second, false);
-  }
-  if (auto u = j.find("usage"); u != j.end() && u->is_object()) {
-    take(*u, "prompt_tokens", s.prompt_tokens, false);
-    take(*u, "input_tokens", s.prompt_tokens, true);  // Responses API naming
-    take(*u, "prompt_tokens", s.input_tokens, true);
-    take(*u, "input_tokens", s.input_tokens, true);
-    take(*u, "completion_tokens", s.output_tokens, true);
-    take(*u, "output_tokens", s.output_tokens, true);
-    take(*u, "prefill_duration_ttft", s.time_to_first_token, true);
-    take(*u, "decoding_speed_tps", s.tokens_per_second, true);
-  }
-  if (auto r = j.find("response"); r != j.end() && r->is_object()) {
-    stats_from_backend_json(*r, s);  // response.completed events nest the usage
-  }
-  if (s.prompt_tokens == 0) {
-    s.prompt_tokens = s.input_tokens;
-  }
-}
 
 void write_error(net::ResponseWriter& writer, const Error& error) {
   std::string body = error_envelope(error);

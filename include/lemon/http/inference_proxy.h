@@ -146,9 +146,4 @@ void write_unanswered(net::ResponseWriter& writer, const std::string& model, con
 // stream has started, one SSE error event, `data: [DONE]`, and the end.
 void write_error(net::ResponseWriter& writer, const Error& error);
 
-// Fills token figures from a backend's JSON (llama.cpp `timings`, OpenAI
-// `usage`, FLM's `prefill_duration_ttft`/`decoding_speed_tps`). Fields the
-// JSON lacks are left untouched.
-void stats_from_backend_json(const nlohmann::json& j, RequestStats& stats);
-
 }  // namespace lemon::http
