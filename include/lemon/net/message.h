@@ -27,6 +27,8 @@ class Headers {
   // Media type of Content-Type without parameters, lower-cased ("" if none).
   std::string media_type() const;
   void add(std::string name, std::string value);
+  // Room for `n` fields without growing (a parsed head reserves once).
+  void reserve(std::size_t n) { fields_.reserve(n); }
   // Replaces every field called `name` with one field.
   void set(std::string name, std::string value);
   void remove(std::string_view name);
