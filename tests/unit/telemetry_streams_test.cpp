@@ -67,6 +67,21 @@ TEST(Broadcast, ASlowFollowerIsDroppedAndNeverSlowsThePublisher) {
   EXPECT_EQ(b.followers(), 1);
 }
 
+TEST(Broadcast, MaybeFollowedIsFalseOnlyWithNoFollowerAttached) {
+  Broadcast<int> b(10, 10);
+  EXPECT_FALSE(b.maybe_followed());
+  auto f = b.follow(std::nullopt, 0);
+  EXPECT_TRUE(b.maybe_followed());
+  f.reset();
+  EXPECT_EQ(b.followers(), 0);
+  b.publish(1);  // prunes the follower that is gone
+  EXPECT_FALSE(b.maybe_followed());
+  auto g = b.follow(std::nullopt, 0);
+  EXPECT_TRUE(b.maybe_followed());
+  b.close();
+  EXPECT_FALSE(b.maybe_followed());
+}
+
 TEST(Broadcast, CloseEndsEveryFollowerNowAndLater) {
   Broadcast<int> b(10, 10);
   auto f = b.follow(std::nullopt, 0);

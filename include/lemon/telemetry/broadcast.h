@@ -15,6 +15,7 @@
 // used by one thread.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -107,6 +108,7 @@ class Broadcast {
       auto f = weak.lock();
       return !f || !f->offer(item);
     });
+    attached_.store(followers_.size(), std::memory_order_relaxed);
     return item.id;
   }
 
@@ -132,6 +134,7 @@ class Broadcast {
       f->close();
     } else {
       followers_.push_back(f);
+      attached_.store(followers_.size(), std::memory_order_relaxed);
     }
     return f;
   }
@@ -147,6 +150,12 @@ class Broadcast {
     }
     return n;
   }
+
+  // False only when no follower is attached, without taking a lock: what a
+  // request asks first, so a router that nobody follows pays one atomic
+  // load per request (issue #27 §3). True may count followers that ended
+  // since the last publish; followers() is exact.
+  bool maybe_followed() const { return attached_.load(std::memory_order_relaxed) > 0; }
 
   std::uint64_t last_id() const {
     MutexLock lock(mu_);
@@ -177,6 +186,7 @@ class Broadcast {
         }
       }
       followers_.clear();
+      attached_.store(0, std::memory_order_relaxed);
     }
     for (const auto& f : all) {
       f->close();
@@ -190,6 +200,7 @@ class Broadcast {
   std::uint64_t last_id_ LEMON_GUARDED_BY(mu_) = 0;
   std::deque<Item> history_ LEMON_GUARDED_BY(mu_);
   std::vector<std::weak_ptr<Follower>> followers_ LEMON_GUARDED_BY(mu_);
+  std::atomic<std::size_t> attached_{0};  // followers_.size(), stored under mu_
   bool closed_ LEMON_GUARDED_BY(mu_) = false;
 };
 

@@ -46,7 +46,7 @@ class EventBus {
     return stream_.follow(after, backlog);
   }
   int followers() const { return stream_.followers(); }
-  bool wants_request_events() const { return stream_.followers() > 0; }
+  bool wants_request_events() const { return stream_.maybe_followed() && stream_.followers() > 0; }
   std::uint64_t last_id() const { return stream_.last_id(); }
   void close() { stream_.close(); }
 
