@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstddef>
 #include <optional>
+#include <span>
 #include <string>
 
 namespace lemon::http {
@@ -35,20 +36,21 @@ struct NamedFigure {
   Figure figure;
 };
 
-using FigureNames = std::array<NamedFigure, 6>;  // unused entries have empty names
+// The figures an object holds, by member name.
+using FigureNames = std::span<const NamedFigure>;
 
-constexpr FigureNames kTimings{{{"prompt_n", Figure::kPromptN},
-                                {"predicted_n", Figure::kPredictedN},
-                                {"prompt_ms", Figure::kPromptMs},
-                                {"predicted_per_second", Figure::kPredictedPerSecond},
-                                {"", Figure::kCount},
-                                {"", Figure::kCount}}};
-constexpr FigureNames kUsage{{{"prompt_tokens", Figure::kPromptTokens},
-                              {"input_tokens", Figure::kInputTokens},
-                              {"completion_tokens", Figure::kCompletionTokens},
-                              {"output_tokens", Figure::kOutputTokens},
-                              {"prefill_duration_ttft", Figure::kPrefillDurationTtft},
-                              {"decoding_speed_tps", Figure::kDecodingSpeedTps}}};
+constexpr NamedFigure kTimingsNames[] = {{"prompt_n", Figure::kPromptN},
+                                         {"predicted_n", Figure::kPredictedN},
+                                         {"prompt_ms", Figure::kPromptMs},
+                                         {"predicted_per_second", Figure::kPredictedPerSecond}};
+constexpr NamedFigure kUsageNames[] = {{"prompt_tokens", Figure::kPromptTokens},
+                                       {"input_tokens", Figure::kInputTokens},
+                                       {"completion_tokens", Figure::kCompletionTokens},
+                                       {"output_tokens", Figure::kOutputTokens},
+                                       {"prefill_duration_ttft", Figure::kPrefillDurationTtft},
+                                       {"decoding_speed_tps", Figure::kDecodingSpeedTps}};
+constexpr FigureNames kTimings{kTimingsNames};
+constexpr FigureNames kUsage{kUsageNames};
 
 // A value for each figure the backend sent as a number.
 using Figures = std::array<std::optional<double>, static_cast<std::size_t>(Figure::kCount)>;
@@ -62,7 +64,7 @@ const std::optional<double>& at(const Figures& figures, Figure f) {
 
 std::optional<Figure> figure_named(const FigureNames& names, std::string_view key) {
   for (const auto& named : names) {
-    if (!named.name.empty() && named.name == key) {
+    if (named.name == key) {
       return named.figure;
     }
   }
@@ -114,9 +116,6 @@ void apply_figures(const Figures& f, RequestStats& s) {
 // From a parsed object: its members that `names` lists and that are numbers.
 void read_members(const json& object, const FigureNames& names, Figures& out) {
   for (const auto& named : names) {
-    if (named.name.empty()) {
-      continue;
-    }
     auto it = object.find(named.name);
     if (it != object.end() && it->is_number()) {
       at(out, named.figure) = it->get<double>();
@@ -180,23 +179,6 @@ class MemberNumbers {
   std::optional<Figure> member_;
 };
 
-// Reads one object's text into `out`; text that is not well-formed JSON
-// counts as absent.
-void read_object_text(std::string_view text, const FigureNames& names, Figures& out) {
-  if (text.empty()) {
-    return;
-  }
-  MemberNumbers reader(names);
-  if (!json::sax_parse(text, &reader)) {
-    return;
-  }
-  for (const auto& named : names) {
-    if (!named.name.empty()) {
-      at(out, named.figure) = at(reader.found(), named.figure);
-    }
-  }
-}
-
 // The last `key` (which starts with a quote) in `body`: jumps from quote to
 // quote backwards (memrchr) instead of comparing at every byte, as
 // string_view::rfind does; runs for every answer (issue #27 §3).
@@ -216,36 +198,23 @@ std::size_t rfind_quoted(std::string_view body, std::string_view key) {
   return std::string_view::npos;
 }
 
-// The object that follows the last `"key":` in `body`, as text (string-aware
-// brace matching), or empty.
-std::string_view object_after(std::string_view body, std::string_view key) {
-  std::size_t at = rfind_quoted(body, key);
-  if (at == std::string_view::npos) {
-    return {};
+// Reads the value after the last `"key":` in `body` into `out`, as far as
+// that value goes (the rest of the answer is not read). A value that is
+// not a well-formed object counts as absent.
+void read_value_after(std::string_view body, std::string_view key, const FigureNames& names,
+                      Figures& out) {
+  const std::size_t key_at = rfind_quoted(body, key);
+  if (key_at == std::string_view::npos) {
+    return;
   }
-  std::size_t open = body.find_first_not_of(" \t\r\n", at + key.size());
-  if (open == std::string_view::npos || body[open] != '{') {
-    return {};
+  MemberNumbers reader(names);
+  if (!json::sax_parse(body.substr(key_at + key.size()), &reader, json::input_format_t::json,
+                       /*strict=*/false)) {
+    return;
   }
-  int depth = 0;
-  bool in_string = false;
-  for (std::size_t i = open; i < body.size(); ++i) {
-    char c = body[i];
-    if (in_string) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{') {
-      ++depth;
-    } else if (c == '}' && --depth == 0) {
-      return body.substr(open, i - open + 1);
-    }
+  for (const auto& named : names) {
+    at(out, named.figure) = at(reader.found(), named.figure);
   }
-  return {};
 }
 
 void fill_prompt_tokens(RequestStats& s) {
@@ -273,8 +242,8 @@ void stats_from_backend_json(const json& j, RequestStats& s) {
 
 void stats_from_answer(std::string_view body, RequestStats& s) {
   Figures figures;
-  read_object_text(object_after(body, "\"timings\":"), kTimings, figures);
-  read_object_text(object_after(body, "\"usage\":"), kUsage, figures);
+  read_value_after(body, "\"timings\":", kTimings, figures);
+  read_value_after(body, "\"usage\":", kUsage, figures);
   apply_figures(figures, s);
   fill_prompt_tokens(s);
 }

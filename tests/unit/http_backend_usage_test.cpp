@@ -146,6 +146,18 @@ TEST(BackendUsageTest, AMalformedObjectCountsAsAbsent) {
   EXPECT_EQ(overflow.output_tokens, 0);
 }
 
+TEST(BackendUsageTest, OnlyTheObjectIsReadNotWhatFollowsIt) {
+  // Whatever follows the last usage object (here a cut-off answer) is not
+  // part of it.
+  RequestStats cut = from_answer(R"({"usage":{"prompt_tokens":2,"completion_tokens":3},"x":@@)");
+  EXPECT_EQ(cut.prompt_tokens, 2);
+  EXPECT_EQ(cut.output_tokens, 3);
+  // A value that is not an object holds no figures.
+  RequestStats array = from_answer(R"({"timings":[{"predicted_n":4}],"usage":[5,6]})");
+  EXPECT_EQ(array.output_tokens, 0);
+  EXPECT_EQ(array.prompt_tokens, 0);
+}
+
 TEST(BackendUsageTest, AResponsesEventNestsItsUsage) {
   json event = {{"type", "response.completed"},
                 {"response", {{"usage", {{"input_tokens", 11}, {"output_tokens", 6}}}}}};
