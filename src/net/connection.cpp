@@ -1,5 +1,6 @@
 #include "connection.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <exception>
@@ -44,67 +45,105 @@ constexpr std::chrono::milliseconds kErrorLinger{1000};
 
 }  // namespace
 
-void serve_connection(PendingConnection& connection, const ConnectionContext& context) {
-  UniqueFd fd(connection.fd);
-  connection.fd = -1;
-  const ServerOptions& options = *context.options;
-  RequestReader reader(fd.get(), options, *context.memory, context.stop_fd);
-  for (;;) {
+ClientConnection::ClientConnection(PendingConnection pending, const ConnectionContext& context)
+    : pending_(std::move(pending)),
+      fd_(pending_.fd),
+      context_(context),
+      reader_(fd_.get(), *context.options, *context.memory, context.stop_fd) {
+  pending_.fd = -1;
+}
+
+ClientConnection::~ClientConnection() {
+  close_quietly();
+}
+
+void ClientConnection::close_quietly() {
+  if (!fd_.valid()) {
+    return;
+  }
+  // Discard anything unread (a pipelined request after Connection: close)
+  // so the close is a FIN, not a reset.
+  pending_.release();
+  lingering_close(fd_, std::chrono::milliseconds(0), -1);
+}
+
+void ClientConnection::refuse_busy() {
+  pending_.release();
+  if (fd_.valid()) {
+    reject_busy(fd_.release());
+  }
+}
+
+ClientConnection::After ClientConnection::serve(bool may_park) {
+  const ServerOptions& options = *context_.options;
+  for (bool first = true;; first = false) {
+    if (may_park && !first && !reader_.has_buffered_bytes() &&
+        !context_.stopping->load(std::memory_order_relaxed)) {
+      // A client that sends its next request at once (most do, under load)
+      // is waited for here: a poll is cheaper than parking and waking. One
+      // that takes longer is parked, and holds no thread while idle.
+      const auto wait_ms = static_cast<int>(options.park_after.count());
+      if (wait_ms <= 0 ||
+          wait_fd(fd_.get(), POLLIN, wait_ms, context_.stop_fd, POLLIN) == Wait::kTimeout) {
+        reader_.done_with_body();
+        return After::kPark;
+      }
+    }
     Request request;
-    request.remote_addr = connection.remote_addr;  // the HeadCheck sees it too
-    ReadOutcome outcome = reader.read(request);
+    request.remote_addr = pending_.remote_addr;  // the HeadCheck sees it too
+    ReadOutcome outcome = reader_.read(request);
     if (outcome.kind == ReadOutcome::Kind::kClosed) {
       break;
     }
     if (outcome.kind == ReadOutcome::Kind::kReject) {
       const Error& rejection = *outcome.rejection;
-      logger("http")->debug("rejecting request from {}: {} {}", connection.remote_addr,
+      logger("http")->debug("rejecting request from {}: {} {}", pending_.remote_addr,
                             error_status(rejection), rejection.message());
-      SocketResponseWriter writer(fd.get(), ResponseMode{false, false, false}, nullptr,
+      SocketResponseWriter writer(fd_.get(), ResponseMode{false, false, false}, nullptr,
                                   options.write_timeout);
       writer.send_error(rejection);
-      connection.release();
-      lingering_close(fd, kErrorLinger, context.stop_fd);
-      return;
+      pending_.release();
+      lingering_close(fd_, kErrorLinger, context_.stop_fd);
+      return After::kClosed;
     }
     if (outcome.kind == ReadOutcome::Kind::kAnswer) {
       // The HeadCheck refused the request (route, key): answered without
       // reading its body, then closed.
-      SocketResponseWriter writer(fd.get(), ResponseMode{outcome.head_request, false, false},
+      SocketResponseWriter writer(fd_.get(), ResponseMode{outcome.head_request, false, false},
                                   nullptr, options.write_timeout);
       writer.send(outcome.answer.status, outcome.answer.headers, outcome.answer.body);
-      connection.release();
-      lingering_close(fd, kErrorLinger, context.stop_fd);
-      return;
+      pending_.release();
+      lingering_close(fd_, kErrorLinger, context_.stop_fd);
+      return After::kClosed;
     }
-    if (context.stopping->load(std::memory_order_relaxed)) {
+    if (context_.stopping->load(std::memory_order_relaxed)) {
       // Draining: requests that were already running finish; new ones are
       // refused so the client retries elsewhere or later.
-      SocketResponseWriter writer(fd.get(), ResponseMode{outcome.head_request, false, false},
+      SocketResponseWriter writer(fd_.get(), ResponseMode{outcome.head_request, false, false},
                                   nullptr, options.write_timeout);
       writer.send_error(
           Error(ErrorCode::kDraining, "the server is shutting down").with_retry_after(1));
       break;
     }
-    ConnectionRegistry* registry = connection.registry;
-    const std::uint64_t registry_id = connection.registry_id;
+    ConnectionRegistry* registry = pending_.registry;
+    const std::uint64_t registry_id = pending_.registry_id;
     if (registry != nullptr && !registry->mark_busy(registry_id)) {
       break;  // closed to make room for another connection
     }
-    const bool stopping = context.stopping->load(std::memory_order_relaxed);
+    const bool stopping = context_.stopping->load(std::memory_order_relaxed);
     ResponseMode mode{outcome.head_request, outcome.http10, outcome.keep_alive && !stopping};
-    SocketResponseWriter writer(fd.get(), mode, context.stopping, options.write_timeout);
+    SocketResponseWriter writer(fd_.get(), mode, context_.stopping, options.write_timeout);
     // Idle from the moment the client can see the response end, not from
     // when this thread gets back here: a connection served earlier is never
     // younger than one served later (issue #23).
     std::optional<ResponseEndMarker> end_marker;
     if (registry != nullptr) {
-      end_marker.emplace(*registry, registry_id, fd.get());
+      end_marker.emplace(*registry, registry_id, fd_.get());
       writer.set_end_listener(&*end_marker);
     }
     bool threw = false;
     try {
-      (*context.handler)(request, writer);
+      (*context_.handler)(request, writer);
     } catch (const std::exception& e) {
       threw = true;
       logger("http")->error("handler for {} {} threw: {}", request.method, request.path, e.what());
@@ -128,10 +167,8 @@ void serve_connection(PendingConnection& connection, const ConnectionContext& co
       break;
     }
   }
-  // Discard anything unread (a pipelined request after Connection: close)
-  // so the close is a FIN, not a reset.
-  connection.release();
-  lingering_close(fd, std::chrono::milliseconds(0), -1);
+  close_quietly();
+  return After::kClosed;
 }
 
 void reject_busy(int raw_fd) {

@@ -85,8 +85,19 @@ RequestReader::~RequestReader() {
   memory_.give_back(charged_);
 }
 
-RequestReader::Fill RequestReader::fill(Clock::time_point deadline, bool stoppable) {
+RequestReader::Fill RequestReader::fill(Clock::time_point deadline, bool stoppable,
+                                        bool try_first) {
   char chunk[16384];
+  if (try_first) {
+    ssize_t n = ::recv(fd_, chunk, sizeof chunk, MSG_DONTWAIT);
+    if (n > 0) {
+      buf_.append(chunk, static_cast<std::size_t>(n));
+      return Fill::kData;
+    }
+    if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+      return Fill::kEof;
+    }
+  }
   for (;;) {
     Wait w = wait_fd(fd_, POLLIN, millis_until(deadline), stoppable ? stop_fd_ : -1, POLLIN);
     if (w == Wait::kInterrupted && wait_fd(fd_, POLLIN, 0) == Wait::kReady) {
@@ -179,7 +190,8 @@ ReadOutcome RequestReader::read(Request& request) {
     auto deadline = head_deadline ? *head_deadline : Clock::now() + options_.keep_alive_timeout;
     // A stop interrupts only the wait for a next request; one that has begun
     // is read to its end (within its deadlines) and answered 503.
-    switch (fill(deadline, /*stoppable=*/!head_deadline)) {
+    const bool first_byte = !head_deadline;
+    switch (fill(deadline, /*stoppable=*/first_byte, /*try_first=*/first_byte && buf_.empty())) {
       case Fill::kData:
         continue;
       case Fill::kTimeout:

@@ -68,12 +68,23 @@ class RequestReader {
   // its bytes are given back to `memory` here.
   ReadOutcome read(Request& request);
 
+  // Bytes of a next request already received (a pipelined request).
+  bool has_buffered_bytes() const { return !buf_.empty(); }
+  // The last request's body is done with: its bytes go back to `memory` now
+  // rather than at the next read (a connection about to be parked).
+  void done_with_body() {
+    memory_.give_back(charged_);
+    charged_ = 0;
+  }
+
  private:
   enum class Fill { kData, kEof, kTimeout, kStopped };
 
   // Appends what the socket has to buf_, waiting until `deadline` (or the
-  // server's stop, when `stoppable`).
-  Fill fill(Clock::time_point deadline, bool stoppable);
+  // server's stop, when `stoppable`). With `try_first` it reads before it
+  // polls: the socket was reported readable (a parked connection handed
+  // over), so the poll would only cost a system call.
+  Fill fill(Clock::time_point deadline, bool stoppable, bool try_first = false);
   // Appends `data` to the body if `memory_` has room for it.
   bool charge_and_append(Request& request, std::string_view data);
   // When the body must have its next byte by: the idle and rate deadlines.

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "connection.h"
+#include "connection_workers.h"
 #include "io.h"
 #include "lemon/core/log.h"
-#include "thread_pool.h"
 
 namespace lemon::net {
 namespace {
@@ -90,7 +90,7 @@ class Server::Impl {
         registry_({options_.max_connections, options_.max_connections_per_client}),
         // Room for connections closed to make room but not yet gone.
         pool_(options_.max_connections + kEvictionSlack, options_.spare_threads,
-              options_.thread_stack_bytes, [this](detail::PendingConnection& c) { serve(c); }) {
+              options_.thread_stack_bytes, options_.keep_alive_timeout) {
     context_.options = &options_;
     context_.handler = &handler_;
     context_.stop_fd = stop_fd_.get();
@@ -113,9 +113,6 @@ class Server::Impl {
   int open_connections() const { return pool_.open_connections(); }
 
  private:
-  void serve(detail::PendingConnection& connection) {
-    detail::serve_connection(connection, context_);
-  }
   void accept_loop(int listen_fd);
   Status bind_one(const sockaddr* addr, socklen_t len, const std::string& shown);
 
@@ -133,7 +130,7 @@ class Server::Impl {
   CondVar run_cv_;
   bool running_ LEMON_GUARDED_BY(mu_) = false;
 
-  detail::ConnectionThreadPool pool_;  // last: its threads use the members above
+  detail::ConnectionWorkers pool_;  // last: its threads use the members above
 };
 
 Status Server::Impl::bind_one(const sockaddr* addr, socklen_t len, const std::string& shown) {
@@ -240,28 +237,23 @@ void Server::Impl::accept_loop(int listen_fd) {
       if (ss.ss_family == AF_INET || ss.ss_family == AF_INET6) {
         detail::set_nodelay(fd);
       }
-      detail::PendingConnection connection{fd, address_text(reinterpret_cast<sockaddr*>(&ss))};
+      detail::PendingConnection pending{fd, address_text(reinterpret_cast<sockaddr*>(&ss))};
       // At a limit, the longest-idle connection (of this address, or of
       // any) is closed to make room; with none idle, this one is refused.
-      auto id = registry_.admit(fd, connection.remote_addr);
+      auto id = registry_.admit(fd, pending.remote_addr);
       if (!id) {
         log->warn("rejecting connection from {}: {} connections open, none idle",
-                  connection.remote_addr, registry_.open());
+                  pending.remote_addr, registry_.open());
         detail::reject_busy(fd);
         continue;
       }
-      connection.registry = &registry_;
-      connection.registry_id = *id;
-      switch (pool_.submit(connection)) {
-        case detail::ConnectionThreadPool::Admit::kAccepted:
-          break;
-        case detail::ConnectionThreadPool::Admit::kFull:
-        case detail::ConnectionThreadPool::Admit::kFailed:
-          log->warn("rejecting connection from {}: {} connections open", connection.remote_addr,
-                    pool_.open_connections());
-          connection.release();
-          detail::reject_busy(fd);
-          break;
+      pending.registry = &registry_;
+      pending.registry_id = *id;
+      auto connection = std::make_unique<detail::ClientConnection>(std::move(pending), context_);
+      if (pool_.submit(connection) != detail::ConnectionWorkers::Admit::kAccepted) {
+        log->warn("rejecting connection from {}: {} connections open",
+                  connection->pending().remote_addr, pool_.open_connections());
+        connection->refuse_busy();
       }
     }
   }

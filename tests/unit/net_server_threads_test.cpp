@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -186,6 +187,73 @@ TEST(HttpServerThreads, StopReturnsWithIdleKeepAliveConnections) {
   for (auto& c : clients) {
     EXPECT_TRUE(c->read_to_eof());
   }
+}
+
+// Threads of this process (each test runs in a process of its own).
+int process_threads() {
+  int n = 0;
+  for ([[maybe_unused]] const auto& entry :
+       std::filesystem::directory_iterator("/proc/self/task")) {
+    ++n;
+  }
+  return n;
+}
+
+TEST(HttpServerThreads, IdleKeepAliveConnectionsHoldNoThread) {
+  // Issue #27 §3: an idle keep-alive connection waits in the workers' epoll
+  // set, not in a thread of its own. One thread per connection would add
+  // kConnections threads here.
+  constexpr int kConnections = 64;
+  ServerOptions options;
+  options.spare_threads = 1;
+  options.park_after = 0ms;  // parked as soon as each response is out
+  RunningServer s(options, [](Request& r, ResponseWriter& w) { w.send(200, {}, r.path); });
+  const int before = process_threads();
+  std::vector<std::unique_ptr<RawClient>> clients;
+  for (int i = 0; i < kConnections; ++i) {
+    clients.push_back(std::make_unique<RawClient>(s.port()));
+    clients.back()->send("GET /first HTTP/1.1\r\nHost: t\r\n\r\n");
+    ASSERT_EQ(clients.back()->read_response().body, "/first");
+  }
+  EXPECT_EQ(s.server().open_connections(), kConnections);
+  // A few threads may be started while another is still parking its
+  // connection; never one per connection.
+  EXPECT_LT(process_threads() - before, kConnections / 4);
+  // Every parked connection is served again, in any order, each once.
+  for (auto it = clients.rbegin(); it != clients.rend(); ++it) {
+    (*it)->send("GET /again HTTP/1.1\r\nHost: t\r\n\r\n");
+  }
+  for (auto& c : clients) {
+    EXPECT_EQ(c->read_response().body, "/again");
+  }
+  EXPECT_EQ(s.server().open_connections(), kConnections);
+}
+
+TEST(HttpServerThreads, IdleConnectionsReachTheirKeepAliveDeadlinesInTurn) {
+  // The deadline is counted from each connection's last response: a
+  // connection used again is not closed at the older one's deadline.
+  ServerOptions options;
+  options.keep_alive_timeout = 400ms;
+  RunningServer s(options, [](Request&, ResponseWriter& w) { w.send(200, {}, "ok"); });
+  RawClient old_one(s.port());
+  old_one.send("GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+  ASSERT_EQ(old_one.read_response().status, 200);
+  RawClient busy_one(s.port());
+  const auto until = std::chrono::steady_clock::now() + 1s;
+  int answered = 0;
+  while (std::chrono::steady_clock::now() < until) {
+    busy_one.send("GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    ASSERT_EQ(busy_one.read_response().status, 200);
+    ++answered;
+  }
+  // The old one went quiet 1 s ago, past its 400 ms: closed without a word.
+  std::string rest;
+  EXPECT_TRUE(old_one.read_to_eof(&rest));
+  EXPECT_EQ(rest, "");
+  // The busy one was never idle that long.
+  busy_one.send("GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+  EXPECT_EQ(busy_one.read_response().status, 200);
+  EXPECT_GT(answered, 1);
 }
 
 TEST(HttpServerThreads, StopLetsInFlightHandlersFinish) {

@@ -1,12 +1,15 @@
 // The client-facing HTTP/1.1 server.
 //
 // Model: one acceptor thread per listening socket and a pool of connection
-// threads (one connection per thread at a time, blocking I/O, keep-alive).
-// Threads are created on demand up to ServerOptions::max_connections, and
-// idle ones are kept for reuse, so a long stream never starves /health or a
-// new request (issue #3 "Thread and connection model"). Accepted sockets get
-// TCP_NODELAY: the response head and body are written with one writev, and
-// nothing waits on Nagle (issue #4's 43 ms trap).
+// threads that serve one connection at a time with blocking I/O. An idle
+// keep-alive connection holds no thread: it waits in an epoll set on which
+// the idle threads themselves wait, so a thread that has answered one request
+// takes the next ready connection without sleeping (issue #27 §3). Threads
+// are created when the last waiting one starts serving, up to the connection
+// limit, and idle ones are kept for reuse, so a long stream never starves
+// /health or a new request (issue #3 "Thread and connection model").
+// Accepted sockets get TCP_NODELAY: the response head and body are written
+// with one writev, and nothing waits on Nagle (issue #4's 43 ms trap).
 //
 // The server parses requests (Content-Length and chunked bodies, Expect:
 // 100-continue, HEAD), enforces the body limit (413) and answers malformed
@@ -95,14 +98,20 @@ struct ServerOptions {
   // Bytes held by request bodies across all connections; past it new bodies
   // get 503 with Retry-After. Charged as bytes arrive, never reserved ahead.
   std::size_t max_request_memory = 256u << 20;
-  int max_connections = 1024;  // concurrent connections (= threads)
+  int max_connections = 1024;  // concurrent connections (threads: those busy, plus one)
   // Per client address. At either limit the connection idle longest (of
   // that address, or of any) is closed to make room; 503 only when every
   // one is busy in a handler.
   int max_connections_per_client = 256;
-  int spare_threads = 4;  // idle threads kept warm
+  int spare_threads = 4;  // idle threads kept warm (at least one always is)
   // An idle keep-alive connection (no byte of a next request) is closed.
   std::chrono::milliseconds keep_alive_timeout{60000};
+  // A keep-alive connection whose next request has not begun this long after
+  // its response is parked: it waits in the workers' epoll set and holds no
+  // thread. Until then its thread waits for it, which costs less than
+  // parking and waking for a client that sends its next request at once.
+  // Zero parks at once.
+  std::chrono::milliseconds park_after{50};
   // From a request's first byte (blank lines before it included) until its
   // head is complete; past it, 408 and close (slowloris).
   std::chrono::milliseconds header_timeout{10000};

@@ -1,0 +1,441 @@
+#include "connection_workers.h"
+
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <exception>
+
+#include "lemon/core/log.h"
+
+namespace lemon::net::detail {
+namespace {
+
+// Event keys: a connection's is its generation (high half) and slot (low
+// half); slots stay far below these two.
+constexpr std::uint64_t kStopKey = ~std::uint64_t{0};
+constexpr std::uint64_t kDeadlineKey = ~std::uint64_t{0} - 1;
+constexpr std::uint32_t kConnectionEvents = EPOLLIN | EPOLLRDHUP | EPOLLONESHOT;
+
+std::uint64_t connection_key(int slot, std::uint32_t generation) {
+  return (std::uint64_t{generation} << 32) | static_cast<std::uint32_t>(slot);
+}
+
+bool watch(int epoll, int op, int fd, std::uint32_t events, std::uint64_t key) {
+  epoll_event ev{};
+  ev.events = events;
+  ev.data.u64 = key;
+  return ::epoll_ctl(epoll, op, fd, &ev) == 0;
+}
+
+void arm_timer(int timer, Clock::time_point at) {
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch());
+  itimerspec spec{};
+  spec.it_value.tv_sec = static_cast<time_t>(ns.count() / 1000000000);
+  spec.it_value.tv_nsec = static_cast<long>(ns.count() % 1000000000);
+  if (spec.it_value.tv_sec <= 0 && spec.it_value.tv_nsec <= 0) {
+    spec.it_value.tv_nsec = 1;  // zero would disarm it
+  }
+  // steady_clock is CLOCK_MONOTONIC, which the timer counts in.
+  ::timerfd_settime(timer, TFD_TIMER_ABSTIME, &spec, nullptr);
+}
+
+}  // namespace
+
+ConnectionWorkers::ConnectionWorkers(int max_connections, int spare_threads,
+                                     std::size_t stack_bytes,
+                                     std::chrono::milliseconds keep_alive_timeout)
+    : max_connections_(std::max(1, max_connections)),
+      spare_threads_(std::max(0, spare_threads)),
+      stack_bytes_(stack_bytes),
+      keep_alive_timeout_(keep_alive_timeout),
+      epoll_(::epoll_create1(EPOLL_CLOEXEC)),
+      stop_event_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
+      timer_(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) {
+  if (!epoll_.valid() || !stop_event_.valid() || !timer_.valid() ||
+      !watch(epoll_.get(), EPOLL_CTL_ADD, stop_event_.get(), EPOLLIN | EPOLLONESHOT, kStopKey) ||
+      !watch(epoll_.get(), EPOLL_CTL_ADD, timer_.get(), EPOLLIN | EPOLLONESHOT, kDeadlineKey)) {
+    logger("http")->error("cannot set up the connection workers: {}", errno_text(errno));
+    epoll_.reset();  // submit() refuses every connection
+  }
+}
+
+ConnectionWorkers::~ConnectionWorkers() {
+  shutdown();
+  join_all();
+}
+
+int ConnectionWorkers::threads() const {
+  MutexLock lock(mu_);
+  return threads_;
+}
+
+void ConnectionWorkers::link_locked(int slot) {
+  Slot& s = slots_[static_cast<std::size_t>(slot)];
+  s.prev = newest_;
+  s.next = -1;
+  if (newest_ >= 0) {
+    slots_[static_cast<std::size_t>(newest_)].next = slot;
+  } else {
+    oldest_ = slot;
+  }
+  newest_ = slot;
+}
+
+void ConnectionWorkers::unlink_locked(int slot) {
+  Slot& s = slots_[static_cast<std::size_t>(slot)];
+  (s.prev >= 0 ? slots_[static_cast<std::size_t>(s.prev)].next : oldest_) = s.next;
+  (s.next >= 0 ? slots_[static_cast<std::size_t>(s.next)].prev : newest_) = s.prev;
+  s.prev = s.next = -1;
+}
+
+void ConnectionWorkers::shut_locked(int slot) {
+  Slot& s = slots_[static_cast<std::size_t>(slot)];
+  unlink_locked(slot);
+  s.shut = true;
+  // Readable now: the worker that gets its event finds the end (or a request
+  // already sent, which is answered 503 when stopping) and closes it.
+  ::shutdown(s.connection->fd(), stopping_ ? SHUT_RD : SHUT_RDWR);
+}
+
+ConnectionWorkers::Admit ConnectionWorkers::submit(std::unique_ptr<ClientConnection>& connection) {
+  reap();
+  const int fd = connection->fd();
+  int slot = -1;
+  std::uint32_t generation = 0;
+  bool arm = false;
+  bool spawn = false;
+  Clock::time_point deadline;
+  {
+    MutexLock lock(mu_);
+    if (stopping_ || !epoll_.valid()) {
+      return Admit::kFailed;
+    }
+    if (open_.load(std::memory_order_relaxed) >= max_connections_) {
+      return Admit::kFull;
+    }
+    open_.fetch_add(1, std::memory_order_relaxed);
+    connection->pending().open_count = &open_;
+    if (free_slots_.empty()) {
+      slot = static_cast<int>(slots_.size());
+      slots_.emplace_back();
+    } else {
+      slot = free_slots_.back();
+      free_slots_.pop_back();
+    }
+    Slot& s = slots_[static_cast<std::size_t>(slot)];
+    s.connection = std::move(connection);
+    s.parked = true;
+    s.shut = false;
+    deadline = Clock::now() + keep_alive_timeout_;
+    s.deadline = deadline;
+    link_locked(slot);
+    arm = !timer_armed_;
+    timer_armed_ = true;
+    generation = s.generation;
+    ++live_;
+    if (waiting_.load(std::memory_order_relaxed) == 0 && threads_ <= max_connections_) {
+      spawn = true;
+      ++threads_;
+      waiting_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  if (arm) {
+    arm_timer(timer_.get(), deadline);
+  }
+  if (!watch(epoll_.get(), EPOLL_CTL_ADD, fd, kConnectionEvents,
+             connection_key(slot, generation))) {
+    logger("http")->error("cannot watch a connection: {}", errno_text(errno));
+    MutexLock lock(mu_);
+    Slot& s = slots_[static_cast<std::size_t>(slot)];
+    if (!s.shut) {
+      unlink_locked(slot);
+    }
+    s.parked = false;
+    connection = std::move(s.connection);
+    ++s.generation;
+    free_slots_.push_back(slot);
+    --live_;
+    if (spawn) {
+      --threads_;
+      waiting_.fetch_sub(1, std::memory_order_relaxed);
+    }
+    connection->pending().release();
+    return Admit::kFailed;
+  }
+  if (spawn && !start_thread()) {
+    MutexLock lock(mu_);
+    --threads_;
+    waiting_.fetch_sub(1, std::memory_order_relaxed);
+    // Served once a thread can be started (the next connection tries).
+  }
+  return Admit::kAccepted;
+}
+
+void ConnectionWorkers::ensure_waiter() {
+  {
+    MutexLock lock(mu_);
+    if (stopping_ || threads_ > max_connections_ || waiting_.load(std::memory_order_relaxed) > 0) {
+      return;
+    }
+    ++threads_;
+    waiting_.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (!start_thread()) {
+    MutexLock lock(mu_);
+    --threads_;
+    waiting_.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
+bool ConnectionWorkers::start_thread() {
+  pthread_attr_t attr;
+  if (pthread_attr_init(&attr) != 0) {
+    return false;
+  }
+  long page = ::sysconf(_SC_PAGESIZE);
+  std::size_t page_size = page > 0 ? static_cast<std::size_t>(page) : 4096;
+  std::size_t stack = std::max<std::size_t>(stack_bytes_, PTHREAD_STACK_MIN);
+  stack = (stack + page_size - 1) / page_size * page_size;
+  pthread_attr_setstacksize(&attr, stack);
+  pthread_t tid;
+  int rc = pthread_create(&tid, &attr, &ConnectionWorkers::thread_main, this);
+  pthread_attr_destroy(&attr);
+  if (rc != 0) {
+    logger("http")->error("cannot create a connection thread (error {})", rc);
+    return false;
+  }
+  return true;
+}
+
+void* ConnectionWorkers::thread_main(void* self) {
+  static_cast<ConnectionWorkers*>(self)->worker();
+  return nullptr;
+}
+
+ClientConnection* ConnectionWorkers::take(std::uint64_t key, int& slot) {
+  slot = static_cast<int>(key & 0xffffffffu);
+  const auto generation = static_cast<std::uint32_t>(key >> 32);
+  MutexLock lock(mu_);
+  if (slot < 0 || static_cast<std::size_t>(slot) >= slots_.size()) {
+    return nullptr;
+  }
+  Slot& s = slots_[static_cast<std::size_t>(slot)];
+  if (s.generation != generation || !s.parked || !s.connection) {
+    return nullptr;  // gone, or not parked: a stale event
+  }
+  s.parked = false;
+  if (!s.shut) {
+    unlink_locked(slot);
+  }
+  return s.connection.get();
+}
+
+bool ConnectionWorkers::park(int slot) {
+  int fd = -1;
+  std::uint32_t generation = 0;
+  bool arm = false;
+  Clock::time_point deadline;
+  {
+    MutexLock lock(mu_);
+    if (stopping_) {
+      return false;
+    }
+    Slot& s = slots_[static_cast<std::size_t>(slot)];
+    s.parked = true;
+    s.shut = false;
+    deadline = Clock::now() + keep_alive_timeout_;
+    s.deadline = deadline;
+    link_locked(slot);
+    arm = !timer_armed_;
+    timer_armed_ = true;
+    fd = s.connection->fd();
+    generation = s.generation;
+  }
+  if (arm) {
+    arm_timer(timer_.get(), deadline);
+  }
+  // No event can take it before this re-arms it, so nothing closes `fd`
+  // meanwhile (a deadline or stop only shuts it down).
+  if (watch(epoll_.get(), EPOLL_CTL_MOD, fd, kConnectionEvents, connection_key(slot, generation))) {
+    return true;
+  }
+  logger("http")->error("cannot park a connection: {}", errno_text(errno));
+  MutexLock lock(mu_);
+  Slot& s = slots_[static_cast<std::size_t>(slot)];
+  if (!s.shut) {
+    unlink_locked(slot);
+  }
+  s.parked = false;
+  return false;
+}
+
+void ConnectionWorkers::forget(int slot) {
+  std::unique_ptr<ClientConnection> gone;
+  bool last = false;
+  {
+    MutexLock lock(mu_);
+    Slot& s = slots_[static_cast<std::size_t>(slot)];
+    gone = std::move(s.connection);
+    ++s.generation;
+    s.parked = false;
+    s.shut = false;
+    free_slots_.push_back(slot);
+    --live_;
+    last = stopping_ && live_ == 0;
+  }
+  gone.reset();  // closes it, if serving did not
+  if (last) {
+    rearm_stop();
+  }
+}
+
+void ConnectionWorkers::on_deadline() {
+  std::uint64_t expirations = 0;
+  if (::read(timer_.get(), &expirations, sizeof expirations) < 0) {
+    // EAGAIN: re-armed meanwhile; the list says what is due.
+  }
+  bool arm = false;
+  Clock::time_point next;
+  {
+    MutexLock lock(mu_);
+    const auto now = Clock::now();
+    while (oldest_ >= 0 && slots_[static_cast<std::size_t>(oldest_)].deadline <= now) {
+      shut_locked(oldest_);
+    }
+    if (oldest_ >= 0) {
+      arm = true;
+      next = slots_[static_cast<std::size_t>(oldest_)].deadline;
+    } else {
+      timer_armed_ = false;
+    }
+  }
+  if (arm) {
+    arm_timer(timer_.get(), next);
+  }
+  watch(epoll_.get(), EPOLL_CTL_MOD, timer_.get(), EPOLLIN | EPOLLONESHOT, kDeadlineKey);
+}
+
+bool ConnectionWorkers::on_stop() {
+  MutexLock lock(mu_);
+  if (live_ == 0) {
+    return true;
+  }
+  // The last connection to close re-arms the stop event (forget()).
+  while (oldest_ >= 0) {
+    shut_locked(oldest_);
+  }
+  return false;
+}
+
+void ConnectionWorkers::rearm_stop() {
+  // The eventfd stays readable: re-arming wakes one more waiting thread,
+  // which does the same before it exits.
+  watch(epoll_.get(), EPOLL_CTL_MOD, stop_event_.get(), EPOLLIN | EPOLLONESHOT, kStopKey);
+}
+
+void ConnectionWorkers::worker() {
+  bool counted = true;  // the thread that started this one counted it as waiting
+  for (;;) {
+    if (!counted) {
+      waiting_.fetch_add(1, std::memory_order_relaxed);
+    }
+    counted = false;
+    epoll_event ev{};
+    const int n = ::epoll_wait(epoll_.get(), &ev, 1,
+                               static_cast<int>(std::chrono::milliseconds(kIdleExit).count()));
+    const int still_waiting = waiting_.fetch_sub(1, std::memory_order_relaxed) - 1;
+    if (n < 0) {
+      if (errno != EINTR) {
+        logger("http")->error("epoll_wait failed: {}", errno_text(errno));
+      }
+      continue;
+    }
+    if (n == 0) {
+      // Idle for kIdleExit: leave if enough others wait.
+      MutexLock lock(mu_);
+      if (!stopping_ && still_waiting >= std::max(1, spare_threads_)) {
+        break;
+      }
+      continue;
+    }
+    if (ev.data.u64 == kStopKey) {
+      if (on_stop()) {
+        rearm_stop();
+        break;
+      }
+      continue;
+    }
+    if (ev.data.u64 == kDeadlineKey) {
+      on_deadline();
+      continue;
+    }
+    int slot = -1;
+    ClientConnection* connection = take(ev.data.u64, slot);
+    if (connection == nullptr) {
+      continue;
+    }
+    if (still_waiting == 0) {
+      ensure_waiter();
+    }
+    try {
+      auto after = connection->serve(/*may_park=*/true);
+      if (after == ClientConnection::After::kPark && !park(slot)) {
+        after = connection->serve(/*may_park=*/false);  // stopping: served to its end now
+      }
+      if (after == ClientConnection::After::kClosed) {
+        forget(slot);
+      }
+    } catch (const std::exception& e) {
+      logger("http")->error("connection thread: {}", e.what());
+      forget(slot);
+    } catch (...) {
+      logger("http")->error("connection thread: unknown exception");
+      forget(slot);
+    }
+  }
+  MutexLock lock(mu_);
+  --threads_;
+  exited_.push_back(pthread_self());
+  exit_cv_.notify_all();
+}
+
+void ConnectionWorkers::shutdown() {
+  {
+    MutexLock lock(mu_);
+    if (stopping_) {
+      return;
+    }
+    stopping_ = true;
+  }
+  std::uint64_t one = 1;
+  if (!stop_event_.valid() || ::write(stop_event_.get(), &one, sizeof one) < 0) {
+    logger("http")->error("cannot signal the connection workers to stop: {}", errno_text(errno));
+  }
+}
+
+void ConnectionWorkers::join_all() {
+  {
+    MutexLock lock(mu_);
+    exit_cv_.wait(lock, [this]() LEMON_REQUIRES(mu_) { return threads_ == 0; });
+  }
+  reap();
+}
+
+void ConnectionWorkers::reap() {
+  std::vector<pthread_t> done;
+  {
+    MutexLock lock(mu_);
+    done.swap(exited_);
+  }
+  for (pthread_t tid : done) {
+    pthread_join(tid, nullptr);
+  }
+}
+
+}  // namespace lemon::net::detail
