@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <exception>
 #include <optional>
 
@@ -82,7 +83,8 @@ ClientConnection::After ClientConnection::serve(bool may_park) {
       // A client that sends its next request at once (most do, under load)
       // is waited for here: a poll is cheaper than parking and waking. One
       // that takes longer is parked, and holds no thread while idle.
-      const auto wait_ms = static_cast<int>(options.park_after.count());
+      const auto wait_ms =
+          static_cast<int>(std::min(options.park_after, options.keep_alive_timeout).count());
       if (wait_ms <= 0 ||
           wait_fd(fd_.get(), POLLIN, wait_ms, context_.stop_fd, POLLIN) == Wait::kTimeout) {
         reader_.done_with_body();

@@ -49,11 +49,14 @@ void arm_timer(int timer, Clock::time_point at) {
 
 ConnectionWorkers::ConnectionWorkers(int max_connections, int spare_threads,
                                      std::size_t stack_bytes,
-                                     std::chrono::milliseconds keep_alive_timeout)
+                                     std::chrono::milliseconds keep_alive_timeout,
+                                     std::chrono::milliseconds park_after)
     : max_connections_(std::max(1, max_connections)),
       spare_threads_(std::max(0, spare_threads)),
       stack_bytes_(stack_bytes),
       keep_alive_timeout_(keep_alive_timeout),
+      parked_again_for_(keep_alive_timeout -
+                        std::clamp(park_after, std::chrono::milliseconds(0), keep_alive_timeout)),
       epoll_(::epoll_create1(EPOLL_CLOEXEC)),
       stop_event_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
       timer_(::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK)) {
@@ -249,7 +252,7 @@ bool ConnectionWorkers::park(int slot) {
     Slot& s = slots_[static_cast<std::size_t>(slot)];
     s.parked = true;
     s.shut = false;
-    deadline = Clock::now() + keep_alive_timeout_;
+    deadline = Clock::now() + parked_again_for_;
     s.deadline = deadline;
     link_locked(slot);
     arm = !timer_armed_;

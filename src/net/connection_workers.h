@@ -46,8 +46,12 @@ class ConnectionWorkers {
  public:
   static constexpr std::chrono::seconds kIdleExit{30};
 
+  // A connection is closed once idle for `keep_alive_timeout`; one that is
+  // parked again after a request was already waited for `park_after` by its
+  // thread (ServerOptions::park_after), which counts towards it.
   ConnectionWorkers(int max_connections, int spare_threads, std::size_t stack_bytes,
-                    std::chrono::milliseconds keep_alive_timeout);
+                    std::chrono::milliseconds keep_alive_timeout,
+                    std::chrono::milliseconds park_after);
   ~ConnectionWorkers();  // shutdown() and join_all()
   ConnectionWorkers(const ConnectionWorkers&) = delete;
   ConnectionWorkers& operator=(const ConnectionWorkers&) = delete;
@@ -106,6 +110,7 @@ class ConnectionWorkers {
   const int spare_threads_;
   const std::size_t stack_bytes_;
   const std::chrono::milliseconds keep_alive_timeout_;
+  const std::chrono::milliseconds parked_again_for_;  // what is left of it after park_after
   UniqueFd epoll_;
   UniqueFd stop_event_;  // eventfd: readable once shutdown() ran
   UniqueFd timer_;       // timerfd: the oldest parked connection's deadline

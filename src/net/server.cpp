@@ -90,7 +90,7 @@ class Server::Impl {
         registry_({options_.max_connections, options_.max_connections_per_client}),
         // Room for connections closed to make room but not yet gone.
         pool_(options_.max_connections + kEvictionSlack, options_.spare_threads,
-              options_.thread_stack_bytes, options_.keep_alive_timeout) {
+              options_.thread_stack_bytes, options_.keep_alive_timeout, options_.park_after) {
     context_.options = &options_;
     context_.handler = &handler_;
     context_.stop_fd = stop_fd_.get();

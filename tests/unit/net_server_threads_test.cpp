@@ -256,6 +256,43 @@ TEST(HttpServerThreads, IdleConnectionsReachTheirKeepAliveDeadlinesInTurn) {
   EXPECT_GT(answered, 1);
 }
 
+TEST(HttpServerThreads, StopEndsParkedConnectionsAndLetsAServedOneFinish) {
+  ServerOptions options;
+  options.park_after = 0ms;  // idle connections wait in the epoll set
+  Gate entered;
+  Gate release;
+  auto s = std::make_unique<RunningServer>(options, [&](Request& r, ResponseWriter& w) {
+    if (r.path == "/slow") {
+      entered.open();
+      release.wait();
+    }
+    w.send(200, {}, r.path);
+  });
+  std::vector<std::unique_ptr<RawClient>> idle;
+  for (int i = 0; i < 4; ++i) {
+    idle.push_back(std::make_unique<RawClient>(s->port()));
+    idle.back()->send("GET /idle HTTP/1.1\r\nHost: t\r\n\r\n");
+    ASSERT_EQ(idle.back()->read_response().body, "/idle");
+  }
+  RawClient busy(s->port());
+  busy.send("GET /slow HTTP/1.1\r\nHost: t\r\n\r\n");
+  ASSERT_TRUE(entered.wait());
+  s->server().stop();
+  for (auto& c : idle) {
+    std::string rest;
+    EXPECT_TRUE(c->read_to_eof(&rest));  // closed while the slow one still runs
+    EXPECT_EQ(rest, "");
+  }
+  EXPECT_EQ(s->server().open_connections(), 1);
+  release.open();
+  std::string all;
+  ASSERT_TRUE(busy.read_to_eof(&all));
+  EXPECT_NE(all.find("Connection: close"), std::string::npos);
+  EXPECT_NE(all.find("/slow"), std::string::npos);
+  s->stop();
+  EXPECT_EQ(s->server().open_connections(), 0);
+}
+
 TEST(HttpServerThreads, StopLetsInFlightHandlersFinish) {
   Gate entered;
   Gate release;
