@@ -79,15 +79,39 @@ int ConnectionWorkers::threads() const {
 }
 
 void ConnectionWorkers::link_locked(int slot) {
+  // Ordered by deadline: from the newest back, past the few parked again
+  // later than it but due earlier (their wait counted towards it).
   Slot& s = slots_[static_cast<std::size_t>(slot)];
-  s.prev = newest_;
-  s.next = -1;
-  if (newest_ >= 0) {
-    slots_[static_cast<std::size_t>(newest_)].next = slot;
-  } else {
-    oldest_ = slot;
+  int before = newest_;
+  while (before >= 0 && slots_[static_cast<std::size_t>(before)].deadline > s.deadline) {
+    before = slots_[static_cast<std::size_t>(before)].prev;
   }
-  newest_ = slot;
+  s.prev = before;
+  s.next = before >= 0 ? slots_[static_cast<std::size_t>(before)].next : oldest_;
+  (before >= 0 ? slots_[static_cast<std::size_t>(before)].next : oldest_) = slot;
+  (s.next >= 0 ? slots_[static_cast<std::size_t>(s.next)].prev : newest_) = slot;
+}
+
+void ConnectionWorkers::park_locked(int slot, std::chrono::milliseconds idle_for) {
+  Slot& s = slots_[static_cast<std::size_t>(slot)];
+  s.parked = true;
+  s.shut = false;
+  s.deadline = Clock::now() + idle_for;
+  link_locked(slot);
+  if (!timer_armed_ || s.deadline < timer_at_) {
+    // Under the lock, so that two threads cannot set it out of order.
+    timer_armed_ = true;
+    timer_at_ = s.deadline;
+    arm_timer(timer_.get(), timer_at_);
+  }
+}
+
+void ConnectionWorkers::unpark_locked(int slot) {
+  Slot& s = slots_[static_cast<std::size_t>(slot)];
+  if (s.parked && !s.shut) {
+    unlink_locked(slot);
+  }
+  s.parked = false;
 }
 
 void ConnectionWorkers::unlink_locked(int slot) {
@@ -111,9 +135,7 @@ ConnectionWorkers::Admit ConnectionWorkers::submit(std::unique_ptr<ClientConnect
   const int fd = connection->fd();
   int slot = -1;
   std::uint32_t generation = 0;
-  bool arm = false;
   bool spawn = false;
-  Clock::time_point deadline;
   {
     MutexLock lock(mu_);
     if (stopping_ || !epoll_.valid()) {
@@ -133,13 +155,7 @@ ConnectionWorkers::Admit ConnectionWorkers::submit(std::unique_ptr<ClientConnect
     }
     Slot& s = slots_[static_cast<std::size_t>(slot)];
     s.connection = std::move(connection);
-    s.parked = true;
-    s.shut = false;
-    deadline = Clock::now() + keep_alive_timeout_;
-    s.deadline = deadline;
-    link_locked(slot);
-    arm = !timer_armed_;
-    timer_armed_ = true;
+    park_locked(slot, keep_alive_timeout_);
     generation = s.generation;
     ++live_;
     if (waiting_.load(std::memory_order_relaxed) == 0 && threads_ <= max_connections_) {
@@ -148,18 +164,12 @@ ConnectionWorkers::Admit ConnectionWorkers::submit(std::unique_ptr<ClientConnect
       waiting_.fetch_add(1, std::memory_order_relaxed);
     }
   }
-  if (arm) {
-    arm_timer(timer_.get(), deadline);
-  }
   if (!watch(epoll_.get(), EPOLL_CTL_ADD, fd, kConnectionEvents,
              connection_key(slot, generation))) {
     logger("http")->error("cannot watch a connection: {}", errno_text(errno));
     MutexLock lock(mu_);
+    unpark_locked(slot);
     Slot& s = slots_[static_cast<std::size_t>(slot)];
-    if (!s.shut) {
-      unlink_locked(slot);
-    }
-    s.parked = false;
     connection = std::move(s.connection);
     ++s.generation;
     free_slots_.push_back(slot);
@@ -242,26 +252,15 @@ ClientConnection* ConnectionWorkers::take(std::uint64_t key, int& slot) {
 bool ConnectionWorkers::park(int slot) {
   int fd = -1;
   std::uint32_t generation = 0;
-  bool arm = false;
-  Clock::time_point deadline;
   {
     MutexLock lock(mu_);
     if (stopping_) {
       return false;
     }
     Slot& s = slots_[static_cast<std::size_t>(slot)];
-    s.parked = true;
-    s.shut = false;
-    deadline = Clock::now() + parked_again_for_;
-    s.deadline = deadline;
-    link_locked(slot);
-    arm = !timer_armed_;
-    timer_armed_ = true;
+    park_locked(slot, parked_again_for_);
     fd = s.connection->fd();
     generation = s.generation;
-  }
-  if (arm) {
-    arm_timer(timer_.get(), deadline);
   }
   // No event can take it before this re-arms it, so nothing closes `fd`
   // meanwhile (a deadline or stop only shuts it down).
@@ -270,11 +269,7 @@ bool ConnectionWorkers::park(int slot) {
   }
   logger("http")->error("cannot park a connection: {}", errno_text(errno));
   MutexLock lock(mu_);
-  Slot& s = slots_[static_cast<std::size_t>(slot)];
-  if (!s.shut) {
-    unlink_locked(slot);
-  }
-  s.parked = false;
+  unpark_locked(slot);
   return false;
 }
 
@@ -301,25 +296,19 @@ void ConnectionWorkers::forget(int slot) {
 void ConnectionWorkers::on_deadline() {
   std::uint64_t expirations = 0;
   if (::read(timer_.get(), &expirations, sizeof expirations) < 0) {
-    // EAGAIN: re-armed meanwhile; the list says what is due.
+    // EAGAIN: set again meanwhile; the list says what is due.
   }
-  bool arm = false;
-  Clock::time_point next;
   {
     MutexLock lock(mu_);
     const auto now = Clock::now();
     while (oldest_ >= 0 && slots_[static_cast<std::size_t>(oldest_)].deadline <= now) {
       shut_locked(oldest_);
     }
-    if (oldest_ >= 0) {
-      arm = true;
-      next = slots_[static_cast<std::size_t>(oldest_)].deadline;
-    } else {
-      timer_armed_ = false;
+    timer_armed_ = oldest_ >= 0;
+    if (timer_armed_) {
+      timer_at_ = slots_[static_cast<std::size_t>(oldest_)].deadline;
+      arm_timer(timer_.get(), timer_at_);
     }
-  }
-  if (arm) {
-    arm_timer(timer_.get(), next);
   }
   watch(epoll_.get(), EPOLL_CTL_MOD, timer_.get(), EPOLLIN | EPOLLONESHOT, kDeadlineKey);
 }

@@ -80,7 +80,7 @@ class ConnectionWorkers {
     bool parked = false;  // waits in the epoll set for its event
     bool shut = false;    // its socket was shut down to end it
     Clock::time_point deadline;
-    int prev = -1;  // the keep-alive list, oldest first (parked, not shut)
+    int prev = -1;  // the keep-alive list, by deadline (parked, not shut)
     int next = -1;
   };
 
@@ -102,6 +102,10 @@ class ConnectionWorkers {
   // Returns true when the calling thread should exit.
   bool on_stop();
   void rearm_stop();
+  // Parks `slot` for `idle_for`, and sets the timer if it is due first.
+  void park_locked(int slot, std::chrono::milliseconds idle_for) LEMON_REQUIRES(mu_);
+  // Undoes park_locked() for a connection that could not be watched.
+  void unpark_locked(int slot) LEMON_REQUIRES(mu_);
   void link_locked(int slot) LEMON_REQUIRES(mu_);
   void unlink_locked(int slot) LEMON_REQUIRES(mu_);
   void shut_locked(int slot) LEMON_REQUIRES(mu_);
@@ -122,6 +126,7 @@ class ConnectionWorkers {
   int oldest_ LEMON_GUARDED_BY(mu_) = -1;  // the keep-alive list
   int newest_ LEMON_GUARDED_BY(mu_) = -1;
   bool timer_armed_ LEMON_GUARDED_BY(mu_) = false;
+  Clock::time_point timer_at_ LEMON_GUARDED_BY(mu_);     // when it fires, if armed
   int live_ LEMON_GUARDED_BY(mu_) = 0;                   // slots in use
   std::vector<pthread_t> exited_ LEMON_GUARDED_BY(mu_);  // exited (or exiting) threads to join
   int threads_ LEMON_GUARDED_BY(mu_) = 0;
