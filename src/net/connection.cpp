@@ -4,6 +4,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <climits>
 #include <exception>
 #include <optional>
 
@@ -83,10 +84,17 @@ ClientConnection::After ClientConnection::serve(bool may_park) {
       // A client that sends its next request at once (most do, under load)
       // is waited for here: a poll is cheaper than parking and waking. One
       // that takes longer is parked, and holds no thread while idle.
-      const auto wait_ms =
-          static_cast<int>(std::min(options.park_after, options.keep_alive_timeout).count());
-      if (wait_ms <= 0 ||
-          wait_fd(fd_.get(), POLLIN, wait_ms, context_.stop_fd, POLLIN) == Wait::kTimeout) {
+      const auto hold = std::min(
+          {options.park_after, options.keep_alive_timeout, std::chrono::milliseconds(INT_MAX)});
+      if (hold.count() <= 0) {
+        reader_.done_with_body();
+        return After::kPark;
+      }
+      if (wait_fd(fd_.get(), POLLIN, static_cast<int>(hold.count()), context_.stop_fd, POLLIN) ==
+          Wait::kTimeout) {
+        if (hold >= options.keep_alive_timeout) {
+          break;  // idle for the whole keep-alive already
+        }
         reader_.done_with_body();
         return After::kPark;
       }

@@ -42,7 +42,9 @@ void arm_timer(int timer, Clock::time_point at) {
     spec.it_value.tv_nsec = 1;  // zero would disarm it
   }
   // steady_clock is CLOCK_MONOTONIC, which the timer counts in.
-  ::timerfd_settime(timer, TFD_TIMER_ABSTIME, &spec, nullptr);
+  if (::timerfd_settime(timer, TFD_TIMER_ABSTIME, &spec, nullptr) != 0) {
+    logger("http")->error("cannot set the keep-alive timer: {}", errno_text(errno));
+  }
 }
 
 }  // namespace
@@ -52,6 +54,9 @@ ConnectionWorkers::ConnectionWorkers(int max_connections, int spare_threads,
                                      std::chrono::milliseconds keep_alive_timeout,
                                      std::chrono::milliseconds park_after)
     : max_connections_(std::max(1, max_connections)),
+      // Busy connections, those closing after an error (up to a second of
+      // lingering each, no longer counted as open), and one waiting.
+      max_threads_(2 * max_connections_ + 1),
       spare_threads_(std::max(0, spare_threads)),
       stack_bytes_(stack_bytes),
       keep_alive_timeout_(keep_alive_timeout),
@@ -71,6 +76,8 @@ ConnectionWorkers::ConnectionWorkers(int max_connections, int spare_threads,
 ConnectionWorkers::~ConnectionWorkers() {
   shutdown();
   join_all();
+  MutexLock lock(mu_);
+  slots_.clear();  // none, unless no thread could ever be started
 }
 
 int ConnectionWorkers::threads() const {
@@ -158,42 +165,47 @@ ConnectionWorkers::Admit ConnectionWorkers::submit(std::unique_ptr<ClientConnect
     park_locked(slot, keep_alive_timeout_);
     generation = s.generation;
     ++live_;
-    if (waiting_.load(std::memory_order_relaxed) == 0 && threads_ <= max_connections_) {
+    if (waiting_.load(std::memory_order_relaxed) == 0 && threads_ < max_threads_) {
       spawn = true;
       ++threads_;
       waiting_.fetch_add(1, std::memory_order_relaxed);
     }
   }
-  if (!watch(epoll_.get(), EPOLL_CTL_ADD, fd, kConnectionEvents,
-             connection_key(slot, generation))) {
+  const bool watched =
+      watch(epoll_.get(), EPOLL_CTL_ADD, fd, kConnectionEvents, connection_key(slot, generation));
+  if (!watched) {
     logger("http")->error("cannot watch a connection: {}", errno_text(errno));
+  }
+  const bool started = !spawn || (watched && start_thread());
+  bool last = false;
+  {
     MutexLock lock(mu_);
-    unpark_locked(slot);
-    Slot& s = slots_[static_cast<std::size_t>(slot)];
-    connection = std::move(s.connection);
-    ++s.generation;
-    free_slots_.push_back(slot);
-    --live_;
-    if (spawn) {
+    if (spawn && !started) {
       --threads_;
       waiting_.fetch_sub(1, std::memory_order_relaxed);
     }
-    connection->pending().release();
-    return Admit::kFailed;
+    if (watched && threads_ > 0) {
+      return Admit::kAccepted;  // a thread takes it when its bytes arrive
+    }
+    // Nobody could ever take it: the caller answers it.
+    if (watched) {
+      ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
+    }
+    connection = free_slot_locked(slot);
+    last = stopping_ && live_ == 0;
   }
-  if (spawn && !start_thread()) {
-    MutexLock lock(mu_);
-    --threads_;
-    waiting_.fetch_sub(1, std::memory_order_relaxed);
-    // Served once a thread can be started (the next connection tries).
+  if (last) {
+    rearm_stop();
   }
-  return Admit::kAccepted;
+  connection->pending().release();
+  return Admit::kFailed;
 }
 
 void ConnectionWorkers::ensure_waiter() {
   {
     MutexLock lock(mu_);
-    if (stopping_ || threads_ > max_connections_ || waiting_.load(std::memory_order_relaxed) > 0) {
+    // Also while stopping: parked connections are then ended in parallel.
+    if (threads_ >= max_threads_ || waiting_.load(std::memory_order_relaxed) > 0) {
       return;
     }
     ++threads_;
@@ -231,7 +243,7 @@ void* ConnectionWorkers::thread_main(void* self) {
   return nullptr;
 }
 
-ClientConnection* ConnectionWorkers::take(std::uint64_t key, int& slot) {
+ClientConnection* ConnectionWorkers::take(std::uint64_t key, int& slot, bool& expired) {
   slot = static_cast<int>(key & 0xffffffffu);
   const auto generation = static_cast<std::uint32_t>(key >> 32);
   MutexLock lock(mu_);
@@ -246,6 +258,7 @@ ClientConnection* ConnectionWorkers::take(std::uint64_t key, int& slot) {
   if (!s.shut) {
     unlink_locked(slot);
   }
+  expired = s.expired;
   return s.connection.get();
 }
 
@@ -273,18 +286,24 @@ bool ConnectionWorkers::park(int slot) {
   return false;
 }
 
+std::unique_ptr<ClientConnection> ConnectionWorkers::free_slot_locked(int slot) {
+  unpark_locked(slot);
+  Slot& s = slots_[static_cast<std::size_t>(slot)];
+  auto connection = std::move(s.connection);
+  ++s.generation;
+  s.shut = false;
+  s.expired = false;
+  free_slots_.push_back(slot);
+  --live_;
+  return connection;
+}
+
 void ConnectionWorkers::forget(int slot) {
   std::unique_ptr<ClientConnection> gone;
   bool last = false;
   {
     MutexLock lock(mu_);
-    Slot& s = slots_[static_cast<std::size_t>(slot)];
-    gone = std::move(s.connection);
-    ++s.generation;
-    s.parked = false;
-    s.shut = false;
-    free_slots_.push_back(slot);
-    --live_;
+    gone = free_slot_locked(slot);
     last = stopping_ && live_ == 0;
   }
   gone.reset();  // closes it, if serving did not
@@ -302,6 +321,7 @@ void ConnectionWorkers::on_deadline() {
     MutexLock lock(mu_);
     const auto now = Clock::now();
     while (oldest_ >= 0 && slots_[static_cast<std::size_t>(oldest_)].deadline <= now) {
+      slots_[static_cast<std::size_t>(oldest_)].expired = true;
       shut_locked(oldest_);
     }
     timer_armed_ = oldest_ >= 0;
@@ -310,7 +330,9 @@ void ConnectionWorkers::on_deadline() {
       arm_timer(timer_.get(), timer_at_);
     }
   }
-  watch(epoll_.get(), EPOLL_CTL_MOD, timer_.get(), EPOLLIN | EPOLLONESHOT, kDeadlineKey);
+  if (!watch(epoll_.get(), EPOLL_CTL_MOD, timer_.get(), EPOLLIN | EPOLLONESHOT, kDeadlineKey)) {
+    logger("http")->error("cannot watch the keep-alive timer: {}", errno_text(errno));
+  }
 }
 
 bool ConnectionWorkers::on_stop() {
@@ -328,7 +350,10 @@ bool ConnectionWorkers::on_stop() {
 void ConnectionWorkers::rearm_stop() {
   // The eventfd stays readable: re-arming wakes one more waiting thread,
   // which does the same before it exits.
-  watch(epoll_.get(), EPOLL_CTL_MOD, stop_event_.get(), EPOLLIN | EPOLLONESHOT, kStopKey);
+  if (!watch(epoll_.get(), EPOLL_CTL_MOD, stop_event_.get(), EPOLLIN | EPOLLONESHOT, kStopKey)) {
+    logger("http")->error("cannot pass the stop on to the next connection thread: {}",
+                          errno_text(errno));
+  }
 }
 
 void ConnectionWorkers::worker() {
@@ -368,8 +393,16 @@ void ConnectionWorkers::worker() {
       continue;
     }
     int slot = -1;
-    ClientConnection* connection = take(ev.data.u64, slot);
+    bool expired = false;
+    ClientConnection* connection = take(ev.data.u64, slot, expired);
     if (connection == nullptr) {
+      continue;
+    }
+    if (expired) {
+      // Its keep-alive deadline passed first: closed without reading what
+      // may have arrived since, as if that had come a moment later (never
+      // run, never answered: safe for the client to send again).
+      forget(slot);
       continue;
     }
     if (still_waiting == 0) {

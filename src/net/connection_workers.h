@@ -77,8 +77,9 @@ class ConnectionWorkers {
   struct Slot {
     std::unique_ptr<ClientConnection> connection;
     std::uint32_t generation = 0;
-    bool parked = false;  // waits in the epoll set for its event
-    bool shut = false;    // its socket was shut down to end it
+    bool parked = false;   // waits in the epoll set for its event
+    bool shut = false;     // its socket was shut down to end it
+    bool expired = false;  // ... because its keep-alive deadline passed
     Clock::time_point deadline;
     int prev = -1;  // the keep-alive list, by deadline (parked, not shut)
     int next = -1;
@@ -93,11 +94,13 @@ class ConnectionWorkers {
 
   // A parked connection's event: the connection, now owned by the caller, or
   // null when the event is stale.
-  ClientConnection* take(std::uint64_t key, int& slot);
+  // `expired`: its keep-alive deadline passed before the event was taken.
+  ClientConnection* take(std::uint64_t key, int& slot, bool& expired);
   // Parks a served connection; false when stopping.
   bool park(int slot);
-  // Frees a closed connection's slot.
+  // Frees a closed connection's slot (closing it if serving did not).
   void forget(int slot);
+  std::unique_ptr<ClientConnection> free_slot_locked(int slot) LEMON_REQUIRES(mu_);
   void on_deadline();
   // Returns true when the calling thread should exit.
   bool on_stop();
@@ -111,6 +114,7 @@ class ConnectionWorkers {
   void shut_locked(int slot) LEMON_REQUIRES(mu_);
 
   const int max_connections_;
+  const int max_threads_;
   const int spare_threads_;
   const std::size_t stack_bytes_;
   const std::chrono::milliseconds keep_alive_timeout_;
@@ -118,6 +122,8 @@ class ConnectionWorkers {
   UniqueFd epoll_;
   UniqueFd stop_event_;  // eventfd: readable once shutdown() ran
   UniqueFd timer_;       // timerfd: the oldest parked connection's deadline
+
+  std::atomic<int> open_{0};  // before slots_: a connection's release() counts it down
 
   mutable Mutex mu_;
   CondVar exit_cv_;  // a thread exited
@@ -132,7 +138,6 @@ class ConnectionWorkers {
   int threads_ LEMON_GUARDED_BY(mu_) = 0;
   bool stopping_ LEMON_GUARDED_BY(mu_) = false;
   std::atomic<int> waiting_{0};  // threads in (or about to enter) epoll_wait
-  std::atomic<int> open_{0};
 };
 
 }  // namespace lemon::net::detail
