@@ -263,25 +263,20 @@ ClientConnection* ConnectionWorkers::take(std::uint64_t key, int& slot, bool& ex
 }
 
 bool ConnectionWorkers::park(int slot) {
-  int fd = -1;
-  std::uint32_t generation = 0;
-  {
-    MutexLock lock(mu_);
-    if (stopping_) {
-      return false;
-    }
-    Slot& s = slots_[static_cast<std::size_t>(slot)];
-    park_locked(slot, parked_again_for_);
-    fd = s.connection->fd();
-    generation = s.generation;
+  MutexLock lock(mu_);
+  if (stopping_) {
+    return false;
   }
-  // No event can take it before this re-arms it, so nothing closes `fd`
-  // meanwhile (a deadline or stop only shuts it down).
-  if (watch(epoll_.get(), EPOLL_CTL_MOD, fd, kConnectionEvents, connection_key(slot, generation))) {
+  Slot& s = slots_[static_cast<std::size_t>(slot)];
+  park_locked(slot, parked_again_for_);
+  // Re-armed under the lock: the thread that takes its event (take() locks
+  // too) then closes `fd` only after this call is over. Parking happens only
+  // after park_after without a request, so the lock is not held per request.
+  if (watch(epoll_.get(), EPOLL_CTL_MOD, s.connection->fd(), kConnectionEvents,
+            connection_key(slot, s.generation))) {
     return true;
   }
   logger("http")->error("cannot park a connection: {}", errno_text(errno));
-  MutexLock lock(mu_);
   unpark_locked(slot);
   return false;
 }
