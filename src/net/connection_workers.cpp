@@ -184,10 +184,15 @@ ConnectionWorkers::Admit ConnectionWorkers::submit(std::unique_ptr<ClientConnect
       --threads_;
       waiting_.fetch_sub(1, std::memory_order_relaxed);
     }
+    const Slot& s = slots_[static_cast<std::size_t>(slot)];
+    if (s.generation != generation || !s.parked) {
+      return Admit::kAccepted;  // a thread took it already (and may be done)
+    }
     if (watched && threads_ > 0) {
       return Admit::kAccepted;  // a thread takes it when its bytes arrive
     }
-    // Nobody could ever take it: the caller answers it.
+    // Nobody could ever take it: the caller answers it. An event already
+    // on its way finds the generation changed.
     if (watched) {
       ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
     }
