@@ -181,8 +181,7 @@ ConnectionWorkers::Admit ConnectionWorkers::submit(std::unique_ptr<ClientConnect
   {
     MutexLock lock(mu_);
     if (spawn && !started) {
-      --threads_;
-      waiting_.fetch_sub(1, std::memory_order_relaxed);
+      unreserve_thread_locked();
     }
     const Slot& s = slots_[static_cast<std::size_t>(slot)];
     if (s.generation != generation || !s.parked) {
@@ -218,8 +217,19 @@ void ConnectionWorkers::ensure_waiter() {
   }
   if (!start_thread()) {
     MutexLock lock(mu_);
-    --threads_;
-    waiting_.fetch_sub(1, std::memory_order_relaxed);
+    unreserve_thread_locked();
+  }
+}
+
+void ConnectionWorkers::unreserve_thread_locked() {
+  --threads_;
+  waiting_.fetch_sub(1, std::memory_order_relaxed);
+  if (threads_ == 0) {
+    exit_cv_.notify_all();  // join_all() may wait for this one
+    if (live_ > 0) {
+      // Served once a thread can be started: the next connection tries.
+      logger("http")->error("no connection thread is running; {} connections wait", live_);
+    }
   }
 }
 

@@ -88,6 +88,8 @@ class ConnectionWorkers {
   static void* thread_main(void* self);
   void worker();
   bool start_thread();
+  // Undoes a thread counted before it was started, when starting it failed.
+  void unreserve_thread_locked() LEMON_REQUIRES(mu_);
   // Starts a thread if none waits on the set and the limit allows.
   void ensure_waiter();
   void reap();  // joins threads that announced their exit
