@@ -86,13 +86,10 @@ ClientConnection::After ClientConnection::serve(bool may_park) {
       // that takes longer is parked, and holds no thread while idle.
       const auto hold = std::min(
           {options.park_after, options.keep_alive_timeout, std::chrono::milliseconds(INT_MAX)});
-      if (hold.count() <= 0) {
-        reader_.done_with_body();
-        return After::kPark;
-      }
-      if (wait_fd(fd_.get(), POLLIN, static_cast<int>(hold.count()), context_.stop_fd, POLLIN) ==
-          Wait::kTimeout) {
-        if (hold >= options.keep_alive_timeout) {
+      const bool held = hold.count() > 0;
+      if (!held || wait_fd(fd_.get(), POLLIN, static_cast<int>(hold.count()), context_.stop_fd,
+                           POLLIN) == Wait::kTimeout) {
+        if (held && hold >= options.keep_alive_timeout) {
           break;  // idle for the whole keep-alive already
         }
         reader_.done_with_body();

@@ -80,11 +80,6 @@ ConnectionWorkers::~ConnectionWorkers() {
   slots_.clear();  // none, unless no thread could ever be started
 }
 
-int ConnectionWorkers::threads() const {
-  MutexLock lock(mu_);
-  return threads_;
-}
-
 void ConnectionWorkers::link_locked(int slot) {
   // Ordered by deadline: from the newest back, past the few parked again
   // later than it but due earlier (their wait counted towards it).

@@ -71,7 +71,6 @@ class ConnectionWorkers {
   void join_all();
 
   int open_connections() const { return open_.load(std::memory_order_relaxed); }
-  int threads() const;
 
  private:
   struct Slot {

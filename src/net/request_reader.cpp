@@ -88,18 +88,9 @@ RequestReader::~RequestReader() {
 RequestReader::Fill RequestReader::fill(Clock::time_point deadline, bool stoppable,
                                         bool try_first) {
   char chunk[16384];
-  if (try_first) {
-    ssize_t n = ::recv(fd_, chunk, sizeof chunk, MSG_DONTWAIT);
-    if (n > 0) {
-      buf_.append(chunk, static_cast<std::size_t>(n));
-      return Fill::kData;
-    }
-    if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
-      return Fill::kEof;
-    }
-  }
-  for (;;) {
-    Wait w = wait_fd(fd_, POLLIN, millis_until(deadline), stoppable ? stop_fd_ : -1, POLLIN);
+  for (bool wait = !try_first;; wait = true) {
+    Wait w = wait ? wait_fd(fd_, POLLIN, millis_until(deadline), stoppable ? stop_fd_ : -1, POLLIN)
+                  : Wait::kReady;
     if (w == Wait::kInterrupted && wait_fd(fd_, POLLIN, 0) == Wait::kReady) {
       // Stopping, but a request's first bytes are already here: it has
       // begun, so it is read and answered (503) rather than dropped.

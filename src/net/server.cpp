@@ -89,8 +89,8 @@ class Server::Impl {
         memory_(options_.max_request_memory),
         registry_({options_.max_connections, options_.max_connections_per_client}),
         // Room for connections closed to make room but not yet gone.
-        pool_(options_.max_connections + kEvictionSlack, options_.spare_threads,
-              options_.thread_stack_bytes, options_.keep_alive_timeout, options_.park_after) {
+        workers_(options_.max_connections + kEvictionSlack, options_.spare_threads,
+                 options_.thread_stack_bytes, options_.keep_alive_timeout, options_.park_after) {
     context_.options = &options_;
     context_.handler = &handler_;
     context_.stop_fd = stop_fd_.get();
@@ -103,14 +103,14 @@ class Server::Impl {
     MutexLock lock(mu_);
     run_cv_.wait(lock, [this]() LEMON_REQUIRES(mu_) { return !running_; });
     lock.unlock();
-    pool_.shutdown();
-    pool_.join_all();
+    workers_.shutdown();
+    workers_.join_all();
   }
 
   Result<int> bind(const std::string& host, int port);
   void run();
   void stop();
-  int open_connections() const { return pool_.open_connections(); }
+  int open_connections() const { return workers_.open_connections(); }
 
  private:
   void accept_loop(int listen_fd);
@@ -130,7 +130,7 @@ class Server::Impl {
   CondVar run_cv_;
   bool running_ LEMON_GUARDED_BY(mu_) = false;
 
-  detail::ConnectionWorkers pool_;  // last: its threads use the members above
+  detail::ConnectionWorkers workers_;  // last: its threads use the members above
 };
 
 Status Server::Impl::bind_one(const sockaddr* addr, socklen_t len, const std::string& shown) {
@@ -250,9 +250,9 @@ void Server::Impl::accept_loop(int listen_fd) {
       pending.registry = &registry_;
       pending.registry_id = *id;
       auto connection = std::make_unique<detail::ClientConnection>(std::move(pending), context_);
-      if (pool_.submit(connection) != detail::ConnectionWorkers::Admit::kAccepted) {
+      if (workers_.submit(connection) != detail::ConnectionWorkers::Admit::kAccepted) {
         log->warn("rejecting connection from {}: {} connections open",
-                  connection->pending().remote_addr, pool_.open_connections());
+                  connection->pending().remote_addr, workers_.open_connections());
         connection->refuse_busy();
       }
     }
@@ -277,8 +277,8 @@ void Server::Impl::run() {
     t.join();
   }
   listeners_.clear();  // closes the listening sockets
-  pool_.shutdown();
-  pool_.join_all();
+  workers_.shutdown();
+  workers_.join_all();
   MutexLock lock(mu_);
   running_ = false;
   run_cv_.notify_all();
@@ -292,7 +292,7 @@ void Server::Impl::stop() {
   if (::write(stop_fd_.get(), &one, sizeof one) < 0) {
     logger("http")->error("cannot signal server stop: {}", detail::errno_text(errno));
   }
-  pool_.shutdown();
+  workers_.shutdown();
 }
 
 Server::Server(ServerOptions options, Handler handler) {
