@@ -38,6 +38,9 @@ const CurlLibrary& curl_library() {
     ok = bind_symbol(h, "curl_multi_info_read", lib.multi_info_read, lib.error) && ok;
     ok = bind_symbol(h, "curl_multi_cleanup", lib.multi_cleanup, lib.error) && ok;
     ok = bind_symbol(h, "curl_multi_strerror", lib.multi_strerror, lib.error) && ok;
+    ok = bind_symbol(h, "curl_share_init", lib.share_init, lib.error) && ok;
+    ok = bind_symbol(h, "curl_share_setopt", lib.share_setopt, lib.error) && ok;
+    ok = bind_symbol(h, "curl_share_cleanup", lib.share_cleanup, lib.error) && ok;
     if (!ok) {
       return;
     }

@@ -39,6 +39,11 @@ struct CurlLibrary {
   decltype(&::curl_multi_info_read) multi_info_read = nullptr;
   decltype(&::curl_multi_cleanup) multi_cleanup = nullptr;
   decltype(&::curl_multi_strerror) multi_strerror = nullptr;
+  // A share: the connection cache and TLS sessions that one
+  // CurlUpstreamClient's calls keep between them.
+  decltype(&::curl_share_init) share_init = nullptr;
+  decltype(&::curl_share_setopt) share_setopt = nullptr;
+  decltype(&::curl_share_cleanup) share_cleanup = nullptr;
 };
 
 // libcurl, loaded and initialised; `loaded` is false (and `error` says why)

@@ -3,9 +3,11 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <exception>
+#include <mutex>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -23,6 +25,11 @@ constexpr std::chrono::milliseconds kFinishGrace{250};
 // The longest poll() without asking libcurl about its timers (a safety net:
 // libcurl reports them through the timer callback).
 constexpr int kMaxPollMs = 1000;
+// The most idle connections the share keeps. libcurl's default follows the
+// multi handle's transfers (four each); every call has a multi handle of its
+// own, so without this a fifth call at once would close a kept connection
+// each time one ends.
+constexpr long kMaxKeptConnections = 64;
 
 // The handles of one call, released in order (they call back into the
 // Call, which outlives them).
@@ -49,8 +56,8 @@ struct Handles {
 class Transfer {
  public:
   Transfer(const CurlUpstreamSettings& settings, const std::string& authorization,
-           const CallOptions& options)
-      : settings_(settings), authorization_(authorization), options_(options) {}
+           const CallOptions& options, CURLSH* share)
+      : settings_(settings), authorization_(authorization), options_(options), share_(share) {}
 
   Status run(const net::UpstreamRequest& request,
              const std::function<bool(const net::UpstreamHead&)>& on_head,
@@ -72,6 +79,7 @@ class Transfer {
   const CurlUpstreamSettings& settings_;
   const std::string& authorization_;
   const CallOptions& options_;
+  CURLSH* share_;
   Call call_;  // outlives the Handles of run()
 };
 
@@ -85,6 +93,7 @@ Status Transfer::run(const net::UpstreamRequest& request,
   call_.options = &options_;
   call_.on_head = &on_head;
   call_.on_data = &on_data;
+  RunningCall running(call_);  // outlives the handles, whose release may close sockets
   Handles h{curl};
   h.easy = curl.easy_init();
   h.multi = curl.multi_init();
@@ -93,10 +102,11 @@ Status Transfer::run(const net::UpstreamRequest& request,
   }
   call_.easy = h.easy;
   if (auto configured = configure_easy(curl, h.easy, h.headers, call_, settings_, authorization_,
-                                       options_, request);
+                                       options_, request, share_);
       !configured.ok()) {
     return configured;
   }
+  curl.multi_setopt(h.multi, CURLMOPT_MAXCONNECTS, kMaxKeptConnections);
   curl.multi_setopt(h.multi, CURLMOPT_SOCKETFUNCTION, on_socket);
   curl.multi_setopt(h.multi, CURLMOPT_SOCKETDATA, &call_);
   curl.multi_setopt(h.multi, CURLMOPT_TIMERFUNCTION, on_timer);
@@ -286,6 +296,65 @@ Status Transfer::classify(CURLcode rc) const {
 
 }  // namespace curl_upstream_impl
 
+// A libcurl share of connections, TLS sessions and resolved names, with a
+// lock per kind of data it holds (libcurl takes them from every thread that
+// runs a call).
+class CurlUpstreamClient::ConnectionShare {
+ public:
+  ConnectionShare() {
+    const CurlLibrary& curl = curl_library();
+    if (!curl.loaded) {
+      return;
+    }
+    handle_ = curl.share_init();
+    if (handle_ == nullptr) {
+      return;
+    }
+    bool ok = curl.share_setopt(handle_, CURLSHOPT_LOCKFUNC, lock) == CURLSHE_OK;
+    ok = curl.share_setopt(handle_, CURLSHOPT_UNLOCKFUNC, unlock) == CURLSHE_OK && ok;
+    ok = curl.share_setopt(handle_, CURLSHOPT_USERDATA, this) == CURLSHE_OK && ok;
+    ok = curl.share_setopt(handle_, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT) == CURLSHE_OK && ok;
+    // Sessions and names help a new connection; they are not needed for reuse.
+    curl.share_setopt(handle_, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+    curl.share_setopt(handle_, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+    if (!ok) {
+      curl.share_cleanup(handle_);
+      handle_ = nullptr;
+    }
+  }
+  ~ConnectionShare() {
+    if (handle_ != nullptr) {
+      curl_library().share_cleanup(handle_);  // closes the kept connections
+    }
+  }
+  ConnectionShare(const ConnectionShare&) = delete;
+  ConnectionShare& operator=(const ConnectionShare&) = delete;
+
+  CURLSH* handle() const { return handle_; }
+
+ private:
+  std::mutex& mutex_for(curl_lock_data data) {
+    const auto i = static_cast<std::size_t>(data);
+    return mutexes_[i < mutexes_.size() ? i : 0];
+  }
+  static void lock(CURL*, curl_lock_data data, curl_lock_access, void* user) {
+    static_cast<ConnectionShare*>(user)->mutex_for(data).lock();
+  }
+  static void unlock(CURL*, curl_lock_data data, void* user) {
+    static_cast<ConnectionShare*>(user)->mutex_for(data).unlock();
+  }
+
+  std::array<std::mutex, CURL_LOCK_DATA_LAST> mutexes_;
+  CURLSH* handle_ = nullptr;
+};
+
+CurlUpstreamClient::~CurlUpstreamClient() = default;
+
+CurlUpstreamClient::ConnectionShare* CurlUpstreamClient::share() {
+  std::call_once(share_once_, [this] { share_ = std::make_unique<ConnectionShare>(); });
+  return share_.get();
+}
+
 CurlUpstreamClient::CurlUpstreamClient(CurlUpstreamSettings settings)
     : settings_(std::move(settings)),
       authorization_(settings_.bearer_token.empty() ? std::string()
@@ -299,7 +368,9 @@ Status CurlUpstreamClient::stream(const net::UpstreamRequest& request,
                                   const net::CallOptions& options,
                                   const std::function<bool(const net::UpstreamHead&)>& on_head,
                                   const std::function<bool(std::string_view)>& on_data) {
-  curl_upstream_impl::Transfer transfer(settings_, authorization_, options);
+  ConnectionShare* connections = share();
+  curl_upstream_impl::Transfer transfer(settings_, authorization_, options,
+                                        connections != nullptr ? connections->handle() : nullptr);
   return transfer.run(request, on_head, on_data);
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <utility>
 
 namespace lemon::download::curl_upstream_impl {
 namespace {
@@ -134,13 +135,18 @@ int on_prereq(void* user, char*, char*, int, int) {
   return CURL_PREREQFUNC_OK;
 }
 
-int on_close_socket(void* user, curl_socket_t fd) {
-  auto& c = *static_cast<Call*>(user);
-  if (c.got_bytes) {
-    // Only the transfer's own socket can be closed once a response began.
+thread_local Call* running_call = nullptr;
+
+int on_close_socket(void*, curl_socket_t fd) {
+  Call* c = running_call;
+  if (c != nullptr && c->got_bytes &&
+      std::find(c->used_sockets.begin(), c->used_sockets.end(), fd) != c->used_sockets.end()) {
+    // The transfer's own socket, closed after a response began: did the
+    // backend close its end? (Another kept connection may be closed during
+    // this call too, found dead or too old.)
     pollfd p{fd, POLLRDHUP, 0};
     if (::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0) {
-      c.peer_closed = true;
+      c->peer_closed = true;
     }
   }
   return ::close(fd);
@@ -148,8 +154,17 @@ int on_close_socket(void* user, curl_socket_t fd) {
 
 }  // namespace
 
+RunningCall::RunningCall(Call& call) {
+  running_call = &call;
+}
+
+RunningCall::~RunningCall() {
+  running_call = nullptr;
+}
+
 int on_socket(CURL*, curl_socket_t fd, int what, void* user, void*) {
-  auto& sockets = static_cast<Call*>(user)->sockets;
+  auto& call = *static_cast<Call*>(user);
+  auto& sockets = call.sockets;
   auto it =
       std::find_if(sockets.begin(), sockets.end(), [fd](const pollfd& p) { return p.fd == fd; });
   if (what == CURL_POLL_REMOVE) {
@@ -167,6 +182,10 @@ int on_socket(CURL*, curl_socket_t fd, int what, void* user, void*) {
   }
   if (it == sockets.end()) {
     sockets.push_back(pollfd{fd, events, 0});
+    if (std::find(call.used_sockets.begin(), call.used_sockets.end(), fd) ==
+        call.used_sockets.end()) {
+      call.used_sockets.push_back(fd);
+    }
   } else {
     it->events = events;
   }
@@ -185,7 +204,8 @@ int on_timer(CURLM*, long timeout_ms, void* user) {
 
 Status configure_easy(const CurlLibrary& curl, CURL* e, curl_slist*& headers, Call& call,
                       const CurlUpstreamSettings& settings, const std::string& authorization,
-                      const CallOptions& options, const net::UpstreamRequest& request) {
+                      const CallOptions& options, const net::UpstreamRequest& request,
+                      CURLSH* share) {
   CURLcode failed = CURLE_OK;
   auto set = [&](CURLoption option, auto value) {
     CURLcode rc = curl.easy_setopt(e, option, value);
@@ -216,7 +236,9 @@ Status configure_easy(const CurlLibrary& curl, CURL* e, curl_slist*& headers, Ca
     connect_ms = std::min(connect_ms, options.total_timeout);
   }
   set(CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(std::max<long long>(1, connect_ms.count())));
-  set(CURLOPT_FORBID_REUSE, 1L);
+  if (share != nullptr) {
+    set(CURLOPT_SHARE, share);
+  }
   set(CURLOPT_SUPPRESS_CONNECT_HEADERS, 1L);
   // A backend that vanishes from the network is found even with no idle
   // timeout (generation may legitimately be silent for minutes).
@@ -233,7 +255,7 @@ Status configure_easy(const CurlLibrary& curl, CURL* e, curl_slist*& headers, Ca
   set(CURLOPT_PREREQFUNCTION, on_prereq);
   set(CURLOPT_PREREQDATA, &call);
   set(CURLOPT_CLOSESOCKETFUNCTION, on_close_socket);
-  set(CURLOPT_CLOSESOCKETDATA, &call);
+  set(CURLOPT_CLOSESOCKETDATA, nullptr);  // see RunningCall
 
   const bool authorized = !authorization.empty();
   const bool has_body =
@@ -243,7 +265,10 @@ Status configure_easy(const CurlLibrary& curl, CURL* e, curl_slist*& headers, Ca
   std::vector<std::string> lines;
   for (const auto& [name, value] : request.headers.fields()) {
     if (!skipped_header(name, request, authorized)) {
-      lines.push_back(value.empty() ? name + ";" : name + ": " + value);
+      std::string line = name;
+      line += value.empty() ? ";" : ": ";
+      line += value;
+      lines.push_back(std::move(line));
     }
   }
   if (authorized) {

@@ -46,6 +46,7 @@ struct Call {
   std::exception_ptr thrown;
   curl_off_t uploaded = 0;
   net::UpstreamHead head;
+  std::vector<curl_socket_t> used_sockets;  // every socket libcurl had watched for it
   char errbuf[CURL_ERROR_SIZE] = {};
 
   // An answer's byte, or a request body's: the idle timeout starts again.
@@ -54,11 +55,25 @@ struct Call {
   bool deliver_head();
 };
 
+// The call this thread runs, from its handles' making to their release.
+// libcurl's close-socket callback reads it: a kept connection outlives the
+// call that opened it and may be closed during another one, so the
+// callback's own pointer cannot name the call.
+class RunningCall {
+ public:
+  explicit RunningCall(Call& call);
+  ~RunningCall();
+  RunningCall(const RunningCall&) = delete;
+  RunningCall& operator=(const RunningCall&) = delete;
+};
+
 // Sets every option of `e` for `request`; its callbacks share `call`.
 // `headers` gets the request's header list, to free after the easy handle.
+// `share`, when not null, is the client's connection cache.
 Status configure_easy(const CurlLibrary& curl, CURL* e, curl_slist*& headers, Call& call,
                       const CurlUpstreamSettings& settings, const std::string& authorization,
-                      const CallOptions& options, const net::UpstreamRequest& request);
+                      const CallOptions& options, const net::UpstreamRequest& request,
+                      CURLSH* share);
 
 // The multi handle's callbacks; their user pointer is the Call.
 int on_socket(CURL*, curl_socket_t fd, int what, void* user, void*);

@@ -12,6 +12,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -53,8 +54,9 @@ class TestServer {
 
   httplib::Server& routes() { return *server_; }
 
-  // Starts serving; false when the server cannot.
-  bool start() {
+  // Starts serving, on `port` when it is not 0 (httplib's listeners share a
+  // port: SO_REUSEPORT); false when the server cannot.
+  bool start(int port = 0) {
     if (!server_->is_valid()) {
       return false;
     }
@@ -62,7 +64,11 @@ class TestServer {
       ++hits;
       return httplib::Server::HandlerResponse::Unhandled;
     });
-    port_ = server_->bind_to_any_port("127.0.0.1");
+    if (port != 0) {
+      port_ = server_->bind_to_port("127.0.0.1", port) ? port : 0;
+    } else {
+      port_ = server_->bind_to_any_port("127.0.0.1");
+    }
     if (port_ <= 0) {
       return false;
     }
@@ -74,6 +80,8 @@ class TestServer {
     }
     return server_->is_running();
   }
+
+  int port() const { return port_; }
 
   std::string url(const std::string& scheme = "http") const {
     return scheme + "://127.0.0.1:" + std::to_string(port_);
@@ -554,6 +562,113 @@ TEST(CurlUpstreamClient, TotalTimeoutIsGatewayTimeout) {
   auto response = client.send(get("/"), options);
   ASSERT_FALSE(response.ok());
   EXPECT_EQ(response.error().code(), ErrorCode::kGatewayTimeout) << response.error().message();
+}
+
+// Answers with the port the call came from: which connection carried it.
+void answer_with_client_port(TestServer& server) {
+  server.routes().Post("/v1/chat/completions",
+                       [](const httplib::Request& req, httplib::Response& res) {
+                         res.set_content(std::to_string(req.remote_port), "text/plain");
+                       });
+}
+
+net::UpstreamRequest chat() {
+  net::UpstreamRequest r;
+  r.path = "/v1/chat/completions";
+  r.content_type = "application/json";
+  r.body = R"({"model":"m"})";
+  return r;
+}
+
+TEST(CurlUpstreamClient, HttpsCallsKeepOneConnectionAlive) {
+  SelfSigned tls;
+  ASSERT_TRUE(tls.ok);
+  lemon::testing::TempDir dir("lemon-curl-upstream");
+  const std::string ca = (dir.path() / "ca.pem").string();
+  ASSERT_TRUE(tls.write_pem(ca));
+  TestServer server(tls);
+  answer_with_client_port(server);
+  ASSERT_TRUE(server.start());
+  CurlUpstreamClient client({server.url("https"), "", ca});
+  std::set<std::string> ports;
+  for (int i = 0; i < 4; ++i) {
+    auto response = client.send(chat(), quick());
+    ASSERT_TRUE(response.ok()) << response.error().message();
+    ASSERT_EQ(response->status, 200);
+    ports.insert(response->body);
+  }
+  EXPECT_EQ(ports.size(), 1u) << "each call made a TCP and TLS handshake of its own";
+  EXPECT_EQ(server.hits.load(), 4);
+}
+
+TEST(CurlUpstreamClient, AKeptConnectionTheServerClosedIsReplacedUnseen) {
+  SelfSigned tls;
+  ASSERT_TRUE(tls.ok);
+  lemon::testing::TempDir dir("lemon-curl-upstream");
+  const std::string ca = (dir.path() / "ca.pem").string();
+  ASSERT_TRUE(tls.write_pem(ca));
+  auto first = std::make_unique<TestServer>(tls);
+  // It closes an idle connection at once, announcing nothing.
+  first->routes().set_keep_alive_timeout(0);
+  answer_with_client_port(*first);
+  ASSERT_TRUE(first->start());
+  // Ended before the servers, so that none waits out its keep-alive timeout
+  // on the connection this client keeps.
+  auto client =
+      std::make_unique<CurlUpstreamClient>(CurlUpstreamSettings{first->url("https"), "", ca});
+  auto before = client->send(chat(), quick());
+  ASSERT_TRUE(before.ok()) << before.error().message();
+  TestServer second(tls);
+  answer_with_client_port(second);
+  ASSERT_TRUE(second.start(first->port()));
+  first.reset();  // its threads are joined: the kept connection is closed
+  auto after = client->send(chat(), quick());
+  client.reset();
+  ASSERT_TRUE(after.ok()) << after.error().message();
+  EXPECT_EQ(after->status, 200);
+  EXPECT_NE(after->body, before->body);
+  EXPECT_EQ(second.hits.load(), 1);
+}
+
+TEST(CurlUpstreamClient, ConcurrentHttpsCallsShareTheirConnections) {
+  SelfSigned tls;
+  ASSERT_TRUE(tls.ok);
+  lemon::testing::TempDir dir("lemon-curl-upstream");
+  const std::string ca = (dir.path() / "ca.pem").string();
+  ASSERT_TRUE(tls.write_pem(ca));
+  TestServer server(tls);
+  server.routes().set_keep_alive_max_count(1000);
+  answer_with_client_port(server);
+  ASSERT_TRUE(server.start());
+  CurlUpstreamClient client({server.url("https"), "", ca});
+  constexpr int kThreads = 6;  // more than libcurl keeps by default for one transfer (4)
+  constexpr int kCalls = 10;
+  std::mutex mu;
+  std::set<std::string> ports;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  threads.reserve(kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < kCalls; ++i) {
+        auto response = client.send(chat(), quick());
+        if (!response.ok() || response->status != 200) {
+          ++failures;
+          continue;
+        }
+        std::lock_guard lock(mu);
+        ports.insert(response->body);
+      }
+    });
+  }
+  for (auto& t : threads) {
+    t.join();
+  }
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(server.hits.load(), kThreads * kCalls);
+  // No more connections than calls at once: each call took a kept one when
+  // one was idle.
+  EXPECT_LE(ports.size(), static_cast<std::size_t>(kThreads));
 }
 
 }  // namespace curl_upstream_test

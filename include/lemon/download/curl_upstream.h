@@ -19,11 +19,23 @@
 // libcurl cannot be loaded, every call fails with kBackendUnavailable
 // saying why.
 //
-// Thread-safety: all methods may be called concurrently; each call uses its
-// own connection (no pooling).
+// Connections are kept alive between calls: the calls of one client share a
+// cache of idle connections, TLS sessions and resolved names (a libcurl
+// share), so a second call to the same server pays no TCP or TLS handshake.
+// A kept connection the server closed meanwhile is found dead and replaced
+// by libcurl before anything of the next request is answered, and a request
+// that a reused connection lost before any answer is sent once more on a new
+// one (libcurl's own retry); a cancelled or failed transfer's connection is
+// closed, never kept. Without a share (libcurl could not make one), each call
+// opens a connection of its own, as before.
+//
+// Thread-safety: all methods may be called concurrently; each call uses one
+// connection at a time, taken from the shared cache or opened for it.
 #pragma once
 
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 
@@ -41,6 +53,10 @@ struct CurlUpstreamSettings {
 class CurlUpstreamClient final : public net::UpstreamCalls {
  public:
   explicit CurlUpstreamClient(CurlUpstreamSettings settings);
+  // Closes the kept connections. No call may be running.
+  ~CurlUpstreamClient() override;
+  CurlUpstreamClient(const CurlUpstreamClient&) = delete;
+  CurlUpstreamClient& operator=(const CurlUpstreamClient&) = delete;
 
   const std::string& base_url() const { return settings_.base_url; }
 
@@ -48,9 +64,17 @@ class CurlUpstreamClient final : public net::UpstreamCalls {
                 const std::function<bool(const net::UpstreamHead&)>& on_head,
                 const std::function<bool(std::string_view)>& on_data) override;
 
+  class ConnectionShare;  // curl_upstream.cpp
+
  private:
+  // The share, made on the first call (libcurl loads on first use); null
+  // when libcurl cannot make one.
+  ConnectionShare* share();
+
   CurlUpstreamSettings settings_;
   std::string authorization_;  // "Bearer <token>" or ""
+  std::once_flag share_once_;
+  std::unique_ptr<ConnectionShare> share_;
 };
 
 }  // namespace lemon::download
