@@ -146,6 +146,14 @@ class ScriptedBackend {
   std::thread thread_;
 };
 
+// A certificate made now, and a CA file that trusts it.
+struct TrustedCertificate {
+  SelfSigned tls;
+  lemon::testing::TempDir dir{"lemon-curl-upstream"};
+  std::string ca = (dir.path() / "ca.pem").string();
+  bool ok = tls.ok && tls.write_pem(ca);
+};
+
 net::UpstreamRequest get(const std::string& path) {
   net::UpstreamRequest r;
   r.method = "GET";
@@ -293,17 +301,14 @@ TEST(CurlUpstreamClient, HttpsWithAnUntrustedCertificateIsUnavailable) {
 }
 
 TEST(CurlUpstreamClient, HttpsWithItsCertificateAsCaFileSucceeds) {
-  SelfSigned tls;
-  ASSERT_TRUE(tls.ok);
-  lemon::testing::TempDir dir("lemon-curl-upstream");
-  const std::string ca = (dir.path() / "ca.pem").string();
-  ASSERT_TRUE(tls.write_pem(ca));
-  TestServer server(tls);
+  TrustedCertificate trusted;
+  ASSERT_TRUE(trusted.ok);
+  TestServer server(trusted.tls);
   server.routes().Get("/hello", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("hello over tls", "text/plain");
   });
   ASSERT_TRUE(server.start());
-  CurlUpstreamClient client({server.url("https"), "", ca});
+  CurlUpstreamClient client({server.url("https"), "", trusted.ca});
   auto response = client.send(get("/hello"), quick());
   ASSERT_TRUE(response.ok()) << response.error().message();
   EXPECT_EQ(response->status, 200);
@@ -521,12 +526,9 @@ TEST(CurlUpstreamClient, InterimResponsesAreSkipped) {
 }
 
 TEST(CurlUpstreamClient, TlsConnectionLostMidStreamIsCrashed) {
-  SelfSigned tls;
-  ASSERT_TRUE(tls.ok);
-  lemon::testing::TempDir dir("lemon-curl-upstream");
-  const std::string ca = (dir.path() / "ca.pem").string();
-  ASSERT_TRUE(tls.write_pem(ca));
-  TestServer server(tls);
+  TrustedCertificate trusted;
+  ASSERT_TRUE(trusted.ok);
+  TestServer server(trusted.tls);
   server.routes().Get("/chunked", [](const httplib::Request&, httplib::Response& res) {
     res.set_chunked_content_provider("text/plain", [](std::size_t, httplib::DataSink& sink) {
       sink.write("part", 4);
@@ -534,7 +536,7 @@ TEST(CurlUpstreamClient, TlsConnectionLostMidStreamIsCrashed) {
     });
   });
   ASSERT_TRUE(server.start());
-  CurlUpstreamClient client({server.url("https"), "", ca});
+  CurlUpstreamClient client({server.url("https"), "", trusted.ca});
   std::string body;
   auto status = stream_into(client, get("/chunked"), quick(), body);
   ASSERT_FALSE(status.ok());
@@ -581,15 +583,12 @@ net::UpstreamRequest chat() {
 }
 
 TEST(CurlUpstreamClient, HttpsCallsKeepOneConnectionAlive) {
-  SelfSigned tls;
-  ASSERT_TRUE(tls.ok);
-  lemon::testing::TempDir dir("lemon-curl-upstream");
-  const std::string ca = (dir.path() / "ca.pem").string();
-  ASSERT_TRUE(tls.write_pem(ca));
-  TestServer server(tls);
+  TrustedCertificate trusted;
+  ASSERT_TRUE(trusted.ok);
+  TestServer server(trusted.tls);
   answer_with_client_port(server);
   ASSERT_TRUE(server.start());
-  CurlUpstreamClient client({server.url("https"), "", ca});
+  CurlUpstreamClient client({server.url("https"), "", trusted.ca});
   std::set<std::string> ports;
   for (int i = 0; i < 4; ++i) {
     auto response = client.send(chat(), quick());
@@ -602,23 +601,20 @@ TEST(CurlUpstreamClient, HttpsCallsKeepOneConnectionAlive) {
 }
 
 TEST(CurlUpstreamClient, AKeptConnectionTheServerClosedIsReplacedUnseen) {
-  SelfSigned tls;
-  ASSERT_TRUE(tls.ok);
-  lemon::testing::TempDir dir("lemon-curl-upstream");
-  const std::string ca = (dir.path() / "ca.pem").string();
-  ASSERT_TRUE(tls.write_pem(ca));
-  auto first = std::make_unique<TestServer>(tls);
+  TrustedCertificate trusted;
+  ASSERT_TRUE(trusted.ok);
+  auto first = std::make_unique<TestServer>(trusted.tls);
   // It closes an idle connection at once, announcing nothing.
   first->routes().set_keep_alive_timeout(0);
   answer_with_client_port(*first);
   ASSERT_TRUE(first->start());
   // Ended before the servers, so that none waits out its keep-alive timeout
   // on the connection this client keeps.
-  auto client =
-      std::make_unique<CurlUpstreamClient>(CurlUpstreamSettings{first->url("https"), "", ca});
+  auto client = std::make_unique<CurlUpstreamClient>(
+      CurlUpstreamSettings{first->url("https"), "", trusted.ca});
   auto before = client->send(chat(), quick());
   ASSERT_TRUE(before.ok()) << before.error().message();
-  TestServer second(tls);
+  TestServer second(trusted.tls);
   answer_with_client_port(second);
   ASSERT_TRUE(second.start(first->port()));
   first.reset();  // its threads are joined: the kept connection is closed
@@ -631,16 +627,13 @@ TEST(CurlUpstreamClient, AKeptConnectionTheServerClosedIsReplacedUnseen) {
 }
 
 TEST(CurlUpstreamClient, ConcurrentHttpsCallsShareTheirConnections) {
-  SelfSigned tls;
-  ASSERT_TRUE(tls.ok);
-  lemon::testing::TempDir dir("lemon-curl-upstream");
-  const std::string ca = (dir.path() / "ca.pem").string();
-  ASSERT_TRUE(tls.write_pem(ca));
-  TestServer server(tls);
+  TrustedCertificate trusted;
+  ASSERT_TRUE(trusted.ok);
+  TestServer server(trusted.tls);
   server.routes().set_keep_alive_max_count(1000);
   answer_with_client_port(server);
   ASSERT_TRUE(server.start());
-  CurlUpstreamClient client({server.url("https"), "", ca});
+  CurlUpstreamClient client({server.url("https"), "", trusted.ca});
   constexpr int kThreads = 6;  // more than libcurl keeps by default for one transfer (4)
   constexpr int kCalls = 10;
   std::mutex mu;
