@@ -154,12 +154,12 @@ int on_close_socket(void*, curl_socket_t fd) {
 
 }  // namespace
 
-RunningCall::RunningCall(Call& call) {
+RunningCall::RunningCall(Call& call) : outer_(running_call) {
   running_call = &call;
 }
 
 RunningCall::~RunningCall() {
-  running_call = nullptr;
+  running_call = outer_;
 }
 
 int on_socket(CURL*, curl_socket_t fd, int what, void* user, void*) {

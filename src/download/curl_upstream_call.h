@@ -65,6 +65,9 @@ class RunningCall {
   ~RunningCall();
   RunningCall(const RunningCall&) = delete;
   RunningCall& operator=(const RunningCall&) = delete;
+
+ private:
+  Call* outer_;  // a call this one runs within, if any
 };
 
 // Sets every option of `e` for `request`; its callbacks share `call`.
