@@ -604,8 +604,9 @@ TEST(CurlUpstreamClient, AKeptConnectionTheServerClosedIsReplacedUnseen) {
   TrustedCertificate trusted;
   ASSERT_TRUE(trusted.ok);
   auto first = std::make_unique<TestServer>(trusted.tls);
-  // It closes an idle connection at once, announcing nothing.
-  first->routes().set_keep_alive_timeout(0);
+  // It closes a connection idle for 1 s, announcing nothing; its stop
+  // waits for that.
+  first->routes().set_keep_alive_timeout(1);
   answer_with_client_port(*first);
   ASSERT_TRUE(first->start());
   // Ended before the servers, so that none waits out its keep-alive timeout
@@ -614,10 +615,13 @@ TEST(CurlUpstreamClient, AKeptConnectionTheServerClosedIsReplacedUnseen) {
       CurlUpstreamSettings{first->url("https"), "", trusted.ca});
   auto before = client->send(chat(), quick());
   ASSERT_TRUE(before.ok()) << before.error().message();
+  auto again = client->send(chat(), quick());
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  ASSERT_EQ(again->body, before->body) << "the connection was not kept, so none is replaced";
   TestServer second(trusted.tls);
   answer_with_client_port(second);
   ASSERT_TRUE(second.start(first->port()));
-  first.reset();  // its threads are joined: the kept connection is closed
+  first.reset();  // its threads are joined: the kept connection was closed
   auto after = client->send(chat(), quick());
   client.reset();
   ASSERT_TRUE(after.ok()) << after.error().message();

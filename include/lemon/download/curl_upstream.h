@@ -64,9 +64,8 @@ class CurlUpstreamClient final : public net::UpstreamCalls {
                 const std::function<bool(const net::UpstreamHead&)>& on_head,
                 const std::function<bool(std::string_view)>& on_data) override;
 
-  class ConnectionShare;  // curl_upstream.cpp
-
  private:
+  class ConnectionShare;  // curl_upstream.cpp
   // The share, made on the first call (libcurl loads on first use); null
   // when libcurl cannot make one.
   ConnectionShare* share();
