@@ -234,7 +234,7 @@ void add_router_options(CLI::App& app, RouterOptionValues& v) {
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--max-connections", v.max_connections,
-                 "Concurrent client connections (one thread each)")
+                 "Concurrent client connections (an idle one holds no thread)")
       ->envname("LEMONADE_MAX_CONNECTIONS")
       ->check(CLI::Range(16, 65536))
       ->capture_default_str();
