@@ -36,6 +36,10 @@ const char* error_code_name(ErrorCode code) {
       return "uri_too_long";
     case ErrorCode::kHeadersTooLarge:
       return "headers_too_large";
+    case ErrorCode::kNotImplemented:
+      return "not_implemented";
+    case ErrorCode::kVersionNotSupported:
+      return "version_not_supported";
     case ErrorCode::kModelFilesMissing:
       return "model_files_missing";
     case ErrorCode::kInvalidUserArgs:

@@ -39,6 +39,10 @@ ErrorShape error_shape(ErrorCode code) {
       return {414, "invalid_request_error", "uri_too_long"};
     case ErrorCode::kHeadersTooLarge:
       return {431, "invalid_request_error", "headers_too_large"};
+    case ErrorCode::kNotImplemented:
+      return {501, "server_error", "not_implemented"};
+    case ErrorCode::kVersionNotSupported:
+      return {505, "server_error", "http_version_not_supported"};
     case ErrorCode::kModelFilesMissing:
       return {404, "invalid_request_error", "model_not_downloaded"};
     case ErrorCode::kUnknownRecipe:

@@ -1,5 +1,7 @@
 #include "lemon/http/route_table.h"
 
+#include <algorithm>
+
 #include "lemon/http/error_response.h"
 
 namespace lemon::http {
@@ -11,6 +13,9 @@ const std::vector<std::string>& RouteTable::api_prefixes() {
 
 void RouteTable::add(const std::string& method, const std::string& path, RouteHandler handler,
                      int tag) {
+  if (std::find(known_methods_.begin(), known_methods_.end(), method) == known_methods_.end()) {
+    known_methods_.push_back(method);
+  }
   static const std::string kParam = "{id}";
   if (path.size() > kParam.size() &&
       path.compare(path.size() - kParam.size(), kParam.size(), kParam) == 0) {
@@ -61,6 +66,10 @@ const RouteTable::Methods* RouteTable::find(std::string_view path, std::string_v
 
 RouteTable::Match RouteTable::match(std::string_view method, std::string_view path) const {
   Match out;
+  if (std::find(known_methods_.begin(), known_methods_.end(), method) == known_methods_.end()) {
+    out.status = 501;
+    return out;
+  }
   const Methods* methods = find(path, out.param);
   if (methods == nullptr) {
     out.status = 404;
@@ -93,6 +102,9 @@ net::EarlyAnswer RouteTable::refusal(const Match& match, const net::Request& req
             request.method + " is not allowed on " + request.path + "; use " + match.allow);
     answer.headers.add("Allow", match.allow);
     answer.body = error_envelope(e);
+  } else if (match.status == 501) {
+    answer.body = error_envelope(
+        Error(ErrorCode::kNotImplemented, "method " + request.method + " is not implemented"));
   } else {
     Error e(ErrorCode::kRouteNotFound, "no route for " + request.method + " " + request.path);
     answer.body = error_envelope(e);

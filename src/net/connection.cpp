@@ -106,8 +106,8 @@ ClientConnection::After ClientConnection::serve(bool may_park) {
       const Error& rejection = *outcome.rejection;
       logger("http")->debug("rejecting request from {}: {} {}", pending_.remote_addr,
                             error_status(rejection), rejection.message());
-      SocketResponseWriter writer(fd_.get(), ResponseMode{false, false, false}, nullptr,
-                                  options.write_timeout);
+      SocketResponseWriter writer(fd_.get(), ResponseMode{outcome.head_request, false, false},
+                                  nullptr, options.write_timeout);
       writer.send_error(rejection);
       pending_.release();
       lingering_close(fd_, kErrorLinger, context_.stop_fd);

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <optional>
 
+#include "chunked_decoder.h"
 #include "wire_parser.h"
 
 namespace lemon::net::detail {
@@ -46,6 +47,16 @@ ReadOutcome memory_full() {
 
 // Blank lines (CRLF) tolerated before a request line (RFC 9112 2.2).
 constexpr std::size_t kMaxLeadingBlankLines = 4;
+
+// The authority of an absolute-form target, which stands for the request's
+// Host (RFC 9112 3.2.2); empty for the other forms.
+std::string_view absolute_authority(std::string_view target) {
+  if (!target.starts_with("http://") && !target.starts_with("https://")) {
+    return {};
+  }
+  std::string_view rest = target.substr(target.find("//") + 2);
+  return rest.substr(0, rest.find_first_of("/?"));
+}
 
 // Splits the target into path and query; false when the target as sent, its
 // decoded path or its decoded query is not valid UTF-8 (raw bytes and
@@ -146,6 +157,7 @@ ReadOutcome RequestReader::read(Request& request) {
   // Waiting for a request's first byte uses keep_alive_timeout; from then on
   // the whole head must arrive within header_timeout.
   std::size_t scanned = 0;
+  std::size_t cr_scanned = 0;  // bytes searched for a bare CR
   std::size_t blank_lines = 0;
   std::size_t head_end = std::string::npos;
   std::optional<Clock::time_point> head_deadline;
@@ -156,6 +168,7 @@ ReadOutcome RequestReader::read(Request& request) {
       }
       buf_.erase(0, 2);
       scanned = 0;
+      cr_scanned = 0;
     }
     if (buf_.starts_with("\n")) {
       return reject(ErrorCode::kInvalidRequest, "malformed request: bare LF");
@@ -165,6 +178,11 @@ ReadOutcome RequestReader::read(Request& request) {
       break;
     }
     scanned = buf_.size() >= 3 ? buf_.size() - 3 : 0;
+    // A bare CR could keep the head from ever ending: refused at once.
+    if (wire::has_bare_cr(buf_, cr_scanned)) {
+      return reject(ErrorCode::kInvalidRequest, "malformed request: bare CR");
+    }
+    cr_scanned = buf_.empty() ? 0 : buf_.size() - 1;
     auto lf = buf_.find('\n');
     if (lf == std::string::npos ? buf_.size() > wire::kMaxRequestLine + 1
                                 : lf > wire::kMaxRequestLine + 1) {
@@ -215,6 +233,10 @@ ReadOutcome RequestReader::read(Request& request) {
       return reject(ErrorCode::kHeadersTooLarge, "request has " + why);
     case wire::HeadError::kMalformed:
       return reject(ErrorCode::kInvalidRequest, "malformed request: " + why);
+    case wire::HeadError::kNotImplemented:
+      return reject(ErrorCode::kNotImplemented, why);
+    case wire::HeadError::kVersionNotSupported:
+      return reject(ErrorCode::kVersionNotSupported, why);
   }
   buf_.erase(0, head_end);
   for (const auto& [name, value] : head.headers.fields()) {
@@ -230,27 +252,48 @@ ReadOutcome RequestReader::read(Request& request) {
   out.keep_alive = out.http10 ? wire::has_token(head.headers, "Connection", "keep-alive")
                               : !wire::has_token(head.headers, "Connection", "close");
   out.head_request = head.method == "HEAD";
+  // From here on a refusal knows the method: a HEAD's gets no body.
+  auto refuse = [&out](ErrorCode code, std::string message) {
+    ReadOutcome r = reject(code, std::move(message));
+    r.head_request = out.head_request;
+    return r;
+  };
 
   const auto coding = wire::transfer_coding(head.headers);
   std::uint64_t length = 0;
   const auto length_field = wire::content_length(head.headers, length);
   if (coding != wire::TransferCoding::kNone && length_field != wire::LengthField::kAbsent) {
-    return reject(ErrorCode::kInvalidRequest,
+    return refuse(ErrorCode::kInvalidRequest,
                   "malformed request: both Transfer-Encoding and Content-Length");
   }
   if (coding == wire::TransferCoding::kOther) {
-    return reject(ErrorCode::kInvalidRequest, "malformed request: unsupported Transfer-Encoding");
+    return refuse(ErrorCode::kInvalidRequest,
+                  "malformed request: Transfer-Encoding does not end with one chunked");
+  }
+  if (coding == wire::TransferCoding::kUnsupported) {
+    return refuse(ErrorCode::kNotImplemented,
+                  "transfer codings other than chunked are not implemented");
+  }
+  if (coding != wire::TransferCoding::kNone && out.http10) {
+    // RFC 9112 6.1: an HTTP/1.0 message with Transfer-Encoding has faulty
+    // framing; it is served, and the connection closed after it.
+    out.keep_alive = false;
   }
   if (length_field == wire::LengthField::kInvalid) {
-    return reject(ErrorCode::kInvalidRequest,
+    return refuse(ErrorCode::kInvalidRequest,
                   "malformed request: invalid or repeated Content-Length");
   }
 
   request.method = std::move(head.method);
   request.target = std::move(head.target);
   if (!split_target(request.target, request)) {
-    return reject(ErrorCode::kInvalidRequest,
+    return refuse(ErrorCode::kInvalidRequest,
                   "malformed request: the request target is not valid UTF-8");
+  }
+  if (auto authority = absolute_authority(request.target); !authority.empty()) {
+    // The target's authority is the request's host; a Host field sent with
+    // it is ignored (RFC 9112 3.2.2), so every check reads the one host.
+    head.headers.set("Host", std::string(authority));
   }
   request.headers = std::move(head.headers);
   request.context.reset();
@@ -268,7 +311,9 @@ ReadOutcome RequestReader::read(Request& request) {
     }
   }
   if (length > options_.max_body_bytes) {
-    return too_large(options_.max_body_bytes);
+    ReadOutcome r = too_large(options_.max_body_bytes);
+    r.head_request = out.head_request;
+    return r;
   }
   const bool chunked = coding == wire::TransferCoding::kChunked;
   auto expect = request.headers.get("Expect");
@@ -283,10 +328,11 @@ ReadOutcome RequestReader::read(Request& request) {
       return closed();
     }
   }
-  if (chunked) {
-    return read_chunked(request, out);
+  ReadOutcome result = chunked ? read_chunked(request, out) : read_length(request, length, out);
+  if (result.kind == ReadOutcome::Kind::kReject) {
+    result.head_request = out.head_request;
   }
-  return read_length(request, length, out);
+  return result;
 }
 
 ReadOutcome RequestReader::read_length(Request& request, std::uint64_t length, ReadOutcome& out) {

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <ctime>
 #include <utility>
 
 #include "io.h"
@@ -21,6 +22,32 @@ bool safe_field(std::string_view s) {
 
 bool status_has_body(int status) {
   return !(status < 200 || status == 204 || status == 304);
+}
+
+// "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n" for now (RFC 9110 6.6.1,
+// 5.6.7), made once a second per thread.
+std::string_view date_field() {
+  struct Cached {
+    std::time_t second = -1;
+    char text[48] = {};
+    std::size_t size = 0;
+  };
+  thread_local Cached cached;
+  const std::time_t now = std::time(nullptr);
+  if (now != cached.second) {
+    static constexpr const char* kDays[] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+    static constexpr const char* kMonths[] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                              "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+    std::tm tm{};
+    gmtime_r(&now, &tm);
+    const int n = std::snprintf(cached.text, sizeof cached.text,
+                                "Date: %s, %02d %s %04d %02d:%02d:%02d GMT\r\n", kDays[tm.tm_wday],
+                                tm.tm_mday, kMonths[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour,
+                                tm.tm_min, tm.tm_sec);
+    cached.size = n > 0 ? static_cast<std::size_t>(n) : 0;
+    cached.second = now;
+  }
+  return {cached.text, cached.size};
 }
 
 }  // namespace
@@ -51,6 +78,7 @@ std::string SocketResponseWriter::build_head(int status, const Headers& headers,
   head += status_reason(status);
   head += "\r\n";
   bool has_server = false;
+  bool has_date = false;
   for (const auto& [name, value] : headers.fields()) {
     if (iequals(name, "Content-Length") || iequals(name, "Transfer-Encoding") ||
         iequals(name, "Connection")) {
@@ -61,6 +89,7 @@ std::string SocketResponseWriter::build_head(int status, const Headers& headers,
       continue;
     }
     has_server = has_server || iequals(name, "Server");
+    has_date = has_date || iequals(name, "Date");
     head += name;
     head += ": ";
     head += value;
@@ -68,6 +97,9 @@ std::string SocketResponseWriter::build_head(int status, const Headers& headers,
   }
   if (!has_server) {
     head += "Server: lemonade-router\r\n";
+  }
+  if (!has_date) {
+    head += date_field();
   }
   if (content_length) {
     head += "Content-Length: ";

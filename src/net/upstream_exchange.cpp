@@ -7,6 +7,7 @@
 #include <array>
 #include <cerrno>
 
+#include "chunked_decoder.h"
 #include "wire_parser.h"
 
 namespace lemon::net::detail {

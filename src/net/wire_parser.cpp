@@ -8,35 +8,6 @@
 namespace lemon::net::wire {
 namespace {
 
-constexpr std::size_t kMaxChunkLine = 4096;
-constexpr std::size_t kMaxTrailerBytes = 64u << 10;
-
-bool is_tchar(char c) {
-  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) {
-    return true;
-  }
-  switch (c) {
-    case '!':
-    case '#':
-    case '$':
-    case '%':
-    case '&':
-    case '\'':
-    case '*':
-    case '+':
-    case '-':
-    case '.':
-    case '^':
-    case '_':
-    case '`':
-    case '|':
-    case '~':
-      return true;
-    default:
-      return false;
-  }
-}
-
 bool is_token(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), is_tchar);
 }
@@ -49,12 +20,64 @@ bool is_field_value(std::string_view s) {
   });
 }
 
-// Target characters: no whitespace or CTLs (obs-text tolerated).
+// Target characters: no whitespace or CTLs (obs-text tolerated), and no
+// fragment: '#' is in no request-target form (RFC 9112 3.2).
 bool is_target(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](char c) {
     auto u = static_cast<unsigned char>(c);
-    return u > 0x20 && u != 0x7f;
+    return u > 0x20 && u != 0x7f && c != '#';
   });
+}
+
+bool is_unreserved_or_sub_delim(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
+         std::string_view("-._~!$&'()*+,;=").find(c) != std::string_view::npos;
+}
+
+bool is_hex(char c) {
+  return std::isxdigit(static_cast<unsigned char>(c)) != 0;
+}
+
+// A Host field value: uri-host [ ":" port ] (RFC 9110 7.2, RFC 3986 3.2.2),
+// or empty. uri-host is an IP literal in brackets or a reg-name (which
+// covers IPv4 addresses): unreserved characters, sub-delims and
+// percent-escapes.
+bool is_host_value(std::string_view v) {
+  std::size_t i = 0;
+  if (!v.empty() && v.front() == '[') {
+    const auto close = v.find(']');
+    if (close == std::string_view::npos || close == 1) {
+      return false;
+    }
+    for (char c : v.substr(1, close - 1)) {
+      if (c != ':' && !is_unreserved_or_sub_delim(c)) {
+        return false;
+      }
+    }
+    i = close + 1;
+  } else {
+    while (i < v.size() && v[i] != ':') {
+      if (v[i] == '%') {
+        if (i + 2 >= v.size() || !is_hex(v[i + 1]) || !is_hex(v[i + 2])) {
+          return false;
+        }
+        i += 3;
+        continue;
+      }
+      if (!is_unreserved_or_sub_delim(v[i])) {
+        return false;
+      }
+      ++i;
+    }
+  }
+  if (i == v.size()) {
+    return true;
+  }
+  if (v[i] != ':') {
+    return false;
+  }
+  const std::string_view port = v.substr(i + 1);
+  return std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 // The authority of an absolute-form target ("http://host:port/..."): a
@@ -72,12 +95,6 @@ bool valid_absolute_authority(std::string_view target) {
     return std::isalnum(u) != 0 ||
            std::string_view("-._~!$&'()*+,;=%:[]").find(c) != std::string_view::npos;
   });
-}
-
-// Control characters other than HTAB (RFC 9110 5.5).
-bool is_ctl(char c) {
-  auto u = static_cast<unsigned char>(c);
-  return (u < 0x20 && u != '\t') || u == 0x7f;
 }
 
 // Splits `head` into lines. In strict mode (requests) every line must end in
@@ -131,40 +148,32 @@ FieldsError parse_fields(LineReader& lines, Headers& headers, std::size_t max_fi
       why = "more than " + std::to_string(max_fields) + " header fields";
       return FieldsError::kTooMany;
     }
-    if (line.front() == ' ' || line.front() == '\t') {
-      why = "obsolete line folding in header field";
+    if (const char* error = field_line_error(line)) {
+      why = error;
       return FieldsError::kMalformed;
     }
-    auto colon = line.find(':');
-    if (colon == std::string_view::npos) {
-      why = "header field without ':'";
-      return FieldsError::kMalformed;
-    }
-    std::string_view name = line.substr(0, colon);
-    if (!is_token(name)) {
-      why = "invalid header field name";
-      return FieldsError::kMalformed;
-    }
-    std::string_view value = trim_ows(line.substr(colon + 1));
-    if (!is_field_value(value)) {
-      why = "invalid character in header field value";
-      return FieldsError::kMalformed;
-    }
-    headers.add(std::string(name), std::string(value));
+    const auto colon = line.find(':');
+    headers.add(std::string(line.substr(0, colon)), std::string(trim_ows(line.substr(colon + 1))));
   }
   why = "header section is not terminated";
   return FieldsError::kMalformed;
 }
 
-bool parse_version(std::string_view v, int& minor) {
-  if (v.size() != 8 || v.substr(0, 7) != "HTTP/1.") {
-    return false;
+enum class Version { kValid, kMalformed, kOtherMajor };
+
+// HTTP-version = "HTTP/" DIGIT "." DIGIT (RFC 9112 2.3), case-sensitive. A
+// minor version above 1 is read as 1 (RFC 9110 2.5); a major version other
+// than 1 is well-formed but not this protocol.
+Version parse_version(std::string_view v, int& minor) {
+  auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  if (v.size() != 8 || v.substr(0, 5) != "HTTP/" || !digit(v[5]) || v[6] != '.' || !digit(v[7])) {
+    return Version::kMalformed;
   }
-  if (v[7] != '0' && v[7] != '1') {
-    return false;
+  if (v[5] != '1') {
+    return Version::kOtherMajor;
   }
-  minor = v[7] - '0';
-  return true;
+  minor = std::min(v[7] - '0', 1);
+  return Version::kValid;
 }
 
 template <typename F>
@@ -186,6 +195,64 @@ void for_each_list_member(const Headers& headers, std::string_view name, F&& f) 
 }
 
 }  // namespace
+
+bool is_tchar(char c) {
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) {
+    return true;
+  }
+  switch (c) {
+    case '!':
+    case '#':
+    case '$':
+    case '%':
+    case '&':
+    case '\'':
+    case '*':
+    case '+':
+    case '-':
+    case '.':
+    case '^':
+    case '_':
+    case '`':
+    case '|':
+    case '~':
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_ctl(char c) {
+  auto u = static_cast<unsigned char>(c);
+  return (u < 0x20 && u != '\t') || u == 0x7f;
+}
+
+const char* field_line_error(std::string_view line) {
+  if (!line.empty() && (line.front() == ' ' || line.front() == '\t')) {
+    return "obsolete line folding in header field";
+  }
+  const auto colon = line.find(':');
+  if (colon == std::string_view::npos) {
+    return "header field without ':'";
+  }
+  if (!is_token(line.substr(0, colon))) {
+    return "invalid header field name";
+  }
+  if (!is_field_value(trim_ows(line.substr(colon + 1)))) {
+    return "invalid character in header field value";
+  }
+  return nullptr;
+}
+
+bool has_bare_cr(std::string_view buf, std::size_t from) {
+  for (std::size_t i = buf.find('\r', from); i != std::string_view::npos;
+       i = buf.find('\r', i + 1)) {
+    if (i + 1 < buf.size() && buf[i + 1] != '\n') {
+      return true;
+    }
+  }
+  return false;
+}
 
 std::size_t find_head_end(std::string_view buf, std::size_t from) {
   for (std::size_t i = buf.find('\n', from); i != std::string_view::npos;
@@ -224,6 +291,10 @@ HeadError parse_request_head(std::string_view head, RequestHead& out, std::strin
     why = "bad method";
     return HeadError::kMalformed;
   }
+  if (method == "CONNECT") {
+    why = "CONNECT is not implemented";  // this is no proxy (RFC 9110 9.3.6)
+    return HeadError::kNotImplemented;
+  }
   const bool absolute = target.starts_with("http://") || target.starts_with("https://");
   if (target.empty() || !is_target(target) ||
       !(target.front() == '/' || (target == "*" && method == "OPTIONS") || absolute) ||
@@ -231,9 +302,15 @@ HeadError parse_request_head(std::string_view head, RequestHead& out, std::strin
     why = "bad request target";
     return HeadError::kMalformed;
   }
-  if (!parse_version(version, out.minor_version)) {
-    why = "unsupported HTTP version";
-    return HeadError::kMalformed;
+  switch (parse_version(version, out.minor_version)) {
+    case Version::kValid:
+      break;
+    case Version::kMalformed:
+      why = "bad HTTP version";
+      return HeadError::kMalformed;
+    case Version::kOtherMajor:
+      why = "HTTP version " + std::string(version.substr(5)) + " is not supported";
+      return HeadError::kVersionNotSupported;
   }
   out.method = std::string(method);
   out.target = std::string(target);
@@ -248,7 +325,13 @@ HeadError parse_request_head(std::string_view head, RequestHead& out, std::strin
   // RFC 9112 3.2: exactly one Host in HTTP/1.1, at most one in HTTP/1.0.
   std::size_t hosts = 0;
   for (const auto& field : out.headers.fields()) {
-    hosts += iequals(field.first, "Host") ? 1 : 0;
+    if (iequals(field.first, "Host")) {
+      ++hosts;
+      if (!is_host_value(field.second)) {
+        why = "invalid Host header";
+        return HeadError::kMalformed;
+      }
+    }
   }
   if (hosts > 1 || (hosts == 0 && out.minor_version == 1)) {
     why = hosts == 0 ? "no Host header" : "more than one Host header";
@@ -266,8 +349,8 @@ bool parse_response_head(std::string_view head, ResponseHead& out, std::string& 
     return false;
   }
   // HTTP/1.x SP 3DIGIT [SP reason]
-  if (line.size() < 12 || !parse_version(line.substr(0, 8), out.minor_version) || line[8] != ' ' ||
-      (line.size() > 12 && line[12] != ' ')) {
+  if (line.size() < 12 || parse_version(line.substr(0, 8), out.minor_version) != Version::kValid ||
+      line[8] != ' ' || (line.size() > 12 && line[12] != ' ')) {
     why = "bad status line";
     return false;
   }
@@ -304,14 +387,16 @@ LengthField content_length(const Headers& headers, std::uint64_t& length, Duplic
       state = LengthField::kInvalid;
       return;
     }
-    if (member.empty() || member.size() > 18 ||
+    if (member.empty() ||
         !std::all_of(member.begin(), member.end(), [](char c) { return c >= '0' && c <= '9'; })) {
       state = LengthField::kInvalid;
       return;
     }
+    constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
     std::uint64_t value = 0;
     for (char c : member) {
-      value = value * 10 + static_cast<std::uint64_t>(c - '0');
+      const auto d = static_cast<std::uint64_t>(c - '0');
+      value = value > (kMax - d) / 10 ? kMax : value * 10 + d;  // saturates
     }
     if (state == LengthField::kValid && value != length) {
       state = LengthField::kInvalid;
@@ -341,166 +426,10 @@ TransferCoding transfer_coding(const Headers& headers) {
   if (members == 1 && chunked == 1) {
     return TransferCoding::kChunked;
   }
+  if (chunked == 1 && last_chunked) {
+    return TransferCoding::kUnsupported;
+  }
   return TransferCoding::kOther;
-}
-
-ChunkedDecoder::Step ChunkedDecoder::fail(const char* why) {
-  error_ = why;
-  state_ = State::kDone;
-  return Step::kError;
-}
-
-bool ChunkedDecoder::line_done() {
-  line_bytes_ = 0;
-  if (size_ == 0) {
-    state_ = State::kTrailerStart;
-    return true;
-  }
-  if (size_ > max_body_ || total_ > max_body_ - size_) {
-    too_large_ = true;
-    return false;
-  }
-  total_ += size_;
-  remaining_ = size_;
-  state_ = State::kData;
-  return true;
-}
-
-ChunkedDecoder::Step ChunkedDecoder::next(std::string_view& in, std::string_view& piece) {
-  if (too_large_) {
-    return Step::kTooLarge;
-  }
-  if (!*error_ && state_ == State::kDone) {
-    return Step::kDone;
-  }
-  if (*error_) {
-    return Step::kError;
-  }
-  while (!in.empty()) {
-    if (state_ == State::kData) {
-      auto n = static_cast<std::size_t>(std::min<std::uint64_t>(remaining_, in.size()));
-      piece = in.substr(0, n);
-      in.remove_prefix(n);
-      remaining_ -= n;
-      if (remaining_ == 0) {
-        state_ = State::kDataCR;
-      }
-      return Step::kData;
-    }
-    char c = in.front();
-    in.remove_prefix(1);
-    switch (state_) {
-      case State::kSizeStart:
-      case State::kSize: {
-        int digit = -1;
-        if (c >= '0' && c <= '9') {
-          digit = c - '0';
-        } else if (c >= 'a' && c <= 'f') {
-          digit = c - 'a' + 10;
-        } else if (c >= 'A' && c <= 'F') {
-          digit = c - 'A' + 10;
-        }
-        if (digit >= 0) {
-          if (size_ > (std::numeric_limits<std::uint64_t>::max() >> 4)) {
-            return fail("chunk size overflows");
-          }
-          size_ = size_ * 16 + static_cast<std::uint64_t>(digit);
-          state_ = State::kSize;
-          ++line_bytes_;
-          break;
-        }
-        if (state_ == State::kSizeStart) {
-          return fail("chunk size expected");
-        }
-        if (c == '\r') {
-          state_ = State::kSizeLF;
-        } else if (c == ' ' || c == '\t') {
-          state_ = State::kSizeWS;
-        } else if (c == ';') {
-          state_ = State::kExtension;
-        } else {
-          return fail("bad chunk size");
-        }
-        break;
-      }
-      case State::kSizeWS:  // BWS after the size: only ';' or the line end may follow
-        if (++line_bytes_ > kMaxChunkLine) {
-          return fail("chunk size line too long");
-        }
-        if (c == '\r') {
-          state_ = State::kSizeLF;
-        } else if (c == ';') {
-          state_ = State::kExtension;
-        } else if (c != ' ' && c != '\t') {
-          return fail("bad chunk size");
-        }
-        break;
-      case State::kExtension:  // chunk-ext: skipped, bounded, no CTLs
-        if (++line_bytes_ > kMaxChunkLine) {
-          return fail("chunk extension too long");
-        }
-        if (c == '\r') {
-          state_ = State::kSizeLF;
-        } else if (is_ctl(c)) {
-          return fail("bad chunk extension");
-        }
-        break;
-      case State::kSizeLF:
-        if (c != '\n') {
-          return fail("chunk size line not ended by CRLF");
-        }
-        if (!line_done()) {
-          return Step::kTooLarge;
-        }
-        break;
-      case State::kDataCR:
-        if (c != '\r') {
-          return fail("chunk data not followed by CRLF");
-        }
-        state_ = State::kDataLF;
-        break;
-      case State::kDataLF:
-        if (c != '\n') {
-          return fail("chunk data not followed by CRLF");
-        }
-        state_ = State::kSizeStart;
-        size_ = 0;
-        break;
-      case State::kTrailerStart:
-        if (c == '\r') {
-          state_ = State::kEndLF;
-          break;
-        }
-        state_ = State::kTrailer;
-        [[fallthrough]];
-      case State::kTrailer:  // trailer fields: skipped, bounded, no CTLs
-        if (++trailer_bytes_ > kMaxTrailerBytes) {
-          return fail("chunked trailer too large");
-        }
-        if (c == '\r') {
-          state_ = State::kTrailerLF;
-        } else if (is_ctl(c)) {
-          return fail("bad chunked trailer");
-        }
-        break;
-      case State::kTrailerLF:
-        if (c != '\n') {
-          return fail("trailer line not ended by CRLF");
-        }
-        state_ = State::kTrailerStart;
-        break;
-      case State::kEndLF:
-        if (c != '\n') {
-          return fail("chunked body not ended by CRLF");
-        }
-        state_ = State::kDone;
-        return Step::kDone;
-      case State::kData:
-      case State::kDone:
-        break;
-    }
-  }
-  return Step::kNeedMore;
 }
 
 }  // namespace lemon::net::wire

@@ -1,10 +1,9 @@
 // HTTP/1.1 wire format pieces shared by the server and the upstream client:
 // finding the end of a message head, parsing request and status lines with
-// their header fields, body framing fields, and an incremental chunked
-// transfer-coding decoder.
+// their header fields, and body framing fields (the chunked coding's
+// decoder is in chunked_decoder.h).
 //
-// Internal to src/net. Thread-safety: functions are pure; a ChunkedDecoder
-// belongs to one message.
+// Internal to src/net. Thread-safety: functions are pure.
 #pragma once
 
 #include <cstddef>
@@ -17,6 +16,13 @@
 
 namespace lemon::net::wire {
 
+// Grammar pieces shared by the head parser and the chunked decoder.
+bool is_tchar(char c);  // a token character (RFC 9110 5.6.2)
+bool is_ctl(char c);    // a control character other than HTAB (RFC 9110 5.5)
+// What is wrong with a field line (RFC 9112 5), given without its CRLF;
+// nullptr when nothing is.
+const char* field_line_error(std::string_view line);
+
 // Longest request line (method, target, version), 414 beyond.
 inline constexpr std::size_t kMaxRequestLine = 8192;
 // Most header fields in one message (431 beyond for requests).
@@ -28,11 +34,19 @@ inline constexpr std::size_t kMaxHeaderFields = 100;
 // already searched), or npos.
 std::size_t find_head_end(std::string_view buf, std::size_t from = 0);
 
+// Whether `buf` has a CR followed by anything but LF, from `from` on: a bare
+// CR, which makes a request head invalid (RFC 9112 2.2) and could keep its
+// end from being found. A CR that is the last byte may still be followed by
+// its LF.
+bool has_bare_cr(std::string_view buf, std::size_t from = 0);
+
 enum class HeadError {
   kNone,
-  kMalformed,      // 400
-  kUriTooLong,     // 414
-  kTooManyFields,  // 431
+  kMalformed,            // 400
+  kUriTooLong,           // 414
+  kTooManyFields,        // 431
+  kNotImplemented,       // 501: CONNECT, which the server does not implement
+  kVersionNotSupported,  // 505: a major version other than 1 (HTTP/2.0 in plain text)
 };
 
 struct RequestHead {
@@ -50,10 +64,11 @@ struct ResponseHead {
 
 // Parses a complete request head (as delimited by find_head_end), strictly
 // (RFC 9112): CRLF line ends, a token method, an origin-, absolute- or
-// asterisk-form (OPTIONS only) target, HTTP/1.0 or 1.1, no obs-fold, no CTLs,
-// no space before a colon, at most kMaxHeaderFields fields, and exactly one
-// Host in HTTP/1.1 (at most one in 1.0). On kMalformed, `why` says what was
-// wrong.
+// asterisk-form (OPTIONS only) target without a fragment, HTTP/1.x (a minor
+// version above 1 is read as 1.1, RFC 9110 2.5), no obs-fold, no CTLs, no
+// space before a colon, at most kMaxHeaderFields fields, and exactly one
+// Host in HTTP/1.1 (at most one in 1.0) whose value is a host and optional
+// port. On an error, `why` says what was wrong.
 HeadError parse_request_head(std::string_view head, RequestHead& out, std::string& why);
 
 // Parses a complete response head; a bare LF line end is tolerated (RFC 9112
@@ -71,72 +86,21 @@ enum class LengthField { kAbsent, kValid, kInvalid };
 // 6.3).
 enum class Duplicates { kReject, kAllowIdentical };
 
-// Content-Length: absent, valid, or invalid (non-digits, overflow,
-// conflicting values, or a duplicate under kReject).
+// Content-Length: absent, valid, or invalid (non-digits, conflicting
+// values, or a duplicate under kReject). Leading zeros are allowed; a value
+// past what 64 bits hold is valid and read as the largest one, so that it
+// is refused as too large rather than malformed.
 LengthField content_length(const Headers& headers, std::uint64_t& length,
                            Duplicates duplicates = Duplicates::kReject);
 
-enum class TransferCoding { kNone, kChunked, kOther };
-
-// Transfer-Encoding: none, exactly "chunked", or something else (another
-// coding, or chunked not last / repeated).
-TransferCoding transfer_coding(const Headers& headers);
-
-// Incremental decoder for the chunked transfer coding (RFC 9112 7.1). Data
-// pieces are handed out as soon as bytes arrive (no waiting for a whole
-// chunk). Strict: hex sizes without sign or overflow, every line ended by
-// CRLF, nothing but whitespace or ';' extensions after a size; extensions
-// (4 KiB a line) and trailer fields (64 KiB in all) are bounded and skipped.
-class ChunkedDecoder {
- public:
-  enum class Step {
-    kData,      // `piece` holds decoded bytes (non-empty)
-    kNeedMore,  // everything in `in` was consumed; feed more
-    kDone,      // the last chunk and trailers were consumed
-    kError,     // malformed; see error()
-    kTooLarge,  // a chunk-size line pushed the body over max_body
-  };
-
-  explicit ChunkedDecoder(std::uint64_t max_body = std::numeric_limits<std::uint64_t>::max())
-      : max_body_(max_body) {}
-
-  // Consumes bytes from the front of `in`. Call again until kNeedMore,
-  // kDone, kError or kTooLarge. After kDone, `in` holds the bytes following
-  // the message.
-  Step next(std::string_view& in, std::string_view& piece);
-
-  const char* error() const { return error_; }
-  std::uint64_t body_bytes() const { return total_; }
-
- private:
-  enum class State {
-    kSizeStart,
-    kSize,
-    kSizeWS,     // whitespace after the size
-    kExtension,  // chunk extensions after ';'
-    kSizeLF,
-    kData,
-    kDataCR,
-    kDataLF,
-    kTrailerStart,
-    kTrailer,
-    kTrailerLF,
-    kEndLF,
-    kDone,
-  };
-
-  Step fail(const char* why);
-  bool line_done();  // after a chunk-size line; false on kTooLarge
-
-  std::uint64_t max_body_;
-  State state_ = State::kSizeStart;
-  std::uint64_t size_ = 0;
-  std::uint64_t remaining_ = 0;
-  std::uint64_t total_ = 0;
-  std::size_t line_bytes_ = 0;
-  std::size_t trailer_bytes_ = 0;
-  bool too_large_ = false;
-  const char* error_ = "";
+enum class TransferCoding {
+  kNone,
+  kChunked,      // exactly "chunked"
+  kUnsupported,  // chunked last, after codings this server does not decode (501)
+  kOther,        // chunked not last, or repeated: the length is unknown (400)
 };
+
+// Transfer-Encoding: which of the above (RFC 9112 6.1, 6.3).
+TransferCoding transfer_coding(const Headers& headers);
 
 }  // namespace lemon::net::wire

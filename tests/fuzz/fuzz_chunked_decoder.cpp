@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "wire_parser.h"
+#include "chunked_decoder.h"
 
 using lemon::net::wire::ChunkedDecoder;
 

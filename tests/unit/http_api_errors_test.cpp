@@ -53,6 +53,8 @@ const ShapeCase kShapes[] = {
     {ErrorCode::kRequestTimeout, 408, "invalid_request_error", "request_timeout"},
     {ErrorCode::kUriTooLong, 414, "invalid_request_error", "uri_too_long"},
     {ErrorCode::kHeadersTooLarge, 431, "invalid_request_error", "headers_too_large"},
+    {ErrorCode::kNotImplemented, 501, "server_error", "not_implemented"},
+    {ErrorCode::kVersionNotSupported, 505, "server_error", "http_version_not_supported"},
     {ErrorCode::kModelFilesMissing, 404, "invalid_request_error", "model_not_downloaded"},
     {ErrorCode::kBackendExited, 500, "server_error", "model_load_error"},
     {ErrorCode::kBackendStartTimeout, 500, "server_error", "model_load_error"},

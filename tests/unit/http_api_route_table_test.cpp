@@ -195,6 +195,18 @@ TEST_F(HttpApiRouteTable, AllowListsEveryMethodOfTheRoute) {
   EXPECT_EQ(allow->find("PUT"), std::string_view::npos) << *allow;
 }
 
+TEST_F(HttpApiRouteTable, AMethodHttpDoesNotKnowIs501OnAnyPath) {
+  // RFC 9110 9.1: unrecognized methods are 501; methods are case-sensitive.
+  for (const char* method : {"FOO", "get", "BREW"}) {
+    for (const char* path : {"/v1/models/abc", "/api/v1/no/such/route"}) {
+      MemoryWriter w = dispatch(method, path);
+      EXPECT_EQ(w.status, 501) << method << " " << path;
+      EXPECT_FALSE(w.headers.get("Allow").has_value());
+      EXPECT_EQ(error_of(w)["code"], "not_implemented");
+    }
+  }
+}
+
 TEST_F(HttpApiRouteTable, UnknownPathIs404Envelope) {
   MemoryWriter w = dispatch("POST", "/api/v1/no/such/route");
   EXPECT_EQ(w.status, 404);

@@ -58,7 +58,7 @@ TEST(HttpServerHostile, Rfc9112ViolationsGet400AndClose) {
       "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\nhello",
       "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 5, 5\r\n\r\nhello",
       "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n",
-      "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
+      "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked, gzip\r\n\r\n",
       "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked, chunked\r\n\r\n",
       // header lines
       "GET / HTTP/1.1\r\nHost: t\r\nX: a\r\n folded\r\n\r\n",
@@ -70,10 +70,16 @@ TEST(HttpServerHostile, Rfc9112ViolationsGet400AndClose) {
       "GET /\x7f HTTP/1.1\r\nHost: t\r\n\r\n",
       "GET / HTTP/1.1\r\nHost : t\r\n\r\n",
       "GET / HTTP/1.1\r\nHost: t\r\nX-Y : z\r\n\r\n",
+      // a bare CR that would keep the head from ending (answered at once)
+      "GET / HTTP/1.1\r\nHost: t\r\n\r\r\n",
+      "GET / HTTP/1.1\r\nHost: t\rX",
+      // a Host that is not a host and a port
+      "GET / HTTP/1.1\r\nHost: a b\r\n\r\n",
+      "GET / HTTP/1.1\r\nHost: t:1, t:1\r\n\r\n",
       // request line
       "G@T / HTTP/1.1\r\nHost: t\r\n\r\n",
-      "GET / HTTP/2.0\r\nHost: t\r\n\r\n",
-      "GET / HTTP/1.2\r\nHost: t\r\n\r\n",
+      "GET / HTTP/1.10\r\nHost: t\r\n\r\n",
+      "GET /x#y HTTP/1.1\r\nHost: t\r\n\r\n",
       "GET / HTTP/1.1\r\n\r\n",
       "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
       // chunked bodies
@@ -82,6 +88,11 @@ TEST(HttpServerHostile, Rfc9112ViolationsGet400AndClose) {
       "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n;x\r\n",
       "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5x\r\nhello\r\n0\r\n\r\n",
       "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5 x\r\nhello\r\n0\r\n\r\n",
+      "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5 \r\nhello\r\n0\r\n\r\n",
+      "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: "
+      "chunked\r\n\r\n5;;==\"\r\nhello\r\n0\r\n\r\n",
+      "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nno colon\r\n\r\n",
+      "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX: 1\r\n fold\r\n\r\n",
       "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhelloXY0\r\n\r\n",
       "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n5;" +
           std::string(5000, 'e') + "\r\nhello\r\n0\r\n\r\n",
@@ -112,6 +123,92 @@ TEST(HttpServerHostile, AFewBlankLinesAndAnAbsoluteTargetAreUnderstood) {
   auto r = c.read_response();
   ASSERT_EQ(r.status, 200) << r.head;
   EXPECT_EQ(nlohmann::json::parse(r.body)["path"], "/x/y");
+}
+
+TEST(HttpServerHostile, AnAbsoluteTargetsAuthorityIsTheHost) {
+  // RFC 9112 3.2.2: the Host field sent with an absolute-form target is
+  // ignored, so every check (the HeadCheck's too) reads the target's host.
+  ServerOptions options;
+  std::string checked_host;
+  options.head_check = [&checked_host](Request& r) -> std::optional<EarlyAnswer> {
+    checked_host = std::string(r.headers.get("Host").value_or(""));
+    return std::nullopt;
+  };
+  RunningServer s(options, [](Request& req, ResponseWriter& w) {
+    w.send(200, Headers{}, std::string(req.headers.get("Host").value_or("")));
+  });
+  RawClient c(s.port());
+  c.send("GET http://127.0.0.1:8000/x HTTP/1.1\r\nHost: evil.example\r\n\r\n");
+  auto r = c.read_response();
+  ASSERT_EQ(r.status, 200) << r.head;
+  EXPECT_EQ(r.body, "127.0.0.1:8000");
+  EXPECT_EQ(checked_host, "127.0.0.1:8000");
+}
+
+TEST(HttpServerHostile, OtherVersionsAndCodingsHaveTheirOwnStatus) {
+  RunningServer s({}, echo_body);
+  {
+    RawClient c(s.port());
+    c.send("GET / HTTP/2.0\r\nHost: t\r\n\r\n");
+    expect_refused(c, 505, "HTTP/2.0");
+  }
+  {
+    RawClient c(s.port());
+    c.send("CONNECT t:443 HTTP/1.1\r\nHost: t:443\r\n\r\n");
+    expect_refused(c, 501, "CONNECT");
+  }
+  {
+    RawClient c(s.port());
+    c.send("POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip, chunked\r\n\r\n");
+    expect_refused(c, 501, "gzip, chunked");
+  }
+  {
+    // A later minor version is served as HTTP/1.1 (RFC 9110 2.5).
+    RawClient c(s.port());
+    c.send("GET /v HTTP/1.2\r\nHost: t\r\n\r\n");
+    auto r = c.read_response();
+    EXPECT_EQ(r.status, 200) << r.head;
+    EXPECT_TRUE(r.head.starts_with("HTTP/1.1 200")) << r.head;
+  }
+}
+
+TEST(HttpServerHostile, AnHttp10RequestWithTransferEncodingIsServedThenClosed) {
+  // RFC 9112 6.1: its framing is faulty, so nothing after it is trusted.
+  RunningServer s({}, echo_body);
+  RawClient c(s.port());
+  c.send(
+      "POST /a HTTP/1.0\r\nTransfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n"
+      "5\r\nhello\r\n0\r\n\r\nGET /b HTTP/1.1\r\nHost: t\r\n\r\n");
+  auto r = c.read_response();
+  ASSERT_EQ(r.status, 200) << r.head;
+  EXPECT_EQ(nlohmann::json::parse(r.body)["body"], "hello");
+  EXPECT_EQ(RawClient::header(r.head, "connection"), "close");
+  std::string rest;
+  EXPECT_TRUE(c.read_to_eof(&rest));
+  EXPECT_EQ(rest, "");  // the pipelined GET was not served
+}
+
+TEST(HttpServerHostile, ARefusedHeadRequestGetsNoBody) {
+  RunningServer s({}, never_called);
+  for (const std::string& text :
+       {"HEAD / HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n"s,
+        "HEAD / HTTP/1.1\r\nHost: t\r\nContent-Length: 99999999999\r\n\r\n"s}) {
+    RawClient c(s.port());
+    c.send(text);
+    auto r = c.read_response(/*head_request=*/true);
+    EXPECT_GE(r.status, 400) << text;
+    EXPECT_FALSE(RawClient::header(r.head, "content-length").empty()) << r.head;
+    std::string rest;
+    EXPECT_TRUE(c.read_to_eof(&rest));
+    EXPECT_EQ(rest, "") << text;  // no body after the head
+  }
+}
+
+TEST(HttpServerHostile, ATooLongContentLengthIsTooLargeNotMalformed) {
+  RunningServer s({}, never_called);
+  RawClient c(s.port());
+  c.send("POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 99999999999999999999\r\n\r\n");
+  expect_refused(c, 413, "a Content-Length past 64 bits");
 }
 
 TEST(HttpServerHostile, LimitsHaveTheirOwnStatus) {

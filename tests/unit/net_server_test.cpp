@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <ctime>
 #include <string>
 
 #include "support/raw_client.h"
@@ -306,6 +307,40 @@ TEST(HttpServer, ResponseHeadersAreFramedByTheServer) {
   EXPECT_EQ(RawClient::header(r.head, "x-id"), "7");
   EXPECT_EQ(RawClient::header(r.head, "server"), "custom");
   EXPECT_EQ(r.body, "abc");
+}
+
+TEST(HttpServer, EveryResponseIsDated) {
+  // RFC 9110 6.6.1: an origin server with a clock sends Date, in IMF-fixdate.
+  RunningServer s({}, [](Request& req, ResponseWriter& w) {
+    if (req.path == "/dated") {
+      w.send(200, Headers{{"Date", "Sun, 06 Nov 1994 08:49:37 GMT"}}, "kept");
+      return;
+    }
+    w.send(200, Headers{}, "ok");
+  });
+  RawClient c(s.port());
+  c.send("GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+  auto r = c.read_response();
+  const std::string date = RawClient::header(r.head, "date");
+  ASSERT_EQ(date.size(), 29u) << r.head;
+  std::tm tm{};
+  const char* end = strptime(date.c_str(), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+  ASSERT_NE(end, nullptr) << date;
+  EXPECT_EQ(*end, '\0') << date;
+  const auto sent = std::chrono::system_clock::from_time_t(timegm(&tm));
+  const auto skew = std::chrono::system_clock::now() - sent;
+  EXPECT_LT(std::chrono::abs(skew), std::chrono::seconds(5)) << date;
+  // A Date the handler sets is the only one.
+  c.send("GET /dated HTTP/1.1\r\nHost: t\r\n\r\n");
+  auto dated = c.read_response();
+  EXPECT_EQ(RawClient::header(dated.head, "date"), "Sun, 06 Nov 1994 08:49:37 GMT");
+  EXPECT_EQ(dated.head.find("Date:"), dated.head.rfind("Date:")) << dated.head;
+  // Refusals are dated too.
+  RawClient bad(s.port());
+  bad.send("GARBAGE\r\n\r\n");
+  auto refused = bad.read_response();
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_EQ(RawClient::header(refused.head, "date").size(), 29u) << refused.head;
 }
 
 TEST(HttpServer, IdleAndHalfReadConnectionsTimeOut) {

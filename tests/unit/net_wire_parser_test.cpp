@@ -1,8 +1,10 @@
 // Tests for the internal HTTP/1.1 wire parser (src/net/wire_parser.h).
+#include "../../src/net/chunked_decoder.h"
 #include "../../src/net/wire_parser.h"
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -46,19 +48,20 @@ TEST(HttpWire, AnAbsoluteTargetNeedsAWellFormedAuthority) {
   for (const char* ok : {"http://127.0.0.1:8000/api/v1/health", "http://[::1]:8000/x?y=1",
                          "https://my-host.local", "http://h?q"}) {
     RequestHead head;
-    EXPECT_EQ(parse_request_head(std::string("GET ") + ok + " HTTP/1.1\r\nHost: h\r\n\r\n",
-                                 head, why),
-              HeadError::kNone)
+    EXPECT_EQ(
+        parse_request_head(std::string("GET ") + ok + " HTTP/1.1\r\nHost: h\r\n\r\n", head, why),
+        HeadError::kNone)
         << ok << ": " << why;
   }
   // Found by fuzz_request_stream: a byte outside URI characters in the
   // authority was accepted (and dropped) while the rest was served.
-  for (const char* bad : {"http://127.0.0.1:8\xb0" "00/api/v1/models", "http:///x",
-                          "http://user@host/x", "http://h\"x/"}) {
+  for (const char* bad : {"http://127.0.0.1:8\xb0"
+                          "00/api/v1/models",
+                          "http:///x", "http://user@host/x", "http://h\"x/"}) {
     RequestHead head;
-    EXPECT_EQ(parse_request_head(std::string("GET ") + bad + " HTTP/1.1\r\nHost: h\r\n\r\n",
-                                 head, why),
-              HeadError::kMalformed)
+    EXPECT_EQ(
+        parse_request_head(std::string("GET ") + bad + " HTTP/1.1\r\nHost: h\r\n\r\n", head, why),
+        HeadError::kMalformed)
         << bad;
   }
 }
@@ -93,7 +96,6 @@ TEST(HttpWire, RejectsMalformedRequestHeads) {
   const std::string_view bad[] = {
       "GET /\r\n\r\n"sv,                          // no version
       "GET  / HTTP/1.1\r\n\r\n"sv,                // double space
-      "GET / HTTP/2.0\r\n\r\n"sv,                 // unsupported version
       "G(T / HTTP/1.1\r\n\r\n"sv,                 // bad method
       "GET nopath HTTP/1.1\r\n\r\n"sv,            // bad target
       "GET / HTTP/1.1\r\nA b\r\n\r\n"sv,          // no colon
@@ -108,6 +110,14 @@ TEST(HttpWire, RejectsMalformedRequestHeads) {
       "GET / HTTP/1.1 \r\nHost: h\r\n\r\n"sv,   // trailing space
       "GET / http/1.1\r\nHost: h\r\n\r\n"sv,    // version is case-sensitive
       "GET / HTTP/1.10\r\nHost: h\r\n\r\n"sv,
+      "GET / HTTP/1.x\r\nHost: h\r\n\r\n"sv,
+      "GET /a#frag HTTP/1.1\r\nHost: h\r\n\r\n"sv,  // a fragment is in no target form
+      "GET / HTTP/1.1\r\nHost: a b\r\n\r\n"sv,      // Host is a host and a port
+      "GET / HTTP/1.1\r\nHost: h:80, h:80\r\n\r\n"sv,
+      "GET / HTTP/1.1\r\nHost: h:8x\r\n\r\n"sv,
+      "GET / HTTP/1.1\r\nHost: [::1\r\n\r\n"sv,
+      "GET / HTTP/1.1\r\nHost: h%zz\r\n\r\n"sv,
+      "GET / HTTP/1.1\r\nHost: user@h\r\n\r\n"sv,
   };
   for (std::string_view text : bad) {
     RequestHead head;
@@ -115,6 +125,47 @@ TEST(HttpWire, RejectsMalformedRequestHeads) {
     EXPECT_EQ(parse_request_head(text, head, why), HeadError::kMalformed) << text;
     EXPECT_FALSE(why.empty());
   }
+}
+
+TEST(HttpWire, HostValuesThatAreAHostAndAPort) {
+  for (const char* host : {"h", "127.0.0.1:8000", "[::1]:8000", "[::1]", "my-host.local:", "a%41b",
+                           "xn--bcher-kva.example", ""}) {
+    RequestHead head;
+    std::string why;
+    EXPECT_EQ(
+        parse_request_head(std::string("GET / HTTP/1.1\r\nHost: ") + host + "\r\n\r\n", head, why),
+        HeadError::kNone)
+        << host << ": " << why;
+  }
+}
+
+TEST(HttpWire, VersionsAndMethodsOutsideHttp11) {
+  // A later 1.x minor version is read as 1.1 (RFC 9110 2.5).
+  RequestHead later;
+  std::string why;
+  ASSERT_EQ(parse_request_head("GET / HTTP/1.2\r\nHost: h\r\n\r\n", later, why), HeadError::kNone)
+      << why;
+  EXPECT_EQ(later.minor_version, 1);
+  // Another major version is 505; CONNECT, in any target form, is 501.
+  for (const char* text : {"GET / HTTP/2.0\r\nHost: h\r\n\r\n", "GET / HTTP/3.0\r\n\r\n"}) {
+    RequestHead head;
+    EXPECT_EQ(parse_request_head(text, head, why), HeadError::kVersionNotSupported) << text;
+  }
+  for (const char* text :
+       {"CONNECT h:443 HTTP/1.1\r\nHost: h:443\r\n\r\n", "CONNECT / HTTP/1.1\r\nHost: h\r\n\r\n"}) {
+    RequestHead head;
+    EXPECT_EQ(parse_request_head(text, head, why), HeadError::kNotImplemented) << text;
+  }
+}
+
+TEST(HttpWire, ABareCrIsFoundWhereverItIs) {
+  EXPECT_FALSE(has_bare_cr("GET / HTTP/1.1\r\nHost: h\r\n"));
+  EXPECT_FALSE(has_bare_cr("GET / HTTP/1.1\r"));  // its LF may be on the way
+  EXPECT_TRUE(has_bare_cr("GET / HTTP/1.1\r\nHost: h\r\n\r\r\n"));
+  EXPECT_TRUE(has_bare_cr("GET / HTTP/1.1\rX"));
+  std::string buf = "GET / HTTP/1.1\r\nA: \rb";
+  EXPECT_FALSE(has_bare_cr(buf, buf.size() - 1));  // searched from where it was left
+  EXPECT_TRUE(has_bare_cr(buf, buf.size() - 2));
 }
 
 TEST(HttpWire, LongTargetIsUriTooLong) {
@@ -158,17 +209,37 @@ TEST(HttpWire, ContentLength) {
   EXPECT_EQ(content_length(Headers{{"Content-Length", "-1"}}, n), LengthField::kInvalid);
   EXPECT_EQ(content_length(Headers{{"Content-Length", "+1"}}, n), LengthField::kInvalid);
   EXPECT_EQ(content_length(Headers{{"Content-Length", ""}}, n), LengthField::kInvalid);
+  // 1*DIGIT: leading zeros are fine, however many; a value past 64 bits is
+  // the largest one, for the caller to refuse as too large.
+  EXPECT_EQ(content_length(Headers{{"Content-Length", "0000000000000000000081"}}, n),
+            LengthField::kValid);
+  EXPECT_EQ(n, 81u);
   EXPECT_EQ(content_length(Headers{{"Content-Length", "99999999999999999999"}}, n),
-            LengthField::kInvalid);
+            LengthField::kValid);
+  EXPECT_EQ(n, std::numeric_limits<std::uint64_t>::max());
+  EXPECT_EQ(content_length(Headers{{"Content-Length", "18446744073709551615"}}, n),
+            LengthField::kValid);
+  EXPECT_EQ(n, std::numeric_limits<std::uint64_t>::max());
+  EXPECT_EQ(content_length(Headers{{"Content-Length", "18446744073709551614"}}, n),
+            LengthField::kValid);
+  EXPECT_EQ(n, std::numeric_limits<std::uint64_t>::max() - 1);
 }
 
 TEST(HttpWire, TransferCodingAndTokens) {
   EXPECT_EQ(transfer_coding(Headers{}), TransferCoding::kNone);
   EXPECT_EQ(transfer_coding(Headers{{"Transfer-Encoding", "Chunked"}}), TransferCoding::kChunked);
+  // Chunked last after a coding this server does not decode: 501; chunked
+  // not last, or twice: the length is unknown, 400 (RFC 9112 6.1, 6.3).
   EXPECT_EQ(transfer_coding(Headers{{"Transfer-Encoding", "gzip, chunked"}}),
-            TransferCoding::kOther);
+            TransferCoding::kUnsupported);
+  EXPECT_EQ(
+      transfer_coding(Headers{{"Transfer-Encoding", "gzip"}, {"Transfer-Encoding", "chunked"}}),
+      TransferCoding::kUnsupported);
   EXPECT_EQ(transfer_coding(Headers{{"Transfer-Encoding", "chunked, chunked"}}),
             TransferCoding::kOther);
+  EXPECT_EQ(transfer_coding(Headers{{"Transfer-Encoding", "chunked, gzip"}}),
+            TransferCoding::kOther);
+  EXPECT_EQ(transfer_coding(Headers{{"Transfer-Encoding", "gzip"}}), TransferCoding::kOther);
   EXPECT_TRUE(has_token(Headers{{"Connection", "Upgrade, Close"}}, "connection", "close"));
   EXPECT_FALSE(has_token(Headers{{"Connection", "closed"}}, "Connection", "close"));
 }
@@ -241,17 +312,30 @@ TEST(HttpWire, ChunkedIsStrict) {
            "5 x\r\nhello\r\n0\r\n\r\n", "-5\r\nhello\r\n0\r\n\r\n", "5\nhello\r\n0\r\n\r\n",
            "5\r\nhello\n0\r\n\r\n", "5\r\nhello0\r\n\r\n", "5;a\x01\r\nhello\r\n0\r\n\r\n",
            "0\r\nX: 1\n\r\n", "0\r\nX: \x02\r\n\r\n", "0\r\n\n",
-           "5;" + std::string(5000, 'e') + "\r\nhello\r\n0\r\n\r\n"}) {
+           "5;" + std::string(5000, 'e') + "\r\nhello\r\n0\r\n\r\n",
+           // Whitespace after the size is allowed only before a ';'.
+           "5 \r\nhello\r\n0\r\n\r\n", "5\t\r\nhello\r\n0\r\n\r\n",
+           // Extensions are name[=token or quoted-string] (RFC 9112 7.1.1).
+           "5;;==\"\r\nhello\r\n0\r\n\r\n", "5;\r\nhello\r\n0\r\n\r\n",
+           "5;a=\r\nhello\r\n0\r\n\r\n", "5;a=\"b\r\nhello\r\n0\r\n\r\n",
+           "5;a=b c\r\nhello\r\n0\r\n\r\n", "5;a=(b)\r\nhello\r\n0\r\n\r\n",
+           // Trailer lines are field lines.
+           "0\r\nno colon\r\n\r\n", "0\r\na b: c\r\n\r\n", "0\r\nX: 1\r\n folded\r\n\r\n",
+           "0\r\n: v\r\n\r\n"}) {
     ChunkedDecoder d;
     ChunkedDecoder::Step last{};
     decode_all(d, wire, last);
     EXPECT_EQ(last, ChunkedDecoder::Step::kError) << wire;
   }
   // Whitespace before an extension, and quoted extension values, are fine.
-  ChunkedDecoder d;
-  ChunkedDecoder::Step last{};
-  EXPECT_EQ(decode_all(d, "5 \t;a=\"b c\"\r\nhello\r\n0\r\n\r\n", last), "hello");
-  EXPECT_EQ(last, ChunkedDecoder::Step::kDone);
+  for (const std::string& wire : std::vector<std::string>{
+           "5 \t;a=\"b c\"\r\nhello\r\n0\r\n\r\n", "5;a\r\nhello\r\n0\r\n\r\n",
+           "5 ; a = b ; c=\"\\\"q\\\\\" ;d\r\nhello\r\n0;e\r\nX-T: 1\r\nY:\r\n\r\n"}) {
+    ChunkedDecoder d;
+    ChunkedDecoder::Step last{};
+    EXPECT_EQ(decode_all(d, wire, last), "hello") << wire;
+    EXPECT_EQ(last, ChunkedDecoder::Step::kDone) << wire;
+  }
 }
 
 TEST(HttpWire, ChunkedStopsAtLimitBeforeData) {

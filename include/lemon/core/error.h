@@ -34,6 +34,8 @@ enum class ErrorCode {
   kRequestTimeout,        // the client did not send its head or body in time
   kUriTooLong,            // request line over the limit
   kHeadersTooLarge,       // head over the size or field-count limit
+  kNotImplemented,        // a method or transfer coding the server does not implement
+  kVersionNotSupported,   // an HTTP major version other than 1
 
   // Load failures that a retry cannot fix: never trigger evict-all.
   kModelFilesMissing,     // resolved file(s) absent on disk
@@ -95,6 +97,8 @@ inline constexpr ErrorCode kAllErrorCodes[] = {
     ErrorCode::kRequestTimeout,
     ErrorCode::kUriTooLong,
     ErrorCode::kHeadersTooLarge,
+    ErrorCode::kNotImplemented,
+    ErrorCode::kVersionNotSupported,
     ErrorCode::kModelFilesMissing,
     ErrorCode::kInvalidUserArgs,
     ErrorCode::kUnknownRecipe,

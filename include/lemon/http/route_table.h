@@ -2,9 +2,11 @@
 // by their suffix ("chat/completions", "models/{id}") and served under every
 // prefix /api/v1/, /api/v0/, /v1/ and /v0/ (Lemonade's layout); root routes
 // ("/live") are served as registered. Lookup is a hash-map probe, not a
-// regex scan. GET routes also answer HEAD. A known path asked with another
-// method gets 405 (with Allow); an unknown path gets 404; both in the error
-// envelope.
+// regex scan. GET routes also answer HEAD. A method that is neither one of
+// HTTP's own (RFC 9110 9, and PATCH) nor taken by a route gets 501, whatever
+// the path (methods are case-sensitive: "get" is not GET); a known path asked
+// with another method gets 405 (with Allow); an unknown path gets 404; all
+// in the error envelope.
 //
 // Thread-safety: add() during setup only; dispatch() concurrently afterwards.
 #pragma once
@@ -38,10 +40,10 @@ class RouteTable {
 
   // The route for a method and path, found before any body is read.
   struct Match {
-    const RouteHandler* handler = nullptr;  // null: status is 404 or 405
+    const RouteHandler* handler = nullptr;  // null: status is 404, 405 or 501
     std::string_view param;
     int tag = 0;        // 405: the tag of one of the path's routes
-    int status = 0;     // 404 or 405 when there is no handler
+    int status = 0;     // 404, 405 or 501 when there is no handler
     std::string allow;  // 405: the methods the path takes
   };
   Match match(std::string_view method, std::string_view path) const;
@@ -64,6 +66,9 @@ class RouteTable {
   void add(const std::string& method, const std::string& path, RouteHandler handler, int tag);
   const Methods* find(std::string_view path, std::string_view& param) const;
 
+  // HTTP's own methods and every method some route takes: others are 501.
+  std::vector<std::string> known_methods_ = {"GET",    "HEAD",  "POST",  "PUT",
+                                             "DELETE", "PATCH", "TRACE", "OPTIONS"};
   std::unordered_map<std::string, Methods> exact_;
   std::vector<std::pair<std::string, Methods>> with_param_;  // "/v1/models/" -> ...
 };
