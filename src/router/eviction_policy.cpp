@@ -180,8 +180,8 @@ std::vector<std::string> outranking_in_the_way(const std::vector<SlotView>& slot
   return outranking;
 }
 
-FailureAction on_load_failure(ErrorCode code, int attempt) {
-  if (attempt == 1 && is_retryable_load_failure(code)) {
+FailureAction on_load_failure(ErrorCode code, int attempt, bool failed_after_evict_all) {
+  if (attempt == 1 && !failed_after_evict_all && is_retryable_load_failure(code)) {
     return FailureAction::kEvictAllAndRetry;
   }
   return FailureAction::kFail;

@@ -23,7 +23,7 @@ std::chrono::seconds cooldown_after(int consecutive_failures) {
 }
 
 std::chrono::seconds LoadCooldown::record_failure(std::string_view model, const Error& error,
-                                                  Clock::time_point now) {
+                                                  Clock::time_point now, bool after_evict_all) {
   auto it = records_.find(model);
   if (it == records_.end()) {
     it = records_.emplace(std::string(model), Record{}).first;
@@ -31,6 +31,7 @@ std::chrono::seconds LoadCooldown::record_failure(std::string_view model, const 
   Record& r = it->second;
   ++r.failures;
   r.last = error;
+  r.after_evict_all = r.after_evict_all || after_evict_all;
   std::chrono::seconds rest = cooldown_after(r.failures);
   r.until = now + rest;
   return rest;
@@ -55,6 +56,11 @@ std::optional<Error> LoadCooldown::refusal(std::string_view model, Clock::time_p
   return Error(e.code(), e.message() + note, e.param())
       .with_detail(e.detail())
       .with_retry_after(static_cast<int>(left.count()));
+}
+
+bool LoadCooldown::failed_after_evict_all(std::string_view model) const {
+  auto it = records_.find(model);
+  return it != records_.end() && it->second.after_evict_all;
 }
 
 int LoadCooldown::consecutive_failures(std::string_view model) const {

@@ -84,6 +84,10 @@ struct RouterCore::LoadJob {
   // Its creator has reported kLoadQueued: the loader starts it only then, so
   // "queued" always comes before "started" (events are sent without mu_).
   bool announced = false;
+  // The model's last load failed after an evict-all (LoadCooldown), as the
+  // loader found it when the job started; and whether this one evicted all.
+  bool failed_after_evict_all = false;
+  bool evicted_all = false;
 };
 
 }  // namespace lemon

@@ -21,7 +21,8 @@ Status LoadScheduler::run(LoadEffects& effects) {
   if (started.error().code() == ErrorCode::kOutOfMemory) {
     return recover_from_out_of_memory(effects, std::move(started).error());
   }
-  if (on_load_failure(started.error().code(), 1) != FailureAction::kEvictAllAndRetry) {
+  if (on_load_failure(started.error().code(), 1, effects.failed_after_evict_all()) !=
+      FailureAction::kEvictAllAndRetry) {
     return started;
   }
   effects.evict_all(EvictAllReason::kAfterFailedLoad, started.error());

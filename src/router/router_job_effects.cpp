@@ -186,6 +186,7 @@ class RouterCore::JobEffects final : public LoadEffects {
       core_.retire(everyone, "evict-all after running out of memory");
       return true;
     }
+    job_.evicted_all = true;
     logger("router")->warn("loading '{}' failed ({}); evicting every model and retrying once",
                            job_.model, failure.message());
     core_.emit(
@@ -215,6 +216,7 @@ class RouterCore::JobEffects final : public LoadEffects {
   }
 
   bool shutting_down() const override { return core_.shutting_down_; }
+  bool failed_after_evict_all() const override { return job_.failed_after_evict_all; }
 
  private:
   RouterCore& core_;

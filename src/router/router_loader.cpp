@@ -8,6 +8,7 @@
 #include <map>
 #include <thread>
 
+#include "lemon/core/error.h"
 #include "lemon/core/log.h"
 #include "lemon/core/mutex.h"
 #include "lemon/router/load_scheduler.h"
@@ -101,6 +102,7 @@ void RouterCore::loader_loop() {
       }
     }
     current_job_ = job;
+    job->failed_after_evict_all = cooldown_.failed_after_evict_all(job->model);
     republish();
     lock.unlock();
     emit({RouterEvent::Kind::kLoadStarted, job->model, {}, {}});
@@ -109,12 +111,20 @@ void RouterCore::loader_loop() {
       emit({RouterEvent::Kind::kLoadFailed, job->model, result.error().message(),
             result.error().code()});
       logger("router")->error("loading '{}' failed: {}", job->model, result.error().message());
+      if (job->failed_after_evict_all && !job->evicted_all &&
+          is_retryable_load_failure(result.error().code())) {
+        logger("router")->warn(
+            "'{}' failed again; no model was evicted for it, as its last load failed with every "
+            "other model evicted (POST /api/v1/load tries that again)",
+            job->model);
+      }
     }
     lock.lock();
     if (result.ok()) {
       cooldown_.reset(job->model);
     } else if (counts_towards_cooldown(result.error().code())) {
-      auto rest = cooldown_.record_failure(job->model, result.error(), LoadCooldown::Clock::now());
+      auto rest = cooldown_.record_failure(job->model, result.error(), LoadCooldown::Clock::now(),
+                                           job->evicted_all);
       if (rest.count() > 0) {
         logger("router")->warn(
             "'{}' failed to load {} times in a row; not loading it again for {} s unless "

@@ -85,6 +85,37 @@ TEST_F(LoadFailuresTest, ABackendThatRefusesToStartEvictsEverythingAndIsTriedTwi
   EXPECT_EQ(router().count_log("starting user.e:"), 1) << "user.e must not be reloaded";
 }
 
+TEST_F(LoadFailuresTest, ABrokenModelEvictsEverythingOnlyOnce) {
+  // Its load failed with every other model evicted: evicting them again for
+  // it would change nothing, so its next failures evict nothing (lemonade.md
+  // §8.6). POST /load asks for the whole policy again.
+  env_.add_embedding("e");
+  const std::string x = env_.add_llm("x");
+  env_.write_sidecar(x, {{"exit_at_start", {{"code", 1}, {"message", "bad magic"}}}});
+  ASSERT_NO_FATAL_FAILURE(start_router());
+  const int first_e = load_ok("user.e");
+  PidWatch first_watch(first_e);
+  EXPECT_EQ(chat(port(), "user.x").status, 500);
+  EXPECT_TRUE(first_watch.wait_exit(kWait)) << "the first failure evicts everything";
+  ASSERT_EQ(router().count_log("evicting every model and retrying"), 1);
+
+  const int e = load_ok("user.e");
+  HttpReply again = chat(port(), "user.x");
+  EXPECT_EQ(again.status, 500) << again.body;
+  EXPECT_NE(again.json()["error"].value("message", "").find("bad magic"), std::string::npos)
+      << again.body;
+  auto h = health(port());
+  EXPECT_EQ(loaded_names(h), (Names{"user.e"}));
+  EXPECT_EQ(loaded_field(h, "user.e", "pid"), e) << "user.e stayed loaded";
+  EXPECT_EQ(router().count_log("evicting every model and retrying"), 1);
+  EXPECT_EQ(router().count_log("no model was evicted for it"), 1);
+
+  PidWatch e_watch(e);
+  EXPECT_EQ(load(port(), "user.x").status, 500);
+  EXPECT_TRUE(e_watch.wait_exit(kWait)) << "POST /load evicts everything again";
+  EXPECT_EQ(router().count_log("evicting every model and retrying"), 2);
+}
+
 TEST_F(LoadFailuresTest, AutoLoadReportsTheSameFailure) {
   const std::string x = env_.add_llm("x");
   env_.write_sidecar(x,

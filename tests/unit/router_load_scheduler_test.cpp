@@ -22,10 +22,11 @@ class RecordingEffects final : public LoadEffects {
  public:
   bool serving = false;
   Status create = ok_status();
-  std::deque<Status> starts;    // admit_and_start, then each start_again, in order
-  int idle_servers = 0;         // evict_idle_for_memory succeeds this many times
-  bool anything_loaded = true;  // what evict_all reports
-  int shut_down_after = -1;     // shutting_down() turns true after this many calls
+  std::deque<Status> starts;                // admit_and_start, then each start_again, in order
+  int idle_servers = 0;                     // evict_idle_for_memory succeeds this many times
+  bool anything_loaded = true;              // what evict_all reports
+  int shut_down_after = -1;                 // shutting_down() turns true after this many calls
+  bool evicting_all_failed_before = false;  // what failed_after_evict_all() says
   std::vector<std::string> calls;
 
   bool serve_loaded() override {
@@ -66,6 +67,8 @@ class RecordingEffects final : public LoadEffects {
     ++shutdown_checks;
     return shut_down_after >= 0 && shutdown_checks > shut_down_after;
   }
+
+  bool failed_after_evict_all() const override { return evicting_all_failed_before; }
 
   ErrorCode last_evict_all_cause = ErrorCode::kInternal;
   mutable int shutdown_checks = 0;
@@ -123,6 +126,27 @@ TEST(LoadScheduler, ARetryableFailureEvictsEverythingAndStartsOnceMore) {
   EXPECT_EQ(fx.calls, (Calls{"serve_loaded", "create_server", "admit_and_start",
                              "evict_all(failed load)", "start_again"}));
   EXPECT_EQ(fx.last_evict_all_cause, ErrorCode::kBackendExited);
+}
+
+TEST(LoadScheduler, AModelThatFailedAfterAnEvictAllBeforeEvictsNothingAgain) {
+  RecordingEffects fx;
+  fx.evicting_all_failed_before = true;
+  fx.starts = {failed_with(ErrorCode::kBackendExited)};
+  auto result = LoadScheduler::run(fx);
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.error().code(), ErrorCode::kBackendExited);
+  EXPECT_EQ(fx.calls, (Calls{"serve_loaded", "create_server", "admit_and_start"}));
+}
+
+TEST(LoadScheduler, OutOfMemoryStillRecoversAfterAnEvictAllFailedBefore) {
+  // Memory is the one thing unloading others can change: its recovery stays.
+  RecordingEffects fx;
+  fx.evicting_all_failed_before = true;
+  fx.idle_servers = 1;
+  fx.starts = {failed_with(ErrorCode::kOutOfMemory), ok_status()};
+  EXPECT_TRUE(LoadScheduler::run(fx).ok());
+  EXPECT_EQ(fx.calls, (Calls{"serve_loaded", "create_server", "admit_and_start",
+                             "evict_idle_for_memory", "start_again"}));
 }
 
 TEST(LoadScheduler, ASecondFailureIsTheAnswerThereIsNoThirdStart) {

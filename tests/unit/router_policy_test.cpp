@@ -127,13 +127,15 @@ TEST(EvictionPolicy, TiesAreBrokenByName) {
 TEST(FailurePolicy, OnlyRetryableFailuresEvictAllAndOnlyOnce) {
   for (ErrorCode c :
        {ErrorCode::kBackendExited, ErrorCode::kBackendStartTimeout, ErrorCode::kSpawnFailed}) {
-    EXPECT_EQ(on_load_failure(c, 1), FailureAction::kEvictAllAndRetry) << error_code_name(c);
-    EXPECT_EQ(on_load_failure(c, 2), FailureAction::kFail) << error_code_name(c);
+    EXPECT_EQ(on_load_failure(c, 1, false), FailureAction::kEvictAllAndRetry) << error_code_name(c);
+    EXPECT_EQ(on_load_failure(c, 2, false), FailureAction::kFail) << error_code_name(c);
+    // The model's last load failed even with everything evicted: not again.
+    EXPECT_EQ(on_load_failure(c, 1, true), FailureAction::kFail) << error_code_name(c);
   }
   for (ErrorCode c :
        {ErrorCode::kModelFilesMissing, ErrorCode::kInvalidUserArgs, ErrorCode::kUnknownRecipe,
         ErrorCode::kBackendBinaryMissing, ErrorCode::kInvalidOption, ErrorCode::kCancelled}) {
-    EXPECT_EQ(on_load_failure(c, 1), FailureAction::kFail) << error_code_name(c);
+    EXPECT_EQ(on_load_failure(c, 1, false), FailureAction::kFail) << error_code_name(c);
   }
 }
 

@@ -3,7 +3,9 @@
 // rests for 5 s, and each further failure doubles the rest, up to 5 min.
 // Meanwhile requests get the last load error at once, with Retry-After, so a
 // broken model cannot thrash every other model out of memory through
-// evict-all-then-retry. A successful load or an explicit /load resets it.
+// evict-all-then-retry. It also remembers a load that failed even after every
+// other model was evicted: later loads of that model then evict nothing
+// (on_load_failure). A successful load or an explicit /load resets both.
 //
 // Pure bookkeeping: time is passed in, nothing sleeps or locks.
 // Thread-safety: none; Router guards it with its mutex.
@@ -27,9 +29,10 @@ class LoadCooldown {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // Records a failed load. Returns the rest it starts (0 s for none).
+  // Records a failed load; `after_evict_all`: it failed even after every
+  // other model was evicted for it. Returns the rest it starts (0 s for none).
   std::chrono::seconds record_failure(std::string_view model, const Error& error,
-                                      Clock::time_point now);
+                                      Clock::time_point now, bool after_evict_all);
   // A successful load, or an explicit /load: forget the model's failures.
   void reset(std::string_view model);
 
@@ -38,12 +41,15 @@ class LoadCooldown {
   std::optional<Error> refusal(std::string_view model, Clock::time_point now) const;
 
   int consecutive_failures(std::string_view model) const;
+  // Some failure since the last reset came after an evict-all.
+  bool failed_after_evict_all(std::string_view model) const;
 
  private:
   struct Record {
     int failures = 0;
     Clock::time_point until{};
     std::optional<Error> last;
+    bool after_evict_all = false;
   };
   std::map<std::string, Record, std::less<>> records_;
 };

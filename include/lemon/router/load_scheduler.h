@@ -12,6 +12,7 @@
 //     │     is left; then evict everything and start once more; out of memory still
 //     │     ──► kOutOfMemory naming the estimate (issue #14 §2)
 //     │ a failure a retry can fix (on_load_failure) ──► evict everything, start once more
+//     │     (not when the model's last load failed after evicting everything)
 //     └ any other failure ──► that error
 //
 // Once the router is shutting down, the step in progress is the last.
@@ -66,6 +67,9 @@ class LoadEffects {
   // evict, from the last failure.
   virtual Error out_of_memory_everywhere(const Error& last) = 0;
   virtual bool shutting_down() const = 0;
+  // The model's last load failed even after everything was evicted, and it
+  // has not loaded since (nor did POST /load ask again).
+  virtual bool failed_after_evict_all() const = 0;
 };
 
 // One queued load as the queue's choice sees it.
