@@ -16,6 +16,11 @@
 namespace lemon::http {
 namespace {
 
+StreamFraming framing_for(ApiRoute route) {
+  return route == ApiRoute::kResponses ? StreamFraming::kResponses
+                                       : StreamFraming::kChatCompletions;
+}
+
 // Retries of a request whose backend did not answer (seed 003: 1, 2, 4 s).
 constexpr int kBackendRetries = 3;
 
@@ -54,7 +59,7 @@ void InferenceGateway::forward(InferenceRequest& req, net::ResponseWriter& raw) 
   ObservedWriter w(raw);
   if (auto refused =
           refuse_model(req.key, req.requested_model.empty() ? req.model : req.requested_model)) {
-    write_error(w, *refused);
+    write_error(w, *refused, framing_for(req.route));
     return;
   }
   bool known_model = true;
@@ -135,7 +140,7 @@ std::optional<RequestStats> InferenceGateway::forward_to(InferenceRequest& req,
       std::optional<RequestStats> figures;
       if (!forward_remote(req, w, known_model, figures)) {
         known_model = false;
-        write_error(w, provisioner_.model_not_found(req.model));
+        write_error(w, provisioner_.model_not_found(req.model), framing_for(req.route));
       }
       return figures;
     }
@@ -261,7 +266,7 @@ void InferenceGateway::watch_long_prompt(const InferenceRequest& req, WrappedSer
 ProxyCall InferenceGateway::make_call(const InferenceRequest& req, std::string path,
                                       std::string content_type) const {
   ProxyCall call = limited_call(std::move(path), std::move(content_type), req.stream);
-  call.append_done = req.route != ApiRoute::kResponses;
+  call.framing = framing_for(req.route);
   call.transform = req.transform;
   call.answer_content_type = req.answer_content_type;
   return call;
@@ -317,9 +322,9 @@ ProxyOutcome InferenceGateway::forward_attempt(InferenceRequest& req, net::Respo
     }
     if (got.error().code() == ErrorCode::kModelNotFound) {
       known_model = false;
-      write_error(w, provisioner_.model_not_found(req.model));
+      write_error(w, provisioner_.model_not_found(req.model), framing_for(req.route));
     } else if (got.error().code() != ErrorCode::kCancelled) {
-      write_error(w, got.error());
+      write_error(w, got.error(), framing_for(req.route));
     }
     return {};
   }
@@ -339,10 +344,12 @@ ProxyOutcome InferenceGateway::forward_attempt(InferenceRequest& req, net::Respo
   }
   auto path = server.upstream_path(req.route);
   if (!path) {
-    write_error(w, Error(ErrorCode::kUnsupportedOperation,
-                         std::string(api_route_name(req.route)) + " is not supported by recipe '" +
-                             server.model().recipe + "'",
-                         "model"));
+    write_error(w,
+                Error(ErrorCode::kUnsupportedOperation,
+                      std::string(api_route_name(req.route)) + " is not supported by recipe '" +
+                          server.model().recipe + "'",
+                      "model"),
+                framing_for(req.route));
     return {};
   }
   std::string owned_body;
@@ -350,7 +357,7 @@ ProxyOutcome InferenceGateway::forward_attempt(InferenceRequest& req, net::Respo
   std::string content_type = req.content_type;
   if (req.form != nullptr) {
     if (auto checked = server.check_form(req.route, *req.form); !checked.ok()) {
-      write_error(w, checked.error());
+      write_error(w, checked.error(), framing_for(req.route));
       return {};
     }
     if (auto form = server.rewrite_form(req.route, *req.form)) {
@@ -369,7 +376,7 @@ ProxyOutcome InferenceGateway::forward_attempt(InferenceRequest& req, net::Respo
     }
   }
   if (auto refused = check_prefill_limit(req, server); !refused.ok()) {
-    write_error(w, refused.error());
+    write_error(w, refused.error(), framing_for(req.route));
     return {};
   }
   ProxyCall call = make_call(req, *path, content_type);

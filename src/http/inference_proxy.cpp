@@ -14,6 +14,7 @@ namespace lemon::http {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using nlohmann::json;
 constexpr std::size_t kMaxErrorBody = 64u << 10;
 
 // A timeout flag and its value.
@@ -105,15 +106,32 @@ void watch_cancel(const ProxyCall& call, net::CallOptions& opts) {
   opts.still_working = call.still_working;
 }
 
+// Ends a started stream with the error in `envelope` ({"error":{...}}).
+void end_stream_with_error(net::ResponseWriter& writer, const json& envelope,
+                           StreamFraming framing) {
+  if (framing == StreamFraming::kResponses) {
+    // The Responses API's error event: its fields at the top level.
+    json event = {{"type", "error"}};
+    const json& e = envelope.contains("error") ? envelope["error"] : envelope;
+    for (const char* field : {"code", "message", "param"}) {
+      event[field] = e.is_object() && e.contains(field) ? e[field] : json(nullptr);
+    }
+    writer.write_chunk("event: error\ndata: " + json_text(event) + "\n\n");
+  } else {
+    writer.write_chunk("data: " + json_text(envelope) + "\n\n");
+    writer.write_chunk("data: [DONE]\n\n");
+  }
+  writer.finish();
+}
+
 // The backend's error answer, in the router's envelope with its status.
-void write_rejection(net::ResponseWriter& writer, int status, std::string_view body) {
+void write_rejection(net::ResponseWriter& writer, int status, std::string_view body,
+                     StreamFraming framing) {
   auto envelope = normalize_backend_error(body, status);
   if (!writer.headers_sent()) {
     writer.send(status, json_headers(), json_text(envelope));
   } else {
-    writer.write_chunk("data: " + json_text(envelope) + "\n\n");
-    writer.write_chunk("data: [DONE]\n\n");
-    writer.finish();
+    end_stream_with_error(writer, envelope, framing);
   }
 }
 
@@ -197,7 +215,8 @@ ProxyOutcome forward_whole(const ProxyTarget& target, const ProxyCall& call,
     if (resp.error().code() != ErrorCode::kCancelled) {
       out.backend_error = resp.error().code();
       write_error(writer,
-                  backend_failure(model, std::move(resp).error(), call, Clock::now() - started));
+                  backend_failure(model, std::move(resp).error(), call, Clock::now() - started),
+                  call.framing);
     } else {
       out.stopped = call.cancelled && call.cancelled();
     }
@@ -207,12 +226,12 @@ ProxyOutcome forward_whole(const ProxyTarget& target, const ProxyCall& call,
     if (auto deferred = deferrable(call, resp->status, resp->body)) {
       return deferred_outcome(std::move(deferred));
     }
-    write_rejection(writer, resp->status, resp->body);
+    write_rejection(writer, resp->status, resp->body, call.framing);
     return {};
   }
   if (call.refusal) {
     if (auto refused = call.refusal(resp->body)) {
-      write_error(writer, *refused);
+      write_error(writer, *refused, call.framing);
       return {};
     }
   }
@@ -378,7 +397,7 @@ ProxyOutcome forward_stream(const ProxyTarget& target, const ProxyCall& call,
     if (auto deferred = deferrable(call, status, error_body)) {
       return deferred_outcome(std::move(deferred));
     }
-    write_rejection(writer, status, error_body);
+    write_rejection(writer, status, error_body, call.framing);
     return {};
   }
   // A connection lost after the backend's [DONE] has the whole answer.
@@ -390,7 +409,7 @@ ProxyOutcome forward_stream(const ProxyTarget& target, const ProxyCall& call,
     }
     ProxyOutcome out;
     out.backend_error = result.error().code();
-    write_error(writer, backend_failure(model, std::move(result).error(), call));
+    write_error(writer, backend_failure(model, std::move(result).error(), call), call.framing);
     return out;
   }
   RequestStats streamed;
@@ -403,7 +422,7 @@ ProxyOutcome forward_stream(const ProxyTarget& target, const ProxyCall& call,
   if (!held.empty()) {
     writer.write_chunk(held);
   }
-  if (call.append_done && !scanner.saw_done()) {
+  if (call.framing == StreamFraming::kChatCompletions && !scanner.saw_done()) {
     writer.write_chunk("data: [DONE]\n\n");
   }
   writer.finish();
@@ -412,15 +431,13 @@ ProxyOutcome forward_stream(const ProxyTarget& target, const ProxyCall& call,
 
 }  // namespace
 
-void write_error(net::ResponseWriter& writer, const Error& error) {
+void write_error(net::ResponseWriter& writer, const Error& error, StreamFraming framing) {
   std::string body = error_envelope(error);
   if (!writer.headers_sent()) {
     writer.send(error_status(error), error_headers(error), body);
     return;
   }
-  writer.write_chunk("data: " + body + "\n\n");
-  writer.write_chunk("data: [DONE]\n\n");
-  writer.finish();
+  end_stream_with_error(writer, json::parse(body), framing);
 }
 
 ProxyOutcome forward_to_target(const ProxyTarget& target, const ProxyCall& call,
@@ -439,9 +456,9 @@ ProxyOutcome forward_to_backend(Lease& lease, const ProxyCall& call, net::Respon
 void write_unanswered(net::ResponseWriter& writer, const std::string& model, const ProxyCall& call,
                       const UnansweredFailure& failure) {
   if (failure.kind == UnansweredFailure::Kind::kUnreachable) {
-    write_error(writer, backend_failure(model, failure.error, call));
+    write_error(writer, backend_failure(model, failure.error, call), call.framing);
   } else {
-    write_rejection(writer, failure.status, failure.body);
+    write_rejection(writer, failure.status, failure.body, call.framing);
   }
 }
 

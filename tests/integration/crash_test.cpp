@@ -55,6 +55,32 @@ TEST_F(CrashTest, ACrashMidStreamEndsTheStreamWithAnErrorEventAndTheModelReloads
   EXPECT_EQ(router().count_log("starting user.a:"), 2);
 }
 
+TEST_F(CrashTest, ACrashMidResponsesStreamEndsWithTheResponsesApisErrorEvent) {
+  // The Responses API has no [DONE]: its error is an `error` event whose
+  // data is {"type":"error","code","message","param"}.
+  const std::string a = env_.add_llm("a");
+  env_.write_sidecar(a, {{"crash_mid_stream_after_chunks", 2}});
+  ASSERT_NO_FATAL_FAILURE(start_router());
+  SseStream s(port(), "/v1/responses",
+              nlohmann::json{{"model", "user.a"}, {"input", "Hi"}, {"stream", true}}.dump());
+  ASSERT_TRUE(s.read_head());
+  ASSERT_EQ(s.status(), 200);
+  auto events = s.rest();
+  EXPECT_TRUE(s.ended_cleanly());
+  ASSERT_GE(events.size(), 2u);
+  for (const auto& e : events) {
+    EXPECT_FALSE(e.is_done()) << "no [DONE] in a Responses stream";
+  }
+  const auto& last = events.back();
+  EXPECT_EQ(last.event, "error") << last.data;
+  auto error = nlohmann::json::parse(last.data, nullptr, false);
+  EXPECT_EQ(error["type"], "error") << last.data;
+  EXPECT_TRUE(error["code"].is_string()) << last.data;
+  EXPECT_NE(error.value("message", "").find("user.a"), std::string::npos) << last.data;
+  EXPECT_TRUE(error.contains("param")) << last.data;
+  EXPECT_FALSE(error.contains("error")) << "not the chat envelope: " << last.data;
+}
+
 TEST_F(CrashTest, ACrashDuringANonStreamingRequestIsAnErrorEnvelope) {
   const std::string a = env_.add_llm("a");
   env_.write_sidecar(a, {{"crash_on_request", 1}});

@@ -35,12 +35,19 @@
 
 namespace lemon::http {
 
+// How an error ends a stream that has begun: Chat Completions' (and the
+// other OpenAI-style routes') `data: {"error":...}` then `data: [DONE]`, or
+// the Responses API's `event: error` with {"type":"error",...} and no
+// [DONE], which that API does not have.
+enum class StreamFraming { kChatCompletions, kResponses };
+
 struct ProxyCall {
   std::string path;       // backend path, e.g. "/v1/chat/completions"
   std::string_view body;  // bytes to send (must outlive the call)
   std::string content_type = "application/json";
   bool stream = false;
-  bool append_done = true;  // end SSE streams with data: [DONE] if the backend did not
+  // kChatCompletions: end SSE streams with data: [DONE] if the backend did not.
+  StreamFraming framing = StreamFraming::kChatCompletions;
   std::size_t max_response_bytes = 256u << 20;  // non-streaming replies; 502 beyond
   // --request-timeout: a non-streaming call end to end; --stream-idle-timeout:
   // the longest gap between a stream's chunks; --backend-idle-timeout: the
@@ -143,7 +150,8 @@ void write_unanswered(net::ResponseWriter& writer, const std::string& model, con
                       const UnansweredFailure& failure);
 
 // Writes `error` to the client: the envelope with its status, or, once a
-// stream has started, one SSE error event, `data: [DONE]`, and the end.
-void write_error(net::ResponseWriter& writer, const Error& error);
+// stream has started, its error event as `framing` has it, and the end.
+void write_error(net::ResponseWriter& writer, const Error& error,
+                 StreamFraming framing = StreamFraming::kChatCompletions);
 
 }  // namespace lemon::http
