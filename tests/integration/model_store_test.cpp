@@ -192,6 +192,29 @@ TEST_F(ModelStoreTest, StreamingPullSendsLemonadesProgressAndCompleteEvents) {
   EXPECT_EQ(http_get(port(), "/api/v1/models/user.tiny").json()["downloaded"], true);
 }
 
+TEST_F(ModelStoreTest, OllamasPullStreamsItsStatusLinesManifestFirst) {
+  // Ollama's clients, and Lemonade's tests, read "pulling manifest" first.
+  hub_.add_random_file("unsloth/Qwen3-0.6B-GGUF", "Qwen3-0.6B-Q4_0.gguf", 3u << 20, 7);
+  ASSERT_NO_FATAL_FAILURE(start_online());
+  SseStream s(port(), "/api/pull", json{{"model", "Qwen3-0.6B-GGUF"}}.dump());
+  ASSERT_TRUE(s.read_head());
+  ASSERT_EQ(s.status(), 200);
+  EXPECT_EQ(s.header("content-type"), "application/x-ndjson");
+  const std::string body = s.read_body();
+  ASSERT_TRUE(s.ended_cleanly());
+  std::vector<json> lines;
+  for (std::size_t at = 0, nl; (nl = body.find('\n', at)) != std::string::npos; at = nl + 1) {
+    lines.push_back(json::parse(body.substr(at, nl - at)));
+  }
+  ASSERT_GE(lines.size(), 3u) << body;
+  EXPECT_EQ(lines.front(), (json{{"status", "pulling manifest"}}));
+  for (std::size_t i = 1; i + 1 < lines.size(); ++i) {
+    EXPECT_EQ(lines[i]["status"], "pulling Qwen3-0.6B-Q4_0.gguf") << lines[i].dump();
+    EXPECT_LE(lines[i]["completed"].get<std::uint64_t>(), lines[i]["total"].get<std::uint64_t>());
+  }
+  EXPECT_EQ(lines.back(), (json{{"status", "success"}}));
+}
+
 TEST_F(ModelStoreTest, DownloadsAreFollowedOnTheEventStream) {
   ASSERT_NO_FATAL_FAILURE(start_online());
   SseStream events(port(), "GET", "/api/v1/events", "", {});

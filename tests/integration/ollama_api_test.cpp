@@ -232,7 +232,8 @@ TEST_F(OllamaApiTest, ModelRoutes) {
   ASSERT_EQ(pull.status, 200) << pull.body;
   EXPECT_EQ(pull.json(), json({{"status", "success"}}));
   auto pulled = stream("/api/pull", json{{"name", "user.a:latest"}});
-  ASSERT_FALSE(pulled.empty());
+  ASSERT_EQ(pulled.size(), 2u);
+  EXPECT_EQ(pulled.front(), json({{"status", "pulling manifest"}})) << "Ollama's first line";
   EXPECT_EQ(pulled.back(), json({{"status", "success"}}));
   expect_ollama_error(http_post(port(), "/api/pull", json{{"model", "user.nope"}}), 404,
                       "pull of an unknown model");
@@ -281,8 +282,10 @@ TEST_F(OllamaApiTest, ErrorsUseOllamasShape) {
       http_post(port(), "/api/generate", json{{"model", "user.a"}, {"prompt", "x"}, {"raw", true}}),
       400, "raw");
   expect_ollama_error(http_post(port(), "/api/chat", std::string("{oops")), 400, "malformed JSON");
-  expect_ollama_error(http_post(port(), "/api/create", json{{"model", "x"}}), 400,
-                      "a route the router does not have");
+  for (const char* path : {"/api/create", "/api/copy", "/api/push", "/api/blobs/sha256:00"}) {
+    expect_ollama_error(http_post(port(), path, json{{"model", "x"}}), 501,
+                        std::string("a route the router does not have: ") + path);
+  }
   expect_ollama_error(http_get(port(), "/api/chat"), 405, "a wrong method");
   HttpReply backend = http_post(port(), "/api/chat", chat_request("user.broken"));
   expect_ollama_error(backend, 500, "the backend's error");

@@ -93,15 +93,15 @@ void OllamaApi::register_routes(http::ApiRoutes& routes) {
         send_json(w, 200, {{"version", kOllamaApiVersion}});
       },
       o);
-  // Ollama routes this router has no counterpart for: a clear refusal
-  // rather than a 404 that reads like a typo.
+  // Ollama routes this router has no counterpart for: 501, as Lemonade
+  // answers them (lemonade.md §2.2), rather than a 404 that reads like a typo.
   for (const char* path : {"/api/create", "/api/copy", "/api/push", "/api/blobs/{id}"}) {
     std::string name = path;
     routes.root(
         "POST", path, RouteAccess::kJsonPost, Scope::kAdmin,
         [name](net::Request&, net::ResponseWriter& w, P) {
           TranslatingWriter(w, ApiDialect::kOllama)
-              .fail(Error(ErrorCode::kUnsupportedOperation,
+              .fail(Error(ErrorCode::kNotImplemented,
                           name.substr(0, name.find("/{")) +
                               " is not supported by lemonade-router: models come from its "
                               "catalogue (see /api/pull and POST /api/v1/pull)"));
@@ -348,12 +348,16 @@ void OllamaApi::handle_pull(net::Request& r, net::ResponseWriter& raw) {
   const net::Headers ndjson{{"Content-Type", "application/x-ndjson"}};
   DownloadWait hooks;
   hooks.cancelled = [&raw] { return !raw.client_connected(); };
+  // Ollama's stream begins with this line (its clients and Lemonade's tests
+  // expect it first).
+  const std::string manifest = json_text({{"status", "pulling manifest"}}) + "\n";
   if (*stream) {
     // The head goes out with the first progress, so failures found before
     // any file is fetched (hub 404/401, disk space) keep their status.
     hooks.on_progress = [&](const download::TaskProgress& p) {
       if (!raw.headers_sent()) {
         raw.begin_chunked(200, ndjson);
+        raw.write_chunk(manifest);
       }
       raw.write_chunk(json_text({{"status", "pulling " + p.file},
                                  {"digest", p.file},
@@ -378,7 +382,7 @@ void OllamaApi::handle_pull(net::Request& r, net::ResponseWriter& raw) {
     raw.write_chunk(success + "\n");
     raw.finish();
   } else {
-    raw.send(200, ndjson, success + "\n");
+    raw.send(200, ndjson, manifest + success + "\n");  // nothing was left to fetch
   }
 }
 
