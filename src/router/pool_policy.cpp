@@ -6,20 +6,24 @@
 #include <cstdlib>
 
 namespace lemon {
+namespace {
+
+// Busy, waited for, or holding sessions: the keep-alive has not begun.
+bool in_use(const ModelPoolView& m) {
+  return m.waiting > 0 || std::any_of(m.replicas.begin(), m.replicas.end(), [](const auto& r) {
+           return r.in_flight > 0 || r.sessions > 0;
+         });
+}
+
+}  // namespace
 
 PoolPlan plan_pool(const std::vector<ModelPoolView>& models, PoolClock::time_point now,
                    const PoolPolicy& policy) {
   PoolPlan plan;
   for (const auto& m : models) {
     int ready = 0;
-    int busy = 0;
-    int sessions = 0;
-    PoolClock::time_point last_idle{};
     for (const auto& r : m.replicas) {
       ready += r.ready ? 1 : 0;
-      busy += r.in_flight > 0 ? 1 : 0;
-      sessions += r.sessions;
-      last_idle = std::max(last_idle, r.idle_since);
     }
     if (ready == 0) {
       continue;  // draining or gone: nothing to decide
@@ -34,9 +38,8 @@ PoolPlan plan_pool(const std::vector<ModelPoolView>& models, PoolClock::time_poi
     if (m.pinned) {
       continue;  // only an explicit unload (or unpin) lets it go
     }
-    const auto keep_alive = m.keep_alive ? m.keep_alive : policy.keep_alive;
-    if (busy == 0 && sessions == 0 && keep_alive && keep_alive->count() >= 0 &&
-        now - last_idle >= *keep_alive) {
+    if (auto deadline = keep_alive_deadline(m, now, policy);
+        deadline && !in_use(m) && now >= *deadline) {
       plan.expired.push_back(m.model);
       continue;
     }
@@ -61,6 +64,20 @@ PoolPlan plan_pool(const std::vector<ModelPoolView>& models, PoolClock::time_poi
     }
   }
   return plan;
+}
+
+std::optional<PoolClock::time_point> keep_alive_deadline(const ModelPoolView& m,
+                                                         PoolClock::time_point now,
+                                                         const PoolPolicy& policy) {
+  const auto keep_alive = m.keep_alive ? m.keep_alive : policy.keep_alive;
+  if (m.pinned || !keep_alive || keep_alive->count() < 0) {
+    return std::nullopt;
+  }
+  PoolClock::time_point last_idle{};
+  for (const auto& r : m.replicas) {
+    last_idle = std::max(last_idle, r.idle_since);
+  }
+  return (in_use(m) ? now : last_idle) + *keep_alive;
 }
 
 std::optional<std::chrono::milliseconds> parse_keep_alive_seconds(double seconds) {

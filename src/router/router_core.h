@@ -27,6 +27,7 @@
 
 #include "lemon/core/mutex.h"
 #include "lemon/router/default_model_policy.h"
+#include "lemon/router/pool_policy.h"
 #include "lemon/router/router.h"
 #include "model_group.h"
 
@@ -206,6 +207,10 @@ class RouterCore {
   // Housekeeper thread: scale-up, scale-down and keep-alive (issue #13).
   void housekeeper_loop();
   HousekeepingWork plan_housekeeping(std::chrono::steady_clock::time_point now) LEMON_REQUIRES(mu_);
+  // A group as the pool's policy sees it, and that policy's settings.
+  ModelPoolView pool_view(const std::string& name, const ModelGroup& group,
+                          std::chrono::steady_clock::time_point now) const LEMON_REQUIRES(mu_);
+  PoolPolicy pool_policy() const LEMON_REQUIRES(mu_);
   // Default models (issue #29 §3): `victims` leave for another model's
   // load, so the defaults among them want to come back; the housekeeper
   // queues the loads defaults_to_load() picks.

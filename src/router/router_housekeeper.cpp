@@ -19,31 +19,39 @@ struct RouterCore::HousekeepingWork {
   std::vector<std::pair<std::string, std::vector<std::shared_ptr<ServerSlot>>>> expired;
 };
 
+ModelPoolView RouterCore::pool_view(const std::string& name, const ModelGroup& group,
+                                    std::chrono::steady_clock::time_point now) const {
+  ModelPoolView v;
+  v.model = name;
+  v.waiting = static_cast<int>(group.line.size());
+  v.waiting_since = group.waiting_since;
+  v.scaling_up = group.scaling_up || now < group.scale_blocked_until;
+  v.keep_alive = group.keep_alive;
+  v.pinned = group.pinned;
+  v.max_replicas =
+      group.replicas.front()->server->options().int_value("max_replicas", config_.max_replicas);
+  for (const auto& r : group.replicas) {
+    // r->pinned: its sessions, a counter on the slot that
+    // pin_backend_slot() keeps under mu_ (nothing here calls the session
+    // table, which calls the router under its own lock).
+    v.replicas.push_back(
+        {r->id, r->replica, r->in_flight, r->state == SlotState::kReady, r->idle_since, r->pinned});
+  }
+  return v;
+}
+
+PoolPolicy RouterCore::pool_policy() const {
+  return PoolPolicy{live_.scale_up_after, live_.scale_down_after, live_.keep_alive};
+}
+
 RouterCore::HousekeepingWork RouterCore::plan_housekeeping(
     std::chrono::steady_clock::time_point now) {
   std::vector<ModelPoolView> views;
   views.reserve(groups_.size());
   for (const auto& [name, group] : groups_) {
-    ModelPoolView v;
-    v.model = name;
-    v.waiting = static_cast<int>(group.line.size());
-    v.waiting_since = group.waiting_since;
-    v.scaling_up = group.scaling_up || now < group.scale_blocked_until;
-    v.keep_alive = group.keep_alive;
-    v.pinned = group.pinned;
-    v.max_replicas =
-        group.replicas.front()->server->options().int_value("max_replicas", config_.max_replicas);
-    for (const auto& r : group.replicas) {
-      // r->pinned: its sessions, a counter on the slot that
-      // pin_backend_slot() keeps under mu_ (nothing here calls the session
-      // table, which calls the router under its own lock).
-      v.replicas.push_back({r->id, r->replica, r->in_flight, r->state == SlotState::kReady,
-                            r->idle_since, r->pinned});
-    }
-    views.push_back(std::move(v));
+    views.push_back(pool_view(name, group, now));
   }
-  PoolPolicy policy{live_.scale_up_after, live_.scale_down_after, live_.keep_alive};
-  PoolPlan plan = plan_pool(views, now, policy);
+  PoolPlan plan = plan_pool(views, now, pool_policy());
 
   HousekeepingWork work;
   for (const auto& model : plan.scale_up) {

@@ -32,6 +32,13 @@ LoadedServerInfo RouterCore::describe(const ServerSlot& slot) const {
     info.waiting = static_cast<int>(g->second.line.size());
     info.pinned = g->second.pinned;
     info.priority = g->second.priority;
+    const auto now = std::chrono::steady_clock::now();
+    if (auto deadline =
+            keep_alive_deadline(pool_view(g->first, g->second, now), now, pool_policy())) {
+      info.expires_ms =
+          unix_ms_now() +
+          std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - now).count();
+    }
   }
   info.last_use_ms = slot.last_use_ms.load(std::memory_order_relaxed);
   info.draining = slot.state == SlotState::kDraining;

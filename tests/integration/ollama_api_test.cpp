@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <ctime>
 #include <regex>
 
 #include "support/http_client.h"
@@ -184,8 +186,24 @@ TEST_F(OllamaApiTest, KeepAliveLoadsAndUnloads) {
   EXPECT_EQ(load.json()["done_reason"], "load");
   EXPECT_EQ(listed("/api/ps"), std::vector<std::string>{"user.a:latest"});
   HttpReply ps = http_get(port(), "/api/ps");
-  EXPECT_TRUE(ps.json()["models"][0]["expires_at"].is_string()) << ps.body;
+  EXPECT_EQ(ps.json()["models"][0]["expires_at"], "2999-12-31T23:59:59Z")
+      << "no keep-alive: loaded until told otherwise; " << ps.body;
   EXPECT_TRUE(ps.json()["models"][0]["details"].is_object()) << ps.body;
+
+  // A request's keep_alive sets when it goes (lemonade.md §8.16: Lemonade's
+  // expires_at was a constant).
+  const auto asked = std::chrono::system_clock::now();
+  ASSERT_EQ(
+      http_post(port(), "/api/generate",
+                json{{"model", "user.a"}, {"prompt", "x"}, {"stream", false}, {"keep_alive", "1h"}})
+          .status,
+      200);
+  const std::string expires = http_get(port(), "/api/ps").json()["models"][0]["expires_at"];
+  std::tm tm{};
+  ASSERT_NE(strptime(expires.c_str(), "%Y-%m-%dT%H:%M:%S", &tm), nullptr) << expires;
+  const auto at = std::chrono::system_clock::from_time_t(timegm(&tm));
+  EXPECT_GT(at, asked + std::chrono::minutes(59)) << expires;
+  EXPECT_LT(at, asked + std::chrono::minutes(61)) << expires;
 
   auto unload = stream("/api/generate", json{{"model", "user.a"}, {"keep_alive", 0}});
   ASSERT_EQ(unload.size(), 1u);

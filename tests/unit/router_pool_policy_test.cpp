@@ -87,6 +87,26 @@ TEST(PoolPolicy, KeepAliveUnloadsAWholeIdleModel) {
       << "idle since the most recent replica's last request";
 }
 
+TEST(PoolPolicy, TheKeepAliveDeadlineIsWhatOllamaCallsExpiresAt) {
+  PoolPolicy five_minutes{2s, 60s, 5min};
+  auto m = model("a", {replica(1, 0, 0, 1min), replica(2, 1, 0, 3min)});
+  EXPECT_EQ(keep_alive_deadline(m, T0, five_minutes), T0 - 1min + 5min)
+      << "from the most recent replica's last request";
+  m.keep_alive = 30s;  // the last request's own keep_alive wins
+  EXPECT_EQ(keep_alive_deadline(m, T0, five_minutes), T0 - 1min + 30s);
+  m.replicas = {replica(1, 0, 1, 10min)};
+  EXPECT_EQ(keep_alive_deadline(m, T0, five_minutes), T0 + 30s) << "busy: it begins afterwards";
+  m.keep_alive = 0ms;
+  EXPECT_TRUE(plan_pool({m}, T0, five_minutes).expired.empty()) << "a busy model never expires";
+  m.keep_alive = -1ms;
+  EXPECT_FALSE(keep_alive_deadline(m, T0, five_minutes)) << "-1: loaded until told otherwise";
+  m.keep_alive.reset();
+  EXPECT_FALSE(keep_alive_deadline(m, T0, PoolPolicy{2s, 60s, std::nullopt}))
+      << "no --keep-alive: the same";
+  m.pinned = true;
+  EXPECT_FALSE(keep_alive_deadline(m, T0, five_minutes)) << "pinned";
+}
+
 ReplicaPoolView with_sessions(ReplicaPoolView r, int sessions) {
   r.sessions = sessions;
   return r;

@@ -64,6 +64,14 @@ struct PoolPlan {
 PoolPlan plan_pool(const std::vector<ModelPoolView>& models, PoolClock::time_point now,
                    const PoolPolicy& policy);
 
+// When the keep-alive unloads `m` if nothing uses it meanwhile (Ollama's
+// expires_at): its keep-alive after it last became idle, or after now while
+// it is busy, waited for or holds sessions; nullopt when none applies
+// (pinned, no keep-alive, or a negative one: loaded until told otherwise).
+std::optional<PoolClock::time_point> keep_alive_deadline(const ModelPoolView& m,
+                                                         PoolClock::time_point now,
+                                                         const PoolPolicy& policy);
+
 // After a change of the CLI layer of load options (issue #30 §1): a loaded
 // model whose options it changes (`stale`) is reloaded once idle, never with
 // requests in flight or waiting, and not while a load of it is queued.

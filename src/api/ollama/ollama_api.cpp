@@ -282,11 +282,13 @@ void OllamaApi::handle_ps(const net::Request& r, net::ResponseWriter& w) {
   const http::ApiKey* key = http::caller_key(r);
   // One entry per model (replicas together), as `ollama ps` lists them.
   std::map<std::string, int> context;
+  std::map<std::string, std::optional<std::int64_t>> expires;  // the model's keep-alive end
   std::vector<std::string> order;
   for (const auto& s : router_.loaded()) {
     if (context.count(s.model_name) == 0) {
       order.push_back(s.model_name);
       context[s.model_name] = 0;
+      expires[s.model_name] = s.expires_ms;
     }
     int ctx = s.slot_ctx_size;
     if (ctx == 0 && s.recipe_options.is_object() && s.recipe_options.contains("ctx_size") &&
@@ -304,7 +306,11 @@ void OllamaApi::handle_ps(const net::Request& r, net::ResponseWriter& w) {
     if (!info.ok()) {
       continue;  // unregistered since it loaded
     }
-    models.push_back(ollama_running_entry(*info, context[name], std::nullopt));
+    std::optional<std::chrono::system_clock::time_point> until;
+    if (const auto& ms = expires[name]) {
+      until = std::chrono::system_clock::time_point(std::chrono::milliseconds(*ms));
+    }
+    models.push_back(ollama_running_entry(*info, context[name], until));
   }
   send_json(w, 200, {{"models", std::move(models)}});
 }
