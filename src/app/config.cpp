@@ -489,7 +489,9 @@ ParsedConfig parse_config(int argc, const char* const* argv,
     }
     if (Status applied = apply_config_file(app, *values, file.string(), c.setting_sources);
         !applied.ok()) {
-      return fail(applied.error().message());
+      ParsedConfig failed = fail(applied.error().message());
+      failed.param = applied.error().param();
+      return failed;
     }
     for (auto& [key, from] : c.setting_sources) {
       if (from == file.string()) {

@@ -31,7 +31,7 @@ bool is_setting(const std::string& flag) {
 Error setting_error(const std::string& origin, const std::string& path, std::string_view what) {
   std::string message = origin;
   message.append(": '").append(path).append("'").append(what);
-  return Error(ErrorCode::kInvalidRequest, message);
+  return Error(ErrorCode::kInvalidRequest, message, path);  // param: the key (POST /internal/set)
 }
 
 CLI::Option* option_of_key(CLI::App& app, const std::string& key) {
@@ -127,11 +127,11 @@ Status apply_one(CLI::App& app, const std::string& key, const nlohmann::json& va
     opt = option_of_key(app, key);
   }
   if (opt == nullptr || !is_setting(opt->get_name())) {
-    return Error(ErrorCode::kInvalidRequest, where + " is not a setting");
+    return Error(ErrorCode::kInvalidRequest, where + " is not a setting", key);
   }
   auto text = option_text(*opt, value, where);
   if (!text.ok()) {
-    return std::move(text).error();
+    return Error(text.error().code(), text.error().message(), key);
   }
   try {
     opt->run_callback_for_default();
@@ -139,7 +139,7 @@ Status apply_one(CLI::App& app, const std::string& key, const nlohmann::json& va
   } catch (const CLI::Error& e) {
     std::string why = e.what();
     std::replace(why.begin(), why.end(), '\n', ' ');
-    return Error(ErrorCode::kInvalidRequest, where + ": " + why);
+    return Error(ErrorCode::kInvalidRequest, where + ": " + why, key);
   }
   sources[key] = origin;
   return ok_status();

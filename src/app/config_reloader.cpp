@@ -205,7 +205,7 @@ Result<nlohmann::json> ConfigReloader::set(const nlohmann::json& changes) {
   // Checked as a whole, as the next start would read it.
   ParsedConfig checked = parse_config(argv_, nlohmann::json::parse(merged.dump()));
   if (checked.exit_now) {
-    return Error(ErrorCode::kInvalidRequest, checked.message);
+    return Error(ErrorCode::kInvalidRequest, checked.message, checked.param);
   }
   if (Status written = write_file_atomically(file, merged.dump(2) + "\n"); !written.ok()) {
     return std::move(written).error();

@@ -130,6 +130,15 @@ TEST_F(ConfigReloadTest, InternalSetMergesChecksAndWritesConfigJson) {
   expect_error(bad, 400, "invalid_request_error", "", "an out-of-range port");
   EXPECT_NE(bad.json()["error"]["message"].get<std::string>().find("'port'"), std::string::npos)
       << bad.body;
+  EXPECT_EQ(bad.json()["error"]["param"], "port") << "param names the key: " << bad.body;
+  for (const Json& change : {Json{{"keep_alive", "banana"}}, Json{{"bogus_key", 1}},
+                             Json{{"llamacpp", {{"bogus", 1}}}}}) {
+    HttpReply refused = http_post(port(), "/internal/set", change);
+    EXPECT_EQ(refused.status, 400) << refused.body;
+    EXPECT_EQ(refused.json()["error"]["param"],
+              change.begin().key() == "llamacpp" ? "llamacpp.bogus" : change.begin().key())
+        << refused.body;
+  }
   std::ifstream again(env_.config_dir() + "/config.json");
   EXPECT_EQ(Json::parse(again), file);
   expect_error(http_post(port(), "/internal/set", Json::object()), 400, "invalid_request_error", "",

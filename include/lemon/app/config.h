@@ -124,6 +124,7 @@ struct ParsedConfig {
   bool exit_now = false;
   int exit_code = 0;
   std::string message;  // the one-line error for exit code 2
+  std::string param;    // the config.json key it is about, when it names one
 };
 
 // Parses argv and the environment. Never exits the process itself.
