@@ -16,11 +16,6 @@
 namespace lemon::http {
 namespace {
 
-StreamFraming framing_for(ApiRoute route) {
-  return route == ApiRoute::kResponses ? StreamFraming::kResponses
-                                       : StreamFraming::kChatCompletions;
-}
-
 // Retries of a request whose backend did not answer (seed 003: 1, 2, 4 s).
 constexpr int kBackendRetries = 3;
 
@@ -261,6 +256,11 @@ void InferenceGateway::watch_long_prompt(const InferenceRequest& req, WrappedSer
     last_event = now;
     hub_.on_prefill_progress({id, model, route, p.processed, p.total});
   };
+}
+
+StreamFraming framing_for(ApiRoute route) {
+  return route == ApiRoute::kResponses ? StreamFraming::kResponses
+                                       : StreamFraming::kChatCompletions;
 }
 
 ProxyCall InferenceGateway::make_call(const InferenceRequest& req, std::string path,

@@ -72,7 +72,7 @@ bool InferenceGateway::forward_remote(InferenceRequest& req, net::ResponseWriter
     if (model.error().code() == ErrorCode::kModelNotFound) {
       return false;  // not (or no longer) a remote model: the local path
     }
-    write_error(w, model.error());
+    write_error(w, model.error(), framing_for(req.route));
     return true;
   }
   (void)known_model;
@@ -86,7 +86,7 @@ bool InferenceGateway::forward_remote(InferenceRequest& req, net::ResponseWriter
   std::string owned;
   std::string content_type = req.content_type;
   if (Status made = remote_body(req, remote.spec.checkpoint, owned, content_type); !made.ok()) {
-    write_error(w, made.error());
+    write_error(w, made.error(), framing_for(req.route));
     return true;
   }
   const std::string_view body = owned.empty() ? req.raw_body : std::string_view(owned);
@@ -131,10 +131,12 @@ bool InferenceGateway::forward_remote(InferenceRequest& req, net::ResponseWriter
         remote_->report_failure(
             endpoint, std::string("a request failed: ") + error_code_name(*outcome.backend_error));
       } else if (outcome.stopped) {
-        write_error(w, Error(ErrorCode::kShuttingDown,
-                             "the router is shutting down: --drain-timeout passed before this "
-                             "request to '" +
-                                 req.model + "' finished"));
+        write_error(w,
+                    Error(ErrorCode::kShuttingDown,
+                          "the router is shutting down: --drain-timeout passed before this "
+                          "request to '" +
+                              req.model + "' finished"),
+                    framing_for(req.route));
       }
       stats = outcome.stats;
       return true;
@@ -164,17 +166,21 @@ bool InferenceGateway::forward_remote(InferenceRequest& req, net::ResponseWriter
     last_endpoint = endpoint.spec().base_url;
   }
   if (!last) {
-    write_error(w, Error(ErrorCode::kBackendUnavailable,
-                         "no endpoint of remote model '" + req.model +
-                             "' can be used (see its endpoints in /health)",
-                         "model"));
+    write_error(w,
+                Error(ErrorCode::kBackendUnavailable,
+                      "no endpoint of remote model '" + req.model +
+                          "' can be used (see its endpoints in /health)",
+                      "model"),
+                framing_for(req.route));
   } else if (last->kind == UnansweredFailure::Kind::kRejected && key_refused(last->status)) {
     // Not the client's key: this router's key for the remote is wrong.
-    write_error(w, Error(ErrorCode::kBackendUnavailable,
-                         "remote endpoint " + last_endpoint + " of '" + req.model +
-                             "' refused this router's key (" + std::to_string(last->status) +
-                             "): check its api_key_env or api_key_file",
-                         "model"));
+    write_error(w,
+                Error(ErrorCode::kBackendUnavailable,
+                      "remote endpoint " + last_endpoint + " of '" + req.model +
+                          "' refused this router's key (" + std::to_string(last->status) +
+                          "): check its api_key_env or api_key_file",
+                      "model"),
+                framing_for(req.route));
   } else {
     write_unanswered(w, req.model, *last_call, *last);
   }

@@ -36,14 +36,14 @@ bool ChunkedDecoder::line_done() {
 
 const char* ChunkedDecoder::extension_byte(char c) {
   // chunk-ext = *( BWS ";" BWS name [ BWS "=" BWS ( token / quoted-string ) ] )
+  // (RFC 9112 7.1.1): whitespace may come before a ';' or '=' and after
+  // them, never before the line's end.
   const bool ws = c == ' ' || c == '\t';
   switch (state_) {
-    case State::kSizeWS:  // BWS is allowed only before a ';' (RFC 9112 7.1.1)
-    case State::kExtAfterValue:
+    case State::kSizeWS:         // after the size
+    case State::kExtAfterValue:  // after a value
       if (c == ';') {
         state_ = State::kExtNameStart;
-      } else if (c == '\r' && state_ == State::kExtAfterValue) {
-        state_ = State::kSizeLF;
       } else if (!ws) {
         return state_ == State::kSizeWS ? "bad chunk size" : "bad chunk extension";
       }
@@ -56,19 +56,29 @@ const char* ChunkedDecoder::extension_byte(char c) {
       }
       return nullptr;
     case State::kExtName:
-    case State::kExtAfterName:
-      if (is_tchar(c) && state_ == State::kExtName) {
+    case State::kExtToken:
+    case State::kExtQuoteEnd:  // in, or just after, a name or a value
+      if (is_tchar(c) && state_ != State::kExtQuoteEnd) {
         return nullptr;
       }
+      if (c == '\r') {
+        state_ = State::kSizeLF;
+      } else if (c == ';') {
+        state_ = State::kExtNameStart;
+      } else if (c == '=' && state_ == State::kExtName) {
+        state_ = State::kExtValueStart;
+      } else if (ws) {
+        state_ = state_ == State::kExtName ? State::kExtAfterName : State::kExtAfterValue;
+      } else {
+        return "bad chunk extension";
+      }
+      return nullptr;
+    case State::kExtAfterName:  // whitespace after a name: '=' or ';' must follow
       if (c == '=') {
         state_ = State::kExtValueStart;
       } else if (c == ';') {
         state_ = State::kExtNameStart;
-      } else if (c == '\r') {
-        state_ = State::kSizeLF;
-      } else if (ws) {
-        state_ = State::kExtAfterName;
-      } else {
+      } else if (!ws) {
         return "bad chunk extension";
       }
       return nullptr;
@@ -81,23 +91,9 @@ const char* ChunkedDecoder::extension_byte(char c) {
         return "bad chunk extension";
       }
       return nullptr;
-    case State::kExtToken:
-      if (is_tchar(c)) {
-        return nullptr;
-      }
-      if (c == ';') {
-        state_ = State::kExtNameStart;
-      } else if (c == '\r') {
-        state_ = State::kSizeLF;
-      } else if (ws) {
-        state_ = State::kExtAfterValue;
-      } else {
-        return "bad chunk extension";
-      }
-      return nullptr;
     case State::kExtQuoted:  // qdtext, quoted-pair (RFC 9110 5.6.4)
       if (c == '"') {
-        state_ = State::kExtAfterValue;
+        state_ = State::kExtQuoteEnd;
       } else if (c == '\\') {
         state_ = State::kExtQuotedEscape;
       } else if (is_ctl(c)) {
@@ -176,6 +172,7 @@ ChunkedDecoder::Step ChunkedDecoder::next(std::string_view& in, std::string_view
       case State::kExtToken:
       case State::kExtQuoted:
       case State::kExtQuotedEscape:
+      case State::kExtQuoteEnd:
       case State::kExtAfterValue:
         if (++line_bytes_ > kMaxChunkLine) {
           return fail("chunk size line too long");

@@ -47,12 +47,13 @@ class ChunkedDecoder {
     kSizeWS,        // whitespace after the size: a ';' must follow
     kExtNameStart,  // after ';' (and whitespace): an extension's name
     kExtName,
-    kExtAfterName,   // whitespace after a name: '=', ';' or the line end
+    kExtAfterName,   // whitespace after a name: '=' or ';' must follow
     kExtValueStart,  // after '=' (and whitespace): a token or a quoted string
     kExtToken,
     kExtQuoted,
     kExtQuotedEscape,
-    kExtAfterValue,  // whitespace after a value: ';' or the line end
+    kExtQuoteEnd,    // just after a quoted value: ';' or the line end
+    kExtAfterValue,  // whitespace after a value: a ';' must follow
     kSizeLF,
     kData,
     kDataCR,

@@ -87,14 +87,9 @@ bool is_host_value(std::string_view v) {
 bool valid_absolute_authority(std::string_view target) {
   std::string_view rest = target.substr(target.find("//") + 2);
   std::string_view authority = rest.substr(0, rest.find_first_of("/?"));
-  if (authority.empty()) {
-    return false;
-  }
-  return std::all_of(authority.begin(), authority.end(), [](char c) {
-    auto u = static_cast<unsigned char>(c);
-    return std::isalnum(u) != 0 ||
-           std::string_view("-._~!$&'()*+,;=%:[]").find(c) != std::string_view::npos;
-  });
+  // It becomes the request's Host (RFC 9112 3.2.2), so it is held to what a
+  // Host value may be.
+  return !authority.empty() && is_host_value(authority);
 }
 
 // Splits `head` into lines. In strict mode (requests) every line must end in

@@ -2,6 +2,7 @@
 // Internal to src/router. Every field is guarded by RouterCore::mu_.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -85,8 +86,10 @@ struct RouterCore::LoadJob {
   // "queued" always comes before "started" (events are sent without mu_).
   bool announced = false;
   // The model's last load failed after an evict-all (LoadCooldown), as the
-  // loader found it when the job started; and whether this one evicted all.
-  bool failed_after_evict_all = false;
+  // loader found it when the job started; a POST /load that joins the job
+  // clears it (atomic: the loader reads it without mu_). And whether this
+  // job evicted all (the loader's own).
+  std::atomic<bool> failed_after_evict_all{false};
   bool evicted_all = false;
 };
 

@@ -57,7 +57,9 @@ TEST(HttpWire, AnAbsoluteTargetNeedsAWellFormedAuthority) {
   // authority was accepted (and dropped) while the rest was served.
   for (const char* bad : {"http://127.0.0.1:8\xb0"
                           "00/api/v1/models",
-                          "http:///x", "http://user@host/x", "http://h\"x/"}) {
+                          "http:///x", "http://user@host/x", "http://h\"x/",
+                          // it becomes the Host, so it is held to a Host's grammar
+                          "http://a[b]%zz/x", "http://h:8x/", "http://[::1/"}) {
     RequestHead head;
     EXPECT_EQ(
         parse_request_head(std::string("GET ") + bad + " HTTP/1.1\r\nHost: h\r\n\r\n", head, why),
@@ -319,6 +321,9 @@ TEST(HttpWire, ChunkedIsStrict) {
            "5;;==\"\r\nhello\r\n0\r\n\r\n", "5;\r\nhello\r\n0\r\n\r\n",
            "5;a=\r\nhello\r\n0\r\n\r\n", "5;a=\"b\r\nhello\r\n0\r\n\r\n",
            "5;a=b c\r\nhello\r\n0\r\n\r\n", "5;a=(b)\r\nhello\r\n0\r\n\r\n",
+           // ... and whitespace never ends the line, after a name or a value.
+           "5;a \r\nhello\r\n0\r\n\r\n", "5;a=b \r\nhello\r\n0\r\n\r\n",
+           "5;a=\"b\" \r\nhello\r\n0\r\n\r\n", "5;a=\"b\"c\r\nhello\r\n0\r\n\r\n",
            // Trailer lines are field lines.
            "0\r\nno colon\r\n\r\n", "0\r\na b: c\r\n\r\n", "0\r\nX: 1\r\n folded\r\n\r\n",
            "0\r\n: v\r\n\r\n"}) {
@@ -330,6 +335,7 @@ TEST(HttpWire, ChunkedIsStrict) {
   // Whitespace before an extension, and quoted extension values, are fine.
   for (const std::string& wire : std::vector<std::string>{
            "5 \t;a=\"b c\"\r\nhello\r\n0\r\n\r\n", "5;a\r\nhello\r\n0\r\n\r\n",
+           "5;a=\"b\";c = d\r\nhello\r\n0\r\n\r\n",
            "5 ; a = b ; c=\"\\\"q\\\\\" ;d\r\nhello\r\n0;e\r\nX-T: 1\r\nY:\r\n\r\n"}) {
     ChunkedDecoder d;
     ChunkedDecoder::Step last{};

@@ -203,6 +203,27 @@ TEST_F(RouterTest, ConcurrentRequestsForOneModelShareOneLoad) {
   EXPECT_EQ(in_flight("llm-a"), kClients);  // every lease granted at publication
 }
 
+TEST_F(RouterTest, AnExplicitLoadJoiningARunningLoadGetsTheWholeFailurePolicy) {
+  // llm-a failed even with everything evicted: automatic loads of it evict
+  // nothing now. POST /load asks for the whole policy again, also when it
+  // joins an automatic load already running.
+  make_router("2");
+  factory.script("llm-a", {.fail_starts = 2, .fail_code = ErrorCode::kBackendExited});
+  ASSERT_FALSE(router->acquire("llm-a").ok());
+  ASSERT_EQ(events.count(Kind::kRetryingAfterEvictAll, "llm-a"), 1);
+  auto gate = std::make_shared<testing::Gate>();
+  factory.script("llm-a", {.fail_starts = 1, .fail_code = ErrorCode::kBackendExited, .gate = gate});
+  auto automatic = std::async(std::launch::async, [&] { return router->acquire("llm-a"); });
+  factory.wait_for("start:llm-a", 3);  // the automatic load's start, held at the gate
+  auto explicit_load =
+      std::async(std::launch::async, [&] { return router->load("llm-a", RecipeOptions{}); });
+  events.wait_for(Kind::kLoadJoined, "llm-a");
+  gate->open();
+  EXPECT_TRUE(explicit_load.get().ok()) << "its failure evicted all and the retry started";
+  EXPECT_TRUE(automatic.get().ok());
+  EXPECT_EQ(events.count(Kind::kRetryingAfterEvictAll, "llm-a"), 2);
+}
+
 TEST_F(RouterTest, FailedLoadEvictsEverythingAndRetriesOnce) {
   make_router("2");
   ASSERT_TRUE(router->acquire("llm-a").ok());

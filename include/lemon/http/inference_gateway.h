@@ -86,6 +86,9 @@ struct InferenceRequest {
   std::string requested_model;
 };
 
+// How `route` ends a stream that breaks (the Responses API's own error event).
+StreamFraming framing_for(ApiRoute route);
+
 class InferenceGateway {
  public:
   // `drain_expired` turns true when the shutdown's drain ran out.
