@@ -106,19 +106,22 @@ void watch_cancel(const ProxyCall& call, net::CallOptions& opts) {
   opts.still_working = call.still_working;
 }
 
-// Ends a started stream with the error in `envelope` ({"error":{...}}).
-void end_stream_with_error(net::ResponseWriter& writer, const json& envelope,
+// Ends a started stream with the error in `envelope_text`, the text of
+// {"error":{...}}.
+void end_stream_with_error(net::ResponseWriter& writer, const std::string& envelope_text,
                            StreamFraming framing) {
   if (framing == StreamFraming::kResponses) {
     // The Responses API's error event: its fields at the top level.
+    const json envelope = json::parse(envelope_text, nullptr, false);
     json event = {{"type", "error"}};
-    const json& e = envelope.contains("error") ? envelope["error"] : envelope;
+    const json& e =
+        envelope.is_object() && envelope.contains("error") ? envelope["error"] : envelope;
     for (const char* field : {"code", "message", "param"}) {
       event[field] = e.is_object() && e.contains(field) ? e[field] : json(nullptr);
     }
     writer.write_chunk("event: error\ndata: " + json_text(event) + "\n\n");
   } else {
-    writer.write_chunk("data: " + json_text(envelope) + "\n\n");
+    writer.write_chunk("data: " + envelope_text + "\n\n");
     writer.write_chunk("data: [DONE]\n\n");
   }
   writer.finish();
@@ -131,7 +134,7 @@ void write_rejection(net::ResponseWriter& writer, int status, std::string_view b
   if (!writer.headers_sent()) {
     writer.send(status, json_headers(), json_text(envelope));
   } else {
-    end_stream_with_error(writer, envelope, framing);
+    end_stream_with_error(writer, json_text(envelope), framing);
   }
 }
 
@@ -437,7 +440,7 @@ void write_error(net::ResponseWriter& writer, const Error& error, StreamFraming 
     writer.send(error_status(error), error_headers(error), body);
     return;
   }
-  end_stream_with_error(writer, json::parse(body), framing);
+  end_stream_with_error(writer, body, framing);
 }
 
 ProxyOutcome forward_to_target(const ProxyTarget& target, const ProxyCall& call,

@@ -66,13 +66,14 @@ const RouteTable::Methods* RouteTable::find(std::string_view path, std::string_v
 
 RouteTable::Match RouteTable::match(std::string_view method, std::string_view path) const {
   Match out;
-  if (std::find(known_methods_.begin(), known_methods_.end(), method) == known_methods_.end()) {
-    out.status = 501;
-    return out;
-  }
+  // A method HTTP does not define is 501 on any path; looked for only once
+  // no route matched, so a served request pays nothing for it.
+  auto unknown_method = [&] {
+    return std::find(known_methods_.begin(), known_methods_.end(), method) == known_methods_.end();
+  };
   const Methods* methods = find(path, out.param);
   if (methods == nullptr) {
-    out.status = 404;
+    out.status = unknown_method() ? 501 : 404;
     return out;
   }
   const std::string_view wanted = method == "HEAD" ? std::string_view("GET") : method;
@@ -82,6 +83,10 @@ RouteTable::Match RouteTable::match(std::string_view method, std::string_view pa
       out.tag = route.tag;
       return out;
     }
+  }
+  if (unknown_method()) {
+    out.status = 501;
+    return out;
   }
   out.status = 405;
   // A path's routes share their tag's dialect (ApiServer), so a refusal can

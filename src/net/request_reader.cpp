@@ -252,9 +252,8 @@ ReadOutcome RequestReader::read(Request& request) {
   out.keep_alive = out.http10 ? wire::has_token(head.headers, "Connection", "keep-alive")
                               : !wire::has_token(head.headers, "Connection", "close");
   out.head_request = head.method == "HEAD";
-  // From here on a refusal knows the method: a HEAD's gets no body.
-  auto refuse = [&out](ErrorCode code, std::string message) {
-    ReadOutcome r = reject(code, std::move(message));
+  // From here on an outcome knows the method: a refused HEAD gets no body.
+  auto known = [&out](ReadOutcome r) {
     r.head_request = out.head_request;
     return r;
   };
@@ -263,16 +262,16 @@ ReadOutcome RequestReader::read(Request& request) {
   std::uint64_t length = 0;
   const auto length_field = wire::content_length(head.headers, length);
   if (coding != wire::TransferCoding::kNone && length_field != wire::LengthField::kAbsent) {
-    return refuse(ErrorCode::kInvalidRequest,
-                  "malformed request: both Transfer-Encoding and Content-Length");
+    return known(reject(ErrorCode::kInvalidRequest,
+                        "malformed request: both Transfer-Encoding and Content-Length"));
   }
   if (coding == wire::TransferCoding::kOther) {
-    return refuse(ErrorCode::kInvalidRequest,
-                  "malformed request: Transfer-Encoding does not end with one chunked");
+    return known(reject(ErrorCode::kInvalidRequest,
+                        "malformed request: Transfer-Encoding does not end with one chunked"));
   }
   if (coding == wire::TransferCoding::kUnsupported) {
-    return refuse(ErrorCode::kNotImplemented,
-                  "transfer codings other than chunked are not implemented");
+    return known(reject(ErrorCode::kNotImplemented,
+                        "transfer codings other than chunked are not implemented"));
   }
   if (coding != wire::TransferCoding::kNone && out.http10) {
     // RFC 9112 6.1: an HTTP/1.0 message with Transfer-Encoding has faulty
@@ -280,15 +279,15 @@ ReadOutcome RequestReader::read(Request& request) {
     out.keep_alive = false;
   }
   if (length_field == wire::LengthField::kInvalid) {
-    return refuse(ErrorCode::kInvalidRequest,
-                  "malformed request: invalid or repeated Content-Length");
+    return known(reject(ErrorCode::kInvalidRequest,
+                        "malformed request: invalid or repeated Content-Length"));
   }
 
   request.method = std::move(head.method);
   request.target = std::move(head.target);
   if (!split_target(request.target, request)) {
-    return refuse(ErrorCode::kInvalidRequest,
-                  "malformed request: the request target is not valid UTF-8");
+    return known(reject(ErrorCode::kInvalidRequest,
+                        "malformed request: the request target is not valid UTF-8"));
   }
   if (auto authority = absolute_authority(request.target); !authority.empty()) {
     // The target's authority is the request's host; a Host field sent with
@@ -311,9 +310,7 @@ ReadOutcome RequestReader::read(Request& request) {
     }
   }
   if (length > options_.max_body_bytes) {
-    ReadOutcome r = too_large(options_.max_body_bytes);
-    r.head_request = out.head_request;
-    return r;
+    return known(too_large(options_.max_body_bytes));
   }
   const bool chunked = coding == wire::TransferCoding::kChunked;
   auto expect = request.headers.get("Expect");
@@ -328,11 +325,7 @@ ReadOutcome RequestReader::read(Request& request) {
       return closed();
     }
   }
-  ReadOutcome result = chunked ? read_chunked(request, out) : read_length(request, length, out);
-  if (result.kind == ReadOutcome::Kind::kReject) {
-    result.head_request = out.head_request;
-  }
-  return result;
+  return known(chunked ? read_chunked(request, out) : read_length(request, length, out));
 }
 
 ReadOutcome RequestReader::read_length(Request& request, std::uint64_t length, ReadOutcome& out) {

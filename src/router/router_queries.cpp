@@ -32,13 +32,6 @@ LoadedServerInfo RouterCore::describe(const ServerSlot& slot) const {
     info.waiting = static_cast<int>(g->second.line.size());
     info.pinned = g->second.pinned;
     info.priority = g->second.priority;
-    const auto now = std::chrono::steady_clock::now();
-    if (auto deadline =
-            keep_alive_deadline(pool_view(g->first, g->second, now), now, pool_policy())) {
-      info.expires_ms =
-          unix_ms_now() +
-          std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - now).count();
-    }
   }
   info.last_use_ms = slot.last_use_ms.load(std::memory_order_relaxed);
   info.draining = slot.state == SlotState::kDraining;
@@ -48,9 +41,18 @@ LoadedServerInfo RouterCore::describe(const ServerSlot& slot) const {
 std::vector<LoadedServerInfo> RouterCore::loaded() const {
   MutexLock lock(mu_);
   std::vector<LoadedServerInfo> out;
+  const auto now = std::chrono::steady_clock::now();
+  const PoolPolicy policy = pool_policy();
   for (const auto& [name, group] : groups_) {
+    // Fresh here, once per model; a published view has no use for it.
+    std::optional<std::int64_t> expires_ms;
+    if (auto deadline = keep_alive_deadline(pool_view(name, group, now), now, policy)) {
+      expires_ms = unix_ms_now() +
+                   std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - now).count();
+    }
     for (const auto& r : group.replicas) {
       out.push_back(describe(*r));
+      out.back().expires_ms = expires_ms;
     }
   }
   return out;

@@ -281,21 +281,23 @@ void OllamaApi::handle_show(net::Request& r, net::ResponseWriter& raw) {
 void OllamaApi::handle_ps(const net::Request& r, net::ResponseWriter& w) {
   const http::ApiKey* key = http::caller_key(r);
   // One entry per model (replicas together), as `ollama ps` lists them.
-  std::map<std::string, int> context;
-  std::map<std::string, std::optional<std::int64_t>> expires;  // the model's keep-alive end
+  struct Running {
+    int context = 0;                         // the largest of its replicas
+    std::optional<std::int64_t> expires_ms;  // the model's keep-alive end
+  };
+  std::map<std::string, Running> running;
   std::vector<std::string> order;
   for (const auto& s : router_.loaded()) {
-    if (context.count(s.model_name) == 0) {
+    auto [it, first] = running.try_emplace(s.model_name, Running{0, s.expires_ms});
+    if (first) {
       order.push_back(s.model_name);
-      context[s.model_name] = 0;
-      expires[s.model_name] = s.expires_ms;
     }
     int ctx = s.slot_ctx_size;
     if (ctx == 0 && s.recipe_options.is_object() && s.recipe_options.contains("ctx_size") &&
         s.recipe_options["ctx_size"].is_number_integer()) {
       ctx = s.recipe_options["ctx_size"].get<int>();
     }
-    context[s.model_name] = std::max(context[s.model_name], ctx);
+    it->second.context = std::max(it->second.context, ctx);
   }
   json models = json::array();
   for (const auto& name : order) {
@@ -306,11 +308,12 @@ void OllamaApi::handle_ps(const net::Request& r, net::ResponseWriter& w) {
     if (!info.ok()) {
       continue;  // unregistered since it loaded
     }
+    const Running& model = running.at(name);
     std::optional<std::chrono::system_clock::time_point> until;
-    if (const auto& ms = expires[name]) {
-      until = std::chrono::system_clock::time_point(std::chrono::milliseconds(*ms));
+    if (model.expires_ms) {
+      until = std::chrono::system_clock::time_point(std::chrono::milliseconds(*model.expires_ms));
     }
-    models.push_back(ollama_running_entry(*info, context[name], until));
+    models.push_back(ollama_running_entry(*info, model.context, until));
   }
   send_json(w, 200, {{"models", std::move(models)}});
 }
