@@ -270,10 +270,11 @@ std::optional<net::EarlyAnswer> ApiServer::check_head(net::Request& r) {
   net::EarlyAnswer answer;
   if (m.handler == nullptr) {
     answer = RouteTable::refusal(m, r);
-    if (m.status == 405 && tag_dialect(m.tag) != ApiDialect::kLemonade) {
-      // A wrong method on an Anthropic or Ollama route, in that API's shape.
-      answer.body = dialect_error_body(
-          tag_dialect(m.tag), 405, r.method + " is not allowed on " + r.path + "; use " + m.allow);
+    if (m.status != 404 && tag_dialect(m.tag) != ApiDialect::kLemonade) {
+      // A wrong or unimplemented method, or an unimplemented route, of the
+      // Anthropic or Ollama API, in that API's shape.
+      answer.body = dialect_error_body(tag_dialect(m.tag), m.status,
+                                       RouteTable::refusal_error(m, r).message());
     }
   } else {
     const Scope scope = tag_scope(m.tag);
@@ -355,6 +356,11 @@ void ApiServer::root(const std::string& method, const std::string& path, RouteAc
   registered_.emplace_back(method + " " + path, scope);
   routes_.add_root(method, path, checked(access, scope, dialect, std::move(handler)),
                    route_tag(access, dialect, scope));
+}
+
+void ApiServer::not_implemented(const std::string& path, std::string why, ApiDialect dialect) {
+  routes_.add_not_implemented(path, std::move(why),
+                              route_tag(RouteAccess::kPublic, dialect, Scope::kPublic));
 }
 
 }  // namespace lemon::http

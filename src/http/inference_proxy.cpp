@@ -110,18 +110,8 @@ void watch_cancel(const ProxyCall& call, net::CallOptions& opts) {
 // {"error":{...}}.
 void end_stream_with_error(net::ResponseWriter& writer, const std::string& envelope_text,
                            StreamFraming framing) {
-  if (framing == StreamFraming::kResponses) {
-    // The Responses API's error event: its fields at the top level.
-    const json envelope = json::parse(envelope_text, nullptr, false);
-    json event = {{"type", "error"}};
-    const json& e =
-        envelope.is_object() && envelope.contains("error") ? envelope["error"] : envelope;
-    for (const char* field : {"code", "message", "param"}) {
-      event[field] = e.is_object() && e.contains(field) ? e[field] : json(nullptr);
-    }
-    writer.write_chunk("event: error\ndata: " + json_text(event) + "\n\n");
-  } else {
-    writer.write_chunk("data: " + envelope_text + "\n\n");
+  writer.write_chunk(sse_error_event(envelope_text, framing));
+  if (framing == StreamFraming::kChatCompletions) {
     writer.write_chunk("data: [DONE]\n\n");
   }
   writer.finish();
@@ -372,7 +362,7 @@ ProxyOutcome forward_stream(const ProxyTarget& target, const ProxyCall& call,
         const bool ends_event = call.strip_progress ? true : scanner.at_boundary();
         std::optional<std::string> rewritten;
         if (call.strip_progress || starts_event) {
-          rewritten = normalize_sse_error_events(out);
+          rewritten = normalize_sse_error_events(out, call.framing);
         }
         if (rewritten) {
           out = *rewritten;

@@ -11,27 +11,33 @@ const std::vector<std::string>& RouteTable::api_prefixes() {
   return kPrefixes;
 }
 
-void RouteTable::add(const std::string& method, const std::string& path, RouteHandler handler,
-                     int tag) {
-  if (std::find(known_methods_.begin(), known_methods_.end(), method) == known_methods_.end()) {
-    known_methods_.push_back(method);
-  }
+RouteTable::Methods& RouteTable::methods_for(const std::string& path) {
   static const std::string kParam = "{id}";
   if (path.size() > kParam.size() &&
       path.compare(path.size() - kParam.size(), kParam.size(), kParam) == 0) {
     std::string base = path.substr(0, path.size() - kParam.size());
     for (auto& [b, methods] : with_param_) {
       if (b == base) {
-        methods.by_method.push_back({method, std::move(handler), tag});
-        return;
+        return methods;
       }
     }
-    Methods m;
-    m.by_method.push_back({method, std::move(handler), tag});
-    with_param_.emplace_back(base, std::move(m));
-    return;
+    return with_param_.emplace_back(base, Methods{}).second;
   }
-  exact_[path].by_method.push_back({method, std::move(handler), tag});
+  return exact_[path];
+}
+
+void RouteTable::add(const std::string& method, const std::string& path, RouteHandler handler,
+                     int tag) {
+  if (std::find(known_methods_.begin(), known_methods_.end(), method) == known_methods_.end()) {
+    known_methods_.push_back(method);
+  }
+  methods_for(path).by_method.push_back({method, std::move(handler), tag});
+}
+
+void RouteTable::add_not_implemented(const std::string& path, std::string why, int tag) {
+  Methods& methods = methods_for(path);
+  methods.not_implemented = std::move(why);
+  methods.tag = tag;
 }
 
 void RouteTable::add_api(const std::string& method, const std::string& suffix,
@@ -76,6 +82,12 @@ RouteTable::Match RouteTable::match(std::string_view method, std::string_view pa
     out.status = unknown_method() ? 501 : 404;
     return out;
   }
+  if (!methods->not_implemented.empty()) {
+    out.status = 501;
+    out.tag = methods->tag;
+    out.why = methods->not_implemented;
+    return out;
+  }
   const std::string_view wanted = method == "HEAD" ? std::string_view("GET") : method;
   for (const auto& route : methods->by_method) {
     if (route.method == wanted) {
@@ -84,18 +96,33 @@ RouteTable::Match RouteTable::match(std::string_view method, std::string_view pa
       return out;
     }
   }
+  // A path's routes share their tag's dialect (ApiServer), so a refusal can
+  // be answered in it.
+  out.tag = methods->by_method.empty() ? 0 : methods->by_method.front().tag;
   if (unknown_method()) {
     out.status = 501;
     return out;
   }
   out.status = 405;
-  // A path's routes share their tag's dialect (ApiServer), so a refusal can
-  // be answered in it.
-  out.tag = methods->by_method.empty() ? 0 : methods->by_method.front().tag;
   for (const auto& route : methods->by_method) {
     out.allow += (out.allow.empty() ? "" : ", ") + route.method;
   }
   return out;
+}
+
+Error RouteTable::refusal_error(const Match& match, const net::Request& request) {
+  switch (match.status) {
+    case 405:
+      return Error(ErrorCode::kMethodNotAllowed,
+                   request.method + " is not allowed on " + request.path + "; use " + match.allow);
+    case 501:
+      return Error(ErrorCode::kNotImplemented,
+                   match.why.empty() ? "method " + request.method + " is not implemented"
+                                     : std::string(match.why));
+    default:
+      return Error(ErrorCode::kRouteNotFound,
+                   "no route for " + request.method + " " + request.path);
+  }
 }
 
 net::EarlyAnswer RouteTable::refusal(const Match& match, const net::Request& request) {
@@ -103,17 +130,9 @@ net::EarlyAnswer RouteTable::refusal(const Match& match, const net::Request& req
   answer.status = match.status;
   answer.headers = json_headers();
   if (match.status == 405) {
-    Error e(ErrorCode::kMethodNotAllowed,
-            request.method + " is not allowed on " + request.path + "; use " + match.allow);
     answer.headers.add("Allow", match.allow);
-    answer.body = error_envelope(e);
-  } else if (match.status == 501) {
-    answer.body = error_envelope(
-        Error(ErrorCode::kNotImplemented, "method " + request.method + " is not implemented"));
-  } else {
-    Error e(ErrorCode::kRouteNotFound, "no route for " + request.method + " " + request.path);
-    answer.body = error_envelope(e);
   }
+  answer.body = error_envelope(refusal_error(match, request));
   return answer;
 }
 

@@ -158,7 +158,23 @@ nlohmann::json normalize_backend_error(std::string_view body, int status) {
   return {{"error", std::move(out)}};
 }
 
-std::optional<std::string> normalize_sse_error_events(std::string_view chunk) {
+std::string sse_error_event(const std::string& envelope_text, StreamFraming framing) {
+  if (framing == StreamFraming::kChatCompletions) {
+    return "data: " + envelope_text + "\n\n";
+  }
+  // The Responses API's error event: its fields at the top level.
+  const auto envelope = nlohmann::json::parse(envelope_text, nullptr, false);
+  const nlohmann::json& e =
+      envelope.is_object() && envelope.contains("error") ? envelope["error"] : envelope;
+  nlohmann::json event = {{"type", "error"}};
+  for (const char* field : {"code", "message", "param"}) {
+    event[field] = e.is_object() && e.contains(field) ? e[field] : nlohmann::json(nullptr);
+  }
+  return "event: error\ndata: " + json_text(event) + "\n\n";
+}
+
+std::optional<std::string> normalize_sse_error_events(std::string_view chunk,
+                                                      StreamFraming framing) {
   if (chunk.find("\"error\"") == std::string_view::npos) {
     return std::nullopt;
   }
@@ -170,7 +186,7 @@ std::optional<std::string> normalize_sse_error_events(std::string_view chunk) {
     std::string_view event = chunk.substr(start, end - start);
     auto data = sse_event_data(event);
     if (data && data->rfind("{\"error\"", 0) == 0) {
-      out += "data: " + json_text(normalize_backend_error(*data, 500)) + "\n\n";
+      out += sse_error_event(json_text(normalize_backend_error(*data, 500)), framing);
       changed = true;
     } else {
       out.append(event);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "ascii.h"
 #include "wire_parser.h"
 
 namespace lemon::net::wire {
@@ -137,14 +138,7 @@ ChunkedDecoder::Step ChunkedDecoder::next(std::string_view& in, std::string_view
     switch (state_) {
       case State::kSizeStart:
       case State::kSize: {
-        int digit = -1;
-        if (c >= '0' && c <= '9') {
-          digit = c - '0';
-        } else if (c >= 'a' && c <= 'f') {
-          digit = c - 'a' + 10;
-        } else if (c >= 'A' && c <= 'F') {
-          digit = c - 'A' + 10;
-        }
+        const int digit = ascii::hex_value(c);
         if (digit >= 0) {
           if (size_ > (std::numeric_limits<std::uint64_t>::max() >> 4)) {
             return fail("chunk size overflows");

@@ -48,16 +48,6 @@ ReadOutcome memory_full() {
 // Blank lines (CRLF) tolerated before a request line (RFC 9112 2.2).
 constexpr std::size_t kMaxLeadingBlankLines = 4;
 
-// The authority of an absolute-form target, which stands for the request's
-// Host (RFC 9112 3.2.2); empty for the other forms.
-std::string_view absolute_authority(std::string_view target) {
-  if (!target.starts_with("http://") && !target.starts_with("https://")) {
-    return {};
-  }
-  std::string_view rest = target.substr(target.find("//") + 2);
-  return rest.substr(0, rest.find_first_of("/?"));
-}
-
 // Splits the target into path and query; false when the target as sent, its
 // decoded path or its decoded query is not valid UTF-8 (raw bytes and
 // percent-escapes can each be half of one character: "/\xc3%a9").
@@ -288,11 +278,6 @@ ReadOutcome RequestReader::read(Request& request) {
   if (!split_target(request.target, request)) {
     return known(reject(ErrorCode::kInvalidRequest,
                         "malformed request: the request target is not valid UTF-8"));
-  }
-  if (auto authority = absolute_authority(request.target); !authority.empty()) {
-    // The target's authority is the request's host; a Host field sent with
-    // it is ignored (RFC 9112 3.2.2), so every check reads the one host.
-    head.headers.set("Host", std::string(authority));
   }
   request.headers = std::move(head.headers);
   request.context.reset();

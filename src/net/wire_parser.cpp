@@ -1,8 +1,8 @@
 #include "wire_parser.h"
 
 #include <algorithm>
-#include <cctype>
 
+#include "ascii.h"
 #include "lemon/core/text.h"
 
 namespace lemon::net::wire {
@@ -30,12 +30,12 @@ bool is_target(std::string_view s) {
 }
 
 bool is_unreserved_or_sub_delim(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
+  return ascii::is_alnum(c) ||
          std::string_view("-._~!$&'()*+,;=").find(c) != std::string_view::npos;
 }
 
 bool is_hex(char c) {
-  return std::isxdigit(static_cast<unsigned char>(c)) != 0;
+  return ascii::hex_value(c) >= 0;
 }
 
 // A Host field value: uri-host [ ":" port ] (RFC 9110 7.2, RFC 3986 3.2.2),
@@ -80,16 +80,10 @@ bool is_host_value(std::string_view v) {
   return std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-// The authority of an absolute-form target ("http://host:port/..."): a
-// non-empty reg-name, IPv4 or [IPv6] literal with an optional port, in URI
-// characters only (RFC 3986 3.2). Userinfo ("user@") is refused (RFC 9110
-// 4.2.4).
-bool valid_absolute_authority(std::string_view target) {
+// The authority of an absolute-form target ("http://host:port/...").
+std::string_view absolute_authority(std::string_view target) {
   std::string_view rest = target.substr(target.find("//") + 2);
-  std::string_view authority = rest.substr(0, rest.find_first_of("/?"));
-  // It becomes the request's Host (RFC 9112 3.2.2), so it is held to what a
-  // Host value may be.
-  return !authority.empty() && is_host_value(authority);
+  return rest.substr(0, rest.find_first_of("/?"));
 }
 
 // Splits `head` into lines. In strict mode (requests) every line must end in
@@ -293,7 +287,11 @@ HeadError parse_request_head(std::string_view head, RequestHead& out, std::strin
   const bool absolute = target.starts_with("http://") || target.starts_with("https://");
   if (target.empty() || !is_target(target) ||
       !(target.front() == '/' || (target == "*" && method == "OPTIONS") || absolute) ||
-      (absolute && !valid_absolute_authority(target))) {
+      // The authority becomes the request's Host (below), so it is held to
+      // what a Host value may be; userinfo ("user@") is refused with it
+      // (RFC 9110 4.2.4).
+      (absolute &&
+       (absolute_authority(target).empty() || !is_host_value(absolute_authority(target))))) {
     why = "bad request target";
     return HeadError::kMalformed;
   }
@@ -331,6 +329,11 @@ HeadError parse_request_head(std::string_view head, RequestHead& out, std::strin
   if (hosts > 1 || (hosts == 0 && out.minor_version == 1)) {
     why = hosts == 0 ? "no Host header" : "more than one Host header";
     return HeadError::kMalformed;
+  }
+  if (absolute) {
+    // The target's authority is the request's host; the Host field sent with
+    // it is ignored (RFC 9112 3.2.2), so every later check reads one host.
+    out.headers.set("Host", std::string(absolute_authority(out.target)));
   }
   return HeadError::kNone;
 }

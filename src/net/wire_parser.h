@@ -68,7 +68,8 @@ struct ResponseHead {
 // version above 1 is read as 1.1, RFC 9110 2.5), no obs-fold, no CTLs, no
 // space before a colon, at most kMaxHeaderFields fields, and exactly one
 // Host in HTTP/1.1 (at most one in 1.0) whose value is a host and optional
-// port. On an error, `why` says what was wrong.
+// port. An absolute-form target's authority replaces that Host's value
+// (RFC 9112 3.2.2). On an error, `why` says what was wrong.
 HeadError parse_request_head(std::string_view head, RequestHead& out, std::string& why);
 
 // Parses a complete response head; a bare LF line end is tolerated (RFC 9112

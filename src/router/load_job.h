@@ -2,7 +2,6 @@
 // Internal to src/router. Every field is guarded by RouterCore::mu_.
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -85,11 +84,7 @@ struct RouterCore::LoadJob {
   // Its creator has reported kLoadQueued: the loader starts it only then, so
   // "queued" always comes before "started" (events are sent without mu_).
   bool announced = false;
-  // The model's last load failed after an evict-all (LoadCooldown), as the
-  // loader found it when the job started; a POST /load that joins the job
-  // clears it (atomic: the loader reads it without mu_). And whether this
-  // job evicted all (the loader's own).
-  std::atomic<bool> failed_after_evict_all{false};
+  // This job evicted every other model for itself (the loader's own).
   bool evicted_all = false;
 };
 

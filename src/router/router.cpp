@@ -110,6 +110,10 @@ std::vector<LoadedServerInfo> Router::loaded() const {
   return core_->loaded();
 }
 
+std::map<std::string, std::int64_t> Router::keep_alive_expiries() const {
+  return core_->keep_alive_expiries();
+}
+
 std::shared_ptr<const RouterView> Router::view() const {
   return core_->view();
 }

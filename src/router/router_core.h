@@ -85,6 +85,7 @@ class RouterCore {
   void unblock_loads(const std::string& model_name);
   void unload_all();
   std::vector<LoadedServerInfo> loaded() const;
+  std::map<std::string, std::int64_t> keep_alive_expiries() const;
   std::shared_ptr<const RouterView> view() const;
   std::optional<LoadedServerInfo> most_recently_loaded() const;
   std::vector<DeviceMemoryInfo> memory_report() const;

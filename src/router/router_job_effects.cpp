@@ -216,7 +216,12 @@ class RouterCore::JobEffects final : public LoadEffects {
   }
 
   bool shutting_down() const override { return core_.shutting_down_; }
-  bool failed_after_evict_all() const override { return job_.failed_after_evict_all; }
+  bool failed_after_evict_all() const override {
+    // Read when asked: a POST /load meanwhile (which joins this job) has
+    // reset the cooldown, and the job then gets the whole policy.
+    MutexLock lock(core_.mu_);
+    return core_.cooldown_.failed_after_evict_all(job_.model);
+  }
 
  private:
   RouterCore& core_;

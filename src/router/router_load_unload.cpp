@@ -47,8 +47,7 @@ Status RouterCore::load(std::string_view model_name, const RecipeOptions& reques
   }
   bool created = false;
   if (auto existing = find_job(job->model, job->options)) {
-    job = existing;                       // joins the job already queued for these options
-    job->failed_after_evict_all = false;  // ... which now gets the whole policy
+    job = existing;  // joins the job already queued for these options
   } else {
     queue_.push_back(job);
     republish();

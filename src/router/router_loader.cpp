@@ -102,7 +102,6 @@ void RouterCore::loader_loop() {
       }
     }
     current_job_ = job;
-    job->failed_after_evict_all = cooldown_.failed_after_evict_all(job->model);
     republish();
     lock.unlock();
     emit({RouterEvent::Kind::kLoadStarted, job->model, {}, {}});
@@ -111,15 +110,15 @@ void RouterCore::loader_loop() {
       emit({RouterEvent::Kind::kLoadFailed, job->model, result.error().message(),
             result.error().code()});
       logger("router")->error("loading '{}' failed: {}", job->model, result.error().message());
-      if (job->failed_after_evict_all && !job->evicted_all &&
-          is_retryable_load_failure(result.error().code())) {
-        logger("router")->warn(
-            "'{}' failed again; no model was evicted for it, as its last load failed with every "
-            "other model evicted (POST /api/v1/load tries that again)",
-            job->model);
-      }
     }
     lock.lock();
+    if (!result.ok() && !job->evicted_all && cooldown_.failed_after_evict_all(job->model) &&
+        is_retryable_load_failure(result.error().code())) {
+      logger("router")->warn(
+          "'{}' failed again; no model was evicted for it, as its last load failed with every "
+          "other model evicted (POST /api/v1/load tries that again)",
+          job->model);
+    }
     if (result.ok()) {
       cooldown_.reset(job->model);
     } else if (counts_towards_cooldown(result.error().code())) {

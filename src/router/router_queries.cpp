@@ -41,18 +41,25 @@ LoadedServerInfo RouterCore::describe(const ServerSlot& slot) const {
 std::vector<LoadedServerInfo> RouterCore::loaded() const {
   MutexLock lock(mu_);
   std::vector<LoadedServerInfo> out;
-  const auto now = std::chrono::steady_clock::now();
-  const PoolPolicy policy = pool_policy();
   for (const auto& [name, group] : groups_) {
-    // Fresh here, once per model; a published view has no use for it.
-    std::optional<std::int64_t> expires_ms;
-    if (auto deadline = keep_alive_deadline(pool_view(name, group, now), now, policy)) {
-      expires_ms = unix_ms_now() +
-                   std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - now).count();
-    }
     for (const auto& r : group.replicas) {
       out.push_back(describe(*r));
-      out.back().expires_ms = expires_ms;
+    }
+  }
+  return out;
+}
+
+std::map<std::string, std::int64_t> RouterCore::keep_alive_expiries() const {
+  const std::int64_t unix_now = unix_ms_now();
+  MutexLock lock(mu_);
+  const auto now = std::chrono::steady_clock::now();
+  const PoolPolicy policy = pool_policy();
+  std::map<std::string, std::int64_t> out;
+  for (const auto& [name, group] : groups_) {
+    if (auto deadline = keep_alive_deadline(pool_view(name, group, now), now, policy)) {
+      out.emplace(
+          name, unix_now +
+                    std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - now).count());
     }
   }
   return out;

@@ -304,6 +304,20 @@ TEST_F(OllamaApiTest, ErrorsUseOllamasShape) {
     expect_ollama_error(http_post(port(), path, json{{"model", "x"}}), 501,
                         std::string("a route the router does not have: ") + path);
   }
+  // A blob upload as `ollama create` sends it: any media type and any size
+  // get 501, answered before the body (not 415, nor 413 past --max-body-size).
+  expect_ollama_error(raw_request(port(), "POST", "/api/blobs/sha256:01",
+                                  {{"Content-Type", "application/octet-stream"}}, "GGUF\x03"),
+                      501, "a blob upload");
+  expect_ollama_error(raw_exchange(port(),
+                                   "POST /api/blobs/sha256:02 HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                   "Content-Type: application/octet-stream\r\n"
+                                   "Content-Length: 107374182400\r\nConnection: close\r\n\r\n"),
+                      501, "a 100 GB blob, refused before its body");
+  EXPECT_EQ(raw_request(port(), "HEAD", "/api/blobs/sha256:01", {}).status, 501)
+      << "the check for a blob";
+  expect_ollama_error(raw_request(port(), "FOO", "/api/chat", {}), 501,
+                      "a method HTTP does not define, on an Ollama route");
   expect_ollama_error(http_get(port(), "/api/chat"), 405, "a wrong method");
   HttpReply backend = http_post(port(), "/api/chat", chat_request("user.broken"));
   expect_ollama_error(backend, 500, "the backend's error");

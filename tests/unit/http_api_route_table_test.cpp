@@ -207,6 +207,27 @@ TEST_F(HttpApiRouteTable, AMethodHttpDoesNotKnowIs501OnAnyPath) {
   }
 }
 
+TEST_F(HttpApiRouteTable, APathRegisteredAsNotImplementedIs501ForEveryMethod) {
+  table_.add_not_implemented("/api/blobs/{id}", "blobs are not kept here", 7);
+  for (const char* method : {"POST", "HEAD", "GET", "FOO"}) {
+    RouteTable::Match m = table_.match(method, "/api/blobs/sha256:00");
+    EXPECT_EQ(m.handler, nullptr) << method;
+    EXPECT_EQ(m.status, 501) << method;
+    EXPECT_EQ(m.tag, 7) << method << ": the refusal is answered in its route's dialect";
+    MemoryWriter w = dispatch(method, "/api/blobs/sha256:00");
+    EXPECT_EQ(w.status, 501) << method;
+    EXPECT_EQ(error_of(w)["message"], "blobs are not kept here") << method;
+  }
+  EXPECT_EQ(dispatch("POST", "/api/blobs").status, 404) << "the id is part of the path";
+}
+
+TEST_F(HttpApiRouteTable, AnUnknownMethodOnAKnownPathCarriesThePathsTag) {
+  table_.add_root("POST", "/api/chat", answer("ollama-chat"), 9);
+  RouteTable::Match m = table_.match("FOO", "/api/chat");
+  EXPECT_EQ(m.status, 501);
+  EXPECT_EQ(m.tag, 9);
+}
+
 TEST_F(HttpApiRouteTable, UnknownPathIs404Envelope) {
   MemoryWriter w = dispatch("POST", "/api/v1/no/such/route");
   EXPECT_EQ(w.status, 404);

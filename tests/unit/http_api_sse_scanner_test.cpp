@@ -231,11 +231,13 @@ TEST(HttpApiSseScanner, HugeEventInOneFeedWithItsBoundaryIsStillScanned) {
 
 // ---- normalize_sse_error_events ------------------------------------------------------------
 
+constexpr StreamFraming kChat = StreamFraming::kChatCompletions;
+
 TEST(HttpApiSseErrors, RewritesAWholeLlamaErrorEvent) {
   const std::string in =
       "data: {\"error\":{\"code\":500,\"message\":\"context size exceeded\","
       "\"type\":\"exceed_context_size_error\"}}\n\n";
-  auto out = normalize_sse_error_events(in);
+  auto out = normalize_sse_error_events(in, kChat);
   ASSERT_TRUE(out.has_value());
   ASSERT_EQ(out->rfind("data: ", 0), 0u) << *out;
   ASSERT_GE(out->size(), 2u);
@@ -252,10 +254,31 @@ TEST(HttpApiSseErrors, RewritesAWholeLlamaErrorEvent) {
   EXPECT_TRUE(e["param"].is_null());
 }
 
+TEST(HttpApiSseErrors, ARewrittenErrorOfAResponsesStreamIsThatApisErrorEvent) {
+  const std::string normal = "event: response.output_text.delta\ndata: {\"delta\":\"hi\"}\n\n";
+  const std::string err =
+      "data: {\"error\":{\"code\":500,\"message\":\"context size exceeded\","
+      "\"type\":\"exceed_context_size_error\"}}\n\n";
+  auto out = normalize_sse_error_events(normal + err, StreamFraming::kResponses);
+  ASSERT_TRUE(out.has_value());
+  ASSERT_EQ(out->rfind(normal, 0), 0u) << *out;
+  const std::string event = out->substr(normal.size());
+  ASSERT_EQ(event.rfind("event: error\n", 0), 0u) << event;
+  auto data = sse_event_data(event);
+  ASSERT_TRUE(data.has_value());
+  json j = json::parse(*data);
+  EXPECT_EQ(j.size(), 4u) << j.dump();
+  EXPECT_EQ(j["type"], "error");
+  EXPECT_EQ(j["code"], "exceed_context_size_error");
+  EXPECT_EQ(j["message"], "context size exceeded");
+  EXPECT_TRUE(j["param"].is_null());
+  EXPECT_EQ(out->find("\"error\":{"), std::string::npos) << "no chat-style envelope: " << *out;
+}
+
 TEST(HttpApiSseErrors, LeavesOtherEventsOfTheChunkAlone) {
   const std::string normal = sse_chunk("hi");
   const std::string err = "data: {\"error\":{\"message\":\"boom\",\"type\":\"server_error\"}}\n\n";
-  auto out = normalize_sse_error_events(normal + err + ": comment\n\n");
+  auto out = normalize_sse_error_events(normal + err + ": comment\n\n", kChat);
   ASSERT_TRUE(out.has_value());
   EXPECT_EQ(out->rfind(normal, 0), 0u) << *out;  // unchanged and first
   EXPECT_NE(out->find(": comment\n\n"), std::string::npos);
@@ -264,18 +287,20 @@ TEST(HttpApiSseErrors, LeavesOtherEventsOfTheChunkAlone) {
 }
 
 TEST(HttpApiSseErrors, PartialChunkIsLeftAlone) {
-  EXPECT_EQ(normalize_sse_error_events("data: {\"error\":{\"message\":\"boom\"}}\n"), std::nullopt);
-  EXPECT_EQ(normalize_sse_error_events("data: {\"error\":{\"mess"), std::nullopt);
+  EXPECT_EQ(normalize_sse_error_events("data: {\"error\":{\"message\":\"boom\"}}\n", kChat),
+            std::nullopt);
+  EXPECT_EQ(normalize_sse_error_events("data: {\"error\":{\"mess", kChat), std::nullopt);
   // A whole error event followed by the start of the next one.
-  EXPECT_EQ(normalize_sse_error_events("data: {\"error\":\"x\"}\n\ndata: {\"a\""), std::nullopt);
+  EXPECT_EQ(normalize_sse_error_events("data: {\"error\":\"x\"}\n\ndata: {\"a\"", kChat),
+            std::nullopt);
 }
 
 TEST(HttpApiSseErrors, NonErrorChunksAreLeftAlone) {
-  EXPECT_EQ(normalize_sse_error_events(sse_chunk("hello")), std::nullopt);
-  EXPECT_EQ(normalize_sse_error_events("data: [DONE]\n\n"), std::nullopt);
+  EXPECT_EQ(normalize_sse_error_events(sse_chunk("hello"), kChat), std::nullopt);
+  EXPECT_EQ(normalize_sse_error_events("data: [DONE]\n\n", kChat), std::nullopt);
   // The word "error" in generated text is not an error event.
-  EXPECT_EQ(normalize_sse_error_events(sse_chunk("\"error\": nothing")), std::nullopt);
-  EXPECT_EQ(normalize_sse_error_events(""), std::nullopt);
+  EXPECT_EQ(normalize_sse_error_events(sse_chunk("\"error\": nothing"), kChat), std::nullopt);
+  EXPECT_EQ(normalize_sse_error_events("", kChat), std::nullopt);
 }
 
 // ---- normalize_backend_error ----------------------------------------------------------------

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace lemon::net::wire {
@@ -45,13 +47,19 @@ TEST(HttpWire, RequestsNeedCrlfResponsesTolerateBareLf) {
 
 TEST(HttpWire, AnAbsoluteTargetNeedsAWellFormedAuthority) {
   std::string why;
-  for (const char* ok : {"http://127.0.0.1:8000/api/v1/health", "http://[::1]:8000/x?y=1",
-                         "https://my-host.local", "http://h?q"}) {
+  const std::pair<const char*, const char*> oks[] = {
+      {"http://127.0.0.1:8000/api/v1/health", "127.0.0.1:8000"},
+      {"http://[::1]:8000/x?y=1", "[::1]:8000"},
+      {"https://my-host.local", "my-host.local"},
+      {"http://h?q", "h"}};
+  for (const auto& [ok, authority] : oks) {
     RequestHead head;
-    EXPECT_EQ(
-        parse_request_head(std::string("GET ") + ok + " HTTP/1.1\r\nHost: h\r\n\r\n", head, why),
-        HeadError::kNone)
+    EXPECT_EQ(parse_request_head(std::string("GET ") + ok + " HTTP/1.1\r\nHost: other\r\n\r\n",
+                                 head, why),
+              HeadError::kNone)
         << ok << ": " << why;
+    // RFC 9112 3.2.2: the target's authority is the request's Host.
+    EXPECT_EQ(head.headers.get("Host"), std::optional<std::string_view>(authority)) << ok;
   }
   // Found by fuzz_request_stream: a byte outside URI characters in the
   // authority was accepted (and dropped) while the rest was served.

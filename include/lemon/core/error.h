@@ -34,7 +34,7 @@ enum class ErrorCode {
   kRequestTimeout,        // the client did not send its head or body in time
   kUriTooLong,            // request line over the limit
   kHeadersTooLarge,       // head over the size or field-count limit
-  kNotImplemented,        // a method or transfer coding the server does not implement
+  kNotImplemented,        // a method, transfer coding or another API's route not implemented
   kVersionNotSupported,   // an HTTP major version other than 1
 
   // Load failures that a retry cannot fix: never trigger evict-all.

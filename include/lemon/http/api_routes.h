@@ -33,6 +33,10 @@ class ApiRoutes {
   // A root path ("/api/chat"); "{id}" as the last segment matches the rest.
   virtual void root(const std::string& method, const std::string& path, RouteAccess access,
                     Scope scope, Handler handler, ApiDialect dialect = ApiDialect::kLemonade) = 0;
+  // A root path of another API that this router has no counterpart for:
+  // every method on it gets 501 saying `why`, in `dialect`'s shape, before
+  // its key, media type or body is looked at.
+  virtual void not_implemented(const std::string& path, std::string why, ApiDialect dialect) = 0;
   // Every route added so far, as "METHOD path" (an API route once, under
   // /api/v1/), with its scope.
   virtual std::vector<std::pair<std::string, Scope>> route_scopes() const = 0;

@@ -88,6 +88,7 @@ class ApiServer final : public ApiRoutes, public ServingStatus {
              Handler handler, ApiDialect dialect = ApiDialect::kLemonade) override;
   void root(const std::string& method, const std::string& path, RouteAccess access, Scope scope,
             Handler handler, ApiDialect dialect = ApiDialect::kLemonade) override;
+  void not_implemented(const std::string& path, std::string why, ApiDialect dialect) override;
   // Every route, as "METHOD path" (each API prefix once, "/api/v1/..."),
   // and the scope it needs: what docs/auth.md's table and its test read.
   std::vector<std::pair<std::string, Scope>> route_scopes() const override;

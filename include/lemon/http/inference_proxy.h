@@ -28,18 +28,13 @@
 
 #include "lemon/http/backend_rejection.h"
 #include "lemon/http/prompt_progress.h"
+#include "lemon/http/sse_scanner.h"
 #include "lemon/net/server.h"
 #include "lemon/net/upstream_client.h"
 #include "lemon/router/lease.h"
 #include "lemon/router/request_stats.h"
 
 namespace lemon::http {
-
-// How an error ends a stream that has begun: Chat Completions' (and the
-// other OpenAI-style routes') `data: {"error":...}` then `data: [DONE]`, or
-// the Responses API's `event: error` with {"type":"error",...} and no
-// [DONE], which that API does not have.
-enum class StreamFraming { kChatCompletions, kResponses };
 
 struct ProxyCall {
   std::string path;       // backend path, e.g. "/v1/chat/completions"

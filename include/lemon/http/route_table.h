@@ -5,8 +5,9 @@
 // regex scan. GET routes also answer HEAD. A method that is neither one of
 // HTTP's own (RFC 9110 9, and PATCH) nor taken by a route gets 501, whatever
 // the path (methods are case-sensitive: "get" is not GET); a known path asked
-// with another method gets 405 (with Allow); an unknown path gets 404; all
-// in the error envelope.
+// with another method gets 405 (with Allow); a path registered as not
+// implemented gets 501 for every method; an unknown path gets 404; all in
+// the error envelope.
 //
 // Thread-safety: add() during setup only; dispatch() concurrently afterwards.
 #pragma once
@@ -17,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "lemon/core/error.h"
 #include "lemon/net/server.h"
 
 namespace lemon::http {
@@ -37,19 +39,25 @@ class RouteTable {
   // Registers an exact path such as "/live".
   void add_root(const std::string& method, const std::string& path, RouteHandler handler,
                 int tag = 0);
+  // A path this router knows but does not implement (another API's route it
+  // has no counterpart for): every method on it gets 501 saying `why`,
+  // before any body is read, whatever its media type or size.
+  void add_not_implemented(const std::string& path, std::string why, int tag = 0);
 
   // The route for a method and path, found before any body is read.
   struct Match {
     const RouteHandler* handler = nullptr;  // null: status is 404, 405 or 501
     std::string_view param;
-    int tag = 0;        // 405: the tag of one of the path's routes
-    int status = 0;     // 404, 405 or 501 when there is no handler
-    std::string allow;  // 405: the methods the path takes
+    int tag = 0;           // 405 and 501 on a known path: the tag of one of its routes
+    int status = 0;        // 404, 405 or 501 when there is no handler
+    std::string allow;     // 405: the methods the path takes
+    std::string_view why;  // 501 on a path registered as not implemented
   };
   Match match(std::string_view method, std::string_view path) const;
 
-  // The error envelope for a Match without a handler: its status, headers
-  // (Allow on 405) and body.
+  // The error for a Match without a handler, and its whole answer: status,
+  // headers (Allow on 405) and the envelope.
+  static Error refusal_error(const Match& match, const net::Request& request);
   static net::EarlyAnswer refusal(const Match& match, const net::Request& request);
 
   void dispatch(net::Request& request, net::ResponseWriter& writer) const;
@@ -62,7 +70,10 @@ class RouteTable {
   };
   struct Methods {
     std::vector<Route> by_method;
+    std::string not_implemented;  // non-empty: every method gets 501 saying this
+    int tag = 0;                  // not_implemented's tag
   };
+  Methods& methods_for(const std::string& path);
   void add(const std::string& method, const std::string& path, RouteHandler handler, int tag);
   const Methods* find(std::string_view path, std::string_view& param) const;
 

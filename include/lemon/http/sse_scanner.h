@@ -70,10 +70,24 @@ class SseScanner {
 // if the event has no data lines.
 std::optional<std::string> sse_event_data(std::string_view event);
 
+// How an error ends a stream that has begun: Chat Completions' (and the
+// other OpenAI-style routes') `data: {"error":...}` then `data: [DONE]`, or
+// the Responses API's `event: error` with {"type":"error",...} and no
+// [DONE], which that API does not have.
+enum class StreamFraming { kChatCompletions, kResponses };
+
+// The SSE error event for `envelope_text` (the text of {"error":{...}}) in
+// `framing`: `data: <envelope>`, or `event: error` with the error's code,
+// message and param at the top level. Without the [DONE] that follows a
+// chat completion's error.
+std::string sse_error_event(const std::string& envelope_text, StreamFraming framing);
+
 // If `chunk` is a whole number of complete SSE events and one of them is a
 // backend error event (`data: {"error":...}`), returns the chunk with those
-// events rewritten into the router's envelope; otherwise nullopt.
-std::optional<std::string> normalize_sse_error_events(std::string_view chunk);
+// events rewritten into the router's envelope, framed as `framing`'s error
+// event; otherwise nullopt.
+std::optional<std::string> normalize_sse_error_events(std::string_view chunk,
+                                                      StreamFraming framing);
 
 // A backend error body (llama.cpp's {"error":{"code":N,"message","type"}},
 // whisper's {"error":"..."}, plain text, ...) in the router's envelope.

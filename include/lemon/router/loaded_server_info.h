@@ -51,10 +51,6 @@ struct LoadedServerInfo {
   int priority = 0;               // the model's priority (issue #29 §3)
   DeviceBytes memory_estimate;    // before it started (issue #13 §1)
   std::int64_t measured_ram = 0;  // its process group's RSS, once measured (0: not yet)
-  // Unix time in milliseconds at which its keep-alive unloads it if nothing
-  // uses it meanwhile (keep_alive_deadline); filled by Router::loaded() only
-  // (nullopt elsewhere, and when keep-alive never unloads it).
-  std::optional<std::int64_t> expires_ms;
 };
 
 // One device's memory as the router last saw it.

@@ -51,6 +51,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -290,6 +291,11 @@ class Router {
   void unload_all();
 
   std::vector<LoadedServerInfo> loaded() const;
+  // Unix time in milliseconds at which the keep-alive unloads each loaded
+  // model if nothing uses it meanwhile (keep_alive_deadline; Ollama's
+  // expires_at); a model the keep-alive never unloads is absent. Apart from
+  // loaded(), so /health and the other readers of loaded() never pay for it.
+  std::map<std::string, std::int64_t> keep_alive_expiries() const;
   // The latest published view: takes no lock that requests take (only a
   // leaf lock around a pointer copy), so scrapes never slow requests.
   std::shared_ptr<const RouterView> view() const;

@@ -95,18 +95,14 @@ void OllamaApi::register_routes(http::ApiRoutes& routes) {
       o);
   // Ollama routes this router has no counterpart for: 501, as Lemonade
   // answers them (lemonade.md §2.2), rather than a 404 that reads like a typo.
-  for (const char* path : {"/api/create", "/api/copy", "/api/push", "/api/blobs/{id}"}) {
-    std::string name = path;
-    routes.root(
-        "POST", path, RouteAccess::kJsonPost, Scope::kAdmin,
-        [name](net::Request&, net::ResponseWriter& w, P) {
-          TranslatingWriter(w, ApiDialect::kOllama)
-              .fail(Error(ErrorCode::kNotImplemented,
-                          name.substr(0, name.find("/{")) +
-                              " is not supported by lemonade-router: models come from its "
-                              "catalogue (see /api/pull and POST /api/v1/pull)"));
-        },
-        o);
+  // Every method, answered before the body: a blob upload
+  // (application/octet-stream, any size) gets 501 too, not 415 or 413.
+  for (const std::string path : {"/api/create", "/api/copy", "/api/push", "/api/blobs/{id}"}) {
+    routes.not_implemented(path,
+                           path.substr(0, path.find("/{")) +
+                               " is not supported by lemonade-router: models come from its "
+                               "catalogue (see /api/pull and POST /api/v1/pull)",
+                           o);
   }
 }
 
@@ -281,14 +277,10 @@ void OllamaApi::handle_show(net::Request& r, net::ResponseWriter& raw) {
 void OllamaApi::handle_ps(const net::Request& r, net::ResponseWriter& w) {
   const http::ApiKey* key = http::caller_key(r);
   // One entry per model (replicas together), as `ollama ps` lists them.
-  struct Running {
-    int context = 0;                         // the largest of its replicas
-    std::optional<std::int64_t> expires_ms;  // the model's keep-alive end
-  };
-  std::map<std::string, Running> running;
+  std::map<std::string, int> context;  // the largest of its replicas'
   std::vector<std::string> order;
   for (const auto& s : router_.loaded()) {
-    auto [it, first] = running.try_emplace(s.model_name, Running{0, s.expires_ms});
+    auto [it, first] = context.try_emplace(s.model_name, 0);
     if (first) {
       order.push_back(s.model_name);
     }
@@ -297,8 +289,9 @@ void OllamaApi::handle_ps(const net::Request& r, net::ResponseWriter& w) {
         s.recipe_options["ctx_size"].is_number_integer()) {
       ctx = s.recipe_options["ctx_size"].get<int>();
     }
-    it->second.context = std::max(it->second.context, ctx);
+    it->second = std::max(it->second, ctx);
   }
+  const auto expiries = router_.keep_alive_expiries();
   json models = json::array();
   for (const auto& name : order) {
     if (key != nullptr && !key->allows_model(name)) {
@@ -308,12 +301,11 @@ void OllamaApi::handle_ps(const net::Request& r, net::ResponseWriter& w) {
     if (!info.ok()) {
       continue;  // unregistered since it loaded
     }
-    const Running& model = running.at(name);
     std::optional<std::chrono::system_clock::time_point> until;
-    if (model.expires_ms) {
-      until = std::chrono::system_clock::time_point(std::chrono::milliseconds(*model.expires_ms));
+    if (auto e = expiries.find(name); e != expiries.end()) {
+      until = std::chrono::system_clock::time_point(std::chrono::milliseconds(e->second));
     }
-    models.push_back(ollama_running_entry(*info, model.context, until));
+    models.push_back(ollama_running_entry(*info, context.at(name), until));
   }
   send_json(w, 200, {{"models", std::move(models)}});
 }
