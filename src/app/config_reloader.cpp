@@ -8,6 +8,8 @@
 #include <array>
 #include <cerrno>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string_view>
 
 #include "lemon/app/config_file.h"
@@ -77,6 +79,21 @@ std::string shown_value(const std::string& key, const std::string& value) {
   return value;
 }
 
+// A change of config.json in its folder: the file itself, or "..data", the
+// link a Kubernetes ConfigMap volume swaps (rename(2) of a new link over it)
+// to point config.json at a new version.
+bool is_config_entry(std::string_view name) {
+  return name == "config.json" || name == "..data";
+}
+
+// The whole text of `file`, "" when it cannot be read.
+std::string file_text(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 }  // namespace
 
 bool applies_live(const std::string& key) {
@@ -106,6 +123,32 @@ ConfigChanges classify_config_changes(const std::map<std::string, std::string>& 
   return out;
 }
 
+ParsedConfig ConfigReloader::parse_with_unsaved() {
+  std::vector<nlohmann::json> unsaved;
+  std::filesystem::path file;
+  {
+    MutexLock lock(mu_);
+    file = running_.config_file;
+    if (!unsaved_.empty() && file_text(file) != unsaved_over_) {
+      logger("app")->warn("{} changed: the settings POST /internal/set could not save are dropped",
+                          file.string());
+      unsaved_.clear();
+    }
+    unsaved = unsaved_;
+  }
+  if (unsaved.empty()) {
+    return parse_config(argv_);
+  }
+  auto current = read_json_object_for_update(file);
+  if (!current.ok()) {
+    return parse_config(argv_);  // says what is wrong with the file
+  }
+  for (const auto& changes : unsaved) {
+    merge_config_changes(*current, changes);
+  }
+  return parse_config(argv_, nlohmann::json::parse(current->dump()));
+}
+
 ConfigReloader::ConfigReloader(std::vector<std::string> argv, const Config& running,
                                telemetry::EventBus& events,
                                std::function<void(const Config&)> apply_to_router,
@@ -133,7 +176,7 @@ nlohmann::json ConfigReloader::reload() {
   // apply an older file after a newer one (the watcher, SIGHUP and
   // /internal/set each reload on their own thread).
   MutexLock one_at_a_time(reload_mu_);
-  ParsedConfig parsed = parse_config(argv_);
+  ParsedConfig parsed = parse_with_unsaved();
   auto log = logger("app");
   nlohmann::json event;
   std::optional<Config> for_router;
@@ -200,7 +243,15 @@ Result<nlohmann::json> ConfigReloader::set(const nlohmann::json& changes) {
   if (!current.ok()) {
     return std::move(current).error();  // a file the user broke is never overwritten
   }
+  std::vector<nlohmann::json> unsaved;
+  {
+    MutexLock state(mu_);
+    unsaved = unsaved_;
+  }
   nlohmann::ordered_json merged = *current;
+  for (const auto& earlier : unsaved) {
+    merge_config_changes(merged, earlier);
+  }
   merge_config_changes(merged, changes);
   // Checked as a whole, as the next start would read it.
   ParsedConfig checked = parse_config(argv_, nlohmann::json::parse(merged.dump()));
@@ -208,7 +259,21 @@ Result<nlohmann::json> ConfigReloader::set(const nlohmann::json& changes) {
     return Error(ErrorCode::kInvalidRequest, checked.message, checked.param);
   }
   if (Status written = write_file_atomically(file, merged.dump(2) + "\n"); !written.ok()) {
-    return std::move(written).error();
+    if (written.error().code() != ErrorCode::kStorageReadOnly) {
+      return std::move(written).error();
+    }
+    // A read-only folder: this run takes the change, the file keeps its own.
+    {
+      MutexLock state(mu_);
+      if (unsaved_.empty()) {
+        unsaved_over_ = file_text(file);
+      }
+      unsaved_.push_back(changes);
+    }
+    reload();
+    return Error(ErrorCode::kConfigNotSaved,
+                 "applied to this run only: " + written.error().message() +
+                     "; the change is lost when the router restarts");
   }
   // What this change does (the watcher may reload before we do).
   const ConfigChanges done =
@@ -278,7 +343,7 @@ void ConfigReloader::start_watching() {
            n = ::read(fd, buf.data(), buf.size())) {
         for (ssize_t at = 0; at < n;) {
           const auto* e = reinterpret_cast<const inotify_event*>(buf.data() + at);
-          ours = ours || (e->len > 0 && std::string_view(e->name) == "config.json");
+          ours = ours || (e->len > 0 && is_config_entry(e->name));
           at += static_cast<ssize_t>(sizeof(inotify_event) + e->len);
         }
       }

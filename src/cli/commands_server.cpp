@@ -123,7 +123,7 @@ int cmd_stop(const CommandLine&, CliContext& ctx) {
     std::cout << "Lemonade Server is not running" << std::endl;
     return 0;
   }
-  if (running->pid <= 0) {
+  if (running->pid <= 1) {
     return fail("the server on port " + std::to_string(running->port) +
                 " was not started by lemonade-server; stop it with what started it "
                 "(for a service: systemctl stop lemonade-router)");

@@ -275,7 +275,9 @@ int LaunchedRouter::stop(std::chrono::milliseconds grace) {
   if (exit_code_) {
     return *exit_code_;
   }
-  ::kill(pid_, SIGTERM);
+  if (pid_ > 1) {
+    ::kill(pid_, SIGTERM);
+  }
   if (pidfd_ >= 0) {
     pollfd p{pidfd_, POLLIN, 0};
     int r = 0;

@@ -76,6 +76,12 @@ const char* error_code_name(ErrorCode code) {
       return "queue_full";
     case ErrorCode::kConflict:
       return "conflict";
+    case ErrorCode::kConfigFileInvalid:
+      return "config_file_invalid";
+    case ErrorCode::kStorageReadOnly:
+      return "storage_read_only";
+    case ErrorCode::kConfigNotSaved:
+      return "config_not_saved";
     case ErrorCode::kSlotsPinned:
       return "slots_pinned";
     case ErrorCode::kRemoteNotFound:

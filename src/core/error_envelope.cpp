@@ -69,6 +69,12 @@ ErrorShape error_shape(ErrorCode code) {
       return {499, "invalid_request_error", "client_closed_request"};
     case ErrorCode::kConflict:
       return {409, "invalid_request_error", "conflict"};
+    case ErrorCode::kConfigFileInvalid:
+      return {409, "invalid_request_error", "config_file_invalid"};
+    case ErrorCode::kStorageReadOnly:
+      return {409, "invalid_request_error", "storage_read_only"};
+    case ErrorCode::kConfigNotSaved:
+      return {409, "invalid_request_error", "config_not_saved"};
     case ErrorCode::kSlotsPinned:
       return {409, "invalid_request_error", "slots_pinned_error"};
     case ErrorCode::kRemoteNotFound:

@@ -153,10 +153,11 @@ Status Transfer::drive(CURLM* multi) {
                    "backend " + settings_.base_url + " did not finish in time");
     }
     if (call_.idle_deadline && now >= *call_.idle_deadline) {
-      // Silence before the first body byte may be a long prompt being read:
+      // Silence before the answer begins may be a long prompt being read:
       // a backend that says it is still working gets another recheck period.
       bool more = false;
-      if (!call_.body_started && options_.still_working) {
+      const bool begun = options_.answer_started ? options_.answer_started() : call_.body_started;
+      if (!begun && options_.still_working) {
         if (options_.still_working()) {
           reported_working = true;
           more = true;

@@ -98,7 +98,11 @@ std::size_t on_body(char* data, std::size_t size, std::size_t n, void* user) {
   auto& c = *static_cast<Call*>(user);
   const std::size_t bytes = size * n;
   c.got_bytes = true;
-  c.heard();
+  // Once the body flows, a caller that counts events says what is silence
+  // (CallOptions::events_read).
+  if (!c.head_done || !c.options->events_read) {
+    c.heard();
+  }
   if (!c.head_done) {
     long status = 0;
     curl_library().easy_getinfo(c.easy, CURLINFO_RESPONSE_CODE, &status);
@@ -113,6 +117,13 @@ std::size_t on_body(char* data, std::size_t size, std::size_t n, void* user) {
   c.body_started = true;
   try {
     c.cancelled = !(*c.on_data)(std::string_view(data, bytes));
+    if (c.options->events_read) {
+      const std::uint64_t events = c.options->events_read();
+      if (events != c.events_seen) {
+        c.events_seen = events;
+        c.heard();
+      }
+    }
   } catch (...) {
     c.thrown = std::current_exception();
   }

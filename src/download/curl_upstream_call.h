@@ -9,6 +9,7 @@
 #include <poll.h>
 
 #include <chrono>
+#include <cstdint>
 #include <exception>
 #include <functional>
 #include <optional>
@@ -36,10 +37,11 @@ struct Call {
   std::vector<pollfd> sockets;                  // the ones libcurl wants watched
   std::optional<Clock::time_point> curl_timer;  // when libcurl wants to be called
   std::optional<Clock::time_point> idle_deadline;
-  bool connected = false;     // connected (TLS included): the request is on its way
-  bool got_bytes = false;     // a byte of a response arrived
-  bool head_done = false;     // the final head was passed to on_head
-  bool body_started = false;  // a byte of its body was passed to on_data
+  bool connected = false;         // connected (TLS included): the request is on its way
+  bool got_bytes = false;         // a byte of a response arrived
+  bool head_done = false;         // the final head was passed to on_head
+  bool body_started = false;      // a byte of its body was passed to on_data
+  std::uint64_t events_seen = 0;  // CallOptions::events_read when last heard
   bool length_framed = false;
   bool peer_closed = false;  // the backend had closed its end when libcurl closed the socket
   bool cancelled = false;    // on_head or on_data returned false

@@ -318,6 +318,13 @@ ProxyOutcome forward_stream(const ProxyTarget& target, const ProxyCall& call,
       return true;
     };
   }
+  // The answer begins with its first data event (or an error answer's
+  // body): the backend's own SSE comments and progress reports before it
+  // leave the prefill check on (CallOptions::answer_started).
+  opts.answer_started = [&] { return status >= 400 || scanner.data_events() > 0; };
+  opts.events_read = [&]() -> std::uint64_t {
+    return status >= 400 ? error_body.size() : scanner.data_events() + scanner.progress_reports();
+  };
   std::size_t progress_told = 0;
   // The piece that carries the backend's [DONE] (and anything after it)
   // waits until the backend has ended its answer and the lease is released,

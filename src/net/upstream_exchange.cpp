@@ -87,9 +87,9 @@ UpstreamExchange::Wait UpstreamExchange::wait(short events) {
       return Wait::kTimedOut;
     }
     if (idle_deadline_ && now >= *idle_deadline_) {
-      // Silence before the first byte may be a long prompt being read: a
+      // Silence before the answer begins may be a long prompt being read: a
       // backend that says it is still working gets another recheck period.
-      if (body_started_ || !options_.still_working) {
+      if (answer_begun() || !options_.still_working) {
         return Wait::kTimedOut;
       }
       if (options_.still_working()) {
@@ -159,6 +159,19 @@ Error UpstreamExchange::cut_short(std::string_view what, const Error& loss) cons
   return protocol(std::string(what) + " (" + loss.message() + ")");
 }
 
+bool UpstreamExchange::deliver(std::string_view data) {
+  body_started_ = body_started_ || !data.empty();
+  const bool go_on = (*on_data_)(data);
+  if (options_.events_read && options_.idle_timeout.count() > 0) {
+    const std::uint64_t events = options_.events_read();
+    if (events != events_seen_) {
+      events_seen_ = events;
+      idle_deadline_ = Clock::now() + options_.idle_timeout;
+    }
+  }
+  return go_on;
+}
+
 UpstreamExchange::Recv UpstreamExchange::receive(std::size_t max, std::string_view& got) {
   // One receive buffer per thread, reused by every exchange that thread
   // runs: no per-request allocation or zero-filling (a thread runs one
@@ -170,7 +183,7 @@ UpstreamExchange::Recv UpstreamExchange::receive(std::size_t max, std::string_vi
     if (n > 0) {
       got_bytes_ = true;
       const auto now = Clock::now();
-      if (options_.idle_timeout.count() > 0) {
+      if (options_.idle_timeout.count() > 0 && (!in_body_ || !options_.events_read)) {
         idle_deadline_ = now + options_.idle_timeout;
       }
       if (options_.watch_fd >= 0 && now >= next_watch_check_) {
@@ -449,6 +462,7 @@ ExchangeOutcome UpstreamExchange::run(const UpstreamRequest& request,
     out.status = Error(ErrorCode::kCancelled, "request cancelled");
     return out;
   }
+  in_body_ = true;
   bool extra = false;
   Status body;
   if (no_body) {

@@ -61,10 +61,13 @@ class UpstreamExchange {
   Error cut_short(std::string_view what, const Error& loss) const;
 
   Status send_request(const UpstreamRequest& request);
-  // Passes body bytes to the caller's on_data.
-  bool deliver(std::string_view data) {
-    body_started_ = body_started_ || !data.empty();
-    return (*on_data_)(data);
+  // Passes body bytes to the caller's on_data; restarts the idle bound when
+  // they added events (CallOptions::events_read).
+  bool deliver(std::string_view data);
+  // Whether the answer has begun (CallOptions::answer_started, else a
+  // body byte passed on).
+  bool answer_begun() const {
+    return options_.answer_started ? options_.answer_started() : body_started_;
   }
   Status read_head(UpstreamHead& head, int& minor_version);
   // Fewer bytes than `length` (the connection lost first) or more (bytes
@@ -91,6 +94,8 @@ class UpstreamExchange {
   std::string buf_;  // received, not yet consumed
   bool got_bytes_ = false;
   bool body_started_ = false;  // a byte of the body was passed on
+  bool in_body_ = false;       // the head was read: only events restart the idle bound
+  std::uint64_t events_seen_ = 0;
   std::optional<Error> failure_;
   short watch_events_ = POLLRDHUP;  // 0 once a half-closed client is kept
 };

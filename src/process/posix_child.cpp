@@ -67,7 +67,7 @@ void PosixChild::signal_group(int sig) {
   // leader is not reaped while status_ is unset (reap() sets it under mu_),
   // so its pid is still its process-group id and cannot be reused. Only a
   // leader that left its group is signalled through its pidfd.
-  if (::kill(-pid_, sig) != 0) {
+  if (pid_ <= 1 || ::kill(-pid_, sig) != 0) {
     pidfd_signal(pidfd_, sig);
   }
 }
@@ -147,7 +147,9 @@ void PosixChild::reap() {
       return;
     }
     // Whatever the leader left behind in its group dies with it.
-    ::kill(-pid_, SIGKILL);
+    if (pid_ > 1) {
+      ::kill(-pid_, SIGKILL);
+    }
     siginfo_t reaped{};
     ::waitid(P_PIDFD, static_cast<id_t>(pidfd_), &reaped, WEXITED);
     status.signaled = info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED;

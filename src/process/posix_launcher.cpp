@@ -199,7 +199,9 @@ Result<Spawned> fork_exec(const SpawnSpec& spec) {
   int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
   if (pidfd < 0) {
     int e = errno;
-    ::kill(-pid, SIGKILL);
+    if (pid > 1) {
+      ::kill(-pid, SIGKILL);
+    }
     ::waitpid(pid, nullptr, 0);
     return Error(ErrorCode::kSpawnFailed, "pidfd_open(): " + errno_message(e));
   }

@@ -81,7 +81,10 @@ export async function launchChromium(binary, { width = 1440, height = 1000 } = {
     if (client) {
       await client.close().catch(() => {});
     }
-    if (child.exitCode === null && child.signalCode === null) {
+    // Only the group this script started (a pid > 1 it was given), never
+    // 0 or -1.
+    if (Number.isInteger(child.pid) && child.pid > 1 &&
+        child.exitCode === null && child.signalCode === null) {
       const exited = new Promise((resolve) => child.once("exit", resolve));
       try {
         process.kill(-child.pid, "SIGKILL"); // the browser and its helpers

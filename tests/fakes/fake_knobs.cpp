@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "fake_runtime.h"
 #include "fake_util.h"
 
 namespace fake {
@@ -221,6 +222,11 @@ GenParams request_params(const Knobs& knobs, const json& body) {
   p.hang = knobs.hang_requests;
   p.prompt_us_per_token = knobs.prompt_us_per_token;
   p.gate = knobs.gate;
+  p.sse_ping_interval_s = runtime().sse_ping_interval_s;
+  if (body.is_object() && body.contains("sse_ping_interval") &&
+      body["sse_ping_interval"].is_number_integer()) {
+    p.sse_ping_interval_s = body["sse_ping_interval"].get<int>();
+  }
   if (!body.is_object() || !body.contains("lemon_fake") || !body["lemon_fake"].is_object()) {
     return p;
   }

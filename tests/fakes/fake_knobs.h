@@ -90,11 +90,16 @@ struct GenParams {
   // first token (or its body) until POST /fake/release, "tokens" holds
   // every token after the first until a release each; "" none.
   std::string gate;
+  // llama-server's SSE ping: a stream silent this many seconds gets a ":"
+  // comment (its --sse-ping-interval, 30 by default, or the request's
+  // "sse_ping_interval"); <= 0: none.
+  int sse_ping_interval_s = 30;
 };
 
 // Knob defaults, overridden by a "lemon_fake" object in the request body
 // (keys response_delay_ms, stream_chunk_delay_ms, tokens, prompt_us_per_token,
-// gate). Never throws.
+// gate), and llama-server's own request field "sse_ping_interval". Never
+// throws.
 GenParams request_params(const Knobs& knobs, const nlohmann::json& body);
 
 }  // namespace fake

@@ -119,12 +119,34 @@ StreamFault after_chunks(int sent) {
   return knobs.stream_error_after_chunks == sent ? StreamFault::kError : StreamFault::kNone;
 }
 
+// Waits `ms` (forever when < 0) as wait_watching does, writing llama-server's
+// SSE ping, a ":" comment, whenever the stream has been silent for
+// `ping_s` seconds (none when ping_s <= 0).
+Wait wait_pinging(httplib::DataSink& sink, int ms, int ping_s) {
+  if (ping_s <= 0) {
+    return wait_watching(sink, ms);
+  }
+  const int every = ping_s * 1000;
+  for (int spent = 0; ms < 0 || spent < ms;) {
+    const int step = ms < 0 ? every : std::min(every, ms - spent);
+    if (Wait w = wait_watching(sink, step); w != Wait::kDone) {
+      return w;
+    }
+    spent += step;
+    if (step == every && !write_event(sink, ":\n\n")) {
+      return Wait::kClientGone;
+    }
+  }
+  return Wait::kDone;
+}
+
 // The response delay, llama-server's prefill: with a progress event, 0 % at
 // its start, one every prefill_progress_ms, and 100 % at its end, as
 // llama-server reports a prompt batch by batch.
 Wait prefill(httplib::DataSink& sink, const GenParams& params, const StreamPlan& plan) {
   if (!plan.progress_event || params.hang) {
-    return wait_watching(sink, params.hang ? -1 : params.response_delay_ms);
+    return wait_pinging(sink, params.hang ? -1 : params.response_delay_ms,
+                        params.sse_ping_interval_s);
   }
   const int every = runtime().knobs.prefill_progress_ms;
   const long todo = plan.prompt_tokens - plan.cached_tokens;
@@ -134,7 +156,7 @@ Wait prefill(httplib::DataSink& sink, const GenParams& params, const StreamPlan&
   for (int spent = 0; spent < params.response_delay_ms;) {
     const int step = every > 0 ? std::min(every, params.response_delay_ms - spent)
                                : params.response_delay_ms - spent;
-    if (Wait w = wait_watching(sink, step); w != Wait::kDone) {
+    if (Wait w = wait_pinging(sink, step, params.sse_ping_interval_s); w != Wait::kDone) {
       return w;
     }
     spent += step;

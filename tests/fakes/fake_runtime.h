@@ -39,6 +39,8 @@ struct Runtime {
   // As sd-server, which installs no signal handler: SIGTERM ends the
   // process by its default action (killed by signal 15), with no shutdown.
   bool sigterm_kills = false;
+  // llama-server's --sse-ping-interval (seconds; <= 0: no pings).
+  int sse_ping_interval_s = 30;
 };
 
 // The single runtime of this process.

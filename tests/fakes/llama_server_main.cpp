@@ -56,6 +56,7 @@ const std::vector<ArgSpec>& llama_args() {
       {{"--seed"}, ArgKind::kInt},
       {{"--chat-template"}, ArgKind::kValue},
       {{"--version"}, ArgKind::kFlag},
+      {{"--sse-ping-interval"}, ArgKind::kInt},
   };
   return kSpecs;
 }
@@ -132,6 +133,7 @@ int main(int argc, char** argv) {
   rt.model = args.get("-m", "models/7B/ggml-model-f16.gguf");
   rt.host = args.get("--host", "127.0.0.1");
   rt.port = args.get_int("--port", 8080);
+  rt.sse_ping_interval_s = args.get_int("--sse-ping-interval", 30);
   rt.knobs = fake::load_knobs(rt.model + ".fake.json");
   fake::apply_exit_at_start();
   fake::apply_oom_at_start(rt.model);

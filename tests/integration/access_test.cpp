@@ -389,7 +389,7 @@ TEST_F(AccessTest, ChatAndLoadRefuseNonJsonBodies) {
 TEST_F(AccessTest, UnloadRefusesNonJsonBodiesButAnEmptyOneUnloadsEverything) {
   env_.add_llm("a");
   ASSERT_NO_FATAL_FAILURE(start_router());
-  load_ok("user.a");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.a"));
   for (const std::string body : {R"({"model_name":"user.a"})", "{}"}) {
     for (const auto& type : kSimpleTypes) {
       HttpReply r = post_typed("/api/v1/unload", type, body);

@@ -27,7 +27,7 @@ const std::string kChat =
 TEST_F(BackendAccessTest, ADirectCallIsRefusedWhileTheRouterGetsThrough) {
   env_.add_llm("a");
   ASSERT_NO_FATAL_FAILURE(start_router());
-  load_ok("user.a");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.a"));
   const std::string url = loaded_field(health(port()), "user.a", "backend_url");
 
   // As a web page would send it, straight to the backend's port.
@@ -54,7 +54,7 @@ TEST_F(BackendAccessTest, ADirectCallIsRefusedWhileTheRouterGetsThrough) {
 TEST_F(BackendAccessTest, TheSecretIsNeverShownAndEachProcessGetsItsOwn) {
   env_.add_llm("a");
   ASSERT_NO_FATAL_FAILURE(start_router({"--log-level", "trace"}));
-  load_ok("user.a");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.a"));
   const int pid = loaded_pid(port(), "user.a");
   const std::string key = environment_value(pid, "LLAMA_API_KEY");
   ASSERT_EQ(key.size(), 64u) << "256 bits as hex, in the child's environment";
@@ -83,7 +83,7 @@ TEST_F(BackendAccessTest, TheSecretIsNeverShownAndEachProcessGetsItsOwn) {
 
   // A new process, a new secret.
   ASSERT_EQ(http_post(port(), "/api/v1/unload", json{{"model_name", "user.a"}}).status, 200);
-  load_ok("user.a");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.a"));
   const std::string second = environment_value(loaded_pid(port(), "user.a"), "LLAMA_API_KEY");
   EXPECT_EQ(second.size(), 64u);
   EXPECT_NE(second, key);
@@ -92,7 +92,7 @@ TEST_F(BackendAccessTest, TheSecretIsNeverShownAndEachProcessGetsItsOwn) {
 TEST_F(BackendAccessTest, WhisperServesOnlyUnderItsSecretPath) {
   env_.add_whisper("w");
   ASSERT_NO_FATAL_FAILURE(start_router());
-  load_ok("user.w");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.w"));
   const std::string url = loaded_field(health(port()), "user.w", "backend_url");
   // whisper-server's own routes, at their usual paths, are not there: not its
   // inference, not its /load (which would load any file a page names).

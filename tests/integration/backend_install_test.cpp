@@ -301,7 +301,7 @@ TEST_F(BackendInstallTest, UninstallUnloadsTheModelsThatUseIt) {
   env_.add_llm("a");
   ASSERT_NO_FATAL_FAILURE(start());
   ASSERT_EQ(install().status, 200);
-  load_ok("user.a");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.a"));
   HttpReply r =
       http_post(port(), "/api/v1/uninstall", json{{"recipe", "llamacpp"}, {"backend", "cpu"}});
   ASSERT_EQ(r.status, 200) << r.body;

@@ -115,7 +115,7 @@ TEST_F(CliTest, AcceptsEveryFlagLemonadePasses) {
                     "127.0.0.1", "--log-level", "debug", "--extra-models-dir", extra}));
   EXPECT_EQ(http_get(port(), "/api/v1/health").status, 200);
   EXPECT_EQ(chat(port(), "user.a").status, 200);
-  load_ok("user.w");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.w"));
   EXPECT_EQ(loaded_field(health(port()), "user.w", "device"), "cpu");
   EXPECT_GT(router().count_log("debug"), 0) << "--log-level debug had no effect";
 }

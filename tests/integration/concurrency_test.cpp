@@ -19,7 +19,8 @@ TEST_F(ConcurrencyTest, TheRouterStaysResponsiveWhileALoadWaitsForADrain) {
   env_.add_llm("m1");
   env_.add_llm("m2");
   ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "1"}));
-  const int m1 = load_ok("user.m1");
+  pid_t m1 = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.m1", &m1));
   ASSERT_GT(m1, 0);
   PidWatch m1_watch(m1);
 

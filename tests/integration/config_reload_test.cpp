@@ -153,8 +153,10 @@ TEST_F(ConfigReloadTest, AModelWhoseLoadOptionsChangedReloadsOnceIdleAndNoOtherD
   env_.add_whisper("w");
   env_.write_config({{"ctx_size", 2048}});
   ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "2"}, env_.config_env()));
-  const int pid_a = load_ok("user.a");
-  const int pid_w = load_ok("user.w");
+  pid_t pid_a = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.a", &pid_a));
+  pid_t pid_w = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.w", &pid_w));
   EXPECT_EQ(loaded_field(health(port()), "user.a", "recipe_options")["ctx_size"], 2048);
   ASSERT_EQ(
       http_post(port(), "/internal/pin", Json{{"model_name", "user.a"}, {"pinned", true}}).status,
@@ -290,6 +292,93 @@ TEST_F(ConfigReloadTest, AnInvalidFileAtStartIsExitCodeTwoInOneLine) {
   const auto lines = r.log_lines();
   ASSERT_EQ(lines.size(), 1u) << r.log_text();
   EXPECT_NE(lines[0].find("config.json"), std::string::npos) << lines[0];
+}
+
+// A config.json the user left broken is kept, and a change is refused with
+// 409 naming the file and where the JSON breaks, not 500.
+TEST_F(ConfigReloadTest, ABrokenConfigJsonRefusesAChangeWithAConflictNamingWhere) {
+  env_.write_config({{"log_level", "info"}});
+  ASSERT_NO_FATAL_FAILURE(start_router({}, env_.config_env()));
+  const std::string path = env_.config_dir() + "/config.json";
+  const std::string broken = "{\n  \"log_level\": \"debug\",\n  \"keep_alive\": \n}\n";
+  {
+    std::ofstream out(path);
+    out << broken;
+  }
+  HttpReply r = http_post(port(), "/internal/set", Json{{"log_level", "debug"}});
+  expect_error(r, 409, "config_file_invalid", "", "a config.json that is not JSON");
+  const std::string message = r.json()["error"]["message"].get<std::string>();
+  EXPECT_NE(message.find(path), std::string::npos) << message;
+  EXPECT_NE(message.find("line 4, column 1"), std::string::npos) << message;
+  std::ifstream in(path);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), broken) << "never overwritten";
+
+  {
+    std::ofstream out(path);
+    out << "[1, 2]\n";
+  }
+  HttpReply array = http_post(port(), "/internal/set", Json{{"log_level", "debug"}});
+  expect_error(array, 409, "config_file_invalid", "", "a config.json that is not an object");
+  EXPECT_NE(array.body.find("not a JSON object"), std::string::npos) << array.body;
+  EXPECT_EQ(config_view()["settings"]["log_level"]["value"], "info") << "nothing applied";
+}
+
+// Writes config.json into `dir` as a Kubernetes ConfigMap volume holds it:
+// the file in a hidden versioned folder, "..data" linking to that folder,
+// and config.json linking through "..data". A second call swaps "..data" as
+// the kubelet does: a new link renamed over the old one, then the old folder
+// removed.
+void write_configmap(const std::string& dir, const Json& config, const std::string& version) {
+  namespace fs = std::filesystem;
+  const fs::path versioned = fs::path(dir) / ("..2026_11_28_" + version);
+  fs::create_directories(versioned);
+  std::ofstream(versioned / "config.json") << config.dump(2) << "\n";
+  std::string old_target;
+  if (fs::is_symlink(fs::path(dir) / "..data")) {
+    old_target = fs::read_symlink(fs::path(dir) / "..data").string();
+  }
+  fs::create_symlink(versioned.filename(), fs::path(dir) / "..data_tmp");
+  fs::rename(fs::path(dir) / "..data_tmp", fs::path(dir) / "..data");
+  if (!fs::is_symlink(fs::path(dir) / "config.json")) {
+    fs::create_symlink("..data/config.json", fs::path(dir) / "config.json");
+  }
+  if (!old_target.empty()) {
+    fs::remove_all(fs::path(dir) / old_target);
+  }
+}
+
+// A config folder the router cannot write (a ConfigMap mount): a change is
+// applied to this run and the answer says it was not saved; a new version
+// of the ConfigMap is seen through its "..data" swap, and then the file
+// wins over the change that was never saved.
+TEST_F(ConfigReloadTest, AReadOnlyConfigMapFolderIsReloadedLiveAndTakesChangesForThisRunOnly) {
+  if (const std::string why = can_mount_read_only(); !why.empty()) {
+    GTEST_SKIP() << "no read-only mount here: " << why;
+  }
+  write_configmap(env_.config_dir(), {{"log_level", "info"}}, "1");
+  read_only_dirs_ = {env_.config_dir()};
+  ASSERT_NO_FATAL_FAILURE(start_router({}, env_.config_env()));
+  EXPECT_EQ(config_view()["settings"]["log_level"]["source"], "config.json");
+
+  HttpReply r = http_post(port(), "/internal/set", Json{{"keep_alive", 120}});
+  expect_error(r, 409, "config_not_saved", "", "a read-only config folder");
+  EXPECT_NE(r.body.find("applied to this run only"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("Read-only file system"), std::string::npos) << r.body;
+  EXPECT_EQ(config_view()["settings"]["keep_alive"]["value"], "120") << "applied all the same";
+  std::ifstream in(env_.config_dir() + "/config.json");
+  EXPECT_EQ(Json::parse(in), (Json{{"log_level", "info"}})) << "the ConfigMap's file as it was";
+
+  RouterEvents events(port());
+  write_configmap(env_.config_dir(), {{"log_level", "debug"}, {"max_loaded_models", 3}}, "2");
+  auto reloaded = next_reload(events);
+  ASSERT_TRUE(reloaded.has_value()) << "the watcher saw the ..data swap";
+  EXPECT_EQ((*reloaded)["ok"], true) << reloaded->dump();
+  const Json view = config_view();
+  EXPECT_EQ(view["settings"]["log_level"]["value"], "debug") << view.dump();
+  EXPECT_EQ(view["settings"]["max_loaded_models"]["value"], "3") << view.dump();
+  EXPECT_EQ(view["settings"]["keep_alive"]["source"], "default")
+      << "the new file wins over the change that was never saved: " << view.dump();
+  EXPECT_EQ(health(port())["max_models"]["llm"], 3);
 }
 
 }  // namespace

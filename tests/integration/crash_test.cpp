@@ -18,7 +18,8 @@ TEST_F(CrashTest, ACrashMidStreamEndsTheStreamWithAnErrorEventAndTheModelReloads
   const std::string a = env_.add_llm("a");
   env_.write_sidecar(a, {{"crash_mid_stream_after_chunks", 2}});
   ASSERT_NO_FATAL_FAILURE(start_router());
-  const int crashed = load_ok("user.a");
+  pid_t crashed = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.a", &crashed));
   ASSERT_GT(crashed, 0);
   PidWatch crashed_watch(crashed);
 

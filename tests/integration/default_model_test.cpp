@@ -15,8 +15,8 @@ using DefaultModelTest = RouterTest;
 TEST_F(DefaultModelTest, ItLoadsAtStartAndComesBackAfterItsTypeWasIdle) {
   env_.add_llm("small");
   env_.add_llm("big");
-  ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "1", "--default-model",
-                                        "user.small", "--default-model-delay", "0.3"}));
+  ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "1", "--default-model", "user.small",
+                                        "--default-model-delay", "0.3"}));
   ASSERT_TRUE(eventually([&] { return loaded_names(health(port())) == Names{"user.small"}; }))
       << health(port()).dump();
   const int first = loaded_pid(port(), "user.small");
@@ -24,7 +24,8 @@ TEST_F(DefaultModelTest, ItLoadsAtStartAndComesBackAfterItsTypeWasIdle) {
   // A big model displaces it; once nothing has used the LLM slot for the
   // delay, the default is back and the big model makes room for it.
   PidWatch small_watch(first);
-  const int big = load_ok("user.big");
+  pid_t big = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.big", &big));
   EXPECT_EQ(loaded_names(health(port())), (Names{"user.big"}));
   EXPECT_TRUE(small_watch.wait_exit(kWait));
   PidWatch big_watch(big);

@@ -26,7 +26,7 @@ class DisconnectTest : public RouterTest {
   void start_with_a_loaded() {
     env_.add_llm("a");
     ASSERT_NO_FATAL_FAILURE(start_router());
-    load_ok("user.a");
+    ASSERT_NO_FATAL_FAILURE(load_ok("user.a"));
     auto url = loaded_field(health(port()), "user.a", "backend_url");
     EXPECT_TRUE(url.is_string());
     url_ = url.is_string() ? url.get<std::string>() : std::string();

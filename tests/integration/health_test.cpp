@@ -112,12 +112,12 @@ TEST_F(HealthTest, ModelLoadedIsTheMostRecentlyLoadedServer) {
   const std::string a = env_.add_llm("a");
   const std::string b = env_.add_llm("b");
   ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "2"}));
-  load_ok("user.a");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.a"));
   auto h = health(port());
   EXPECT_EQ(h["model_loaded"], "user.a");
   EXPECT_EQ(h["checkpoint_loaded"], a);
 
-  load_ok("user.b");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.b"));
   h = health(port());
   EXPECT_EQ(h["model_loaded"], "user.b");
   EXPECT_EQ(h["checkpoint_loaded"], b);

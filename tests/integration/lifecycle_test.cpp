@@ -20,8 +20,10 @@ TEST_F(LifecycleTest, KillDashNineLeavesNoOrphanedBackends) {
   env_.add_llm("a");
   env_.add_llm("b");
   ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "2"}));
-  const int a = load_ok("user.a");
-  const int b = load_ok("user.b");
+  pid_t a = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.a", &a));
+  pid_t b = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.b", &b));
   ASSERT_GT(a, 0);
   ASSERT_GT(b, 0);
   PidWatch a_watch(a);
@@ -39,8 +41,12 @@ TEST_F(LifecycleTest, SigtermExitsZeroAndStopsEveryBackend) {
   env_.add_llm("a");
   env_.add_embedding("e");
   ASSERT_NO_FATAL_FAILURE(start_router());
-  PidWatch a_watch(load_ok("user.a"));
-  PidWatch e_watch(load_ok("user.e"));
+  pid_t a_pid = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.a", &a_pid));
+  PidWatch a_watch(a_pid);
+  pid_t e_pid = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.e", &e_pid));
+  PidWatch e_watch(e_pid);
 
   router().signal(SIGTERM);
   auto exit = router().wait_exit();

@@ -17,7 +17,8 @@ TEST_F(LoadFailuresTest, AMissingModelFileIsNamedAndEvictsNothing) {
   env_.add_llm("a");
   const std::string missing = env_.add_missing_llm("b");
   ASSERT_NO_FATAL_FAILURE(start_router());  // one LLM slot: loading b would evict a
-  const int a = load_ok("user.a");
+  pid_t a = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.a", &a));
 
   for (int i = 0; i < 2; ++i) {
     HttpReply r = i == 0 ? load(port(), "user.b") : chat(port(), "user.b");
@@ -39,7 +40,8 @@ TEST_F(LoadFailuresTest, AMissingBackendBinaryIs500AndEvictsNothing) {
   const std::string nowhere = env_.root() + "/no-such-dir/llama-server";
   ASSERT_NO_FATAL_FAILURE(start_router(
       {}, {{"LEMONADE_LLAMACPP_CPU_BIN", nowhere}, {"LEMON_FAKE_FLM_INSTALLED", "llama3.2:1b"}}));
-  const int f = load_ok("user.f");  // an LLM: loading user.a would evict it
+  pid_t f = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.f", &f));  // an LLM: loading user.a would evict it
 
   HttpReply r = load(port(), "user.a");
   EXPECT_EQ(r.status, 500) << r.body;
@@ -59,7 +61,8 @@ TEST_F(LoadFailuresTest, ABackendThatRefusesToStartEvictsEverythingAndIsTriedTwi
   env_.write_sidecar(x,
                      {{"exit_at_start", {{"code", 3}, {"message", "boom: segmentation fault"}}}});
   ASSERT_NO_FATAL_FAILURE(start_router());
-  const int e = load_ok("user.e");  // another type: a plain load of x would keep it
+  pid_t e = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.e", &e));  // another type: a plain load of x would keep it
   ASSERT_GT(e, 0);
   PidWatch e_watch(e);
 
@@ -87,19 +90,21 @@ TEST_F(LoadFailuresTest, ABackendThatRefusesToStartEvictsEverythingAndIsTriedTwi
 
 TEST_F(LoadFailuresTest, ABrokenModelEvictsEverythingOnlyOnce) {
   // Its load failed with every other model evicted: evicting them again for
-  // it would change nothing, so its next failures evict nothing (lemonade.md
-  // §8.6). POST /load asks for the whole policy again.
+  // it would change nothing, so its next failures evict nothing. POST /load
+  // asks for the whole policy again.
   env_.add_embedding("e");
   const std::string x = env_.add_llm("x");
   env_.write_sidecar(x, {{"exit_at_start", {{"code", 1}, {"message", "bad magic"}}}});
   ASSERT_NO_FATAL_FAILURE(start_router());
-  const int first_e = load_ok("user.e");
+  pid_t first_e = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.e", &first_e));
   PidWatch first_watch(first_e);
   EXPECT_EQ(chat(port(), "user.x").status, 500);
   EXPECT_TRUE(first_watch.wait_exit(kWait)) << "the first failure evicts everything";
   ASSERT_EQ(router().count_log("evicting every model and retrying"), 1);
 
-  const int e = load_ok("user.e");
+  pid_t e = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.e", &e));
   HttpReply again = chat(port(), "user.x");
   EXPECT_EQ(again.status, 500) << again.body;
   EXPECT_NE(again.json()["error"].value("message", "").find("bad magic"), std::string::npos)

@@ -91,7 +91,7 @@ TEST_F(LoadOptionsTest, ARequestDuringAReloadIsServedByTheNewServer) {
 
 TEST_F(LoadOptionsTest, AModelWithoutSavedOptionsUsesTheCli) {
   ASSERT_NO_FATAL_FAILURE(start_router({"--ctx-size", "3000"}));
-  load_ok("user.b");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.b"));
   EXPECT_EQ(ctx_size_of("user.b"), 3000);
 }
 
@@ -103,14 +103,16 @@ TEST_F(LoadOptionsTest, AutoLoadUsesSavedOptions) {
 
 TEST_F(LoadOptionsTest, WithoutCliOrSavedOptionsTheDefaultApplies) {
   ASSERT_NO_FATAL_FAILURE(start_router());
-  load_ok("user.b");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.b"));
   EXPECT_EQ(ctx_size_of("user.b"), 4096);
 }
 
 TEST_F(LoadOptionsTest, LoadingTheSameConfigurationTwiceIsANoOp) {
   ASSERT_NO_FATAL_FAILURE(start_router({"--ctx-size", "3000"}));
-  const int first = load_ok("user.a");
-  const int second = load_ok("user.a");
+  pid_t first = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.a", &first));
+  pid_t second = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.a", &second));
   EXPECT_EQ(first, second);
   ASSERT_EQ(load(port(), "user.a", {{"ctx_size", 2048}}).status, 200);  // same effective options
   EXPECT_EQ(loaded_pid(port(), "user.a"), first);
@@ -119,7 +121,8 @@ TEST_F(LoadOptionsTest, LoadingTheSameConfigurationTwiceIsANoOp) {
 
 TEST_F(LoadOptionsTest, ARouterOwnedLlamacppFlagIs400AndEvictsNothing) {
   ASSERT_NO_FATAL_FAILURE(start_router());  // one LLM slot
-  const int a = load_ok("user.a");
+  pid_t a = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.a", &a));
 
   // Loading b would evict a; reloading a would replace it. Neither happens.
   for (const char* model : {"user.b", "user.a"}) {

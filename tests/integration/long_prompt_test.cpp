@@ -38,6 +38,7 @@ struct StreamRead {
   std::vector<SseEvent> events;
   int pings_before_first_data = 0;
   int pings = 0;
+  int backend_pings = 0;   // llama-server's own ":" comments, passed through
   std::vector<json> data;  // every data event but [DONE], parsed
   bool done = false;
   std::int64_t silence_ms = 0;  // from sending the request to the first data event
@@ -58,6 +59,8 @@ StreamRead read_stream(int port, const json& body,
         if (c == "ping") {
           ++out.pings;
           out.pings_before_first_data += out.data.empty() ? 1 : 0;
+        } else if (c.empty()) {
+          ++out.backend_pings;
         }
       }
     } else if (e.is_done()) {
@@ -84,7 +87,7 @@ bool any_progress(const std::vector<json>& data) {
 TEST_F(LongPromptTest, HeartbeatsArriveAtTheirRateWhileTheBackendReadsThePrompt) {
   env_.add_llm("a");
   ASSERT_NO_FATAL_FAILURE(start_router({"--stream-heartbeat", "0.05"}));
-  load_ok("user.a");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.a"));
   StreamRead r = read_stream(port(), slow_prompt_stream(1500));
   ASSERT_EQ(r.status, 200);
   EXPECT_TRUE(r.done);
@@ -99,7 +102,7 @@ TEST_F(LongPromptTest, HeartbeatsArriveAtTheirRateWhileTheBackendReadsThePrompt)
 TEST_F(LongPromptTest, HeartbeatsGoOnlyBetweenEventsAndInAnySilence) {
   env_.add_llm("a");
   ASSERT_NO_FATAL_FAILURE(start_router({"--stream-heartbeat", "0.05"}));
-  load_ok("user.a");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.a"));
   // Silent gaps between tokens, too: pings come there, each its own event.
   StreamRead r = read_stream(port(), slow_prompt_stream(0, 4, 400));
   ASSERT_EQ(r.status, 200);
@@ -120,7 +123,7 @@ TEST_F(LongPromptTest, ABackendThatSendsNothingYetStillGetsTheClientHeartbeats) 
   // An older llama-server answers its head only with its first result.
   env_.write_sidecar(env_.models_dir() + "/a.gguf", {{"head_delay_ms", 1000}});
   ASSERT_NO_FATAL_FAILURE(start_router({"--stream-heartbeat", "0.05"}));
-  load_ok("user.a");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.a"));
   SseStream s(port(), "/api/v1/chat/completions", slow_prompt_stream(0).dump());
   ASSERT_TRUE(s.read_head());
   EXPECT_EQ(s.status(), 200);
@@ -143,7 +146,7 @@ TEST_F(LongPromptTest, ProgressKeepsALongPrefillAliveAndReachesOnlyAClientThatAs
   // The prefill (1.5 s) is three times the idle bound.
   ASSERT_NO_FATAL_FAILURE(
       start_router({"--backend-idle-timeout", "0.5", "--stream-heartbeat", "0"}));
-  load_ok("user.a");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.a"));
   StreamRead quiet = read_stream(port(), slow_prompt_stream(1500));
   ASSERT_EQ(quiet.status, 200);
   EXPECT_TRUE(quiet.done) << "the prefill was cut";
@@ -189,7 +192,7 @@ TEST_F(LongPromptTest, ASilentBackendIsNotIdleWhileItsSlotProcesses) {
   env_.write_sidecar(env_.models_dir() + "/a.gguf", {{"ignore_return_progress", true}});
   ASSERT_NO_FATAL_FAILURE(
       start_router({"--backend-idle-timeout", "0.5", "--stream-heartbeat", "0"}));
-  load_ok("user.a");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.a"));
   StreamRead streamed = read_stream(port(), slow_prompt_stream(1500));
   EXPECT_TRUE(streamed.done);
   EXPECT_EQ(streamed.data.size(), 4u);
@@ -198,13 +201,56 @@ TEST_F(LongPromptTest, ASilentBackendIsNotIdleWhileItsSlotProcesses) {
   EXPECT_EQ(whole.status, 200) << whole.body;
 }
 
+// llama-server writes its own SSE comment, ":", when a stream has been
+// silent for --sse-ping-interval (or the request's "sse_ping_interval")
+// seconds. It is not the answer starting: the prefill check stays on.
+TEST_F(LongPromptTest, TheBackendsOwnPingsDoNotCutAPrefillItsSlotIsWorkingOn) {
+  env_.add_llm("a");
+  env_.write_sidecar(env_.models_dir() + "/a.gguf", {{"ignore_return_progress", true}});
+  ASSERT_NO_FATAL_FAILURE(
+      start_router({"--backend-idle-timeout", "0.5", "--stream-heartbeat", "0"}));
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.a"));
+  json body = slow_prompt_stream(3500);
+  body["sse_ping_interval"] = 1;
+  StreamRead streamed = read_stream(port(), body);
+  EXPECT_EQ(streamed.status, 200);
+  EXPECT_GE(streamed.backend_pings, 2) << "the fake pinged during its 3.5 s prefill";
+  EXPECT_TRUE(streamed.done);
+  ASSERT_EQ(streamed.data.size(), 4u) << "3 tokens and the final chunk, no error event";
+  for (const auto& d : streamed.data) {
+    EXPECT_FALSE(d.contains("error")) << d.dump();
+  }
+}
+
+// The same pings from a backend whose slot is idle keep nothing alive: the
+// silence is counted from the head, and the bound ends the stream.
+TEST_F(LongPromptTest, TheBackendsOwnPingsDoNotKeepAnIdleSlotsRequestAlive) {
+  env_.add_llm("a");
+  env_.write_sidecar(env_.models_dir() + "/a.gguf",
+                     {{"ignore_return_progress", true}, {"slots_report_idle", true}});
+  ASSERT_NO_FATAL_FAILURE(
+      start_router({"--backend-idle-timeout", "1.5", "--stream-heartbeat", "0"}));
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.a"));
+  json body = slow_prompt_stream(30000);
+  body["sse_ping_interval"] = 1;
+  const std::int64_t started = monotonic_ns();
+  StreamRead streamed = read_stream(port(), body);
+  const std::int64_t took_ms = (monotonic_ns() - started) / 1'000'000;
+  EXPECT_EQ(streamed.status, 200);
+  EXPECT_GE(streamed.backend_pings, 1) << "a ping came before the bound passed";
+  ASSERT_FALSE(streamed.data.empty());
+  EXPECT_EQ(streamed.data.back()["error"]["code"], "gateway_timeout")
+      << streamed.data.back().dump();
+  EXPECT_LT(took_ms, 15000) << "ended by the 1.5 s bound, not by the 30 s prefill";
+}
+
 TEST_F(LongPromptTest, ASilentBackendWithAnIdleSlotTimesOutAsBefore) {
   env_.add_llm("a");
   env_.write_sidecar(env_.models_dir() + "/a.gguf",
                      {{"ignore_return_progress", true}, {"slots_report_idle", true}});
   ASSERT_NO_FATAL_FAILURE(
       start_router({"--backend-idle-timeout", "0.5", "--stream-heartbeat", "0"}));
-  load_ok("user.a");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.a"));
   HttpReply whole = chat(port(), "user.a", {{"lemon_fake", {{"response_delay_ms", 5000}}}});
   EXPECT_EQ(whole.status, 504) << whole.body;
   EXPECT_EQ(whole.json()["error"]["code"], "gateway_timeout");
@@ -222,7 +268,7 @@ TEST_F(LongPromptTest, AClientThatLeavesDuringThePrefillCancelsTheBackendsTask) 
   env_.add_llm("a");
   env_.write_sidecar(env_.models_dir() + "/a.gguf", {{"prefill_progress_ms", 100}});
   ASSERT_NO_FATAL_FAILURE(start_router({"--stream-heartbeat", "0.05"}));
-  load_ok("user.a");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.a"));
   const std::string url = loaded_field(health(port()), "user.a", "backend_url");
   {
     SseStream s(port(), "/api/v1/chat/completions", slow_prompt_stream(20000).dump());
@@ -242,7 +288,7 @@ TEST_F(LongPromptTest, PrefillProgressIsARequestEvent) {
   env_.add_llm("a");
   env_.write_sidecar(env_.models_dir() + "/a.gguf", {{"prefill_progress_ms", 100}});
   ASSERT_NO_FATAL_FAILURE(start_router());
-  load_ok("user.a");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.a"));
   RouterEvents events(port());
   StreamRead r = read_stream(port(), slow_prompt_stream(800));
   ASSERT_TRUE(r.done);
@@ -267,7 +313,7 @@ TEST_F(LongPromptTest, PrefillProgressIsARequestEvent) {
 TEST_F(LongPromptTest, MaxPrefillTokensRefusesAPromptTheBackendCountsTooLong) {
   env_.add_llm("a");
   ASSERT_NO_FATAL_FAILURE(start_router({"--max-prefill-tokens", "20"}));
-  load_ok("user.a");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.a"));
   std::string long_text;
   for (int i = 0; i < 50; ++i) {
     long_text += "word ";
@@ -294,7 +340,7 @@ TEST_F(LongPromptTest, MaxPrefillTokensRefusesAPromptTheBackendCountsTooLong) {
 TEST_F(LongPromptTest, WithoutMaxPrefillTokensNothingIsCounted) {
   env_.add_llm("a");
   ASSERT_NO_FATAL_FAILURE(start_router());
-  load_ok("user.a");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.a"));
   EXPECT_EQ(chat(port(), "user.a").status, 200);
   const std::string url = loaded_field(health(port()), "user.a", "backend_url");
   EXPECT_EQ(fake_state(url)["tokenizations"], 0);
@@ -306,7 +352,7 @@ TEST_F(LongPromptTest, AnthropicStreamsGetPingEventsAndOllamaStreamsOnlyJsonLine
   const std::string model = env_.add_llm("s");
   env_.write_sidecar(model, {{"response_delay_ms", 800}, {"tokens", 3}});
   ASSERT_NO_FATAL_FAILURE(start_router({"--stream-heartbeat", "0.05"}));
-  load_ok("user.s");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.s"));
   json anthropic = {{"model", "user.s"},
                     {"max_tokens", 3},
                     {"stream", true},

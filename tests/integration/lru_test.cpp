@@ -19,8 +19,8 @@ class LruTest : public RouterTest {
     env_.add_llm("m2");
     env_.add_llm("m3");
     ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "2"}));
-    m1_ = load_ok("user.m1");
-    m2_ = load_ok("user.m2");
+    ASSERT_NO_FATAL_FAILURE(load_ok("user.m1", &m1_));
+    ASSERT_NO_FATAL_FAILURE(load_ok("user.m2", &m2_));
   }
 
   int m1_ = -1;
@@ -35,7 +35,7 @@ TEST_F(LruTest, LoadingAThirdLlmEvictsTheLeastRecentlyUsed) {
   ASSERT_EQ(chat(port(), "user.m2").status, 200);
   PidWatch m1_watch(m1_);
 
-  load_ok("user.m3");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.m3"));
   auto h = health(port());
   EXPECT_EQ(loaded_names(h), (Names{"user.m2", "user.m3"}));
   EXPECT_EQ(loaded_field(h, "user.m2", "pid"), m2_);
@@ -61,8 +61,10 @@ TEST_F(LruTest, AnEmbeddingModelDoesNotEvictLlms) {
   env_.add_llm("l2");
   env_.add_embedding("e1");
   ASSERT_NO_FATAL_FAILURE(start_router());  // one model of each type
-  const int l1 = load_ok("user.l1");
-  const int e1 = load_ok("user.e1");
+  pid_t l1 = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.l1", &l1));
+  pid_t e1 = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.e1", &e1));
   auto h = health(port());
   EXPECT_EQ(loaded_names(h), (Names{"user.e1", "user.l1"}));
   EXPECT_EQ(loaded_field(h, "user.e1", "type"), "embedding");
@@ -70,7 +72,7 @@ TEST_F(LruTest, AnEmbeddingModelDoesNotEvictLlms) {
 
   // The next LLM takes the LLM slot; the embedding model stays.
   PidWatch l1_watch(l1);
-  load_ok("user.l2");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.l2"));
   h = health(port());
   EXPECT_EQ(loaded_names(h), (Names{"user.e1", "user.l2"}));
   EXPECT_EQ(loaded_field(h, "user.e1", "pid"), e1);
@@ -88,13 +90,16 @@ TEST_F(LruTest, ListFormSetsALimitPerType) {
       health(port())["max_models"],
       (nlohmann::json{{"llm", 1}, {"embedding", 2}, {"reranking", 1}, {"audio", 1}, {"image", 1}}));
 
-  const int e1 = load_ok("user.e1");
-  const int e2 = load_ok("user.e2");
-  const int l1 = load_ok("user.l1");
+  pid_t e1 = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.e1", &e1));
+  pid_t e2 = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.e2", &e2));
+  pid_t l1 = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.l1", &l1));
   EXPECT_EQ(loaded_names(health(port())), (Names{"user.e1", "user.e2", "user.l1"}));
 
   PidWatch e1_watch(e1);
-  load_ok("user.e3");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.e3"));
   auto h = health(port());
   EXPECT_EQ(loaded_names(h), (Names{"user.e2", "user.e3", "user.l1"}));
   EXPECT_EQ(loaded_field(h, "user.e2", "pid"), e2);
@@ -102,7 +107,7 @@ TEST_F(LruTest, ListFormSetsALimitPerType) {
   EXPECT_TRUE(e1_watch.wait_exit(kWait));
 
   PidWatch l1_watch(l1);
-  load_ok("user.l2");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.l2"));
   EXPECT_EQ(loaded_names(health(port())), (Names{"user.e2", "user.e3", "user.l2"}));
   EXPECT_TRUE(l1_watch.wait_exit(kWait));
 }

@@ -25,7 +25,7 @@ TEST_F(ManyStreamsTest, HealthAndANewRequestAreServedWith256OpenStreams) {
   env_.add_llm("a");
   // Default --max-connections; enough llama.cpp slots that no request waits.
   ASSERT_NO_FATAL_FAILURE(start_router({"--parallel", std::to_string(kStreams + 1)}));
-  load_ok("user.a");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.a"));
   auto url_field = loaded_field(health(port()), "user.a", "backend_url");
   ASSERT_TRUE(url_field.is_string());
   const std::string url = url_field;

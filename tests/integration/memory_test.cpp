@@ -170,7 +170,8 @@ TEST_F(MemoryTest, ASwitchOnTheCpuStartsTheNewBackendWhileTheOldOneStops) {
   env_.write_sidecar(env_.add_llm("slow"), {{"ignore_sigterm", true}});
   env_.add_llm("b");
   ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "1", "--stop-grace", "600"}));
-  const int old_pid = load_ok("user.slow");
+  pid_t old_pid = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.slow", &old_pid));
   PidWatch old_backend(old_pid);
   ASSERT_EQ(chat(port(), "user.b").status, 200);
   EXPECT_FALSE(old_backend.exited());
@@ -188,7 +189,8 @@ TEST_F(MemoryTest, ASwitchOnAGpuWaitsForTheOldBackendToStop) {
   ASSERT_NO_FATAL_FAILURE(start_router(
       {"--max-loaded-models", "1", "--stop-grace", "3", "--memory-poll-interval", "3600"},
       gpu_env(env_, smi)));
-  const int old_pid = load_ok("user.g1");
+  pid_t old_pid = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.g1", &old_pid));
   PidWatch old_backend(old_pid);
   ASSERT_EQ(chat(port(), "user.g2").status, 200);
   EXPECT_TRUE(old_backend.exited()) << "the GPU model started before the old one was gone";

@@ -351,7 +351,7 @@ TEST_F(ModelStoreTest, DeleteRemovesOneVariantAndKeepsTheOtherAndTheSharedMmproj
   json mm = {{"mmproj", "mmproj-tiny-F16.gguf"}};
   ASSERT_EQ(http_post(port(), "/api/v1/pull", registration("user.q4", "Q4_0", mm)).status, 200);
   ASSERT_EQ(http_post(port(), "/api/v1/pull", registration("user.q8", "Q8_0", mm)).status, 200);
-  load_ok("user.q4");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.q4"));
 
   HttpReply r = http_post(port(), "/api/v1/delete", json{{"model_name", "user.q4"}});
   ASSERT_EQ(r.status, 200) << r.body;

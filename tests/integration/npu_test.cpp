@@ -20,8 +20,10 @@ TEST_F(NpuTest, AnNpuWhisperModelEvictsTheFlmServerButNotACpuModel) {
   env_.add_whisper("w");
   ASSERT_NO_FATAL_FAILURE(
       start_router({"--max-loaded-models", "2", "--whispercpp", "npu"}, kFlmInstalled));
-  const int cpu = load_ok("user.cpu");
-  const int flm = load_ok("user.f");
+  pid_t cpu = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.cpu", &cpu));
+  pid_t flm = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.f", &flm));
   ASSERT_GT(flm, 0);
   auto h = health(port());
   EXPECT_EQ(loaded_names(h), (Names{"user.cpu", "user.f"}));
@@ -30,7 +32,7 @@ TEST_F(NpuTest, AnNpuWhisperModelEvictsTheFlmServerButNotACpuModel) {
   EXPECT_EQ(fake_state(loaded_field(h, "user.f", "backend_url"))["program"], "flm");
 
   PidWatch flm_watch(flm);
-  load_ok("user.w");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.w"));
   h = health(port());
   EXPECT_EQ(loaded_names(h), (Names{"user.cpu", "user.w"}));
   EXPECT_EQ(loaded_field(h, "user.w", "device"), "npu");
@@ -44,8 +46,9 @@ TEST_F(NpuTest, ACpuWhisperModelLeavesTheFlmServerAlone) {
   env_.add_flm("f", "llama3.2:1b");
   env_.add_whisper("w");
   ASSERT_NO_FATAL_FAILURE(start_router({"--whispercpp", "cpu"}, kFlmInstalled));
-  const int flm = load_ok("user.f");
-  load_ok("user.w");
+  pid_t flm = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.f", &flm));
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.w"));
   auto h = health(port());
   EXPECT_EQ(loaded_names(h), (Names{"user.f", "user.w"}));
   EXPECT_EQ(loaded_field(h, "user.w", "device"), "cpu");

@@ -190,8 +190,8 @@ TEST_F(OllamaApiTest, KeepAliveLoadsAndUnloads) {
       << "no keep-alive: loaded until told otherwise; " << ps.body;
   EXPECT_TRUE(ps.json()["models"][0]["details"].is_object()) << ps.body;
 
-  // A request's keep_alive sets when it goes (lemonade.md §8.16: Lemonade's
-  // expires_at was a constant).
+  // A request's keep_alive sets when it goes (Lemonade 9.4.1's expires_at
+  // was a constant).
   const auto asked = std::chrono::system_clock::now();
   ASSERT_EQ(
       http_post(port(), "/api/generate",

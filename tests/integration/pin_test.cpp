@@ -28,11 +28,12 @@ TEST_F(PinTest, TheSlotLimitPassesOverAPinnedModel) {
   ASSERT_EQ(pinned.status, 200) << pinned.body;
   EXPECT_EQ(pinned.json()["pinned"], true);
   const int m1 = loaded_pid(port(), "user.m1");
-  const int m2 = load_ok("user.m2");
+  pid_t m2 = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.m2", &m2));
   ASSERT_EQ(chat(port(), "user.m2").status, 200);  // m1 is the least recently used
   PidWatch m2_watch(m2);
 
-  load_ok("user.m3");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.m3"));
   Json h = health(port());
   EXPECT_EQ(loaded_names(h), (Names{"user.m1", "user.m3"}));
   EXPECT_EQ(loaded_field(h, "user.m1", "pid"), m1);
@@ -45,7 +46,8 @@ TEST_F(PinTest, ALoadThatNeedsAPinnedSlotGets409AndEvictsNothing) {
   env_.add_llm("m1");
   env_.add_llm("m2");
   ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "1"}));
-  const int m1 = load_ok("user.m1");
+  pid_t m1 = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.m1", &m1));
   auto pin = http_post(port(), "/internal/pin", Json{{"model_name", "user.m1"}, {"pinned", true}});
   ASSERT_EQ(pin.status, 200) << pin.body;
   EXPECT_EQ(pin.json(), (Json{{"status", "success"}, {"model_name", "user.m1"}, {"pinned", true}}));
@@ -66,7 +68,7 @@ TEST_F(PinTest, ALoadThatNeedsAPinnedSlotGets409AndEvictsNothing) {
   ASSERT_EQ(unpin.status, 200) << unpin.body;
   EXPECT_EQ(loaded_field(health(port()), "user.m1", "pinned"), false);
   PidWatch m1_watch(m1);
-  load_ok("user.m2");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.m2"));
   EXPECT_EQ(loaded_names(health(port())), (Names{"user.m2"}));
   EXPECT_TRUE(m1_watch.wait_exit(kWait));
 }
@@ -80,7 +82,7 @@ TEST_F(PinTest, AnExplicitUnloadTakesAPinnedModel) {
   EXPECT_TRUE(watch.wait_exit(kWait));
   EXPECT_TRUE(loaded_names(health(port())).empty());
   // Loaded again without a pin, it is not pinned: the pin lasted while it was loaded.
-  load_ok("user.m1");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.m1"));
   EXPECT_EQ(loaded_field(health(port()), "user.m1", "pinned"), false);
 }
 
@@ -90,7 +92,7 @@ TEST_F(PinTest, ThePinRouteChecksItsBodyAndNeedsALoadedModel) {
   expect_error(
       http_post(port(), "/internal/pin", Json{{"model_name", "user.m1"}, {"pinned", true}}), 404,
       "model_not_loaded", "model_name", "a model that is not loaded");
-  load_ok("user.m1");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.m1"));
   expect_error(http_post(port(), "/internal/pin", Json{{"model_name", "user.m1"}}), 400,
                "invalid_request_error", "pinned", "no 'pinned'");
   expect_error(

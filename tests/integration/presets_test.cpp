@@ -205,7 +205,7 @@ TEST_F(PresetsTest, ABrokenUserFileStopsNothing) {
   expect_error(chat(port(), "preset.good"), 404, "model");
   // A write is refused rather than replace the user's broken file.
   auto created = http_post(port(), "/api/v1/presets", json{{"id", "n"}, {"model", "user.a"}});
-  EXPECT_EQ(created.status, 500) << created.body;
+  RouterTest::expect_error(created, 409, "config_file_invalid", "", "a broken presets.json");
   std::ifstream in(env_.cache_dir() + "/presets.json");
   EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()),
             "{\"good\": ");

@@ -57,7 +57,9 @@ TEST_F(PriorityTest, AnEqualOrHigherPriorityEvictsAsUsual) {
   env_.add_llm("high");
   env_.add_llm("peer");
   ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "1"}));
-  PidWatch low(load_ok("user.low"));
+  pid_t low_pid = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.low", &low_pid));
+  PidWatch low(low_pid);
   auto high = load(port(), "user.high", {{"priority", 3}});
   ASSERT_EQ(high.status, 200) << high.body;
   EXPECT_TRUE(low.wait_exit(kWait));
@@ -98,7 +100,7 @@ TEST_F(PriorityTest, AWaitingLoadThatNobodyWaitsForIsDropped) {
   ASSERT_EQ(http_post(port(), "/api/v1/unload", Json{{"model_name", "user.main"}}).status, 200);
   // Nothing loads it once the way is clear: an explicit load of main comes
   // back first and alone.
-  load_ok("user.main");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.main"));
   EXPECT_EQ(loaded_names(health(port())), (Names{"user.main"}));
   EXPECT_EQ(router().count_log("starting user.side"), 0);
 }
@@ -117,7 +119,7 @@ TEST_F(PriorityTest, ASavedPriorityAppliesAtEveryLoadAndABadOneIsRefused) {
   ASSERT_EQ(load(port(), "user.main", {{"priority", 2}, {"save_options", true}}).status, 200);
   ASSERT_EQ(http_post(port(), "/api/v1/unload", Json{{"model_name", "user.main"}}).status, 200);
   // Loaded again with no priority, it has its saved one.
-  load_ok("user.main");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.main"));
   EXPECT_EQ(loaded_field(health(port()), "user.main", "priority"), 2);
   auto model = http_get(port(), "/api/v1/models/user.main");
   ASSERT_EQ(model.status, 200);
@@ -126,7 +128,7 @@ TEST_F(PriorityTest, ASavedPriorityAppliesAtEveryLoadAndABadOneIsRefused) {
   ASSERT_EQ(load(port(), "user.main", {{"priority", -1}}).status, 200);
   EXPECT_EQ(loaded_field(health(port()), "user.main", "priority"), -1);
   PidWatch main_watch(loaded_pid(port(), "user.main"));
-  load_ok("user.side");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.side"));
   EXPECT_TRUE(main_watch.wait_exit(kWait)) << "priority -1 is below side's 0";
 }
 

@@ -17,7 +17,7 @@ TEST_F(UnloadTest, AModelThatIsNotLoadedIs404ModelNotLoaded) {
   env_.add_llm("a");
   env_.add_llm("b");
   ASSERT_NO_FATAL_FAILURE(start_router());
-  load_ok("user.b");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.b"));
   HttpReply r = http_post(port(), "/api/v1/unload", nlohmann::json{{"model_name", "user.a"}});
   EXPECT_EQ(r.status, 404) << r.body;
   auto j = r.json();
@@ -31,8 +31,10 @@ TEST_F(UnloadTest, UnloadsOneNamedModel) {
   env_.add_llm("a");
   env_.add_llm("b");
   ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "2"}));
-  const int a = load_ok("user.a");
-  const int b = load_ok("user.b");
+  pid_t a = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.a", &a));
+  pid_t b = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.b", &b));
   PidWatch a_watch(a);
   HttpReply r = http_post(port(), "/v1/unload", nlohmann::json{{"model_name", "user.a"}});
   ASSERT_EQ(r.status, 200) << r.body;
@@ -49,8 +51,12 @@ TEST_P(UnloadAllTest, UnloadsEveryModelAndStopsTheirBackends) {
   env_.add_llm("a");
   env_.add_embedding("e");
   ASSERT_NO_FATAL_FAILURE(start_router());
-  PidWatch a_watch(load_ok("user.a"));
-  PidWatch e_watch(load_ok("user.e"));
+  pid_t a_pid = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.a", &a_pid));
+  PidWatch a_watch(a_pid);
+  pid_t e_pid = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.e", &e_pid));
+  PidWatch e_watch(e_pid);
   ASSERT_EQ(loaded_names(health(port())).size(), 2u);
 
   HttpReply r = http_post(port(), "/api/v1/unload", GetParam());
@@ -74,7 +80,7 @@ INSTANTIATE_TEST_SUITE_P(Bodies, UnloadAllTest, ::testing::Values("{}", ""),
 TEST_F(UnloadTest, AStoppedBackendGetsOneSigtermAndExitsCleanly) {
   env_.add_llm("a");
   ASSERT_NO_FATAL_FAILURE(start_router({"--log-level", "debug"}));
-  load_ok("user.a");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.a"));
   RouterEvents events(port());
   ASSERT_EQ(http_post(port(), "/api/v1/unload", nlohmann::json{{"model_name", "user.a"}}).status,
             200);
@@ -90,7 +96,8 @@ TEST_F(UnloadTest, AStoppedBackendGetsOneSigtermAndExitsCleanly) {
 TEST_F(UnloadTest, ABackendThatIgnoresSigtermIsKilledAfterTheGrace) {
   env_.write_sidecar(env_.add_llm("a"), {{"ignore_sigterm", true}});
   ASSERT_NO_FATAL_FAILURE(start_router({"--stop-grace", "0.2"}));
-  const int pid = load_ok("user.a");
+  pid_t pid = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.a", &pid));
   PidWatch watch(pid);
   RouterEvents events(port());
   ASSERT_EQ(http_post(port(), "/api/v1/unload", nlohmann::json{{"model_name", "user.a"}}).status,

@@ -11,6 +11,7 @@
 #include "real/real_backend.h"
 #include "support/http_client.h"
 #include "support/loopback_listener.h"
+#include "support/process_signal.h"
 
 namespace lemon::testing {
 namespace {
@@ -62,7 +63,7 @@ class StandaloneLlama {
   }
   void stop() {
     if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
+      try_signal_process(pid_, SIGKILL);
       ::waitpid(pid_, nullptr, 0);
       pid_ = -1;
     }

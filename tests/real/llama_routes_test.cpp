@@ -11,6 +11,7 @@
 
 #include "real/real_backend.h"
 #include "support/http_client.h"
+#include "support/process_signal.h"
 #include "support/process_watch.h"
 #include "support/sse_reader.h"
 #include "support/test_env.h"
@@ -151,8 +152,9 @@ TEST_F(LlamaRoutesTest, APresetsSettingsReachLlamaServer) {
 TEST_F(LlamaRoutesTest, AKilledLlamaServerIsStartedAgainByTheNextRequest) {
   add_tiny_chat("tiny");
   ASSERT_NO_FATAL_FAILURE(start_real_router());
-  const int pid = load_ok("user.tiny");
-  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  pid_t pid = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.tiny", &pid));
+  ASSERT_NO_FATAL_FAILURE(signal_process(pid, SIGKILL));
   ASSERT_TRUE(wait_pid_exit(pid, std::chrono::seconds(10)));
   HttpReply r = chat(port(), "user.tiny", {{"max_tokens", 2}});
   EXPECT_EQ(r.status, 200) << r.body;

@@ -21,7 +21,7 @@ using nlohmann::json;
 TEST_F(RealLlamaTest, OnlyTheRouterGetsThroughToTheBackend) {
   add_tiny_chat("tiny");
   ASSERT_NO_FATAL_FAILURE(start_real_router({"--log-level", "trace"}));
-  load_ok("user.tiny");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.tiny"));
   const std::string url = loaded_field(health(port()), "user.tiny", "backend_url");
   const int pid = loaded_pid(port(), "user.tiny");
   const std::string key = environment_value(pid, "LLAMA_API_KEY");
@@ -153,7 +153,7 @@ TEST_F(RealLlamaTest, ANonStreamingLongPromptOutlastsTheIdleTimeout) {
 TEST_F(RealLlamaTest, ARequestQueuedInsideLlamaServerStartsWhenTheSlotFrees) {
   add_tiny_chat("tiny");
   ASSERT_NO_FATAL_FAILURE(start_real_router({"--parallel", "1"}));
-  load_ok("user.tiny");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.tiny"));
   const json messages = {{{"role", "user"}, {"content", "hi"}}};
   // Most of a second of tokens (the tiny model makes ~2,000 a second).
   const json long_stream = {{"model", "user.tiny"},
@@ -196,7 +196,7 @@ TEST_F(RealLlamaTest, ARequestQueuedInsideLlamaServerStartsWhenTheSlotFrees) {
 TEST_F(RealLlamaTest, AnUnloadedLlamaServerExitsCleanly) {
   add_tiny_chat("tiny");
   ASSERT_NO_FATAL_FAILURE(start_real_router());
-  load_ok("user.tiny");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.tiny"));
   ASSERT_EQ(chat(port(), "user.tiny", {{"max_tokens", 2}}).status, 200);
   RouterEvents events(port());
   ASSERT_EQ(http_post(port(), "/api/v1/unload", json{{"model_name", "user.tiny"}}).status, 200);

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -24,12 +25,15 @@ inline std::string real_program(const char* variable) {
   return v != nullptr ? std::string(v) : std::string();
 }
 
-// The tiny random-weight models of ../shared/models (or
-// LEMON_REAL_MODELS_DIR).
-inline std::string real_model_file(const std::string& name) {
+// The folder of the tiny random-weight models: LEMON_REAL_MODELS_DIR, else
+// ../shared/models beside the repository.
+inline std::string real_models_dir() {
   const char* dir = std::getenv("LEMON_REAL_MODELS_DIR");
-  return (dir != nullptr ? std::string(dir) : std::string(LEMON_SOURCE_DIR) + "/../shared/models") +
-         "/" + name;
+  return dir != nullptr ? std::string(dir) : std::string(LEMON_SOURCE_DIR) + "/../shared/models";
+}
+
+inline std::string real_model_file(const std::string& name) {
+  return real_models_dir() + "/" + name;
 }
 
 // The Python that runs tests/models/ (LEMON_PYTHON, else Debian's
@@ -93,6 +97,19 @@ class RealLlamaTest : public RealProgramTest {
  protected:
   RealLlamaTest()
       : RealProgramTest("LEMON_REAL_LLAMA_SERVER", "llama-server", "LEMONADE_LLAMACPP_CPU_BIN") {}
+  // Says plainly, before any load, when the tiny models are not there (a
+  // clone without ../shared beside it), rather than failing load by load.
+  void SetUp() override {
+    ASSERT_NO_FATAL_FAILURE(RealProgramTest::SetUp());
+    if (IsSkipped()) {
+      return;
+    }
+    ASSERT_TRUE(std::filesystem::is_regular_file(real_model_file("tiny-llama-chat.gguf")))
+        << "the real llama-server tests need the tiny models, and "
+        << real_model_file("tiny-llama-chat.gguf")
+        << " is missing: set LEMON_REAL_MODELS_DIR to the folder that holds them "
+           "(../shared/models beside the repository by default)";
+  }
   // user.<key>: the tiny chat model on the real llama-server.
   void add_tiny_chat(const std::string& key) {
     env_.add_user_model(key, {{"checkpoint", real_model_file("tiny-llama-chat.gguf")},

@@ -26,6 +26,7 @@
 
 #include "real/real_backend.h"
 #include "support/http_client.h"
+#include "support/process_signal.h"
 #include "support/process_watch.h"
 #include "support/raw_http.h"
 #include "support/router_events.h"
@@ -188,7 +189,7 @@ TEST_F(SdTest, LoadsAndGeneratesPngsInB64Json) {
   ASSERT_NO_FATAL_FAILURE(add_sdxs("s"));
   ASSERT_NO_FATAL_FAILURE(start_real_router());
   const auto started = Clock::now();
-  load_ok("user.s");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.s"));
   RecordProperty("load_ms", static_cast<int>(ms_since(started)));
 
   HttpReply r = generate("user.s", {{"n", 2}, {"seed", 7}, {"size", "64x64"}});
@@ -236,7 +237,8 @@ TEST_F(SdTest, EditsAndVariationsAnswerWithImages) {
 TEST_F(SdTest, BadInputGetsA400AndTheBackendLivesOn) {
   ASSERT_NO_FATAL_FAILURE(add_sdxs("s"));
   ASSERT_NO_FATAL_FAILURE(start_real_router());
-  const int pid = load_ok("user.s");
+  pid_t pid = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.s", &pid));
   const std::string junk(2048, '\x7f');
 
   auto expect_400 = [&](const HttpReply& r, const char* param) {
@@ -278,7 +280,7 @@ TEST_F(SdTest, BadInputGetsA400AndTheBackendLivesOn) {
 TEST_F(SdTest, AnUnloadedSdServerEndsOnTheRoutersSigterm) {
   ASSERT_NO_FATAL_FAILURE(add_sdxs("s"));
   ASSERT_NO_FATAL_FAILURE(start_real_router());
-  load_ok("user.s");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.s"));
   RouterEvents events(port());
   ASSERT_EQ(http_post(port(), "/api/v1/unload", json{{"model_name", "user.s"}}).status, 200);
   auto stopped = events.next("server_stopped", "user.s");
@@ -290,8 +292,9 @@ TEST_F(SdTest, AnUnloadedSdServerEndsOnTheRoutersSigterm) {
 TEST_F(SdTest, AKilledSdServerIsStartedAgainByTheNextRequest) {
   ASSERT_NO_FATAL_FAILURE(add_sdxs("s"));
   ASSERT_NO_FATAL_FAILURE(start_real_router());
-  const int pid = load_ok("user.s");
-  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  pid_t pid = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.s", &pid));
+  ASSERT_NO_FATAL_FAILURE(signal_process(pid, SIGKILL));
   ASSERT_TRUE(wait_pid_exit(pid, std::chrono::seconds(10)));
   HttpReply r = generate("user.s");
   EXPECT_EQ(r.status, 200) << r.body.substr(0, 300);
@@ -346,7 +349,8 @@ TEST_F(SdTest, AnSdServerOutOfMemoryIsA507) {
 TEST_F(SdTest, TheMemoryEstimateCoversThePeakOfAGeneration) {
   ASSERT_NO_FATAL_FAILURE(add_sdxs("s", {{"width", 256}, {"height", 256}}));
   ASSERT_NO_FATAL_FAILURE(start_real_router());
-  const int pid = load_ok("user.s");
+  pid_t pid = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.s", &pid));
   ASSERT_EQ(generate("user.s").status, 200);
   const std::int64_t peak = peak_rss_bytes(pid);
   const json memory = loaded_field(health(port()), "user.s", "memory");
@@ -362,7 +366,7 @@ TEST_F(SdTest, TheMemoryEstimateCoversThePeakOfAGeneration) {
 TEST_F(SdTest, TheRouterAddsLittleToAnImage) {
   ASSERT_NO_FATAL_FAILURE(add_sdxs("s"));
   ASSERT_NO_FATAL_FAILURE(start_real_router());
-  load_ok("user.s");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.s"));
   const std::string url = loaded_field(health(port()), "user.s", "backend_url");
   const std::string direct_body = json{
       {"prompt",

@@ -20,6 +20,7 @@
 
 #include "real/real_backend.h"
 #include "support/http_client.h"
+#include "support/process_signal.h"
 #include "support/process_watch.h"
 #include "support/raw_http.h"
 #include "support/router_events.h"
@@ -90,7 +91,7 @@ TEST_F(WhisperTest, LoadsAndAnswersInEveryFormat) {
   ASSERT_NO_FATAL_FAILURE(start_real_router());
   const std::string audio = speech_wav(env_.root());
   const auto started = Clock::now();
-  load_ok("user.w");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.w"));
   RecordProperty("load_ms", static_cast<int>(ms_since(started)));
 
   HttpReply j = transcribe("user.w", audio);
@@ -131,7 +132,8 @@ TEST_F(WhisperTest, BadInputGetsA400AndTheBackendLivesOn) {
   ASSERT_NO_FATAL_FAILURE(add_tiny_whisper("w"));
   ASSERT_NO_FATAL_FAILURE(start_real_router());
   const std::string audio = speech_wav(env_.root());
-  const int pid = load_ok("user.w");
+  pid_t pid = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.w", &pid));
 
   std::string corrupt = audio.substr(0, 12) + std::string(400, '\x7f');
   HttpReply bad = transcribe("user.w", corrupt, {form_field("response_format", "text")});
@@ -179,7 +181,8 @@ TEST_F(WhisperTest, TheRouterAddsLittleToATranscription) {
   ASSERT_NO_FATAL_FAILURE(add_tiny_whisper("w"));
   ASSERT_NO_FATAL_FAILURE(start_real_router());
   const std::string audio = speech_wav(env_.root());
-  const int pid = load_ok("user.w");
+  pid_t pid = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.w", &pid));
   const std::string url = loaded_field(health(port()), "user.w", "backend_url");
   const std::string prefix = request_prefix(pid);
   const std::string direct_body =
@@ -213,7 +216,7 @@ TEST_F(WhisperTest, TheRouterAddsLittleToATranscription) {
 TEST_F(WhisperTest, AnUnloadedWhisperServerExitsCleanly) {
   ASSERT_NO_FATAL_FAILURE(add_tiny_whisper("w"));
   ASSERT_NO_FATAL_FAILURE(start_real_router());
-  load_ok("user.w");
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.w"));
   RouterEvents events(port());
   ASSERT_EQ(http_post(port(), "/api/v1/unload", json{{"model_name", "user.w"}}).status, 200);
   auto stopped = events.next("server_stopped", "user.w");
@@ -226,8 +229,9 @@ TEST_F(WhisperTest, AKilledWhisperServerIsStartedAgainByTheNextRequest) {
   ASSERT_NO_FATAL_FAILURE(add_tiny_whisper("w"));
   ASSERT_NO_FATAL_FAILURE(start_real_router());
   const std::string audio = speech_wav(env_.root());
-  const int pid = load_ok("user.w");
-  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  pid_t pid = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.w", &pid));
+  ASSERT_NO_FATAL_FAILURE(signal_process(pid, SIGKILL));
   ASSERT_TRUE(wait_pid_exit(pid, std::chrono::seconds(10)));
   HttpReply r = transcribe("user.w", audio);
   EXPECT_EQ(r.status, 200) << r.body;
@@ -282,7 +286,8 @@ TEST_F(WhisperTest, TheMemoryEstimateCoversTheProcess) {
   ASSERT_NO_FATAL_FAILURE(start_real_router());
   const std::string audio = speech_wav(env_.root());
   for (const std::string model : {"user.tiny", "user.base"}) {
-    const int pid = load_ok(model);
+    pid_t pid = 0;
+    ASSERT_NO_FATAL_FAILURE(load_ok(model, &pid));
     ASSERT_EQ(transcribe(model, audio).status, 200);
     const std::int64_t rss = rss_bytes(pid);
     const json memory = loaded_field(health(port()), model, "memory");

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "support/process_signal.h"
 #include "support/sanitizer_env.h"
 
 namespace lemon::testing {
@@ -95,7 +96,7 @@ CliProcess::CliProcess(const std::vector<std::string>& args,
 
 CliProcess::~CliProcess() {
   if (!code_ && pid_ > 0) {
-    ::kill(pid_, SIGKILL);
+    try_signal_process(pid_, SIGKILL);
     wait_exit(std::chrono::seconds(30));
   }
   if (reader_.joinable()) {
@@ -187,7 +188,7 @@ void CliProcess::close_stdin() {
 }
 
 void CliProcess::signal(int sig) const {
-  ::kill(pid_, sig);
+  signal_process(pid_, sig);
 }
 
 std::optional<int> CliProcess::wait_exit(std::chrono::milliseconds timeout) {

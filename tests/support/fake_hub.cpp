@@ -1,4 +1,5 @@
 #include "support/fake_hub.h"
+#include "support/process_signal.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -75,7 +76,7 @@ FakeHub::FakeHub(std::string root) : root_(std::move(root)) {
 
 FakeHub::~FakeHub() {
   if (pid_ > 0) {
-    ::kill(pid_, SIGKILL);
+    try_signal_process(pid_, SIGKILL);
     int status = 0;
     while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
     }

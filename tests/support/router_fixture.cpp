@@ -29,14 +29,18 @@ RouterProcess& RouterTest::launch_router(const std::vector<std::string>& args,
     env[k] = v;
   }
   router_.reset();
-  router_ = std::make_unique<RouterProcess>(args, env);
+  router_ = std::make_unique<RouterProcess>(args, env, read_only_dirs_);
   return *router_;
 }
 
-int RouterTest::load_ok(const std::string& model) {
+void RouterTest::load_ok(const std::string& model, pid_t* pid) {
   HttpReply r = load(port(), model);
-  EXPECT_EQ(r.status, 200) << model << ": " << r.error << r.body;
-  return loaded_pid(port(), model);
+  ASSERT_EQ(r.status, 200) << model << ": " << r.error << r.body;
+  if (pid != nullptr) {
+    const int found = loaded_pid(port(), model);
+    ASSERT_GT(found, 1) << model << " has no pid in /health: " << health(port()).dump();
+    *pid = found;
+  }
 }
 
 void RouterTest::expect_error(const HttpReply& r, int status, const std::string& code,

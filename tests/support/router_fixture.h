@@ -32,10 +32,15 @@ class RouterTest : public ::testing::Test {
   RouterProcess& launch_router(const std::vector<std::string>& args,
                                const std::map<std::string, std::string>& extra_env = {});
   RouterProcess& router() { return *router_; }
+  // Folders the next router started gets read-only (RouterProcess).
+  std::vector<std::string> read_only_dirs_;
   int port() const { return router_->port(); }
 
-  // POST /api/v1/load and expect 200; returns the model's pid from /health.
-  int load_ok(const std::string& model);
+  // POST /api/v1/load and assert 200; with `pid`, also assert that /health
+  // names a positive pid for the model and store it there. Fails fatally, so
+  // call it as ASSERT_NO_FATAL_FAILURE(load_ok(...)): no caller goes on
+  // without the pid it asked for.
+  void load_ok(const std::string& model, pid_t* pid = nullptr);
 
   // Expects `r` to be the error envelope with `status`, `code` and (unless
   // empty) `param`; `what` names the case in failure messages.

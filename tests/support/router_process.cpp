@@ -3,9 +3,11 @@
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -17,6 +19,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/process_signal.h"
 #include "support/process_watch.h"
 #include "support/sanitizer_env.h"
 
@@ -26,9 +29,30 @@ namespace {
 constexpr std::chrono::milliseconds kReapWait{10000};
 constexpr std::string_view kListening = "listening on http://";
 
+// In a forked child: a mount namespace of its own in which each folder of
+// `dirs` is bound onto itself read-only. False on the first failure, with
+// errno set. Async-signal-safe calls only.
+bool mount_read_only(const std::vector<const char*>& dirs) {
+  if (dirs.empty()) {
+    return true;
+  }
+  if (::unshare(CLONE_NEWNS) != 0 ||
+      ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) {
+    return false;
+  }
+  for (const char* dir : dirs) {
+    if (::mount(dir, dir, nullptr, MS_BIND, nullptr) != 0 ||
+        ::mount(nullptr, dir, nullptr, MS_REMOUNT | MS_BIND | MS_RDONLY, nullptr) != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
 // Runs in the forked child: async-signal-safe calls only.
 [[noreturn]] void exec_router(const std::vector<char*>& argv, const std::vector<char*>& envp,
-                              int out_fd, int err_fd, pid_t parent) {
+                              int out_fd, int err_fd, pid_t parent,
+                              const std::vector<const char*>& read_only) {
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // the router dies with the test
   if (::getppid() != parent) {
     ::_exit(127);
@@ -39,6 +63,11 @@ constexpr std::string_view kListening = "listening on http://";
   }
   ::dup2(out_fd, STDOUT_FILENO);
   ::dup2(err_fd, STDERR_FILENO);
+  if (!mount_read_only(read_only)) {
+    static const char kWhy[] = "test harness: cannot mount a folder read-only\n";
+    [[maybe_unused]] auto n = ::write(STDERR_FILENO, kWhy, sizeof kWhy - 1);
+    ::_exit(126);
+  }
   ::syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_CLOEXEC);
   ::execve(argv[0], argv.data(), envp.data());
   ::_exit(127);
@@ -57,8 +86,32 @@ std::string router_binary() {
   return LEMON_ROUTER_BIN;
 }
 
+std::string can_mount_read_only() {
+  const char* dir = "/tmp";
+  const pid_t child = ::fork();
+  if (child < 0) {
+    return std::string("fork: ") + std::strerror(errno);
+  }
+  if (child == 0) {
+    ::_exit(mount_read_only({dir}) ? 0 : (errno & 0x7f));
+  }
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+    return {};
+  }
+  return std::string("unshare(CLONE_NEWNS) or a read-only bind mount failed: ") +
+         (WIFEXITED(status) ? std::strerror(WEXITSTATUS(status)) : "the probe was killed");
+}
+
 RouterProcess::RouterProcess(const std::vector<std::string>& args,
-                             const std::map<std::string, std::string>& env) {
+                             const std::map<std::string, std::string>& env,
+                             const std::vector<std::string>& read_only) {
+  std::vector<const char*> read_only_dirs;
+  for (const auto& dir : read_only) {
+    read_only_dirs.push_back(dir.c_str());
+  }
   std::vector<std::string> storage;
   storage.push_back(router_binary());
   storage.insert(storage.end(), args.begin(), args.end());
@@ -88,7 +141,7 @@ RouterProcess::RouterProcess(const std::vector<std::string>& args,
     throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   }
   if (pid_ == 0) {
-    exec_router(argv, envp, out[1], err[1], parent);
+    exec_router(argv, envp, out[1], err[1], parent, read_only_dirs);
   }
   ::close(out[1]);
   ::close(err[1]);
@@ -267,7 +320,7 @@ std::string RouterProcess::stdout_text() const {
 
 void RouterProcess::signal(int sig) const {
   if (!exit_) {
-    ::kill(pid_, sig);
+    signal_process(pid_, sig);
   }
 }
 
@@ -304,11 +357,11 @@ std::vector<pid_t> RouterProcess::kill_and_reap() {
   for (pid_t p : descendants_of(pid_)) {
     backends.emplace_back(p);
   }
-  ::kill(pid_, SIGKILL);
+  try_signal_process(pid_, SIGKILL);
   wait_exit(kReapWait);
   for (auto& w : backends) {
     if (!w.wait_exit(kReapWait)) {
-      ::kill(w.pid(), SIGKILL);
+      try_signal_process(w.pid(), SIGKILL);
       survivors.push_back(w.pid());
     }
   }

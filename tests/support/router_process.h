@@ -24,6 +24,10 @@ namespace lemon::testing {
 // LEMON_ROUTER_BIN, the binary under test.
 std::string router_binary();
 
+// Whether this process may give a child a mount namespace with a folder
+// mounted read-only (root, or CAP_SYS_ADMIN); "" if so, else why not.
+std::string can_mount_read_only();
+
 struct ExitInfo {
   bool exited = false;  // exited normally with `code`
   int code = -1;
@@ -34,8 +38,11 @@ struct ExitInfo {
 class RouterProcess {
  public:
   // Starts `router_binary() args...` with exactly `env` as its environment.
-  RouterProcess(const std::vector<std::string>& args,
-                const std::map<std::string, std::string>& env);
+  // Each folder in `read_only` is mounted read-only for the router alone (a
+  // mount namespace of its own; see can_mount_read_only()), as a Kubernetes
+  // ConfigMap is: changes made to it from outside still show inside.
+  RouterProcess(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
+                const std::vector<std::string>& read_only = {});
   ~RouterProcess();
   RouterProcess(const RouterProcess&) = delete;
   RouterProcess& operator=(const RouterProcess&) = delete;

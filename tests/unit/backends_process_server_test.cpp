@@ -27,9 +27,14 @@
 #include "lemon/process/port_allocator.h"
 #include "lemon/process/process_launcher.h"
 #include "support/loopback_listener.h"
+#include "support/process_signal.h"
 #include "support/scoped_env.h"
 #include "support/taken_first_ports.h"
 #include "support/temp_dir.h"
+
+using lemon::testing::is_signalable_pid;
+using lemon::testing::signal_process;
+using lemon::testing::try_signal_process;
 
 namespace lemon {
 namespace {
@@ -44,7 +49,7 @@ using testing::TempDir;
 const std::string kFakeLlamaServer = std::string(LEMON_FAKES_DIR) + "/llama-server";
 
 bool process_gone(pid_t pid) {
-  return ::kill(pid, 0) != 0 && errno == ESRCH;
+  return is_signalable_pid(pid) && ::kill(pid, 0) != 0 && errno == ESRCH;
 }
 
 // Forwards to the real launcher and remembers every child, so a test can see
@@ -481,7 +486,7 @@ TEST_F(ProcessServerLive, ExitListenerIsCalledOnceWhenTheBackendIsKilled) {
   ASSERT_TRUE(st.ok()) << st.error().message() << "\n" << st.error().detail();
   const pid_t pid = *s->pid();
 
-  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  ASSERT_NO_FATAL_FAILURE(signal_process(pid, SIGKILL));
   ASSERT_EQ(exited.get_future().wait_for(10s), std::future_status::ready)
       << "exit listener not called within 10 s";
   EXPECT_TRUE(s->exited());

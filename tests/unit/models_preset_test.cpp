@@ -314,7 +314,9 @@ TEST_F(PresetCatalogueTest, ABrokenUserFileIsReportedAndStopsNothing) {
   // A write would lose the user's file: refused, the file kept.
   Status created = presets->create(parsed({{"model", "Qwen3-4B-GGUF"}}, "new"));
   ASSERT_FALSE(created.ok());
-  EXPECT_EQ(created.error().code(), ErrorCode::kInternal);
+  EXPECT_EQ(created.error().code(), ErrorCode::kConfigFileInvalid);
+  EXPECT_NE(created.error().message().find("line 1, column"), std::string::npos)
+      << created.error().message();
   std::ifstream in(t_.path() / "cache" / "presets.json");
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(text, "{not json");

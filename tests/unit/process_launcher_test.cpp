@@ -26,8 +26,13 @@
 #include <vector>
 
 #include "lemon/process/process_launcher.h"
+#include "support/process_signal.h"
 #include "support/scoped_env.h"
 #include "support/temp_dir.h"
+
+using lemon::testing::is_signalable_pid;
+using lemon::testing::signal_process;
+using lemon::testing::try_signal_process;
 
 namespace lemon {
 namespace {
@@ -40,7 +45,7 @@ using testing::ScopedEnv;
 using testing::TempDir;
 
 bool group_leader_gone(pid_t pid) {
-  return ::kill(pid, 0) != 0 && errno == ESRCH;
+  return is_signalable_pid(pid) && ::kill(pid, 0) != 0 && errno == ESRCH;
 }
 
 class Launcher : public ::testing::Test {
@@ -297,7 +302,7 @@ TEST_F(Launcher, WaitExitUntilTimesOutForARunningChild) {
 TEST_F(Launcher, WaitExitUntilReturnsPromptlyAfterExit) {
   auto c = spawn("/bin/sleep", {"30"});
   ASSERT_NE(c, nullptr);
-  ASSERT_EQ(::kill(c->pid(), SIGKILL), 0);
+  ASSERT_NO_FATAL_FAILURE(signal_process(c->pid(), SIGKILL));
   const auto t0 = Clock::now();
   EXPECT_TRUE(c->wait_exit_until(t0 + 120s));
   // Woken by the exit, not by the deadline (a margin no load reaches).
@@ -325,7 +330,7 @@ TEST_F(Launcher, OnExitFiresOnceOnTheMonitorThread) {
       first.set_value(s);
     }
   });
-  ASSERT_EQ(::kill(c->pid(), SIGKILL), 0);
+  ASSERT_NO_FATAL_FAILURE(signal_process(c->pid(), SIGKILL));
   auto fut = first.get_future();
   ASSERT_EQ(fut.wait_for(10s), std::future_status::ready);
   ExitStatus s = fut.get();
@@ -501,7 +506,7 @@ TEST(LauncherOwnerDeath, ChildrenDieWithTheProcessThatSpawnedThem) {
   int ready = ::poll(&p, 1, 10000);
   ::close(pidfd);
   if (ready != 1) {
-    ::kill(pid, SIGKILL);  // do not leak it
+    try_signal_process(pid, SIGKILL);  // do not leak it
   }
   EXPECT_EQ(ready, 1) << "child " << pid << " outlived the process that spawned it";
 }

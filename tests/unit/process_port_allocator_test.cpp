@@ -16,7 +16,12 @@
 
 #include "lemon/process/port_allocator.h"
 #include "support/loopback_listener.h"
+#include "support/process_signal.h"
 #include "support/temp_dir.h"
+
+using lemon::testing::is_signalable_pid;
+using lemon::testing::signal_process;
+using lemon::testing::try_signal_process;
 
 namespace lemon {
 namespace {
@@ -244,7 +249,7 @@ TEST(PortAllocator, AReservationDiesWithItsHolder) {
   ASSERT_TRUE(busy.ok());
   EXPECT_NE(*busy, port) << "held by the other process";
   other.release(*busy);
-  ::kill(child, SIGKILL);
+  ASSERT_NO_FATAL_FAILURE(signal_process(child, SIGKILL));
   int status = 0;
   ::waitpid(child, &status, 0);
   PortAllocator after(port, 0, locks);

@@ -9,6 +9,14 @@
 // `config_reloaded` event and shown by GET /internal/config, which also
 // shows every setting's value and source (the API key redacted).
 //
+// A config.json that is not a JSON object is never overwritten: POST
+// /internal/set answers 409 config_file_invalid naming the file and, for a
+// parse error, its line and column. When config.json cannot be written (a
+// read-only folder, such as a Kubernetes ConfigMap mount), the change is
+// applied to this run only and the answer is 409 config_not_saved; such
+// changes are laid over the file at every reload until the file itself
+// changes (then the file wins) or the router restarts.
+//
 // Settings applied live: log_level; the router's (LiveRouterSettings)
 // max_loaded_models, keep_alive, scale_up_after, scale_down_after,
 // max_starvation, default_model_delay, the memory budget's size and margin
@@ -71,15 +79,22 @@ class ConfigReloader {
   nlohmann::json reload();
   // Merges `changes` into config.json (a section's keys one by one; null
   // removes a key), if the result is valid, then reloads. kInvalidRequest
-  // naming the key when it is not.
+  // naming the key when it is not; kConfigFileInvalid when config.json is
+  // broken (nothing changes); kConfigNotSaved when it could not be written
+  // (the change is applied to this run only).
   Result<nlohmann::json> set(const nlohmann::json& changes);
   nlohmann::json snapshot() const;
   void register_routes(http::ApiRoutes& routes);
-  // Reloads when config.json changes (its folder watched with inotify; a
-  // folder that does not exist yet is not watched: SIGHUP still works).
+  // Reloads when config.json changes (its folder watched with inotify, which
+  // also sees a Kubernetes ConfigMap's "..data" link swapped; a folder that
+  // does not exist yet is not watched: SIGHUP still works).
   void start_watching();
 
  private:
+  // parse_config over config.json with the unsaved changes laid over it
+  // (dropped first if the file changed since they were made).
+  ParsedConfig parse_with_unsaved() LEMON_EXCLUDES(mu_);
+
   const std::vector<std::string> argv_;
   telemetry::EventBus& events_;
   const std::function<void(const Config&)> apply_to_router_;
@@ -93,6 +108,11 @@ class ConfigReloader {
   std::string last_error_ LEMON_GUARDED_BY(mu_);
   std::int64_t last_reload_ms_ LEMON_GUARDED_BY(mu_) = 0;
   int reloads_ LEMON_GUARDED_BY(mu_) = 0;
+  // Changes POST /internal/set could not save, in order, and the text of
+  // config.json when they were made: laid over the file while it keeps
+  // that text.
+  std::vector<nlohmann::json> unsaved_ LEMON_GUARDED_BY(mu_);
+  std::string unsaved_over_ LEMON_GUARDED_BY(mu_);
   int stop_fd_ = -1;  // eventfd: ends the watcher
   std::thread watcher_;
 };

@@ -16,13 +16,18 @@
 
 namespace lemon {
 
-// Creates the parent folders as needed. kInternal naming the path on failure
-// (the temporary file is removed).
+// Creates the parent folders as needed. On failure the temporary file is
+// removed and the error names the path: kStorageReadOnly when the folder is
+// read-only or not writable by this user (EROFS, EACCES, EPERM; a Kubernetes
+// ConfigMap mount), kInsufficientStorage when the disk is full, kInternal
+// otherwise.
 Status write_file_atomically(const std::filesystem::path& path, std::string_view text);
 
 // Reads a JSON object file that is about to be rewritten: a missing or blank
-// file is an empty object; an unreadable or malformed one is kInternal (a
-// file the user broke is never overwritten).
+// file is an empty object; one that is not valid JSON, or not an object, is
+// kConfigFileInvalid naming the file and, for a parse error, its line and
+// column (a file the user broke is never overwritten); an unreadable one is
+// kInternal.
 Result<nlohmann::ordered_json> read_json_object_for_update(const std::filesystem::path& path);
 
 }  // namespace lemon

@@ -67,6 +67,9 @@ enum class ErrorCode {
   kSessionBusy,         // the session is generating: no second generate, no append
   kSessionLost,         // the session's server was evicted, unloaded or crashed
   kPromptTooLong,       // the prompt has more tokens than --max-prefill-tokens allows
+  kConfigFileInvalid,   // a JSON file the router must change is not a JSON object (a user's edit)
+  kStorageReadOnly,     // a file cannot be written: its folder is read-only or not ours
+  kConfigNotSaved,      // a setting applied to this run only: config.json could not be written
 
   // Download failures (model store, backend installer).
   kRemoteNotFound,       // the hub/release server has no such repository, revision or file
@@ -124,6 +127,9 @@ inline constexpr ErrorCode kAllErrorCodes[] = {
     ErrorCode::kSessionBusy,
     ErrorCode::kSessionLost,
     ErrorCode::kPromptTooLong,
+    ErrorCode::kConfigFileInvalid,
+    ErrorCode::kStorageReadOnly,
+    ErrorCode::kConfigNotSaved,
     ErrorCode::kRemoteNotFound,
     ErrorCode::kRemoteUnauthorized,
     ErrorCode::kRemoteForbidden,

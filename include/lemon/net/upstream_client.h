@@ -18,6 +18,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -51,15 +52,27 @@ struct CallOptions {
   // The whole call, connect to last byte; zero means no limit. Expiry is
   // kGatewayTimeout.
   std::chrono::milliseconds total_timeout{0};
-  // Optional: asked when `idle_timeout` passes before the backend sent a
-  // byte of its answer's body (its head may have come: llama-server sends a
-  // stream's head when the prompt starts). True (the backend reports it is still working on the
-  // request, e.g. a slot processing in its /slots) waits `working_recheck` more, then asks again;
-  // false or unset times out as usual (issue #26), except that a backend
-  // that said true before gets 250 ms more once, for an answer written just
-  // after its slot was freed.
+  // Optional: asked whenever `idle_timeout` passes before the answer has
+  // begun (see answer_started; its head may have come: llama-server sends a
+  // stream's head when the prompt starts). True (the backend reports it is
+  // still working on the request, e.g. a slot processing in its /slots)
+  // waits `working_recheck` more, then asks again; false or unset times out
+  // as usual, except that a backend that said true before gets 250 ms more
+  // once, for an answer written just after its slot was freed.
   std::function<bool()> still_working;
   std::chrono::milliseconds working_recheck{1000};
+  // Optional: whether the answer has begun, as the caller reads the body it
+  // is given (a stream's first data event: an SSE comment, such as
+  // llama-server's own ping during a long prompt, or a progress report is
+  // not the answer). Unset: any byte of the body counts.
+  std::function<bool()> answer_started;
+  // Optional, for a body the caller reads as events (an SSE stream): how
+  // many events that show the backend at work it has read so far (data
+  // events and progress reports, not comments), asked after each piece of
+  // body is passed on. When set, silence is measured from the head or the
+  // last such event: bytes that add none (a backend's own pings) do not
+  // restart `idle_timeout`. Unset: every byte restarts it.
+  std::function<std::uint64_t()> events_read;
   // Optional: called about every `tick_interval` while waiting for bytes
   // (e.g. to send SSE keepalive comments during prompt processing). Return
   // false to abort the call with kCancelled.

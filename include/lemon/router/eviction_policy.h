@@ -102,8 +102,8 @@ enum class FailureAction {
 // resources) evict everything, and only on the first attempt. Not again for
 // a model whose last load failed even after everything was evicted
 // (`failed_after_evict_all`): that showed the failure is the model's own, so
-// a broken model cannot empty the machine on every request for it
-// (docs/research lemonade.md §8.6); a success or POST /load forgets it.
+// a broken model cannot empty the machine on every request for it; a
+// success or POST /load forgets it.
 FailureAction on_load_failure(ErrorCode code, int attempt, bool failed_after_evict_all);
 
 // A server a load evicts, as may_start_while_victims_stop sees it.

@@ -94,7 +94,7 @@ void OllamaApi::register_routes(http::ApiRoutes& routes) {
       },
       o);
   // Ollama routes this router has no counterpart for: 501, as Lemonade
-  // answers them (lemonade.md §2.2), rather than a 404 that reads like a typo.
+  // 9.4.1 answers them, rather than a 404 that reads like a typo.
   // Every method, answered before the body: a blob upload
   // (application/octet-stream, any size) gets 501 too, not 415 or 413.
   for (const std::string path : {"/api/create", "/api/copy", "/api/push", "/api/blobs/{id}"}) {
