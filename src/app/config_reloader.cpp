@@ -18,7 +18,7 @@
 #include "lemon/core/clock.h"
 #include "lemon/core/log.h"
 #include "lemon/http/error_response.h"
-#include "lemon/http/inference_proxy.h"
+#include "lemon/inference/inference_proxy.h"
 #include "lemon/http/json_request.h"
 
 namespace lemon {

@@ -20,6 +20,9 @@
 #include "lemon/api/lemonade/session_api.h"
 #include "lemon/api/ollama/ollama_api.h"
 #include "lemon/api/openai/openai_api.h"
+#include "lemon/inference/generation_defaults.h"
+#include "lemon/inference/inference_gateway.h"
+#include "lemon/inference/model_provisioner.h"
 #include "lemon/app/config.h"
 #include "lemon/app/config_reloader.h"
 #include "lemon/app/graceful_drain.h"
@@ -111,41 +114,42 @@ int main(int argc, char** argv) {
   context.start();
   telemetry::SystemStatsReader system_stats(launcher.get());
   StatsStore stats;
-  http::ApiServer server(api_settings(cfg), **catalogue, presets, store, installer, router, stats,
-                         telemetry);
-  server.gateway().serve_remote(&remote);
+  http::ApiServer server(api_settings(cfg), telemetry);
+  // The inference path every API room hands its requests to.
+  inference::ModelProvisioner provisioner(**catalogue, presets, store, installer, router);
+  inference::GenerationDefaults generation_defaults;
+  inference::InferenceGateway gateway(forward_settings(cfg), provisioner, generation_defaults, stats,
+                                      telemetry, server.drain_expired());
+  gateway.serve_remote(&remote);
   // The API rooms (src/api/*): each takes only what it uses and adds its
   // routes to the server's table.
   const api::LemonadeSettings lemonade = lemonade_settings(cfg);
   api::ManagementApi management_api(**catalogue, presets, installer, router, stats,
-                                    server.provisioner(), server, lemonade);
+                                    provisioner, server, lemonade);
   management_api.show_remote(&remote);
   management_api.register_routes(server);
-  api::ModelStoreApi store_api(**catalogue, store, server.provisioner());
+  api::ModelStoreApi store_api(**catalogue, store, provisioner);
   store_api.register_routes(server);
   api::BackendApi backend_api(installer, router);
   backend_api.register_routes(server);
   api::PresetApi preset_api(presets, router);
   preset_api.register_routes(server);
-  api::SessionApi session_api(router, server.gateway(), stats, telemetry.events(), lemonade);
+  api::SessionApi session_api(router, gateway, stats, telemetry.events(), lemonade);
   session_api.register_routes(server);
   api::ObserveApi observe_api(telemetry, context, system_stats, router,
-                              server.generation_defaults(), server);
+                              generation_defaults, server);
   observe_api.show_remote(&remote);
   observe_api.register_routes(server);
   api::DashboardApi dashboard_api(lemonade.web_dir);
   dashboard_api.register_routes(server);
-  api::OpenAiApi openai_api(**catalogue, server.provisioner(), server.generation_defaults(),
-                            server.gateway());
+  api::OpenAiApi openai_api(**catalogue, provisioner, gateway);
   openai_api.register_routes(server);
-  api::AnthropicApi anthropic_api(**catalogue, server.provisioner(), server.generation_defaults(),
-                                  server.gateway());
+  api::AnthropicApi anthropic_api(gateway);
   anthropic_api.register_routes(server);
-  api::OllamaApi ollama_api(**catalogue, store, router, server.provisioner(),
-                            server.generation_defaults(), server.gateway());
+  api::OllamaApi ollama_api(**catalogue, store, router, provisioner, gateway);
   ollama_api.register_routes(server);
   // Profiles (issue #30 §1): POST /internal/profile, --profile, /health's.
-  api::ProfileApi profile_api(router, server.provisioner(),
+  api::ProfileApi profile_api(router, provisioner,
                               parse_profiles(cfg.profiles).value_or(Profiles{}),
                               [&server] { return server.draining(); });
   profile_api.register_routes(server);
@@ -156,10 +160,10 @@ int main(int argc, char** argv) {
       [&router](const Config& read) {
         router.apply_live_settings(LiveRouterSettings::of(router_config(read, nullptr)));
       },
-      [&server, &profile_api, &remote](const Config& read) {
+      [&server, &gateway, &profile_api, &remote](const Config& read) {
         remote.reconfigure(remote_settings(read));
+        gateway.set_settings(forward_settings(read));
         http::ApiSettings settings = api_settings(read);
-        server.gateway().set_settings(settings);
         server.reconfigure(std::move(settings.keys), settings.access.cors_origins,
                            settings.audit_log_file);
         profile_api.set_profiles(parse_profiles(read.profiles).value_or(Profiles{}));

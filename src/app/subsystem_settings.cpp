@@ -84,13 +84,6 @@ http::ApiSettings api_settings(const Config& cfg) {
   out.server.body_min_rate = cfg.body_min_rate;
   out.server.keep_alive_timeout = cfg.keep_alive_timeout;
   out.server.write_timeout = cfg.write_timeout;
-  out.max_response_bytes = cfg.max_response_bytes;
-  out.request_timeout = cfg.request_timeout;
-  out.backend_retry_delay = cfg.backend_retry_delay;
-  out.stream_idle_timeout = cfg.stream_idle_timeout;
-  out.backend_idle_timeout = cfg.backend_idle_timeout;
-  out.stream_heartbeat = cfg.stream_heartbeat;
-  out.max_prefill_tokens = cfg.max_prefill_tokens;
   auto keys = http::build_key_ring(cfg.auth, cfg.api_key, cfg.admin_api_key);
   // parse_config checked them; were they broken all the same, no key would
   // open anything (a ring whose only key no one holds), never none needed.
@@ -103,6 +96,18 @@ http::ApiSettings api_settings(const Config& cfg) {
   out.access.metrics_public = cfg.metrics_public;
   out.access.cors_origins = cfg.cors_origins;
   out.ollama_port = cfg.ollama_port;
+  return out;
+}
+
+inference::ForwardSettings forward_settings(const Config& cfg) {
+  inference::ForwardSettings out;
+  out.max_response_bytes = cfg.max_response_bytes;
+  out.request_timeout = cfg.request_timeout;
+  out.backend_retry_delay = cfg.backend_retry_delay;
+  out.stream_idle_timeout = cfg.stream_idle_timeout;
+  out.backend_idle_timeout = cfg.backend_idle_timeout;
+  out.stream_heartbeat = cfg.stream_heartbeat;
+  out.max_prefill_tokens = cfg.max_prefill_tokens;
   return out;
 }
 

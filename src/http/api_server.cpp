@@ -8,8 +8,7 @@
 #include "lemon/core/log.h"
 #include "lemon/http/caller.h"
 #include "lemon/http/error_response.h"
-#include "lemon/http/inference_proxy.h"
-#include "observed_writer.h"
+#include "lemon/http/observed_writer.h"
 
 namespace lemon::http {
 namespace {
@@ -58,13 +57,8 @@ KeyHeaders key_headers(ApiDialect dialect) {
 
 }  // namespace
 
-ApiServer::ApiServer(ApiSettings settings, ModelCatalogue& catalogue,
-                     const PresetCatalogue& presets, ModelStore& store, BackendInstaller& installer,
-                     Router& router, StatsStore& stats, telemetry::TelemetryHub& hub)
-    : settings_(std::move(settings)),
-      hub_(hub),
-      provisioner_(catalogue, presets, store, installer, router),
-      gateway_(settings_, provisioner_, stats, hub, drain_expired_) {
+ApiServer::ApiServer(ApiSettings settings, telemetry::TelemetryHub& hub)
+    : settings_(std::move(settings)), hub_(hub) {
   settings_.server.head_check = [this](net::Request& r) { return check_head(r); };
   access_ =
       std::make_shared<const AccessState>(AccessState{settings_.access, std::move(settings_.keys)});
@@ -277,6 +271,7 @@ std::optional<net::EarlyAnswer> ApiServer::check_head(net::Request& r) {
                                        RouteTable::refusal_error(m, r).message());
     }
   } else {
+    RouteTable::remember(m, r);
     const Scope scope = tag_scope(m.tag);
     const KeyHeaders headers = key_headers(tag_dialect(m.tag));
     const auto state = access();

@@ -136,7 +136,22 @@ net::EarlyAnswer RouteTable::refusal(const Match& match, const net::Request& req
   return answer;
 }
 
+void RouteTable::remember(const Match& match, net::Request& request) {
+  request.matched.handler = match.handler;
+  request.matched.param_at = match.param.empty()
+                                 ? std::string::npos
+                                 : static_cast<std::size_t>(match.param.data() - request.path.data());
+}
+
 void RouteTable::dispatch(net::Request& request, net::ResponseWriter& writer) const {
+  if (request.matched.handler != nullptr) {
+    const auto& handler = *static_cast<const RouteHandler*>(request.matched.handler);
+    const std::string_view path = request.path;
+    handler(request, writer,
+            request.matched.param_at < path.size() ? path.substr(request.matched.param_at)
+                                                   : std::string_view());
+    return;
+  }
   Match m = match(request.method, request.path);
   if (m.handler == nullptr) {
     auto answer = refusal(m, request);

@@ -6,9 +6,9 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "lemon/http/sse_scanner.h"
+#include "lemon/inference/sse_scanner.h"
 
-using lemon::http::SseScanner;
+using lemon::inference::SseScanner;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   if (size < 1) {

@@ -21,6 +21,7 @@ namespace {
 using api::anthropic_count_tokens_text;
 using api::anthropic_to_chat;
 using api::AnthropicAnswer;
+using inference::ChatAnswer;
 using nlohmann::json;
 using namespace std::chrono_literals;
 using Clock = ChatAnswer::Clock;

@@ -21,7 +21,7 @@ namespace lemon::api {
 namespace {
 
 using http::ApiDialect;
-using http::ChatAnswer;
+using inference::ChatAnswer;
 using http::DialectError;
 using nlohmann::json;
 using namespace std::chrono_literals;

@@ -15,6 +15,7 @@
 #include "lemon/backends/process_server.h"
 #include "lemon/backends/slot_file_store.h"
 #include "lemon/http/api_server.h"
+#include "lemon/inference/inference_gateway.h"
 #include "lemon/models/catalogue.h"
 #include "lemon/models/hub_client.h"
 #include "lemon/models/preset_catalogue.h"
@@ -41,8 +42,11 @@ BackendEnvironment backend_environment(const Config& cfg, ProcessLauncher& launc
 // the caller.
 RouterConfig router_config(const Config& cfg, std::shared_ptr<DeviceMemorySource> memory);
 
-// The HTTP server's limits and timeouts, the proxy's, access.
+// The HTTP server's limits and timeouts, and access.
 http::ApiSettings api_settings(const Config& cfg);
+
+// The inference path's limits and timeouts.
+inference::ForwardSettings forward_settings(const Config& cfg);
 
 // Remote models (issue #30 §3): config.json's remote and remote_discovery,
 // already checked by parse_config (a default when they do not parse).

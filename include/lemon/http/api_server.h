@@ -1,8 +1,12 @@
 // ApiServer: the HTTP server every API room (src/api/*) registers into. It
 // owns the listeners (the main port, and --ollama-port's), the route table
-// with each route's access check, the graceful drain's count of requests in
-// flight, and what the rooms share: the ModelProvisioner, the
-// InferenceGateway and the sampling defaults. It serves no route of its own.
+// with each route's access check and the graceful drain's count of requests
+// in flight. It serves no route of its own and hands nothing out: the rooms
+// are given what they use by whoever builds them (src/app/main.cpp).
+//
+// A request's route is matched once, when its head arrives (the HeadCheck),
+// and its caller judged there: the API key, its scope and limits, the origin
+// and Host. The handler then runs the route found then.
 //
 // Thread-safety: construct, register the rooms, then bind()/run() from the
 // main thread; stop() from any thread; handlers run on connection threads.
@@ -16,31 +20,22 @@
 #include <utility>
 #include <vector>
 
-#include "lemon/backends/backend_installer.h"
 #include "lemon/http/access_policy.h"
 #include "lemon/http/api_dialect.h"
 #include "lemon/http/api_keys.h"
 #include "lemon/http/api_routes.h"
 #include "lemon/http/audit_log.h"
-#include "lemon/http/generation_defaults.h"
-#include "lemon/http/inference_gateway.h"
 #include "lemon/http/key_limits.h"
-#include "lemon/http/model_provisioner.h"
 #include "lemon/http/route_table.h"
 #include "lemon/http/serving_status.h"
-#include "lemon/models/catalogue.h"
-#include "lemon/models/model_store.h"
-#include "lemon/models/preset_catalogue.h"
 #include "lemon/net/server.h"
-#include "lemon/router/request_stats.h"
-#include "lemon/router/router.h"
 #include "lemon/telemetry/telemetry_hub.h"
 
 namespace lemon::http {
 
-// Everything the router's HTTP server runs with; the forwarding settings
-// are ForwardSettings (inference_gateway.h).
-struct ApiSettings : ForwardSettings {
+// Everything the router's HTTP server runs with (the inference path's
+// limits are inference::ForwardSettings).
+struct ApiSettings {
   std::string host = "127.0.0.1";
   int port = 8000;
   net::ServerOptions server;
@@ -56,11 +51,9 @@ struct ApiSettings : ForwardSettings {
 
 class ApiServer final : public ApiRoutes, public ServingStatus {
  public:
-  // The references outlive the server; the provisioner and the gateway are
-  // built over them.
-  ApiServer(ApiSettings settings, ModelCatalogue& catalogue, const PresetCatalogue& presets,
-            ModelStore& store, BackendInstaller& installer, Router& router, StatsStore& stats,
-            telemetry::TelemetryHub& hub);
+  // `hub` outlives the server: it counts the keys' requests and refusals,
+  // and its event and log streams end when the server stops.
+  ApiServer(ApiSettings settings, telemetry::TelemetryHub& hub);
   ~ApiServer() override;
 
   // Binds the port, and the Ollama port when one is set.
@@ -75,8 +68,10 @@ class ApiServer final : public ApiRoutes, public ServingStatus {
   // Requests in a handler right now (the drain waits for 0).
   int in_flight() const { return in_flight_.load(); }
   // The drain ran out: requests whose backend is then stopped are told the
-  // router is shutting down rather than that their backend failed.
+  // router is shutting down rather than that their backend failed
+  // (drain_expired(), which the inference path reads).
   void expire_drain() { drain_expired_.store(true); }
+  const std::atomic<bool>& drain_expired() const { return drain_expired_; }
 
   // ServingStatus.
   bool draining() const override { return stopping_.load(); }
@@ -101,11 +96,6 @@ class ApiServer final : public ApiRoutes, public ServingStatus {
   // replaced at once (a request sees the old set or the new one).
   void reconfigure(KeyRing keys, std::vector<std::string> cors_origins,
                    const std::string& audit_log_file);
-  // What the rooms share.
-  ModelProvisioner& provisioner() { return provisioner_; }
-  InferenceGateway& gateway() { return gateway_; }
-  GenerationDefaults& generation_defaults() { return params_; }
-
  private:
   // Every request: CORS headers, OPTIONS preflight, then the route table.
   void handle(net::Request& r, net::ResponseWriter& w);
@@ -127,10 +117,6 @@ class ApiServer final : public ApiRoutes, public ServingStatus {
   std::atomic<bool> stopping_{false};
   ApiSettings settings_;
   telemetry::TelemetryHub& hub_;
-  // Every handler that serves a model by name asks it (issue #28 §2).
-  ModelProvisioner provisioner_;
-  InferenceGateway gateway_;
-  GenerationDefaults params_;
   RouteTable routes_;
   mutable Mutex keys_mu_;
   // What a request is checked against, replaced whole by set_keys() and

@@ -32,4 +32,27 @@ void send_json(net::ResponseWriter& writer, int status, const nlohmann::json& j)
 // carries one (queue full, load cooldown).
 net::Headers error_headers(const Error& error);
 
+// How an error ends a stream that has begun: Chat Completions' (and the
+// other OpenAI-style routes') `data: {"error":...}` then `data: [DONE]`, or
+// the Responses API's `event: error` with {"type":"error",...} and no
+// [DONE], which that API does not have.
+enum class StreamFraming { kChatCompletions, kResponses };
+
+// The SSE error event for `envelope_text` (the text of {"error":{...}}) in
+// `framing`: `data: <envelope>`, or `event: error` with the error's code,
+// message and param at the top level. Without the [DONE] that follows a
+// chat completion's error.
+std::string sse_error_event(const std::string& envelope_text, StreamFraming framing);
+
+// Ends a started stream with the error in `envelope_text` (the text of
+// {"error":{...}}): its error event as `framing` has it, the [DONE] a chat
+// completion's stream ends with, and the stream's end.
+void end_stream_with_error(net::ResponseWriter& writer, const std::string& envelope_text,
+                           StreamFraming framing);
+
+// Writes `error` to the client: the envelope with its status, or, once a
+// stream has started, its error event as `framing` has it, and the end.
+void write_error(net::ResponseWriter& writer, const Error& error,
+                 StreamFraming framing = StreamFraming::kChatCompletions);
+
 }  // namespace lemon::http

@@ -9,7 +9,6 @@
 #include <string_view>
 #include <vector>
 
-#include "lemon/backends/wrapped_server.h"
 #include "lemon/core/error.h"
 
 namespace lemon::http {
@@ -30,10 +29,5 @@ Result<std::vector<MultipartPart>> parse_multipart(std::string_view body,
 
 // First part called `name`, or nullptr.
 const MultipartPart* find_part(const std::vector<MultipartPart>& parts, std::string_view name);
-
-// A multipart/form-data body of `fields` with `boundary` (which must not
-// occur in any field's data; make_boundary() picks one that does not).
-std::string write_multipart(const std::vector<FormField>& fields, std::string_view boundary);
-std::string make_boundary(const std::vector<FormField>& fields);
 
 }  // namespace lemon::http

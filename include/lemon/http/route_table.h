@@ -60,6 +60,10 @@ class RouteTable {
   static Error refusal_error(const Match& match, const net::Request& request);
   static net::EarlyAnswer refusal(const Match& match, const net::Request& request);
 
+  // Keeps `match` (found for `request`'s own method and path) in the
+  // request, so dispatch() runs its handler without matching again.
+  static void remember(const Match& match, net::Request& request);
+  // Runs the route remember() kept, else matches the path now.
   void dispatch(net::Request& request, net::ResponseWriter& writer) const;
 
  private:

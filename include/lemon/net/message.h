@@ -55,6 +55,12 @@ struct Request {
   std::string body;                         // de-chunked request body
   std::string remote_addr;                  // peer IP address
   std::shared_ptr<RequestContext> context;  // set by the HeadCheck; empty otherwise
+  // The route the HeadCheck matched, so that the handler need not match the
+  // path again: opaque to net (the HTTP layer's handler), null when none.
+  struct MatchedRoute {
+    const void* handler = nullptr;
+    std::size_t param_at = std::string::npos;  // where the route's trailing {id} starts in `path`
+  } matched;
 
   // Value of a query parameter (percent-decoded, '+' as space), or nullopt.
   std::optional<std::string> query_param(std::string_view key) const;

@@ -8,7 +8,7 @@
 namespace lemon::api {
 
 using http::json_text;
-using http::tokens_from_chunk;
+using inference::tokens_from_chunk;
 namespace {
 
 using nlohmann::json;

@@ -4,21 +4,18 @@
 #include "lemon/api/anthropic/anthropic_request.h"
 #include "lemon/http/caller.h"
 #include "lemon/http/json_request.h"
-#include "lemon/http/translating_writer.h"
+#include "lemon/inference/translating_writer.h"
 
 namespace lemon::api {
 
 using http::ApiDialect;
-using http::InferenceRequest;
+using inference::InferenceRequest;
 using http::parse_json_object;
 using http::RouteAccess;
 using http::Scope;
-using http::TranslatingWriter;
+using inference::TranslatingWriter;
 
-AnthropicApi::AnthropicApi(const ModelCatalogue& catalogue, http::ModelProvisioner& provisioner,
-                           const http::GenerationDefaults& defaults,
-                           http::InferenceGateway& gateway)
-    : catalogue_(catalogue), provisioner_(provisioner), defaults_(defaults), gateway_(gateway) {}
+AnthropicApi::AnthropicApi(inference::InferenceGateway& gateway) : gateway_(gateway) {}
 
 void AnthropicApi::register_routes(http::ApiRoutes& routes) {
   using P = std::string_view;
@@ -44,38 +41,18 @@ void AnthropicApi::handle_messages(net::Request& r, net::ResponseWriter& raw) {
     errors.fail(request.error());
     return;
   }
-  if (auto refused = gateway_.refuse_model(http::caller_key(r), request->model)) {
-    errors.fail(*refused);
-    return;
-  }
-  if (request->has_images) {
-    if (auto info = catalogue_.find(request->model); info && !model_has_vision(*info)) {
-      errors.fail(Error(ErrorCode::kInvalidRequest,
-                        "model '" + request->model +
-                            "' cannot take images: it has no 'vision' label or mmproj file",
-                        "messages"));
-      return;
-    }
-  }
-  std::string model = request->model;  // the answer names the model as asked
-  if (auto preset = provisioner_.apply_preset(model, &request->chat, ApiRoute::kChatCompletions);
-      !preset.ok()) {
-    errors.fail(preset.error());
-    return;
-  }
-  defaults_.apply(request->chat);
   AnthropicAnswer answer(request->model, AnthropicAnswer::new_id(),
                          std::move(request->stop_sequences), request->stream);
   TranslatingWriter w(raw, ApiDialect::kAnthropic, &answer);
   InferenceRequest req;
   req.key = http::caller_key(r);
   req.route = ApiRoute::kChatCompletions;
-  req.model = model;
-  req.requested_model = request->model;
+  req.model = request->model;
   req.stream = true;  // the backend always streams; see chat_answer.h
   req.json = &request->chat;
   req.body_changed = true;
   req.content_type = "application/json";
+  req.images_field = request->has_images ? "messages" : "";
   gateway_.forward(req, w);
 }
 

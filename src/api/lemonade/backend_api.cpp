@@ -2,7 +2,7 @@
 
 #include "lemon/backends/server_factory.h"
 #include "lemon/http/error_response.h"
-#include "lemon/http/inference_proxy.h"
+#include "lemon/inference/inference_proxy.h"
 #include "lemon/http/json_request.h"
 #include "progress_response.h"
 

@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "lemon/http/error_response.h"
-#include "lemon/http/inference_proxy.h"
+#include "lemon/inference/inference_proxy.h"
 
 namespace lemon::api {
 

@@ -7,7 +7,7 @@
 #include "lemon/backends/system_info.h"
 #include "lemon/http/caller.h"
 #include "lemon/http/error_response.h"
-#include "lemon/http/inference_proxy.h"
+#include "lemon/inference/inference_proxy.h"
 #include "lemon/http/json_request.h"
 
 namespace lemon::api {
@@ -95,7 +95,7 @@ void add_memory(nlohmann::json& total, const nlohmann::json& replica) {
 
 ManagementApi::ManagementApi(ModelCatalogue& catalogue, const PresetCatalogue& presets,
                              const BackendInstaller& installer, Router& router,
-                             const StatsStore& stats, http::ModelProvisioner& provisioner,
+                             const StatsStore& stats, inference::ModelProvisioner& provisioner,
                              const http::ServingStatus& serving, const LemonadeSettings& settings)
     : catalogue_(catalogue),
       presets_(presets),

@@ -1,7 +1,7 @@
 #include "lemon/api/lemonade/model_store_api.h"
 
 #include "lemon/http/error_response.h"
-#include "lemon/http/inference_proxy.h"
+#include "lemon/inference/inference_proxy.h"
 #include "lemon/http/json_request.h"
 #include "lemon/models/local_import.h"
 #include "lemon/models/user_registration.h"
@@ -18,7 +18,7 @@ using http::send_json;
 using http::write_error;
 
 ModelStoreApi::ModelStoreApi(ModelCatalogue& catalogue, ModelStore& store,
-                             http::ModelProvisioner& provisioner)
+                             inference::ModelProvisioner& provisioner)
     : catalogue_(catalogue), store_(store), provisioner_(provisioner) {}
 
 void ModelStoreApi::register_routes(http::ApiRoutes& routes) {

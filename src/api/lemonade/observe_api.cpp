@@ -7,7 +7,7 @@
 
 #include "lemon/core/log.h"
 #include "lemon/http/error_response.h"
-#include "lemon/http/inference_proxy.h"
+#include "lemon/inference/inference_proxy.h"
 #include "lemon/http/json_request.h"
 
 namespace lemon::api {
@@ -71,7 +71,7 @@ Result<std::size_t> count_param(const net::Request& r, const char* name, std::si
 
 ObserveApi::ObserveApi(telemetry::TelemetryHub& hub, telemetry::ContextMonitor& context,
                        telemetry::SystemStatsReader& system, const Router& router,
-                       http::GenerationDefaults& defaults, const http::ServingStatus& serving)
+                       inference::GenerationDefaults& defaults, const http::ServingStatus& serving)
     : hub_(hub),
       context_(context),
       system_(system),

@@ -3,7 +3,7 @@
 #include <set>
 
 #include "lemon/http/error_response.h"
-#include "lemon/http/inference_proxy.h"
+#include "lemon/inference/inference_proxy.h"
 #include "lemon/http/json_request.h"
 
 namespace lemon::api {

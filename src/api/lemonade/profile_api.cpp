@@ -4,7 +4,7 @@
 
 #include "lemon/core/log.h"
 #include "lemon/http/error_response.h"
-#include "lemon/http/inference_proxy.h"
+#include "lemon/inference/inference_proxy.h"
 #include "lemon/http/json_request.h"
 
 namespace lemon::api {
@@ -12,7 +12,7 @@ namespace lemon::api {
 using http::RouteAccess;
 using http::Scope;
 
-ProfileApi::ProfileApi(Router& router, http::ModelProvisioner& provisioner, Profiles profiles,
+ProfileApi::ProfileApi(Router& router, inference::ModelProvisioner& provisioner, Profiles profiles,
                        std::function<bool()> stopping)
     : router_(router),
       provisioner_(provisioner),

@@ -1,7 +1,7 @@
 #include "progress_response.h"
 
 #include "lemon/http/error_response.h"
-#include "lemon/http/inference_proxy.h"
+#include "lemon/inference/inference_proxy.h"
 
 namespace lemon::api {
 

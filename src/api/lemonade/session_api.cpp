@@ -6,7 +6,7 @@
 #include "lemon/core/log.h"
 #include "lemon/http/caller.h"
 #include "lemon/http/error_response.h"
-#include "lemon/http/inference_proxy.h"
+#include "lemon/inference/inference_proxy.h"
 #include "lemon/http/json_request.h"
 #include "lemon/router/session_journal.h"
 #include "session_turn.h"
@@ -16,7 +16,7 @@ namespace lemon::api {
 using http::bool_field;
 using http::json_text;
 using http::parse_json_object;
-using http::ProxyCall;
+using inference::ProxyCall;
 using http::RouteAccess;
 using http::Scope;
 using http::send_json;
@@ -89,7 +89,7 @@ Result<nlohmann::json> session_options(const nlohmann::json& body) {
 
 }  // namespace
 
-SessionApi::SessionApi(Router& router, http::InferenceGateway& gateway, StatsStore& stats,
+SessionApi::SessionApi(Router& router, inference::InferenceGateway& gateway, StatsStore& stats,
                        telemetry::EventBus& events, const LemonadeSettings& settings)
     : router_(router), gateway_(gateway), stats_(stats), events_(events), settings_(settings) {
   std::shared_ptr<SessionLog> journal;
@@ -398,7 +398,7 @@ void SessionApi::handle_generate(const std::string& id, net::Request& r, net::Re
   ProxyCall call = gateway_.limited_call("/v1/chat/completions", "application/json", *stream);
   call.body = text;
   call.cancelled = [cancel] { return cancel->load(); };
-  const auto outcome = http::forward_to_backend(*lease, call, recorder, stats_);
+  const auto outcome = inference::forward_to_backend(*lease, call, recorder, stats_);
   lease->release();
   if (outcome.stats) {
     // Its tokens count for the model and for the caller's key (issue #30 §2).

@@ -9,21 +9,21 @@
 #include "lemon/http/caller.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/json_request.h"
-#include "lemon/http/translating_writer.h"
+#include "lemon/inference/translating_writer.h"
 
 namespace lemon::api {
 
 using http::ApiDialect;
 using http::bool_field;
-using http::ChatAnswer;
-using http::InferenceRequest;
+using inference::ChatAnswer;
+using inference::InferenceRequest;
 using http::json_headers;
 using http::json_text;
 using http::parse_json_object;
 using http::RouteAccess;
 using http::Scope;
 using http::send_json;
-using http::TranslatingWriter;
+using inference::TranslatingWriter;
 
 namespace {
 
@@ -48,13 +48,11 @@ std::optional<Error> unexpected_key(const json& body, std::initializer_list<cons
 }  // namespace
 
 OllamaApi::OllamaApi(const ModelCatalogue& catalogue, ModelStore& store, Router& router,
-                     http::ModelProvisioner& provisioner, const http::GenerationDefaults& defaults,
-                     http::InferenceGateway& gateway)
+                     inference::ModelProvisioner& provisioner, inference::InferenceGateway& gateway)
     : catalogue_(catalogue),
       store_(store),
       router_(router),
       provisioner_(provisioner),
-      defaults_(defaults),
       gateway_(gateway) {}
 
 void OllamaApi::register_routes(http::ApiRoutes& routes) {
@@ -119,32 +117,16 @@ void OllamaApi::handle_chat(net::Request& r, net::ResponseWriter& raw, bool gene
     errors.fail(request.error());
     return;
   }
-  if (auto refused = gateway_.refuse_model(http::caller_key(r), request->model)) {
-    errors.fail(*refused);
-    return;
-  }
   if (request->load_only) {
+    // Nothing to forward: the key's model list is checked here.
+    if (auto refused = gateway_.refuse_model(http::caller_key(r), request->model)) {
+      errors.fail(*refused);
+      return;
+    }
     load_only(request->model, request->client_model, generate, request->stream, request->keep_alive,
               raw);
     return;
   }
-  if (request->has_images) {
-    if (auto info = catalogue_.find(request->model); info && !model_has_vision(*info)) {
-      errors.fail(Error(ErrorCode::kInvalidRequest,
-                        "'images' cannot be used with model '" + request->model +
-                            "': it has no 'vision' label or mmproj file",
-                        "images"));
-      return;
-    }
-  }
-  const std::string asked = request->model;  // before a preset renames it
-  if (auto preset =
-          provisioner_.apply_preset(request->model, &request->openai, ApiRoute::kChatCompletions);
-      !preset.ok()) {
-    errors.fail(preset.error());
-    return;
-  }
-  defaults_.apply(request->openai);
   OllamaAnswer answer(generate ? OllamaEndpoint::kGenerate : OllamaEndpoint::kChat,
                       request->client_model, request->stream, started);
   TranslatingWriter w(raw, ApiDialect::kOllama, &answer);
@@ -152,12 +134,12 @@ void OllamaApi::handle_chat(net::Request& r, net::ResponseWriter& raw, bool gene
   req.key = http::caller_key(r);
   req.route = ApiRoute::kChatCompletions;
   req.model = request->model;
-  req.requested_model = asked;
   req.stream = true;  // the backend always streams; see chat_answer.h
   req.json = &request->openai;
   req.body_changed = true;
   req.content_type = "application/json";
   req.keep_alive = request->keep_alive;
+  req.images_field = request->has_images ? "images" : "";
   gateway_.forward(req, w);
 }
 

@@ -16,7 +16,7 @@
 namespace lemon::api {
 
 using http::bool_field;
-using http::InferenceRequest;
+using inference::InferenceRequest;
 using http::multipart_boundary;
 using http::MultipartPart;
 using http::parse_json_object;
@@ -26,9 +26,9 @@ using http::Scope;
 using http::string_field;
 using http::write_error;
 
-OpenAiApi::OpenAiApi(const ModelCatalogue& catalogue, http::ModelProvisioner& provisioner,
-                     const http::GenerationDefaults& defaults, http::InferenceGateway& gateway)
-    : catalogue_(catalogue), provisioner_(provisioner), defaults_(defaults), gateway_(gateway) {}
+OpenAiApi::OpenAiApi(const ModelCatalogue& catalogue, inference::ModelProvisioner& provisioner,
+                     inference::InferenceGateway& gateway)
+    : catalogue_(catalogue), provisioner_(provisioner), gateway_(gateway) {}
 
 void OpenAiApi::register_routes(http::ApiRoutes& routes) {
   using P = std::string_view;
@@ -109,25 +109,9 @@ void OpenAiApi::handle_json_inference(ApiRoute route, net::Request& r, net::Resp
   }
   req.route = route;
   req.model = *model;
-  req.requested_model = *model;
   req.stream = *stream;
   req.json = &*body;
   req.body_changed = map_max_completion_tokens(*body);
-  // A key's model list names what clients ask for (a preset as preset.ID).
-  if (auto refused = gateway_.refuse_model(req.key, req.model)) {
-    write_error(w, *refused);
-    return;
-  }
-  // A preset's own values come before the /params defaults.
-  auto preset = provisioner_.apply_preset(req.model, &*body, route);
-  if (!preset.ok()) {
-    write_error(w, preset.error());
-    return;
-  }
-  req.body_changed = *preset || req.body_changed;
-  if (route == ApiRoute::kChatCompletions || route == ApiRoute::kCompletions) {
-    req.body_changed = defaults_.apply(*body) || req.body_changed;
-  }
   req.raw_body = r.body;
   req.content_type = "application/json";
   if (route == ApiRoute::kEmbeddings && body->value("encoding_format", "float") == "base64") {

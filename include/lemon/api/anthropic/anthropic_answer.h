@@ -21,11 +21,11 @@
 #include <string>
 #include <vector>
 
-#include "lemon/http/chat_answer.h"
+#include "lemon/inference/chat_answer.h"
 
 namespace lemon::api {
 
-class AnthropicAnswer final : public http::ChatAnswer {
+class AnthropicAnswer final : public inference::ChatAnswer {
  public:
   // `model` as the client named it; `id` the message id ("msg_...").
   AnthropicAnswer(std::string model, std::string id, std::vector<std::string> stop_sequences,

@@ -12,18 +12,14 @@
 #pragma once
 
 #include "lemon/http/api_routes.h"
-#include "lemon/http/generation_defaults.h"
-#include "lemon/http/inference_gateway.h"
-#include "lemon/http/model_provisioner.h"
-#include "lemon/models/catalogue.h"
+#include "lemon/inference/inference_gateway.h"
 #include "lemon/net/server.h"
 
 namespace lemon::api {
 
 class AnthropicApi {
  public:
-  AnthropicApi(const ModelCatalogue& catalogue, http::ModelProvisioner& provisioner,
-               const http::GenerationDefaults& defaults, http::InferenceGateway& gateway);
+  explicit AnthropicApi(inference::InferenceGateway& gateway);
 
   void register_routes(http::ApiRoutes& routes);
 
@@ -31,10 +27,7 @@ class AnthropicApi {
   void handle_messages(net::Request& r, net::ResponseWriter& raw);
   void handle_count_tokens(net::Request& r, net::ResponseWriter& raw);
 
-  const ModelCatalogue& catalogue_;
-  http::ModelProvisioner& provisioner_;
-  const http::GenerationDefaults& defaults_;
-  http::InferenceGateway& gateway_;
+  inference::InferenceGateway& gateway_;
 };
 
 }  // namespace lemon::api

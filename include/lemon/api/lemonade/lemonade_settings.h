@@ -1,6 +1,6 @@
 // LemonadeSettings: what Lemonade's management rooms (src/api/lemonade) are
 // configured with, beyond the forwarding settings every API shares
-// (http::ForwardSettings, read through the InferenceGateway).
+// (inference::ForwardSettings, read through the InferenceGateway).
 #pragma once
 
 #include <chrono>

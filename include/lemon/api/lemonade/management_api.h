@@ -18,7 +18,7 @@
 #include "lemon/api/lemonade/lemonade_settings.h"
 #include "lemon/backends/backend_installer.h"
 #include "lemon/http/api_routes.h"
-#include "lemon/http/model_provisioner.h"
+#include "lemon/inference/model_provisioner.h"
 #include "lemon/http/serving_status.h"
 #include "lemon/models/catalogue.h"
 #include "lemon/models/preset_catalogue.h"
@@ -33,7 +33,7 @@ class ManagementApi {
  public:
   ManagementApi(ModelCatalogue& catalogue, const PresetCatalogue& presets,
                 const BackendInstaller& installer, Router& router, const StatsStore& stats,
-                http::ModelProvisioner& provisioner, const http::ServingStatus& serving,
+                inference::ModelProvisioner& provisioner, const http::ServingStatus& serving,
                 const LemonadeSettings& settings);
 
   void register_routes(http::ApiRoutes& routes);
@@ -63,7 +63,7 @@ class ManagementApi {
   const BackendInstaller& installer_;
   Router& router_;
   const StatsStore& stats_;
-  http::ModelProvisioner& provisioner_;
+  inference::ModelProvisioner& provisioner_;
   const http::ServingStatus& serving_;
   const LemonadeSettings& settings_;
   std::function<std::optional<std::string>()> active_profile_;

@@ -9,7 +9,7 @@
 #pragma once
 
 #include "lemon/http/api_routes.h"
-#include "lemon/http/model_provisioner.h"
+#include "lemon/inference/model_provisioner.h"
 #include "lemon/models/catalogue.h"
 #include "lemon/models/model_store.h"
 #include "lemon/net/server.h"
@@ -18,7 +18,7 @@ namespace lemon::api {
 
 class ModelStoreApi {
  public:
-  ModelStoreApi(ModelCatalogue& catalogue, ModelStore& store, http::ModelProvisioner& provisioner);
+  ModelStoreApi(ModelCatalogue& catalogue, ModelStore& store, inference::ModelProvisioner& provisioner);
 
   void register_routes(http::ApiRoutes& routes);
 
@@ -28,7 +28,7 @@ class ModelStoreApi {
 
   ModelCatalogue& catalogue_;
   ModelStore& store_;
-  http::ModelProvisioner& provisioner_;
+  inference::ModelProvisioner& provisioner_;
 };
 
 }  // namespace lemon::api

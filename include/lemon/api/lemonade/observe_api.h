@@ -11,7 +11,7 @@
 #pragma once
 
 #include "lemon/http/api_routes.h"
-#include "lemon/http/generation_defaults.h"
+#include "lemon/inference/generation_defaults.h"
 #include "lemon/http/serving_status.h"
 #include "lemon/net/server.h"
 #include "lemon/remote/remote_models.h"
@@ -26,7 +26,7 @@ class ObserveApi {
  public:
   ObserveApi(telemetry::TelemetryHub& hub, telemetry::ContextMonitor& context,
              telemetry::SystemStatsReader& system, const Router& router,
-             http::GenerationDefaults& defaults, const http::ServingStatus& serving);
+             inference::GenerationDefaults& defaults, const http::ServingStatus& serving);
 
   void register_routes(http::ApiRoutes& routes);
 
@@ -49,7 +49,7 @@ class ObserveApi {
   telemetry::ContextMonitor& context_;
   telemetry::SystemStatsReader& system_;
   const Router& router_;
-  http::GenerationDefaults& defaults_;
+  inference::GenerationDefaults& defaults_;
   const http::ServingStatus& serving_;
   const remote::RemoteModels* remote_ = nullptr;
 };

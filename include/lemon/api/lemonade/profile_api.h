@@ -18,7 +18,7 @@
 
 #include "lemon/core/mutex.h"
 #include "lemon/http/api_routes.h"
-#include "lemon/http/model_provisioner.h"
+#include "lemon/inference/model_provisioner.h"
 #include "lemon/router/profile_plan.h"
 #include "lemon/router/router.h"
 
@@ -28,7 +28,7 @@ class ProfileApi {
  public:
   // `stopping` turns true when the router shuts down: a switch then stops
   // (a client that leaves does not stop it).
-  ProfileApi(Router& router, http::ModelProvisioner& provisioner, Profiles profiles,
+  ProfileApi(Router& router, inference::ModelProvisioner& provisioner, Profiles profiles,
              std::function<bool()> stopping);
 
   void register_routes(http::ApiRoutes& routes);
@@ -44,7 +44,7 @@ class ProfileApi {
 
  private:
   Router& router_;
-  http::ModelProvisioner& provisioner_;
+  inference::ModelProvisioner& provisioner_;
   const std::function<bool()> stopping_;
   Mutex switch_mu_;  // one switch at a time (held while it loads)
   mutable Mutex mu_;

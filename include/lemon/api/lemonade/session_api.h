@@ -16,7 +16,7 @@
 
 #include "lemon/api/lemonade/lemonade_settings.h"
 #include "lemon/http/api_routes.h"
-#include "lemon/http/inference_gateway.h"
+#include "lemon/inference/inference_gateway.h"
 #include "lemon/net/server.h"
 #include "lemon/router/request_stats.h"
 #include "lemon/router/router.h"
@@ -28,7 +28,7 @@ namespace lemon::api {
 class SessionApi {
  public:
   // `events` gets session_moved (issue #29 §2).
-  SessionApi(Router& router, http::InferenceGateway& gateway, StatsStore& stats,
+  SessionApi(Router& router, inference::InferenceGateway& gateway, StatsStore& stats,
              telemetry::EventBus& events, const LemonadeSettings& settings);
   ~SessionApi();  // stops the reaper first: no session ends after this
   SessionApi(const SessionApi&) = delete;
@@ -58,7 +58,7 @@ class SessionApi {
   void erase_slot(const SessionState& s);
 
   Router& router_;
-  http::InferenceGateway& gateway_;
+  inference::InferenceGateway& gateway_;
   StatsStore& stats_;
   telemetry::EventBus& events_;
   const LemonadeSettings& settings_;

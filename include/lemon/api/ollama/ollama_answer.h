@@ -25,13 +25,13 @@
 #include <string>
 #include <vector>
 
-#include "lemon/http/chat_answer.h"
+#include "lemon/inference/chat_answer.h"
 
 namespace lemon::api {
 
 enum class OllamaEndpoint { kChat, kGenerate };
 
-class OllamaAnswer final : public http::ChatAnswer {
+class OllamaAnswer final : public inference::ChatAnswer {
  public:
   // `model` as the client named it; `started` when the request arrived.
   OllamaAnswer(OllamaEndpoint endpoint, std::string model, bool streaming,

@@ -16,9 +16,8 @@
 #include <string>
 
 #include "lemon/http/api_routes.h"
-#include "lemon/http/generation_defaults.h"
-#include "lemon/http/inference_gateway.h"
-#include "lemon/http/model_provisioner.h"
+#include "lemon/inference/inference_gateway.h"
+#include "lemon/inference/model_provisioner.h"
 #include "lemon/models/catalogue.h"
 #include "lemon/models/model_store.h"
 #include "lemon/net/server.h"
@@ -29,8 +28,7 @@ namespace lemon::api {
 class OllamaApi {
  public:
   OllamaApi(const ModelCatalogue& catalogue, ModelStore& store, Router& router,
-            http::ModelProvisioner& provisioner, const http::GenerationDefaults& defaults,
-            http::InferenceGateway& gateway);
+            inference::ModelProvisioner& provisioner, inference::InferenceGateway& gateway);
 
   void register_routes(http::ApiRoutes& routes);
 
@@ -51,9 +49,8 @@ class OllamaApi {
   const ModelCatalogue& catalogue_;
   ModelStore& store_;
   Router& router_;
-  http::ModelProvisioner& provisioner_;
-  const http::GenerationDefaults& defaults_;
-  http::InferenceGateway& gateway_;
+  inference::ModelProvisioner& provisioner_;
+  inference::InferenceGateway& gateway_;
 };
 
 }  // namespace lemon::api

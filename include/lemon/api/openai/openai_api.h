@@ -13,9 +13,8 @@
 
 #include "lemon/backends/wrapped_server.h"
 #include "lemon/http/api_routes.h"
-#include "lemon/http/generation_defaults.h"
-#include "lemon/http/inference_gateway.h"
-#include "lemon/http/model_provisioner.h"
+#include "lemon/inference/inference_gateway.h"
+#include "lemon/inference/model_provisioner.h"
 #include "lemon/models/catalogue.h"
 #include "lemon/net/server.h"
 
@@ -23,8 +22,8 @@ namespace lemon::api {
 
 class OpenAiApi {
  public:
-  OpenAiApi(const ModelCatalogue& catalogue, http::ModelProvisioner& provisioner,
-            const http::GenerationDefaults& defaults, http::InferenceGateway& gateway);
+  OpenAiApi(const ModelCatalogue& catalogue, inference::ModelProvisioner& provisioner,
+            inference::InferenceGateway& gateway);
 
   void register_routes(http::ApiRoutes& routes);
 
@@ -38,9 +37,8 @@ class OpenAiApi {
   void handle_speech(net::Request& r, net::ResponseWriter& w);
 
   const ModelCatalogue& catalogue_;
-  http::ModelProvisioner& provisioner_;
-  const http::GenerationDefaults& defaults_;
-  http::InferenceGateway& gateway_;
+  inference::ModelProvisioner& provisioner_;
+  inference::InferenceGateway& gateway_;
 };
 
 }  // namespace lemon::api

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "lemon/http/backend_usage.h"
+#include "lemon/inference/backend_usage.h"
 
-namespace lemon::http {
+namespace lemon::inference {
 namespace {
 
 using nlohmann::json;
@@ -168,4 +168,4 @@ TEST(BackendUsageTest, AResponsesEventNestsItsUsage) {
 }
 
 }  // namespace
-}  // namespace lemon::http
+}  // namespace lemon::inference

@@ -19,7 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace lemon::http {
+namespace lemon::inference {
 
 struct MessageRepair {
   int merged_reasoning = 0;  // assistant turns whose content went into their reasoning
@@ -33,4 +33,4 @@ struct MessageRepair {
 // not an array of objects is left alone.
 MessageRepair repair_chat_messages(nlohmann::json& messages);
 
-}  // namespace lemon::http
+}  // namespace lemon::inference

@@ -3,10 +3,15 @@
 #include <algorithm>
 
 #include "lemon/core/log.h"
-#include "lemon/http/inference_gateway.h"
+#include "lemon/inference/backend_form.h"
+#include "lemon/inference/inference_gateway.h"
 #include "lemon/http/multipart.h"
 
-namespace lemon::http {
+namespace lemon::inference {
+
+using http::write_error;
+using http::multipart_boundary;
+using http::parse_multipart;
 namespace {
 
 // The body the remote takes: the client's, with `model` naming the model
@@ -187,4 +192,4 @@ bool InferenceGateway::forward_remote(InferenceRequest& req, net::ResponseWriter
   return true;
 }
 
-}  // namespace lemon::http
+}  // namespace lemon::inference

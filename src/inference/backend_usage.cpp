@@ -1,4 +1,4 @@
-#include "lemon/http/backend_usage.h"
+#include "lemon/inference/backend_usage.h"
 
 #include <string.h>  // memrchr, a GNU extension
 
@@ -9,7 +9,8 @@
 #include <span>
 #include <string>
 
-namespace lemon::http {
+namespace lemon::inference {
+
 namespace {
 
 using nlohmann::json;
@@ -248,4 +249,4 @@ void stats_from_answer(std::string_view body, RequestStats& s) {
   fill_prompt_tokens(s);
 }
 
-}  // namespace lemon::http
+}  // namespace lemon::inference

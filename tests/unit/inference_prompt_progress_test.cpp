@@ -8,10 +8,10 @@
 
 #include <string>
 
-#include "lemon/http/prompt_progress.h"
-#include "lemon/http/sse_scanner.h"
+#include "lemon/inference/prompt_progress.h"
+#include "lemon/inference/sse_scanner.h"
 
-namespace lemon::http {
+namespace lemon::inference {
 namespace {
 
 // The chunk llama-server sends (tools/server/server-task.cpp).
@@ -99,4 +99,4 @@ TEST(PromptProgressTest, TheScannerDoesNotTakeProgressForTheFirstToken) {
 }
 
 }  // namespace
-}  // namespace lemon::http
+}  // namespace lemon::inference

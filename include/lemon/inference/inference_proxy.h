@@ -26,15 +26,18 @@
 #include <string_view>
 #include <vector>
 
-#include "lemon/http/backend_rejection.h"
-#include "lemon/http/prompt_progress.h"
-#include "lemon/http/sse_scanner.h"
+#include "lemon/http/error_response.h"
+#include "lemon/inference/backend_rejection.h"
+#include "lemon/inference/prompt_progress.h"
+#include "lemon/inference/sse_scanner.h"
 #include "lemon/net/server.h"
 #include "lemon/net/upstream_client.h"
 #include "lemon/router/lease.h"
 #include "lemon/router/request_stats.h"
 
-namespace lemon::http {
+namespace lemon::inference {
+
+using http::StreamFraming;
 
 struct ProxyCall {
   std::string path;       // backend path, e.g. "/v1/chat/completions"
@@ -144,9 +147,4 @@ ProxyOutcome forward_to_target(const ProxyTarget& target, const ProxyCall& call,
 void write_unanswered(net::ResponseWriter& writer, const std::string& model, const ProxyCall& call,
                       const UnansweredFailure& failure);
 
-// Writes `error` to the client: the envelope with its status, or, once a
-// stream has started, its error event as `framing` has it, and the end.
-void write_error(net::ResponseWriter& writer, const Error& error,
-                 StreamFraming framing = StreamFraming::kChatCompletions);
-
-}  // namespace lemon::http
+}  // namespace lemon::inference

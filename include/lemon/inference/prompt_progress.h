@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-namespace lemon::http {
+namespace lemon::inference {
 
 struct PromptProgress {
   long long total = 0;      // the prompt's tokens
@@ -46,4 +46,4 @@ class ProgressStripper {
   std::string out_;
 };
 
-}  // namespace lemon::http
+}  // namespace lemon::inference

@@ -1,6 +1,6 @@
-#include "lemon/http/chat_answer.h"
+#include "lemon/inference/chat_answer.h"
 
-namespace lemon::http {
+namespace lemon::inference {
 
 nlohmann::json chat_completion_as_chunk(const nlohmann::json& completion) {
   nlohmann::json chunk = completion;
@@ -46,4 +46,4 @@ void tokens_from_chunk(const nlohmann::json& chunk, int& prompt_tokens, int& com
   }
 }
 
-}  // namespace lemon::http
+}  // namespace lemon::inference

@@ -26,10 +26,12 @@
 #include <nlohmann/json.hpp>
 
 #include "lemon/http/api_dialect.h"
-#include "lemon/http/chat_answer.h"
+#include "lemon/inference/chat_answer.h"
 #include "lemon/net/server.h"
 
-namespace lemon::http {
+namespace lemon::inference {
+
+using http::ApiDialect;
 
 class TranslatingWriter final : public net::ResponseWriter {
  public:
@@ -69,4 +71,4 @@ class TranslatingWriter final : public net::ResponseWriter {
   bool cut_ = false;     // it completed before the backend's end (cancel it)
 };
 
-}  // namespace lemon::http
+}  // namespace lemon::inference

@@ -23,7 +23,7 @@
 #include "lemon/models/recipe_options.h"
 #include "lemon/router/router.h"
 
-namespace lemon::http {
+namespace lemon::inference {
 
 class ModelProvisioner {
  public:
@@ -48,6 +48,11 @@ class ModelProvisioner {
   // too (POST /api/v1/delete, Ollama's DELETE /api/delete). kConflict while
   // it downloads.
   Status remove(const std::string& name);
+
+  // False when `model` is in the catalogue and cannot take images (no
+  // vision label, no mmproj file); true otherwise (an unknown name fails
+  // later, as not found).
+  bool takes_images(std::string_view model) const;
 
   // kModelNotFound for `name`, naming a few models that are available.
   Error model_not_found(std::string_view name) const;
@@ -76,4 +81,4 @@ class ModelProvisioner {
   Router& router_;
 };
 
-}  // namespace lemon::http
+}  // namespace lemon::inference

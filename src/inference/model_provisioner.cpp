@@ -1,4 +1,4 @@
-#include "lemon/http/model_provisioner.h"
+#include "lemon/inference/model_provisioner.h"
 
 #include <cstdlib>
 #include <utility>
@@ -8,7 +8,7 @@
 #include "lemon/backends/server_factory.h"
 #include "lemon/models/preset.h"
 
-namespace lemon::http {
+namespace lemon::inference {
 
 ModelProvisioner::ModelProvisioner(ModelCatalogue& catalogue, const PresetCatalogue& presets,
                                    ModelStore& store, BackendInstaller& installer, Router& router)
@@ -113,6 +113,11 @@ Status ModelProvisioner::install_backend_for(std::string_view model, const Recip
   return installer_.ensure_installed(info->recipe, backend, follow);
 }
 
+bool ModelProvisioner::takes_images(std::string_view model) const {
+  auto info = catalogue_.find(model);
+  return !info || model_has_vision(*info);
+}
+
 Error ModelProvisioner::model_not_found(std::string_view name) const {
   std::string message = "model '" + std::string(name) + "' was not found";
   auto some = catalogue_.some_available_names(3);
@@ -166,4 +171,4 @@ Status ModelProvisioner::remove(const std::string& name) {
   return ok_status();
 }
 
-}  // namespace lemon::http
+}  // namespace lemon::inference

@@ -1,8 +1,9 @@
-#include "lemon/http/message_repair.h"
+#include "lemon/inference/message_repair.h"
 
 #include <utility>
 
-namespace lemon::http {
+namespace lemon::inference {
+
 namespace {
 
 using nlohmann::json;
@@ -176,4 +177,4 @@ MessageRepair repair_chat_messages(json& messages) {
   return r;
 }
 
-}  // namespace lemon::http
+}  // namespace lemon::inference

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "lemon/http/sse_scanner.h"
+#include "lemon/inference/sse_scanner.h"
 
-namespace lemon::http {
+namespace lemon::inference {
 namespace {
 
 using nlohmann::json;
@@ -373,4 +373,4 @@ TEST(HttpApiBackendError, ErrorObjectWithoutMessageIsDumped) {
 }
 
 }  // namespace
-}  // namespace lemon::http
+}  // namespace lemon::inference

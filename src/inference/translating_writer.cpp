@@ -1,8 +1,17 @@
-#include "lemon/http/translating_writer.h"
+#include "lemon/inference/translating_writer.h"
 
 #include "lemon/http/error_response.h"
 
-namespace lemon::http {
+namespace lemon::inference {
+
+using http::dialect_error_body;
+using http::dialect_stream_error;
+
+using http::json_text;
+using http::json_headers;
+using http::ApiDialect;
+using http::dialect_error;
+using http::DialectError;
 namespace {
 
 using Clock = ChatAnswer::Clock;
@@ -249,4 +258,4 @@ bool TranslatingWriter::headers_sent() const {
   return inner_.headers_sent();
 }
 
-}  // namespace lemon::http
+}  // namespace lemon::inference

@@ -1,11 +1,12 @@
-#include "lemon/http/prompt_progress.h"
+#include "lemon/inference/prompt_progress.h"
 
 #include <nlohmann/json.hpp>
 
-#include "lemon/http/sse_event_boundary.h"
-#include "lemon/http/sse_scanner.h"
+#include "lemon/inference/sse_event_boundary.h"
+#include "lemon/inference/sse_scanner.h"
 
-namespace lemon::http {
+namespace lemon::inference {
+
 namespace {
 
 constexpr std::string_view kProgressKey = "\"prompt_progress\":";
@@ -79,4 +80,4 @@ std::string_view ProgressStripper::feed(std::string_view data) {
   return out_;
 }
 
-}  // namespace lemon::http
+}  // namespace lemon::inference

@@ -1,13 +1,13 @@
 // The chat repairs applied after a template rejection (issue #14 §2), each
 // against a recorded request and the messages the retry sends; and the
 // classification of backend error answers that triggers them.
-#include "lemon/http/message_repair.h"
+#include "lemon/inference/message_repair.h"
 
 #include <gtest/gtest.h>
 
-#include "lemon/http/backend_rejection.h"
+#include "lemon/inference/backend_rejection.h"
 
-namespace lemon::http {
+namespace lemon::inference {
 namespace {
 
 using nlohmann::json;
@@ -130,4 +130,4 @@ TEST(BackendRejection, OtherAnswersAreNotTemplateErrors) {
 }
 
 }  // namespace
-}  // namespace lemon::http
+}  // namespace lemon::inference

@@ -1,9 +1,14 @@
-#include "lemon/http/sse_scanner.h"
+#include "lemon/inference/sse_scanner.h"
 
 #include "lemon/http/error_response.h"
-#include "lemon/http/sse_event_boundary.h"
+#include "lemon/inference/sse_event_boundary.h"
 
-namespace lemon::http {
+namespace lemon::inference {
+
+using http::StreamFraming;
+
+using http::json_text;
+using http::sse_error_event;
 namespace {
 
 constexpr std::size_t kMaxEventBytes = 1u << 20;
@@ -158,21 +163,6 @@ nlohmann::json normalize_backend_error(std::string_view body, int status) {
   return {{"error", std::move(out)}};
 }
 
-std::string sse_error_event(const std::string& envelope_text, StreamFraming framing) {
-  if (framing == StreamFraming::kChatCompletions) {
-    return "data: " + envelope_text + "\n\n";
-  }
-  // The Responses API's error event: its fields at the top level.
-  const auto envelope = nlohmann::json::parse(envelope_text, nullptr, false);
-  const nlohmann::json& e =
-      envelope.is_object() && envelope.contains("error") ? envelope["error"] : envelope;
-  nlohmann::json event = {{"type", "error"}};
-  for (const char* field : {"code", "message", "param"}) {
-    event[field] = e.is_object() && e.contains(field) ? e[field] : nlohmann::json(nullptr);
-  }
-  return "event: error\ndata: " + json_text(event) + "\n\n";
-}
-
 std::optional<std::string> normalize_sse_error_events(std::string_view chunk,
                                                       StreamFraming framing) {
   if (chunk.find("\"error\"") == std::string_view::npos) {
@@ -198,4 +188,4 @@ std::optional<std::string> normalize_sse_error_events(std::string_view chunk,
   return out;
 }
 
-}  // namespace lemon::http
+}  // namespace lemon::inference

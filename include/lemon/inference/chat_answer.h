@@ -20,7 +20,7 @@
 
 #include "lemon/core/error.h"
 
-namespace lemon::http {
+namespace lemon::inference {
 
 class ChatAnswer {
  public:
@@ -58,4 +58,4 @@ nlohmann::json chat_completion_as_chunk(const nlohmann::json& completion);
 // lacks are left as they are.
 void tokens_from_chunk(const nlohmann::json& chunk, int& prompt_tokens, int& completion_tokens);
 
-}  // namespace lemon::http
+}  // namespace lemon::inference

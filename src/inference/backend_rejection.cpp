@@ -1,12 +1,13 @@
-#include "lemon/http/backend_rejection.h"
+#include "lemon/inference/backend_rejection.h"
 
 #include <algorithm>
 #include <cctype>
 #include <string>
 
-#include "lemon/http/sse_scanner.h"
+#include "lemon/inference/sse_scanner.h"
 
-namespace lemon::http {
+namespace lemon::inference {
+
 namespace {
 
 // Lower-case texts of template refusals (llama.cpp's models/templates and
@@ -45,4 +46,4 @@ BackendRejection classify_backend_rejection(int status, std::string_view body) {
   return BackendRejection::kOther;
 }
 
-}  // namespace lemon::http
+}  // namespace lemon::inference

@@ -1,4 +1,5 @@
-#include "lemon/http/inference_gateway.h"
+#include "lemon/inference/backend_form.h"
+#include "lemon/inference/inference_gateway.h"
 
 #include "lemon/http/caller.h"
 
@@ -9,11 +10,16 @@
 
 #include "lemon/core/log.h"
 #include "lemon/http/error_response.h"
-#include "lemon/http/message_repair.h"
+#include "lemon/inference/message_repair.h"
 #include "lemon/http/multipart.h"
-#include "observed_writer.h"
+#include "lemon/http/observed_writer.h"
 
-namespace lemon::http {
+namespace lemon::inference {
+
+using http::ApiKey;
+using http::StreamFraming;
+
+using http::write_error;
 namespace {
 
 // Retries of a request whose backend did not answer (seed 003: 1, 2, 4 s).
@@ -32,10 +38,12 @@ void InferenceGateway::set_settings(const ForwardSettings& settings) {
 }
 
 InferenceGateway::InferenceGateway(const ForwardSettings& settings, ModelProvisioner& provisioner,
-                                   StatsStore& stats, telemetry::TelemetryHub& hub,
+                                   const GenerationDefaults& defaults, StatsStore& stats,
+                                   telemetry::TelemetryHub& hub,
                                    const std::atomic<bool>& drain_expired)
     : settings_(settings),
       provisioner_(provisioner),
+      defaults_(defaults),
       stats_(stats),
       hub_(hub),
       drain_expired_(drain_expired) {}
@@ -48,12 +56,39 @@ std::optional<Error> InferenceGateway::refuse_model(const ApiKey* key, std::stri
   return refused;
 }
 
+std::optional<Error> InferenceGateway::prepare(InferenceRequest& req) {
+  // A key's model list names what clients ask for (a preset as preset.ID).
+  if (auto refused = refuse_model(req.key, req.model)) {
+    return refused;
+  }
+  if (!req.images_field.empty() && !provisioner_.takes_images(req.model)) {
+    return Error(ErrorCode::kInvalidRequest,
+                 "model '" + req.model +
+                     "' cannot take images: it has no 'vision' label or mmproj file",
+                 req.images_field);
+  }
+  // A preset's own values come before the /params defaults.
+  const std::string asked = req.model;
+  auto preset = provisioner_.apply_preset(req.model, req.json, req.route);
+  if (!preset.ok()) {
+    return std::move(preset).error();
+  }
+  if (req.model != asked) {
+    req.requested_model = asked;
+  }
+  req.body_changed = *preset || req.body_changed;
+  if (req.json != nullptr &&
+      (req.route == ApiRoute::kChatCompletions || req.route == ApiRoute::kCompletions)) {
+    req.body_changed = defaults_.apply(*req.json) || req.body_changed;
+  }
+  return std::nullopt;
+}
+
 void InferenceGateway::forward(InferenceRequest& req, net::ResponseWriter& raw) {
-  const auto started = ObservedWriter::Clock::now();
+  const auto started = http::ObservedWriter::Clock::now();
   req.id = next_request_id_.fetch_add(1, std::memory_order_relaxed);
-  ObservedWriter w(raw);
-  if (auto refused =
-          refuse_model(req.key, req.requested_model.empty() ? req.model : req.requested_model)) {
+  http::ObservedWriter w(raw);
+  if (auto refused = prepare(req)) {
     write_error(w, *refused, framing_for(req.route));
     return;
   }
@@ -69,7 +104,7 @@ void InferenceGateway::forward(InferenceRequest& req, net::ResponseWriter& raw) 
   record.status = w.status();
   record.stream = req.stream;
   record.key = req.key != nullptr ? req.key->name : std::string();
-  record.duration_s = std::chrono::duration<double>(ObservedWriter::Clock::now() - started).count();
+  record.duration_s = std::chrono::duration<double>(http::ObservedWriter::Clock::now() - started).count();
   if (figures) {
     record.ttft_s = figures->time_to_first_token;
     record.prompt_tokens = figures->prompt_tokens;
@@ -119,12 +154,6 @@ std::optional<RequestStats> InferenceGateway::forward_to(InferenceRequest& req,
   // within --request-timeout; a chat its template rejected is repaired and
   // tried once more. Each attempt takes a new lease, so a backend that died
   // meanwhile is loaded again.
-  if (remote_ != nullptr && remote_->knows(req.model)) {
-    std::optional<RequestStats> figures;
-    if (forward_remote(req, w, known_model, figures)) {
-      return figures;
-    }
-  }
   const auto started = std::chrono::steady_clock::now();
   int retries = 0;
   bool sanitized = false;
@@ -398,4 +427,4 @@ ProxyOutcome InferenceGateway::forward_attempt(InferenceRequest& req, net::Respo
   return outcome;
 }
 
-}  // namespace lemon::http
+}  // namespace lemon::inference

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 #include "lemon/router/request_stats.h"
 
-namespace lemon::http {
+namespace lemon::inference {
 
 // From a parsed event or answer: its `timings` and `usage` objects, and
 // those of a nested `response` (Responses API `response.completed`).
@@ -25,4 +25,4 @@ void stats_from_backend_json(const nlohmann::json& j, RequestStats& stats);
 // §3). An object that is not well-formed JSON counts as absent.
 void stats_from_answer(std::string_view body, RequestStats& stats);
 
-}  // namespace lemon::http
+}  // namespace lemon::inference

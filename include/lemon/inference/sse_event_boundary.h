@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <string_view>
 
-namespace lemon::http {
+namespace lemon::inference {
 
 // Position just past the next blank line at or after `from`, or npos.
 inline std::size_t next_sse_event_end(std::string_view s, std::size_t from) {
@@ -21,4 +21,4 @@ inline std::size_t next_sse_event_end(std::string_view s, std::size_t from) {
   return std::string_view::npos;
 }
 
-}  // namespace lemon::http
+}  // namespace lemon::inference

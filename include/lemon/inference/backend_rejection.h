@@ -13,7 +13,7 @@
 
 #include <string_view>
 
-namespace lemon::http {
+namespace lemon::inference {
 
 enum class BackendRejection {
   kOther,
@@ -22,4 +22,4 @@ enum class BackendRejection {
 
 BackendRejection classify_backend_rejection(int status, std::string_view body);
 
-}  // namespace lemon::http
+}  // namespace lemon::inference

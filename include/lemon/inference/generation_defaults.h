@@ -12,7 +12,7 @@
 #include "lemon/core/error.h"
 #include "lemon/core/mutex.h"
 
-namespace lemon::http {
+namespace lemon::inference {
 
 class GenerationDefaults {
  public:
@@ -29,4 +29,4 @@ class GenerationDefaults {
   std::atomic<bool> any_{false};
 };
 
-}  // namespace lemon::http
+}  // namespace lemon::inference

@@ -1,16 +1,23 @@
-#include "lemon/http/inference_proxy.h"
+#include "lemon/inference/inference_proxy.h"
 
 #include <algorithm>
 #include <chrono>
 
 #include "lemon/core/clock.h"
 #include "lemon/core/log.h"
-#include "lemon/http/backend_usage.h"
+#include "lemon/inference/backend_usage.h"
 #include "lemon/http/error_response.h"
-#include "lemon/http/sse_scanner.h"
+#include "lemon/inference/sse_scanner.h"
 #include "lemon/net/upstream_client.h"
 
-namespace lemon::http {
+namespace lemon::inference {
+
+using http::StreamFraming;
+
+using http::write_error;
+using http::json_text;
+using http::json_headers;
+using http::end_stream_with_error;
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -104,17 +111,6 @@ void watch_cancel(const ProxyCall& call, net::CallOptions& opts) {
     opts.tick_interval = kCancelPoll;
   }
   opts.still_working = call.still_working;
-}
-
-// Ends a started stream with the error in `envelope_text`, the text of
-// {"error":{...}}.
-void end_stream_with_error(net::ResponseWriter& writer, const std::string& envelope_text,
-                           StreamFraming framing) {
-  writer.write_chunk(sse_error_event(envelope_text, framing));
-  if (framing == StreamFraming::kChatCompletions) {
-    writer.write_chunk("data: [DONE]\n\n");
-  }
-  writer.finish();
 }
 
 // The backend's error answer, in the router's envelope with its status.
@@ -431,15 +427,6 @@ ProxyOutcome forward_stream(const ProxyTarget& target, const ProxyCall& call,
 
 }  // namespace
 
-void write_error(net::ResponseWriter& writer, const Error& error, StreamFraming framing) {
-  std::string body = error_envelope(error);
-  if (!writer.headers_sent()) {
-    writer.send(error_status(error), error_headers(error), body);
-    return;
-  }
-  end_stream_with_error(writer, body, framing);
-}
-
 ProxyOutcome forward_to_target(const ProxyTarget& target, const ProxyCall& call,
                                net::ResponseWriter& writer, StatsStore& stats) {
   return call.stream ? forward_stream(target, call, writer, stats)
@@ -462,4 +449,4 @@ void write_unanswered(net::ResponseWriter& writer, const std::string& model, con
   }
 }
 
-}  // namespace lemon::http
+}  // namespace lemon::inference

@@ -9,6 +9,8 @@
 // Thread-safety: one scanner per stream, used by one thread.
 #pragma once
 
+#include "lemon/http/error_response.h"
+
 #include <chrono>
 #include <optional>
 #include <string>
@@ -17,9 +19,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lemon/http/prompt_progress.h"
+#include "lemon/inference/prompt_progress.h"
 
-namespace lemon::http {
+namespace lemon::inference {
+
+using http::StreamFraming;
 
 class SseScanner {
  public:
@@ -70,18 +74,6 @@ class SseScanner {
 // if the event has no data lines.
 std::optional<std::string> sse_event_data(std::string_view event);
 
-// How an error ends a stream that has begun: Chat Completions' (and the
-// other OpenAI-style routes') `data: {"error":...}` then `data: [DONE]`, or
-// the Responses API's `event: error` with {"type":"error",...} and no
-// [DONE], which that API does not have.
-enum class StreamFraming { kChatCompletions, kResponses };
-
-// The SSE error event for `envelope_text` (the text of {"error":{...}}) in
-// `framing`: `data: <envelope>`, or `event: error` with the error's code,
-// message and param at the top level. Without the [DONE] that follows a
-// chat completion's error.
-std::string sse_error_event(const std::string& envelope_text, StreamFraming framing);
-
 // If `chunk` is a whole number of complete SSE events and one of them is a
 // backend error event (`data: {"error":...}`), returns the chunk with those
 // events rewritten into the router's envelope, framed as `framing`'s error
@@ -93,4 +85,4 @@ std::optional<std::string> normalize_sse_error_events(std::string_view chunk,
 // whisper's {"error":"..."}, plain text, ...) in the router's envelope.
 nlohmann::json normalize_backend_error(std::string_view body, int status);
 
-}  // namespace lemon::http
+}  // namespace lemon::inference

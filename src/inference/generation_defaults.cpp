@@ -1,12 +1,13 @@
 // GenerationDefaults: POST /params (Lemonade 9.4.1 registers the route but
 // stores nothing). Here it sets sampling defaults for chat, completions and
 // responses requests that leave the fields out.
-#include "lemon/http/generation_defaults.h"
+#include "lemon/inference/generation_defaults.h"
 
 #include "lemon/core/mutex.h"
 #include "lemon/models/sampling_rule.h"
 
-namespace lemon::http {
+namespace lemon::inference {
+
 namespace {
 
 Error bad_default(const std::string& key, const std::string& why) {
@@ -82,4 +83,4 @@ bool GenerationDefaults::apply(nlohmann::json& body) const {
   return changed;
 }
 
-}  // namespace lemon::http
+}  // namespace lemon::inference

@@ -1,9 +1,12 @@
-// InferenceGateway: the shared tail of every inference route, whatever API
-// it came in by (OpenAI, Anthropic, Ollama): the model's lease through the
-// ModelProvisioner (preset, auto-load, download), keepalives while it loads,
-// the backend's body (rewritten forms, prefill limit, long-prompt progress),
-// the forward, the retries of issue #14 §2, and the request's metrics once
-// it ends.
+// InferenceGateway: the one path of every inference request, whatever API
+// it came in by (OpenAI, Anthropic, Ollama), once its room has translated it.
+// forward() does, each once and in this order: the caller's key against the
+// model, images against the model, the preset's values, the sampling
+// defaults (/params), then the model's lease through the ModelProvisioner
+// (auto-load, download, install) or a remote model's endpoints, keepalives
+// while it loads, the backend's body (rewritten forms, prefill limit,
+// long-prompt progress), the forward, the retries of what may be retried,
+// and the request's metrics once it ends.
 //
 // Ownership: holds references to the settings, provisioner, stats store and
 // telemetry hub it is given, which outlive it. Thread-safety: forward() may
@@ -22,17 +25,23 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lemon/http/error_response.h"
 #include "lemon/backends/wrapped_server.h"
 #include "lemon/core/mutex.h"
 #include "lemon/http/api_keys.h"
-#include "lemon/http/inference_proxy.h"
-#include "lemon/http/model_provisioner.h"
+#include "lemon/inference/generation_defaults.h"
+#include "lemon/inference/inference_proxy.h"
+#include "lemon/inference/model_provisioner.h"
 #include "lemon/remote/remote_models.h"
 #include "lemon/router/request_stats.h"
 #include "lemon/router/router.h"
 #include "lemon/telemetry/telemetry_hub.h"
 
-namespace lemon::http {
+namespace lemon::inference {
+
+using http::StreamFraming;
+
+using http::ApiKey;
 
 // What a backend call may take and how long (the router's limits).
 struct ForwardSettings {
@@ -81,9 +90,12 @@ struct InferenceRequest {
   // The caller's API key (caller_key()): its allow-list of models is
   // checked before anything loads; its name labels the request's metrics.
   const ApiKey* key = nullptr;
-  // The model as the client named it, when a preset changed `model` (the
-  // name a key's model list is matched against); "" when it is `model`.
+  // Set by forward(): the model as the client named it, when a preset
+  // changed `model` (the name a key's model list is matched against).
   std::string requested_model;
+  // The request carries images, in this field (named in the error when the
+  // model cannot take them); "" when it carries none.
+  std::string images_field;
 };
 
 // How `route` ends a stream that breaks (the Responses API's own error event).
@@ -93,12 +105,13 @@ class InferenceGateway {
  public:
   // `drain_expired` turns true when the shutdown's drain ran out.
   InferenceGateway(const ForwardSettings& settings, ModelProvisioner& provisioner,
-                   StatsStore& stats, telemetry::TelemetryHub& hub,
-                   const std::atomic<bool>& drain_expired);
+                   const GenerationDefaults& defaults, StatsStore& stats,
+                   telemetry::TelemetryHub& hub, const std::atomic<bool>& drain_expired);
 
-  // Model lookup and type check (before anything loads), acquire (auto-load,
-  // keepalives, cancellation), then the forward; writes the answer or the
-  // error to `w`, and records the request's metrics once it ends.
+  // `req.model` as the client named it: the checks, preset and defaults of
+  // the header's list, then acquire (auto-load, keepalives, cancellation)
+  // and the forward; writes the answer or the error to `w`, and records the
+  // request's metrics once it ends.
   void forward(InferenceRequest& req, net::ResponseWriter& w);
 
   // A backend call with the router's limits (sizes, timeouts, the drain):
@@ -124,6 +137,9 @@ class InferenceGateway {
   std::optional<Error> refuse_model(const ApiKey* key, std::string_view model);
 
  private:
+  // The key, images, preset and defaults of the request, before anything
+  // loads: the error to answer, or nullopt.
+  std::optional<Error> prepare(InferenceRequest& req);
   // The forwarding itself; the backend's figures when it succeeded.
   // known_model turns false when the name is not in the catalogue.
   std::optional<RequestStats> forward_to(InferenceRequest& req, net::ResponseWriter& w,
@@ -159,6 +175,7 @@ class InferenceGateway {
   mutable Mutex settings_mu_;
   ForwardSettings settings_ LEMON_GUARDED_BY(settings_mu_);
   ModelProvisioner& provisioner_;
+  const GenerationDefaults& defaults_;
   StatsStore& stats_;
   telemetry::TelemetryHub& hub_;
   const std::atomic<bool>& drain_expired_;
@@ -166,4 +183,4 @@ class InferenceGateway {
   remote::RemoteModels* remote_ = nullptr;
 };
 
-}  // namespace lemon::http
+}  // namespace lemon::inference
