@@ -113,6 +113,26 @@ void watch_cancel(const ProxyCall& call, net::CallOptions& opts) {
   opts.still_working = call.still_working;
 }
 
+// The backend request `call` describes.
+net::UpstreamRequest upstream_request(const ProxyCall& call) {
+  net::UpstreamRequest req;
+  req.path = call.path;
+  req.content_type = call.content_type;
+  req.body = call.body;
+  return req;
+}
+
+// What every forward's call watches: the client (a hang-up or a kept
+// half-close), the caller's cancel and its test of a silent backend.
+net::CallOptions call_options(const ProxyCall& call, net::ResponseWriter& writer) {
+  net::CallOptions opts;
+  opts.watch_fd = writer.client_fd();
+  opts.on_client_half_close = [&writer] { return writer.keep_serving_half_closed(); };
+  opts.connect_timeout = call.connect_timeout;
+  watch_cancel(call, opts);
+  return opts;
+}
+
 // The backend's error answer, in the router's envelope with its status.
 void write_rejection(net::ResponseWriter& writer, int status, std::string_view body,
                      StreamFraming framing) {
@@ -182,18 +202,11 @@ void add_extra(net::Headers& headers, const ProxyCall& call) {
 ProxyOutcome forward_whole(const ProxyTarget& target, const ProxyCall& call,
                            net::ResponseWriter& writer, StatsStore& stats) {
   const std::string& model = target.model;
-  net::UpstreamRequest req;
-  req.path = call.path;
-  req.content_type = call.content_type;
-  req.body = call.body;
-  net::CallOptions opts;
-  opts.watch_fd = writer.client_fd();
-  opts.on_client_half_close = [&writer] { return writer.keep_serving_half_closed(); };
+  const net::UpstreamRequest req = upstream_request(call);
+  net::CallOptions opts = call_options(call, writer);
   opts.max_response_bytes = call.max_response_bytes;
   opts.total_timeout = call.request_timeout;
   opts.idle_timeout = call.backend_idle_timeout;
-  opts.connect_timeout = call.connect_timeout;
-  watch_cancel(call, opts);
   const auto started = Clock::now();
   auto resp = target.client.send(req, opts);
   if (!resp.ok()) {
@@ -283,16 +296,9 @@ class StreamClient {
 ProxyOutcome forward_stream(const ProxyTarget& target, const ProxyCall& call,
                             net::ResponseWriter& writer, StatsStore& stats) {
   const std::string& model = target.model;
-  net::UpstreamRequest req;
-  req.path = call.path;
-  req.content_type = call.content_type;
-  req.body = call.body;
-  net::CallOptions opts;
-  opts.watch_fd = writer.client_fd();
-  opts.on_client_half_close = [&writer] { return writer.keep_serving_half_closed(); };
+  const net::UpstreamRequest req = upstream_request(call);
+  net::CallOptions opts = call_options(call, writer);
   opts.idle_timeout = idle_bound(call).limit;
-  opts.connect_timeout = call.connect_timeout;
-  watch_cancel(call, opts);
   SseScanner scanner(Clock::now());
   StreamClient client(writer, call);
   ProgressStripper stripper;
