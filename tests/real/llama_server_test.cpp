@@ -146,6 +146,69 @@ TEST_F(RealLlamaTest, ANonStreamingLongPromptOutlastsTheIdleTimeout) {
   EXPECT_GT(r.json()["usage"]["prompt_tokens"].get<long long>(), 3000) << r.body;
 }
 
+// llama-server's own SSE ping (":" after --sse-ping-interval seconds of
+// silence) during a long prefill is not the answer starting: the router's
+// idle bound, shorter than the prefill, keeps asking /slots while a slot
+// works, and the stream completes. The model is a random-weight llama wider
+// than the tiny one (make_random_llama_gguf.py, written at test time), so
+// that about 7,500 prompt tokens read 8 at a time on one thread take seconds.
+TEST_F(RealLlamaTest, LlamaServersOwnPingsDuringAPrefillDoNotCutIt) {
+  const std::string source = real_llama_source();
+  if (source.empty()) {
+    GTEST_SKIP() << "no llama.cpp source tree (LEMON_REAL_LLAMA_SRC, or the one "
+                    "LEMON_REAL_LLAMA_SERVER was built in) to write the wider model with";
+  }
+  const std::string model = env_.models_dir() + "/wide.gguf";
+  ASSERT_EQ(run_program({"env", "PYTHONPATH=" + source + "/gguf-py", "LLAMA_SRC=" + source,
+                         real_python(), real_models_dir() + "/make_random_llama_gguf.py", model,
+                         "--n-embd", "256", "--n-layer", "4", "--n-head", "4", "--n-head-kv", "2",
+                         "--n-ff", "768", "--n-ctx", "8192"}),
+            0)
+      << "make_random_llama_gguf.py failed (it needs numpy and " << source << "/gguf-py)";
+  env_.add_user_model("wide",
+                      {{"checkpoint", model}, {"recipe", "llamacpp"}, {"source", "local_path"}});
+  ASSERT_NO_FATAL_FAILURE(
+      start_real_router({"--backend-idle-timeout", "2", "--stream-heartbeat", "0"}));
+  ASSERT_EQ(load(port(), "user.wide",
+                 {{"ctx_size", 8192},
+                  {"llamacpp_args",
+                   "--threads 1 --batch-size 8 --ubatch-size 8 --sse-ping-interval 1"}})
+                .status,
+            200);
+  std::string document;
+  for (int i = 0; i < 1500; ++i) {
+    document += "The keeper wrote. ";
+  }
+  const json body = {{"model", "user.wide"},
+                     {"stream", true},
+                     {"max_tokens", 4},
+                     {"cache_prompt", false},
+                     {"messages", {{{"role", "user"}, {"content", document}}}}};
+  SseStream s(port(), "/api/v1/chat/completions", body.dump());
+  ASSERT_TRUE(s.read_head());
+  ASSERT_EQ(s.status(), 200);
+  int backend_pings = 0;
+  int data_events = 0;
+  bool done = false;
+  for (const auto& e : s.rest_with_comments()) {
+    if (e.is_comment()) {
+      for (const auto& c : e.comments) {
+        backend_pings += c.empty() && data_events == 0 ? 1 : 0;
+      }
+    } else if (e.is_done()) {
+      done = true;
+    } else {
+      ++data_events;
+      EXPECT_EQ(e.data.find("\"error\""), std::string::npos) << e.data;
+    }
+  }
+  EXPECT_GE(backend_pings, 2) << "the prefill was too short to outlast two of llama-server's "
+                                 "pings and the idle bound after the first";
+  EXPECT_GT(data_events, 0);
+  EXPECT_TRUE(done) << "the stream ended without [DONE]";
+  EXPECT_TRUE(s.ended_cleanly());
+}
+
 // Issue #27: with the one slot busy, one request more waits inside
 // llama-server's own queue and starts there when the slot frees; one whose
 // client leaves while it waits there is let go, and the next still gets

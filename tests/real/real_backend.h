@@ -36,6 +36,20 @@ inline std::string real_model_file(const std::string& name) {
   return real_models_dir() + "/" + name;
 }
 
+// A llama.cpp source tree (for gguf-py and its vocabularies):
+// LEMON_REAL_LLAMA_SRC, else the tree LEMON_REAL_LLAMA_SERVER was built in
+// (<tree>/build/bin/llama-server); "" when neither has gguf-py.
+inline std::string real_llama_source() {
+  namespace fs = std::filesystem;
+  std::string tree;
+  if (const char* src = std::getenv("LEMON_REAL_LLAMA_SRC")) {
+    tree = src;
+  } else if (const char* server = std::getenv("LEMON_REAL_LLAMA_SERVER")) {
+    tree = fs::path(server).parent_path().parent_path().parent_path().string();
+  }
+  return !tree.empty() && fs::is_directory(fs::path(tree) / "gguf-py") ? tree : std::string();
+}
+
 // The Python that runs tests/models/ (LEMON_PYTHON, else Debian's
 // /usr/bin/python3, which has python3-numpy).
 inline std::string real_python() {
