@@ -10,9 +10,11 @@
 #include <thread>
 
 #include "lemon/api/anthropic/anthropic_api.h"
+#include "lemon/api/lemonade/alias_api.h"
 #include "lemon/api/lemonade/backend_api.h"
 #include "lemon/api/lemonade/dashboard_api.h"
 #include "lemon/api/lemonade/management_api.h"
+#include "lemon/api/lemonade/model_options_api.h"
 #include "lemon/api/lemonade/model_store_api.h"
 #include "lemon/api/lemonade/observe_api.h"
 #include "lemon/api/lemonade/preset_api.h"
@@ -127,9 +129,16 @@ int main(int argc, char** argv) {
   api::ManagementApi management_api(**catalogue, presets, installer, router, stats,
                                     provisioner, server, lemonade);
   management_api.show_remote(&remote);
+  management_api.show_streams([&gateway](const std::string& model) {
+    return gateway.open_streams(model);
+  });
   management_api.register_routes(server);
   api::ModelStoreApi store_api(**catalogue, store, provisioner);
   store_api.register_routes(server);
+  api::AliasApi alias_api(**catalogue);
+  alias_api.register_routes(server);
+  api::ModelOptionsApi options_api(**catalogue, router, provisioner);
+  options_api.register_routes(server);
   api::BackendApi backend_api(installer, router);
   backend_api.register_routes(server);
   api::PresetApi preset_api(presets, router);

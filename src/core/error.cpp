@@ -82,6 +82,14 @@ const char* error_code_name(ErrorCode code) {
       return "storage_read_only";
     case ErrorCode::kConfigNotSaved:
       return "config_not_saved";
+    case ErrorCode::kReservedModelName:
+      return "reserved_model_name";
+    case ErrorCode::kInvalidAlias:
+      return "invalid_alias";
+    case ErrorCode::kAliasConflict:
+      return "alias_conflict";
+    case ErrorCode::kAliasNotFound:
+      return "alias_not_found";
     case ErrorCode::kSlotsPinned:
       return "slots_pinned";
     case ErrorCode::kRemoteNotFound:

@@ -75,6 +75,14 @@ ErrorShape error_shape(ErrorCode code) {
       return {409, "invalid_request_error", "storage_read_only"};
     case ErrorCode::kConfigNotSaved:
       return {409, "invalid_request_error", "config_not_saved"};
+    case ErrorCode::kReservedModelName:
+      return {400, "invalid_request_error", "reserved_model_name"};
+    case ErrorCode::kInvalidAlias:
+      return {400, "invalid_request_error", "invalid_alias"};
+    case ErrorCode::kAliasConflict:
+      return {409, "invalid_request_error", "alias_conflict"};
+    case ErrorCode::kAliasNotFound:
+      return {404, "invalid_request_error", "alias_not_found"};
     case ErrorCode::kSlotsPinned:
       return {409, "invalid_request_error", "slots_pinned_error"};
     case ErrorCode::kRemoteNotFound:

@@ -13,15 +13,25 @@ const std::vector<std::string>& RouteTable::api_prefixes() {
 
 RouteTable::Methods& RouteTable::methods_for(const std::string& path) {
   static const std::string kParam = "{id}";
-  if (path.size() > kParam.size() &&
-      path.compare(path.size() - kParam.size(), kParam.size(), kParam) == 0) {
-    std::string base = path.substr(0, path.size() - kParam.size());
-    for (auto& [b, methods] : with_param_) {
-      if (b == base) {
-        return methods;
+  if (const auto at = path.find(kParam); at != std::string::npos) {
+    std::string base = path.substr(0, at);
+    std::string suffix = path.substr(at + kParam.size());
+    for (auto& p : with_param_) {
+      if (p.base == base && p.suffix == suffix) {
+        return p.methods;
       }
     }
-    return with_param_.emplace_back(base, Methods{}).second;
+    with_param_.push_back({std::move(base), std::move(suffix), Methods{}});
+    // The longest suffix first: "models/{id}/options" before "models/{id}".
+    std::stable_sort(with_param_.begin(), with_param_.end(),
+                     [](const ParamRoute& a, const ParamRoute& b) {
+                       return a.suffix.size() > b.suffix.size();
+                     });
+    for (auto& p : with_param_) {
+      if (p.base == path.substr(0, at) && p.suffix == path.substr(at + kParam.size())) {
+        return p.methods;
+      }
+    }
   }
   return exact_[path];
 }
@@ -61,10 +71,11 @@ const RouteTable::Methods* RouteTable::find(std::string_view path, std::string_v
     param = {};
     return &it->second;
   }
-  for (const auto& [base, methods] : with_param_) {
-    if (path.size() > base.size() && path.substr(0, base.size()) == base) {
-      param = path.substr(base.size());
-      return &methods;
+  for (const auto& p : with_param_) {
+    if (path.size() > p.base.size() + p.suffix.size() && path.starts_with(p.base) &&
+        path.ends_with(p.suffix)) {
+      param = path.substr(p.base.size(), path.size() - p.base.size() - p.suffix.size());
+      return &p.methods;
     }
   }
   return nullptr;
@@ -141,6 +152,7 @@ void RouteTable::remember(const Match& match, net::Request& request) {
   request.matched.param_at = match.param.empty()
                                  ? std::string::npos
                                  : static_cast<std::size_t>(match.param.data() - request.path.data());
+  request.matched.param_size = match.param.size();
 }
 
 void RouteTable::dispatch(net::Request& request, net::ResponseWriter& writer) const {
@@ -148,8 +160,9 @@ void RouteTable::dispatch(net::Request& request, net::ResponseWriter& writer) co
     const auto& handler = *static_cast<const RouteHandler*>(request.matched.handler);
     const std::string_view path = request.path;
     handler(request, writer,
-            request.matched.param_at < path.size() ? path.substr(request.matched.param_at)
-                                                   : std::string_view());
+            request.matched.param_at < path.size()
+                ? path.substr(request.matched.param_at, request.matched.param_size)
+                : std::string_view());
     return;
   }
   Match m = match(request.method, request.path);

@@ -47,14 +47,19 @@ const char* router_event_name(RouterEvent::Kind kind) {
 }
 
 Router::Router(const ModelResolver& models, ServerFactory& factory, RouterConfig config)
-    : core_(std::make_unique<RouterCore>(models, factory, std::move(config))) {}
+    : models_(models), core_(std::make_unique<RouterCore>(models, factory, std::move(config))) {}
+
+std::string Router::named(std::string_view model_name) const {
+  auto internal = models_.internal_name(model_name);
+  return internal ? std::move(*internal) : std::string(model_name);
+}
 
 Router::~Router() = default;  // RouterCore's destructor shuts down
 
 Result<Lease> Router::acquire(std::string_view model_name, const WaitHooks& hooks,
                               std::optional<ModelType> required,
                               std::optional<KeepAlive> keep_alive) {
-  return core_->acquire(model_name, hooks, required, keep_alive);
+  return core_->acquire(named(model_name), hooks, required, keep_alive);
 }
 
 Result<Lease> Router::acquire_server(std::uint64_t server_id, int backend_slot,
@@ -72,7 +77,7 @@ void Router::unpin_backend_slot(std::uint64_t server_id, int backend_slot) {
 
 Status Router::load(std::string_view model_name, const RecipeOptions& request_options,
                     const WaitHooks& hooks, const LoadStanding& standing) {
-  return core_->load(model_name, request_options, hooks, standing);
+  return core_->load(named(model_name), request_options, hooks, standing);
 }
 
 void Router::forget_saved_slots(const std::string& model) {
@@ -84,16 +89,17 @@ long long Router::saved_slot_bytes(const std::string& model) const {
 }
 
 Status Router::set_pinned(std::string_view model_name, bool pinned) {
-  return core_->set_pinned(model_name, pinned);
+  return core_->set_pinned(named(model_name), pinned);
 }
 
 Status Router::unload(std::string_view model_name) {
-  return core_->unload(model_name);
+  return core_->unload(named(model_name));
 }
 
 Router::LoadBlock Router::block_loads(std::string_view model_name) {
-  core_->block_loads(model_name);
-  return LoadBlock(core_.get(), std::string(model_name));
+  std::string name = named(model_name);
+  core_->block_loads(name);
+  return LoadBlock(core_.get(), std::move(name));
 }
 
 Router::LoadBlock::~LoadBlock() {

@@ -70,6 +70,10 @@ enum class ErrorCode {
   kConfigFileInvalid,   // a JSON file the router must change is not a JSON object (a user's edit)
   kStorageReadOnly,     // a file cannot be written: its folder is read-only or not ours
   kConfigNotSaved,      // a setting applied to this run only: config.json could not be written
+  kReservedModelName,   // a registration under "builtin." or "extra." (Lemonade 11's ids)
+  kInvalidAlias,        // an alias that names itself or takes a reserved prefix
+  kAliasConflict,       // an alias that is a model's name, or that would loop
+  kAliasNotFound,       // DELETE of an alias that does not exist
 
   // Download failures (model store, backend installer).
   kRemoteNotFound,       // the hub/release server has no such repository, revision or file
@@ -130,6 +134,10 @@ inline constexpr ErrorCode kAllErrorCodes[] = {
     ErrorCode::kConfigFileInvalid,
     ErrorCode::kStorageReadOnly,
     ErrorCode::kConfigNotSaved,
+    ErrorCode::kReservedModelName,
+    ErrorCode::kInvalidAlias,
+    ErrorCode::kAliasConflict,
+    ErrorCode::kAliasNotFound,
     ErrorCode::kRemoteNotFound,
     ErrorCode::kRemoteUnauthorized,
     ErrorCode::kRemoteForbidden,

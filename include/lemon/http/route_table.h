@@ -12,6 +12,7 @@
 // Thread-safety: add() during setup only; dispatch() concurrently afterwards.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -31,9 +32,12 @@ class RouteTable {
 
   static const std::vector<std::string>& api_prefixes();
 
-  // Registers `suffix` under every API prefix. A suffix ending in "/{id}"
-  // matches any non-empty remainder (model ids may contain '/'). `tag` is
-  // the caller's, handed back by match() (the API keeps its RouteAccess there).
+  // Registers `suffix` under every API prefix. A "{id}" matches any
+  // non-empty text (model ids may contain '/'): at the end ("models/{id}")
+  // the rest of the path, before a fixed tail ("models/{id}/options") what
+  // lies between; a path that fits several takes the route with the
+  // longest tail. `tag` is the caller's, handed back by match() (the API
+  // keeps its RouteAccess there).
   void add_api(const std::string& method, const std::string& suffix, const RouteHandler& handler,
                int tag = 0);
   // Registers an exact path such as "/live".
@@ -85,7 +89,13 @@ class RouteTable {
   std::vector<std::string> known_methods_ = {"GET",    "HEAD",  "POST",  "PUT",
                                              "DELETE", "PATCH", "TRACE", "OPTIONS"};
   std::unordered_map<std::string, Methods> exact_;
-  std::vector<std::pair<std::string, Methods>> with_param_;  // "/v1/models/" -> ...
+  // "/v1/models/" + "{id}" + "/options": longest `suffix` first.
+  struct ParamRoute {
+    std::string base;
+    std::string suffix;
+    Methods methods;
+  };
+  std::vector<ParamRoute> with_param_;
 };
 
 }  // namespace lemon::http

@@ -59,7 +59,8 @@ struct Request {
   // path again: opaque to net (the HTTP layer's handler), null when none.
   struct MatchedRoute {
     const void* handler = nullptr;
-    std::size_t param_at = std::string::npos;  // where the route's trailing {id} starts in `path`
+    std::size_t param_at = std::string::npos;  // where the route's {id} starts in `path`
+    std::size_t param_size = 0;
   } matched;
 
   // Value of a query parameter (percent-decoded, '+' as space), or nullopt.
