@@ -13,6 +13,8 @@ if [[ "${1:-}" == "--test" ]]; then
   # Sanitizer builds and libFuzzer (scripts/run-sanitizers, scripts/run-fuzzers):
   # clang, its runtimes, and llvm-symbolizer for readable reports.
   packages+=(clang libclang-rt-14-dev llvm-14)
+  # scripts/lint: the formatter and clang-tidy of the same release.
+  packages+=(clang-format-14 clang-tidy-14)
   # The SDK end-to-end tests need Node.js and npm; keep a newer Node if present.
   command -v node >/dev/null 2>&1 || packages+=(nodejs)
   command -v npm >/dev/null 2>&1 || packages+=(npm)
