@@ -11,8 +11,10 @@
 # kubectl packages), where the one on PATH is another. Both must give the
 # same objects, so the overlays keep to what kustomize 2.0 reads. The npm
 # packages pinned by package-lock.json then validate them (validate.mjs).
-# The last line is `kubernetes: N passed, M failed`, or says why the check
-# could not run (exit 77).
+# The last line is `kubernetes: N passed, M failed`, or
+# `kubernetes: SKIPPED: why` where kubectl or Node.js is missing: exit 77, and
+# 1 under CI=true, whose machine has them (scripts/install-deps.sh
+# --kubernetes), so that a skip there never passes.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 work=${1:-$repo/build-kubernetes}
@@ -21,6 +23,7 @@ work=$(cd "$work" && pwd)
 
 skip() {
   echo "kubernetes: SKIPPED: $*"
+  [[ "${CI:-}" == true ]] && { echo "(CI=true: a skipped check fails the run)"; exit 1; }
   exit 77
 }
 command -v kubectl >/dev/null 2>&1 || skip "no kubectl (scripts/install-deps.sh --kubernetes)"
