@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034
 # Sourced by scripts/build-image and tests/image/smoke_test.sh: the podman
 # options both need on a machine like CI's, and that do no harm elsewhere.
 #   "${podman[@]}" build "${podman_limits[@]}" ...

@@ -26,7 +26,11 @@ drain_timeout=10
 passed=0
 failed=0
 ok() { passed=$((passed + 1)); echo "ok - $1"; }
-not_ok() { failed=$((failed + 1)); echo "not ok - $1"; [[ -n "${2:-}" ]] && sed 's/^/    /' <<<"$2"; }
+not_ok() {
+  failed=$((failed + 1))
+  echo "not ok - $1"
+  if [[ -n "${2:-}" ]]; then while IFS= read -r line; do echo "    $line"; done <<<"$2"; fi
+}
 check_not() {  # check_not NAME COMMAND...: passes when the command fails
   local what=$1
   shift
