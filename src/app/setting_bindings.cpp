@@ -54,7 +54,8 @@ constexpr std::optional<LivePart> part_of(Layer DaemonOptions::*) {
   return std::nullopt;
 }
 
-// `key` into a field of a layer's options.
+// `key` (a row of the table: setting_bindings() checks) into a field of a
+// layer's options.
 template <class Layer, class T>
 SettingBinding field(const std::string& key, Layer DaemonOptions::*layer, T Layer::*member) {
   return {{key}, part_of(layer), [key, layer, member](const SettingsRead& r, DaemonOptions& o) {
@@ -121,7 +122,7 @@ std::vector<SettingBinding> build_bindings() {
   using A = http::AccessSettings;
   using F = inference::ForwardSettings;
   using R = RouterConfig;
-  const auto api = &http::ApiSettings::server;
+  const auto server = &http::ApiSettings::server;
   const auto access = &http::ApiSettings::access;
   return {
       {{"log_level"},
@@ -138,15 +139,15 @@ std::vector<SettingBinding> build_bindings() {
 
       field("host", &D::http, &http::ApiSettings::host),
       field("port", &D::http, &http::ApiSettings::port),
-      field("max_body_size", &D::http, api, &S::max_body_bytes),
-      field("max_connections", &D::http, api, &S::max_connections),
-      field("max_connections_per_client", &D::http, api, &S::max_connections_per_client),
-      field("max_request_memory", &D::http, api, &S::max_request_memory),
-      field("header_timeout", &D::http, api, &S::header_timeout),
-      field("body_timeout", &D::http, api, &S::body_idle_timeout),
-      field("body_min_rate", &D::http, api, &S::body_min_rate),
-      field("keep_alive_timeout", &D::http, api, &S::keep_alive_timeout),
-      field("write_timeout", &D::http, api, &S::write_timeout),
+      field("max_body_size", &D::http, server, &S::max_body_bytes),
+      field("max_connections", &D::http, server, &S::max_connections),
+      field("max_connections_per_client", &D::http, server, &S::max_connections_per_client),
+      field("max_request_memory", &D::http, server, &S::max_request_memory),
+      field("header_timeout", &D::http, server, &S::header_timeout),
+      field("body_timeout", &D::http, server, &S::body_idle_timeout),
+      field("body_min_rate", &D::http, server, &S::body_min_rate),
+      field("keep_alive_timeout", &D::http, server, &S::keep_alive_timeout),
+      field("write_timeout", &D::http, server, &S::write_timeout),
       field("health_without_auth", &D::http, access, &A::health_without_auth),
       field("metrics_public", &D::http, access, &A::metrics_public),
       {{"cors_origins"},
@@ -265,9 +266,9 @@ std::vector<SettingBinding> build_bindings() {
          if (auto models = remote::parse_remote_settings(remote, nullptr); !models.ok()) {
            return Status(section_error(r, "remote", models.error()));
          }
-         auto both = remote::parse_remote_settings(nullptr, discovery);
-         if (!both.ok()) {
-           return Status(section_error(r, "remote_discovery", both.error()));
+         if (auto discovered = remote::parse_remote_settings(nullptr, discovery);
+             !discovered.ok()) {
+           return Status(section_error(r, "remote_discovery", discovered.error()));
          }
          o.remote =
              remote::parse_remote_settings(remote, discovery).value_or(remote::RemoteSettings{});
@@ -317,6 +318,9 @@ const std::vector<SettingBinding>& setting_bindings() {
     std::map<std::string, int> bound;
     for (const auto& binding : b) {
       for (const auto& key : binding.keys) {
+        if (find_setting(key) == nullptr) {
+          throw std::logic_error("no setting '" + key + "' in the table to bind");
+        }
         ++bound[key];
       }
     }

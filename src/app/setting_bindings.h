@@ -23,7 +23,8 @@ struct SettingBinding {
 
 // Every binding, in the order parse_config runs them (the order its
 // errors come in). Each row of router_settings() is in exactly one: the
-// first call throws std::logic_error when a row is bound nowhere or twice.
+// first call throws std::logic_error when a row is bound nowhere or twice,
+// or a binding names no row.
 const std::vector<SettingBinding>& setting_bindings();
 
 }  // namespace lemon

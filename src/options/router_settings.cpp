@@ -65,7 +65,7 @@ class Row {
     s_.variable.clear();
     return *this;
   }
-  operator Setting() const { return s_; }  // NOLINT(google-explicit-constructor)
+  operator Setting() const { return s_; }  // a row of the table as written
 
  private:
   Setting s_;
