@@ -14,9 +14,6 @@
 namespace lemon {
 namespace {
 
-template <class T>
-constexpr bool kNoConversion = false;
-
 // A setting's value as the field's type: seconds as milliseconds, MiB as
 // bytes (by its row's unit).
 template <class T>
@@ -36,7 +33,7 @@ void assign(const Setting& s, const SettingValues& v, T& out) {
               ? static_cast<T>(v.mebibytes(s.key))
               : static_cast<T>(std::clamp(v.number(s.key), 0.0, 1e15));
   } else {
-    static_assert(kNoConversion<T>, "no conversion from a setting to this type");
+    static_assert(sizeof(T) == 0, "no conversion from a setting to this type");
   }
 }
 
