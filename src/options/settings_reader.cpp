@@ -121,7 +121,7 @@ void note_provenance(const CLI::App& app, int argc, const char* const* argv,
 }
 
 // The `auth` section and the key variables make a valid key ring, and an
-// address others reach is not left open by mistake (issue #30 §2).
+// address others reach is not left open by mistake.
 Status check_access(const SettingValues& values, const SettingsProvenance& provenance) {
   auto keys = auth::build_key_ring(values.section("auth"), values.text("api_key"),
                                    values.text("admin_api_key"));

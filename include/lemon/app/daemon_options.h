@@ -63,7 +63,7 @@ struct DaemonOptions {
   Profiles profiles;                   // config.json's profiles
   remote::RemoteSettings remote;       // config.json's remote and remote_discovery
   BackendEnvironment backends;         // main adds the launcher and the ports
-  // Saved llama.cpp slots (issue #29 §1); nullopt when --slot-cache-size
+  // Saved llama.cpp slots; nullopt when --slot-cache-size
   // is off; a budget of 0 is auto (with_auto_slot_budget()).
   std::optional<SlotFileStoreSettings> slot_store;
   CatalogueSources catalogue;  // main adds FLM's and the remote models

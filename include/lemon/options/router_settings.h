@@ -1,17 +1,18 @@
-// The router's settings, in one table (issue #2 §1, issue #30 §1): every
-// flag Lemonade 9.4.1's `lemonade-server` passes to its router, and ours.
-// From it come lemonade-router's options and their LEMONADE_* variables
-// (command_line.h), config.json's keys (config_file.h), GET
-// /internal/config's view, which settings a reload applies, and
-// docs/configuration.md's table (`lemonade-router --settings-markdown`);
-// lemonade-server's `serve`, `run` and `load` take the same options, so
-// their help, checks and pass-through to the router never drift apart.
+// The router's settings, in one table: every flag Lemonade 9.4.1's
+// `lemonade-server` passes to its router, and ours. From it come
+// lemonade-router's options and their LEMONADE_* variables (command_line.h),
+// config.json's keys (config_file.h), GET /internal/config's view, which
+// settings a reload applies, and docs/configuration.md's table
+// (`lemonade-router --settings-markdown`); lemonade-server's `serve`, `run`
+// and `load` take the same options, so their help, checks and pass-through
+// to the router never drift apart.
 //
 // A key is its flag without the dashes, '_' for '-' (`--keep-alive` is
 // `keep_alive`), except the backend options Lemonade keeps in sections:
 // `llamacpp.{backend,args}`, `sdcpp.{backend,steps,cfg_scale,width,
-// height}`, `whispercpp.backend`. A variable is LEMONADE_ and the flag's name in
-// capitals, '_' for '-' (`LEMONADE_KEEP_ALIVE`, `LEMONADE_LLAMACPP`).
+// height}`, `whispercpp.backend`. A variable is LEMONADE_ and the flag's
+// name in capitals, '_' for '-' (`LEMONADE_KEEP_ALIVE`,
+// `LEMONADE_LLAMACPP`).
 //
 // Thread-safety: the table is built once and never changes.
 #pragma once

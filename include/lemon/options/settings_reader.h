@@ -1,12 +1,12 @@
-// Reading lemonade-router's settings (issue #30 §1), lowest first: the
-// defaults, the distribution's defaults file, config.json, the LEMONADE_*
-// variables, the flags (config_file.h). The read checks every setting as
-// its row says (router_settings.h), the `auth` section and its keys
-// (auth/api_keys.h), and the rule for addresses others reach: a router
-// that listens beyond loopback needs an API key or --allow-unauthenticated.
-// lemonade-router reads its settings here and then hands each layer its
-// options (app/daemon_options.h); lemonade-server checks a config.json it
-// writes here, without a router.
+// Reading lemonade-router's settings, lowest first: the defaults, the
+// distribution's defaults file, config.json, the LEMONADE_* variables, the
+// flags (config_file.h). The read checks every setting as its row says
+// (router_settings.h), the `auth` section and its keys (auth/api_keys.h),
+// and the rule for addresses others reach: a router that listens beyond
+// loopback needs an API key or --allow-unauthenticated. lemonade-router
+// reads its settings here and then hands each layer its options
+// (app/daemon_options.h); lemonade-server checks a config.json it writes
+// here, without a router.
 //
 // Thread-safety: plain functions; a read reads the environment and files.
 #pragma once
