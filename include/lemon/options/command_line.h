@@ -8,6 +8,7 @@
 // Thread-safety: register and parse on one thread.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "lemon/options/setting.h"
@@ -24,7 +25,8 @@ enum class SettingOptions : std::uint8_t {
 };
 
 // Adds the options to `app`, each at its default and bound to its value in
-// `values`, which must outlive the parse. Sections get their empty value.
+// `values`, which must outlive the parse. With kAll, config.json's
+// sections get their empty value in `values` too.
 void add_setting_options(CLI::App& app, SettingValues& values,
                          SettingOptions which = SettingOptions::kAll);
 
