@@ -12,48 +12,26 @@
 #include <sstream>
 #include <string_view>
 
-#include "lemon/app/config_file.h"
 #include "lemon/core/atomic_file.h"
-
 #include "lemon/core/clock.h"
 #include "lemon/core/log.h"
 #include "lemon/http/error_response.h"
-#include "lemon/inference/inference_proxy.h"
 #include "lemon/http/json_request.h"
+#include "lemon/options/config_file.h"
+#include "lemon/options/router_settings.h"
 
 namespace lemon {
 namespace {
 
-// The settings a running router takes at once: the log level here, the
-// rest through the router (LiveRouterSettings).
-const std::set<std::string>& router_settings() {
-  static const std::set<std::string> keys = {
-      "max_loaded_models", "keep_alive", "scale_up_after", "scale_down_after", "max_starvation",
-      "default_model_delay",
-      // The memory budget's size, while it stays on (classify_config_changes).
-      "memory_budget", "memory_margin",
-      // The CLI layer of load options: a model they change reloads once idle.
-      "ctx_size", "parallel", "llamacpp.backend", "llamacpp.args", "sdcpp.backend",
-      "whispercpp.backend", "sdcpp.steps", "sdcpp.cfg_scale", "sdcpp.width", "sdcpp.height"};
-  return keys;
-}
-
-// The settings the HTTP server takes at once: the API keys, CORS, remote
-// models and the proxy's limits.
-const std::set<std::string>& server_settings() {
-  static const std::set<std::string> keys = {
-      "api_key", "admin_api_key", "auth", "profiles", "cors_origins", "remote", "remote_discovery",
-      // The proxy's limits: requests that start after the reload follow them.
-      "request_timeout", "stream_idle_timeout", "backend_idle_timeout", "stream_heartbeat",
-      "backend_retry_delay", "max_prefill_tokens", "max_response_size"};
-  return keys;
-}
-
+// The settings a reload applies (their rows say so).
 const std::set<std::string>& live_settings() {
   static const std::set<std::string> live = [] {
-    std::set<std::string> keys = router_settings();
-    keys.insert(server_settings().begin(), server_settings().end());
-    keys.insert("log_level");
+    std::set<std::string> keys;
+    for (const Setting& s : router_settings()) {
+      if (s.live) {
+        keys.insert(s.key);
+      }
+    }
     return keys;
   }();
   return live;
@@ -149,16 +127,48 @@ ParsedConfig ConfigReloader::parse_with_unsaved() {
   return parse_config(argv_, nlohmann::json::parse(current->dump()));
 }
 
-ConfigReloader::ConfigReloader(std::vector<std::string> argv, const Config& running,
-                               telemetry::EventBus& events,
-                               std::function<void(const Config&)> apply_to_router,
-                               std::function<void(const Config&)> apply_to_server)
+ConfigReloader::ConfigReloader(std::vector<std::string> argv, const SettingsProvenance& running,
+                               telemetry::EventBus& events, LiveTargets targets)
     : argv_(std::move(argv)),
       events_(events),
-      apply_to_router_(std::move(apply_to_router)),
-      apply_to_server_(std::move(apply_to_server)),
+      targets_(std::move(targets)),
       running_(running),
       read_(running) {}
+
+void ConfigReloader::apply(const DaemonOptions& read, const std::set<LivePart>& parts) const {
+  for (LivePart part : parts) {
+    switch (part) {
+      case LivePart::kLogLevel:
+        set_log_level(read.app.log_level);
+        break;
+      case LivePart::kRouter:
+        if (targets_.router) {
+          targets_.router(read.router);
+        }
+        break;
+      case LivePart::kHttp:
+        if (targets_.http) {
+          targets_.http(read.http);
+        }
+        break;
+      case LivePart::kForward:
+        if (targets_.forward) {
+          targets_.forward(read.forward);
+        }
+        break;
+      case LivePart::kRemote:
+        if (targets_.remote) {
+          targets_.remote(read.remote);
+        }
+        break;
+      case LivePart::kProfiles:
+        if (targets_.profiles) {
+          targets_.profiles(read.profiles);
+        }
+        break;
+    }
+  }
+}
 
 ConfigReloader::~ConfigReloader() {
   if (watcher_.joinable()) {
@@ -179,8 +189,7 @@ nlohmann::json ConfigReloader::reload() {
   ParsedConfig parsed = parse_with_unsaved();
   auto log = logger("app");
   nlohmann::json event;
-  std::optional<Config> for_router;
-  std::optional<Config> for_server;
+  std::set<LivePart> parts;
   {
     MutexLock lock(mu_);
     ++reloads_;
@@ -190,31 +199,19 @@ nlohmann::json ConfigReloader::reload() {
       event = {{"ok", false}, {"error", last_error_}};
     } else {
       last_error_.clear();
-      read_ = parsed.config;
+      read_ = parsed.provenance;
       const ConfigChanges changes =
-          classify_config_changes(running_.setting_values, read_.setting_values, live_settings());
+          classify_config_changes(running_.values, read_.values, live_settings());
+      parts = live_parts_of(changes.applied);
       for (const auto& key : changes.applied) {
-        if (key == "log_level") {
-          set_log_level(read_.log_level);
-          running_.log_level = read_.log_level;
-        } else if (router_settings().contains(key)) {
-          for_router = read_;
-        } else if (server_settings().contains(key)) {
-          for_server = read_;
-        }
-        running_.setting_values[key] = read_.setting_values[key];
-        running_.setting_sources[key] = read_.setting_sources[key];
+        running_.values[key] = read_.values[key];
+        running_.sources[key] = read_.sources[key];
       }
       pending_ = changes.pending;
       event = {{"ok", true}, {"applied", changes.applied}, {"pending", changes.pending}};
     }
   }
-  if (for_router && apply_to_router_) {
-    apply_to_router_(*for_router);  // without mu_: the router takes its own lock
-  }
-  if (for_server && apply_to_server_) {
-    apply_to_server_(*for_server);
-  }
+  apply(parsed.options, parts);  // without mu_: the layers take their own locks
   if (event["ok"] == false) {
     log->error("configuration not reloaded, the running one stays: {}",
                event["error"].get<std::string>());
@@ -237,7 +234,7 @@ Result<nlohmann::json> ConfigReloader::set(const nlohmann::json& changes) {
   {
     MutexLock state(mu_);
     file = running_.config_file;
-    before = running_.setting_values;
+    before = running_.values;
   }
   auto current = read_json_object_for_update(file);
   if (!current.ok()) {
@@ -277,7 +274,7 @@ Result<nlohmann::json> ConfigReloader::set(const nlohmann::json& changes) {
   }
   // What this change does (the watcher may reload before we do).
   const ConfigChanges done =
-      classify_config_changes(before, checked.config.setting_values, live_settings());
+      classify_config_changes(before, checked.provenance.values, live_settings());
   reload();
   // Lemonade's echo of what changed, without the keys.
   nlohmann::json updated = changes;
@@ -293,7 +290,7 @@ Result<nlohmann::json> ConfigReloader::set(const nlohmann::json& changes) {
   answer["pending"] = done.pending;
   // What a variable or a flag still overrides: written, but not in force.
   nlohmann::json overridden = nlohmann::json::array();
-  for (const auto& [key, from] : checked.config.setting_sources) {
+  for (const auto& [key, from] : checked.provenance.sources) {
     const std::size_t dot = key.find('.');
     const bool named = dot == std::string::npos
                            ? changes.contains(key)
@@ -359,16 +356,15 @@ void ConfigReloader::start_watching() {
 nlohmann::json ConfigReloader::snapshot() const {
   MutexLock lock(mu_);
   nlohmann::json settings = nlohmann::json::object();
-  for (const auto& [key, value] : running_.setting_values) {
-    auto source = running_.setting_sources.find(key);
-    settings[key] = {
-        {"value", shown_value(key, value)},
-        {"source", source != running_.setting_sources.end() ? source->second : "default"}};
+  for (const auto& [key, value] : running_.values) {
+    auto source = running_.sources.find(key);
+    settings[key] = {{"value", shown_value(key, value)},
+                     {"source", source != running_.sources.end() ? source->second : "default"}};
   }
   nlohmann::json pending = nlohmann::json::object();
   for (const auto& key : pending_) {
-    auto value = read_.setting_values.find(key);
-    const std::string text = value != read_.setting_values.end() ? value->second : "";
+    auto value = read_.values.find(key);
+    const std::string text = value != read_.values.end() ? value->second : "";
     pending[key] = shown_value(key, text);
   }
   return {

@@ -22,17 +22,16 @@
 #include "lemon/api/lemonade/session_api.h"
 #include "lemon/api/ollama/ollama_api.h"
 #include "lemon/api/openai/openai_api.h"
-#include "lemon/inference/generation_defaults.h"
-#include "lemon/inference/inference_gateway.h"
-#include "lemon/inference/model_provisioner.h"
-#include "lemon/app/config.h"
 #include "lemon/app/config_reloader.h"
+#include "lemon/app/daemon_options.h"
 #include "lemon/app/graceful_drain.h"
 #include "lemon/app/log_stream_attachment.h"
-#include "lemon/app/subsystem_settings.h"
 #include "lemon/backends/flm_inventory.h"
 #include "lemon/backends/server_factory.h"
 #include "lemon/core/log.h"
+#include "lemon/inference/generation_defaults.h"
+#include "lemon/inference/inference_gateway.h"
+#include "lemon/inference/model_provisioner.h"
 #include "lemon/process/port_allocator.h"
 #include "lemon/process/process_launcher.h"
 #include "lemon/remote/remote_models.h"
@@ -49,14 +48,14 @@ int main(int argc, char** argv) {
     }
     return parsed.exit_code;
   }
-  const Config& cfg = parsed.config;
-  if (!cfg.profile.empty() &&
-      !parse_profiles(cfg.profiles).value_or(Profiles{}).contains(cfg.profile)) {
-    std::cerr << "lemonade-router: --profile " << cfg.profile
+  const DaemonOptions& options = parsed.options;
+  const AppOptions& app = options.app;
+  if (!app.profile.empty() && !options.profiles.contains(app.profile)) {
+    std::cerr << "lemonade-router: --profile " << app.profile
               << ": no such profile in config.json's profiles\n";
     return 2;
   }
-  init_logging(cfg.log_level);
+  init_logging(app.log_level);
   telemetry::TelemetryHub telemetry;
   LogStreamAttachment log_stream(telemetry.logs());
   auto log = logger("app");
@@ -65,18 +64,18 @@ int main(int argc, char** argv) {
   // Models: the catalogue, with presets over it, and the store that pulls.
   // Models served by other machines (issue #30 §3) are listed in it too.
   auto launcher = make_posix_process_launcher();
-  FlmInventory flm_inventory(*launcher, cfg.cache_dir);
+  FlmInventory flm_inventory(*launcher, app.cache_dir);
   const ModelCatalogue* catalogue_for_remote = nullptr;  // set once the catalogue is open
   remote::RemoteModels remote(
-      remote_settings(cfg),
-      {[&catalogue_for_remote](std::string_view name) {
-         return catalogue_for_remote != nullptr ? catalogue_for_remote->find(name) : std::nullopt;
-       },
-       [&telemetry](const std::string& type, nlohmann::json data) {
-         telemetry.events().publish(type, std::move(data));
-       }});
-  CatalogueSources sources =
-      catalogue_sources(cfg, [&flm_inventory] { return flm_inventory.installed(); });
+      options.remote, {[&catalogue_for_remote](std::string_view name) {
+                         return catalogue_for_remote != nullptr ? catalogue_for_remote->find(name)
+                                                                : std::nullopt;
+                       },
+                       [&telemetry](const std::string& type, nlohmann::json data) {
+                         telemetry.events().publish(type, std::move(data));
+                       }});
+  CatalogueSources sources = options.catalogue;
+  sources.flm_installed = [&flm_inventory] { return flm_inventory.installed(); };
   sources.remote_models = [&remote] { return remote.declared(); };
   auto catalogue = ModelCatalogue::open(sources);
   if (!catalogue.ok()) {
@@ -84,7 +83,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   catalogue_for_remote = catalogue->get();
-  PresetCatalogue presets(**catalogue, preset_sources(cfg));
+  PresetCatalogue presets(**catalogue, options.presets);
   HubSettings hub = HubSettings::from_environment();
   ModelStore store(**catalogue, HubClient(hub));
   store.set_observer({[&telemetry](const std::string& model, const download::TaskProgress& p) {
@@ -96,17 +95,20 @@ int main(int argc, char** argv) {
 
   // Backends and the router that loads them.
   PortAllocator ports(8001, static_cast<int>(::getpid() % 1000),
-                      cfg.runtime_dir + "/lemonade-router-ports");
-  const BackendEnvironment env = backend_environment(cfg, *launcher, ports);
+                      app.runtime_dir + "/lemonade-router-ports");
+  BackendEnvironment env = options.backends;
+  env.launcher = launcher.get();
+  env.ports = &ports;
   RecipeServerFactory factory(env);  // keeps a reference to env
-  BackendInstaller installer(installer_settings(cfg, hub));
-  RouterConfig routing = router_config(
-      cfg, cfg.memory_budget ? std::make_shared<telemetry::SystemDeviceMemory>(launcher.get())
-                             : nullptr);
+  BackendInstaller installer(installer_settings(app, hub));
+  RouterConfig routing = options.router;
+  if (routing.memory_budget_on) {
+    routing.memory = std::make_shared<telemetry::SystemDeviceMemory>(launcher.get());
+  }
   routing.on_event = [&telemetry](const RouterEvent& e) { telemetry.on_router_event(e); };
   std::optional<SlotFileStore> slot_store;
-  if (auto slot_settings = slot_store_settings(cfg)) {
-    slot_store.emplace(std::move(*slot_settings));
+  if (options.slot_store) {
+    slot_store.emplace(with_auto_slot_budget(*options.slot_store));
     routing.slot_store = &*slot_store;
   }
   Router router(presets, factory, routing);
@@ -116,18 +118,18 @@ int main(int argc, char** argv) {
   context.start();
   telemetry::SystemStatsReader system_stats(launcher.get());
   StatsStore stats;
-  http::ApiServer server(api_settings(cfg), telemetry);
+  http::ApiServer server(options.http, telemetry);
   // The inference path every API room hands its requests to.
   inference::ModelProvisioner provisioner(**catalogue, presets, store, installer, router);
   inference::GenerationDefaults generation_defaults;
-  inference::InferenceGateway gateway(forward_settings(cfg), provisioner, generation_defaults, stats,
+  inference::InferenceGateway gateway(options.forward, provisioner, generation_defaults, stats,
                                       telemetry, server.drain_expired());
   gateway.serve_remote(&remote);
   // The API rooms (src/api/*): each takes only what it uses and adds its
   // routes to the server's table.
-  const api::LemonadeSettings lemonade = lemonade_settings(cfg);
-  api::ManagementApi management_api(**catalogue, presets, installer, router, stats,
-                                    provisioner, server, lemonade);
+  const api::LemonadeSettings& lemonade = options.lemonade;
+  api::ManagementApi management_api(**catalogue, presets, installer, router, stats, provisioner,
+                                    server, lemonade);
   management_api.show_remote(&remote);
   management_api.show_streams([&gateway](const std::string& model) {
     return gateway.open_streams(model);
@@ -145,8 +147,8 @@ int main(int argc, char** argv) {
   preset_api.register_routes(server);
   api::SessionApi session_api(router, gateway, stats, telemetry.events(), lemonade);
   session_api.register_routes(server);
-  api::ObserveApi observe_api(telemetry, context, system_stats, router,
-                              generation_defaults, server);
+  api::ObserveApi observe_api(telemetry, context, system_stats, router, generation_defaults,
+                              server);
   observe_api.show_remote(&remote);
   observe_api.register_routes(server);
   api::DashboardApi dashboard_api(lemonade.web_dir);
@@ -158,51 +160,50 @@ int main(int argc, char** argv) {
   api::OllamaApi ollama_api(**catalogue, store, router, provisioner, gateway);
   ollama_api.register_routes(server);
   // Profiles (issue #30 §1): POST /internal/profile, --profile, /health's.
-  api::ProfileApi profile_api(router, provisioner,
-                              parse_profiles(cfg.profiles).value_or(Profiles{}),
+  api::ProfileApi profile_api(router, provisioner, options.profiles,
                               [&server] { return server.draining(); });
   profile_api.register_routes(server);
   management_api.show_profile([&profile_api] { return profile_api.active(); });
   // SIGHUP reads the configuration again (issue #30 §1); GET /internal/config.
   ConfigReloader reloader(
-      std::vector<std::string>(argv, argv + argc), cfg, telemetry.events(),
-      [&router](const Config& read) {
-        router.apply_live_settings(LiveRouterSettings::of(router_config(read, nullptr)));
-      },
-      [&server, &gateway, &profile_api, &remote](const Config& read) {
-        remote.reconfigure(remote_settings(read));
-        gateway.set_settings(forward_settings(read));
-        http::ApiSettings settings = api_settings(read);
-        server.reconfigure(std::move(settings.keys), settings.access.cors_origins,
-                           settings.audit_log_file);
-        profile_api.set_profiles(parse_profiles(read.profiles).value_or(Profiles{}));
-      });
+      std::vector<std::string>(argv, argv + argc), parsed.provenance, telemetry.events(),
+      {.router =
+           [&router](const RouterConfig& read) {
+             router.apply_live_settings(LiveRouterSettings::of(read));
+           },
+       .http = [&server](const http::ApiSettings& read) { server.reconfigure(read); },
+       .forward =
+           [&gateway](const inference::ForwardSettings& read) { gateway.set_settings(read); },
+       .remote = [&remote](const remote::RemoteSettings& read) { remote.reconfigure(read); },
+       .profiles = [&profile_api](const Profiles& read) { profile_api.set_profiles(read); }});
   reloader.register_routes(server);
   reloader.start_watching();
   remote.start();
   auto port = server.bind();
   if (!port.ok()) {
-    std::cerr << "lemonade-router: cannot listen on " << cfg.host << ":" << cfg.port << ": "
-              << port.error().message() << "\n";
+    std::cerr << "lemonade-router: cannot listen on " << options.http.host << ":"
+              << options.http.port << ": " << port.error().message() << "\n";
     return 1;
   }
   log->info("lemonade-router {} listening on http://{}:{} (models: {}, cache: {})",
-            LEMON_ROUTER_VERSION, cfg.host, *port, sources.server_models_json, cfg.cache_dir);
+            LEMON_ROUTER_VERSION, options.http.host, *port, sources.server_models_json,
+            app.cache_dir);
   if (auto ollama_port = server.ollama_port()) {
-    log->info("Ollama API also served on http://{}:{} (--ollama-port)", cfg.host, *ollama_port);
+    log->info("Ollama API also served on http://{}:{} (--ollama-port)", options.http.host,
+              *ollama_port);
   }
-  if (cfg.ready_fd >= 0) {
+  if (app.ready_fd >= 0) {
     // A launcher (lemonade-server) waits on this pipe instead of polling.
     std::string ready = std::to_string(*port) + "\n";
-    [[maybe_unused]] auto written = ::write(cfg.ready_fd, ready.data(), ready.size());
-    ::close(cfg.ready_fd);
+    [[maybe_unused]] auto written = ::write(app.ready_fd, ready.data(), ready.size());
+    ::close(app.ready_fd);
   }
 
   GracefulDrain drain(signals, DrainTargets{store, installer, server, context, router},
-                      cfg.drain_timeout, [&reloader] { reloader.reload(); });
+                      app.drain_timeout, [&reloader] { reloader.reload(); });
   std::thread start_profile;
-  if (!cfg.profile.empty()) {
-    start_profile = std::thread([&profile_api, &log, name = cfg.profile] {
+  if (!app.profile.empty()) {
+    start_profile = std::thread([&profile_api, &log, name = app.profile] {
       try {
         auto done = profile_api.activate(name);
         if (!done.ok()) {

@@ -1,7 +1,8 @@
 // lemonade-server's command line: Lemonade 9.4.1's subcommands and options
 // (cli_parser.cpp with LEMONADE_TRAY), plus ps, load, unload and logs, and
 // --json where output is a table. `serve` and `run` take every router option
-// (add_router_options); the ones given are passed on to the router they start.
+// (options/command_line.h); the ones given are passed on to the router they
+// start.
 #include <csignal>
 #include <iostream>
 #include <map>
@@ -9,24 +10,13 @@
 
 #include <CLI/CLI.hpp>
 
-#include "lemon/app/router_options.h"
 #include "lemon/cli/cli_app.h"
 #include "lemon/cli/commands.h"
+#include "lemon/options/command_line.h"
+#include "lemon/options/router_settings.h"
 
 namespace lemon::cli {
 namespace {
-
-// Load flags and the /load field each one sets.
-constexpr std::pair<const char*, const char*> kLoadFlags[] = {{"ctx-size", "ctx_size"},
-                                                              {"parallel", "parallel"},
-                                                              {"llamacpp", "llamacpp_backend"},
-                                                              {"llamacpp-args", "llamacpp_args"},
-                                                              {"sdcpp", "sd-cpp_backend"},
-                                                              {"whispercpp", "whispercpp_backend"},
-                                                              {"steps", "steps"},
-                                                              {"cfg-scale", "cfg_scale"},
-                                                              {"width", "width"},
-                                                              {"height", "height"}};
 
 // True if `--name` appears among the command-line tokens (as "--name" or
 // "--name=value"), i.e. the user gave it rather than the environment.
@@ -66,19 +56,21 @@ std::vector<std::string> router_args_of(const CLI::App& sub,
   return args;
 }
 
+// The load options given on the command line, as /load's fields.
 nlohmann::json load_options_of(const CLI::App& sub, const std::vector<std::string>& tokens) {
   nlohmann::json out = nlohmann::json::object();
-  for (const auto& [flag, field] : kLoadFlags) {
-    const CLI::Option* opt = sub.get_option_no_throw(std::string("--") + flag);
-    if (opt == nullptr || !given(tokens, flag) || opt->results().empty()) {
+  for (const Setting& s : router_settings()) {
+    if (s.load_option.empty()) {
+      continue;
+    }
+    const CLI::Option* opt = sub.get_option_no_throw(s.flag);
+    if (opt == nullptr || !given(tokens, s.flag.substr(2)) || opt->results().empty()) {
       continue;
     }
     const std::string& raw = opt->results().front();
     nlohmann::json number = nlohmann::json::parse(raw, nullptr, false);
-    bool numeric = std::string(field) == "ctx_size" || std::string(field) == "parallel" ||
-                   std::string(field) == "steps" || std::string(field) == "cfg_scale" ||
-                   std::string(field) == "width" || std::string(field) == "height";
-    out[field] = numeric && number.is_number() ? number : nlohmann::json(raw);
+    const bool numeric = s.shape == SettingShape::kInteger || s.shape == SettingShape::kNumber;
+    out[s.load_option] = numeric && number.is_number() ? number : nlohmann::json(raw);
   }
   return out;
 }
@@ -96,19 +88,19 @@ int run_cli(int argc, char** argv) {
   app.set_help_all_flag("--help-all", "Print help for all commands");
 
   CommandLine cl;
-  RouterOptionValues serve_values = RouterOptionValues::defaults();
-  RouterOptionValues run_values = RouterOptionValues::defaults();
-  RouterOptionValues load_values = RouterOptionValues::defaults();
+  SettingValues serve_values;
+  SettingValues run_values;
+  SettingValues load_values;
   bool no_tray = false;
 
   CLI::App* serve = app.add_subcommand("serve", "Start the server in this terminal");
-  add_router_options(*serve, serve_values);
+  add_setting_options(*serve, serve_values);
   serve->add_flag("--no-tray", no_tray, "Accepted for compatibility (there is no tray on Linux)");
 
   CLI::App* run = app.add_subcommand(
       "run", "Start the server if needed, pull and load a model, and chat with it");
   run->add_option("model", cl.model, "The model to run")->required();
-  add_router_options(*run, run_values);
+  add_setting_options(*run, run_values);
   run->add_flag("--no-tray", no_tray, "Accepted for compatibility");
   run->add_flag("--save-options", cl.save_options,
                 "Save the load options as this model's defaults");
@@ -160,7 +152,7 @@ int run_cli(int argc, char** argv) {
 
   CLI::App* load = app.add_subcommand("load", "Load a model");
   load->add_option("model", cl.model, "The model to load")->required();
-  add_load_options(*load, load_values);
+  add_setting_options(*load, load_values, SettingOptions::kLoadOptions);
   load->add_flag("--save-options", cl.save_options,
                  "Save the load options as this model's defaults");
   load->add_flag("--pinned", cl.pinned,
@@ -228,12 +220,12 @@ int run_cli(int argc, char** argv) {
     cl.config_action = config->get_subcommands().front()->get_name();
   }
   if (chosen == serve || chosen == run) {
-    const RouterOptionValues& v = chosen == serve ? serve_values : run_values;
+    const SettingValues& v = chosen == serve ? serve_values : run_values;
     ctx.router_args = router_args_of(*chosen, tokens);
-    ctx.host = v.host;
-    ctx.port = v.port;
-    if (!v.api_key.empty()) {
-      ctx.api_key = v.api_key;
+    ctx.host = v.text("host");
+    ctx.port = v.integer("port");
+    if (!v.text("api_key").empty()) {
+      ctx.api_key = v.text("api_key");
     }
   }
   if (chosen == run || chosen == load) {

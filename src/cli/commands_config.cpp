@@ -3,12 +3,12 @@
 #include <array>
 #include <iostream>
 
-#include "lemon/app/config.h"
-#include "lemon/app/config_file.h"
+#include "lemon/auth/api_keys.h"
 #include "lemon/cli/commands.h"
 #include "lemon/cli/server_client.h"
 #include "lemon/core/atomic_file.h"
-#include "lemon/http/api_keys.h"
+#include "lemon/options/config_file.h"
+#include "lemon/options/settings_reader.h"
 
 namespace lemon::cli {
 namespace {
@@ -31,8 +31,8 @@ nlohmann::json change_of(const std::string& key, const std::string& text) {
   return {{key.substr(0, dot), {{key.substr(dot + 1), value}}}};
 }
 
-// Without a server: the file is checked as the router would read it, then
-// written atomically.
+// Without a server: the file is checked as the router reads its settings,
+// then written atomically.
 int set_in_file(const nlohmann::json& change) {
   const std::string path = config_file_path();
   auto current = read_json_object_for_update(path);
@@ -41,7 +41,8 @@ int set_in_file(const nlohmann::json& change) {
   }
   nlohmann::ordered_json merged = *current;
   merge_config_changes(merged, change);
-  ParsedConfig checked = parse_config({"lemonade-router"}, nlohmann::json::parse(merged.dump()));
+  const SettingsRead checked =
+      read_router_settings({"lemonade-router"}, nlohmann::json::parse(merged.dump()));
   if (checked.exit_now) {
     return fail(checked.message);
   }
@@ -67,7 +68,7 @@ int add_key(const CommandLine& cl) {
     key.push_back(kDigits[b & 15]);
   }
   nlohmann::json entry = {{"name", cl.model},
-                          {"key_sha256", http::hex_of(http::sha256_of_key(key))},
+                          {"key_sha256", auth::hex_of(auth::sha256_of_key(key))},
                           {"scopes", cl.key_scopes}};
   if (!cl.key_models.empty()) {
     entry["models"] = cl.key_models;
@@ -91,7 +92,8 @@ int add_key(const CommandLine& cl) {
     merged["auth"]["keys"] = nlohmann::ordered_json::array();
   }
   merged["auth"]["keys"].push_back(nlohmann::ordered_json::parse(entry.dump()));
-  ParsedConfig checked = parse_config({"lemonade-router"}, nlohmann::json::parse(merged.dump()));
+  const SettingsRead checked =
+      read_router_settings({"lemonade-router"}, nlohmann::json::parse(merged.dump()));
   if (checked.exit_now) {
     return fail(checked.message);
   }

@@ -190,8 +190,8 @@ std::shared_ptr<const KeyRing> ApiServer::keys() const {
   return {state, &state->keys};  // shares the state's life
 }
 
-void ApiServer::reconfigure(KeyRing keys, std::vector<std::string> cors_origins,
-                            const std::string& audit_log_file) {
+void ApiServer::reconfigure(const ApiSettings& settings) {
+  const std::string& audit_log_file = settings.audit_log_file;
   std::shared_ptr<AuditLog> log;
   {
     MutexLock lock(keys_mu_);
@@ -204,8 +204,8 @@ void ApiServer::reconfigure(KeyRing keys, std::vector<std::string> cors_origins,
   }
   MutexLock lock(keys_mu_);
   auto next = std::make_shared<AccessState>(*access_);
-  next->keys = std::move(keys);
-  next->settings.cors_origins = std::move(cors_origins);
+  next->keys = settings.keys;
+  next->settings.cors_origins = settings.access.cors_origins;
   access_ = std::move(next);
   audit_ = std::move(log);
 }

@@ -2,9 +2,7 @@
 #include "lemon/core/text.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <limits>
-#include <system_error>
 
 namespace lemon {
 namespace {
@@ -170,23 +168,7 @@ Result<RecipeOptions> RecipeOptions::from_json(std::string_view recipe, const js
 
 RecipeOptions RecipeOptions::defaults() {
   RecipeOptions out;
-  out.values_["ctx_size"] = 4096;
-  out.values_["parallel"] = 1;
-  // Platform choice for llama.cpp: a DRM render node means a GPU that Vulkan
-  // can drive, so prefer it (Lemonade's default on Linux is vulkan too); a
-  // machine without one (containers, CI, headless servers) gets the CPU build,
-  // which always works. ROCm is never chosen automatically: it needs a
-  // specific AMD GPU and runtime, so users opt in with --llamacpp rocm.
-  std::error_code ec;
-  bool has_render_node = std::filesystem::exists("/dev/dri/renderD128", ec);
-  out.values_["llamacpp_backend"] = has_render_node ? "vulkan" : "cpu";
-  out.values_["llamacpp_args"] = "";
-  out.values_["whispercpp_backend"] = "cpu";
-  out.values_["sd-cpp_backend"] = "cpu";
-  out.values_["steps"] = 20;
-  out.values_["cfg_scale"] = 7.0;
-  out.values_["width"] = 512;
-  out.values_["height"] = 512;
+  out.values_ = builtin_load_option_defaults();
   return out;
 }
 
@@ -234,21 +216,6 @@ std::string RecipeOptions::string_value(std::string_view key) const {
     return "";
   }
   return it->is_string() ? it->get<std::string>() : it->dump();
-}
-
-const std::vector<std::string>& valid_llamacpp_backends() {
-  static const std::vector<std::string> v = {"vulkan", "rocm", "metal", "cpu"};
-  return v;
-}
-
-const std::vector<std::string>& valid_whispercpp_backends() {
-  static const std::vector<std::string> v = {"cpu", "npu", "vulkan"};
-  return v;
-}
-
-const std::vector<std::string>& valid_sdcpp_backends() {
-  static const std::vector<std::string> v = {"cpu", "rocm"};
-  return v;
 }
 
 }  // namespace lemon

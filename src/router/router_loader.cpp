@@ -532,7 +532,15 @@ void RouterCore::shutdown_now() {
   for (const auto& slot : all) {
     stops.push_back(std::async(std::launch::async, [this, slot] {
       save_slots_before_stop(slot);  // the drain at shutdown is a planned stop too
+      const auto signalled = std::chrono::steady_clock::now();
       slot->server->stop();
+      // The same line as any stop: an operator sees each backend end, and how.
+      const std::string exit = slot->server->exit_description();
+      logger("router")->info(
+          "stopped '{}' (shutdown; {}, in {:.1f} ms)", slot->server->model_name(),
+          exit.empty() ? "not running" : exit,
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - signalled)
+              .count());
     }));
   }
   for (auto& f : stops) {

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lemon/app/config.h"
+#include "lemon/app/daemon_options.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
@@ -24,8 +24,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         parsed.message.find('\n') != std::string::npos) {
       std::abort();  // a refusal is exit code 2 and one line
     }
-  } else if (parsed.config.port < 0 || parsed.config.port > 65535 ||
-             parsed.config.setting_values.empty()) {
+  } else if (parsed.options.http.port < 0 || parsed.options.http.port > 65535 ||
+             parsed.provenance.values.empty()) {
     std::abort();
   }
   return 0;

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "lemon/http/api_keys.h"
+#include "lemon/auth/api_keys.h"
 #include "support/http_client.h"
 #include "support/prometheus_text.h"
 #include "support/router_events.h"
@@ -28,7 +28,7 @@ using nlohmann::json;
 json auth_key(const std::string& name, const std::string& key, const json& scopes,
               const json& extra = json::object()) {
   json entry = {
-      {"name", name}, {"key_sha256", http::hex_of(http::sha256_of_key(key))}, {"scopes", scopes}};
+      {"name", name}, {"key_sha256", auth::hex_of(auth::sha256_of_key(key))}, {"scopes", scopes}};
   entry.update(extra);
   return entry;
 }
@@ -138,10 +138,10 @@ TEST_F(AuthTest, EveryRouteNeedsAKeyWithItsScope) {
       EXPECT_EQ(without, 401) << route << " answers without a key";
     }
     for (const auto& [key_scope, key] : keys) {
-      const auto wanted = http::scope_from_name(scope);
+      const auto wanted = auth::scope_from_name(scope);
       ASSERT_TRUE(wanted.has_value()) << scope;
-      const auto held = http::scope_from_name(key_scope);
-      const bool allowed = *wanted == http::Scope::kPublic ||
+      const auto held = auth::scope_from_name(key_scope);
+      const bool allowed = *wanted == auth::Scope::kPublic ||
                            (static_cast<int>(*wanted) & static_cast<int>(*held)) != 0;
       const int status = send(key);
       if (allowed) {
@@ -329,10 +329,10 @@ TEST_F(AuthTest, KeysChangeWithTheConfigurationAndTheLegacyOnesStay) {
   EXPECT_EQ(as("k-ops", "GET", "/v1/models").status, 401) << "a removed key no longer does";
   EXPECT_EQ(as("k-admin", "GET", "/internal/config").status, 200);
   HttpReply config = as("k-admin", "GET", "/internal/config");
-  EXPECT_EQ(config.body.find(http::hex_of(http::sha256_of_key("k-new"))), std::string::npos)
+  EXPECT_EQ(config.body.find(auth::hex_of(auth::sha256_of_key("k-new"))), std::string::npos)
       << "the hashes are not shown";
 
-  EXPECT_EQ(set.body.find(http::hex_of(http::sha256_of_key("k-new"))), std::string::npos)
+  EXPECT_EQ(set.body.find(auth::hex_of(auth::sha256_of_key("k-new"))), std::string::npos)
       << "the answer echoes no hash: " << set.body;
   // Anthropic's clients send x-api-key; a stale Bearer beside it does not
   // hide it.

@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "lemon/app/config.h"
-#include "lemon/app/config_file.h"
 #include "lemon/app/config_reloader.h"
+#include "lemon/app/daemon_options.h"
+#include "lemon/options/config_file.h"
 #include "support/scoped_env.h"
 #include "support/temp_dir.h"
 
@@ -65,22 +65,22 @@ TEST_F(ConfigFileTest, EveryKindOfSettingIsReadFromTheFile) {
                 {"ctx_size", 8192}});
   ParsedConfig p = parse();
   ASSERT_FALSE(p.exit_now) << p.message;
-  const Config& c = p.config;
-  EXPECT_EQ(c.port, 9001);
-  EXPECT_EQ(c.stop_grace, 2500ms);
-  ASSERT_TRUE(c.keep_alive.has_value());
-  EXPECT_EQ(*c.keep_alive, 300s);
-  EXPECT_TRUE(c.no_broadcast);
-  EXPECT_EQ(c.limits.limit(ModelType::kLlm), 2);
-  EXPECT_EQ(c.limits.limit(ModelType::kEmbedding), 1);
-  EXPECT_EQ(c.default_models, (std::vector<std::string>{"a", "b"}));
-  EXPECT_EQ(c.cli_options.string_value("llamacpp_backend"), "cpu");
-  EXPECT_EQ(c.cli_options.string_value("llamacpp_args"), "--mlock");
-  EXPECT_EQ(c.cli_options.raw().value("steps", 0), 4);
-  EXPECT_EQ(c.cli_options.ctx_size(), 8192);
-  EXPECT_EQ(c.setting_sources.at("port"), "config.json");
-  EXPECT_EQ(c.setting_sources.at("llamacpp.args"), "config.json");
-  EXPECT_EQ(c.setting_sources.at("host"), "default");
+  const DaemonOptions& c = p.options;
+  EXPECT_EQ(c.http.port, 9001);
+  EXPECT_EQ(c.backends.stop_grace, 2500ms);
+  ASSERT_TRUE(c.router.keep_alive.has_value());
+  EXPECT_EQ(*c.router.keep_alive, 300s);
+  EXPECT_TRUE(c.app.no_broadcast);
+  EXPECT_EQ(c.router.limits.limit(ModelType::kLlm), 2);
+  EXPECT_EQ(c.router.limits.limit(ModelType::kEmbedding), 1);
+  EXPECT_EQ(c.router.default_models, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(c.router.cli_options.string_value("llamacpp_backend"), "cpu");
+  EXPECT_EQ(c.router.cli_options.string_value("llamacpp_args"), "--mlock");
+  EXPECT_EQ(c.router.cli_options.raw().value("steps", 0), 4);
+  EXPECT_EQ(c.router.cli_options.ctx_size(), 8192);
+  EXPECT_EQ(p.provenance.sources.at("port"), "config.json");
+  EXPECT_EQ(p.provenance.sources.at("llamacpp.args"), "config.json");
+  EXPECT_EQ(p.provenance.sources.at("host"), "default");
 }
 
 TEST_F(ConfigFileTest, DefaultsFileThenConfigJsonThenEnvironmentThenFlags) {
@@ -93,24 +93,24 @@ TEST_F(ConfigFileTest, DefaultsFileThenConfigJsonThenEnvironmentThenFlags) {
   env_.set("LEMONADE_LOG_LEVEL", "error");
   ParsedConfig p = parse({"--port", "9003"});
   ASSERT_FALSE(p.exit_now) << p.message;
-  const Config& c = p.config;
-  EXPECT_EQ(c.port, 9003);
-  EXPECT_EQ(c.setting_sources.at("port"), "flag");
-  EXPECT_EQ(c.log_level, "error");
-  EXPECT_EQ(c.setting_sources.at("log_level"), "environment");
-  EXPECT_EQ(c.cli_options.ctx_size(), 8192);
-  EXPECT_EQ(c.setting_sources.at("ctx_size"), "config.json");
-  ASSERT_TRUE(c.keep_alive.has_value());
-  EXPECT_EQ(*c.keep_alive, 60s);
-  EXPECT_EQ(c.setting_sources.at("keep_alive"), "defaults file");
-  EXPECT_EQ(c.config_file, (tmp_.path() / "conf" / "config.json").string());
+  const DaemonOptions& c = p.options;
+  EXPECT_EQ(c.http.port, 9003);
+  EXPECT_EQ(p.provenance.sources.at("port"), "flag");
+  EXPECT_EQ(c.app.log_level, "error");
+  EXPECT_EQ(p.provenance.sources.at("log_level"), "environment");
+  EXPECT_EQ(c.router.cli_options.ctx_size(), 8192);
+  EXPECT_EQ(p.provenance.sources.at("ctx_size"), "config.json");
+  ASSERT_TRUE(c.router.keep_alive.has_value());
+  EXPECT_EQ(*c.router.keep_alive, 60s);
+  EXPECT_EQ(p.provenance.sources.at("keep_alive"), "defaults file");
+  EXPECT_EQ(p.provenance.config_file, (tmp_.path() / "conf" / "config.json").string());
 }
 
 TEST_F(ConfigFileTest, NoFileIsAnEmptyOne) {
   ParsedConfig p = parse();
   ASSERT_FALSE(p.exit_now) << p.message;
-  EXPECT_EQ(p.config.port, 8000);
-  EXPECT_EQ(p.config.setting_sources.at("port"), "default");
+  EXPECT_EQ(p.options.http.port, 8000);
+  EXPECT_EQ(p.provenance.sources.at("port"), "default");
 }
 
 TEST_F(ConfigFileTest, ErrorsNameTheFileAndTheKey) {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "lemon/app/config.h"
+#include "lemon/app/daemon_options.h"
 #include "support/scoped_env.h"
 #include "support/temp_dir.h"
 
@@ -79,14 +79,14 @@ class ConfigTest : public ::testing::Test {
     return parse_config(args);
   }
 
-  static Config parse_ok(std::vector<std::string> args) {
+  static DaemonOptions parse_ok(std::vector<std::string> args) {
     std::string joined;
     for (const auto& a : args) {
       joined += " " + a;
     }
     ParsedConfig p = parse(std::move(args));
     EXPECT_FALSE(p.exit_now) << joined << " -> " << p.message;
-    return p.config;
+    return p.options;
   }
 
   // Invalid input: exit code 2 and a single-line message.
@@ -129,27 +129,27 @@ class ConfigTest : public ::testing::Test {
 // ---- defaults -----------------------------------------------------------------------------
 
 TEST_F(ConfigTest, Defaults) {
-  Config c = parse_ok({});
-  EXPECT_EQ(c.host, "127.0.0.1");
-  EXPECT_EQ(c.port, 8000);
-  EXPECT_EQ(c.log_level, "info");
-  expect_limits(c.limits, {1, 1, 1, 1, 1});
-  EXPECT_EQ(c.cli_options.ctx_size(-1), 4096);
-  EXPECT_EQ(c.load_timeout, 600s);
-  EXPECT_EQ(c.stop_grace, 5s);
-  EXPECT_FALSE(c.no_broadcast);
-  EXPECT_EQ(c.extra_models_dir, "");
+  DaemonOptions c = parse_ok({});
+  EXPECT_EQ(c.http.host, "127.0.0.1");
+  EXPECT_EQ(c.http.port, 8000);
+  EXPECT_EQ(c.app.log_level, "info");
+  expect_limits(c.router.limits, {1, 1, 1, 1, 1});
+  EXPECT_EQ(c.router.cli_options.ctx_size(-1), 4096);
+  EXPECT_EQ(c.backends.load_timeout, 600s);
+  EXPECT_EQ(c.backends.stop_grace, 5s);
+  EXPECT_FALSE(c.app.no_broadcast);
+  EXPECT_EQ(c.catalogue.extra_models_dir, "");
   const auto& backends = valid_llamacpp_backends();
-  EXPECT_NE(
-      std::find(backends.begin(), backends.end(), c.cli_options.string_value("llamacpp_backend")),
-      backends.end());
-  EXPECT_EQ(c.cli_options.string_value("llamacpp_args"), "");
-  EXPECT_EQ(c.cli_options.string_value("sd-cpp_backend"), "cpu");
-  EXPECT_EQ(c.cli_options.string_value("whispercpp_backend"), "cpu");
-  EXPECT_EQ(c.cli_options.raw().value("steps", 0), 20);
-  EXPECT_DOUBLE_EQ(c.cli_options.raw().value("cfg_scale", 0.0), 7.0);
-  EXPECT_EQ(c.cli_options.raw().value("width", 0), 512);
-  EXPECT_EQ(c.cli_options.raw().value("height", 0), 512);
+  EXPECT_NE(std::find(backends.begin(), backends.end(),
+                      c.router.cli_options.string_value("llamacpp_backend")),
+            backends.end());
+  EXPECT_EQ(c.router.cli_options.string_value("llamacpp_args"), "");
+  EXPECT_EQ(c.router.cli_options.string_value("sd-cpp_backend"), "cpu");
+  EXPECT_EQ(c.router.cli_options.string_value("whispercpp_backend"), "cpu");
+  EXPECT_EQ(c.router.cli_options.raw().value("steps", 0), 20);
+  EXPECT_DOUBLE_EQ(c.router.cli_options.raw().value("cfg_scale", 0.0), 7.0);
+  EXPECT_EQ(c.router.cli_options.raw().value("width", 0), 512);
+  EXPECT_EQ(c.router.cli_options.raw().value("height", 0), 512);
 }
 
 // ---- deny by default off loopback (issue #30 §2) -----------------------------------------------
@@ -159,115 +159,116 @@ TEST_F(ConfigTest, AnAddressOthersReachNeedsAKeyOrSayingSo) {
     expect_usage_error({"--host", host});
     ParsedConfig p = parse({"--host", host});
     EXPECT_NE(p.message.find("--allow-unauthenticated"), std::string::npos) << p.message;
-    EXPECT_EQ(parse_ok({"--host", host, "--api-key", "k"}).host, host);
-    EXPECT_EQ(parse_ok({"--host", host, "--allow-unauthenticated"}).host, host);
+    EXPECT_EQ(parse_ok({"--host", host, "--api-key", "k"}).http.host, host);
+    EXPECT_EQ(parse_ok({"--host", host, "--allow-unauthenticated"}).http.host, host);
   }
   for (const char* host : {"127.0.0.1", "127.0.0.2", "localhost", "::1"}) {
-    EXPECT_EQ(parse_ok({"--host", host}).host, host) << "loopback needs no key";
+    EXPECT_EQ(parse_ok({"--host", host}).http.host, host) << "loopback needs no key";
   }
   env_.set("LEMONADE_API_KEY", "from-env");
-  EXPECT_EQ(parse_ok({"--host", "0.0.0.0"}).host, "0.0.0.0");
+  EXPECT_EQ(parse_ok({"--host", "0.0.0.0"}).http.host, "0.0.0.0");
   env_.unset("LEMONADE_API_KEY");
   env_.set("LEMONADE_ALLOW_UNAUTHENTICATED", "true");
-  EXPECT_EQ(parse_ok({"--host", "0.0.0.0"}).host, "0.0.0.0");
+  EXPECT_EQ(parse_ok({"--host", "0.0.0.0"}).http.host, "0.0.0.0");
 }
 
 // ---- every serve flag -----------------------------------------------------------------------
 
 TEST_F(ConfigTest, AcceptsEveryServeFlag) {
-  Config c = parse_ok({"--allow-unauthenticated",
-                       "--host",
-                       "0.0.0.0",
-                       "--port",
-                       "9123",
-                       "--log-level",
-                       "debug",
-                       "--no-broadcast",
-                       "--max-loaded-models",
-                       "2",
-                       "--ctx-size",
-                       "8192",
-                       "--llamacpp",
-                       "cpu",
-                       "--llamacpp-args",
-                       "-np 2",
-                       "--sdcpp",
-                       "cpu",
-                       "--whispercpp",
-                       "npu",
-                       "--steps",
-                       "30",
-                       "--cfg-scale",
-                       "4.5",
-                       "--width",
-                       "768",
-                       "--height",
-                       "640",
-                       "--extra-models-dir",
-                       dir_.string(),
-                       "--load-timeout",
-                       "90",
-                       "--stop-grace",
-                       "1.5"});
-  EXPECT_EQ(c.host, "0.0.0.0");
-  EXPECT_EQ(c.port, 9123);
-  EXPECT_EQ(c.log_level, "debug");
-  EXPECT_TRUE(c.no_broadcast);
-  expect_limits(c.limits, {2, 2, 2, 2, 2});
-  EXPECT_EQ(c.cli_options.ctx_size(), 8192);
-  EXPECT_EQ(c.cli_options.string_value("llamacpp_backend"), "cpu");
-  EXPECT_EQ(c.cli_options.string_value("llamacpp_args"), "-np 2");
-  EXPECT_EQ(c.cli_options.string_value("sd-cpp_backend"), "cpu");
-  EXPECT_EQ(c.cli_options.string_value("whispercpp_backend"), "npu");
-  EXPECT_EQ(c.cli_options.raw().value("steps", 0), 30);
-  EXPECT_DOUBLE_EQ(c.cli_options.raw().value("cfg_scale", 0.0), 4.5);
-  EXPECT_EQ(c.cli_options.raw().value("width", 0), 768);
-  EXPECT_EQ(c.cli_options.raw().value("height", 0), 640);
-  EXPECT_EQ(c.extra_models_dir, dir_.string());
-  EXPECT_EQ(c.load_timeout, 90s);
-  EXPECT_EQ(c.stop_grace, 1500ms);
+  DaemonOptions c = parse_ok({"--allow-unauthenticated",
+                              "--host",
+                              "0.0.0.0",
+                              "--port",
+                              "9123",
+                              "--log-level",
+                              "debug",
+                              "--no-broadcast",
+                              "--max-loaded-models",
+                              "2",
+                              "--ctx-size",
+                              "8192",
+                              "--llamacpp",
+                              "cpu",
+                              "--llamacpp-args",
+                              "-np 2",
+                              "--sdcpp",
+                              "cpu",
+                              "--whispercpp",
+                              "npu",
+                              "--steps",
+                              "30",
+                              "--cfg-scale",
+                              "4.5",
+                              "--width",
+                              "768",
+                              "--height",
+                              "640",
+                              "--extra-models-dir",
+                              dir_.string(),
+                              "--load-timeout",
+                              "90",
+                              "--stop-grace",
+                              "1.5"});
+  EXPECT_EQ(c.http.host, "0.0.0.0");
+  EXPECT_EQ(c.http.port, 9123);
+  EXPECT_EQ(c.app.log_level, "debug");
+  EXPECT_TRUE(c.app.no_broadcast);
+  expect_limits(c.router.limits, {2, 2, 2, 2, 2});
+  EXPECT_EQ(c.router.cli_options.ctx_size(), 8192);
+  EXPECT_EQ(c.router.cli_options.string_value("llamacpp_backend"), "cpu");
+  EXPECT_EQ(c.router.cli_options.string_value("llamacpp_args"), "-np 2");
+  EXPECT_EQ(c.router.cli_options.string_value("sd-cpp_backend"), "cpu");
+  EXPECT_EQ(c.router.cli_options.string_value("whispercpp_backend"), "npu");
+  EXPECT_EQ(c.router.cli_options.raw().value("steps", 0), 30);
+  EXPECT_DOUBLE_EQ(c.router.cli_options.raw().value("cfg_scale", 0.0), 4.5);
+  EXPECT_EQ(c.router.cli_options.raw().value("width", 0), 768);
+  EXPECT_EQ(c.router.cli_options.raw().value("height", 0), 640);
+  EXPECT_EQ(c.catalogue.extra_models_dir, dir_.string());
+  EXPECT_EQ(c.backends.load_timeout, 90s);
+  EXPECT_EQ(c.backends.stop_grace, 1500ms);
 }
 
 TEST_F(ConfigTest, EqualsFormIsAccepted) {
-  Config c = parse_ok({"--port=9124", "--llamacpp-args=-np 4 --no-mmap", "--sdcpp=rocm"});
-  EXPECT_EQ(c.port, 9124);
-  EXPECT_EQ(c.cli_options.string_value("llamacpp_args"), "-np 4 --no-mmap");
-  EXPECT_EQ(c.cli_options.string_value("sd-cpp_backend"), "rocm");
+  DaemonOptions c = parse_ok({"--port=9124", "--llamacpp-args=-np 4 --no-mmap", "--sdcpp=rocm"});
+  EXPECT_EQ(c.http.port, 9124);
+  EXPECT_EQ(c.router.cli_options.string_value("llamacpp_args"), "-np 4 --no-mmap");
+  EXPECT_EQ(c.router.cli_options.string_value("sd-cpp_backend"), "rocm");
 }
 
 TEST_F(ConfigTest, EveryLlamacppBackendIsAccepted) {
   for (const auto& b : valid_llamacpp_backends()) {
-    Config c = parse_ok({"--llamacpp", b});
-    EXPECT_EQ(c.cli_options.string_value("llamacpp_backend"), b);
+    DaemonOptions c = parse_ok({"--llamacpp", b});
+    EXPECT_EQ(c.router.cli_options.string_value("llamacpp_backend"), b);
   }
 }
 
 // ---- --max-loaded-models --------------------------------------------------------------------
 
 TEST_F(ConfigTest, MaxLoadedModelsSingleValue) {
-  expect_limits(parse_ok({"--max-loaded-models", "3"}).limits, {3, 3, 3, 3, 3});
+  expect_limits(parse_ok({"--max-loaded-models", "3"}).router.limits, {3, 3, 3, 3, 3});
 }
 
 TEST_F(ConfigTest, MaxLoadedModelsUnlimited) {
-  expect_limits(parse_ok({"--max-loaded-models", "-1"}).limits, {-1, -1, -1, -1, -1});
+  expect_limits(parse_ok({"--max-loaded-models", "-1"}).router.limits, {-1, -1, -1, -1, -1});
 }
 
 TEST_F(ConfigTest, MaxLoadedModelsTwoArgvItemsPadWithOne) {
-  expect_limits(parse_ok({"--max-loaded-models", "2", "1"}).limits, {2, 1, 1, 1, 1});
+  expect_limits(parse_ok({"--max-loaded-models", "2", "1"}).router.limits, {2, 1, 1, 1, 1});
 }
 
 TEST_F(ConfigTest, MaxLoadedModelsFiveArgvItems) {
-  expect_limits(parse_ok({"--max-loaded-models", "5", "2", "4", "1", "1"}).limits, {5, 2, 4, 1, 1});
+  expect_limits(parse_ok({"--max-loaded-models", "5", "2", "4", "1", "1"}).router.limits,
+                {5, 2, 4, 1, 1});
 }
 
 TEST_F(ConfigTest, MaxLoadedModelsOneQuotedArgument) {
-  expect_limits(parse_ok({"--max-loaded-models", "5 2 4 1 1"}).limits, {5, 2, 4, 1, 1});
+  expect_limits(parse_ok({"--max-loaded-models", "5 2 4 1 1"}).router.limits, {5, 2, 4, 1, 1});
 }
 
 TEST_F(ConfigTest, MaxLoadedModelsFollowedByAnotherFlag) {
-  Config c = parse_ok({"--max-loaded-models", "2", "-1", "--port", "9001"});
-  expect_limits(c.limits, {2, -1, 1, 1, 1});
-  EXPECT_EQ(c.port, 9001);
+  DaemonOptions c = parse_ok({"--max-loaded-models", "2", "-1", "--port", "9001"});
+  expect_limits(c.router.limits, {2, -1, 1, 1, 1});
+  EXPECT_EQ(c.http.port, 9001);
 }
 
 // ---- invalid input ------------------------------------------------------------------------------
@@ -331,11 +332,11 @@ TEST_F(ConfigTest, MissingValueIsRefused) {
 }
 
 TEST_F(ConfigTest, ZeroStopGraceIsAllowed) {
-  EXPECT_EQ(parse_ok({"--stop-grace", "0"}).stop_grace, 0ms);
+  EXPECT_EQ(parse_ok({"--stop-grace", "0"}).backends.stop_grace, 0ms);
 }
 
 TEST_F(ConfigTest, FractionalLoadTimeout) {
-  EXPECT_EQ(parse_ok({"--load-timeout", "0.25"}).load_timeout, 250ms);
+  EXPECT_EQ(parse_ok({"--load-timeout", "0.25"}).backends.load_timeout, 250ms);
 }
 
 // ---- flag > environment > default ---------------------------------------------------------------
@@ -343,21 +344,21 @@ TEST_F(ConfigTest, FractionalLoadTimeout) {
 // The limits against slow and hostile clients and overload (issue #11 §3,
 // §3a, §6): their documented defaults, each variable, and the flag over it.
 TEST_F(ConfigTest, HardeningLimitsHaveDefaultsVariablesAndFlags) {
-  Config d = parse_ok({});
-  EXPECT_EQ(d.header_timeout, 10s);
-  EXPECT_EQ(d.body_timeout, 30s);
-  EXPECT_EQ(d.body_min_rate, 1024u);
-  EXPECT_EQ(d.keep_alive_timeout, 60s);
-  EXPECT_EQ(d.write_timeout, 60s);
-  EXPECT_EQ(d.drain_timeout, 30s);
-  EXPECT_EQ(d.request_timeout, 0ms);
-  EXPECT_EQ(d.stream_idle_timeout, 0ms);
-  EXPECT_EQ(d.max_connections, 1024);
-  EXPECT_EQ(d.max_connections_per_client, 256);
-  EXPECT_EQ(d.max_request_memory, std::size_t{256} << 20);
-  EXPECT_EQ(d.max_response_bytes, std::size_t{256} << 20);
-  EXPECT_EQ(d.max_queued_per_model, 256);
-  EXPECT_EQ(d.max_queued_total, 1024);
+  DaemonOptions d = parse_ok({});
+  EXPECT_EQ(d.http.server.header_timeout, 10s);
+  EXPECT_EQ(d.http.server.body_idle_timeout, 30s);
+  EXPECT_EQ(d.http.server.body_min_rate, 1024u);
+  EXPECT_EQ(d.http.server.keep_alive_timeout, 60s);
+  EXPECT_EQ(d.http.server.write_timeout, 60s);
+  EXPECT_EQ(d.app.drain_timeout, 30s);
+  EXPECT_EQ(d.forward.request_timeout, 0ms);
+  EXPECT_EQ(d.forward.stream_idle_timeout, 0ms);
+  EXPECT_EQ(d.http.server.max_connections, 1024);
+  EXPECT_EQ(d.http.server.max_connections_per_client, 256);
+  EXPECT_EQ(d.http.server.max_request_memory, std::size_t{256} << 20);
+  EXPECT_EQ(d.forward.max_response_bytes, std::size_t{256} << 20);
+  EXPECT_EQ(d.router.max_queued_per_model, 256);
+  EXPECT_EQ(d.router.max_queued_total, 1024);
 
   env_.set("LEMONADE_HEADER_TIMEOUT", "3");
   env_.set("LEMONADE_BODY_TIMEOUT", "4.5");
@@ -372,28 +373,29 @@ TEST_F(ConfigTest, HardeningLimitsHaveDefaultsVariablesAndFlags) {
   env_.set("LEMONADE_MAX_RESPONSE_SIZE", "8");
   env_.set("LEMONADE_MAX_QUEUED_REQUESTS", "5");
   env_.set("LEMONADE_MAX_QUEUED_REQUESTS_TOTAL", "9");
-  Config e = parse_ok({});
-  EXPECT_EQ(e.header_timeout, 3s);
-  EXPECT_EQ(e.body_timeout, 4500ms);
-  EXPECT_EQ(e.body_min_rate, 0u);
-  EXPECT_EQ(e.keep_alive_timeout, 7s);
-  EXPECT_EQ(e.write_timeout, 8s);
-  EXPECT_EQ(e.drain_timeout, 0ms);
-  EXPECT_EQ(e.request_timeout, 120s);
-  EXPECT_EQ(e.stream_idle_timeout, 15s);
-  EXPECT_EQ(e.max_connections_per_client, 16);
-  EXPECT_EQ(e.max_request_memory, std::size_t{32} << 20);
-  EXPECT_EQ(e.max_response_bytes, std::size_t{8} << 20);
-  EXPECT_EQ(e.max_queued_per_model, 5);
-  EXPECT_EQ(e.max_queued_total, 9);
+  DaemonOptions e = parse_ok({});
+  EXPECT_EQ(e.http.server.header_timeout, 3s);
+  EXPECT_EQ(e.http.server.body_idle_timeout, 4500ms);
+  EXPECT_EQ(e.http.server.body_min_rate, 0u);
+  EXPECT_EQ(e.http.server.keep_alive_timeout, 7s);
+  EXPECT_EQ(e.http.server.write_timeout, 8s);
+  EXPECT_EQ(e.app.drain_timeout, 0ms);
+  EXPECT_EQ(e.forward.request_timeout, 120s);
+  EXPECT_EQ(e.forward.stream_idle_timeout, 15s);
+  EXPECT_EQ(e.http.server.max_connections_per_client, 16);
+  EXPECT_EQ(e.http.server.max_request_memory, std::size_t{32} << 20);
+  EXPECT_EQ(e.forward.max_response_bytes, std::size_t{8} << 20);
+  EXPECT_EQ(e.router.max_queued_per_model, 5);
+  EXPECT_EQ(e.router.max_queued_total, 9);
 
-  Config f = parse_ok({"--header-timeout", "2", "--write-timeout", "1", "--max-queued-requests",
-                       "3", "--max-request-memory", "64"});
-  EXPECT_EQ(f.header_timeout, 2s);
-  EXPECT_EQ(f.write_timeout, 1s);
-  EXPECT_EQ(f.max_queued_per_model, 3);
-  EXPECT_EQ(f.max_request_memory, std::size_t{64} << 20);
-  EXPECT_EQ(f.body_timeout, 4500ms) << "the variable still applies where no flag is given";
+  DaemonOptions f = parse_ok({"--header-timeout", "2", "--write-timeout", "1",
+                              "--max-queued-requests", "3", "--max-request-memory", "64"});
+  EXPECT_EQ(f.http.server.header_timeout, 2s);
+  EXPECT_EQ(f.http.server.write_timeout, 1s);
+  EXPECT_EQ(f.router.max_queued_per_model, 3);
+  EXPECT_EQ(f.http.server.max_request_memory, std::size_t{64} << 20);
+  EXPECT_EQ(f.http.server.body_idle_timeout, 4500ms)
+      << "the variable still applies where no flag is given";
 
   expect_usage_error({"--header-timeout", "0"});
   expect_usage_error({"--body-min-rate", "-1"});
@@ -402,51 +404,52 @@ TEST_F(ConfigTest, HardeningLimitsHaveDefaultsVariablesAndFlags) {
 
 TEST_F(ConfigTest, PortFromEnvironmentAndFlag) {
   env_.set("LEMONADE_PORT", "9201");
-  EXPECT_EQ(parse_ok({}).port, 9201);
-  EXPECT_EQ(parse_ok({"--port", "9202"}).port, 9202);
+  EXPECT_EQ(parse_ok({}).http.port, 9201);
+  EXPECT_EQ(parse_ok({"--port", "9202"}).http.port, 9202);
 }
 
 TEST_F(ConfigTest, CtxSizeFromEnvironmentAndFlag) {
   env_.set("LEMONADE_CTX_SIZE", "16384");
-  EXPECT_EQ(parse_ok({}).cli_options.ctx_size(), 16384);
-  EXPECT_EQ(parse_ok({"--ctx-size", "2048"}).cli_options.ctx_size(), 2048);
+  EXPECT_EQ(parse_ok({}).router.cli_options.ctx_size(), 16384);
+  EXPECT_EQ(parse_ok({"--ctx-size", "2048"}).router.cli_options.ctx_size(), 2048);
 }
 
 TEST_F(ConfigTest, MaxLoadedModelsFromEnvironmentAndFlag) {
   env_.set("LEMONADE_MAX_LOADED_MODELS", "3");
-  expect_limits(parse_ok({}).limits, {3, 3, 3, 3, 3});
-  expect_limits(parse_ok({"--max-loaded-models", "2"}).limits, {2, 2, 2, 2, 2});
+  expect_limits(parse_ok({}).router.limits, {3, 3, 3, 3, 3});
+  expect_limits(parse_ok({"--max-loaded-models", "2"}).router.limits, {2, 2, 2, 2, 2});
 }
 
 TEST_F(ConfigTest, MaxLoadedModelsListFromEnvironment) {
   env_.set("LEMONADE_MAX_LOADED_MODELS", "2 1 3");
-  expect_limits(parse_ok({}).limits, {2, 1, 3, 1, 1});
+  expect_limits(parse_ok({}).router.limits, {2, 1, 3, 1, 1});
 }
 
 TEST_F(ConfigTest, LlamacppBackendFromEnvironmentAndFlag) {
   env_.set("LEMONADE_LLAMACPP", "rocm");
-  EXPECT_EQ(parse_ok({}).cli_options.string_value("llamacpp_backend"), "rocm");
-  EXPECT_EQ(parse_ok({"--llamacpp", "cpu"}).cli_options.string_value("llamacpp_backend"), "cpu");
+  EXPECT_EQ(parse_ok({}).router.cli_options.string_value("llamacpp_backend"), "rocm");
+  EXPECT_EQ(parse_ok({"--llamacpp", "cpu"}).router.cli_options.string_value("llamacpp_backend"),
+            "cpu");
 }
 
 TEST_F(ConfigTest, LoadTimeoutFromEnvironmentAndFlag) {
   env_.set("LEMONADE_LOAD_TIMEOUT", "12");
-  EXPECT_EQ(parse_ok({}).load_timeout, 12s);
-  EXPECT_EQ(parse_ok({"--load-timeout", "30"}).load_timeout, 30s);
+  EXPECT_EQ(parse_ok({}).backends.load_timeout, 12s);
+  EXPECT_EQ(parse_ok({"--load-timeout", "30"}).backends.load_timeout, 30s);
 }
 
 TEST_F(ConfigTest, BackendIdleTimeoutDefaultsToTenMinutesFromEnvironmentAndFlag) {
-  EXPECT_EQ(parse_ok({}).backend_idle_timeout, 600s);
+  EXPECT_EQ(parse_ok({}).forward.backend_idle_timeout, 600s);
   env_.set("LEMONADE_BACKEND_IDLE_TIMEOUT", "0");
-  EXPECT_EQ(parse_ok({}).backend_idle_timeout, 0ms);  // off
-  EXPECT_EQ(parse_ok({"--backend-idle-timeout", "2.5"}).backend_idle_timeout, 2500ms);
+  EXPECT_EQ(parse_ok({}).forward.backend_idle_timeout, 0ms);  // off
+  EXPECT_EQ(parse_ok({"--backend-idle-timeout", "2.5"}).forward.backend_idle_timeout, 2500ms);
   expect_usage_error({"--backend-idle-timeout", "-1"});
 }
 
 TEST_F(ConfigTest, StopGraceFromEnvironmentAndFlag) {
   env_.set("LEMONADE_STOP_GRACE", "0.5");
-  EXPECT_EQ(parse_ok({}).stop_grace, 500ms);
-  EXPECT_EQ(parse_ok({"--stop-grace", "2"}).stop_grace, 2s);
+  EXPECT_EQ(parse_ok({}).backends.stop_grace, 500ms);
+  EXPECT_EQ(parse_ok({"--stop-grace", "2"}).backends.stop_grace, 2s);
 }
 
 TEST_F(ConfigTest, InvalidEnvironmentValueIsAUsageError) {
@@ -456,7 +459,7 @@ TEST_F(ConfigTest, InvalidEnvironmentValueIsAUsageError) {
 
 TEST_F(ConfigTest, InvalidEnvironmentValueIsIgnoredWhenTheFlagIsGiven) {
   env_.set("LEMONADE_LLAMACPP", "bogus");
-  EXPECT_EQ(parse_ok({"--llamacpp", "vulkan"}).cli_options.string_value("llamacpp_backend"),
+  EXPECT_EQ(parse_ok({"--llamacpp", "vulkan"}).router.cli_options.string_value("llamacpp_backend"),
             "vulkan");
 }
 
@@ -464,39 +467,40 @@ TEST_F(ConfigTest, InvalidEnvironmentValueIsIgnoredWhenTheFlagIsGiven) {
 // -----------------------------------------------------------------------------
 
 TEST_F(ConfigTest, CacheDirDefaultsUnderHome) {
-  Config c = parse_ok({});
-  EXPECT_EQ(c.cache_dir, "/home/lemon-test/.cache/lemonade");
-  EXPECT_EQ(c.hf_hub_cache, "/home/lemon-test/.cache/huggingface/hub");
+  DaemonOptions c = parse_ok({});
+  EXPECT_EQ(c.app.cache_dir, "/home/lemon-test/.cache/lemonade");
+  EXPECT_EQ(c.app.hf_hub_cache, "/home/lemon-test/.cache/huggingface/hub");
 }
 
 TEST_F(ConfigTest, LemonadeCacheDirFromEnvironment) {
   env_.set("LEMONADE_CACHE_DIR", "/srv/lemonade-cache");
-  EXPECT_EQ(parse_ok({}).cache_dir, "/srv/lemonade-cache");
+  EXPECT_EQ(parse_ok({}).app.cache_dir, "/srv/lemonade-cache");
 }
 
 TEST_F(ConfigTest, HfHomeGivesItsHubDir) {
   env_.set("HF_HOME", "/srv/hf");
-  EXPECT_EQ(parse_ok({}).hf_hub_cache, "/srv/hf/hub");
+  EXPECT_EQ(parse_ok({}).app.hf_hub_cache, "/srv/hf/hub");
 }
 
 TEST_F(ConfigTest, HfHubCacheWinsOverHfHome) {
   env_.set("HF_HOME", "/srv/hf");
   env_.set("HF_HUB_CACHE", "/srv/hub-cache");
-  EXPECT_EQ(parse_ok({}).hf_hub_cache, "/srv/hub-cache");
+  EXPECT_EQ(parse_ok({}).app.hf_hub_cache, "/srv/hub-cache");
 }
 
 TEST_F(ConfigTest, EmptyVariablesCountAsUnset) {
   env_.set("HF_HUB_CACHE", "");
   env_.set("HF_HOME", "");
   env_.set("LEMONADE_CACHE_DIR", "");
-  Config c = parse_ok({});
-  EXPECT_EQ(c.hf_hub_cache, "/home/lemon-test/.cache/huggingface/hub");
-  EXPECT_EQ(c.cache_dir, "/home/lemon-test/.cache/lemonade");
+  DaemonOptions c = parse_ok({});
+  EXPECT_EQ(c.app.hf_hub_cache, "/home/lemon-test/.cache/huggingface/hub");
+  EXPECT_EQ(c.app.cache_dir, "/home/lemon-test/.cache/lemonade");
 }
 
 TEST_F(ConfigTest, ResourcesDirHoldsTheModelRegistry) {
-  Config c = parse_ok({});
-  EXPECT_TRUE(fs::exists(fs::path(c.resources_dir) / "server_models.json")) << c.resources_dir;
+  DaemonOptions c = parse_ok({});
+  EXPECT_TRUE(fs::exists(fs::path(c.app.resources_dir) / "server_models.json"))
+      << c.app.resources_dir;
 }
 
 // ---- --help and --version
@@ -505,16 +509,16 @@ TEST_F(ConfigTest, ResourcesDirHoldsTheModelRegistry) {
 // --ollama-port (issue #14 §4): off by default, 11434 without a value.
 TEST_F(ConfigTest, OllamaPort) {
   env_.unset("LEMONADE_OLLAMA_PORT");
-  EXPECT_FALSE(parse_ok({}).ollama_port.has_value());
-  EXPECT_EQ(parse_ok({"--ollama-port"}).ollama_port, 11434);
-  EXPECT_EQ(parse_ok({"--ollama-port", "--port", "9000"}).ollama_port, 11434);
-  EXPECT_EQ(parse_ok({"--ollama-port", "11500"}).ollama_port, 11500);
-  EXPECT_EQ(parse_ok({"--ollama-port", "0"}).ollama_port, 0);
+  EXPECT_FALSE(parse_ok({}).http.ollama_port.has_value());
+  EXPECT_EQ(parse_ok({"--ollama-port"}).http.ollama_port, 11434);
+  EXPECT_EQ(parse_ok({"--ollama-port", "--port", "9000"}).http.ollama_port, 11434);
+  EXPECT_EQ(parse_ok({"--ollama-port", "11500"}).http.ollama_port, 11500);
+  EXPECT_EQ(parse_ok({"--ollama-port", "0"}).http.ollama_port, 0);
   expect_usage_error({"--ollama-port", "70000"});
   expect_usage_error({"--ollama-port", "x"});
   env_.set("LEMONADE_OLLAMA_PORT", "11999");
-  EXPECT_EQ(parse_ok({}).ollama_port, 11999);
-  EXPECT_EQ(parse_ok({"--ollama-port", "12000"}).ollama_port, 12000);
+  EXPECT_EQ(parse_ok({}).http.ollama_port, 11999);
+  EXPECT_EQ(parse_ok({"--ollama-port", "12000"}).http.ollama_port, 12000);
 }
 
 TEST_F(ConfigTest, HelpExitsWithZero) {

@@ -24,7 +24,7 @@ TEST(AsciiLower, LowersOnlyAsciiLetters) {
   EXPECT_EQ(ascii_lower("Qwen3-0.6B-GGUF"), "qwen3-0.6b-gguf");
   EXPECT_EQ(ascii_lower("MMPROJ-F16.gguf"), "mmproj-f16.gguf");
   EXPECT_EQ(ascii_lower("\xC3\x89t\xC3\xA9"), "\xC3\x89t\xC3\xA9");  // "Été": UTF-8 bytes kept
-  EXPECT_EQ(ascii_lower("@[`{"), "@[`{");  // the bytes around A-Z
+  EXPECT_EQ(ascii_lower("@[`{"), "@[`{");                            // the bytes around A-Z
 }
 
 TEST(Join, PutsTheSeparatorBetweenItemsOnly) {

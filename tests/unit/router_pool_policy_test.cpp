@@ -4,6 +4,7 @@
 // sessions; keep_alive values as Ollama takes them.
 #include <gtest/gtest.h>
 
+#include "lemon/core/duration_text.h"
 #include "lemon/router/pool_policy.h"
 
 namespace lemon {

@@ -17,13 +17,15 @@
 // changes are laid over the file at every reload until the file itself
 // changes (then the file wins) or the router restarts.
 //
-// Settings applied live: log_level; the router's (LiveRouterSettings)
+// Which settings apply live is their row's say (options/router_settings.h,
+// docs/configuration.md): log_level; the router's (LiveRouterSettings)
 // max_loaded_models, keep_alive, scale_up_after, scale_down_after,
 // max_starvation, default_model_delay, the memory budget's size and margin
 // while it stays on, and the load options (a model they change reloads once
-// idle); the HTTP server's API keys (api_key, admin_api_key, auth), profiles,
-// cors_origins, remote models and the proxy's limits and timeouts. Every
-// other changed setting is listed as pending.
+// idle); the HTTP server's API keys (api_key, admin_api_key, auth) and
+// cors_origins; profiles; remote models; the inference path's limits and
+// timeouts. Each layer one of them changed is handed its new options whole
+// (LiveTargets). Every other changed setting is listed as pending.
 //
 // Thread-safety: reload() and the route may run on any thread at once.
 #pragma once
@@ -37,7 +39,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lemon/app/config.h"
+#include "lemon/app/daemon_options.h"
 #include "lemon/core/mutex.h"
 #include "lemon/http/api_routes.h"
 #include "lemon/telemetry/event_bus.h"
@@ -60,15 +62,23 @@ ConfigChanges classify_config_changes(const std::map<std::string, std::string>& 
 // for a restart).
 bool applies_live(const std::string& key);
 
+// The layers a reload hands their new options to, each whole, when one of
+// their live settings changed; an unset one is skipped. The log level the
+// reloader sets itself.
+struct LiveTargets {
+  std::function<void(const RouterConfig&)> router;
+  std::function<void(const http::ApiSettings&)> http;
+  std::function<void(const inference::ForwardSettings&)> forward;
+  std::function<void(const remote::RemoteSettings&)> remote;
+  std::function<void(const Profiles&)> profiles;
+};
+
 class ConfigReloader {
  public:
-  // `argv` is the router's command line; `running` the configuration it
-  // started with; `events` gets config_reloaded; `apply_to_router` is given
-  // the configuration read when a router setting changed.
-  // `apply_to_server` is given it when the API keys changed.
-  ConfigReloader(std::vector<std::string> argv, const Config& running, telemetry::EventBus& events,
-                 std::function<void(const Config&)> apply_to_router,
-                 std::function<void(const Config&)> apply_to_server = {});
+  // `argv` is the router's command line; `running` the settings it started
+  // with; `events` gets config_reloaded.
+  ConfigReloader(std::vector<std::string> argv, const SettingsProvenance& running,
+                 telemetry::EventBus& events, LiveTargets targets);
 
   ~ConfigReloader();  // stops watching
   ConfigReloader(const ConfigReloader&) = delete;
@@ -95,15 +105,19 @@ class ConfigReloader {
   // (dropped first if the file changed since they were made).
   ParsedConfig parse_with_unsaved() LEMON_EXCLUDES(mu_);
 
+  // Hands each layer of `parts` its options from `read`.
+  void apply(const DaemonOptions& read, const std::set<LivePart>& parts) const;
+
   const std::vector<std::string> argv_;
   telemetry::EventBus& events_;
-  const std::function<void(const Config&)> apply_to_router_;
-  const std::function<void(const Config&)> apply_to_server_;
+  const LiveTargets targets_;
   Mutex reload_mu_;  // one reload() at a time (taken before mu_)
   Mutex set_mu_;     // one POST /internal/set at a time (read, merge, write)
   mutable Mutex mu_;
-  Config running_ LEMON_GUARDED_BY(mu_);  // what the router runs with (live settings applied)
-  Config read_ LEMON_GUARDED_BY(mu_);     // the last configuration read without error
+  // What the router runs with (live settings applied), and the last
+  // settings read without error.
+  SettingsProvenance running_ LEMON_GUARDED_BY(mu_);
+  SettingsProvenance read_ LEMON_GUARDED_BY(mu_);
   std::vector<std::string> pending_ LEMON_GUARDED_BY(mu_);
   std::string last_error_ LEMON_GUARDED_BY(mu_);
   std::int64_t last_reload_ms_ LEMON_GUARDED_BY(mu_) = 0;

@@ -91,11 +91,12 @@ class ApiServer final : public ApiRoutes, public ServingStatus {
   // The API keys now in force, and their replacement (a configuration
   // reload): requests already admitted keep the keys they were checked with.
   std::shared_ptr<const KeyRing> keys() const;
-  // A configuration reload: the keys, the origins allowed to call from a
-  // browser (--cors-origins) and the audit log's file ("" for none), all
-  // replaced at once (a request sees the old set or the new one).
-  void reconfigure(KeyRing keys, std::vector<std::string> cors_origins,
-                   const std::string& audit_log_file);
+  // A configuration reload: takes from `settings` the keys, the origins
+  // allowed to call from a browser (--cors-origins) and the audit log's
+  // file ("" for none), all replaced at once (a request sees the old set or
+  // the new one); the rest waits for a restart.
+  void reconfigure(const ApiSettings& settings);
+
  private:
   // Every request: CORS headers, OPTIONS preflight, then the route table.
   void handle(net::Request& r, net::ResponseWriter& w);

@@ -21,8 +21,8 @@ namespace lemon {
 
 struct GgufHeader {
   std::uint32_t version = 0;
-  std::string architecture;        // general.architecture ("llama", "bert", ...)
-  std::uint64_t block_count = 0;   // <arch>.block_count (layers)
+  std::string architecture;       // general.architecture ("llama", "bert", ...)
+  std::uint64_t block_count = 0;  // <arch>.block_count (layers)
   std::uint64_t embedding_length = 0;
   std::uint64_t head_count = 0;
   std::uint64_t head_count_kv = 0;  // defaults to head_count when absent

@@ -18,13 +18,9 @@
 #include <nlohmann/json.hpp>
 
 #include "lemon/core/error.h"
+#include "lemon/core/load_option_defaults.h"
 
 namespace lemon {
-
-// The most llama.cpp slots one model may have (`parallel`).
-inline constexpr int kMaxParallel = 1024;
-// The most replicas (backend processes) one model may have (`max_replicas`).
-inline constexpr int kMaxReplicas = 64;
 
 class RecipeOptions {
  public:
@@ -44,8 +40,9 @@ class RecipeOptions {
   // out-of-range value (ctx_size < 1, unknown backend name, ...).
   static Result<RecipeOptions> from_json(std::string_view recipe, const nlohmann::json& j);
 
-  // The built-in defaults for every key (ctx_size 4096, parallel 1,
-  // llamacpp_backend per platform, ...). Not restricted to a recipe.
+  // The built-in defaults for every key (builtin_load_option_defaults():
+  // ctx_size 4096, parallel 1, llamacpp_backend per platform, ...). Not
+  // restricted to a recipe.
   static RecipeOptions defaults();
 
   // Returns a copy where keys unset here are taken from `lower`.
@@ -67,10 +64,5 @@ class RecipeOptions {
  private:
   nlohmann::json values_ = nlohmann::json::object();
 };
-
-// Valid backend names per option key; used to validate CLI and /load values.
-const std::vector<std::string>& valid_llamacpp_backends();    // vulkan rocm metal cpu
-const std::vector<std::string>& valid_whispercpp_backends();  // cpu npu vulkan
-const std::vector<std::string>& valid_sdcpp_backends();       // cpu rocm
 
 }  // namespace lemon

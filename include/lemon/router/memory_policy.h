@@ -26,16 +26,6 @@ struct DeviceReading {
   std::int64_t available = 0;  // free for new allocations (MemAvailable, VRAM total - used)
 };
 
-// --memory-budget: a fraction of what is free plus what the router's own
-// servers hold (default 0.8), or an absolute size for system RAM.
-struct BudgetRule {
-  double fraction = 0.8;
-  std::optional<std::int64_t> ram_bytes;  // an absolute budget for "ram"
-  // Parses "80%", "0.8" (a fraction), "24G", "512M", "1073741824"; nullopt
-  // when malformed or out of range.
-  static std::optional<BudgetRule> parse(const std::string& text);
-};
-
 // Per device: fraction x (available + ours), or the absolute size for RAM.
 // `ours`: what the router's servers hold on each device now.
 DeviceBytes device_budgets(const std::vector<DeviceReading>& devices, const DeviceBytes& ours,

@@ -84,10 +84,4 @@ struct OptionReloadView {
 };
 std::vector<std::string> reload_when_idle(const std::vector<OptionReloadView>& models);
 
-// A keep_alive value as Ollama takes it: a number of seconds, or a duration
-// string ("300ms", "5m", "1h30m", "2.5s"); negative means forever, 0 unload
-// when idle. nullopt when malformed.
-std::optional<std::chrono::milliseconds> parse_keep_alive(const std::string& text);
-std::optional<std::chrono::milliseconds> parse_keep_alive_seconds(double seconds);
-
 }  // namespace lemon

@@ -6,7 +6,7 @@
 #include <map>
 #include <vector>
 
-#include "lemon/router/pool_policy.h"
+#include "lemon/core/duration_text.h"
 #include "ollama_messages.h"
 
 namespace lemon::api {

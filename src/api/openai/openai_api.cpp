@@ -7,16 +7,15 @@
 #include "lemon/api/openai/request_checks.h"
 #include "lemon/api/openai/rerank_format.h"
 #include "lemon/api/openai/transcription_form.h"
+#include "lemon/core/duration_text.h"
 #include "lemon/http/caller.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/json_request.h"
 #include "lemon/http/multipart.h"
-#include "lemon/router/pool_policy.h"
 
 namespace lemon::api {
 
 using http::bool_field;
-using inference::InferenceRequest;
 using http::multipart_boundary;
 using http::MultipartPart;
 using http::parse_json_object;
@@ -25,6 +24,7 @@ using http::RouteAccess;
 using http::Scope;
 using http::string_field;
 using http::write_error;
+using inference::InferenceRequest;
 
 OpenAiApi::OpenAiApi(const ModelCatalogue& catalogue, inference::ModelProvisioner& provisioner,
                      inference::InferenceGateway& gateway)

@@ -1,4 +1,4 @@
-#include "lemon/app/config_file.h"
+#include "lemon/options/config_file.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -8,23 +8,16 @@
 
 #include <CLI/CLI.hpp>
 
+#include "lemon/options/router_settings.h"
+
 namespace lemon {
 namespace {
 
-// Lemonade's sectioned keys: the flag each one sets.
-const std::map<std::string, std::string, std::less<>>& sectioned_keys() {
-  static const std::map<std::string, std::string, std::less<>> keys = {
-      {"llamacpp.backend", "--llamacpp"}, {"llamacpp.args", "--llamacpp-args"},
-      {"sdcpp.backend", "--sdcpp"},       {"sdcpp.steps", "--steps"},
-      {"sdcpp.cfg_scale", "--cfg-scale"}, {"sdcpp.width", "--width"},
-      {"sdcpp.height", "--height"},       {"whispercpp.backend", "--whispercpp"}};
-  return keys;
-}
-
-// Options that are no setting: a launcher's descriptor, help, version.
-bool is_setting(const std::string& flag) {
-  return flag != "--ready-fd" && flag != "--help" && flag != "--version" &&
-         flag != "--settings-markdown";
+// `llamacpp`, `sdcpp`, `whispercpp`: Lemonade's sections of settings.
+bool is_lemonade_section(const std::string& key) {
+  const std::string prefix = key + ".";
+  return std::any_of(router_settings().begin(), router_settings().end(),
+                     [&](const Setting& s) { return s.key.starts_with(prefix); });
 }
 
 // "<origin>: '<path>'<what>", the shape of every error about a file.
@@ -34,77 +27,65 @@ Error setting_error(const std::string& origin, const std::string& path, std::str
   return Error(ErrorCode::kInvalidRequest, message, path);  // param: the key (POST /internal/set)
 }
 
-CLI::Option* option_of_key(CLI::App& app, const std::string& key) {
-  for (CLI::Option* opt : app.get_options()) {
-    for (const auto& name : opt->get_lnames()) {
-      if (config_key_of_flag("--" + name) == key) {
-        return opt;
-      }
-    }
-  }
-  return nullptr;
-}
-
 std::string env_text(const char* name) {
   const char* v = std::getenv(name);
   return v != nullptr ? std::string(v) : std::string();
 }
 
-// The option's value as CLI11 reads it from `value`; an error for a JSON
-// type the option cannot take.
-Result<std::string> option_text(const CLI::Option& opt, const nlohmann::json& value,
+// The setting's value as its option reads it from `value`; an error for a
+// JSON type the setting cannot take.
+Result<std::string> option_text(const Setting& setting, const nlohmann::json& value,
                                 const std::string& where) {
-  const bool flag = opt.get_expected_min() == 0 && opt.get_expected_max() == 0;
-  const std::string type = opt.get_type_name();
   auto wrong = [&](const char* want) {
     return Error(ErrorCode::kInvalidRequest,
                  where + ": expected " + want + ", got " + value.type_name());
   };
-  if (flag) {
-    if (!value.is_boolean()) {
-      return wrong("true or false");
-    }
-    return std::string(value.get<bool>() ? "true" : "false");
-  }
-  const bool integer = type.find("INT") != std::string::npos;
-  const bool number = integer || type.find("FLOAT") != std::string::npos ||
-                      type.find("NUMBER") != std::string::npos;
-  if (value.is_array() && opt.get_expected_max() <= 1 && !number &&
-      (opt.get_name() == "--default-model" || opt.get_name() == "--cors-origins")) {
-    std::string joined;  // the comma-separated settings also take a list
-    for (const auto& item : value) {
-      if (!item.is_string()) {
-        return wrong("a string or a list of strings");
+  switch (setting.shape) {
+    case SettingShape::kSwitch:
+      if (!value.is_boolean()) {
+        return wrong("true or false");
       }
-      joined += (joined.empty() ? "" : ",") + item.get<std::string>();
-    }
-    return joined;
-  }
-  if (value.is_array()) {
-    if (opt.get_expected_max() <= 1) {
-      return wrong(integer ? "an integer" : number ? "a number" : "a string");
-    }
-    std::string joined;
-    for (const auto& item : value) {
-      if (!item.is_string() && !item.is_number()) {
-        return wrong("strings or numbers in the list");
+      return std::string(value.get<bool>() ? "true" : "false");
+    case SettingShape::kInteger:
+    case SettingShape::kLongInteger:
+      if (!value.is_number_integer()) {
+        return wrong("an integer");
       }
-      joined +=
-          (joined.empty() ? "" : " ") + (item.is_string() ? item.get<std::string>() : item.dump());
-    }
-    return joined;
-  }
-  if (integer) {
-    if (!value.is_number_integer()) {
-      return wrong("an integer");
-    }
-    return value.dump();
-  }
-  if (number) {
-    if (!value.is_number()) {
-      return wrong("a number");
-    }
-    return value.dump();
+      return value.dump();
+    case SettingShape::kNumber:
+      if (!value.is_number()) {
+        return wrong("a number");
+      }
+      return value.dump();
+    case SettingShape::kList:
+      if (value.is_array()) {
+        std::string joined;  // the comma-separated settings also take a list
+        for (const auto& item : value) {
+          if (!item.is_string()) {
+            return wrong("a string or a list of strings");
+          }
+          joined += (joined.empty() ? "" : ",") + item.get<std::string>();
+        }
+        return joined;
+      }
+      break;
+    case SettingShape::kWords:
+      if (value.is_array()) {
+        std::string joined;
+        for (const auto& item : value) {
+          if (!item.is_string() && !item.is_number()) {
+            return wrong("strings or numbers in the list");
+          }
+          joined += (joined.empty() ? "" : " ") +
+                    (item.is_string() ? item.get<std::string>() : item.dump());
+        }
+        return joined;
+      }
+      break;
+    case SettingShape::kText:
+    case SettingShape::kOptionalValue:
+    case SettingShape::kSection:
+      break;
   }
   // Text settings: a string, or a number where one reads as text (a
   // duration in seconds, a port).
@@ -120,16 +101,14 @@ Result<std::string> option_text(const CLI::Option& opt, const nlohmann::json& va
 Status apply_one(CLI::App& app, const std::string& key, const nlohmann::json& value,
                  const std::string& origin, std::map<std::string, std::string>& sources) {
   const std::string where = origin + ": '" + key + "'";
-  CLI::Option* opt = nullptr;
-  if (auto sectioned = sectioned_keys().find(key); sectioned != sectioned_keys().end()) {
-    opt = app.get_option_no_throw(sectioned->second);
-  } else {
-    opt = option_of_key(app, key);
-  }
-  if (opt == nullptr || !is_setting(opt->get_name())) {
+  const Setting* setting = find_setting(key);
+  CLI::Option* opt = setting != nullptr && setting->is_setting && !setting->flag.empty()
+                         ? app.get_option_no_throw(setting->flag)
+                         : nullptr;
+  if (opt == nullptr) {
     return Error(ErrorCode::kInvalidRequest, where + " is not a setting", key);
   }
-  auto text = option_text(*opt, value, where);
+  auto text = option_text(*setting, value, where);
   if (!text.ok()) {
     return Error(text.error().code(), text.error().message(), key);
   }
@@ -181,17 +160,12 @@ std::filesystem::path distro_defaults_file() {
 }
 
 std::string config_key_of_flag(const std::string& flag) {
-  for (const auto& [key, f] : sectioned_keys()) {
-    if (f == flag) {
-      return key;
+  for (const Setting& s : router_settings()) {
+    if (s.flag == flag && s.is_setting) {
+      return s.key;
     }
   }
-  if (!flag.starts_with("--") || !is_setting(flag)) {
-    return "";
-  }
-  std::string key = flag.substr(2);
-  std::replace(key.begin(), key.end(), '-', '_');
-  return key;
+  return "";
 }
 
 Result<nlohmann::json> read_config_file(const std::filesystem::path& file) {
@@ -222,15 +196,14 @@ Result<nlohmann::json> read_config_file(const std::filesystem::path& file) {
 Status apply_config_file(CLI::App& app, const nlohmann::json& values, const std::string& origin,
                          std::map<std::string, std::string>& sources) {
   for (const auto& [key, value] : values.items()) {
-    const bool section = key == "llamacpp" || key == "sdcpp" || key == "whispercpp";
-    if (section) {
+    if (is_lemonade_section(key)) {
       if (!value.is_object()) {
         return setting_error(origin, key, ": expected an object (its settings)");
       }
       for (const auto& [inner, inner_value] : value.items()) {
         std::string path = key;
         path.append(".").append(inner);
-        if (!sectioned_keys().contains(path)) {
+        if (find_setting(path) == nullptr) {
           return setting_error(origin, path, " is not a setting");
         }
         if (Status s = apply_one(app, path, inner_value, origin, sources); !s.ok()) {
@@ -239,9 +212,9 @@ Status apply_config_file(CLI::App& app, const nlohmann::json& values, const std:
       }
       continue;
     }
-    if (value.is_null() || key == "auth" || key == "profiles" || key == "remote" ||
-        key == "remote_discovery") {
-      continue;  // null keeps the default; the structured sections are read by parse_config
+    const Setting* setting = find_setting(key);
+    if (value.is_null() || (setting != nullptr && setting->shape == SettingShape::kSection)) {
+      continue;  // null keeps the default; the sections are read whole (settings_reader.h)
     }
     if (Status s = apply_one(app, key, value, origin, sources); !s.ok()) {
       return s;

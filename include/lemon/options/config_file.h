@@ -1,14 +1,12 @@
 // config.json (issue #30 §1): a sparse JSON file of settings, layered under
 // the environment and the flags. Precedence, lowest first: built-in
 // defaults < the distribution's defaults file < `<config dir>/config.json`
-// < LEMONADE_* variables < flags. Each router option (add_router_options)
-// is one setting; its key is its flag without the dashes, with '_' for '-'
-// (`--keep-alive` is `keep_alive`), except the backend options Lemonade
-// keeps in sections: `llamacpp.{backend,args}`, `sdcpp.{backend,steps,
-// cfg_scale,width,height}`, `whispercpp.backend`. The structured `auth`
-// section (API keys, docs/auth.md) is no option: parse_config reads it. An unknown key, a value of
-// the wrong JSON type or one the option's check refuses is an error that
-// names the file and the key's JSON path.
+// < LEMONADE_* variables < flags. Each row of router_settings() is one
+// setting, under its key (router_settings.h); the sections `auth`,
+// `profiles`, `remote` and `remote_discovery` are read whole
+// (settings_reader.h). An unknown key, a value of the wrong JSON type or
+// one the setting's check refuses is an error that names the file and the
+// key's JSON path.
 //
 // Thread-safety: plain functions; call them from one thread (the parse).
 #pragma once
@@ -36,9 +34,9 @@ std::filesystem::path distro_defaults_file();
 // JSON object is an error naming the file (and the parser's complaint).
 Result<nlohmann::json> read_config_file(const std::filesystem::path& file);
 
-// Gives every setting `values` holds to its option of `app` as that
-// option's default, so a variable or a flag still overrides it. Records in
-// `sources` (key -> `origin`) what it set. Errors name `origin` and the path.
+// Gives every setting `values` holds to its option of `app`
+// (add_setting_options) as that option's default, so a variable or a flag still overrides it.
+// Records in `sources` (key -> `origin`) what it set. Errors name `origin` and the path.
 Status apply_config_file(CLI::App& app, const nlohmann::json& values, const std::string& origin,
                          std::map<std::string, std::string>& sources);
 
@@ -48,7 +46,8 @@ Status apply_config_file(CLI::App& app, const nlohmann::json& values, const std:
 void merge_config_changes(nlohmann::ordered_json& file, const nlohmann::json& changes);
 
 // The setting key of a router flag (`--keep-alive` -> "keep_alive",
-// `--llamacpp-args` -> "llamacpp.args"); "" for options that are no setting.
+// `--llamacpp-args` -> "llamacpp.args"); "" for options that are no setting
+// (--ready-fd, --help).
 std::string config_key_of_flag(const std::string& flag);
 
 }  // namespace lemon

@@ -1,11 +1,11 @@
-#include "lemon/http/api_keys.h"
+#include "lemon/auth/api_keys.h"
 
 #include <fnmatch.h>
 #include <openssl/evp.h>
 
 #include <set>
 
-namespace lemon::http {
+namespace lemon::auth {
 namespace {
 
 Error auth_error(const std::string& path, const std::string& what) {
@@ -285,4 +285,4 @@ std::string audit_log_path(const nlohmann::json& auth) {
   return it != auth.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
-}  // namespace lemon::http
+}  // namespace lemon::auth

@@ -3,9 +3,9 @@
 // the legacy variables' keys.
 #include <gtest/gtest.h>
 
-#include "lemon/http/api_keys.h"
+#include "lemon/auth/api_keys.h"
 
-namespace lemon::http {
+namespace lemon::auth {
 namespace {
 
 using nlohmann::json;
@@ -126,4 +126,4 @@ TEST(ApiKeys, EveryMistakeNamesItsPath) {
 }
 
 }  // namespace
-}  // namespace lemon::http
+}  // namespace lemon::auth

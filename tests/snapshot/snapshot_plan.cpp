@@ -1,0 +1,499 @@
+#include "snapshot/snapshot_plan.h"
+
+namespace lemon::snapshot {
+namespace {
+
+using nlohmann::json;
+using testing::form_field;
+using testing::form_file;
+using testing::FormPart;
+
+constexpr const char* kBadJson = "{oops";
+const std::string kPng = std::string("\x89PNG\r\n\x1a\n", 8) + "pixels";
+
+// `base` with `extra`'s fields added or replaced.
+json with(json base, const json& extra) {
+  base.update(extra);
+  return base;
+}
+
+std::string body_summary(const std::string& body) {
+  constexpr std::size_t kMax = 160;
+  if (body.size() <= kMax) {
+    return body;
+  }
+  return body.substr(0, kMax) + "... (" + std::to_string(body.size()) + " bytes)";
+}
+
+// Builds the list: each call appends one request.
+class PlanBuilder {
+ public:
+  std::vector<Case> cases;
+
+  Case& send(const std::string& method, const std::string& path, const std::string& body,
+             const std::string& note) {
+    Case c;
+    c.method = method;
+    c.path = path;
+    c.body = body;
+    if (!body.empty()) {
+      c.content_type = "application/json";
+    }
+    c.summary = body_summary(body);
+    c.note = note;
+    cases.push_back(std::move(c));
+    return cases.back();
+  }
+  Case& get(const std::string& path, const std::string& note) {
+    return send("GET", path, "", note);
+  }
+  Case& post(const std::string& path, const json& body, const std::string& note) {
+    return send("POST", path, body.dump(), note);
+  }
+  Case& bad_json(const std::string& path, const std::string& method = "POST") {
+    return send(method, path, kBadJson, "malformed JSON");
+  }
+  Case& form(const std::string& path, const std::vector<FormPart>& parts, const std::string& note) {
+    Case& c = send("POST", path, testing::multipart_body(parts), note);
+    c.content_type = testing::multipart_content_type();
+    c.summary = "multipart:";
+    for (const auto& part : parts) {
+      c.summary +=
+          " " + part.name + (part.filename.empty() ? "=" + part.data : "<" + part.filename);
+    }
+    return c;
+  }
+  Case& first_event(const std::string& path, const std::string& note) {
+    Case& c = get(path, note);
+    c.read = Read::kFirstEvent;
+    return c;
+  }
+  // The other three prefixes: a GET, or for another method a malformed body,
+  // which every JSON route refuses in its own API's shape.
+  void other_prefixes(const std::string& method, const std::string& suffix) {
+    for (std::size_t i = 1; i < api_prefixes().size(); ++i) {
+      const std::string path = api_prefixes()[i] + suffix;
+      if (method == "GET") {
+        get(path, "the route under another prefix");
+      } else {
+        send(method, path, kBadJson, "the route under another prefix (malformed JSON)");
+      }
+    }
+  }
+};
+
+const std::string V1 = "/api/v1/";
+
+void management(PlanBuilder& p) {
+  for (const char* suffix : {"health", "live", "ready", "stats", "system-info", "models"}) {
+    p.get(V1 + suffix, "nothing loaded yet");
+    p.other_prefixes("GET", suffix);
+    p.send("DELETE", V1 + suffix, "", "a method the route does not take");
+  }
+  p.get("/live", "root liveness");
+  p.get("/ready", "root readiness");
+  p.send("HEAD", V1 + "health", "", "HEAD is GET without a body");
+  p.send("OPTIONS", V1 + "health", "", "CORS preflight without an Origin");
+  p.send("BREW", V1 + "health", "", "a method HTTP does not define");
+  p.get(V1 + "models?show_all=true", "the whole catalogue");
+  p.get(V1 + "models/user.a", "one model");
+  p.get(V1 + "models/user.nope", "an unknown model");
+  p.other_prefixes("GET", "models/user.e");
+  p.post(V1 + "test", json::object(), "Lemonade's debug route");
+  p.other_prefixes("POST", "test");
+  p.get(V1 + "params", "generation defaults");
+  p.post(V1 + "params", {{"top_k", 40}}, "set a default");
+  p.post(V1 + "params", {{"temprature", 0.5}}, "an unknown field");
+  p.bad_json(V1 + "params");
+  p.post(V1 + "params", {{"top_k", nullptr}}, "remove the default again");
+  p.other_prefixes("GET", "params");
+  p.other_prefixes("POST", "params");
+  p.send("DELETE", V1 + "params", "", "a method the route does not take");
+  p.post(V1 + "log-level", {{"level", "info"}}, "the level it runs at");
+  p.post(V1 + "log-level", {{"level", "banana"}}, "an unknown level");
+  p.post(V1 + "log-level", json::object(), "a missing level");
+  p.bad_json(V1 + "log-level");
+  p.other_prefixes("POST", "log-level");
+  p.get(V1 + "log-level", "a method the route does not take");
+}
+
+void loads(PlanBuilder& p) {
+  p.post(V1 + "load", json::object(), "a missing model_name");
+  p.bad_json(V1 + "load");
+  p.post(V1 + "load", {{"model_name", "user.nope"}}, "an unknown model");
+  p.post(V1 + "load", {{"model_name", "user.a"}, {"ctx_size", "big"}}, "a mistyped option");
+  p.get(V1 + "load", "a method the route does not take");
+  p.other_prefixes("POST", "load");
+  for (const char* model : {"user.a", "user.e", "user.r", "user.w", "user.i"}) {
+    p.post(V1 + "load", {{"model_name", model}}, "load a model of each type");
+  }
+  p.get(V1 + "health", "every type loaded");
+  p.get(V1 + "stats", "after the loads");
+  p.get(V1 + "models", "downloaded and loaded models");
+  for (const char* pin : {"/api/v1/internal/pin", "/internal/pin"}) {
+    p.post(pin, {{"model_name", "user.a"}, {"pinned", true}}, "pin a loaded model");
+    p.post(pin, {{"model_name", "user.a"}}, "a missing pinned");
+    p.post(pin, {{"model_name", "user.nope"}, {"pinned", true}}, "an unknown model");
+    p.bad_json(pin);
+    p.get(pin, "a method the route does not take");
+  }
+  p.post(V1 + "internal/pin", {{"model", "user.a"}, {"pinned", false}}, "unpin, named by model");
+  p.other_prefixes("POST", "internal/pin");
+}
+
+// A JSON inference route's usual refusals under /api/v1.
+void inference_refusals(PlanBuilder& p, const std::string& suffix, const json& happy) {
+  p.bad_json(V1 + suffix);
+  p.post(V1 + suffix, json::object(), "no fields at all");
+  json unknown = happy;
+  unknown["model"] = "user.nope";
+  p.post(V1 + suffix, unknown, "an unknown model");
+  p.get(V1 + suffix, "a method the route does not take");
+  p.send("POST", V1 + suffix, happy.dump(), "a body that is not labelled JSON").content_type =
+      "text/plain";
+  p.other_prefixes("POST", suffix);
+}
+
+void openai(PlanBuilder& p) {
+  const json messages = json::array({{{"role", "user"}, {"content", "hi"}}});
+  const json chat = {{"model", "user.a"}, {"messages", messages}};
+  p.post(V1 + "chat/completions", chat, "a chat");
+  p.post(V1 + "chat/completions", with(chat, {{"stream", true}}), "a streamed chat");
+  p.post(V1 + "chat/completions", json{{"model", "user.a"}}, "no messages");
+  p.post(V1 + "chat/completions", json{{"model", "user.e"}, {"messages", messages}},
+         "a model of another type");
+  p.post(V1 + "chat/completions", json{{"model", "preset.coder"}, {"messages", messages}},
+         "a preset");
+  p.post(V1 + "chat/completions", with(chat, {{"stream", "yes"}}), "a mistyped stream");
+  p.post("/v1/chat/completions", chat, "a chat where OpenAI's clients send it");
+  inference_refusals(p, "chat/completions", chat);
+
+  const json completion = {{"model", "user.a"}, {"prompt", "hi"}};
+  p.post(V1 + "completions", completion, "a completion");
+  p.post(V1 + "completions", with(completion, {{"stream", true}}), "a streamed completion");
+  inference_refusals(p, "completions", completion);
+
+  const json responses = {{"model", "user.a"}, {"input", "hi"}};
+  p.post(V1 + "responses", responses, "a response");
+  p.post(V1 + "responses", with(responses, {{"stream", true}}), "a streamed response");
+  inference_refusals(p, "responses", responses);
+
+  const json embed = {{"model", "user.e"}, {"input", "hi"}};
+  p.post(V1 + "embeddings", embed, "an embedding");
+  p.post(V1 + "embeddings", with(embed, {{"encoding_format", "base64"}}), "base64");
+  p.post(V1 + "embeddings", with(embed, {{"stream", true}}), "a stream it cannot give");
+  p.post(V1 + "embeddings", json{{"model", "user.a"}, {"input", "hi"}}, "an llm");
+  inference_refusals(p, "embeddings", embed);
+
+  const json rerank = {{"model", "user.r"}, {"query", "q"}, {"documents", {"a", "b"}}};
+  for (const char* suffix : {"reranking", "rerank"}) {
+    p.post(V1 + suffix, rerank, "a rerank");
+    p.post(V1 + suffix, json{{"model", "user.r"}, {"query", "q"}}, "no documents");
+    inference_refusals(p, suffix, rerank);
+  }
+
+  const json image = {{"model", "user.i"}, {"prompt", "a cat"}, {"size", "64x64"}};
+  p.post(V1 + "images/generations", image, "an image");
+  p.post(V1 + "images/generations", with(image, {{"n", 9}}), "too many images");
+  inference_refusals(p, "images/generations", image);
+
+  for (const char* suffix : {"images/edits", "images/variations"}) {
+    p.form(V1 + suffix,
+           {form_field("model", "user.i"), form_field("prompt", "blue"),
+            form_file("image", kPng, "in.png", "image/png")},
+           "an image form");
+    p.form(V1 + suffix, {form_field("model", "user.i"), form_field("prompt", "blue")}, "no image");
+    p.form(V1 + suffix,
+           {form_field("model", "user.nope"), form_field("prompt", "blue"),
+            form_file("image", kPng, "in.png", "image/png")},
+           "an unknown model");
+    p.post(V1 + suffix, json{{"model", "user.i"}}, "JSON where a form is wanted");
+    p.get(V1 + suffix, "a method the route does not take");
+    p.other_prefixes("POST", suffix);
+  }
+
+  const std::string wav = testing::wav_bytes(1600);
+  const std::string speech = "audio/transcriptions";
+  p.form(V1 + speech, {form_file("file", wav, "a.wav", "audio/wav"), form_field("model", "user.w")},
+         "a transcription");
+  p.form(V1 + speech,
+         {form_file("file", wav, "a.wav", "audio/wav"), form_field("model", "user.w"),
+          form_field("response_format", "text")},
+         "a transcription as text");
+  p.form(V1 + speech, {form_field("model", "user.w")}, "no file");
+  p.form(V1 + speech,
+         {form_file("file", wav, "a.wav", "audio/wav"), form_field("model", "user.nope")},
+         "an unknown model");
+  p.post(V1 + speech, json{{"model", "user.w"}}, "JSON where a form is wanted");
+  p.get(V1 + speech, "a method the route does not take");
+  p.other_prefixes("POST", speech);
+
+  const json tts = {{"model", "user.a"}, {"input", "Hello"}, {"voice", "af_sky"}};
+  p.post(V1 + "audio/speech", tts, "no recipe serves speech");
+  p.post(V1 + "audio/speech", json{{"model", "user.a"}}, "no input");
+  inference_refusals(p, "audio/speech", tts);
+}
+
+void anthropic(PlanBuilder& p) {
+  const json messages = json::array({{{"role", "user"}, {"content", "hi"}}});
+  const json message = {{"model", "user.a"}, {"max_tokens", 16}, {"messages", messages}};
+  p.post(V1 + "messages", message, "a message");
+  p.post(V1 + "messages", with(message, {{"stream", true}}), "a streamed message");
+  p.post(V1 + "messages", json{{"model", "user.a"}, {"messages", messages}}, "no max_tokens");
+  p.post("/v1/messages", message, "where Anthropic's clients send it");
+  inference_refusals(p, "messages", message);
+  const json count = {{"model", "user.a"}, {"messages", messages}};
+  p.post(V1 + "messages/count_tokens", count, "count tokens");
+  p.post(V1 + "messages/count_tokens", json{{"model", "user.a"}}, "no messages");
+  inference_refusals(p, "messages/count_tokens", count);
+}
+
+void ollama(PlanBuilder& p) {
+  const json messages = json::array({{{"role", "user"}, {"content", "hi"}}});
+  p.post("/api/chat", {{"model", "user.a"}, {"messages", messages}, {"stream", false}}, "a chat");
+  p.post("/api/chat", {{"model", "user.a:latest"}, {"messages", messages}}, "a streamed chat");
+  p.post("/api/chat", {{"model", "user.nope"}, {"messages", messages}}, "an unknown model");
+  p.post("/api/chat", {{"messages", messages}}, "no model");
+  p.bad_json("/api/chat");
+  p.get("/api/chat", "a method the route does not take");
+  p.post("/api/generate", {{"model", "user.a"}, {"prompt", "hi"}, {"stream", false}}, "generate");
+  p.post("/api/generate", {{"model", "user.a"}, {"prompt", "hi"}}, "a streamed generate");
+  p.post("/api/generate", {{"model", "user.a"}, {"prompt", "x"}, {"raw", true}}, "raw");
+  p.bad_json("/api/generate");
+  p.post("/api/embed", {{"model", "user.e"}, {"input", {"hello", "world"}}}, "embed");
+  p.post("/api/embed", {{"model", "user.nope"}, {"input", "x"}}, "an unknown model");
+  p.bad_json("/api/embed");
+  p.post("/api/embeddings", {{"model", "user.e"}, {"prompt", "hello"}}, "the old embeddings");
+  p.bad_json("/api/embeddings");
+  p.get("/api/tags", "the models");
+  p.get("/api/ps", "the loaded models");
+  p.get("/api/version", "the version");
+  p.post("/api/show", {{"model", "user.a:latest"}}, "show a model");
+  p.post("/api/show", {{"model", "user.nope"}}, "an unknown model");
+  p.bad_json("/api/show");
+  p.post("/api/pull", {{"model", "user.a"}, {"stream", false}}, "pull a model on disk");
+  p.post("/api/pull", {{"name", "user.a:latest"}}, "a streamed pull");
+  p.post("/api/pull", {{"model", "user.nope"}}, "an unknown model");
+  p.send("DELETE", "/api/delete", json{{"model", "user.nope"}}.dump(), "an unknown model");
+  p.bad_json("/api/delete", "DELETE");
+  p.post("/api/delete", {{"model", "user.nope"}}, "a method the route does not take");
+  for (const std::string& path : not_implemented_paths()) {
+    const std::string concrete = path.substr(0, path.find("{id}")) +
+                                 (path.find("{id}") == std::string::npos ? "" : "sha256-00");
+    p.post(concrete, {{"model", "x"}}, "a route Ollama has and this router does not");
+    p.get(concrete, "the same with another method");
+  }
+  Case& ollama_root = p.get("/", "the Ollama listener's root");
+  ollama_root.listener = Listener::kOllama;
+  p.get("/api/version", "the Ollama listener").listener = Listener::kOllama;
+  p.get("/api/v1/health", "the Ollama listener serves every route").listener = Listener::kOllama;
+}
+
+void sessions(PlanBuilder& p) {
+  const std::string s = V1 + "sessions";
+  p.post(s, json::object(), "no model");
+  p.post(s, {{"model", "user.nope"}}, "an unknown model");
+  p.post(s, {{"model", "user.e"}}, "a model that cannot hold a session");
+  p.bad_json(s);
+  p.post(s, {{"model", "user.a"}, {"system", "be brief"}}, "a session").capture = "session";
+  p.post(s + "/{session}/messages", {{"role", "user"}, {"content", "hi"}}, "a message");
+  p.post(s + "/{session}/messages", {{"role", "robot"}, {"content", "hi"}}, "an unknown role");
+  p.post(s + "/{session}/generate", json::object(), "the next turn");
+  p.post(s + "/{session}/messages", {{"role", "user"}, {"content", "more"}}, "another message");
+  p.post(s + "/{session}/generate", {{"stream", true}}, "a streamed turn");
+  p.post(s + "/{session}/cancel", json::object(), "cancel with nothing running");
+  p.post(s + "/{session}/bogus", json::object(), "an unknown action");
+  p.get(s, "the sessions");
+  p.get(s + "/{session}", "the session with its history");
+  p.get(s + "/sess_nope", "an unknown session");
+  p.post(s + "/sess_nope/generate", json::object(), "an unknown session");
+  p.send("PUT", s + "/{session}", "{}", "a method the route does not take");
+  p.send("DELETE", s + "/{session}", "", "end it");
+  p.send("DELETE", s + "/{session}", "", "end it again");
+  p.other_prefixes("GET", "sessions");
+  p.other_prefixes("POST", "sessions");
+  p.other_prefixes("GET", "sessions/sess_nope");
+  p.other_prefixes("POST", "sessions/sess_nope/generate");
+  for (std::size_t i = 1; i < api_prefixes().size(); ++i) {
+    p.send("DELETE", api_prefixes()[i] + "sessions/sess_nope", "", "another prefix");
+  }
+}
+
+void presets(PlanBuilder& p) {
+  const std::string ps = V1 + "presets";
+  p.get(ps, "the presets");
+  p.get(ps + "/coder", "one preset");
+  p.get(ps + "/nope", "an unknown preset");
+  const json made = {{"id", "snap2"}, {"model", "user.a"}, {"sampling", {{"temperature", 0.5}}}};
+  p.post(ps, made, "create a preset");
+  p.post(ps, made, "create it again");
+  p.post(ps, {{"id", "snap3"}}, "no model");
+  p.post(ps, {{"id", "snap3"}, {"model", "user.nope"}}, "an unknown model");
+  p.bad_json(ps);
+  p.send("PUT", ps + "/snap2", json{{"model", "user.a"}, {"ctx_size", 2048}}.dump(), "replace it");
+  p.send("PUT", ps + "/snap2", json{{"model", "user.a"}, {"ctx_size", "big"}}.dump(),
+         "a mistyped field");
+  p.bad_json(ps + "/snap2", "PUT");
+  p.send("DELETE", ps + "/snap2", "", "delete it");
+  p.send("DELETE", ps + "/snap2", "", "delete it again");
+  p.send("PATCH", ps + "/coder", "{}", "a method the route does not take");
+  p.send("DELETE", ps, "", "a method the route does not take");
+  p.other_prefixes("GET", "presets");
+  p.other_prefixes("POST", "presets");
+  p.other_prefixes("GET", "presets/coder");
+  p.other_prefixes("PUT", "presets/nope");
+  for (std::size_t i = 1; i < api_prefixes().size(); ++i) {
+    p.send("DELETE", api_prefixes()[i] + "presets/nope", "", "another prefix");
+  }
+}
+
+void observe(PlanBuilder& p) {
+  p.get(V1 + "metrics", "metric families");
+  p.other_prefixes("GET", "metrics");
+  p.get("/metrics", "where Prometheus looks");
+  p.post("/metrics", json::object(), "a method the route does not take");
+  for (const std::string& prefix : api_prefixes()) {
+    p.first_event(prefix + "events?backlog=1000", "the first event the router kept");
+    p.first_event(prefix + "logs/stream?tail=1", "the last log line");
+  }
+  p.send("HEAD", V1 + "events", "", "HEAD");
+  p.get(V1 + "events?backlog=x", "a bad backlog");
+  p.first_event(V1 + "logs/stream?tail=x", "a bad tail");
+  p.get(V1 + "system-stats", "system figures");
+  p.other_prefixes("GET", "system-stats");
+}
+
+void internal(PlanBuilder& p) {
+  for (const char* routes : {"/api/v1/internal/routes", "/internal/routes"}) {
+    p.get(routes, "every route and its scope");
+  }
+  p.other_prefixes("GET", "internal/routes");
+  for (const char* config : {"/api/v1/internal/config", "/internal/config"}) {
+    p.get(config, "the configuration");
+  }
+  p.other_prefixes("GET", "internal/config");
+  for (const char* set : {"/api/v1/internal/set", "/internal/set"}) {
+    p.post(set, {{"keep_alive", 600}}, "a setting applied at once");
+    p.post(set, {{"no_such_setting", 1}}, "an unknown setting");
+    p.bad_json(set);
+    p.get(set, "a method the route does not take");
+  }
+  p.other_prefixes("POST", "internal/set");
+  for (const char* profile : {"/api/v1/internal/profile", "/internal/profile"}) {
+    p.post(profile, {{"name", "snap"}}, "switch to a profile");
+    p.post(profile, {{"name", "nope"}}, "an unknown profile");
+    p.post(profile, json::object(), "no name");
+    p.bad_json(profile);
+  }
+  p.other_prefixes("POST", "internal/profile");
+}
+
+void store(PlanBuilder& p) {
+  p.post(V1 + "pull", {{"model_name", "user.a"}}, "pull a model on disk");
+  p.post(V1 + "pull", {{"model_name", "user.a"}, {"stream", true}}, "a streamed pull");
+  p.post(V1 + "pull", json::object(), "no model_name");
+  p.post(V1 + "pull", {{"model_name", "NonExistentModel-XYZ-123"}}, "an unknown model");
+  p.post(V1 + "pull", {{"model_name", "user.a"}, {"stream", "yes"}}, "a mistyped stream");
+  p.bad_json(V1 + "pull");
+  p.get(V1 + "pull", "a method the route does not take");
+  p.other_prefixes("POST", "pull");
+  p.post(V1 + "delete", {{"model_name", "NonExistentModel-XYZ-123"}}, "an unknown model");
+  p.post(V1 + "delete", {{"model_name", "Qwen3-0.6B-GGUF"}}, "a model not downloaded");
+  p.post(V1 + "delete", json::object(), "no model_name");
+  p.bad_json(V1 + "delete");
+  p.other_prefixes("POST", "delete");
+  p.post(V1 + "install", json::object(), "no recipe");
+  p.post(V1 + "install", {{"recipe", "nope"}, {"backend", "cpu"}}, "an unknown recipe");
+  p.bad_json(V1 + "install");
+  p.other_prefixes("POST", "install");
+  p.post(V1 + "uninstall", {{"recipe", "llamacpp"}}, "no backend");
+  p.post(V1 + "uninstall", {{"recipe", "nope"}, {"backend", "cpu"}}, "an unknown recipe");
+  p.bad_json(V1 + "uninstall");
+  p.other_prefixes("POST", "uninstall");
+}
+
+void dashboard(PlanBuilder& p) {
+  for (const char* page : {"/", "/status", "/api/v1", "/api/v0", "/web-app", "/favicon.ico"}) {
+    p.get(page, "the dashboard");
+  }
+  for (const char* file : {"index.html", "app.js", "app.css", "favicon.svg"}) {
+    p.get(std::string("/web/") + file, "a dashboard file");
+  }
+  p.get("/web/nope.js", "a file that is not there");
+  p.get("/web/..%2fsecret", "a name that is not plain");
+  p.post("/", json::object(), "a method the page does not take");
+}
+
+void unloads_and_errors(PlanBuilder& p) {
+  p.get("/nope", "an unknown path");
+  p.get(V1 + "nope", "an unknown API path");
+  p.send("BREW", "/nope", "", "an unknown method on an unknown path");
+  p.send("OPTIONS", V1 + "chat/completions", "", "a CORS preflight from an origin")
+      .headers.emplace_back("Origin", "http://evil.example");
+  p.post(V1 + "load", {{"model_name", "user.r"}}, "load another model");
+  p.post(V1 + "unload", {{"model_name", "user.r"}}, "unload one model");
+  p.post(V1 + "unload", {{"model_name", "user.r"}}, "unload it again");
+  p.post(V1 + "unload", {{"model_name", 5}}, "a mistyped model_name");
+  p.bad_json(V1 + "unload");
+  p.get(V1 + "unload", "a method the route does not take");
+  p.other_prefixes("POST", "unload");
+  p.post(V1 + "unload", json::object(), "unload every model");
+  p.get(V1 + "health", "nothing loaded");
+  p.get("/internal/shutdown", "a method the route does not take");
+  // The route reads no body (malformed JSON would shut the router down too),
+  // so the last request is the only one.
+  p.post("/internal/shutdown", json::object(), "shut down (last)");
+}
+
+}  // namespace
+
+const std::vector<std::string>& api_prefixes() {
+  static const std::vector<std::string> kPrefixes = {"/api/v1/", "/api/v0/", "/v1/", "/v0/"};
+  return kPrefixes;
+}
+
+const std::vector<std::string>& not_implemented_paths() {
+  static const std::vector<std::string> kPaths = {"/api/create", "/api/copy", "/api/push",
+                                                  "/api/blobs/{id}"};
+  return kPaths;
+}
+
+std::vector<Case> open_plan() {
+  PlanBuilder p;
+  management(p);
+  loads(p);
+  openai(p);
+  anthropic(p);
+  ollama(p);
+  sessions(p);
+  presets(p);
+  observe(p);
+  internal(p);
+  store(p);
+  dashboard(p);
+  unloads_and_errors(p);
+  return std::move(p.cases);
+}
+
+std::vector<Case> keyed_plan() {
+  PlanBuilder p;
+  auto with_key = [](Case& c, const std::string& header, const std::string& value) {
+    c.headers.emplace_back(header, value);
+  };
+  with_key(p.get(V1 + "health", "the user key"), "Authorization",
+           std::string("Bearer ") + kUserKey);
+  with_key(p.post(V1 + "load", json::object(), "the user key on an admin route"), "Authorization",
+           std::string("Bearer ") + kUserKey);
+  with_key(p.get("/internal/routes", "the admin key"), "Authorization",
+           std::string("Bearer ") + kAdminKey);
+  with_key(p.get(V1 + "health", "a wrong key"), "Authorization", "Bearer wrong");
+  with_key(p.post("/v1/messages", json::object(), "a wrong key, Anthropic's header"), "x-api-key",
+           "wrong");
+  with_key(p.post("/api/chat", json::object(), "a wrong key, Ollama's route"), "Authorization",
+           "Bearer wrong");
+  with_key(p.get("/api/tags", "the user key on an Ollama route"), "Authorization",
+           std::string("Bearer ") + kUserKey);
+  return std::move(p.cases);
+}
+
+}  // namespace lemon::snapshot
