@@ -492,6 +492,16 @@ std::string ModelCatalogue::public_id(const ModelInfo& info) const {
   return public_model_id(info, builtin_named);
 }
 
+std::string ModelCatalogue::public_id_of(std::string_view internal) const {
+  if (!internal.starts_with(kUserPrefix)) {
+    return std::string(internal);
+  }
+  State& s = *state_;
+  MutexLock lock(s.mu);
+  const std::string bare(internal.substr(kUserPrefix.size()));
+  return s.builtin.find(bare) != nullptr ? std::string(internal) : bare;
+}
+
 const AliasBook& ModelCatalogue::aliases() const {
   return state_->aliases;
 }

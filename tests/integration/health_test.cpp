@@ -105,7 +105,8 @@ TEST_F(HealthTest, ReportsEveryFieldOfTheLoadedServer) {
 
   EXPECT_EQ(
       h["max_models"],
-      (nlohmann::json{{"llm", 2}, {"embedding", 3}, {"reranking", 4}, {"audio", 5}, {"image", 6}}));
+      (nlohmann::json{{"llm", 2}, {"embedding", 3}, {"reranking", 4}, {"audio", 5}, {"image", 6},
+                       {"transcription", 5}}));
 }
 
 TEST_F(HealthTest, ModelLoadedIsTheMostRecentlyLoadedServer) {

@@ -88,7 +88,8 @@ TEST_F(LruTest, ListFormSetsALimitPerType) {
   ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "1", "2"}));
   EXPECT_EQ(
       health(port())["max_models"],
-      (nlohmann::json{{"llm", 1}, {"embedding", 2}, {"reranking", 1}, {"audio", 1}, {"image", 1}}));
+      (nlohmann::json{{"llm", 1}, {"embedding", 2}, {"reranking", 1}, {"audio", 1}, {"image", 1},
+                       {"transcription", 1}}));
 
   pid_t e1 = 0;
   ASSERT_NO_FATAL_FAILURE(load_ok("user.e1", &e1));

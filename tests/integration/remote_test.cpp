@@ -119,7 +119,7 @@ TEST_F(RemoteTest, AModelInUserModelsIsServedByAnotherRouterUnderItsOwnName) {
   bool listed = false;
   const json models = http_get(port(), "/api/v1/models").json();
   for (const auto& m : models["data"]) {
-    if (m["id"] == "user.far") {
+    if (m["id"] == "far") {
       listed = true;
       EXPECT_EQ(m["recipe"], "remote");
       EXPECT_EQ(m["downloaded"], true);
@@ -359,7 +359,7 @@ TEST_F(RemoteTest, DiscoveryListsAnotherRoutersModelsUnderAPrefixWithItsKey) {
   ASSERT_TRUE(eventually([&] {
     const json listed = http_get(port(), "/v1/models").json();
     for (const auto& m : listed["data"]) {
-      if (m["id"] == "gpu-box/user.a") {
+      if (m["id"] == "gpu-box/a") {
         return true;
       }
     }

@@ -108,8 +108,10 @@ class ModelCatalogue final : public ModelResolver {
   // registered name, a canonical id, a bare user model, "X:latest", an
   // alias), without touching model files; nullopt when unknown.
   std::optional<std::string> internal_name(std::string_view name) const override;
-  // The id listings show for `info` (model_names.h public_model_id).
+  // The id listings show for `info` (model_names.h public_model_id), and
+  // for a model by its internal name.
   std::string public_id(const ModelInfo& info) const;
+  std::string public_id_of(std::string_view internal) const;
   // aliases.json (alias_book.h).
   const AliasBook& aliases() const;
   AliasBook& aliases();

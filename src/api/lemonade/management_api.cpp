@@ -181,6 +181,7 @@ void ManagementApi::handle_health(const net::Request& r, net::ResponseWriter& w)
     if (at == index.end()) {
       index[s.model_name] = all.size();
       nlohmann::json entry = loaded_entry(s);
+      entry["id"] = catalogue_.public_id_of(s.model_name);
       entry["saved_slots_bytes"] = router_.saved_slot_bytes(s.model_name);
       entry["is_streaming"] = open_streams_ && open_streams_(s.model_name) > 0;
       entry["memory"] = replica["memory"];
