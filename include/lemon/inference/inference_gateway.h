@@ -25,10 +25,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lemon/http/error_response.h"
 #include "lemon/backends/wrapped_server.h"
 #include "lemon/core/mutex.h"
 #include "lemon/http/api_keys.h"
+#include "lemon/http/error_response.h"
 #include "lemon/inference/generation_defaults.h"
 #include "lemon/inference/inference_proxy.h"
 #include "lemon/inference/model_provisioner.h"

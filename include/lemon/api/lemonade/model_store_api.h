@@ -18,7 +18,8 @@ namespace lemon::api {
 
 class ModelStoreApi {
  public:
-  ModelStoreApi(ModelCatalogue& catalogue, ModelStore& store, inference::ModelProvisioner& provisioner);
+  ModelStoreApi(ModelCatalogue& catalogue, ModelStore& store,
+                inference::ModelProvisioner& provisioner);
 
   void register_routes(http::ApiRoutes& routes);
 
