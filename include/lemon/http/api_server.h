@@ -32,8 +32,8 @@
 #include "lemon/models/model_store.h"
 #include "lemon/models/preset_catalogue.h"
 #include "lemon/net/server.h"
-#include "lemon/router/request_stats.h"
 #include "lemon/router/router.h"
+#include "lemon/telemetry/request_stats.h"
 #include "lemon/telemetry/telemetry_hub.h"
 
 namespace lemon::http {

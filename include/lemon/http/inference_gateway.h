@@ -28,8 +28,8 @@
 #include "lemon/http/inference_proxy.h"
 #include "lemon/http/model_provisioner.h"
 #include "lemon/remote/remote_models.h"
-#include "lemon/router/request_stats.h"
 #include "lemon/router/router.h"
+#include "lemon/telemetry/request_stats.h"
 #include "lemon/telemetry/telemetry_hub.h"
 
 namespace lemon::http {
