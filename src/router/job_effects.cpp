@@ -8,6 +8,7 @@
 #include "lemon/core/log.h"
 #include "lemon/router/memory_policy.h"
 #include "memory_admission.h"
+#include "router_errors.h"
 
 namespace lemon {
 namespace {
@@ -322,7 +323,7 @@ Status JobEffects::start_and_publish(const std::shared_ptr<WrappedServer>& serve
   if (!restoring) {
     server->stop();
     if (parts_.stopping) {
-      return Error(ErrorCode::kShuttingDown, "lemonade-router is shutting down");
+      return router_shutting_down();
     }
     return Error(ErrorCode::kBackendExited,
                  "'" + job_.model + "' exited right after it became ready");

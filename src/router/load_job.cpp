@@ -1,5 +1,7 @@
 #include "load_job.h"
 
+#include "router_errors.h"
+
 namespace lemon {
 
 Result<std::shared_ptr<LoadJob>> make_load_job(const ModelResolver& models,
@@ -20,10 +22,7 @@ Result<std::shared_ptr<LoadJob>> make_load_job(const ModelResolver& models,
                  "model");
   }
   if (required && info->type != *required) {
-    return Error(ErrorCode::kUnsupportedOperation,
-                 "model '" + info->name + "' has type '" + model_type_name(info->type) +
-                     "', but this route needs a model of type '" + model_type_name(*required) + "'",
-                 "model");
+    return wrong_model_type(info->name, info->type, *required);
   }
   if (!info->downloaded) {
     std::string missing =

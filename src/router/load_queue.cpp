@@ -6,6 +6,7 @@
 #include "job_effects.h"
 #include "lemon/core/log.h"
 #include "lemon/router/load_scheduler.h"
+#include "router_errors.h"
 #include "waiting.h"
 
 namespace lemon {
@@ -15,10 +16,6 @@ Error blocked_error(std::string_view model) {
   return Error(ErrorCode::kConflict,
                "model '" + std::string(model) + "' is being deleted; try again when that ends",
                "model");
-}
-
-Error queue_shutting_down() {
-  return Error(ErrorCode::kShuttingDown, "lemonade-router is shutting down");
 }
 
 // Failures that say nothing about the model: the router stopping, a load
@@ -107,7 +104,7 @@ Status LoadQueue::load(std::shared_ptr<LoadJob> job, const LoadStanding& standin
                        const WaitHooks& hooks) {
   MutexLock lock(mu_);
   if (parts_.stopping) {
-    return queue_shutting_down();
+    return router_shutting_down();
   }
   if (blocked_.contains(job->model)) {
     return blocked_error(job->model);
@@ -235,7 +232,7 @@ bool LoadQueue::failed_after_evict_all(const std::string& model) const {
 void LoadQueue::fail_queued() {
   MutexLock lock(mu_);
   for (auto& job : queue_) {
-    finish_job(*job, queue_shutting_down());
+    finish_job(*job, router_shutting_down());
   }
   queue_.clear();
   republish();

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "lemon/router/loaded_server_info.h"
 #include "server_slot.h"
 
 namespace lemon {
@@ -57,6 +58,13 @@ struct ModelGroup {
   std::shared_ptr<ServerSlot> free_for_newcomer() const {
     return line.empty() ? least_busy_free() : nullptr;
   }
+  // Puts `ticket` at the end of the line.
+  void join_line(std::uint64_t ticket) {
+    if (line.empty()) {
+      waiting_since = std::chrono::steady_clock::now();
+    }
+    line.push_back(ticket);
+  }
   void leave_line(std::uint64_t ticket) {
     line.erase(std::remove(line.begin(), line.end(), ticket), line.end());
   }
@@ -67,5 +75,12 @@ struct ModelGroup {
 
 // The table's groups, by model name.
 using ModelGroups = std::map<std::string, ModelGroup, std::less<>>;
+
+// The server with this id among `groups`, or null.
+std::shared_ptr<ServerSlot> find_server(const ModelGroups& groups, std::uint64_t server_id);
+// A server as /health reports it, with its group's line and standing.
+LoadedServerInfo describe(const ServerSlot& slot, const ModelGroup& group);
+// What the servers of `groups` hold per device.
+DeviceBytes held_per_device(const ModelGroups& groups);
 
 }  // namespace lemon

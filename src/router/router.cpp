@@ -6,6 +6,7 @@
 
 #include "lemon/core/clock.h"
 #include "lemon/core/log.h"
+#include "router_errors.h"
 #include "router_parts.h"
 
 namespace lemon {
@@ -63,7 +64,7 @@ Result<Lease> Router::acquire(std::string_view model_name, const WaitHooks& hook
   WaitQuota::Place place(p.quota);
   for (;;) {
     if (p.stopping) {
-      return Error(ErrorCode::kShuttingDown, "lemonade-router is shutting down");
+      return router_shutting_down();
     }
     // (1) Loaded and ready: lease its least busy replica, or wait for a slot.
     auto leased = p.table.lease(model_name, {required, keep_alive, 0}, place, hooks);

@@ -90,8 +90,31 @@ struct ServerSlot {
     }
     return out;
   }
+  // The methods below REQUIRE the table's lock held.
+
+  // A lease began or ended: `tick` is the table's LRU clock.
+  void touch(std::uint64_t tick);
+  // Reserves llama.cpp slot `k` for a session; false when the server has
+  // no such slot.
+  bool pin_backend_slot(int k);
+  // Frees it; true when it was reserved.
+  bool unpin_backend_slot(int k);
+  // Marks slot `k` busy and restoring, counted in in_flight, for a lease
+  // that holds it while its saved state is restored; false when there is no
+  // such slot.
+  bool hold_for_restore(int k);
+  // The backend slots sessions hold.
+  std::vector<int> session_slots() const;
+  // For a request without a session while some slots are pinned or
+  // restoring: the slot_for_request() it must use, marked busy (-1: let
+  // the backend choose).
+  int claim_request_slot();
+  // Slot `k` is not in use by a lease (or `k` names none).
+  bool backend_slot_free(int k) const;
+  // Marks a lease's slot `k` busy or free (nothing when `k` names none).
+  void set_backend_slot_busy(int k, bool busy);
   // True when one more request fits: a free slot, or room in the backend's
-  // own queue. REQUIRES: the table's lock held.
+  // own queue.
   bool has_capacity() const {
     return capacity == 0 || in_flight < capacity + (pinned == 0 && !restoring ? ahead : 0);
   }
@@ -99,7 +122,7 @@ struct ServerSlot {
   // pinned: the lowest free one that no session holds, else the lowest free
   // one (that session's context is then evaluated again on its next turn,
   // but no request waits for a slot that sits idle); -1 if none is known
-  // free. REQUIRES: the table's lock held.
+  // free.
   int slot_for_request() const {
     int fallback = -1;
     for (std::size_t i = 0; i < pinned_slots.size(); ++i) {
@@ -132,6 +155,10 @@ struct ServerSlot {
   // Its saved slots are being restored, each held by a lease of the loader's
   // (busy_slots): a request without a session then names a free slot too.
   bool restoring = false;
+
+ private:
+  // Sizes pinned_slots and busy_slots `capacity` at their first use.
+  void size_backend_slots();
 };
 
 }  // namespace lemon

@@ -6,96 +6,10 @@
 #include "lemon/core/clock.h"
 #include "lemon/core/log.h"
 #include "memory_admission.h"
+#include "router_errors.h"
 #include "waiting.h"
 
 namespace lemon {
-namespace {
-
-void touch_slot(ServerSlot& slot, std::uint64_t& clock) {
-  slot.lru_tick = ++clock;
-  slot.last_use_ms.store(unix_ms_now(), std::memory_order_relaxed);
-}
-
-// Joins `group`'s line with a new ticket.
-std::uint64_t join_line(ModelGroup& group, std::uint64_t& next_ticket) {
-  if (group.line.empty()) {
-    group.waiting_since = std::chrono::steady_clock::now();
-  }
-  const std::uint64_t ticket = next_ticket++;
-  group.line.push_back(ticket);
-  return ticket;
-}
-
-std::shared_ptr<ServerSlot> find_server(const ModelGroups& groups, std::uint64_t server_id) {
-  for (const auto& [name, group] : groups) {
-    for (const auto& r : group.replicas) {
-      if (r->id == server_id) {
-        return r;
-      }
-    }
-  }
-  return nullptr;
-}
-
-// Sizes the slot's pin and busy maps at its first use.
-void size_backend_slots(ServerSlot& slot) {
-  if (slot.pinned_slots.empty()) {
-    slot.pinned_slots.assign(static_cast<std::size_t>(slot.capacity), false);
-    slot.busy_slots.assign(static_cast<std::size_t>(slot.capacity), false);
-  }
-}
-
-// The backend slots sessions hold on `slot`.
-std::vector<int> session_slots_of(const ServerSlot& slot) {
-  std::vector<int> out;
-  for (std::size_t i = 0; i < slot.pinned_slots.size(); ++i) {
-    if (slot.pinned_slots[i]) {
-      out.push_back(static_cast<int>(i));
-    }
-  }
-  return out;
-}
-
-LoadedServerInfo describe(const ServerSlot& slot, const ModelGroup* group) {
-  const WrappedServer& s = *slot.server;
-  LoadedServerInfo info;
-  info.model_name = s.model_name();
-  info.checkpoint = s.model().checkpoint();
-  info.recipe = s.model().recipe;
-  info.type = s.type();
-  info.device = s.device();
-  info.backend_url = s.base_url();
-  info.recipe_options = s.options().to_json();
-  info.pid = s.pid();
-  info.in_flight = slot.in_flight;
-  info.slots = slot.capacity;
-  info.slot_ctx_size = s.slots().ctx_size;
-  info.replica = slot.replica;
-  info.server_id = slot.id;
-  info.memory_estimate = slot.estimate;
-  info.measured_ram = slot.measured_ram.load(std::memory_order_relaxed);
-  if (group != nullptr) {
-    info.waiting = static_cast<int>(group->line.size());
-    info.pinned = group->pinned;
-    info.priority = group->priority;
-  }
-  info.last_use_ms = slot.last_use_ms.load(std::memory_order_relaxed);
-  info.draining = slot.state == SlotState::kDraining;
-  return info;
-}
-
-Error wrong_model_type(const std::string& model, ModelType actual, ModelType required) {
-  return Error(ErrorCode::kUnsupportedOperation,
-               "model '" + model + "' has type '" + model_type_name(actual) +
-                   "', but this route needs a model of type '" + model_type_name(required) + "'",
-               "model");
-}
-
-Error table_shutting_down() {
-  return Error(ErrorCode::kShuttingDown, "lemonade-router is shutting down");
-}
-
-}  // namespace
 
 ServerTable::ServerTable(const RouterConfig& config, LiveSettings& settings,
                          MemoryReadings& readings, ViewBoard& board, TableSignals signals)
@@ -125,7 +39,8 @@ Result<std::optional<Lease>> ServerTable::lease(std::string_view model, const Le
     if (auto full = place.join(it->first)) {
       return *full;
     }
-    ticket = join_line(group, next_ticket_);
+    ticket = next_ticket_++;
+    group.join_line(ticket);
     line_of = it->first;
   }
   {
@@ -162,7 +77,7 @@ Result<std::shared_ptr<ServerSlot>> ServerTable::wait_for_slot(MutexLock& lock,
   for (;;) {
     if (signals_.stopping) {
       leave();
-      return table_shutting_down();
+      return router_shutting_down();
     }
     auto g = groups_.find(model);
     if (g == groups_.end() || !g->second.serving() || !g->second.in_line(ticket)) {
@@ -190,14 +105,8 @@ Result<std::shared_ptr<ServerSlot>> ServerTable::wait_for_slot(MutexLock& lock,
 Lease ServerTable::grant(const std::shared_ptr<ServerSlot>& slot,
                          std::optional<KeepAlive> keep_alive) {
   ++slot->in_flight;
-  touch_slot(*slot, lru_clock_);
-  int backend_slot = -1;
-  if (slot->pinned > 0 || slot->restoring) {
-    backend_slot = slot->slot_for_request();
-    if (backend_slot >= 0) {
-      slot->busy_slots[static_cast<std::size_t>(backend_slot)] = true;
-    }
-  }
+  slot->touch(++lru_clock_);
+  const int backend_slot = slot->claim_request_slot();
   if (keep_alive) {
     if (auto g = groups_.find(slot->server->model_name()); g != groups_.end()) {
       g->second.keep_alive = *keep_alive;
@@ -215,7 +124,8 @@ std::vector<Grant> ServerTable::grant_each(ModelGroup& group,
     if (auto free = group.free_for_newcomer()) {
       g.lease.emplace(grant(free, keep_alive));
     } else {
-      g.ticket = join_line(group, next_ticket_);  // all slots taken: in arrival order
+      g.ticket = next_ticket_++;  // all slots taken: in its line, in arrival order
+      group.join_line(g.ticket);
     }
     out.push_back(std::move(g));
   }
@@ -227,10 +137,8 @@ void ServerTable::release(ServerSlot& slot, int backend_slot) {
   bool ring_housekeeper = false;
   {
     MutexLock lock(mu_);
-    touch_slot(slot, lru_clock_);
-    if (backend_slot >= 0 && static_cast<std::size_t>(backend_slot) < slot.busy_slots.size()) {
-      slot.busy_slots[static_cast<std::size_t>(backend_slot)] = false;
-    }
+    slot.touch(++lru_clock_);
+    slot.set_backend_slot_busy(backend_slot, false);
     const bool idle = --slot.in_flight == 0;
     if (idle) {
       slot.idle_since = std::chrono::steady_clock::now();
@@ -266,7 +174,7 @@ Result<Lease> ServerTable::lease_server(std::uint64_t server_id, int backend_slo
   auto next_tick = std::chrono::steady_clock::now() + hooks.tick_interval;
   for (;;) {
     if (signals_.stopping) {
-      return table_shutting_down();
+      return router_shutting_down();
     }
     auto slot = find_server(groups_, server_id);
     if (!slot || slot->state != SlotState::kReady) {
@@ -274,15 +182,11 @@ Result<Lease> ServerTable::lease_server(std::uint64_t server_id, int backend_slo
                    "the server this session was pinned to is gone (evicted, unloaded, "
                    "crashed, or the router restarted)");
     }
-    const bool slot_free = backend_slot < 0 ||
-                           static_cast<std::size_t>(backend_slot) >= slot->busy_slots.size() ||
-                           !slot->busy_slots[static_cast<std::size_t>(backend_slot)];
-    if ((slot->capacity == 0 || slot->in_flight < slot->capacity) && slot_free) {
+    if ((slot->capacity == 0 || slot->in_flight < slot->capacity) &&
+        slot->backend_slot_free(backend_slot)) {
       ++slot->in_flight;
-      touch_slot(*slot, lru_clock_);
-      if (backend_slot >= 0 && static_cast<std::size_t>(backend_slot) < slot->busy_slots.size()) {
-        slot->busy_slots[static_cast<std::size_t>(backend_slot)] = true;
-      }
+      slot->touch(++lru_clock_);
+      slot->set_backend_slot_busy(backend_slot, true);
       return Lease(this, slot, backend_slot);
     }
     if (wait_step(mu_, changed_, lock, hooks, next_tick)) {
@@ -294,30 +198,14 @@ Result<Lease> ServerTable::lease_server(std::uint64_t server_id, int backend_slo
 bool ServerTable::pin_backend_slot(std::uint64_t server_id, int backend_slot) {
   MutexLock lock(mu_);
   auto slot = find_server(groups_, server_id);
-  if (!slot || slot->state != SlotState::kReady || slot->capacity <= 0 || backend_slot < 0 ||
-      backend_slot >= slot->capacity) {
-    return false;  // gone, or draining (withdraw() marked it before this pin)
-  }
-  const auto k = static_cast<std::size_t>(backend_slot);
-  size_backend_slots(*slot);
-  if (!slot->pinned_slots[k]) {
-    slot->pinned_slots[k] = true;
-    ++slot->pinned;
-  }
-  return true;
+  // Gone, or draining (withdraw() marked it before this pin): refused.
+  return slot && slot->state == SlotState::kReady && slot->pin_backend_slot(backend_slot);
 }
 
 void ServerTable::unpin_backend_slot(std::uint64_t server_id, int backend_slot) {
   MutexLock lock(mu_);
   auto slot = find_server(groups_, server_id);
-  if (!slot || backend_slot < 0 ||
-      static_cast<std::size_t>(backend_slot) >= slot->pinned_slots.size()) {
-    return;
-  }
-  const auto k = static_cast<std::size_t>(backend_slot);
-  if (slot->pinned_slots[k]) {
-    slot->pinned_slots[k] = false;
-    --slot->pinned;
+  if (slot && slot->unpin_backend_slot(backend_slot)) {
     changed_.notify_all();  // a request without a session may fit now
   }
 }
@@ -338,7 +226,7 @@ std::optional<std::vector<Grant>> ServerTable::grant_loaded(
        !(it->second.replicas.front()->server->options() == *same_options))) {
     return std::nullopt;
   }
-  touch_slot(*it->second.replicas.front(), lru_clock_);
+  it->second.replicas.front()->touch(++lru_clock_);
   auto grants = grant_each(it->second, wants);
   changed_.notify_all();
   return grants;
@@ -365,7 +253,7 @@ std::optional<Published> ServerTable::publish(const std::shared_ptr<ServerSlot>&
     return std::nullopt;
   }
   slot->state = SlotState::kReady;
-  touch_slot(*slot, lru_clock_);
+  slot->touch(++lru_clock_);
   slot->idle_since = std::chrono::steady_clock::now();
   auto [it, fresh] = groups_.try_emplace(p.model);
   ModelGroup& group = it->second;
@@ -381,14 +269,9 @@ std::optional<Published> ServerTable::publish(const std::shared_ptr<ServerSlot>&
   // them with leases no other request can have: a request for any other
   // slot starts at once, one for a restoring slot (its session) waits.
   for (const int k : p.saved_slots) {
-    if (k < 0 || k >= slot->capacity) {
-      continue;
+    if (slot->hold_for_restore(k)) {
+      out.restoring.push_back(Lease(this, slot, k));
     }
-    size_backend_slots(*slot);
-    slot->busy_slots[static_cast<std::size_t>(k)] = true;
-    slot->restoring = true;
-    ++slot->in_flight;
-    out.restoring.push_back(Lease(this, slot, k));
   }
   if (!p.replica) {
     last_loaded_ = p.model;
@@ -418,7 +301,7 @@ StandingUpdate ServerTable::update_standing(std::string_view model, const LoadSt
       return StandingUpdate::kNotLoaded;
     }
     for (const auto& r : group.replicas) {
-      touch_slot(*r, lru_clock_);  // the same options: a no-op that refreshes the LRU clock
+      r->touch(++lru_clock_);  // the same options: a no-op that refreshes the LRU clock
     }
   }
   const bool pin_changes = standing.pinned && group.pinned != *standing.pinned;
@@ -485,7 +368,7 @@ Withdrawn ServerTable::withdraw(const std::vector<std::shared_ptr<ServerSlot>>& 
       lock.lock();
       changed_.wait(lock, [&]() LEMON_REQUIRES(mu_) { return drained(*v); });
     }
-    out.owned.push_back({v, session_slots_of(*v)});
+    out.owned.push_back({v, v->session_slots()});
     remove_replica(v);
   }
   return out;
@@ -519,7 +402,7 @@ Withdrawn ServerTable::take_all() {
   for (auto& [name, group] : groups_) {
     for (auto& slot : group.replicas) {
       slot->retire_owned = true;
-      all.owned.push_back({slot, session_slots_of(*slot)});
+      all.owned.push_back({slot, slot->session_slots()});
     }
   }
   groups_.clear();
@@ -548,24 +431,8 @@ void ServerTable::remove_replica(const std::shared_ptr<ServerSlot>& slot) {
 }
 
 TableSnapshot ServerTable::snapshot() const {
-  TableSnapshot out;
   MutexLock lock(mu_);
-  out.groups.reserve(groups_.size());
-  for (const auto& [name, group] : groups_) {
-    GroupState g;
-    g.model = name;
-    g.waiting = static_cast<int>(group.line.size());
-    g.waiting_since = group.waiting_since;
-    g.keep_alive = group.keep_alive;
-    g.pinned = group.pinned;
-    g.priority = group.priority;
-    for (const auto& r : group.replicas) {
-      g.replicas.push_back({r, r->state == SlotState::kReady, r->retire_owned, r->in_flight,
-                            r->lru_tick, r->idle_since, r->pinned, r->charges()});
-    }
-    out.groups.push_back(std::move(g));
-  }
-  return out;
+  return snapshot_of(groups_);
 }
 
 std::vector<LoadedServerInfo> ServerTable::loaded() const {
@@ -573,7 +440,7 @@ std::vector<LoadedServerInfo> ServerTable::loaded() const {
   std::vector<LoadedServerInfo> out;
   for (const auto& [name, group] : groups_) {
     for (const auto& r : group.replicas) {
-      out.push_back(describe(*r, &group));
+      out.push_back(describe(*r, group));
     }
   }
   return out;
@@ -582,7 +449,7 @@ std::vector<LoadedServerInfo> ServerTable::loaded() const {
 std::optional<LoadedServerInfo> ServerTable::most_recently_loaded() const {
   MutexLock lock(mu_);
   if (auto it = groups_.find(last_loaded_); it != groups_.end()) {
-    return describe(*it->second.replicas.front(), &it->second);
+    return describe(*it->second.replicas.front(), it->second);
   }
   const ServerSlot* newest = nullptr;
   const ModelGroup* newest_group = nullptr;
@@ -597,7 +464,7 @@ std::optional<LoadedServerInfo> ServerTable::most_recently_loaded() const {
   if (newest == nullptr) {
     return std::nullopt;
   }
-  return describe(*newest, newest_group);
+  return describe(*newest, *newest_group);
 }
 
 void ServerTable::changed() {
@@ -608,19 +475,15 @@ void ServerTable::changed() {
 
 void ServerTable::republish() {
   std::vector<ServerView> servers;
-  DeviceBytes ours;
   for (const auto& [name, group] : groups_) {
     for (const auto& r : group.replicas) {
-      servers.push_back({describe(*r, &group), r});
-      for (const auto& [device, bytes] : r->charges()) {
-        ours[device] += bytes;
-      }
+      servers.push_back({describe(*r, group), r});
     }
   }
   const auto settings = settings_.now();
   std::vector<DeviceMemoryInfo> devices;
   if (readings_.on()) {
-    devices = device_report(readings_.latest(), ours, settings->budget);
+    devices = device_report(readings_.latest(), held_per_device(groups_), settings->budget);
   }
   board_.publish_servers(std::move(servers), std::move(devices), settings->values.limits);
 }

@@ -63,6 +63,26 @@ std::vector<SlotView> TableSnapshot::slot_views() const {
   return views;
 }
 
+TableSnapshot snapshot_of(const ModelGroups& groups) {
+  TableSnapshot out;
+  out.groups.reserve(groups.size());
+  for (const auto& [name, group] : groups) {
+    GroupState g;
+    g.model = name;
+    g.waiting = static_cast<int>(group.line.size());
+    g.waiting_since = group.waiting_since;
+    g.keep_alive = group.keep_alive;
+    g.pinned = group.pinned;
+    g.priority = group.priority;
+    for (const auto& r : group.replicas) {
+      g.replicas.push_back({r, r->state == SlotState::kReady, r->retire_owned, r->in_flight,
+                            r->lru_tick, r->idle_since, r->pinned, r->charges()});
+    }
+    out.groups.push_back(std::move(g));
+  }
+  return out;
+}
+
 ModelPoolView pool_view(const GroupState& group, int default_max_replicas) {
   ModelPoolView v;
   v.model = group.model;

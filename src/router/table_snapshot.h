@@ -20,6 +20,7 @@
 #include "lemon/core/device_bytes.h"
 #include "lemon/router/eviction_policy.h"
 #include "lemon/router/pool_policy.h"
+#include "model_group.h"
 #include "server_slot.h"
 
 namespace lemon {
@@ -62,6 +63,9 @@ struct TableSnapshot {
   // waits in its line.
   std::vector<SlotView> slot_views() const;
 };
+
+// A snapshot of `groups`; call it with the table's lock held.
+TableSnapshot snapshot_of(const ModelGroups& groups);
 
 // A group as the pool's policy sees it (never scaling up: the housekeeper,
 // which starts replicas, says when one is under way). A model's
