@@ -22,7 +22,7 @@ Result<std::optional<Lease>> ServerTable::lease(std::string_view model, const Le
                                                 WaitQuota::Place& place, const WaitHooks& hooks) {
   MutexLock lock(mu_);
   std::uint64_t ticket = ask.ticket;
-  std::string line_of(model);
+  std::string line_of;  // made only when the request waits: the fast path allocates nothing
   if (ticket == 0) {
     auto it = groups_.find(model);
     if (it == groups_.end() || !it->second.serving()) {
@@ -42,6 +42,8 @@ Result<std::optional<Lease>> ServerTable::lease(std::string_view model, const Le
     ticket = next_ticket_++;
     group.join_line(ticket);
     line_of = it->first;
+  } else {
+    line_of = model;
   }
   {
     auto g = groups_.find(line_of);
