@@ -176,6 +176,7 @@ void Housekeeper::reload_stale() {
   };
   const auto before = views_now(parts_.table.snapshot());
   std::vector<OptionReloadView> plain;
+  plain.reserve(before.size());
   for (const auto& [view, id] : before) {
     plain.push_back(view);
   }

@@ -151,7 +151,7 @@ void LoadQueue::unblock(const std::string& model) {
   }
 }
 
-bool LoadQueue::enqueue(std::shared_ptr<LoadJob> job, const char* detail) {
+bool LoadQueue::enqueue(const std::shared_ptr<LoadJob>& job, const char* detail) {
   MutexLock lock(mu_);
   if (parts_.stopping || (!job->replica && blocked_.contains(job->model))) {
     return false;

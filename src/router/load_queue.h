@@ -110,7 +110,7 @@ class LoadQueue {
   // reload): queued without waiters. False, queuing nothing, while shutting
   // down or, for a model's own load, while its loads are blocked.
   // `detail` goes with the kLoadQueued event (a scale-up reports none).
-  bool enqueue(std::shared_ptr<LoadJob> job, const char* detail) LEMON_EXCLUDES(mu_);
+  bool enqueue(const std::shared_ptr<LoadJob>& job, const char* detail) LEMON_EXCLUDES(mu_);
   // A load is queued or running.
   bool pending() const LEMON_EXCLUDES(mu_);
   // A load of `model` is queued or running, or its loads are blocked.
