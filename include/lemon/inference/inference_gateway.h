@@ -33,8 +33,8 @@
 #include "lemon/inference/inference_proxy.h"
 #include "lemon/inference/model_provisioner.h"
 #include "lemon/remote/remote_models.h"
-#include "lemon/router/request_stats.h"
 #include "lemon/router/router.h"
+#include "lemon/telemetry/request_stats.h"
 #include "lemon/telemetry/telemetry_hub.h"
 
 namespace lemon::inference {

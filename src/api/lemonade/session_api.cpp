@@ -8,7 +8,7 @@
 #include "lemon/http/error_response.h"
 #include "lemon/http/json_request.h"
 #include "lemon/inference/inference_proxy.h"
-#include "lemon/router/session_journal.h"
+#include "lemon/sessions/session_journal.h"
 #include "session_turn.h"
 
 namespace lemon::api {

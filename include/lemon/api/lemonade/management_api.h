@@ -24,8 +24,8 @@
 #include "lemon/models/preset_catalogue.h"
 #include "lemon/net/server.h"
 #include "lemon/remote/remote_models.h"
-#include "lemon/router/request_stats.h"
 #include "lemon/router/router.h"
+#include "lemon/telemetry/request_stats.h"
 
 namespace lemon::api {
 
