@@ -1,5 +1,5 @@
-#include "lemon/inference/backend_form.h"
 #include "lemon/inference/inference_gateway.h"
+#include "lemon/inference/backend_form.h"
 
 #include "lemon/http/caller.h"
 
@@ -10,9 +10,9 @@
 
 #include "lemon/core/log.h"
 #include "lemon/http/error_response.h"
-#include "lemon/inference/message_repair.h"
 #include "lemon/http/multipart.h"
 #include "lemon/http/observed_writer.h"
+#include "lemon/inference/message_repair.h"
 
 namespace lemon::inference {
 
@@ -73,10 +73,10 @@ std::optional<Error> InferenceGateway::prepare(InferenceRequest& req) {
     }
   }
   if (!req.images_field.empty() && !provisioner_.takes_images(req.model)) {
-    return Error(ErrorCode::kInvalidRequest,
-                 "model '" + req.model +
-                     "' cannot take images: it has no 'vision' label or mmproj file",
-                 req.images_field);
+    return Error(
+        ErrorCode::kInvalidRequest,
+        "model '" + req.model + "' cannot take images: it has no 'vision' label or mmproj file",
+        req.images_field);
   }
   // A preset's own values come before the /params defaults.
   const std::string asked = req.model;
@@ -115,7 +115,8 @@ void InferenceGateway::forward(InferenceRequest& req, net::ResponseWriter& raw) 
   record.status = w.status();
   record.stream = req.stream;
   record.key = req.key != nullptr ? req.key->name : std::string();
-  record.duration_s = std::chrono::duration<double>(http::ObservedWriter::Clock::now() - started).count();
+  record.duration_s =
+      std::chrono::duration<double>(http::ObservedWriter::Clock::now() - started).count();
   if (figures) {
     record.ttft_s = figures->time_to_first_token;
     record.prompt_tokens = figures->prompt_tokens;

@@ -5,8 +5,8 @@
 
 #include "lemon/core/clock.h"
 #include "lemon/core/log.h"
-#include "lemon/inference/backend_usage.h"
 #include "lemon/http/error_response.h"
+#include "lemon/inference/backend_usage.h"
 #include "lemon/inference/sse_scanner.h"
 #include "lemon/net/upstream_client.h"
 
@@ -14,10 +14,10 @@ namespace lemon::inference {
 
 using http::StreamFraming;
 
-using http::write_error;
-using http::json_text;
-using http::json_headers;
 using http::end_stream_with_error;
+using http::json_headers;
+using http::json_text;
+using http::write_error;
 namespace {
 
 using Clock = std::chrono::steady_clock;

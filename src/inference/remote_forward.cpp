@@ -3,15 +3,15 @@
 #include <algorithm>
 
 #include "lemon/core/log.h"
+#include "lemon/http/multipart.h"
 #include "lemon/inference/backend_form.h"
 #include "lemon/inference/inference_gateway.h"
-#include "lemon/http/multipart.h"
 
 namespace lemon::inference {
 
-using http::write_error;
 using http::multipart_boundary;
 using http::parse_multipart;
+using http::write_error;
 namespace {
 
 // The body the remote takes: the client's, with `model` naming the model

@@ -7,11 +7,11 @@ namespace lemon::inference {
 using http::dialect_error_body;
 using http::dialect_stream_error;
 
-using http::json_text;
-using http::json_headers;
 using http::ApiDialect;
 using http::dialect_error;
 using http::DialectError;
+using http::json_headers;
+using http::json_text;
 namespace {
 
 using Clock = ChatAnswer::Clock;

@@ -1,13 +1,13 @@
 #include "lemon/router/lease.h"
 
-#include "router_core.h"
+#include "server_table.h"
 
 namespace lemon {
 
 Lease& Lease::operator=(Lease&& other) noexcept {
   if (this != &other) {
     release();
-    router_ = std::exchange(other.router_, nullptr);
+    table_ = std::exchange(other.table_, nullptr);
     slot_ = std::move(other.slot_);
     backend_slot_ = std::exchange(other.backend_slot_, -1);
   }
@@ -23,10 +23,10 @@ const std::string& Lease::model_name() const {
 }
 
 void Lease::release() {
-  if (slot_ && router_ != nullptr) {
-    router_->release(*slot_, backend_slot_);
+  if (slot_ && table_ != nullptr) {
+    table_->release(*slot_, backend_slot_);
   }
-  router_ = nullptr;
+  table_ = nullptr;
   slot_.reset();
   backend_slot_ = -1;
 }

@@ -1,16 +1,20 @@
-// ModelGroup: the replicas of one loaded model and the requests waiting for
-// a free slot in any of them (issue #13 §2). Internal to src/router. Every
-// field is guarded by RouterCore::mu_.
+// ModelGroup: the replicas of one loaded model, the requests waiting for a
+// free slot in any of them, and how the model stands against evictions.
+// Internal to src/router; every field is guarded by the ServerTable's lock.
 #pragma once
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
+#include "lemon/router/loaded_server_info.h"
 #include "server_slot.h"
 
 namespace lemon {
@@ -25,23 +29,11 @@ struct ModelGroup {
   // keep_alive of the last request that named one (Ollama's semantics):
   // how long the model stays loaded once idle; nullopt: --keep-alive.
   std::optional<std::chrono::milliseconds> keep_alive;
-  // A replica load for this model is queued or running.
-  bool scaling_up = false;
   // Never evicted, expired or scaled down; only an explicit unload (or an
-  // unpin) lets it go (issue #29 §3).
+  // unpin) lets it go.
   bool pinned = false;
-  // Evicted only by loads of an equal or higher priority (issue #29 §3).
+  // Evicted only by loads of an equal or higher priority.
   int priority = 0;
-  // The request options of the load that published it (POST /load's),
-  // which a reload for a new CLI layer keeps (issue #30 §1).
-  std::optional<RecipeOptions> request_options;
-  // The CLI layer's generation its options were made with (or last found
-  // unchanged by), and whether they differ from what the CLI layer now
-  // gives: then it is reloaded once idle (issue #30 §1).
-  std::uint64_t cli_generation = 0;
-  bool options_stale = false;
-  // A replica could not start (no room): not before this.
-  std::chrono::steady_clock::time_point scale_blocked_until{};
 
   // True when some replica takes new requests.
   bool serving() const {
@@ -66,19 +58,12 @@ struct ModelGroup {
   std::shared_ptr<ServerSlot> free_for_newcomer() const {
     return line.empty() ? least_busy_free() : nullptr;
   }
-  int in_flight() const {
-    int n = 0;
-    for (const auto& r : replicas) {
-      n += r->in_flight;
+  // Puts `ticket` at the end of the line.
+  void join_line(std::uint64_t ticket) {
+    if (line.empty()) {
+      waiting_since = std::chrono::steady_clock::now();
     }
-    return n;
-  }
-  std::uint64_t lru_tick() const {
-    std::uint64_t t = 0;
-    for (const auto& r : replicas) {
-      t = std::max(t, r->lru_tick);
-    }
-    return t;
+    line.push_back(ticket);
   }
   void leave_line(std::uint64_t ticket) {
     line.erase(std::remove(line.begin(), line.end(), ticket), line.end());
@@ -87,5 +72,15 @@ struct ModelGroup {
     return std::find(line.begin(), line.end(), ticket) != line.end();
   }
 };
+
+// The table's groups, by model name.
+using ModelGroups = std::map<std::string, ModelGroup, std::less<>>;
+
+// The server with this id among `groups`, or null.
+std::shared_ptr<ServerSlot> find_server(const ModelGroups& groups, std::uint64_t server_id);
+// A server as /health reports it, with its group's line and standing.
+LoadedServerInfo describe(const ServerSlot& slot, const ModelGroup& group);
+// What the servers of `groups` hold per device.
+DeviceBytes held_per_device(const ModelGroups& groups);
 
 }  // namespace lemon

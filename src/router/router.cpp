@@ -1,8 +1,13 @@
-// Router: the public face of RouterCore. Every call forwards; the contract
-// is in lemon/router/router.h.
+// Router: the public face of RouterParts. A request's acquire() goes to the
+// table, and to the load queue when its model is not served; the other
+// calls go to the part that owns what they ask about. The contract is in
+// lemon/router/router.h.
 #include "lemon/router/router.h"
 
-#include "router_core.h"
+#include "lemon/core/clock.h"
+#include "lemon/core/log.h"
+#include "router_errors.h"
+#include "router_parts.h"
 
 namespace lemon {
 
@@ -47,105 +52,187 @@ const char* router_event_name(RouterEvent::Kind kind) {
 }
 
 Router::Router(const ModelResolver& models, ServerFactory& factory, RouterConfig config)
-    : models_(models), core_(std::make_unique<RouterCore>(models, factory, std::move(config))) {}
+    : parts_(std::make_unique<RouterParts>(models, factory, std::move(config))) {}
+
+Router::~Router() = default;
 
 std::string Router::named(std::string_view model_name) const {
-  auto internal = models_.internal_name(model_name);
+  auto internal = parts_->models.internal_name(model_name);
   return internal ? std::move(*internal) : std::string(model_name);
-}
+}  // RouterParts' destructor shuts down
 
-Router::~Router() = default;  // RouterCore's destructor shuts down
-
-Result<Lease> Router::acquire(std::string_view model_name, const WaitHooks& hooks,
+Result<Lease> Router::acquire(std::string_view asked, const WaitHooks& hooks,
                               std::optional<ModelType> required,
                               std::optional<KeepAlive> keep_alive) {
-  return core_->acquire(named(model_name), hooks, required, keep_alive);
+  // Every form of a model's name reaches its servers (ModelResolver::internal_name).
+  const std::string model_name = named(asked);
+  RouterParts& p = *parts_;
+  // Counts this request against --max-queued-requests once it waits.
+  WaitQuota::Place place(p.quota);
+  for (;;) {
+    if (p.stopping) {
+      return router_shutting_down();
+    }
+    // (1) Loaded and ready: lease its least busy replica, or wait for a slot.
+    auto leased = p.table.lease(model_name, {required, keep_alive, 0}, place, hooks);
+    if (!leased.ok()) {
+      return std::move(leased).error();
+    }
+    if (*leased) {
+      return std::move(**leased);
+    }
+    // (2) Not served: join or queue its load, and wait for it.
+    auto loaded = p.queue.await_load(model_name, required, keep_alive, place, hooks);
+    if (!loaded.ok()) {
+      return std::move(loaded).error();
+    }
+    if (loaded->lease) {
+      return std::move(*loaded->lease);  // granted with the server's publication
+    }
+    if (loaded->ticket == 0) {
+      continue;  // loaded or queued by someone else meanwhile: look again
+    }
+    // (3) Its slots were all taken: wait in its line with the ticket.
+    auto in_line =
+        p.table.lease(loaded->model, {std::nullopt, keep_alive, loaded->ticket}, place, hooks);
+    if (!in_line.ok()) {
+      return std::move(in_line).error();
+    }
+    if (*in_line) {
+      return std::move(**in_line);
+    }
+    // The model stopped serving while we waited: start over (load it again).
+  }
 }
 
 Result<Lease> Router::acquire_server(std::uint64_t server_id, int backend_slot,
                                      const WaitHooks& hooks) {
-  return core_->acquire_server(server_id, backend_slot, hooks);
+  return parts_->table.lease_server(server_id, backend_slot, hooks);
 }
 
 bool Router::pin_backend_slot(std::uint64_t server_id, int backend_slot) {
-  return core_->pin_backend_slot(server_id, backend_slot);
+  return parts_->table.pin_backend_slot(server_id, backend_slot);
 }
 
 void Router::unpin_backend_slot(std::uint64_t server_id, int backend_slot) {
-  core_->unpin_backend_slot(server_id, backend_slot);
+  parts_->table.unpin_backend_slot(server_id, backend_slot);
 }
 
-Status Router::load(std::string_view model_name, const RecipeOptions& request_options,
+Status Router::load(std::string_view asked, const RecipeOptions& request_options,
                     const WaitHooks& hooks, const LoadStanding& standing) {
-  return core_->load(named(model_name), request_options, hooks, standing);
+  // Every form of a model's name reaches its servers (ModelResolver::internal_name).
+  const std::string model_name = named(asked);
+  auto made = make_load_job(parts_->models, *parts_->settings.now(), model_name, request_options);
+  if (!made.ok()) {
+    return std::move(made).error();
+  }
+  return parts_->queue.load(*made, standing, hooks);
 }
 
 void Router::forget_saved_slots(const std::string& model) {
-  core_->forget_saved_slots(model);
+  if (parts_->config.slot_store != nullptr) {
+    parts_->config.slot_store->forget(model);
+  }
 }
 
 long long Router::saved_slot_bytes(const std::string& model) const {
-  return core_->saved_slot_bytes(model);
+  return parts_->config.slot_store != nullptr ? parts_->config.slot_store->saved_bytes(model) : 0;
 }
 
-Status Router::set_pinned(std::string_view model_name, bool pinned) {
-  return core_->set_pinned(named(model_name), pinned);
+Status Router::set_pinned(std::string_view asked, bool pinned) {
+  // Every form of a model's name reaches its servers (ModelResolver::internal_name).
+  const std::string model_name = named(asked);
+  switch (parts_->table.update_standing(model_name, {pinned, std::nullopt}, nullptr)) {
+    case StandingUpdate::kNotLoaded:
+      return Error(ErrorCode::kModelNotLoaded,
+                   "model '" + std::string(model_name) + "' is not loaded", "model_name");
+    case StandingUpdate::kUnchanged:
+      return ok_status();
+    case StandingUpdate::kChanged:
+      break;
+  }
+  logger("router")->info("'{}' {}", model_name, pinned ? "pinned" : "unpinned");
+  return ok_status();
 }
 
-Status Router::unload(std::string_view model_name) {
-  return core_->unload(named(model_name));
+Status Router::unload(std::string_view asked) {
+  // Every form of a model's name reaches its servers (ModelResolver::internal_name).
+  const std::string model_name = named(asked);
+  const TableSnapshot table = parts_->table.snapshot();
+  const GroupState* group = table.find(model_name);
+  if (group == nullptr) {
+    return Error(ErrorCode::kModelNotLoaded,
+                 "model '" + std::string(model_name) + "' is not loaded", "model_name");
+  }
+  parts_->retirer.retire(group->slots(), "unload", {false, StopCause::kExplicitUnload, {}});
+  return ok_status();
 }
 
-Router::LoadBlock Router::block_loads(std::string_view model_name) {
-  std::string name = named(model_name);
-  core_->block_loads(name);
-  return LoadBlock(core_.get(), std::move(name));
+Router::LoadBlock Router::block_loads(std::string_view asked) {
+  // Every form of a model's name reaches its servers (ModelResolver::internal_name).
+  const std::string model_name = named(asked);
+  parts_->queue.block(model_name);
+  return LoadBlock(&parts_->queue, std::string(model_name));
 }
 
 Router::LoadBlock::~LoadBlock() {
-  if (core_ != nullptr) {
-    core_->unblock_loads(model_);
+  if (queue_ != nullptr) {
+    queue_->unblock(model_);
   }
 }
 
 void Router::unload_all() {
-  core_->unload_all();
+  parts_->retirer.retire(parts_->table.snapshot().all_slots(), "unload",
+                         {false, StopCause::kExplicitUnload, {}});
 }
 
 std::vector<LoadedServerInfo> Router::loaded() const {
-  return core_->loaded();
+  return parts_->table.loaded();
 }
 
 std::map<std::string, std::int64_t> Router::keep_alive_expiries() const {
-  return core_->keep_alive_expiries();
+  const std::int64_t unix_now = unix_ms_now();
+  const TableSnapshot table = parts_->table.snapshot();
+  const auto now = std::chrono::steady_clock::now();
+  const PoolPolicy policy = parts_->settings.now()->pool_policy();
+  std::map<std::string, std::int64_t> out;
+  for (const auto& g : table.groups) {
+    if (auto deadline =
+            keep_alive_deadline(pool_view(g, parts_->config.max_replicas), now, policy)) {
+      out.emplace(
+          g.model,
+          unix_now +
+              std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - now).count());
+    }
+  }
+  return out;
 }
 
 std::shared_ptr<const RouterView> Router::view() const {
-  return core_->view();
+  return parts_->board.view();
 }
 
 std::optional<LoadedServerInfo> Router::most_recently_loaded() const {
-  return core_->most_recently_loaded();
-}
-
-std::vector<DeviceMemoryInfo> Router::memory_report() const {
-  return core_->memory_report();
+  return parts_->table.most_recently_loaded();
 }
 
 SlotLimits Router::limits() const {
-  return core_->view()->limits;
+  return view()->limits;
 }
 
 RecipeOptions Router::cli_options() const {
-  return core_->cli_options();
+  return parts_->settings.now()->values.cli_options;
 }
 
 void Router::apply_live_settings(const LiveRouterSettings& settings) {
-  core_->apply_live_settings(settings);
+  parts_->settings.apply(settings);
+  parts_->table.changed();
+  parts_->loader_bell.ring();  // a raised limit may let a queued load go
+  parts_->housekeeper_bell.ring();
 }
 
 void Router::shutdown() {
-  core_->shutdown();
+  parts_->shutdown();
 }
 
 }  // namespace lemon

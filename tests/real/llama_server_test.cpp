@@ -169,12 +169,12 @@ TEST_F(RealLlamaTest, LlamaServersOwnPingsDuringAPrefillDoNotCutIt) {
                       {{"checkpoint", model}, {"recipe", "llamacpp"}, {"source", "local_path"}});
   ASSERT_NO_FATAL_FAILURE(
       start_real_router({"--backend-idle-timeout", "2", "--stream-heartbeat", "0"}));
-  ASSERT_EQ(load(port(), "user.wide",
-                 {{"ctx_size", 8192},
-                  {"llamacpp_args",
-                   "--threads 1 --batch-size 8 --ubatch-size 8 --sse-ping-interval 1"}})
-                .status,
-            200);
+  ASSERT_EQ(
+      load(port(), "user.wide",
+           {{"ctx_size", 8192},
+            {"llamacpp_args", "--threads 1 --batch-size 8 --ubatch-size 8 --sse-ping-interval 1"}})
+          .status,
+      200);
   std::string document;
   for (int i = 0; i < 1500; ++i) {
     document += "The keeper wrote. ";

@@ -21,8 +21,8 @@ namespace lemon::api {
 namespace {
 
 using http::ApiDialect;
-using inference::ChatAnswer;
 using http::DialectError;
+using inference::ChatAnswer;
 using nlohmann::json;
 using namespace std::chrono_literals;
 using Clock = ChatAnswer::Clock;

@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include <nlohmann/json.hpp>
-#include "lemon/router/request_stats.h"
+#include "lemon/telemetry/request_stats.h"
 
 namespace lemon::inference {
 

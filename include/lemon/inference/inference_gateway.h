@@ -26,16 +26,16 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lemon/http/error_response.h"
 #include "lemon/backends/wrapped_server.h"
 #include "lemon/core/mutex.h"
 #include "lemon/http/api_keys.h"
+#include "lemon/http/error_response.h"
 #include "lemon/inference/generation_defaults.h"
 #include "lemon/inference/inference_proxy.h"
 #include "lemon/inference/model_provisioner.h"
 #include "lemon/remote/remote_models.h"
-#include "lemon/router/request_stats.h"
 #include "lemon/router/router.h"
+#include "lemon/telemetry/request_stats.h"
 #include "lemon/telemetry/telemetry_hub.h"
 
 namespace lemon::inference {

@@ -33,7 +33,7 @@
 #include "lemon/net/server.h"
 #include "lemon/net/upstream_client.h"
 #include "lemon/router/lease.h"
-#include "lemon/router/request_stats.h"
+#include "lemon/telemetry/request_stats.h"
 
 namespace lemon::inference {
 

@@ -16,7 +16,7 @@
 
 namespace lemon {
 
-class RouterCore;
+class ServerTable;
 struct ServerSlot;
 
 class Lease {
@@ -24,7 +24,7 @@ class Lease {
   Lease() = default;
   ~Lease() { release(); }
   Lease(Lease&& other) noexcept
-      : router_(std::exchange(other.router_, nullptr)),
+      : table_(std::exchange(other.table_, nullptr)),
         slot_(std::move(other.slot_)),
         backend_slot_(std::exchange(other.backend_slot_, -1)) {}
   Lease& operator=(Lease&& other) noexcept;
@@ -43,11 +43,11 @@ class Lease {
   void release();
 
  private:
-  friend class RouterCore;
-  Lease(RouterCore* router, std::shared_ptr<ServerSlot> slot, int backend_slot = -1)
-      : router_(router), slot_(std::move(slot)), backend_slot_(backend_slot) {}
+  friend class ServerTable;
+  Lease(ServerTable* table, std::shared_ptr<ServerSlot> slot, int backend_slot = -1)
+      : table_(table), slot_(std::move(slot)), backend_slot_(backend_slot) {}
 
-  RouterCore* router_ = nullptr;
+  ServerTable* table_ = nullptr;
   std::shared_ptr<ServerSlot> slot_;
   int backend_slot_ = -1;
 };

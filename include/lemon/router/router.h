@@ -1,51 +1,53 @@
 // Router: which WrappedServers are loaded, and the only place that loads,
-// evicts and stops them (seed 000, issue #2 §3).
+// evicts and stops them.
 //
 // - acquire(model) returns a Lease on a ready server, loading it first when
-//   needed. The Lease is granted in the same critical section that publishes
-//   the new server, so nothing can evict it before the request starts
-//   (Lemonade #1836 cannot happen).
+//   needed. The Lease is granted in the same step that publishes the new
+//   server, so nothing can evict it before the request starts.
 // - Loads run one at a time on the loader thread, in FIFO order; concurrent
 //   requests for the same model share one load. Eviction decisions are made
 //   when a load leaves the queue (plan_eviction over a snapshot).
 // - A server with Leases is never stopped: eviction marks it draining (no new
 //   Leases) and waits for its in-flight count to reach zero, however long.
-// - No wait holds mu_: waits use a condition variable (which releases it), and
-//   spawning, readiness polling and stopping run with mu_ released, so
-//   loaded(), stats and unrelated requests are never blocked.
+// - No wait holds a lock that another caller needs: waits use condition
+//   variables (which release their lock), and spawning, readiness polling and
+//   stopping run with no router lock held, so loaded(), view() and unrelated
+//   requests are never blocked.
 // - A failed load evicts everything and retries once only for failures a
 //   retry can fix (typed ErrorCode); missing files, bad arguments, unknown
 //   recipe and missing binary evict nothing. A load that ran out of memory
-//   (kOutOfMemory, issue #14 §2) instead unloads the idle models of its
-//   device one at a time, least recently used first, retrying after each,
-//   and evicts everything only before its last try; kOutOfMemory (507) if
-//   that fails too.
+//   (kOutOfMemory) instead unloads the idle models of its device one at a
+//   time, least recently used first, retrying after each, and evicts
+//   everything only before its last try; kOutOfMemory (507) if that fails
+//   too.
 // - A backend that exits unexpectedly is dropped from the table at once; the
 //   next request loads it again.
 // - A server with request slots (llama.cpp's --parallel) is never leased more
 //   requests than it has slots, plus RequestSlots::queued_ahead (one request
 //   waiting in llama-server's own queue) while no session holds or restores
 //   one of its slots and the model may not gain replicas; the rest wait in a
-//   first-come line per server. Requests waiting for a load or a slot are
+//   first-come line per model. Requests waiting for a load or a slot are
 //   bounded per model and in all (kQueueFull, Retry-After).
 // - A model whose loads failed twice in a row rests (LoadCooldown): requests
 //   get the last load error with Retry-After until the rest ends or an
 //   explicit load() resets it.
-// - A model may run as several replicas (issue #13 §2): requests go to the
-//   replica with the fewest in flight; when every replica is busy and
-//   requests have waited --scale-up-after, the housekeeper queues one more
-//   (up to max_replicas), and a replica idle for --scale-down-after stops
-//   (never the last). A model idle for its keep-alive is unloaded. A
-//   replica that holds sessions (pin_backend_slot) is exempt from both.
-// - Fairness (issue #13 §2a): a load that would evict a busy model (its
-//   type at its limit and every model of the type busy) waits while that
-//   model keeps serving, at most --max-starvation; loads that evict nothing
-//   busy go first meanwhile.
+// - A model may run as several replicas: requests go to the replica with the
+//   fewest in flight; when every replica is busy and requests have waited
+//   --scale-up-after, the housekeeper queues one more (up to max_replicas),
+//   and a replica idle for --scale-down-after stops (never the last). A
+//   model idle for its keep-alive is unloaded. A replica that holds sessions
+//   (pin_backend_slot) is exempt from both.
+// - Fairness: a load that would evict a busy model (its type at its limit
+//   and every model of the type busy) waits while that model keeps serving,
+//   at most --max-starvation; loads that evict nothing busy go first
+//   meanwhile.
 //
 // Thread-safety: every public method may be called from any thread.
 //
-// Router is the public face; its state, threads and lock live in RouterCore
-// (src/router/router_core.h), which no other layer sees.
+// Router is the public face. Its parts, each owning its state behind its
+// own lock (the server table, the load queue with the loader thread, the
+// housekeeper with its thread), are in src/router/router_parts.h, which no
+// other layer sees; docs/architecture.md "The router's parts" draws them.
 #pragma once
 
 #include <chrono>
@@ -73,7 +75,8 @@
 
 namespace lemon {
 
-class RouterCore;
+struct RouterParts;
+class LoadQueue;
 
 // What a waiting caller lets the router do while it waits for a load.
 struct WaitHooks {
@@ -86,7 +89,8 @@ struct WaitHooks {
 };
 
 // Things the router did, for logs and tests (tests wait on them instead of
-// sleeping). Delivered on the thread that did the thing, never under mu_.
+// sleeping). Delivered on the thread that did the thing, never under a lock
+// of the router's.
 struct RouterEvent {
   enum class Kind {
     kLoadQueued,                // model (a new load entered the queue)
@@ -103,7 +107,7 @@ struct RouterEvent {
     kWaitingForSlot,            // model, detail = requests now in its line
     kReplicaStarted,            // model, detail = replica index (a scale-up)
     kReplicaStopped,            // model, detail = reason (scale-down, keep-alive)
-    kSlotSaved,                 // model, slot_file (issue #29 §1)
+    kSlotSaved,                 // model, slot_file
     kSlotRestored,              // model, slot_file
     kSlotRestoreFailed,         // model, slot_file (code, detail: why)
   };
@@ -129,7 +133,7 @@ struct RouterConfig {
   // in all; more get kQueueFull.
   int max_queued_per_model = 256;
   int max_queued_total = 1024;
-  // The pool (issue #13): replicas per model (a model's `max_replicas` load
+  // The pool: replicas per model (a model's `max_replicas` load
   // option wins), when to add and remove one, how long an idle model stays
   // loaded (nullopt: forever), and how long fairness may hold a load back.
   int max_replicas = 1;
@@ -137,7 +141,7 @@ struct RouterConfig {
   std::chrono::milliseconds scale_down_after{60000};
   std::optional<std::chrono::milliseconds> keep_alive;
   std::chrono::milliseconds max_starvation{30000};
-  // Default models (issue #29 §3): each is loaded at start and, after
+  // Default models: each is loaded at start and, after
   // another model's load evicted it, loaded again once every server of its
   // type has been idle for default_model_delay (defaults_to_load()). One
   // that fails to load, is unloaded explicitly or expires by keep-alive is
@@ -146,7 +150,7 @@ struct RouterConfig {
   std::chrono::milliseconds default_model_delay{30000};
   // How often the housekeeper looks (scale, keep-alive); tests shorten it.
   std::chrono::milliseconds housekeeping_interval{200};
-  // Memory (issue #13 §1): where device memory is read (null: no memory
+  // Memory: where device memory is read (null: no memory
   // limit, only slot limits), the budget, the free memory below which idle
   // models are unloaded, and how often devices and servers are measured.
   std::shared_ptr<DeviceMemorySource> memory;
@@ -156,14 +160,14 @@ struct RouterConfig {
   bool memory_budget_on = false;
   std::chrono::milliseconds memory_poll_interval{10000};
   std::function<void(const RouterEvent&)> on_event;
-  // Keeps llama.cpp slots across stops (issue #29 §1): restores into a new
+  // Keeps llama.cpp slots across stops: restores into a new
   // server (not a replica) before it is published, and saves from a server
   // before every planned stop (eviction, unload, keep-alive, scale-down,
   // memory pressure, shutdown), never before a crash's. Null: none.
   SlotStore* slot_store = nullptr;
 };
 
-// The settings a running router takes again (issue #30 §1, a reload of the
+// The settings a running router takes again (a reload of the
 // configuration): from the next decision on, the slot limits (the next
 // load; models loaded beyond a lowered limit stay until one is evicted),
 // the keep-alive, the pool's scale-up and scale-down times, fairness'
@@ -177,7 +181,7 @@ struct LiveRouterSettings {
   std::chrono::milliseconds default_model_delay{30000};
   // The CLI layer of load options (--ctx-size, --llamacpp-args, ...). A
   // change reloads each loaded model whose effective options it changes,
-  // once that model is idle (issue #30 §1).
+  // once that model is idle.
   RecipeOptions cli_options;
   // --memory-budget and --memory-margin, while the budget is on (nullopt:
   // keep the ones in force; turning the budget on or off needs a restart).
@@ -223,9 +227,9 @@ class Router {
                         std::optional<KeepAlive> keep_alive = std::nullopt);
 
   // A Lease on the one server `server_id` (LoadedServerInfo::server_id), for
-  // a session pinned to it (issue #13 §4): waits while all its slots are
-  // busy. kSessionLost once that server is gone or draining (evicted,
-  // unloaded, crashed); the session's owner may then move it (issue #29 §2).
+  // a session pinned to it: waits while all its slots are busy. kSessionLost
+  // once that server is gone or draining (evicted, unloaded, crashed); the
+  // session's owner may then move it.
   // With `backend_slot` >= 0, also waits until that llama.cpp slot is free
   // and names it in the lease.
   Result<Lease> acquire_server(std::uint64_t server_id, int backend_slot = -1,
@@ -244,7 +248,7 @@ class Router {
   // model's rest after failed loads (LoadCooldown).
   // `standing`'s pin and priority, when given, are set in the step that
   // publishes the model (or at once when it is already loaded with these
-  // options), so no other load can evict it in between (issue #29 §3).
+  // options), so no other load can evict it in between.
   // Unset, a reload keeps the model's and a fresh load takes the saved ones.
   // A load that only a higher-priority model's eviction would make room for
   // waits in the queue until that model leaves (outranking_in_the_way()).
@@ -254,13 +258,11 @@ class Router {
   // Unloads one model after it drains. kModelNotLoaded if it is not loaded.
   // A pinned model goes too: an explicit unload is the one thing that may.
   Status unload(std::string_view model_name);
-  // Pins or unpins a loaded model (issue #29 §3, Lemonade HEAD's
-  // /internal/pin): a pinned model is never evicted (by the slot limit,
-  // memory admission or pressure, out-of-memory recovery), expired by
-  // keep-alive or scaled down; a load that could start only by evicting it
-  // fails with kSlotsPinned and evicts nothing. The pin lasts while the
-  // model is loaded (a reload keeps it); recipe_options.json's "pinned"
-  // pins it at every load. kModelNotLoaded if it is not loaded.
+  // Pins or unpins a loaded model (POST /internal/pin): a pinned model is never evicted (by the
+  // slot limit, memory admission or pressure, out-of-memory recovery), expired by keep-alive or
+  // scaled down; a load that could start only by evicting it fails with kSlotsPinned and evicts
+  // nothing. The pin lasts while the model is loaded (a reload keeps it); recipe_options.json's
+  // "pinned" pins it at every load. kModelNotLoaded if it is not loaded.
   Status set_pinned(std::string_view model_name, bool pinned);
   // Deletes the slots saved for `model` (RouterConfig::slot_store), as
   // /delete does; and the bytes they take now (0: none, or no store).
@@ -274,7 +276,7 @@ class Router {
   class LoadBlock {
    public:
     LoadBlock(LoadBlock&& other) noexcept
-        : core_(std::exchange(other.core_, nullptr)), model_(std::move(other.model_)) {}
+        : queue_(std::exchange(other.queue_, nullptr)), model_(std::move(other.model_)) {}
     LoadBlock& operator=(LoadBlock&&) = delete;
     LoadBlock(const LoadBlock&) = delete;
     LoadBlock& operator=(const LoadBlock&) = delete;
@@ -282,8 +284,8 @@ class Router {
 
    private:
     friend class Router;
-    LoadBlock(RouterCore* core, std::string model) : core_(core), model_(std::move(model)) {}
-    RouterCore* core_;
+    LoadBlock(LoadQueue* queue, std::string model) : queue_(queue), model_(std::move(model)) {}
+    LoadQueue* queue_;
     std::string model_;
   };
   LoadBlock block_loads(std::string_view model_name);
@@ -301,9 +303,6 @@ class Router {
   std::shared_ptr<const RouterView> view() const;
   // The most recently loaded server still loaded (health's model_loaded).
   std::optional<LoadedServerInfo> most_recently_loaded() const;
-  // Each device's memory as last measured, with its budget and what the
-  // router's servers hold there (empty without a memory source).
-  std::vector<DeviceMemoryInfo> memory_report() const;
   // The slot limits in force (from the published view: no lock requests take).
   SlotLimits limits() const;
   // The CLI layer of load options in force (a reload may change it).
@@ -320,8 +319,7 @@ class Router {
   // internal_name): every form of a model's name reaches the same server.
   std::string named(std::string_view model_name) const;
 
-  const ModelResolver& models_;
-  std::unique_ptr<RouterCore> core_;
+  std::unique_ptr<RouterParts> parts_;
 };
 
 }  // namespace lemon

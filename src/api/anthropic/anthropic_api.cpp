@@ -9,10 +9,10 @@
 namespace lemon::api {
 
 using http::ApiDialect;
-using inference::InferenceRequest;
 using http::parse_json_object;
 using http::RouteAccess;
 using http::Scope;
+using inference::InferenceRequest;
 using inference::TranslatingWriter;
 
 AnthropicApi::AnthropicApi(inference::InferenceGateway& gateway) : gateway_(gateway) {}

@@ -2,8 +2,8 @@
 
 #include "lemon/backends/server_factory.h"
 #include "lemon/http/error_response.h"
-#include "lemon/inference/inference_proxy.h"
 #include "lemon/http/json_request.h"
+#include "lemon/inference/inference_proxy.h"
 #include "progress_response.h"
 
 namespace lemon::api {

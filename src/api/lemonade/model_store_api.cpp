@@ -1,8 +1,8 @@
 #include "lemon/api/lemonade/model_store_api.h"
 
 #include "lemon/http/error_response.h"
-#include "lemon/inference/inference_proxy.h"
 #include "lemon/http/json_request.h"
+#include "lemon/inference/inference_proxy.h"
 #include "lemon/models/local_import.h"
 #include "lemon/models/user_registration.h"
 #include "progress_response.h"

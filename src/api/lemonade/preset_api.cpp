@@ -3,8 +3,8 @@
 #include <set>
 
 #include "lemon/http/error_response.h"
-#include "lemon/inference/inference_proxy.h"
 #include "lemon/http/json_request.h"
+#include "lemon/inference/inference_proxy.h"
 
 namespace lemon::api {
 

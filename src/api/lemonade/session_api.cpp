@@ -6,9 +6,9 @@
 #include "lemon/core/log.h"
 #include "lemon/http/caller.h"
 #include "lemon/http/error_response.h"
-#include "lemon/inference/inference_proxy.h"
 #include "lemon/http/json_request.h"
-#include "lemon/router/session_journal.h"
+#include "lemon/inference/inference_proxy.h"
+#include "lemon/sessions/session_journal.h"
 #include "session_turn.h"
 
 namespace lemon::api {
@@ -16,12 +16,12 @@ namespace lemon::api {
 using http::bool_field;
 using http::json_text;
 using http::parse_json_object;
-using inference::ProxyCall;
 using http::RouteAccess;
 using http::Scope;
 using http::send_json;
 using http::string_field;
 using http::write_error;
+using inference::ProxyCall;
 
 namespace {
 

@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lemon/net/server.h"
-#include "lemon/router/session_table.h"
+#include "lemon/sessions/session_table.h"
 
 namespace lemon::api {
 

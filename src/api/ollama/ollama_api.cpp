@@ -15,14 +15,14 @@ namespace lemon::api {
 
 using http::ApiDialect;
 using http::bool_field;
-using inference::ChatAnswer;
-using inference::InferenceRequest;
 using http::json_headers;
 using http::json_text;
 using http::parse_json_object;
 using http::RouteAccess;
 using http::Scope;
 using http::send_json;
+using inference::ChatAnswer;
+using inference::InferenceRequest;
 using inference::TranslatingWriter;
 
 namespace {

@@ -12,7 +12,6 @@
 namespace lemon::api {
 
 using http::bad_field;
-using http::indexed;
 using http::unknown_key;
 namespace {
 

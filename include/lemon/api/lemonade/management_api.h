@@ -18,14 +18,14 @@
 #include "lemon/api/lemonade/lemonade_settings.h"
 #include "lemon/backends/backend_installer.h"
 #include "lemon/http/api_routes.h"
-#include "lemon/inference/model_provisioner.h"
 #include "lemon/http/serving_status.h"
+#include "lemon/inference/model_provisioner.h"
 #include "lemon/models/catalogue.h"
 #include "lemon/models/preset_catalogue.h"
 #include "lemon/net/server.h"
 #include "lemon/remote/remote_models.h"
-#include "lemon/router/request_stats.h"
 #include "lemon/router/router.h"
+#include "lemon/telemetry/request_stats.h"
 
 namespace lemon::api {
 

@@ -11,8 +11,8 @@
 #pragma once
 
 #include "lemon/http/api_routes.h"
-#include "lemon/inference/generation_defaults.h"
 #include "lemon/http/serving_status.h"
+#include "lemon/inference/generation_defaults.h"
 #include "lemon/net/server.h"
 #include "lemon/remote/remote_models.h"
 #include "lemon/router/router.h"

@@ -18,10 +18,10 @@
 #include "lemon/http/api_routes.h"
 #include "lemon/inference/inference_gateway.h"
 #include "lemon/net/server.h"
-#include "lemon/router/request_stats.h"
 #include "lemon/router/router.h"
-#include "lemon/router/session_table.h"
+#include "lemon/sessions/session_table.h"
 #include "lemon/telemetry/event_bus.h"
+#include "lemon/telemetry/request_stats.h"
 
 namespace lemon::api {
 

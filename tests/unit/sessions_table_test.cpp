@@ -1,8 +1,8 @@
-// SessionTable and choose_pin (issue #13 §4): pins spread over servers and
+// SessionTable and choose_pin: pins spread over servers and
 // slots, the FIFO line per model when every slot is taken, the slot reserved
 // on its server as the session is created, busy and unknown sessions,
 // turns that grow the history only when they succeed, and the TTL.
-#include "lemon/router/session_table.h"
+#include "lemon/sessions/session_table.h"
 
 #include <future>
 #include <mutex>

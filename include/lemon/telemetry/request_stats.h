@@ -1,6 +1,6 @@
 // RequestStats: what /stats reports about the most recent inference request,
-// attributed to the server that served it (issue #2 §5; Lemonade recorded it
-// on the "most recently used" server instead).
+// attributed to the model that served it (not to whichever server was used
+// last). The inference path records it; /stats reads it.
 //
 // StatsStore keeps the latest record overall and per model.
 // Thread-safety: StatsStore methods may be called from any thread.

@@ -1,10 +1,10 @@
 // SessionTable: multi-turn sessions that keep their context in one llama.cpp
-// slot (issue #13 §4, seed 002). The router keeps each session's history;
+// slot. The session table keeps each session's history;
 // every turn goes to the same server and the same slot (`id_slot`,
 // `cache_prompt`), so llama-server evaluates only the tokens added since the
 // last turn. When its server goes, Router::acquire_server answers
 // kSessionLost and the caller moves it (move_to_free_slot) to a server of
-// its model loaded again (issue #29 §2).
+// its model loaded again.
 //
 // A server of `parallel` slots takes at most that many sessions; a session
 // created when every slot of the model is pinned waits in its model's FIFO
@@ -21,8 +21,12 @@
 // that session's previous record to be written (never for another
 // session's).
 //
-// Lock order: the table's lock, then the router's (create() calls `servers`
-// and `reserve` under the table's lock); the router never calls the table.
+// It knows nothing of the router: its caller (api/lemonade's SessionApi)
+// passes in what the Router says (`servers`, `reserve`).
+//
+// Lock order: the session table's lock, then the Router's (create() calls
+// `servers` and `reserve`, which ask the Router, under the session table's
+// lock); the Router never calls the session table.
 //
 // Thread-safety: every method may be called from any thread; callbacks run
 // without the table's lock. choose_pin() is a pure function.
@@ -84,7 +88,7 @@ struct SessionState {
   std::int64_t created_ms = 0;         // Unix ms
   std::int64_t last_used_ms = 0;
   // Its server went (evicted, unloaded, scaled down, crashed) and it moved
-  // to another (issue #29 §2): how many times, and how its last move's
+  // to another: how many times, and how its last move's
   // first turn found its context, "restored" (a saved slot: the turn reused
   // cached tokens) or "recomputed" ("" before any move).
   int moves = 0;
@@ -148,7 +152,7 @@ class SessionTable {
   void end_turn(const std::string& id, const std::optional<TurnResult>& result);
 
   // Moves the session `id`, whose server is gone, to a free slot of
-  // `servers()` (issue #29 §2): the slot number it had when a server has it
+  // `servers()`: the slot number it had when a server has it
   // free (where its saved slot was restored), else choose_pin's. `reserve`
   // claims it as create() does. kQueueFull when every slot is taken.
   Result<SessionPin> move_to_free_slot(const std::string& id,

@@ -1,4 +1,4 @@
-#include "lemon/router/session_table.h"
+#include "lemon/sessions/session_table.h"
 #include "lemon/core/mutex.h"
 
 #include <algorithm>
@@ -7,7 +7,7 @@
 
 #include "lemon/core/clock.h"
 #include "lemon/core/log.h"
-#include "lemon/router/session_journal.h"
+#include "lemon/sessions/session_journal.h"
 
 namespace lemon {
 namespace {

@@ -1,4 +1,4 @@
-// Sessions kept across a router restart or crash (issue #29 §2). Each
+// Sessions kept across a router restart or crash. Each
 // session has one journal file, `<dir>/<id>.jsonl`: one JSON record per
 // line, appended with one write(2) and made durable (fdatasync) before the
 // change is acknowledged, so every turn boundary is on disk.
@@ -33,7 +33,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lemon/router/session_table.h"
+#include "lemon/sessions/session_table.h"
 
 namespace lemon {
 

@@ -1,4 +1,4 @@
-#include "lemon/router/request_stats.h"
+#include "lemon/telemetry/request_stats.h"
 #include "lemon/core/mutex.h"
 
 namespace lemon {

@@ -1,9 +1,9 @@
-// The session journal (issue #29 §2): what read_session_journal makes of a
+// The session journal: what read_session_journal makes of a
 // journal's text (whole records, a torn last record, malformed files), and
 // a SessionTable over a SessionJournal that a second table (the router
 // started again) reads back lazily, torn ends cut and malformed files kept
 // aside, never overwritten.
-#include "lemon/router/session_journal.h"
+#include "lemon/sessions/session_journal.h"
 
 #include <fstream>
 #include <sstream>

@@ -1,4 +1,4 @@
-#include "lemon/router/session_journal.h"
+#include "lemon/sessions/session_journal.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
