@@ -18,6 +18,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A client waits on a search: one attempt, a short connect, then the answer
+// from what is here.
+download::TransferOptions interactive(download::TransferOptions options) {
+  options.max_attempts = 1;
+  options.connect_timeout = std::min(options.connect_timeout, std::chrono::milliseconds(5000));
+  return options;
+}
+
 std::string lower(std::string_view text) {
   std::string out(text);
   std::transform(out.begin(), out.end(), out.begin(),
@@ -77,6 +85,13 @@ std::string repo_of(std::string_view checkpoint) {
 }
 
 }  // namespace
+
+HubRegistry::HubRegistry(const ModelCatalogue& catalogue, const HubClient& hub)
+    : catalogue_(catalogue), hub_([&hub] {
+        HubSettings settings = hub.settings();
+        settings.transfer = interactive(settings.transfer);
+        return HubClient(std::move(settings));
+      }()) {}
 
 std::string gguf_variant_of(std::string_view file_name) {
   std::string_view name = file_name;
@@ -162,16 +177,11 @@ nlohmann::json HubRegistry::local_search(std::string_view query, int limit) cons
     if (repo.empty() || lower(repo).find(q) == std::string::npos || found.contains(repo)) {
       return;
     }
-    found[repo] = {{"repository_id", repo},
-                   {"display_name", repo.substr(repo.find('/') + 1)},
-                   {"source", "huggingface"},
-                   {"repository_type", "model"},
-                   {"description", ""},
-                   {"tags", {"gguf"}},
-                   {"downloads", nullptr},
-                   {"likes", nullptr},
-                   {"has_gguf", true},
-                   {"found_in", from}};
+    found[repo] = {{"repository_id", repo},   {"display_name", repo.substr(repo.find('/') + 1)},
+                   {"source", "huggingface"}, {"repository_type", "model"},
+                   {"description", ""},       {"tags", {"gguf"}},
+                   {"downloads", nullptr},    {"likes", nullptr},
+                   {"has_gguf", true},        {"found_in", from}};
   };
   for (const auto& info : catalogue_.registered()) {
     if (info.recipe == "llamacpp") {
@@ -219,9 +229,9 @@ Result<nlohmann::json> HubRegistry::search(std::string_view query, int limit,
   nlohmann::json answer = {{"source", "huggingface"}, {"query", q}, {"format", "gguf"}};
   std::string why_local;
   if (!hub_.offline()) {
-    const std::string url = hub_.settings().endpoint + "/api/models?search=" +
-                            download::escape_segment(q) + "&filter=gguf&limit=" +
-                            std::to_string(limit) + "&sort=downloads";
+    const std::string url = hub_.settings().endpoint +
+                            "/api/models?search=" + download::escape_segment(q) +
+                            "&filter=gguf&limit=" + std::to_string(limit) + "&sort=downloads";
     auto body = download::fetch_text(url, hub_.settings().token, hub_.settings().transfer, {});
     if (body.ok()) {
       auto list = nlohmann::json::parse(*body, nullptr, false);
@@ -300,8 +310,10 @@ Result<nlohmann::json> HubRegistry::variants(std::string_view checkpoint,
     auto snapshot = hf::current_snapshot(hf::repo_dir(catalogue_.sources().hf_hub_cache, repo));
     if (!snapshot) {
       return Error(ErrorCode::kRemoteNotFound,
-                   "checkpoint '" + repo + "' is not in the local Hugging Face cache, and the "
-                   "hub cannot be asked: " + why_local,
+                   "checkpoint '" + repo +
+                       "' is not in the local Hugging Face cache, and the "
+                       "hub cannot be asked: " +
+                       why_local,
                    "checkpoint");
     }
     for (const auto& f : hf::list_files(*snapshot)) {
@@ -314,8 +326,8 @@ Result<nlohmann::json> HubRegistry::variants(std::string_view checkpoint,
   }
   nlohmann::json found = gguf_variants(files);
   if (found["variants"].empty()) {
-    return Error(ErrorCode::kRemoteNotFound,
-                 "no GGUF model files in repository " + repo, "checkpoint");
+    return Error(ErrorCode::kRemoteNotFound, "no GGUF model files in repository " + repo,
+                 "checkpoint");
   }
   answer["variants"] = std::move(found["variants"]);
   answer["mmproj_files"] = std::move(found["mmproj_files"]);
@@ -331,7 +343,7 @@ Result<nlohmann::json> HubRegistry::check_updates() const {
     return Error(ErrorCode::kConflict,
                  "cannot check model updates offline (LEMONADE_OFFLINE / HF_HUB_OFFLINE)");
   }
-  std::map<std::string, std::string> local_commit;  // repo -> refs/main
+  std::map<std::string, std::string> local_commit;          // repo -> refs/main
   std::vector<std::pair<std::string, std::string>> models;  // name, repo
   for (const auto& info : catalogue_.list(false)) {
     if (info.source != ModelSource::kBuiltIn && info.source != ModelSource::kUser) {

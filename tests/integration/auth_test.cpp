@@ -181,7 +181,7 @@ TEST_F(AuthTest, AModelListLimitsWhatAKeySeesAndUses) {
   };
   HttpReply models = as("k-chat", "GET", "/v1/models");
   ASSERT_EQ(models.status, 200) << models.body;
-  EXPECT_EQ(names(models, "data", "id"), std::vector<std::string>{"user.a"});
+  EXPECT_EQ(names(models, "data", "id"), std::vector<std::string>{"a"});
   HttpReply all = as("k-all", "GET", "/v1/models");
   EXPECT_EQ(names(all, "data", "id").size(), 2u) << all.body;
   HttpReply tags = as("k-chat", "GET", "/api/tags");

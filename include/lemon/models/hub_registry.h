@@ -38,8 +38,9 @@ nlohmann::json gguf_variants(const std::vector<std::pair<std::string, std::uint6
 
 class HubRegistry {
  public:
-  HubRegistry(const ModelCatalogue& catalogue, const HubClient& hub)
-      : catalogue_(catalogue), hub_(hub) {}
+  // Asks the hub `hub` names, with one attempt per call and a short
+  // connect (a client waits on each answer).
+  HubRegistry(const ModelCatalogue& catalogue, const HubClient& hub);
 
   // kInvalidRequest: a query under 3 characters, a limit outside 1..50, a
   // format other than "gguf", a source other than Hugging Face.
@@ -55,7 +56,7 @@ class HubRegistry {
  private:
   nlohmann::json local_search(std::string_view query, int limit) const;
   const ModelCatalogue& catalogue_;
-  const HubClient& hub_;
+  const HubClient hub_;
 };
 
 }  // namespace lemon
