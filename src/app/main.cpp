@@ -131,9 +131,8 @@ int main(int argc, char** argv) {
   api::ManagementApi management_api(**catalogue, presets, installer, router, stats, provisioner,
                                     server, lemonade);
   management_api.show_remote(&remote);
-  management_api.show_streams([&gateway](const std::string& model) {
-    return gateway.open_streams(model);
-  });
+  management_api.show_streams(
+      [&gateway](const std::string& model) { return gateway.open_streams(model); });
   management_api.register_routes(server);
   api::ModelStoreApi store_api(**catalogue, store, provisioner);
   store_api.register_routes(server);

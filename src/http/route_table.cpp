@@ -23,10 +23,9 @@ RouteTable::Methods& RouteTable::methods_for(const std::string& path) {
     }
     with_param_.push_back({std::move(base), std::move(suffix), Methods{}});
     // The longest suffix first: "models/{id}/options" before "models/{id}".
-    std::stable_sort(with_param_.begin(), with_param_.end(),
-                     [](const ParamRoute& a, const ParamRoute& b) {
-                       return a.suffix.size() > b.suffix.size();
-                     });
+    std::stable_sort(
+        with_param_.begin(), with_param_.end(),
+        [](const ParamRoute& a, const ParamRoute& b) { return a.suffix.size() > b.suffix.size(); });
     for (auto& p : with_param_) {
       if (p.base == path.substr(0, at) && p.suffix == path.substr(at + kParam.size())) {
         return p.methods;

@@ -192,9 +192,10 @@ std::optional<RequestStats> InferenceGateway::forward_to(InferenceRequest& req,
       // once, the model is loaded again (the next lease) and the request
       // sent again; a chat or completion has no effect a second try repeats.
       resent_after_crash = true;
-      logger("http")->warn("backend of '{}' died before answering ({}); loading it again and "
-                           "sending the request once more",
-                           req.model, failure.error.message());
+      logger("http")->warn(
+          "backend of '{}' died before answering ({}); loading it again and "
+          "sending the request once more",
+          req.model, failure.error.message());
       wait_for_exit(lease->server(), hooks);
       lease.reset();
       continue;

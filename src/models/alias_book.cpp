@@ -102,8 +102,8 @@ Status AliasBook::set(const std::string& alias, const std::string& target) {
                  "alias");
   }
   if (s.model_named(alias)) {
-    return Error(ErrorCode::kAliasConflict,
-                 "alias '" + alias + "' is already a model's name", "alias");
+    return Error(ErrorCode::kAliasConflict, "alias '" + alias + "' is already a model's name",
+                 "alias");
   }
   if (s.path.empty()) {
     return Error(ErrorCode::kInternal, "no cache directory: cannot keep aliases");

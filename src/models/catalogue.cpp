@@ -552,9 +552,10 @@ Status ModelCatalogue::migrate_saved_options() {
   }
   Status written = write_file_atomically(s.options_file.path(), migrated.dump(2) + "\n");
   if (written.ok()) {
-    logger("models")->info("recipe_options.json: {} built-in model keys moved to their canonical "
-                           "ids (builtin.<name>); the old file is kept as {}",
-                           moved, kept.string());
+    logger("models")->info(
+        "recipe_options.json: {} built-in model keys moved to their canonical "
+        "ids (builtin.<name>); the old file is kept as {}",
+        moved, kept.string());
   }
   s.refresh_files();
   return written;

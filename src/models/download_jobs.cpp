@@ -62,8 +62,7 @@ nlohmann::json DownloadJobs::snapshot(const Job& job) {
 void DownloadJobs::forget_old(Clock::time_point now) {
   for (auto it = jobs_.begin(); it != jobs_.end();) {
     const Job& job = it->second;
-    const bool expired =
-        job.status == "completed" && job.ended && now - *job.ended >= keep_ended_;
+    const bool expired = job.status == "completed" && job.ended && now - *job.ended >= keep_ended_;
     it = expired ? jobs_.erase(it) : std::next(it);
   }
 }

@@ -114,8 +114,8 @@ Result<UserModelRegistration> parse_user_registration(std::string_view model_nam
     }
     const std::string source = it->is_string() ? it->get<std::string>() : it->dump();
     const bool hub = source == "huggingface" || source == "hf";
-    const bool local = std::string_view(field) == "source" &&
-                       (source == "local_path" || source == "local_upload");
+    const bool local =
+        std::string_view(field) == "source" && (source == "local_path" || source == "local_upload");
     if (!hub && !local) {
       return bad("Unsupported model source '" + source +
                      "': this router downloads from Hugging Face ('huggingface') or registers "

@@ -109,9 +109,8 @@ TEST_F(CrashTest, ANonStreamingRequestWhoseBackendDiedBeforeAnsweringIsSentAgain
   EXPECT_EQ(r.status, 200) << r.body;
   // A closed connection is sent again at once, a reset one after
   // --backend-retry-delay (it may be a restart under way).
-  EXPECT_EQ(router().count_log("sending the request once more") +
-                router().count_log("did not answer"),
-            1)
+  EXPECT_EQ(
+      router().count_log("sending the request once more") + router().count_log("did not answer"), 1)
       << router().log_text();
   const int again = loaded_pid(port(), "user.a");
   EXPECT_GT(again, 1);

@@ -93,18 +93,18 @@ TEST_F(Lemonade11ModelsTest, OptionsAreSavedShownWithTheirSourcesAndUsedByTheNex
 TEST_F(Lemonade11ModelsTest, RegisterAddsAModelWithoutDownloadingItAndFilesListsWhatIsOnDisk) {
   env_.add_llm("a");
   ASSERT_NO_FATAL_FAILURE(start_router());
-  HttpReply r = http_post(port(), "/api/v1/models/register",
-                          json{{"model_name", "user.r"},
-                               {"checkpoint", "org/r-GGUF:Q4_0"},
-                               {"recipe", "llamacpp"}});
+  HttpReply r = http_post(
+      port(), "/api/v1/models/register",
+      json{{"model_name", "user.r"}, {"checkpoint", "org/r-GGUF:Q4_0"}, {"recipe", "llamacpp"}});
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.json()["model_name"], "r");
   EXPECT_EQ(r.json()["canonical_model_name"], "user.r");
   EXPECT_EQ(r.json()["model"]["downloaded"], false);
-  expect_error(http_post(port(), "/api/v1/models/register",
-                         json{{"model_name", "r2"}, {"checkpoint", "org/r-GGUF:Q4_0"},
-                              {"recipe", "llamacpp"}}),
-               400, "invalid_request_error", "model_name", "a name without user.");
+  expect_error(
+      http_post(
+          port(), "/api/v1/models/register",
+          json{{"model_name", "r2"}, {"checkpoint", "org/r-GGUF:Q4_0"}, {"recipe", "llamacpp"}}),
+      400, "invalid_request_error", "model_name", "a name without user.");
 
   HttpReply files = http_get(port(), "/api/v1/models/a/files?include_paths=true");
   ASSERT_EQ(files.status, 200) << files.body;
@@ -123,8 +123,8 @@ TEST_F(Lemonade11ModelsTest, RegisterAddsAModelWithoutDownloadingItAndFilesLists
 
 TEST_F(Lemonade11ModelsTest, APullTheRouterOwnsIsListedPausedResumedAndRemoved) {
   ASSERT_NO_FATAL_FAILURE(start_with_hub());
-  hub_.set_knobs(json::array({{{"path", std::string(kRepo) + "/tiny-Q4_0.gguf"},
-                               {"stall_after_bytes", 65536}}}));
+  hub_.set_knobs(json::array(
+      {{{"path", std::string(kRepo) + "/tiny-Q4_0.gguf"}, {"stall_after_bytes", 65536}}}));
   const json body = {{"model_name", "user.p"},
                      {"checkpoint", std::string(kRepo) + ":Q4_0"},
                      {"recipe", "llamacpp"},

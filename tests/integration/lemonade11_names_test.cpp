@@ -63,7 +63,8 @@ TEST_F(Lemonade11NamesTest, ABuiltinKeepsItsBareNameAndTheUserModelOfThatNameIsL
   EXPECT_TRUE(has(ids, std::string("user.") + kBuiltin)) << ids;
   EXPECT_EQ(http_get(port(), std::string("/api/v1/models/builtin.") + kBuiltin).status, 200);
   auto builtin = http_get(port(), std::string("/api/v1/models/") + kBuiltin).json();
-  EXPECT_EQ(builtin["checkpoint"], "unsloth/Qwen3-0.6B-GGUF:Q4_0") << "the bare name is the built-in";
+  EXPECT_EQ(builtin["checkpoint"], "unsloth/Qwen3-0.6B-GGUF:Q4_0")
+      << "the bare name is the built-in";
   EXPECT_EQ(chat(port(), std::string("user.") + kBuiltin).status, 200);
   expect_error(chat(port(), "builtin.user.a"), 404, "model_not_found", "model",
                "builtin. names only built-ins");
@@ -72,10 +73,9 @@ TEST_F(Lemonade11NamesTest, ABuiltinKeepsItsBareNameAndTheUserModelOfThatNameIsL
 TEST_F(Lemonade11NamesTest, RegistrationsUnderReservedPrefixesAreRefused) {
   ASSERT_NO_FATAL_FAILURE(start_router());
   for (const char* name : {"builtin.x", "extra.x", "user.builtin.x", "user.extra.x"}) {
-    HttpReply r = http_post(port(), "/api/v1/pull",
-                            json{{"model_name", name},
-                                 {"checkpoint", "org/x-GGUF:Q4_0"},
-                                 {"recipe", "llamacpp"}});
+    HttpReply r = http_post(
+        port(), "/api/v1/pull",
+        json{{"model_name", name}, {"checkpoint", "org/x-GGUF:Q4_0"}, {"recipe", "llamacpp"}});
     expect_error(r, 400, "reserved_model_name", "model_name", name);
   }
   HttpReply source = http_post(port(), "/api/v1/pull",
@@ -91,7 +91,8 @@ TEST_F(Lemonade11NamesTest, RegistrationsUnderReservedPrefixesAreRefused) {
 TEST_F(Lemonade11NamesTest, AnAliasIsANameOfItsOwnForAModel) {
   env_.add_llm("a");
   ASSERT_NO_FATAL_FAILURE(start_router());
-  HttpReply set = http_post(port(), "/internal/aliases", json{{"alias", "fast:v2"}, {"target", "a"}});
+  HttpReply set =
+      http_post(port(), "/internal/aliases", json{{"alias", "fast:v2"}, {"target", "a"}});
   ASSERT_EQ(set.status, 200) << set.body;
   EXPECT_EQ(set.json(), (json{{"status", "ok"}, {"alias", "fast:v2"}, {"target", "a"}}));
   ASSERT_NO_FATAL_FAILURE(load_ok("fast:v2"));
@@ -104,9 +105,10 @@ TEST_F(Lemonade11NamesTest, AnAliasIsANameOfItsOwnForAModel) {
   EXPECT_EQ(listed[0]["model"], "user.a");
   EXPECT_TRUE(has(listed_ids(), "fast:v2"));
   // A chain, and what may not be an alias.
-  ASSERT_EQ(http_post(port(), "/api/v1/internal/aliases", json{{"alias", "faster"}, {"model", "fast:v2"}})
-                .status,
-            200);
+  ASSERT_EQ(
+      http_post(port(), "/api/v1/internal/aliases", json{{"alias", "faster"}, {"model", "fast:v2"}})
+          .status,
+      200);
   EXPECT_EQ(chat(port(), "faster").status, 200);
   expect_error(http_post(port(), "/internal/aliases", json{{"alias", "a"}, {"target", "faster"}}),
                409, "alias_conflict", "alias", "a model's own name");
@@ -115,8 +117,8 @@ TEST_F(Lemonade11NamesTest, AnAliasIsANameOfItsOwnForAModel) {
   expect_error(http_post(port(), "/internal/aliases", json{{"alias", "z"}, {"target", "z"}}), 400,
                "invalid_alias", "alias", "itself");
   expect_error(
-      http_post(port(), "/internal/aliases", json{{"alias", "fast:v2"}, {"target", "faster"}}),
-      409, "alias_conflict", "alias", "a loop");
+      http_post(port(), "/internal/aliases", json{{"alias", "fast:v2"}, {"target", "faster"}}), 409,
+      "alias_conflict", "alias", "a loop");
   EXPECT_EQ(http_request(port(), "DELETE", "/internal/aliases/faster").status, 200);
   expect_error(http_request(port(), "DELETE", "/internal/aliases/faster"), 404, "alias_not_found",
                "alias", "gone");
@@ -128,10 +130,11 @@ TEST_F(Lemonade11NamesTest, SavedOptionsMoveToCanonicalIdsOnceAndTheOldFileIsKep
   env_.add_llm("a");
   const std::string path = env_.cache_dir() + "/recipe_options.json";
   fs::create_directories(env_.cache_dir());
-  const std::string old_text = json{{kBuiltin, {{"ctx_size", 2048}}},
-                                    {"user.a", {{"ctx_size", 1024}}},
-                                    {"Gone-Model", {{"ctx_size", 512}}}}
-                                   .dump(2);
+  const std::string old_text = json{
+      {kBuiltin, {{"ctx_size", 2048}}},
+      {"user.a", {{"ctx_size", 1024}}},
+      {"Gone-Model",
+       {{"ctx_size", 512}}}}.dump(2);
   std::ofstream(path) << old_text;
   ASSERT_NO_FATAL_FAILURE(start_router());
   std::ifstream in(path);

@@ -209,8 +209,8 @@ TEST_F(ServerCliTest, ListWithoutAServerUsesATemporaryOne) {
   auto j = cli({"list", "--json"});
   ASSERT_EQ(j.code, 0);
   auto models = json::parse(j.out);
-  auto a = std::find_if(models.begin(), models.end(),
-                        [](const json& m) { return m["name"] == "a"; });
+  auto a =
+      std::find_if(models.begin(), models.end(), [](const json& m) { return m["name"] == "a"; });
   ASSERT_NE(a, models.end());
   EXPECT_EQ((*a)["downloaded"], true);
   EXPECT_EQ((*a)["loaded"], false);

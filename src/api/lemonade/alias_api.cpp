@@ -16,11 +16,12 @@ void AliasApi::register_routes(http::ApiRoutes& routes) {
     nlohmann::json out = nlohmann::json::array();
     for (const auto& [alias, target] : catalogue_.aliases().all()) {
       auto model = catalogue_.resolve(alias);
-      out.push_back({{"alias", alias},
-                     {"target", target},
-                     {"model", model.ok() ? nlohmann::json(model->name) : nlohmann::json(nullptr)},
-                     {"downloaded", model.ok() && model->downloaded},
-                     {"recipe", model.ok() ? nlohmann::json(model->recipe) : nlohmann::json(nullptr)}});
+      out.push_back(
+          {{"alias", alias},
+           {"target", target},
+           {"model", model.ok() ? nlohmann::json(model->name) : nlohmann::json(nullptr)},
+           {"downloaded", model.ok() && model->downloaded},
+           {"recipe", model.ok() ? nlohmann::json(model->recipe) : nlohmann::json(nullptr)}});
     }
     send_json(w, 200, {{"aliases", std::move(out)}});
   };

@@ -68,19 +68,19 @@ nlohmann::json ModelOptionsApi::options_view(const std::string& asked, const Mod
   auto saved_options = RecipeOptions::from_json(info.recipe, saved);
   const RecipeOptions config = router_.cli_options().restricted_to(info.recipe);
   const RecipeOptions defaults = RecipeOptions::defaults().restricted_to(info.recipe);
-  const RecipeOptions layered =
-      saved_options.ok() ? saved_options->inherit(config).inherit(defaults)
-                         : config.inherit(defaults);
+  const RecipeOptions layered = saved_options.ok()
+                                    ? saved_options->inherit(config).inherit(defaults)
+                                    : config.inherit(defaults);
   nlohmann::json effective = layered.to_json();
   nlohmann::json sources = nlohmann::json::object();
   // The router's layer holds every key (its defaults included): a value
   // it has as the built-in default is reported as that.
   for (const auto& [key, value] : effective.items()) {
-    const bool from_config = config.has(key) && (!defaults.has(key) ||
-                                                 config.raw()[key] != defaults.raw()[key]);
+    const bool from_config =
+        config.has(key) && (!defaults.has(key) || config.raw()[key] != defaults.raw()[key]);
     sources[key] = saved_options.ok() && saved_options->has(key) ? "saved"
-                   : from_config                                  ? "config"
-                                                                  : "default";
+                   : from_config                                 ? "config"
+                                                                 : "default";
   }
   for (const char* key : {"pinned", "priority"}) {
     if (saved.contains(key)) {
@@ -88,13 +88,11 @@ nlohmann::json ModelOptionsApi::options_view(const std::string& asked, const Mod
       sources[key] = "saved";
     }
   }
-  nlohmann::json out = {{"model_name", asked},
-                        {"canonical_model_name", canonical_model_id(info)},
-                        {"recipe", info.recipe},
-                        {"saved", saved},
-                        {"effective", effective},
-                        {"defaults", config.inherit(defaults).to_json()},
-                        {"sources", std::move(sources)}};
+  nlohmann::json out = {
+      {"model_name", asked},          {"canonical_model_name", canonical_model_id(info)},
+      {"recipe", info.recipe},        {"saved", saved},
+      {"effective", effective},       {"defaults", config.inherit(defaults).to_json()},
+      {"sources", std::move(sources)}};
   if (layered.has("ctx_size")) {
     out["resolved_ctx_size"] = layered.ctx_size();
   }
@@ -157,8 +155,8 @@ void ModelOptionsApi::handle_options(const net::Request& r, std::string_view id,
     }
   }
   if (auto checked = RecipeOptions::from_json(info->recipe, merged); !checked.ok()) {
-    write_error(w, Error(ErrorCode::kInvalidRequest, checked.error().message(),
-                         checked.error().param()));
+    write_error(
+        w, Error(ErrorCode::kInvalidRequest, checked.error().message(), checked.error().param()));
     return;
   }
   if (auto priority = merged.find("priority");
@@ -228,12 +226,11 @@ void ModelOptionsApi::handle_files(const net::Request& r, std::string_view id,
     const std::string path = info->resolved_path(role);
     std::error_code ec;
     const bool exists = !path.empty() && fs::exists(path, ec);
-    nlohmann::json file = {
-        {"name", exists ? fs::path(path).filename().string() : checkpoint},
-        {"role", role},
-        {"checkpoint", checkpoint},
-        {"size_bytes", exists ? size_on_disk(path) : 0},
-        {"exists", exists}};
+    nlohmann::json file = {{"name", exists ? fs::path(path).filename().string() : checkpoint},
+                           {"role", role},
+                           {"checkpoint", checkpoint},
+                           {"size_bytes", exists ? size_on_disk(path) : 0},
+                           {"exists", exists}};
     if (with_paths) {
       file["path"] = path.empty() ? nlohmann::json(nullptr) : nlohmann::json(path);
     }

@@ -10,13 +10,13 @@
 namespace lemon::api {
 
 using http::bool_field;
-using http::parse_json_object;
-using http::string_field;
 using http::error_headers;
+using http::parse_json_object;
 using http::parse_model_request;
 using http::RouteAccess;
 using http::Scope;
 using http::send_json;
+using http::string_field;
 using http::write_error;
 
 void ModelStoreApi::register_routes(http::ApiRoutes& routes) {
@@ -63,9 +63,9 @@ void ModelStoreApi::register_routes(http::ApiRoutes& routes) {
                [this, answer](net::Request& r, net::ResponseWriter& w, P) {
                  auto checkpoint = r.query_param("checkpoint");
                  if (!checkpoint) {
-                   write_error(w, Error(ErrorCode::kInvalidRequest,
-                                        "missing required query parameter 'checkpoint'",
-                                        "checkpoint"));
+                   write_error(
+                       w, Error(ErrorCode::kInvalidRequest,
+                                "missing required query parameter 'checkpoint'", "checkpoint"));
                    return;
                  }
                  answer(w, registry_.variants(*checkpoint, r.query_param("source").value_or("")));
@@ -74,8 +74,9 @@ void ModelStoreApi::register_routes(http::ApiRoutes& routes) {
                [this, answer](net::Request&, net::ResponseWriter& w, P) {
                  answer(w, registry_.check_updates());
                });
-  routes.route("GET", "downloads", RouteAccess::kRead, Scope::kRead,
-               [this](net::Request&, net::ResponseWriter& w, P) { send_json(w, 200, jobs_.list()); });
+  routes.route(
+      "GET", "downloads", RouteAccess::kRead, Scope::kRead,
+      [this](net::Request&, net::ResponseWriter& w, P) { send_json(w, 200, jobs_.list()); });
   routes.route("POST", "downloads/control", RouteAccess::kJsonPost, Scope::kAdmin,
                [this](net::Request& r, net::ResponseWriter& w, P) {
                  auto body = parse_json_object(r.body);

@@ -153,8 +153,9 @@ void ObserveApi::handle_metrics(net::ResponseWriter& w) {
   gauges.open_streams = serving_.open_streams();
   // Lemonade 11's first family: scrapers (and its app) read it to tell that
   // a Lemonade server answers.
-  std::string text = "# HELP lemonade_server_up Whether the server is up (always 1).\n"
-                     "# TYPE lemonade_server_up gauge\nlemonade_server_up 1\n";
+  std::string text =
+      "# HELP lemonade_server_up Whether the server is up (always 1).\n"
+      "# TYPE lemonade_server_up gauge\nlemonade_server_up 1\n";
   text += hub_.render(*router_.view(), router_.limits(), gauges, kv);
   if (remote_ != nullptr) {
     text += remote_->metrics_text();

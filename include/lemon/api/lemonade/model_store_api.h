@@ -42,7 +42,7 @@ class ModelStoreApi {
   ModelCatalogue& catalogue_;
   ModelStore& store_;
   inference::ModelProvisioner& provisioner_;
-  DownloadJobs jobs_;  // pulls the router owns (GET downloads)
+  DownloadJobs jobs_;     // pulls the router owns (GET downloads)
   HubRegistry registry_;  // registry/search, pull/variants, models/check-updates
 };
 
