@@ -443,6 +443,21 @@ void add_router_options(CLI::App& app, RouterOptionValues& v) {
         return digits && std::stoi(text) <= 65535 ? std::string()
                                                   : "expected a port from 0 to 65535";
       });
+  app.add_option("--websocket-port", v.websocket_port,
+                 "Also serve the WebSocket routes (/realtime, /logs/stream) on this port, which "
+                 "/health reports as websocket_port: a port, auto (any free one) or off")
+      ->envname("LEMONADE_WEBSOCKET_PORT")
+      ->check([](const std::string& text) {
+        if (text == "auto" || text == "off") {
+          return std::string();
+        }
+        const bool digits = !text.empty() && text.size() <= 5 &&
+                            std::all_of(text.begin(), text.end(),
+                                        [](char c) { return c >= '0' && c <= '9'; });
+        return digits && std::stoi(text) <= 65535 ? std::string()
+                                                  : "expected a port from 0 to 65535, auto or off";
+      })
+      ->capture_default_str();
   app.add_option("--cors-origins", v.cors,
                  "Comma-separated origins allowed to call the API from a browser ('*' for any)")
       ->envname("LEMONADE_CORS_ORIGINS");
@@ -682,6 +697,11 @@ ParsedConfig parse_config(int argc, const char* const* argv,
   }
   if (v.ollama_port != "off") {
     c.ollama_port = v.ollama_port.empty() ? 11434 : std::stoi(v.ollama_port);
+  }
+  if (v.websocket_port == "off") {
+    c.websocket_port.reset();
+  } else {
+    c.websocket_port = v.websocket_port == "auto" ? 0 : std::stoi(v.websocket_port);
   }
   c.ready_fd = v.ready_fd;
   c.cache_dir = default_cache_dir();

@@ -20,6 +20,7 @@
 #include "lemon/api/lemonade/session_api.h"
 #include "lemon/api/ollama/ollama_api.h"
 #include "lemon/api/openai/openai_api.h"
+#include "lemon/api/openai/realtime_api.h"
 #include "lemon/inference/generation_defaults.h"
 #include "lemon/inference/inference_gateway.h"
 #include "lemon/inference/model_provisioner.h"
@@ -144,6 +145,8 @@ int main(int argc, char** argv) {
   dashboard_api.register_routes(server);
   api::OpenAiApi openai_api(**catalogue, provisioner, gateway);
   openai_api.register_routes(server);
+  api::RealtimeApi realtime_api(gateway);  // WebSocket /realtime
+  realtime_api.register_routes(server);
   api::AnthropicApi anthropic_api(gateway);
   anthropic_api.register_routes(server);
   api::OllamaApi ollama_api(**catalogue, store, router, provisioner, gateway);
@@ -181,6 +184,10 @@ int main(int argc, char** argv) {
             LEMON_ROUTER_VERSION, cfg.host, *port, sources.server_models_json, cfg.cache_dir);
   if (auto ollama_port = server.ollama_port()) {
     log->info("Ollama API also served on http://{}:{} (--ollama-port)", cfg.host, *ollama_port);
+  }
+  if (auto socket_port = server.bound_websocket_port()) {
+    log->info("WebSocket routes also served on ws://{}:{} (--websocket-port)", cfg.host,
+              *socket_port);
   }
   if (cfg.ready_fd >= 0) {
     // A launcher (lemonade-server) waits on this pipe instead of polling.

@@ -96,6 +96,7 @@ http::ApiSettings api_settings(const Config& cfg) {
   out.access.metrics_public = cfg.metrics_public;
   out.access.cors_origins = cfg.cors_origins;
   out.ollama_port = cfg.ollama_port;
+  out.websocket_port = cfg.websocket_port;
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include "lemon/http/caller.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/observed_writer.h"
+#include "socket_gate.h"
 
 namespace lemon::http {
 namespace {
@@ -55,6 +56,19 @@ KeyHeaders key_headers(ApiDialect dialect) {
   return dialect == ApiDialect::kAnthropic ? KeyHeaders::kBearerOrXApiKey : KeyHeaders::kBearer;
 }
 
+// What the WebSocket port answers a request that is not an upgrade.
+net::EarlyAnswer websocket_port_refusal(const net::Request& r) {
+  net::EarlyAnswer answer;
+  const Error e(ErrorCode::kUpgradeRequired,
+                "this port serves WebSocket upgrades only (/realtime, /logs/stream); " +
+                    r.method + " " + r.path + " is served on the main port");
+  answer.status = error_shape(e.code()).status;
+  answer.headers = error_headers(e);
+  answer.headers.add("Upgrade", "websocket");
+  answer.body = error_envelope(e);
+  return answer;
+}
+
 }  // namespace
 
 ApiServer::ApiServer(ApiSettings settings, telemetry::TelemetryHub& hub)
@@ -82,6 +96,17 @@ ApiServer::ApiServer(ApiSettings settings, telemetry::TelemetryHub& hub)
           handle(r, w);
         });
   }
+  if (settings_.websocket_port) {
+    net::ServerOptions options = settings_.server;
+    options.head_check = [this](net::Request& r) -> std::optional<net::EarlyAnswer> {
+      if (!net::is_websocket_upgrade(r)) {
+        return websocket_port_refusal(r);
+      }
+      return check_head(r);
+    };
+    websocket_server_ = std::make_unique<net::Server>(
+        options, [this](net::Request& r, net::ResponseWriter& w) { handle(r, w); });
+  }
 }
 
 ApiServer::~ApiServer() {
@@ -104,6 +129,17 @@ Result<int> ApiServer::bind() {
     bound_ollama_port_ = *ollama;
     more.push_back(*ollama);
   }
+  if (websocket_server_) {
+    auto socket_port = websocket_server_->bind(settings_.host, *settings_.websocket_port);
+    if (!socket_port.ok()) {
+      return Error(socket_port.error().code(),
+                   "--websocket-port " + std::to_string(*settings_.websocket_port) + ": " +
+                       socket_port.error().message());
+    }
+    bound_websocket_port_ = *socket_port;
+    more.push_back(*socket_port);
+  }
+  bound_port_ = *port;
   {
     MutexLock lock(keys_mu_);
     auto bound = std::make_shared<AccessState>(*access_);
@@ -118,10 +154,18 @@ void ApiServer::run() {
   if (ollama_server_ && bound_ollama_port_) {
     ollama = std::thread([this] { ollama_server_->run(); });
   }
+  std::thread sockets;
+  if (websocket_server_ && bound_websocket_port_) {
+    sockets = std::thread([this] { websocket_server_->run(); });
+  }
   server_->run();
   if (ollama.joinable()) {
     ollama_server_->stop();
     ollama.join();
+  }
+  if (sockets.joinable()) {
+    websocket_server_->stop();
+    sockets.join();
   }
 }
 
@@ -137,11 +181,25 @@ void ApiServer::stop() {
   if (ollama_server_) {
     ollama_server_->stop();
   }
+  if (websocket_server_) {
+    websocket_server_->stop();
+  }
 }
 
 int ApiServer::open_connections() const {
   return (server_ ? server_->open_connections() : 0) +
-         (ollama_server_ ? ollama_server_->open_connections() : 0);
+         (ollama_server_ ? ollama_server_->open_connections() : 0) +
+         (websocket_server_ ? websocket_server_->open_connections() : 0);
+}
+
+int ApiServer::open_websockets() const {
+  return (server_ ? server_->open_websockets() : 0) +
+         (ollama_server_ ? ollama_server_->open_websockets() : 0) +
+         (websocket_server_ ? websocket_server_->open_websockets() : 0);
+}
+
+std::optional<int> ApiServer::websocket_port() const {
+  return bound_websocket_port_ ? bound_websocket_port_ : bound_port_;
 }
 
 void ApiServer::handle(net::Request& r, net::ResponseWriter& raw) {
@@ -239,7 +297,13 @@ void ApiServer::count_refusal(const net::Request& r, Scope scope, KeyHeaders hea
     return;
   }
   std::string key;
-  if (auto presented = presented_key(r, headers); presented && ring) {
+  std::optional<std::string> presented;
+  if (headers == KeyHeaders::kWebSocket) {
+    presented = socket_key(r);
+  } else if (auto bearer = presented_key(r, headers)) {
+    presented = std::string(*bearer);
+  }
+  if (presented && ring) {
     if (const ApiKey* found = ring->find(*presented)) {
       key = found->name;
     }
@@ -260,7 +324,7 @@ std::optional<net::EarlyAnswer> ApiServer::check_head(net::Request& r) {
   if (r.method == "OPTIONS") {
     return std::nullopt;  // CORS preflight, answered by handle()
   }
-  auto m = routes_.match(r.method, r.path);
+  auto m = routes_.match(r.method, r.path, net::is_websocket_upgrade(r));
   net::EarlyAnswer answer;
   if (m.handler == nullptr) {
     answer = RouteTable::refusal(m, r);
@@ -273,13 +337,16 @@ std::optional<net::EarlyAnswer> ApiServer::check_head(net::Request& r) {
   } else {
     RouteTable::remember(m, r);
     const Scope scope = tag_scope(m.tag);
-    const KeyHeaders headers = key_headers(tag_dialect(m.tag));
+    const KeyHeaders headers = m.websocket ? KeyHeaders::kWebSocket : key_headers(tag_dialect(m.tag));
     const auto state = access();
     std::shared_ptr<const KeyRing> ring(state, &state->keys);
     const ApiKey* key = nullptr;
+    bool pending = false;
     std::optional<Error> denied =
-        check_access(r, state->settings, tag_access(m.tag), headers, ring.get(), scope, &key);
-    if (!denied && key == nullptr && scope != Scope::kAdmin) {
+        m.websocket
+            ? check_socket_head(r, scope, state->settings, ring.get(), key, pending)
+            : check_access(r, state->settings, tag_access(m.tag), headers, ring.get(), scope, &key);
+    if (!denied && key == nullptr && scope != Scope::kAdmin && !m.websocket) {
       // No key judged and nothing to audit: one shared, immutable context
       // (no allocation on the request path).
       static const auto kNobody = std::make_shared<Caller>();
@@ -300,6 +367,7 @@ std::optional<net::EarlyAnswer> ApiServer::check_head(net::Request& r) {
       caller->ring = std::move(ring);
       caller->key = key;
       caller->scope = scope;
+      caller->pending_auth = pending;
       r.context = std::move(caller);
       return std::nullopt;
     }
@@ -308,6 +376,9 @@ std::optional<net::EarlyAnswer> ApiServer::check_head(net::Request& r) {
     answer.status = e.status;
     answer.headers = std::move(e.headers);
     answer.body = std::move(e.body);
+    if (denied->code() == ErrorCode::kUpgradeRequired) {
+      answer.headers.add("Sec-WebSocket-Version", "13");  // RFC 6455 4.4
+    }
   }
   const net::Headers cors = cors_headers(r, access()->settings);
   for (const auto& [name, value] : cors.fields()) {
@@ -337,6 +408,78 @@ ApiRoutes::Handler ApiServer::checked(RouteAccess access, Scope scope, ApiDialec
     }
     handler(r, w, param);
   };
+}
+
+std::optional<Error> ApiServer::check_socket_head(const net::Request& r, Scope scope,
+                                                 const AccessSettings& settings,
+                                                 const KeyRing* ring, const ApiKey*& key,
+                                                 bool& pending) {
+  auto handshake = net::check_websocket_handshake(r);
+  if (!handshake.ok()) {
+    return handshake.error();
+  }
+  if (!choose_subprotocol(r)) {
+    return Error(ErrorCode::kInvalidRequest,
+                 "WebSocket handshake: none of the offered subprotocols is served "
+                 "(lemonade-realtime, realtime)");
+  }
+  pending = ring != nullptr && !ring->empty() && !socket_key(r);
+  if (pending) {
+    // No key at all: Host and Origin are judged now, the key in-band.
+    return check_access(r, settings, RouteAccess::kPublic);
+  }
+  return check_access(r, settings, RouteAccess::kRead, KeyHeaders::kWebSocket, ring, scope, &key);
+}
+
+void ApiServer::open_socket(const std::shared_ptr<const SocketRoute>& route, net::Request& r,
+                            net::ResponseWriter& w) {
+  const auto* caller = dynamic_cast<const Caller*>(r.context.get());
+  auto accept = net::check_websocket_handshake(r);
+  auto protocol = choose_subprotocol(r);
+  if (caller == nullptr || !accept.ok() || !protocol) {
+    // Only a request the HeadCheck judged is upgraded.
+    write_error(w, accept.ok() ? Error(ErrorCode::kInvalidRequest, "not a WebSocket handshake")
+                               : accept.error());
+    return;
+  }
+  SocketGateSetup setup;
+  setup.route = route;
+  setup.caller = SocketCaller{caller->ring, caller->key, r.remote_addr};
+  setup.keys = [this] { return keys(); };
+  if (caller->pending_auth) {
+    setup.request = r;
+  } else {
+    auto room = route->open(r, setup.caller);
+    if (!room.ok()) {
+      write_error(w, room.error());
+      return;
+    }
+    setup.room = std::move(*room);
+  }
+  const bool pending = caller->pending_auth;
+  net::Headers headers;
+  if (!protocol->empty()) {
+    headers.add("Sec-WebSocket-Protocol", *protocol);
+  }
+  if (!w.upgrade_to_websocket(*accept, headers, make_socket_gate(std::move(setup)),
+                              pending ? kUnauthenticatedMessageBytes : route->max_message_bytes) &&
+      !w.headers_sent()) {
+    write_error(w, Error(ErrorCode::kServerBusy,
+                         "server is busy: too many WebSockets are open (or the server stops)")
+                       .with_retry_after(1));
+  }
+}
+
+void ApiServer::websocket(const std::string& suffix, SocketRoute route) {
+  registered_.emplace_back("WEBSOCKET " + RouteTable::api_prefixes().front() + suffix, route.scope);
+  const int tag = route_tag(RouteAccess::kRead, ApiDialect::kLemonade, route.scope);
+  auto shared = std::make_shared<const SocketRoute>(std::move(route));
+  const RouteTable::RouteHandler handler = [this, shared](net::Request& r, net::ResponseWriter& w,
+                                                          std::string_view) {
+    open_socket(shared, r, w);
+  };
+  routes_.add_websocket(suffix, true, handler, tag);
+  routes_.add_websocket("/" + suffix, false, handler, tag);
 }
 
 void ApiServer::route(const std::string& method, const std::string& suffix, RouteAccess access,

@@ -105,6 +105,10 @@ struct Config {
   // --ollama-port / LEMONADE_OLLAMA_PORT: also serve the routes on this port
   // (Ollama's clients look on 11434); nullopt: no second listener.
   std::optional<int> ollama_port;
+  // --websocket-port / LEMONADE_WEBSOCKET_PORT (config.json websocket_port):
+  // the WebSocket routes also on this port, reported as /health's
+  // websocket_port; 0 for any free port; nullopt ("off"): none.
+  std::optional<int> websocket_port = 0;
 
   int ready_fd = -1;  // --ready-fd: write "PORT\n" here once listening, then close it
 

@@ -76,6 +76,8 @@ struct RouterOptionValues {
   std::string cors;
   // --ollama-port: "off" (not given), "" (given without a value: 11434) or a port.
   std::string ollama_port = "off";
+  // --websocket-port: "auto" (any free port), "off" or a port.
+  std::string websocket_port = "auto";
   int ready_fd = -1;
 
   // Defaults, with the load-option defaults of RecipeOptions::defaults().
