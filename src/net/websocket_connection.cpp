@@ -310,6 +310,9 @@ bool WebSocketConnection::flush(Clock::time_point now) {
       }
     }
     if (count == 0) {
+      if (close_sent_ && (close_received_ || failed_)) {
+        finished_ = true;  // both close frames are out, or the connection failed
+      }
       return false;
     }
     const long sent = send_once(fd_.get(), iov, count);

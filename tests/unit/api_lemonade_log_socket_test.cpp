@@ -15,7 +15,7 @@ namespace {
 using lemon::testing::FakeJsonSocket;
 using nlohmann::json;
 
-telemetry::LogLine line(std::string level, std::string source, std::string text,
+telemetry::LogLine log_line(std::string level, std::string source, std::string text,
                         std::string model = "") {
   telemetry::LogLine l;
   l.time_ms = 1743344521123;  // 2025-03-30 14:22:01.123 UTC
@@ -41,25 +41,25 @@ struct Subscriber {
 TEST(LogSocket, EntriesHaveLemonadesShape) {
   ::setenv("TZ", "UTC", 1);
   ::tzset();
-  const json e = lemonade_log_entry(7, line("warning", "router", "low memory\n"));
+  const json e = lemonade_log_entry(7, log_line("warning", "router", "low memory\n"));
   EXPECT_EQ(e["seq"], 7);
   EXPECT_EQ(e["timestamp"], "2025-03-30 14:22:01.123");
   EXPECT_EQ(e["severity"], "Warn");
   EXPECT_EQ(e["tag"], "router");
   EXPECT_EQ(e["line"], "2025-03-30 14:22:01.123 [Warn] (router) low memory");
-  const json backend = lemonade_log_entry(8, line("output", "backend", "loaded", "user.w"));
+  const json backend = lemonade_log_entry(8, log_line("output", "backend", "loaded", "user.w"));
   EXPECT_EQ(backend["severity"], "Info");
   EXPECT_EQ(backend["tag"], "user.w");
   for (auto [level, severity] : {std::pair{"trace", "Trace"}, {"debug", "Debug"}, {"info", "Info"},
                                  {"error", "Error"}, {"critical", "Fatal"}}) {
-    EXPECT_EQ(lemonade_log_entry(1, line(level, "x", "y"))["severity"], severity) << level;
+    EXPECT_EQ(lemonade_log_entry(1, log_line(level, "x", "y"))["severity"], severity) << level;
   }
 }
 
 TEST(LogSocket, SubscribeSendsTheSnapshotThenEachNewLine) {
   telemetry::LogRing ring;
   for (int i = 1; i <= 3; ++i) {
-    ring.add(line("info", "router", "line " + std::to_string(i)));
+    ring.add(log_line("info", "router", "line " + std::to_string(i)));
   }
   Subscriber s(ring);
   EXPECT_TRUE(s.socket->events().empty()) << "nothing before logs.subscribe";
@@ -72,7 +72,7 @@ TEST(LogSocket, SubscribeSendsTheSnapshotThenEachNewLine) {
   EXPECT_EQ(events[0]["entries"][1]["seq"], 3);
 
   const int wakes = s.socket->wakes();
-  ring.add(line("error", "http", "boom"));
+  ring.add(log_line("error", "http", "boom"));
   EXPECT_EQ(s.socket->wakes(), wakes + 1) << "the ring wakes the socket's thread";
   s.handler->on_wake();
   events = s.socket->events();
@@ -82,14 +82,14 @@ TEST(LogSocket, SubscribeSendsTheSnapshotThenEachNewLine) {
   EXPECT_EQ(events[1]["entry"]["severity"], "Error");
 
   s.handler->on_closed();
-  ring.add(line("info", "router", "after the end"));
+  ring.add(log_line("info", "router", "after the end"));
   EXPECT_EQ(s.socket->wakes(), wakes + 1) << "a closed socket is not woken";
 }
 
 TEST(LogSocket, AWholeBacklogIsAtMost5000Lines) {
   telemetry::LogRing ring;
   for (int i = 1; i <= 6000; ++i) {
-    ring.add(line("info", "router", "line"));
+    ring.add(log_line("info", "router", "line"));
   }
   Subscriber s(ring);
   s.subscribe({{"type", "logs.subscribe"}, {"after_seq", nullptr}});
@@ -105,7 +105,7 @@ TEST(LogSocket, AWholeBacklogIsAtMost5000Lines) {
 
 TEST(LogSocket, TheRoutersShapeOnRequest) {
   telemetry::LogRing ring;
-  ring.add(line("info", "backend", "hello", "user.a"));
+  ring.add(log_line("info", "backend", "hello", "user.a"));
   Subscriber s(ring);
   s.subscribe({{"type", "logs.subscribe"}, {"format", "router"}});
   const json entry = s.socket->events().at(0)["entries"].at(0);
@@ -134,12 +134,12 @@ TEST(LogSocket, AReaderTooSlowIsClosed) {
   Subscriber s(ring);
   s.subscribe({{"type", "logs.subscribe"}});
   s.socket->refuse_sends(true);  // its queue is full
-  ring.add(line("info", "router", "more"));
+  ring.add(log_line("info", "router", "more"));
   s.handler->on_wake();
   EXPECT_TRUE(s.socket->closed());
   EXPECT_EQ(s.socket->close_code(), 1008);
   const int wakes = s.socket->wakes();
-  ring.add(line("info", "router", "and more"));
+  ring.add(log_line("info", "router", "and more"));
   EXPECT_EQ(s.socket->wakes(), wakes) << "no longer followed";
 }
 

@@ -21,7 +21,7 @@ namespace {
 using lemon::testing::FakeJsonSocket;
 using nlohmann::json;
 
-constexpr int kRate = 16000;
+constexpr int kSessionRate = 16000;
 
 // Transcribes synchronously: "<model>: <wav bytes> bytes", or fails when
 // told to; refuses the model "secret".
@@ -46,11 +46,11 @@ class FakeBackend final : public RealtimeBackend {
   bool fail = false;
 };
 
-std::vector<std::int16_t> tone(int ms, double amplitude) {
-  std::vector<std::int16_t> out(static_cast<std::size_t>(kRate * ms / 1000));
+std::vector<std::int16_t> session_tone(int ms, double amplitude) {
+  std::vector<std::int16_t> out(static_cast<std::size_t>(kSessionRate * ms / 1000));
   for (std::size_t i = 0; i < out.size(); ++i) {
     out[i] = static_cast<std::int16_t>(amplitude * 32767.0 *
-                                       std::sin(2.0 * M_PI * 440.0 * static_cast<double>(i) / kRate));
+                                       std::sin(2.0 * M_PI * 440.0 * static_cast<double>(i) / kSessionRate));
   }
   return out;
 }
@@ -101,9 +101,9 @@ TEST_F(RealtimeSessionTest, OpensWithSessionCreated) {
 
 TEST_F(RealtimeSessionTest, AToneBurstIsASegmentAndATranscription) {
   socket_->clear();
-  append(std::vector<std::int16_t>(kRate, 0));  // 1 s of silence
-  append(tone(1500, 0.3));
-  append(std::vector<std::int16_t>(2 * kRate, 0));
+  append(std::vector<std::int16_t>(kSessionRate, 0));  // 1 s of silence
+  append(session_tone(1500, 0.3));
+  append(std::vector<std::int16_t>(2 * kSessionRate, 0));
   const auto events = socket_->events();
   const auto types = socket_->types();
   // Started, interim deltas while it lasts (one a second, of the whole
@@ -122,12 +122,12 @@ TEST_F(RealtimeSessionTest, AToneBurstIsASegmentAndATranscription) {
     EXPECT_EQ(e["item_id"], item) << e.dump();
   }
   // The first interim: the segment's first second of speech and its pre-roll.
-  EXPECT_EQ(events[1]["delta"], "user.w: " + std::to_string(44 + 2 * (1300 * kRate / 1000)) + " bytes");
+  EXPECT_EQ(events[1]["delta"], "user.w: " + std::to_string(44 + 2 * (1300 * kSessionRate / 1000)) + " bytes");
   // The segment: 300 ms before the speech to 300 ms after it, as a WAV.
-  const std::size_t samples = (2500 + 300 - (1000 - 300)) * kRate / 1000;
+  const std::size_t samples = (2500 + 300 - (1000 - 300)) * kSessionRate / 1000;
   EXPECT_EQ(events.back()["transcript"], "user.w: " + std::to_string(44 + 2 * samples) + " bytes");
   EXPECT_EQ(events.back()["content_index"], 0);
-  ASSERT_EQ(backend_.wavs.size(), types.size() - 3) << "the interims, then the final";
+  ASSERT_EQ(backend_.wavs.size(), types.size() - 2) << "the interims, then the final";
   EXPECT_EQ(backend_.wavs.back().substr(0, 4), "RIFF");
   EXPECT_EQ(backend_.wavs.back().substr(8, 4), "WAVE");
 }
@@ -138,7 +138,7 @@ TEST_F(RealtimeSessionTest, WithTheDetectorOffACommitTranscribesTheBuffer) {
   EXPECT_EQ(updated["type"], "session.updated");
   EXPECT_TRUE(updated["session"]["turn_detection"].is_null());
   socket_->clear();
-  append(tone(300, 0.3));
+  append(session_tone(300, 0.3));
   EXPECT_TRUE(socket_->events().empty()) << "no detection events";
   send({{"type", "input_audio_buffer.commit"}});
   ASSERT_EQ(socket_->types(),
@@ -153,7 +153,7 @@ TEST_F(RealtimeSessionTest, WithTheDetectorOffACommitTranscribesTheBuffer) {
 
 TEST_F(RealtimeSessionTest, ACommitWithoutSpeechClearsAndClearAnswers) {
   socket_->clear();
-  append(std::vector<std::int16_t>(kRate / 2, 0));
+  append(std::vector<std::int16_t>(kSessionRate / 2, 0));
   send({{"type", "input_audio_buffer.commit"}});
   EXPECT_EQ(socket_->types(), std::vector<std::string>{"input_audio_buffer.cleared"});
   socket_->clear();
@@ -205,7 +205,7 @@ TEST_F(RealtimeSessionTest, AFailedTranscriptionIsATranscriptionError) {
   backend_.fail = true;
   send({{"type", "session.update"}, {"session", {{"turn_detection", nullptr}}}});
   socket_->clear();
-  append(tone(600, 0.3));
+  append(session_tone(600, 0.3));
   send({{"type", "input_audio_buffer.commit"}});
   const auto events = socket_->events();
   ASSERT_EQ(events.size(), 2u);
@@ -216,7 +216,7 @@ TEST_F(RealtimeSessionTest, AFailedTranscriptionIsATranscriptionError) {
 
 TEST_F(RealtimeSessionTest, NothingIsTranscribedAfterTheSocketCloses) {
   send({{"type", "session.update"}, {"session", {{"turn_detection", nullptr}}}});
-  append(tone(600, 0.3));
+  append(session_tone(600, 0.3));
   session_->on_closed();
   send({{"type", "input_audio_buffer.commit"}});
   EXPECT_TRUE(backend_.wavs.empty());

@@ -212,8 +212,12 @@ void RealtimeSession::append(const nlohmann::json& message) {
     }
     return;
   }
-  // Not speaking: only the pre-roll of a next speech is worth keeping.
-  trim(now - std::min<std::uint64_t>(now, samples_of_ms(kPreRollMs)));
+  // Not speaking: only what a next speech's segment would start with is
+  // worth keeping: its pre-roll, and the voiced frames the detector counts
+  // before it calls them speech.
+  const std::uint64_t keep =
+      samples_of_ms(kPreRollMs + vad_.settings().prefix_padding_ms) + VoiceActivityDetector::kFrameSamples;
+  trim(now - std::min(now, keep));
 }
 
 void RealtimeSession::commit() {
