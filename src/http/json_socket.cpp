@@ -27,6 +27,9 @@ class JsonOverWebSocket final : public JsonSocket {
   void close(std::uint16_t code, std::string_view reason) override {
     socket_->close(code, reason);
   }
+  void abandon(std::uint16_t code, std::string_view reason) override {
+    socket_->abandon(code, reason);
+  }
   void wake() override { socket_->wake(); }
   std::size_t queued_bytes() const override { return socket_->queued_bytes(); }
 

@@ -71,6 +71,10 @@ void WebSocketConnection::close(std::uint16_t code, std::string_view reason) {
   close_with(code, reason, false);
 }
 
+void WebSocketConnection::abandon(std::uint16_t code, std::string_view reason) {
+  close_with(code, reason, true);
+}
+
 void WebSocketConnection::close_with(std::uint16_t code, std::string_view reason, bool discard) {
   MutexLock lock(mu_);
   if (closing_ || ended_) {

@@ -46,6 +46,7 @@ class WebSocketConnection final : public WebSocket {
   // WebSocket: any thread.
   Sent send_text(std::string_view text) override;
   void close(std::uint16_t code, std::string_view reason) override;
+  void abandon(std::uint16_t code, std::string_view reason) override;
   void wake() override;
   void set_max_message(std::size_t bytes) override;
   void set_deadline(Clock::time_point when, std::uint16_t code, std::string_view reason) override;

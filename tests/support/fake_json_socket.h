@@ -32,6 +32,7 @@ class FakeJsonSocket final : public http::JsonSocket {
     close_code_ = code;
     close_reason_ = std::string(reason);
   }
+  void abandon(std::uint16_t code, std::string_view reason) override { close(code, reason); }
   void wake() override {
     std::lock_guard lock(mu_);
     ++wakes_;

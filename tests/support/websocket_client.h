@@ -24,7 +24,7 @@ class WsClient {
   static constexpr const char* kExampleKey = "dGhlIHNhbXBsZSBub25jZQ==";
   static constexpr const char* kExampleAccept = "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=";
 
-  explicit WsClient(int port) : raw_(port) {}
+  explicit WsClient(int port) : raw_(port), port_(port) {}
 
   // The upgrade request for `target` with `headers` (added after the
   // handshake's own, which `headers` may replace by naming them), then the
@@ -33,7 +33,7 @@ class WsClient {
                                 const std::vector<std::pair<std::string, std::string>>& headers = {},
                                 const std::string& extra_bytes = "") {
     std::vector<std::pair<std::string, std::string>> all = {
-        {"Host", "127.0.0.1"},
+        {"Host", "127.0.0.1:" + std::to_string(port_)},
         {"Upgrade", "websocket"},
         {"Connection", "Upgrade"},
         {"Sec-WebSocket-Key", kExampleKey},
@@ -197,6 +197,7 @@ class WsClient {
   }
 
   RawClient raw_;
+  int port_;
   std::optional<Frame> last_close_;
 };
 

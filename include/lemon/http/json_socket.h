@@ -56,6 +56,8 @@ class JsonSocket {
                           std::string_view type = "invalid_request_error") = 0;
   // The close handshake (net/websocket.h's codes); what is queued goes first.
   virtual void close(std::uint16_t code, std::string_view reason) = 0;
+  // The same, dropping what is queued first (a client too slow to read it).
+  virtual void abandon(std::uint16_t code, std::string_view reason) = 0;
   // Asks for on_wake() on the socket thread; never blocks, takes no lock a
   // logger holds.
   virtual void wake() = 0;

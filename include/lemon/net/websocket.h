@@ -79,6 +79,9 @@ class WebSocket {
   // nothing more is sent after it; the socket ends once the client answers
   // or close_timeout passes. Idempotent.
   virtual void close(std::uint16_t code, std::string_view reason) = 0;
+  // The same, dropping what is queued and not yet begun first: for a client
+  // too slow to read it.
+  virtual void abandon(std::uint16_t code, std::string_view reason) = 0;
   // Asks for the handler's on_wake() on the WebSocket thread, soon; many
   // calls before it runs make one. Never blocks, takes no lock a logger
   // holds: callable from a log sink.

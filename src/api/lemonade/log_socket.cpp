@@ -121,7 +121,7 @@ class LogSession final : public http::JsonSocketHandler {
 
   void too_slow() {
     stop_following();
-    socket_->close(net::close_code::kPolicyViolation, "the client reads the log too slowly");
+    socket_->abandon(net::close_code::kPolicyViolation, "the client reads the log too slowly");
   }
 
   void stop_following() {
