@@ -451,9 +451,9 @@ void add_router_options(CLI::App& app, RouterOptionValues& v) {
         if (text == "auto" || text == "off") {
           return std::string();
         }
-        const bool digits = !text.empty() && text.size() <= 5 &&
-                            std::all_of(text.begin(), text.end(),
-                                        [](char c) { return c >= '0' && c <= '9'; });
+        const bool digits =
+            !text.empty() && text.size() <= 5 &&
+            std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
         return digits && std::stoi(text) <= 65535 ? std::string()
                                                   : "expected a port from 0 to 65535, auto or off";
       })

@@ -21,9 +21,6 @@
 #include "lemon/api/ollama/ollama_api.h"
 #include "lemon/api/openai/openai_api.h"
 #include "lemon/api/openai/realtime_api.h"
-#include "lemon/inference/generation_defaults.h"
-#include "lemon/inference/inference_gateway.h"
-#include "lemon/inference/model_provisioner.h"
 #include "lemon/app/config.h"
 #include "lemon/app/config_reloader.h"
 #include "lemon/app/graceful_drain.h"
@@ -32,6 +29,9 @@
 #include "lemon/backends/flm_inventory.h"
 #include "lemon/backends/server_factory.h"
 #include "lemon/core/log.h"
+#include "lemon/inference/generation_defaults.h"
+#include "lemon/inference/inference_gateway.h"
+#include "lemon/inference/model_provisioner.h"
 #include "lemon/process/port_allocator.h"
 #include "lemon/process/process_launcher.h"
 #include "lemon/remote/remote_models.h"
@@ -119,14 +119,14 @@ int main(int argc, char** argv) {
   // The inference path every API room hands its requests to.
   inference::ModelProvisioner provisioner(**catalogue, presets, store, installer, router);
   inference::GenerationDefaults generation_defaults;
-  inference::InferenceGateway gateway(forward_settings(cfg), provisioner, generation_defaults, stats,
-                                      telemetry, server.drain_expired());
+  inference::InferenceGateway gateway(forward_settings(cfg), provisioner, generation_defaults,
+                                      stats, telemetry, server.drain_expired());
   gateway.serve_remote(&remote);
   // The API rooms (src/api/*): each takes only what it uses and adds its
   // routes to the server's table.
   const api::LemonadeSettings lemonade = lemonade_settings(cfg);
-  api::ManagementApi management_api(**catalogue, presets, installer, router, stats,
-                                    provisioner, server, lemonade);
+  api::ManagementApi management_api(**catalogue, presets, installer, router, stats, provisioner,
+                                    server, lemonade);
   management_api.show_remote(&remote);
   management_api.register_routes(server);
   api::ModelStoreApi store_api(**catalogue, store, provisioner);
@@ -137,8 +137,8 @@ int main(int argc, char** argv) {
   preset_api.register_routes(server);
   api::SessionApi session_api(router, gateway, stats, telemetry.events(), lemonade);
   session_api.register_routes(server);
-  api::ObserveApi observe_api(telemetry, context, system_stats, router,
-                              generation_defaults, server);
+  api::ObserveApi observe_api(telemetry, context, system_stats, router, generation_defaults,
+                              server);
   observe_api.show_remote(&remote);
   observe_api.register_routes(server);
   api::DashboardApi dashboard_api(lemonade.web_dir);

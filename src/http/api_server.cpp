@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include "api_server_detail.h"
 #include "cors_writer.h"
 #include "lemon/core/clock.h"
 #include "lemon/core/error_envelope.h"
@@ -9,26 +10,9 @@
 #include "lemon/http/caller.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/observed_writer.h"
-#include "socket_gate.h"
 
 namespace lemon::http {
 namespace {
-
-// A route's tag in the route table: its RouteAccess, its ApiDialect and
-// its Scope.
-int route_tag(RouteAccess access, ApiDialect dialect, Scope scope) {
-  return static_cast<int>(access) | (static_cast<int>(dialect) << 8) |
-         (static_cast<int>(scope) << 16);
-}
-RouteAccess tag_access(int tag) {
-  return static_cast<RouteAccess>(tag & 0xff);
-}
-ApiDialect tag_dialect(int tag) {
-  return static_cast<ApiDialect>((tag >> 8) & 0xff);
-}
-Scope tag_scope(int tag) {
-  return static_cast<Scope>((tag >> 16) & 0xff);
-}
 
 std::int64_t steady_ms_now() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -54,19 +38,6 @@ std::string audited_model(const net::Request& r) {
 }
 KeyHeaders key_headers(ApiDialect dialect) {
   return dialect == ApiDialect::kAnthropic ? KeyHeaders::kBearerOrXApiKey : KeyHeaders::kBearer;
-}
-
-// What the WebSocket port answers a request that is not an upgrade.
-net::EarlyAnswer websocket_port_refusal(const net::Request& r) {
-  net::EarlyAnswer answer;
-  const Error e(ErrorCode::kUpgradeRequired,
-                "this port serves WebSocket upgrades only (/realtime, /logs/stream); " +
-                    r.method + " " + r.path + " is served on the main port");
-  answer.status = error_shape(e.code()).status;
-  answer.headers = error_headers(e);
-  answer.headers.add("Upgrade", "websocket");
-  answer.body = error_envelope(e);
-  return answer;
 }
 
 }  // namespace
@@ -132,9 +103,9 @@ Result<int> ApiServer::bind() {
   if (websocket_server_) {
     auto socket_port = websocket_server_->bind(settings_.host, *settings_.websocket_port);
     if (!socket_port.ok()) {
-      return Error(socket_port.error().code(),
-                   "--websocket-port " + std::to_string(*settings_.websocket_port) + ": " +
-                       socket_port.error().message());
+      return Error(socket_port.error().code(), "--websocket-port " +
+                                                   std::to_string(*settings_.websocket_port) +
+                                                   ": " + socket_port.error().message());
     }
     bound_websocket_port_ = *socket_port;
     more.push_back(*socket_port);
@@ -337,7 +308,8 @@ std::optional<net::EarlyAnswer> ApiServer::check_head(net::Request& r) {
   } else {
     RouteTable::remember(m, r);
     const Scope scope = tag_scope(m.tag);
-    const KeyHeaders headers = m.websocket ? KeyHeaders::kWebSocket : key_headers(tag_dialect(m.tag));
+    const KeyHeaders headers =
+        m.websocket ? KeyHeaders::kWebSocket : key_headers(tag_dialect(m.tag));
     const auto state = access();
     std::shared_ptr<const KeyRing> ring(state, &state->keys);
     const ApiKey* key = nullptr;
@@ -408,78 +380,6 @@ ApiRoutes::Handler ApiServer::checked(RouteAccess access, Scope scope, ApiDialec
     }
     handler(r, w, param);
   };
-}
-
-std::optional<Error> ApiServer::check_socket_head(const net::Request& r, Scope scope,
-                                                 const AccessSettings& settings,
-                                                 const KeyRing* ring, const ApiKey*& key,
-                                                 bool& pending) {
-  auto handshake = net::check_websocket_handshake(r);
-  if (!handshake.ok()) {
-    return handshake.error();
-  }
-  if (!choose_subprotocol(r)) {
-    return Error(ErrorCode::kInvalidRequest,
-                 "WebSocket handshake: none of the offered subprotocols is served "
-                 "(lemonade-realtime, realtime)");
-  }
-  pending = ring != nullptr && !ring->empty() && !socket_key(r);
-  if (pending) {
-    // No key at all: Host and Origin are judged now, the key in-band.
-    return check_access(r, settings, RouteAccess::kPublic);
-  }
-  return check_access(r, settings, RouteAccess::kRead, KeyHeaders::kWebSocket, ring, scope, &key);
-}
-
-void ApiServer::open_socket(const std::shared_ptr<const SocketRoute>& route, net::Request& r,
-                            net::ResponseWriter& w) {
-  const auto* caller = dynamic_cast<const Caller*>(r.context.get());
-  auto accept = net::check_websocket_handshake(r);
-  auto protocol = choose_subprotocol(r);
-  if (caller == nullptr || !accept.ok() || !protocol) {
-    // Only a request the HeadCheck judged is upgraded.
-    write_error(w, accept.ok() ? Error(ErrorCode::kInvalidRequest, "not a WebSocket handshake")
-                               : accept.error());
-    return;
-  }
-  SocketGateSetup setup;
-  setup.route = route;
-  setup.caller = SocketCaller{caller->ring, caller->key, r.remote_addr};
-  setup.keys = [this] { return keys(); };
-  if (caller->pending_auth) {
-    setup.request = r;
-  } else {
-    auto room = route->open(r, setup.caller);
-    if (!room.ok()) {
-      write_error(w, room.error());
-      return;
-    }
-    setup.room = std::move(*room);
-  }
-  const bool pending = caller->pending_auth;
-  net::Headers headers;
-  if (!protocol->empty()) {
-    headers.add("Sec-WebSocket-Protocol", *protocol);
-  }
-  if (!w.upgrade_to_websocket(*accept, headers, make_socket_gate(std::move(setup)),
-                              pending ? kUnauthenticatedMessageBytes : route->max_message_bytes) &&
-      !w.headers_sent()) {
-    write_error(w, Error(ErrorCode::kServerBusy,
-                         "server is busy: too many WebSockets are open (or the server stops)")
-                       .with_retry_after(1));
-  }
-}
-
-void ApiServer::websocket(const std::string& suffix, SocketRoute route) {
-  registered_.emplace_back("WEBSOCKET " + RouteTable::api_prefixes().front() + suffix, route.scope);
-  const int tag = route_tag(RouteAccess::kRead, ApiDialect::kLemonade, route.scope);
-  auto shared = std::make_shared<const SocketRoute>(std::move(route));
-  const RouteTable::RouteHandler handler = [this, shared](net::Request& r, net::ResponseWriter& w,
-                                                          std::string_view) {
-    open_socket(shared, r, w);
-  };
-  routes_.add_websocket(suffix, true, handler, tag);
-  routes_.add_websocket("/" + suffix, false, handler, tag);
 }
 
 void ApiServer::route(const std::string& method, const std::string& suffix, RouteAccess access,

@@ -15,8 +15,7 @@ constexpr std::string_view kOpenAiProtocol = "realtime";
 // The JsonSocket a room is given: JSON over the net::WebSocket.
 class JsonOverWebSocket final : public JsonSocket {
  public:
-  explicit JsonOverWebSocket(std::shared_ptr<net::WebSocket> socket)
-      : socket_(std::move(socket)) {}
+  explicit JsonOverWebSocket(std::shared_ptr<net::WebSocket> socket) : socket_(std::move(socket)) {}
 
   bool send(const nlohmann::json& event) override {
     return socket_->send_text(json_text(event)) == net::WebSocket::Sent::kQueued;
@@ -24,9 +23,7 @@ class JsonOverWebSocket final : public JsonSocket {
   bool send_error(std::string_view message, std::string_view type) override {
     return send({{"type", "error"}, {"error", {{"message", message}, {"type", type}}}});
   }
-  void close(std::uint16_t code, std::string_view reason) override {
-    socket_->close(code, reason);
-  }
+  void close(std::uint16_t code, std::string_view reason) override { socket_->close(code, reason); }
   void abandon(std::uint16_t code, std::string_view reason) override {
     socket_->abandon(code, reason);
   }
@@ -77,8 +74,7 @@ class SocketGate final : public net::WebSocketHandler {
       return;
     }
     if (!setup_.room) {
-      json_->send_error(
-          "Unauthorized. Please authenticate first by sending an auth message.");
+      json_->send_error("Unauthorized. Please authenticate first by sending an auth message.");
       return;
     }
     setup_.room->on_message(name, message);

@@ -173,9 +173,9 @@ net::EarlyAnswer RouteTable::refusal(const Match& match, const net::Request& req
 
 void RouteTable::remember(const Match& match, net::Request& request) {
   request.matched.handler = match.handler;
-  request.matched.param_at = match.param.empty()
-                                 ? std::string::npos
-                                 : static_cast<std::size_t>(match.param.data() - request.path.data());
+  request.matched.param_at =
+      match.param.empty() ? std::string::npos
+                          : static_cast<std::size_t>(match.param.data() - request.path.data());
 }
 
 void RouteTable::dispatch(net::Request& request, net::ResponseWriter& writer) const {

@@ -30,7 +30,7 @@ struct ConnectionContext {
   const Handler* handler = nullptr;
   int stop_fd = -1;  // readable once the server stops
   const std::atomic<bool>* stopping = nullptr;
-  RequestMemory* memory = nullptr;  // shared by every connection
+  RequestMemory* memory = nullptr;      // shared by every connection
   WebSocketLoop* websockets = nullptr;  // where upgraded connections go
 };
 

@@ -11,10 +11,10 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
-#include <utility>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "lemon/core/error.h"
 #include "lemon/net/server.h"

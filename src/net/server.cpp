@@ -20,8 +20,8 @@
 #include "connection.h"
 #include "connection_workers.h"
 #include "io.h"
-#include "websocket_loop.h"
 #include "lemon/core/log.h"
+#include "websocket_loop.h"
 
 namespace lemon::net {
 namespace {

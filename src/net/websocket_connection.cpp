@@ -179,8 +179,8 @@ void WebSocketConnection::read(Clock::time_point now) {
     ws::Frame frame;
     std::size_t used = 0;
     ws::FrameError error;
-    const auto step =
-        ws::parse_client_frame(std::string_view(input_).substr(at), max_payload, frame, used, error);
+    const auto step = ws::parse_client_frame(std::string_view(input_).substr(at), max_payload,
+                                             frame, used, error);
     if (step == ws::ParseStep::kNeedMore) {
       break;
     }
@@ -198,7 +198,7 @@ void WebSocketConnection::read(Clock::time_point now) {
     flush(now);
     finished_ = true;
   }
-  update_next_timer();
+  refresh_timer();
 }
 
 void WebSocketConnection::handle(ws::Frame frame, Clock::time_point now) {
@@ -421,10 +421,10 @@ void WebSocketConnection::tick(Clock::time_point now) {
       come_locked();
     }
   }
-  update_next_timer();
+  refresh_timer();
 }
 
-void WebSocketConnection::update_next_timer() {
+void WebSocketConnection::refresh_timer() {
   Clock::time_point next = last_read_ + options_.ping_interval;
   if (ping_sent_) {
     next = *ping_sent_ + options_.pong_timeout;

@@ -72,8 +72,10 @@ class WebSocketConnection final : public WebSocket {
   void run_wake();
   // The timers: pings, deadlines, the close handshake, a stalled write.
   void tick(Clock::time_point now);
-  // When tick() next has something to do.
+  // When tick() next has something to do, as refresh_timer() last found.
   Clock::time_point next_timer() const { return next_timer_; }
+  // Works next_timer() out again (after a deadline set from another thread).
+  void refresh_timer();
   // Closes with 1001 (the server stops).
   void going_away() { close_with(close_code::kGoingAway, "server is shutting down", false); }
   // Nothing more will happen: the socket is to be ended.
@@ -89,7 +91,6 @@ class WebSocketConnection final : public WebSocket {
   void fail(const ws::FrameError& error);
   void handle(ws::Frame frame, Clock::time_point now);
   void on_control(ws::Opcode opcode, std::string payload, Clock::time_point now);
-  void update_next_timer();
   // Asks the loop to come, once until it does.
   void come_locked() LEMON_REQUIRES(mu_);
 
@@ -100,9 +101,9 @@ class WebSocketConnection final : public WebSocket {
 
   // Shared with every thread, under mu_.
   mutable Mutex mu_;
-  std::deque<std::string> queue_ LEMON_GUARDED_BY(mu_);  // whole frames, oldest first
-  std::size_t front_written_ LEMON_GUARDED_BY(mu_) = 0;  // bytes of queue_.front() sent
-  std::size_t queued_ LEMON_GUARDED_BY(mu_) = 0;         // data bytes in queue_ not yet sent
+  std::deque<std::string> queue_ LEMON_GUARDED_BY(mu_);    // whole frames, oldest first
+  std::size_t front_written_ LEMON_GUARDED_BY(mu_) = 0;    // bytes of queue_.front() sent
+  std::size_t queued_ LEMON_GUARDED_BY(mu_) = 0;           // data bytes in queue_ not yet sent
   std::optional<std::string> pong_ LEMON_GUARDED_BY(mu_);  // the latest ping's payload
   bool ping_due_ LEMON_GUARDED_BY(mu_) = false;            // our keep-alive ping
   std::optional<std::string> close_frame_ LEMON_GUARDED_BY(mu_);

@@ -73,8 +73,8 @@ ParseStep parse_client_frame(std::string_view in, std::size_t max_payload, Frame
     if (in.size() < 4) {
       return ParseStep::kNeedMore;
     }
-    length = (std::uint64_t{static_cast<std::uint8_t>(in[2])} << 8) |
-             static_cast<std::uint8_t>(in[3]);
+    length =
+        (std::uint64_t{static_cast<std::uint8_t>(in[2])} << 8) | static_cast<std::uint8_t>(in[3]);
     at = 4;
     if (length < 126) {
       error = fail(1002, "a frame length must use the shortest encoding");
@@ -250,10 +250,11 @@ MessageAssembler::Outcome MessageAssembler::add(Frame frame) {
     partial_.clear();
     checked_ = 0;
   }
-  if (frame.payload.size() > max_message_ || partial_.size() > max_message_ - frame.payload.size()) {
+  if (frame.payload.size() > max_message_ ||
+      partial_.size() > max_message_ - frame.payload.size()) {
     out.kind = Kind::kError;
-    out.error = fail(1009, "a message exceeds the limit of " + std::to_string(max_message_) +
-                               " bytes");
+    out.error =
+        fail(1009, "a message exceeds the limit of " + std::to_string(max_message_) + " bytes");
     return out;
   }
   partial_.append(frame.payload);

@@ -144,6 +144,7 @@ void WebSocketLoop::service(const std::shared_ptr<WebSocketConnection>& c, Clock
     end(c->id());
     return;
   }
+  c->refresh_timer();
   watch(*c, blocked);
 }
 

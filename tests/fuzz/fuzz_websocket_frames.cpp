@@ -37,7 +37,8 @@ void check_frame(const Frame& f) {
     std::abort();
   }
   // What a client could send again: masked, it parses to the same frame.
-  const std::string again = encode_masked_frame(f.opcode, f.payload, {0xA5, 0x5A, 0x01, 0xFE}, f.fin);
+  const std::string again =
+      encode_masked_frame(f.opcode, f.payload, {0xA5, 0x5A, 0x01, 0xFE}, f.fin);
   Frame g;
   std::size_t used = 0;
   FrameError error;

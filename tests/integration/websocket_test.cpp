@@ -60,7 +60,8 @@ json socket_key_entry(const std::string& name, const std::string& key, const jso
 class WebSocketTest : public RouterTest {
  protected:
   // A socket opened on `port` at `target`; fails the test unless it opens.
-  std::unique_ptr<WsClient> open(int port, const std::string& target, const HeaderList& headers = {}) {
+  std::unique_ptr<WsClient> open(int port, const std::string& target,
+                                 const HeaderList& headers = {}) {
     auto c = std::make_unique<WsClient>(port);
     auto r = c->handshake(target, headers);
     EXPECT_EQ(r.status, 101) << target << ": " << r.head << r.body;
@@ -116,8 +117,8 @@ TEST_F(WebSocketTest, BothEndpointsOnEveryPrefixAndTheSecondPort) {
   EXPECT_EQ(http_get(second, "/api/v1/health").status, 426);
   EXPECT_EQ(http_get(port(), "/realtime").status, 426);
   RawClient sse(port());
-  sse.send("GET /api/v1/logs/stream?tail=1 HTTP/1.1\r\nHost: 127.0.0.1:" +
-           std::to_string(port()) + "\r\n\r\n");
+  sse.send("GET /api/v1/logs/stream?tail=1 HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port()) +
+           "\r\n\r\n");
   const std::string head = sse.read_until("\r\n\r\n");
   EXPECT_TRUE(head.starts_with("HTTP/1.1 200")) << head;
   EXPECT_EQ(RawClient::header(head, "content-type"), "text/event-stream");
@@ -151,8 +152,8 @@ TEST_F(WebSocketTest, TheKeyInTheQueryInASubprotocolInAHeaderOrInBand) {
   EXPECT_EQ(wrong.handshake("/logs/stream?api_key=nope").status, 401);
   WsClient wrong_protocol(port());
   EXPECT_EQ(wrong_protocol
-                .handshake("/logs/stream",
-                           {{"Sec-WebSocket-Protocol", "lemonade-realtime, bearer." + base64url("x")}})
+                .handshake("/logs/stream", {{"Sec-WebSocket-Protocol",
+                                             "lemonade-realtime, bearer." + base64url("x")}})
                 .status,
             401);
   // Offered protocols without one this router speaks: refused, as Lemonade does.
@@ -293,7 +294,8 @@ TEST_F(WebSocketTest, RealtimeTranscribesAToneBurstThroughTheFakeWhisperServer) 
     ASSERT_TRUE(c->read_until_type("session.created").has_value());
     auto append = [&c](int ms, double amplitude) {
       for (int done = 0; done < ms; done += 100) {
-        c->send_json({{"type", "input_audio_buffer.append"}, {"audio", pcm_base64(100, amplitude)}});
+        c->send_json(
+            {{"type", "input_audio_buffer.append"}, {"audio", pcm_base64(100, amplitude)}});
       }
     };
     append(500, 0.0);

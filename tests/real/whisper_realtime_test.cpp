@@ -25,8 +25,8 @@ std::string realtime_pcm(int ms, double amplitude) {
   std::string bytes;
   const int n = kRealtimeRate * ms / 1000;
   for (int i = 0; i < n; ++i) {
-    const auto s = static_cast<std::int16_t>(
-        amplitude * 32767.0 * std::sin(2.0 * M_PI * 440.0 * i / kRealtimeRate));
+    const auto s = static_cast<std::int16_t>(amplitude * 32767.0 *
+                                             std::sin(2.0 * M_PI * 440.0 * i / kRealtimeRate));
     bytes += static_cast<char>(static_cast<std::uint16_t>(s) & 0xFF);
     bytes += static_cast<char>((static_cast<std::uint16_t>(s) >> 8) & 0xFF);
   }

@@ -29,9 +29,10 @@ class WsClient {
   // The upgrade request for `target` with `headers` (added after the
   // handshake's own, which `headers` may replace by naming them), then the
   // response's head. On 101 the socket is a WebSocket from then on.
-  RawClient::Response handshake(const std::string& target,
-                                const std::vector<std::pair<std::string, std::string>>& headers = {},
-                                const std::string& extra_bytes = "") {
+  RawClient::Response handshake(
+      const std::string& target,
+      const std::vector<std::pair<std::string, std::string>>& headers = {},
+      const std::string& extra_bytes = "") {
     std::vector<std::pair<std::string, std::string>> all = {
         {"Host", "127.0.0.1:" + std::to_string(port_)},
         {"Upgrade", "websocket"},
@@ -120,10 +121,10 @@ class WsClient {
     std::string payload;
     // A close frame's code (1005 when it has none).
     std::uint16_t close_code() const {
-      return payload.size() >= 2 ? static_cast<std::uint16_t>(
-                                       (static_cast<std::uint8_t>(payload[0]) << 8) |
-                                       static_cast<std::uint8_t>(payload[1]))
-                                 : 1005;
+      return payload.size() >= 2
+                 ? static_cast<std::uint16_t>((static_cast<std::uint8_t>(payload[0]) << 8) |
+                                              static_cast<std::uint8_t>(payload[1]))
+                 : 1005;
     }
     std::string close_reason() const { return payload.size() > 2 ? payload.substr(2) : ""; }
   };

@@ -16,7 +16,7 @@ using lemon::testing::FakeJsonSocket;
 using nlohmann::json;
 
 telemetry::LogLine log_line(std::string level, std::string source, std::string text,
-                        std::string model = "") {
+                            std::string model = "") {
   telemetry::LogLine l;
   l.time_ms = 1743344521123;  // 2025-03-30 14:22:01.123 UTC
   l.level = std::move(level);
@@ -50,8 +50,11 @@ TEST(LogSocket, EntriesHaveLemonadesShape) {
   const json backend = lemonade_log_entry(8, log_line("output", "backend", "loaded", "user.w"));
   EXPECT_EQ(backend["severity"], "Info");
   EXPECT_EQ(backend["tag"], "user.w");
-  for (auto [level, severity] : {std::pair{"trace", "Trace"}, {"debug", "Debug"}, {"info", "Info"},
-                                 {"error", "Error"}, {"critical", "Fatal"}}) {
+  for (auto [level, severity] : {std::pair{"trace", "Trace"},
+                                 {"debug", "Debug"},
+                                 {"info", "Info"},
+                                 {"error", "Error"},
+                                 {"critical", "Fatal"}}) {
     EXPECT_EQ(lemonade_log_entry(1, log_line(level, "x", "y"))["severity"], severity) << level;
   }
 }

@@ -49,8 +49,8 @@ class FakeBackend final : public RealtimeBackend {
 std::vector<std::int16_t> session_tone(int ms, double amplitude) {
   std::vector<std::int16_t> out(static_cast<std::size_t>(kSessionRate * ms / 1000));
   for (std::size_t i = 0; i < out.size(); ++i) {
-    out[i] = static_cast<std::int16_t>(amplitude * 32767.0 *
-                                       std::sin(2.0 * M_PI * 440.0 * static_cast<double>(i) / kSessionRate));
+    out[i] = static_cast<std::int16_t>(
+        amplitude * 32767.0 * std::sin(2.0 * M_PI * 440.0 * static_cast<double>(i) / kSessionRate));
   }
   return out;
 }
@@ -122,7 +122,8 @@ TEST_F(RealtimeSessionTest, AToneBurstIsASegmentAndATranscription) {
     EXPECT_EQ(e["item_id"], item) << e.dump();
   }
   // The first interim: the segment's first second of speech and its pre-roll.
-  EXPECT_EQ(events[1]["delta"], "user.w: " + std::to_string(44 + 2 * (1300 * kSessionRate / 1000)) + " bytes");
+  EXPECT_EQ(events[1]["delta"],
+            "user.w: " + std::to_string(44 + 2 * (1300 * kSessionRate / 1000)) + " bytes");
   // The segment: 300 ms before the speech to 300 ms after it, as a WAV.
   const std::size_t samples = (2500 + 300 - (1000 - 300)) * kSessionRate / 1000;
   EXPECT_EQ(events.back()["transcript"], "user.w: " + std::to_string(44 + 2 * samples) + " bytes");
@@ -145,7 +146,8 @@ TEST_F(RealtimeSessionTest, WithTheDetectorOffACommitTranscribesTheBuffer) {
             (std::vector<std::string>{"input_audio_buffer.committed",
                                       "conversation.item.input_audio_transcription.completed"}));
   // 300 ms padded to the 500 ms a segment has at least.
-  EXPECT_EQ(socket_->events()[1]["transcript"], "user.w: " + std::to_string(44 + 2 * 8000) + " bytes");
+  EXPECT_EQ(socket_->events()[1]["transcript"],
+            "user.w: " + std::to_string(44 + 2 * 8000) + " bytes");
   socket_->clear();
   send({{"type", "input_audio_buffer.commit"}});
   ASSERT_EQ(socket_->types(), std::vector<std::string>{"error"}) << "nothing left to commit";
@@ -229,7 +231,8 @@ TEST(RealtimeAudio, WavHeaderAndPadding) {
   EXPECT_EQ(wav.substr(0, 4), "RIFF");
   EXPECT_EQ(wav.substr(12, 4), "fmt ");
   EXPECT_EQ(wav.substr(36, 4), "data");
-  EXPECT_EQ(static_cast<unsigned char>(wav[24]) | (static_cast<unsigned char>(wav[25]) << 8), 16000);
+  EXPECT_EQ(static_cast<unsigned char>(wav[24]) | (static_cast<unsigned char>(wav[25]) << 8),
+            16000);
   EXPECT_EQ(wav.substr(44, 6), std::string("\x01\x00\xFF\xFF\x00\x01", 6));
   EXPECT_EQ(wav.substr(50), std::string(4, '\0'));
   auto decoded = decode_pcm16_base64(net::base64_encode(std::string("\x01\x00\xFF\xFF\x07", 5)));

@@ -25,8 +25,8 @@ std::vector<std::int16_t> vad_silence(int ms) {
 std::vector<std::int16_t> vad_tone(int ms, double amplitude) {
   std::vector<std::int16_t> out(static_cast<std::size_t>(kVadRate * ms / 1000));
   for (std::size_t i = 0; i < out.size(); ++i) {
-    out[i] = static_cast<std::int16_t>(amplitude * 32767.0 *
-                                       std::sin(2.0 * M_PI * 440.0 * static_cast<double>(i) / kVadRate));
+    out[i] = static_cast<std::int16_t>(
+        amplitude * 32767.0 * std::sin(2.0 * M_PI * 440.0 * static_cast<double>(i) / kVadRate));
   }
   return out;
 }
@@ -93,15 +93,17 @@ TEST(VoiceActivity, QuietNoiseIsNotSpeechAndLoudNoiseIs) {
 
 TEST(VoiceActivity, BurstsShorterThanTheMinimumSpeechAreIgnored) {
   // 200 ms clicks with silence between: never 250 ms of voice in a row.
-  const auto audio = vad_join({vad_tone(200, 0.5), vad_silence(300), vad_tone(200, 0.5), vad_silence(1000)});
+  const auto audio =
+      vad_join({vad_tone(200, 0.5), vad_silence(300), vad_tone(200, 0.5), vad_silence(1000)});
   EXPECT_TRUE(feed_in_chunks(audio, 320).empty());
-  const auto longer =
-      feed_in_chunks(vad_join({vad_tone(300, 0.5), vad_silence(1000)}), 320, VadSettings{0.01, 800, 250});
+  const auto longer = feed_in_chunks(vad_join({vad_tone(300, 0.5), vad_silence(1000)}), 320,
+                                     VadSettings{0.01, 800, 250});
   EXPECT_EQ(longer.size(), 2u);
 }
 
 TEST(VoiceActivity, ShortPausesDoNotEndSpeech) {
-  const auto audio = vad_join({vad_tone(600, 0.3), vad_silence(500), vad_tone(600, 0.3), vad_silence(1000)});
+  const auto audio =
+      vad_join({vad_tone(600, 0.3), vad_silence(500), vad_tone(600, 0.3), vad_silence(1000)});
   const auto events = feed_in_chunks(audio, 1600);
   ASSERT_EQ(events.size(), 2u) << "a 500 ms pause is under silence_duration_ms";
   EXPECT_EQ(events[1].sample, static_cast<std::uint64_t>(kVadRate * 1700 / 1000));
@@ -110,8 +112,8 @@ TEST(VoiceActivity, ShortPausesDoNotEndSpeech) {
 }
 
 TEST(VoiceActivity, TheSameAudioGivesTheSameEventsWhateverTheChunks) {
-  const auto audio = vad_join({vad_silence(300), vad_tone(900, 0.2), vad_silence(1200), vad_noise(700, 0.05),
-                           vad_silence(900)});
+  const auto audio = vad_join({vad_silence(300), vad_tone(900, 0.2), vad_silence(1200),
+                               vad_noise(700, 0.05), vad_silence(900)});
   const auto reference = feed_in_chunks(audio, audio.size());
   ASSERT_EQ(reference.size(), 4u);
   for (std::size_t chunk : {1u, 7u, 320u, 333u, 1600u, 4096u}) {

@@ -118,7 +118,8 @@ TEST(HttpWebSocketRoutes, WhereTheKeyMayBe) {
 }
 
 TEST(HttpWebSocketRoutes, TheKeyIsJudgedLikeAnyOther) {
-  KeyRing ring({ApiKey{"reader", sha256_of_key("k-read"), static_cast<ScopeSet>(Scope::kRead), {}, 0, 0}});
+  KeyRing ring(
+      {ApiKey{"reader", sha256_of_key("k-read"), static_cast<ScopeSet>(Scope::kRead), {}, 0, 0}});
   AccessSettings settings;
   bind_access_to(settings, "127.0.0.1", 8000);
   const ApiKey* key = nullptr;
@@ -138,8 +139,8 @@ TEST(HttpWebSocketRoutes, TheKeyIsJudgedLikeAnyOther) {
   EXPECT_EQ(scope->code(), ErrorCode::kForbidden);
   net::Request evil = get("/logs/stream?api_key=k-read", true);
   evil.headers.add("Origin", "http://evil.example");
-  auto origin = check_access(evil, settings, RouteAccess::kRead, KeyHeaders::kWebSocket, &ring,
-                             Scope::kRead);
+  auto origin =
+      check_access(evil, settings, RouteAccess::kRead, KeyHeaders::kWebSocket, &ring, Scope::kRead);
   ASSERT_TRUE(origin.has_value());
   EXPECT_EQ(origin->code(), ErrorCode::kForbidden);
 }

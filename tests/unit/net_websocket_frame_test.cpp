@@ -117,7 +117,9 @@ TEST(WebSocketFrame, AFrameOverTheLimitIsRefusedFromItsHeader) {
 }
 
 TEST(WebSocketFrame, ServerFramesAreUnmaskedWithTheShortestLength) {
-  auto header_size = [](std::size_t n) { return encode_frame(Opcode::kText, std::string(n, 'a')).size() - n; };
+  auto header_size = [](std::size_t n) {
+    return encode_frame(Opcode::kText, std::string(n, 'a')).size() - n;
+  };
   EXPECT_EQ(header_size(0), 2u);
   EXPECT_EQ(header_size(125), 2u);
   EXPECT_EQ(header_size(126), 4u);
@@ -125,7 +127,7 @@ TEST(WebSocketFrame, ServerFramesAreUnmaskedWithTheShortestLength) {
   EXPECT_EQ(header_size(65536), 10u);
   const std::string f = encode_frame(Opcode::kBinary, "abc", false);
   EXPECT_EQ(static_cast<std::uint8_t>(f[0]), 0x02);  // no FIN
-  EXPECT_EQ(static_cast<std::uint8_t>(f[1]), 3);      // no mask bit
+  EXPECT_EQ(static_cast<std::uint8_t>(f[1]), 3);     // no mask bit
   EXPECT_EQ(f.substr(2), "abc");
   // A masked frame round-trips through the parser.
   Parsed p = parse(encode_masked_frame(Opcode::kText, std::string(70000, 'z'), {1, 2, 3, 4}));
@@ -146,8 +148,8 @@ TEST(WebSocketFrame, CloseBodies) {
     EXPECT_EQ(error.code, 1002) << code;
   }
   for (int code : {1000, 1001, 1002, 1003, 1007, 1008, 1009, 1010, 1011, 1013, 3000, 4999}) {
-    ASSERT_TRUE(parse_close_payload(close_payload(static_cast<std::uint16_t>(code), "why"), body,
-                                    error))
+    ASSERT_TRUE(
+        parse_close_payload(close_payload(static_cast<std::uint16_t>(code), "why"), body, error))
         << code;
     EXPECT_EQ(body.code, code);
     EXPECT_EQ(body.reason, "why");

@@ -109,8 +109,8 @@ TEST(Base64, EncodesAndDecodesStrictly) {
     EXPECT_EQ(base64_decode(base64_encode(s)), s);
   }
   EXPECT_EQ(base64_decode("+/8="), std::string("\xFB\xFF", 2));
-  for (const char* bad : {"Zg", "Zg=", "Z===", "Zm9v\n", " Zm9v", "Zm-v", "Zm_v", "Z=g=", "====",
-                          "Zm9v===="}) {
+  for (const char* bad :
+       {"Zg", "Zg=", "Z===", "Zm9v\n", " Zm9v", "Zm-v", "Zm_v", "Z=g=", "====", "Zm9v===="}) {
     EXPECT_EQ(base64_decode(bad), std::nullopt) << bad;
   }
 }

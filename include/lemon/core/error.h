@@ -36,7 +36,7 @@ enum class ErrorCode {
   kHeadersTooLarge,       // head over the size or field-count limit
   kNotImplemented,        // a method, transfer coding or another API's route not implemented
   kVersionNotSupported,   // an HTTP major version other than 1
-  kUpgradeRequired,       // a WebSocket route asked without an upgrade, or another WebSocket version
+  kUpgradeRequired,  // a WebSocket route asked without an upgrade, or another WebSocket version
 
   // Load failures that a retry cannot fix: never trigger evict-all.
   kModelFilesMissing,     // resolved file(s) absent on disk

@@ -107,6 +107,7 @@ class ApiServer final : public ApiRoutes, public ServingStatus {
   // replaced at once (a request sees the old set or the new one).
   void reconfigure(KeyRing keys, std::vector<std::string> cors_origins,
                    const std::string& audit_log_file);
+
  private:
   // Every request: CORS headers, OPTIONS preflight, then the route table.
   void handle(net::Request& r, net::ResponseWriter& w);

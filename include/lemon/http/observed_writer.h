@@ -1,7 +1,8 @@
 // ObservedWriter: a ResponseWriter that passes everything through and notes
 // what was written: the status, whether the response is a stream, and when
 // its first chunk went out (and calls an on_status hook before the head). While a stream is open it
-// counts itself in `open_streams` (if given). Shared by the server (drain counts, audit) and the inference path (the status and first byte of an answer).
+// counts itself in `open_streams` (if given). Shared by the server (drain counts, audit) and the
+// inference path (the status and first byte of an answer).
 #pragma once
 
 #include <atomic>

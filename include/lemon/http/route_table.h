@@ -54,11 +54,11 @@ class RouteTable {
   struct Match {
     const RouteHandler* handler = nullptr;  // null: status is 404, 405 or 501
     std::string_view param;
-    int tag = 0;           // 405 and 501 on a known path: the tag of one of its routes
-    int status = 0;        // 404, 405, 426 or 501 when there is no handler
+    int tag = 0;             // 405 and 501 on a known path: the tag of one of its routes
+    int status = 0;          // 404, 405, 426 or 501 when there is no handler
     bool websocket = false;  // the handler is a WebSocket route's
-    std::string allow;     // 405: the methods the path takes
-    std::string_view why;  // 501 on a path registered as not implemented
+    std::string allow;       // 405: the methods the path takes
+    std::string_view why;    // 501 on a path registered as not implemented
   };
   // `upgrade`: the request asks for a WebSocket (net::is_websocket_upgrade).
   Match match(std::string_view method, std::string_view path, bool upgrade = false) const;

@@ -32,7 +32,8 @@ namespace lemon::net {
 // Close codes (RFC 6455 §7.4.1; 1013 is IANA's).
 namespace close_code {
 inline constexpr std::uint16_t kNormal = 1000;
-inline constexpr std::uint16_t kGoingAway = 1001;  // server stopping, or the client stopped answering
+inline constexpr std::uint16_t kGoingAway =
+    1001;  // server stopping, or the client stopped answering
 inline constexpr std::uint16_t kProtocolError = 1002;
 inline constexpr std::uint16_t kUnsupportedData = 1003;  // a binary message where text is taken
 inline constexpr std::uint16_t kNoStatus = 1005;         // received only: a close without a code

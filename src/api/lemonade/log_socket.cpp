@@ -20,8 +20,8 @@ std::string lemonade_timestamp(std::int64_t time_ms) {
   ::localtime_r(&secs, &tm);
   char stamp[40];
   std::size_t n = std::strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", &tm);
-  n += static_cast<std::size_t>(std::snprintf(stamp + n, sizeof stamp - n, ".%03d",
-                                              static_cast<int>(time_ms % 1000)));
+  n += static_cast<std::size_t>(
+      std::snprintf(stamp + n, sizeof stamp - n, ".%03d", static_cast<int>(time_ms % 1000)));
   return std::string(stamp, n);
 }
 

@@ -7,8 +7,8 @@
 #include "lemon/backends/system_info.h"
 #include "lemon/http/caller.h"
 #include "lemon/http/error_response.h"
-#include "lemon/inference/inference_proxy.h"
 #include "lemon/http/json_request.h"
+#include "lemon/inference/inference_proxy.h"
 
 namespace lemon::api {
 

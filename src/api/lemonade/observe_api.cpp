@@ -8,8 +8,8 @@
 #include "lemon/api/lemonade/log_socket.h"
 #include "lemon/core/log.h"
 #include "lemon/http/error_response.h"
-#include "lemon/inference/inference_proxy.h"
 #include "lemon/http/json_request.h"
+#include "lemon/inference/inference_proxy.h"
 
 namespace lemon::api {
 

@@ -171,8 +171,9 @@ void RealtimeSession::append(const nlohmann::json& message) {
   for (const auto& event : vad_.feed(*samples)) {
     if (event.kind == VoiceActivityDetector::Event::Kind::kSpeechStarted) {
       item_id_ = next_item_id();
-      segment_start_ = std::max(buffer_start_, event.sample - std::min<std::uint64_t>(
-                                                                 event.sample, samples_of_ms(kPreRollMs)));
+      segment_start_ =
+          std::max(buffer_start_,
+                   event.sample - std::min<std::uint64_t>(event.sample, samples_of_ms(kPreRollMs)));
       last_interim_ = event.sample;
       send({{"type", "input_audio_buffer.speech_started"},
             {"audio_start_ms", ms_of_samples(event.sample)},
@@ -215,8 +216,8 @@ void RealtimeSession::append(const nlohmann::json& message) {
   // Not speaking: only what a next speech's segment would start with is
   // worth keeping: its pre-roll, and the voiced frames the detector counts
   // before it calls them speech.
-  const std::uint64_t keep =
-      samples_of_ms(kPreRollMs + vad_.settings().prefix_padding_ms) + VoiceActivityDetector::kFrameSamples;
+  const std::uint64_t keep = samples_of_ms(kPreRollMs + vad_.settings().prefix_padding_ms) +
+                             VoiceActivityDetector::kFrameSamples;
   trim(now - std::min(now, keep));
 }
 
@@ -234,7 +235,8 @@ void RealtimeSession::commit() {
     return;
   }
   const std::string item = item_id_.empty() ? next_item_id() : item_id_;
-  send({{"type", "input_audio_buffer.committed"}, {"item_id", item}, {"previous_item_id", nullptr}});
+  send(
+      {{"type", "input_audio_buffer.committed"}, {"item_id", item}, {"previous_item_id", nullptr}});
   queue({0, item, false, model_, slice(from, now)});
   vad_.reset();
   item_id_.clear();

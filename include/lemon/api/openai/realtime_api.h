@@ -41,8 +41,8 @@ class RealtimeApi final : public RealtimeBackend {
   void register_routes(http::ApiRoutes& routes);
 
   // RealtimeBackend.
-  Result<std::string> transcribe(const std::string& model, const http::ApiKey* key,
-                                 std::string wav, const std::function<bool()>& cancelled) override;
+  Result<std::string> transcribe(const std::string& model, const http::ApiKey* key, std::string wav,
+                                 const std::function<bool()>& cancelled) override;
   void run(std::function<void()> work) override;
   std::optional<Error> refuse_model(const http::ApiKey* key, const std::string& model) override;
 

@@ -112,10 +112,10 @@ class RealtimeSession final : public http::JsonSocketHandler,
   bool vad_on_ = true;
   VoiceActivityDetector vad_;
   std::vector<std::int16_t> buffer_;
-  std::uint64_t buffer_start_ = 0;    // the stream sample buffer_[0] is
-  std::uint64_t segment_start_ = 0;   // where the current speech's segment begins
-  std::uint64_t last_interim_ = 0;    // the stream sample of the last interim's end
-  std::string item_id_;               // the current speech's item
+  std::uint64_t buffer_start_ = 0;   // the stream sample buffer_[0] is
+  std::uint64_t segment_start_ = 0;  // where the current speech's segment begins
+  std::uint64_t last_interim_ = 0;   // the stream sample of the last interim's end
+  std::string item_id_;              // the current speech's item
   std::uint64_t items_ = 0;
   std::atomic<std::uint64_t> events_{0};  // both threads send
 
