@@ -820,6 +820,7 @@ function addLogLine(raw) {
   }
 }
 function followLogEvents() {
+  $("logs-state").dataset.transport = "events";
   followStream({
     firstPath: `/api/v1/logs/stream?format=json&tail=${MAX_LOG_LINES}`,
     resumePath: "/api/v1/logs/stream?format=json",
@@ -827,6 +828,7 @@ function followLogEvents() {
     onState: (s) => showStreamState($("logs-state"), "log", s),
   });
 }
+$("logs-state").dataset.transport = "websocket";
 const logSocket = followLogSocket({
   onLine: addLogLine,
   onState: (s) => showStreamState($("logs-state"), "log", s),
