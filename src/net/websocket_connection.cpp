@@ -403,10 +403,10 @@ void WebSocketConnection::tick(Clock::time_point now) {
   if (deadline_passed) {
     close_with(deadline_passed->first, deadline_passed->second, false);
   }
-  if (close_sent_ && now - *close_sent_ >= options_.close_timeout) {
-    finished_ = true;  // the client never answered our close
-  } else if (writing && now - last_write_progress_ >= options_.write_timeout) {
-    finished_ = true;  // the client reads nothing
+  const bool close_unanswered = close_sent_ && now - *close_sent_ >= options_.close_timeout;
+  const bool write_stalled = writing && now - last_write_progress_ >= options_.write_timeout;
+  if (close_unanswered || write_stalled) {
+    finished_ = true;  // the client never answered our close, or reads nothing
   } else if (ping_sent_ && now - *ping_sent_ >= options_.pong_timeout) {
     // Silent through a ping and its timeout: a close frame is sent if the
     // socket takes it, and the connection ends without waiting for more.

@@ -70,7 +70,7 @@ void WebSocketLoop::adopt(int fd, std::string remote_addr, std::string already_r
     MutexLock lock(mu_);
     if (!exited_) {
       adoptions_.push_back(
-          {fd, remote_addr, std::move(already_read), std::move(handler), max_message});
+          {fd, std::move(remote_addr), std::move(already_read), std::move(handler), max_message});
       if (!started_) {
         started_ = true;
         thread_ = std::thread([this] { run(); });
