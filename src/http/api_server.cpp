@@ -70,7 +70,7 @@ ApiServer::ApiServer(ApiSettings settings, telemetry::TelemetryHub& hub)
   if (settings_.websocket_port) {
     net::ServerOptions options = settings_.server;
     options.head_check = [this](net::Request& r) -> std::optional<net::EarlyAnswer> {
-      if (!net::is_websocket_upgrade(r)) {
+      if (!net::is_websocket_upgrade(r) || !routes_.match(r.method, r.path, true).websocket) {
         return websocket_port_refusal(r);
       }
       return check_head(r);

@@ -62,6 +62,7 @@ Config distinctive_config() {
   cfg.metrics_public = true;
   cfg.cors_origins = {"http://a.example"};
   cfg.ollama_port = 11435;
+  cfg.websocket_port = 9100;
   cfg.limits = SlotLimits::uniform(7);
   return cfg;
 }
@@ -155,6 +156,7 @@ TEST(SubsystemSettings, TheApiGetsTheServersLimitsTimeoutsAndAccess) {
   EXPECT_TRUE(a.access.metrics_public);
   EXPECT_EQ(a.access.cors_origins, std::vector<std::string>{"http://a.example"});
   EXPECT_EQ(a.ollama_port, std::optional<int>(11435));
+  EXPECT_EQ(a.websocket_port, std::optional<int>(9100));
 }
 
 TEST(SubsystemSettings, LemonadesRoomsGetTheDashboardTheCacheAndTheSessionTtl) {
