@@ -1,5 +1,5 @@
 // The server's WebSocket thread: every upgraded socket of a server waits in
-// its epoll set, so an open WebSocket holds no thread (the issue #27 rule
+// its epoll set, so an open WebSocket holds no thread (the same rule as
 // for idle connections). One thread serves them all: it reads what arrives,
 // writes what is queued as each client accepts it, runs the timers, and
 // calls the handlers, which must not block.

@@ -1,4 +1,4 @@
-// WebSocket through the real router (issue #50): Lemonade's log stream and
+// WebSocket through the real router: Lemonade's log stream and
 // realtime transcription on every API prefix, on the main port and the
 // --websocket-port one; the key as ?api_key=, as a bearer subprotocol (never
 // echoed), as a header and in-band; scopes and model lists; the Origin and

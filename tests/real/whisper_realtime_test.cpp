@@ -1,4 +1,4 @@
-// Realtime transcription (the `/realtime` WebSocket, issue #50) against a
+// Realtime transcription (the `/realtime` WebSocket) against a
 // real whisper-server (LEMON_REAL_WHISPER_SERVER) and a tiny random-weight
 // whisper model: a tone burst is detected as speech and its segment
 // transcribed, and a committed buffer too. The weights are random, so the

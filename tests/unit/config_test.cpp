@@ -517,7 +517,7 @@ TEST_F(ConfigTest, OllamaPort) {
   EXPECT_EQ(parse_ok({"--ollama-port", "12000"}).ollama_port, 12000);
 }
 
-// --websocket-port (issue #50): a second listener for the WebSocket routes,
+// --websocket-port: a second listener for the WebSocket routes,
 // on any free port by default; config.json's websocket_port takes a number.
 TEST_F(ConfigTest, WebSocketPort) {
   env_.unset("LEMONADE_WEBSOCKET_PORT");
