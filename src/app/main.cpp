@@ -22,6 +22,7 @@
 #include "lemon/api/lemonade/session_api.h"
 #include "lemon/api/ollama/ollama_api.h"
 #include "lemon/api/openai/openai_api.h"
+#include "lemon/api/openai/realtime_api.h"
 #include "lemon/app/config_reloader.h"
 #include "lemon/app/daemon_options.h"
 #include "lemon/app/graceful_drain.h"
@@ -154,6 +155,8 @@ int main(int argc, char** argv) {
   dashboard_api.register_routes(server);
   api::OpenAiApi openai_api(**catalogue, provisioner, gateway);
   openai_api.register_routes(server);
+  api::RealtimeApi realtime_api(gateway);  // WebSocket /realtime
+  realtime_api.register_routes(server);
   api::AnthropicApi anthropic_api(gateway);
   anthropic_api.register_routes(server);
   api::OllamaApi ollama_api(**catalogue, store, router, provisioner, gateway);
@@ -190,6 +193,10 @@ int main(int argc, char** argv) {
   if (auto ollama_port = server.ollama_port()) {
     log->info("Ollama API also served on http://{}:{} (--ollama-port)", options.http.host,
               *ollama_port);
+  }
+  if (auto socket_port = server.bound_websocket_port()) {
+    log->info("WebSocket routes also served on ws://{}:{} (--websocket-port)", options.http.host,
+              *socket_port);
   }
   if (app.ready_fd >= 0) {
     // A launcher (lemonade-server) waits on this pipe instead of polling.

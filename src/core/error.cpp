@@ -40,6 +40,8 @@ const char* error_code_name(ErrorCode code) {
       return "not_implemented";
     case ErrorCode::kVersionNotSupported:
       return "version_not_supported";
+    case ErrorCode::kUpgradeRequired:
+      return "upgrade_required";
     case ErrorCode::kModelFilesMissing:
       return "model_files_missing";
     case ErrorCode::kInvalidUserArgs:

@@ -41,6 +41,8 @@ ErrorShape error_shape(ErrorCode code) {
       return {431, "invalid_request_error", "headers_too_large"};
     case ErrorCode::kNotImplemented:
       return {501, "server_error", "not_implemented"};
+    case ErrorCode::kUpgradeRequired:
+      return {426, "invalid_request_error", "upgrade_required"};
     case ErrorCode::kVersionNotSupported:
       return {505, "server_error", "http_version_not_supported"};
     case ErrorCode::kModelFilesMissing:

@@ -36,11 +36,22 @@ RouteTable::Methods& RouteTable::methods_for(const std::string& path) {
 }
 
 void RouteTable::add(const std::string& method, const std::string& path, RouteHandler handler,
-                     int tag) {
+                     int tag, bool websocket) {
   if (std::find(known_methods_.begin(), known_methods_.end(), method) == known_methods_.end()) {
     known_methods_.push_back(method);
   }
-  methods_for(path).by_method.push_back({method, std::move(handler), tag});
+  methods_for(path).by_method.push_back({method, std::move(handler), tag, websocket});
+}
+
+void RouteTable::add_websocket(const std::string& path, bool api, const RouteHandler& handler,
+                               int tag) {
+  if (!api) {
+    add("GET", path, handler, tag, true);
+    return;
+  }
+  for (const auto& prefix : api_prefixes()) {
+    add("GET", prefix + path, handler, tag, true);
+  }
 }
 
 void RouteTable::add_not_implemented(const std::string& path, std::string why, int tag) {
@@ -80,7 +91,8 @@ const RouteTable::Methods* RouteTable::find(std::string_view path, std::string_v
   return nullptr;
 }
 
-RouteTable::Match RouteTable::match(std::string_view method, std::string_view path) const {
+RouteTable::Match RouteTable::match(std::string_view method, std::string_view path,
+                                    bool upgrade) const {
   Match out;
   // A method HTTP does not define is 501 on any path; looked for only once
   // no route matched, so a served request pays nothing for it.
@@ -99,12 +111,29 @@ RouteTable::Match RouteTable::match(std::string_view method, std::string_view pa
     return out;
   }
   const std::string_view wanted = method == "HEAD" ? std::string_view("GET") : method;
-  for (const auto& route : methods->by_method) {
-    if (route.method == wanted) {
+  const Route* socket_only = nullptr;
+  for (int pass = 0; pass < 2; ++pass) {
+    // An upgrade takes the WebSocket route first, a plain request the
+    // plain one; either falls back to the other kind only as below.
+    const bool want_socket = pass == 0 ? upgrade : !upgrade;
+    for (const auto& route : methods->by_method) {
+      if (route.method != wanted || route.websocket != want_socket) {
+        continue;
+      }
+      if (route.websocket && !upgrade) {
+        socket_only = &route;  // a plain GET of a WebSocket route
+        continue;
+      }
       out.handler = &route.handler;
       out.tag = route.tag;
+      out.websocket = route.websocket;
       return out;
     }
+  }
+  if (socket_only != nullptr) {
+    out.status = 426;
+    out.tag = socket_only->tag;
+    return out;
   }
   // A path's routes share their tag's dialect (ApiServer), so a refusal can
   // be answered in it.
@@ -125,6 +154,9 @@ Error RouteTable::refusal_error(const Match& match, const net::Request& request)
     case 405:
       return Error(ErrorCode::kMethodNotAllowed,
                    request.method + " is not allowed on " + request.path + "; use " + match.allow);
+    case 426:
+      return Error(ErrorCode::kUpgradeRequired,
+                   request.path + " is a WebSocket: connect with Upgrade: websocket");
     case 501:
       return Error(ErrorCode::kNotImplemented,
                    match.why.empty() ? "method " + request.method + " is not implemented"
@@ -141,6 +173,9 @@ net::EarlyAnswer RouteTable::refusal(const Match& match, const net::Request& req
   answer.headers = json_headers();
   if (match.status == 405) {
     answer.headers.add("Allow", match.allow);
+  }
+  if (match.status == 426) {
+    answer.headers.add("Upgrade", "websocket");  // RFC 9110 15.5.22
   }
   answer.body = error_envelope(refusal_error(match, request));
   return answer;
@@ -164,7 +199,7 @@ void RouteTable::dispatch(net::Request& request, net::ResponseWriter& writer) co
                 : std::string_view());
     return;
   }
-  Match m = match(request.method, request.path);
+  Match m = match(request.method, request.path, net::is_websocket_upgrade(request));
   if (m.handler == nullptr) {
     auto answer = refusal(m, request);
     writer.send(answer.status, answer.headers, answer.body);

@@ -212,6 +212,9 @@ function choose(selectId, value) {
 
 const streamsLive = `document.getElementById("events-state").dataset.state === "live" &&
   document.getElementById("logs-state").dataset.state === "live"`;
+// "websocket" while the log comes over /api/v1/logs/stream's WebSocket,
+// "events" once the page fell back to its SSE stream.
+const logTransport = `document.getElementById("logs-state").dataset.transport`;
 
 let root;
 let hub;
@@ -241,6 +244,7 @@ before(async () => {
   await page.watchConsole();
   await page.goto(`http://127.0.0.1:${router.port}/`);
   await page.waitFor("the event and log streams", streamsLive);
+  assert.equal(await page.evaluate(logTransport), "websocket", "the log comes over the WebSocket");
 });
 
 after(async () => {
@@ -516,9 +520,12 @@ test("asks for the API key once and keeps it for the session", async () => {
     const refusals = page.problems.splice(seen);
     assert.deepEqual(refusals.filter((p) => !p.includes("status of 401")), []);
 
-    // A reload uses the kept key: no form, no refusals.
+    // Without the key the socket could not be used: the SSE stream asked.
+    assert.equal(await page.evaluate(logTransport), "events");
+    // A reload uses the kept key: no form, no refusals, the log's socket.
     await page.goto(url);
     await page.waitFor("the streams", streamsLive);
+    assert.equal(await page.evaluate(logTransport), "websocket");
     await page.waitFor("user.quick ready in the table", `${rowState("user.quick")} === "ready"`);
     assert.equal(await page.evaluate(`document.getElementById("key-dialog").open`), false);
     assertNoProblems(page);

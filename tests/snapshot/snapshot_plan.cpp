@@ -356,6 +356,20 @@ void observe(PlanBuilder& p) {
     p.first_event(prefix + "events?backlog=1000", "the first event the router kept");
     p.first_event(prefix + "logs/stream?tail=1", "the last log line");
   }
+  // The WebSocket routes: a handshake without its key is refused before any
+  // upgrade; one with a version other than 13 is told which one to use.
+  for (const std::string& prefix : api_prefixes()) {
+    for (const char* socket : {"logs/stream", "realtime"}) {
+      Case& c = p.get(prefix + socket, "a WebSocket handshake without Sec-WebSocket-Key");
+      c.headers = {
+          {"Upgrade", "websocket"}, {"Connection", "Upgrade"}, {"Sec-WebSocket-Version", "13"}};
+    }
+  }
+  Case& old_version = p.get(V1 + "realtime", "a WebSocket handshake of another version");
+  old_version.headers = {{"Upgrade", "websocket"},
+                         {"Connection", "Upgrade"},
+                         {"Sec-WebSocket-Version", "8"},
+                         {"Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="}};
   p.send("HEAD", V1 + "events", "", "HEAD");
   p.get(V1 + "events?backlog=x", "a bad backlog");
   p.first_event(V1 + "logs/stream?tail=x", "a bad tail");

@@ -55,6 +55,7 @@ const ShapeCase kShapes[] = {
     {ErrorCode::kHeadersTooLarge, 431, "invalid_request_error", "headers_too_large"},
     {ErrorCode::kNotImplemented, 501, "server_error", "not_implemented"},
     {ErrorCode::kVersionNotSupported, 505, "server_error", "http_version_not_supported"},
+    {ErrorCode::kUpgradeRequired, 426, "invalid_request_error", "upgrade_required"},
     {ErrorCode::kModelFilesMissing, 404, "invalid_request_error", "model_not_downloaded"},
     {ErrorCode::kBackendExited, 500, "server_error", "model_load_error"},
     {ErrorCode::kBackendStartTimeout, 500, "server_error", "model_load_error"},

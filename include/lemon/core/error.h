@@ -36,6 +36,7 @@ enum class ErrorCode {
   kHeadersTooLarge,       // head over the size or field-count limit
   kNotImplemented,        // a method, transfer coding or another API's route not implemented
   kVersionNotSupported,   // an HTTP major version other than 1
+  kUpgradeRequired,  // a WebSocket route asked without an upgrade, or another WebSocket version
 
   // Load failures that a retry cannot fix: never trigger evict-all.
   kModelFilesMissing,     // resolved file(s) absent on disk
@@ -106,6 +107,7 @@ inline constexpr ErrorCode kAllErrorCodes[] = {
     ErrorCode::kHeadersTooLarge,
     ErrorCode::kNotImplemented,
     ErrorCode::kVersionNotSupported,
+    ErrorCode::kUpgradeRequired,
     ErrorCode::kModelFilesMissing,
     ErrorCode::kInvalidUserArgs,
     ErrorCode::kUnknownRecipe,

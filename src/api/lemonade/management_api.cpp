@@ -228,6 +228,10 @@ void ManagementApi::handle_health(const net::Request& r, net::ResponseWriter& w)
       {"all_models_loaded", std::move(all)},
       {"max_models", std::move(max_models)},
       {"pinned_models", std::move(pinned_models)}};
+  // Where WebSocket clients (realtime transcription, the log stream) connect.
+  if (auto socket_port = serving_.websocket_port()) {
+    body["websocket_port"] = *socket_port;
+  }
   // Each device's memory as last read, its budget and what our servers hold
   // (empty with --memory-budget off).
   // Hold the view: a range-for over a member of a temporary would read it

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <csignal>
 
+#include "lemon/api/lemonade/log_socket.h"
 #include "lemon/core/log.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/json_request.h"
@@ -88,6 +89,9 @@ void ObserveApi::register_routes(http::ApiRoutes& routes) {
                [this](net::Request& r, net::ResponseWriter& w, P) { handle_events(r, w); });
   routes.route("GET", "logs/stream", RouteAccess::kRead, Scope::kRead,
                [this](net::Request& r, net::ResponseWriter& w, P) { handle_logs_stream(r, w); });
+  // The same lines over WebSocket (Lemonade 11's log window): an upgrade of
+  // the same path, and of /logs/stream at the root.
+  routes.websocket("logs/stream", log_socket_route(hub_.logs()));
   routes.route("GET", "system-stats", RouteAccess::kRead, Scope::kRead,
                [this](net::Request&, net::ResponseWriter& w, P) {
                  send_json(w, 200, system_.read().to_json());
