@@ -37,7 +37,7 @@ void bind_access_to(AccessSettings& settings, const std::string& host, int port,
     }
     if (!loopback && host != "0.0.0.0" && host != "::") {
       std::string h = host.find(':') != std::string::npos ? "[" + host + "]" : host;
-      settings.own_origins.push_back("http://" + h + p);
+      settings.own_origins.push_back(std::string("http://").append(h).append(p));
     }
   }
 }

@@ -81,6 +81,8 @@ class ResponseWriter {
   // another WebSocket (answer 503), or the writer cannot upgrade (one that
   // is not a client socket's, or whose response has begun).
   virtual bool upgrade_to_websocket(std::string_view /*accept*/, const Headers& /*headers*/,
+                                    // An override keeps the handler: taken by value.
+                                    // NOLINTNEXTLINE(performance-unnecessary-value-param)
                                     std::shared_ptr<WebSocketHandler> /*handler*/,
                                     std::size_t /*max_message*/) {
     return false;
