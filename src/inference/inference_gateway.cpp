@@ -87,7 +87,11 @@ std::optional<Error> InferenceGateway::prepare(InferenceRequest& req) {
   if (req.model != asked) {
     req.requested_model = asked;
   }
-  req.body_changed = *preset || req.body_changed;
+  req.body_changed = preset->body_changed || req.body_changed;
+  if (!preset->preset.empty()) {
+    hub_.count_preset_enforced(preset->preset, preset->enforced.overridden,
+                               preset->enforced.stripped);
+  }
   if (req.json != nullptr &&
       (req.route == ApiRoute::kChatCompletions || req.route == ApiRoute::kCompletions)) {
     req.body_changed = defaults_.apply(*req.json) || req.body_changed;

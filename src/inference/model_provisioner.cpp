@@ -18,19 +18,28 @@ ModelProvisioner::ModelProvisioner(ModelCatalogue& catalogue, const PresetCatalo
       installer_(installer),
       router_(router) {}
 
-Result<bool> ModelProvisioner::apply_preset(std::string& model, nlohmann::json* body,
-                                            ApiRoute route) const {
+Result<ModelProvisioner::PresetApplied> ModelProvisioner::apply_preset(std::string& model,
+                                                                       nlohmann::json* body,
+                                                                       ApiRoute route) const {
   auto entry = presets_.for_request(model);
   if (!entry.ok()) {
     return std::move(entry).error();
   }
+  PresetApplied applied;
   if (!*entry) {
-    return false;
+    return applied;
   }
+  applied.preset = (*entry)->preset.id;
   model = (*entry)->server;
   const bool generates = route == ApiRoute::kChatCompletions || route == ApiRoute::kCompletions ||
                          route == ApiRoute::kResponses;
-  return generates && body != nullptr && apply_preset_defaults((*entry)->preset, *body);
+  if (generates && body != nullptr) {
+    bool enforced_changed = false;
+    applied.enforced = enforce_preset((*entry)->preset, *body, &enforced_changed);
+    const bool filled = apply_preset_defaults((*entry)->preset, *body);
+    applied.body_changed = enforced_changed || filled;
+  }
+  return applied;
 }
 
 Result<Lease> ModelProvisioner::acquire(std::string_view model, const WaitHooks& hooks,

@@ -66,6 +66,9 @@ TelemetryHub::TelemetryHub()
                                   "Requests refused, by API key name (\"unknown\" for a missing "
                                   "or wrong key) and reason (key, scope, model, limit)",
                                   MetricType::kCounter, {"key", "reason"})),
+      preset_enforced_(registry_.add("lemonade_preset_enforced_fields_total",
+                                     "Request fields a preset overrode (set) or removed (strip)",
+                                     MetricType::kCounter, {"preset", "action"})),
       key_prompt_tokens_(registry_.add("lemonade_key_prompt_tokens_total",
                                        "Prompt tokens processed, by API key name",
                                        MetricType::kCounter, {"key"})),
@@ -80,6 +83,15 @@ void TelemetryHub::count_key_request(const std::string& key, const std::string& 
 
 void TelemetryHub::count_key_refusal(const std::string& key, const std::string& reason) {
   key_refusals_.counter({key, reason}).inc();
+}
+
+void TelemetryHub::count_preset_enforced(const std::string& preset, int overridden, int stripped) {
+  if (overridden > 0) {
+    preset_enforced_.counter({preset, "set"}).inc(overridden);
+  }
+  if (stripped > 0) {
+    preset_enforced_.counter({preset, "strip"}).inc(stripped);
+  }
 }
 
 void TelemetryHub::on_router_event(const RouterEvent& e) {

@@ -62,8 +62,9 @@ class PresetCatalogue final : public ModelResolver {
   // Built-ins first (file order), then the user's (file order).
   std::vector<PresetEntry> list() const;
   std::optional<PresetEntry> find(std::string_view id) const;
-  // For a request's model: nullopt when it does not start with "preset.",
-  // the preset when it names one, kModelNotFound (param "model") otherwise.
+  // For a request's model: "preset.ID" is that preset, or kModelNotFound
+  // (param "model") when there is none; "NAME:VARIANT" is the preset of that
+  // id when there is one; anything else is nullopt (no preset).
   Result<std::optional<PresetEntry>> for_request(std::string_view model) const;
   // The catalogue name behind a server name (what to download or install
   // for it): the base model of a preset server, else `name` itself.

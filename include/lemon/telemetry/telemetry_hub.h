@@ -70,6 +70,8 @@ class TelemetryHub {
   // "limit").
   void count_key_request(const std::string& key, const std::string& scope);
   void count_key_refusal(const std::string& key, const std::string& reason);
+  // The request fields a preset's `set` overrode and its `strip` removed.
+  void count_preset_enforced(const std::string& preset, int overridden, int stripped);
   // A `request` event in its prefill phase, while someone follows the
   // events (the caller paces them).
   void on_prefill_progress(const PrefillProgress& progress);
@@ -101,6 +103,7 @@ class TelemetryHub {
   Family& slot_file_bytes_;
   Family& key_requests_;
   Family& key_refusals_;
+  Family& preset_enforced_;
   Family& key_prompt_tokens_;
   Family& key_generated_tokens_;
   const std::chrono::steady_clock::time_point started_;
