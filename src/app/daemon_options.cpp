@@ -100,12 +100,7 @@ ParsedConfig parse_config(int argc, const char* const* argv,
 
 ParsedConfig parse_config(const std::vector<std::string>& args,
                           const std::optional<nlohmann::json>& config_json) {
-  std::vector<const char*> argv;
-  argv.reserve(args.size() + 1);
-  for (const auto& a : args) {
-    argv.push_back(a.c_str());
-  }
-  argv.push_back(nullptr);
+  const std::vector<const char*> argv = argv_of(args);
   return parse_config(static_cast<int>(args.size()), argv.data(), config_json);
 }
 

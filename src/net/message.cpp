@@ -219,7 +219,7 @@ const char* status_reason(int status) {
   return "Server Error";
 }
 
-bool valid_utf8(std::string_view text) {
+std::optional<std::size_t> utf8_prefix(std::string_view text, bool complete) {
   std::size_t i = 0;
   while (i < text.size()) {
     const auto c = static_cast<unsigned char>(text[i]);
@@ -229,36 +229,42 @@ bool valid_utf8(std::string_view text) {
     }
     std::size_t len = 0;
     unsigned char lo = 0x80;
-    unsigned char hi = 0xbf;  // allowed range of the second byte
-    if (c >= 0xc2 && c <= 0xdf) {
+    unsigned char hi = 0xBF;  // allowed range of the second byte
+    if (c >= 0xC2 && c <= 0xDF) {
       len = 2;
-    } else if (c >= 0xe0 && c <= 0xef) {
+    } else if (c >= 0xE0 && c <= 0xEF) {
       len = 3;
-      lo = c == 0xe0 ? 0xa0 : 0x80;  // no overlong forms
-      hi = c == 0xed ? 0x9f : 0xbf;  // no surrogates
-    } else if (c >= 0xf0 && c <= 0xf4) {
+      lo = c == 0xE0 ? 0xA0 : 0x80;  // no overlong forms
+      hi = c == 0xED ? 0x9F : 0xBF;  // no surrogates
+    } else if (c >= 0xF0 && c <= 0xF4) {
       len = 4;
-      lo = c == 0xf0 ? 0x90 : 0x80;  // no overlong forms
-      hi = c == 0xf4 ? 0x8f : 0xbf;  // nothing past U+10FFFF
+      lo = c == 0xF0 ? 0x90 : 0x80;  // no overlong forms
+      hi = c == 0xF4 ? 0x8F : 0xBF;  // nothing past U+10FFFF
     } else {
-      return false;
+      return std::nullopt;
     }
-    if (i + len > text.size()) {
-      return false;
-    }
-    const auto second = static_cast<unsigned char>(text[i + 1]);
-    if (second < lo || second > hi) {
-      return false;
-    }
-    for (std::size_t k = 2; k < len; ++k) {
+    for (std::size_t k = 1; k < len; ++k) {
+      if (i + k >= text.size()) {
+        // A character cut by the end: fine while more may follow.
+        if (complete) {
+          return std::nullopt;
+        }
+        return i;
+      }
       const auto next = static_cast<unsigned char>(text[i + k]);
-      if (next < 0x80 || next > 0xbf) {
-        return false;
+      const unsigned char low = k == 1 ? lo : 0x80;
+      const unsigned char high = k == 1 ? hi : 0xBF;
+      if (next < low || next > high) {
+        return std::nullopt;
       }
     }
     i += len;
   }
-  return true;
+  return i;
+}
+
+bool valid_utf8(std::string_view text) {
+  return utf8_prefix(text, true).has_value();
 }
 
 }  // namespace lemon::net

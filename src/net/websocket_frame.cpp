@@ -181,50 +181,6 @@ bool parse_close_payload(std::string_view payload, CloseBody& body, FrameError& 
   return true;
 }
 
-std::optional<std::size_t> utf8_prefix(std::string_view text, bool complete) {
-  std::size_t i = 0;
-  while (i < text.size()) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x80) {
-      ++i;
-      continue;
-    }
-    std::size_t len = 0;
-    unsigned char lo = 0x80;
-    unsigned char hi = 0xBF;  // allowed range of the second byte
-    if (c >= 0xC2 && c <= 0xDF) {
-      len = 2;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      len = 3;
-      lo = c == 0xE0 ? 0xA0 : 0x80;  // no overlong forms
-      hi = c == 0xED ? 0x9F : 0xBF;  // no surrogates
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      len = 4;
-      lo = c == 0xF0 ? 0x90 : 0x80;  // no overlong forms
-      hi = c == 0xF4 ? 0x8F : 0xBF;  // nothing past U+10FFFF
-    } else {
-      return std::nullopt;
-    }
-    for (std::size_t k = 1; k < len; ++k) {
-      if (i + k >= text.size()) {
-        // A character cut by the end: fine while more may follow.
-        if (complete) {
-          return std::nullopt;
-        }
-        return i;
-      }
-      const auto next = static_cast<unsigned char>(text[i + k]);
-      const unsigned char low = k == 1 ? lo : 0x80;
-      const unsigned char high = k == 1 ? hi : 0xBF;
-      if (next < low || next > high) {
-        return std::nullopt;
-      }
-    }
-    i += len;
-  }
-  return i;
-}
-
 MessageAssembler::Outcome MessageAssembler::add(Frame frame) {
   Outcome out;
   if (is_control(frame.opcode)) {

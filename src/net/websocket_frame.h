@@ -28,6 +28,8 @@
 #include <string>
 #include <string_view>
 
+#include "lemon/net/message.h"
+
 namespace lemon::net::ws {
 
 enum class Opcode : std::uint8_t {
@@ -91,11 +93,8 @@ struct CloseBody {
 };
 bool parse_close_payload(std::string_view payload, CloseBody& body, FrameError& error);
 
-// Whether `text` is UTF-8 so far: every complete character valid and, when
-// `complete` is false, a trailing partial character that could still become
-// one. Returns the length of the prefix that ends on a character boundary,
-// or nullopt when the text can no longer be UTF-8.
-std::optional<std::size_t> utf8_prefix(std::string_view text, bool complete);
+// UTF-8 so far (lemon/net/message.h).
+using lemon::net::utf8_prefix;
 
 // Reassembles the data frames of one connection into messages (§5.4) and
 // passes control frames through.

@@ -204,14 +204,19 @@ SettingsRead read_router_settings(int argc, const char* const* argv,
   return read;
 }
 
-SettingsRead read_router_settings(const std::vector<std::string>& args,
-                                  const std::optional<nlohmann::json>& config_json) {
+std::vector<const char*> argv_of(const std::vector<std::string>& args) {
   std::vector<const char*> argv;
   argv.reserve(args.size() + 1);
   for (const auto& a : args) {
     argv.push_back(a.c_str());
   }
   argv.push_back(nullptr);
+  return argv;
+}
+
+SettingsRead read_router_settings(const std::vector<std::string>& args,
+                                  const std::optional<nlohmann::json>& config_json) {
+  const std::vector<const char*> argv = argv_of(args);
   return read_router_settings(static_cast<int>(args.size()), argv.data(), config_json);
 }
 

@@ -75,6 +75,11 @@ std::string url_decode(std::string_view in, bool plus_as_space);
 // True if `text` is well-formed UTF-8 (no overlong forms, surrogates or
 // code points past U+10FFFF).
 bool valid_utf8(std::string_view text);
+// Whether `text` is UTF-8 so far: every complete character valid and, when
+// `complete` is false, a trailing partial character that could still become
+// one. Returns the length of the prefix that ends on a character boundary,
+// or nullopt when the text can no longer be UTF-8.
+std::optional<std::size_t> utf8_prefix(std::string_view text, bool complete);
 
 // Reason phrase for a status code ("OK", "Not Found", ...).
 const char* status_reason(int status);

@@ -44,6 +44,10 @@ struct SettingsRead {
   std::string param;    // the config.json key it is about, when it names one
 };
 
+// An argv for `args` (args[0] is the program), null-terminated; it points
+// into `args`, which must outlive it.
+std::vector<const char*> argv_of(const std::vector<std::string>& args);
+
 // Reads argv, the environment and the files. Never exits the process
 // itself. `config_json`, when given, stands for config.json's content (a
 // change is checked before it is written).
