@@ -22,6 +22,8 @@ enum class Figure : std::size_t {
   kPredictedN,
   kPromptMs,
   kPredictedPerSecond,
+  kDraftN,
+  kDraftNAccepted,
   // `usage`: OpenAI, the Responses API, FLM
   kPromptTokens,
   kInputTokens,
@@ -43,7 +45,9 @@ using FigureNames = std::span<const NamedFigure>;
 constexpr NamedFigure kTimingsNames[] = {{"prompt_n", Figure::kPromptN},
                                          {"predicted_n", Figure::kPredictedN},
                                          {"prompt_ms", Figure::kPromptMs},
-                                         {"predicted_per_second", Figure::kPredictedPerSecond}};
+                                         {"predicted_per_second", Figure::kPredictedPerSecond},
+                                         {"draft_n", Figure::kDraftN},
+                                         {"draft_n_accepted", Figure::kDraftNAccepted}};
 constexpr NamedFigure kUsageNames[] = {{"prompt_tokens", Figure::kPromptTokens},
                                        {"input_tokens", Figure::kInputTokens},
                                        {"completion_tokens", Figure::kCompletionTokens},
@@ -103,6 +107,9 @@ void apply_figures(const Figures& f, RequestStats& s) {
     s.time_to_first_token = *ms / 1000.0;
   }
   take(at(f, Figure::kPredictedPerSecond), s.tokens_per_second, false);
+  // Speculative decoding: llama-server sends both only when it drafted.
+  take(at(f, Figure::kDraftN), s.draft_tokens, false);
+  take(at(f, Figure::kDraftNAccepted), s.draft_accepted_tokens, false);
 
   take(at(f, Figure::kPromptTokens), s.prompt_tokens, false);
   take(at(f, Figure::kInputTokens), s.prompt_tokens, true);  // Responses API naming

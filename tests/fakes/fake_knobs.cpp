@@ -86,7 +86,12 @@ void warn_unknown_keys(const json& j) {
                                                "slot_restore_fails",
                                                "slot_restore_gate",
                                                "head_delay_ms",
-                                               "gate"};
+                                               "gate",
+                                               "draft_acceptance",
+                                               "unknown_flags",
+                                               "load_progress_ms",
+                                               "load_stall_after_ms",
+                                               "resident_mib"};
   for (const auto& item : j.items()) {
     if (kKnown.count(item.key()) == 0) {
       std::fprintf(stderr, "fake: warning: unknown knob '%s' ignored\n", item.key().c_str());
@@ -187,6 +192,32 @@ Knobs from_json(const json& j) {
       k.template_rules.push_back(r.get<std::string>());
     }
   }
+  if (j.contains("draft_acceptance")) {
+    if (!j["draft_acceptance"].is_number() || j["draft_acceptance"].get<double>() < 0 ||
+        j["draft_acceptance"].get<double>() > 1) {
+      bad_config("draft_acceptance must be a number from 0 to 1");
+    }
+    k.draft_acceptance = j["draft_acceptance"].get<double>();
+  }
+  if (j.contains("unknown_flags")) {
+    const json& flags = j["unknown_flags"];
+    if (!flags.is_array()) {
+      bad_config("unknown_flags must be an array of strings");
+    }
+    for (const auto& f : flags) {
+      if (!f.is_string()) {
+        bad_config("unknown_flags must be an array of strings");
+      }
+      k.unknown_flags.push_back(f.get<std::string>());
+    }
+  }
+  if (j.contains("load_progress_ms")) {
+    k.load_progress_ms = get_int(j, "load_progress_ms");
+  }
+  if (j.contains("resident_mib")) {
+    k.resident_mib = get_int(j, "resident_mib");
+  }
+  k.load_stall_after_ms = opt_int(j, "load_stall_after_ms");
   k.oom_while_siblings_above = opt_int(j, "oom_while_siblings_above");
   k.crash_on_request = opt_int(j, "crash_on_request");
   k.crash_mid_stream_after_chunks = opt_int(j, "crash_mid_stream_after_chunks");

@@ -1,6 +1,7 @@
 // Fake llama-server (llama.cpp's HTTP server): same command line, the
 // OpenAI-compatible routes plus /health, /props, /v1/models, embeddings,
 // reranking and the Responses API, driven by the knobs in README.md.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -56,10 +57,53 @@ const std::vector<ArgSpec>& llama_args() {
       {{"--seed"}, ArgKind::kInt},
       {{"--chat-template"}, ArgKind::kValue},
       {{"--version"}, ArgKind::kFlag},
+      {{"--help", "-h"}, ArgKind::kFlag},
       {{"--sse-ping-interval"}, ArgKind::kInt},
+      // Speculative decoding, as llama-server names it since the
+      // --spec-* rename (common/arg.cpp).
+      {{"-md", "--model-draft", "--spec-draft-model"}, ArgKind::kValue},
+      {{"--spec-type"}, ArgKind::kValue},
+      {{"--spec-draft-n-max"}, ArgKind::kInt},
+      {{"--spec-draft-n-min"}, ArgKind::kInt},
+      {{"--draft-p-min", "--spec-draft-p-min"}, ArgKind::kValue},
+      {{"-ngld", "--gpu-layers-draft", "--n-gpu-layers-draft", "--spec-draft-ngl"},
+       ArgKind::kValue},
   };
   return kSpecs;
 }
+
+// The flags this fake knows: all of llama_args() but the unknown_flags
+// knob's (an older llama-server). An option's first name, its key, is one
+// every release knows.
+std::vector<ArgSpec> known_args(const std::vector<std::string>& unknown) {
+  std::vector<ArgSpec> specs;
+  for (ArgSpec spec : llama_args()) {
+    std::erase_if(spec.names, [&](const std::string& n) {
+      return std::find(unknown.begin(), unknown.end(), n) != unknown.end();
+    });
+    if (!spec.names.empty()) {
+      specs.push_back(std::move(spec));
+    }
+  }
+  return specs;
+}
+
+// llama-server's --help: one line per option, its names first.
+void print_help(const std::vector<ArgSpec>& specs) {
+  std::printf("----- common params -----\n\n");
+  for (const ArgSpec& spec : specs) {
+    std::string names;
+    for (const std::string& n : spec.names) {
+      names += (names.empty() ? "" : ", ") + n;
+    }
+    const char* value = spec.kind == ArgKind::kInt ? " N" : spec.kind == ArgKind::kValue ? " X" : "";
+    std::printf("%-40s (fake)\n", (names + value).c_str());
+  }
+}
+
+const std::vector<std::string> kSpecTypes = {
+    "none",          "draft-simple", "draft-eagle3", "draft-mtp",   "draft-dflash", "draft-dspark",
+    "ngram-simple",  "ngram-map-k",  "ngram-map-k4v", "ngram-mod", "ngram-cache"};
 
 [[noreturn]] void model_load_failure(const std::string& path) {
   std::fprintf(stderr, "llama_model_load: error loading model: failed to open %s\n", path.c_str());
@@ -115,8 +159,14 @@ std::string props_json(const fake::ParsedArgs& args, int n_ctx, int slots) {
 
 int main(int argc, char** argv) {
   fake::init_runtime("llama-server", argc, argv);
-  fake::ParsedArgs args =
-      fake::parse_args(std::vector<std::string>(argv + 1, argv + argc), llama_args());
+  // The unknown_flags knob decides what the command line may hold, so it is
+  // read (from LEMON_FAKE_CONFIG) before the arguments.
+  const std::vector<ArgSpec> specs = known_args(fake::load_knobs("").unknown_flags);
+  fake::ParsedArgs args = fake::parse_args(std::vector<std::string>(argv + 1, argv + argc), specs);
+  if (args.has("--help")) {
+    print_help(specs);
+    return 0;
+  }
   if (args.has("--version")) {
     std::fprintf(stderr, "version: 6000 (fake0000)\nbuilt with c++ for x86_64-linux-gnu\n");
     return 0;
@@ -144,7 +194,33 @@ int main(int argc, char** argv) {
     if (args.has("--mmproj") && !fake::is_regular_file(args.get("--mmproj"))) {
       model_load_failure(args.get("--mmproj"));
     }
+    if (args.has("-md") && !fake::is_regular_file(args.get("-md"))) {
+      model_load_failure(args.get("-md"));
+    }
   }
+  // --spec-type: a comma-separated list of known types (llama-server
+  // refuses an unknown one while parsing).
+  const std::string spec_type = args.get("--spec-type", "none");
+  for (std::size_t at = 0; at <= spec_type.size();) {
+    const std::size_t comma = std::min(spec_type.find(',', at), spec_type.size());
+    const std::string one = spec_type.substr(at, comma - at);
+    if (std::find(kSpecTypes.begin(), kSpecTypes.end(), one) == kSpecTypes.end()) {
+      std::fprintf(stderr, "error while handling argument \"--spec-type\": unknown type: %s\n",
+                   one.c_str());
+      return 1;
+    }
+    at = comma + 1;
+  }
+  // A current llama-server drafts with a draft model only when a draft
+  // --spec-type says so; one from before --spec-type, with any -md.
+  const bool knows_spec_type =
+      std::find_if(specs.begin(), specs.end(), [](const ArgSpec& s) {
+        return s.names.front() == "--spec-type";
+      }) != specs.end();
+  const bool has_draft = args.has("-md");
+  const bool speculative = spec_type.find("draft-mtp") != std::string::npos ||
+                           (has_draft && (!knows_spec_type ||
+                                          spec_type.find("draft-") != std::string::npos));
   int n_ctx = args.get_int("-c", 0) > 0 ? args.get_int("-c", 0) : 4096;
   // --parallel auto (the default) means 4 slots sharing one unified cache.
   const bool auto_slots = args.get_int("-np", -1) <= 0;
@@ -152,7 +228,7 @@ int main(int argc, char** argv) {
   fake::configure_slots({slots, n_ctx, auto_slots || args.has("-kvu")});
   std::string model_id = args.get("--alias", rt.model);
 
-  fake::OpenAiOptions openai{fake::StatsStyle::kLlama, model_id, "llamacpp"};
+  fake::OpenAiOptions openai{fake::StatsStyle::kLlama, model_id, "llamacpp", speculative};
   std::string meta = fake::dump(fake::json{{"vocab_type", 2},
                                            {"n_vocab", 32000},
                                            {"n_ctx_train", n_ctx},
