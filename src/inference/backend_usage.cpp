@@ -24,6 +24,7 @@ enum class Figure : std::size_t {
   kPredictedPerSecond,
   kDraftN,
   kDraftNAccepted,
+  kCacheN,
   // `usage`: OpenAI, the Responses API, FLM
   kPromptTokens,
   kInputTokens,
@@ -47,7 +48,8 @@ constexpr NamedFigure kTimingsNames[] = {{"prompt_n", Figure::kPromptN},
                                          {"prompt_ms", Figure::kPromptMs},
                                          {"predicted_per_second", Figure::kPredictedPerSecond},
                                          {"draft_n", Figure::kDraftN},
-                                         {"draft_n_accepted", Figure::kDraftNAccepted}};
+                                         {"draft_n_accepted", Figure::kDraftNAccepted},
+                                         {"cache_n", Figure::kCacheN}};
 constexpr NamedFigure kUsageNames[] = {{"prompt_tokens", Figure::kPromptTokens},
                                        {"input_tokens", Figure::kInputTokens},
                                        {"completion_tokens", Figure::kCompletionTokens},
@@ -110,6 +112,9 @@ void apply_figures(const Figures& f, RequestStats& s) {
   // Speculative decoding: llama-server sends both only when it drafted.
   take(at(f, Figure::kDraftN), s.draft_tokens, false);
   take(at(f, Figure::kDraftNAccepted), s.draft_accepted_tokens, false);
+  if (const auto& cached = at(f, Figure::kCacheN)) {
+    s.cache_tokens = clamped_int(*cached);
+  }
 
   take(at(f, Figure::kPromptTokens), s.prompt_tokens, false);
   take(at(f, Figure::kInputTokens), s.prompt_tokens, true);  // Responses API naming

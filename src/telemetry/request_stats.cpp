@@ -21,6 +21,7 @@ nlohmann::json RequestStats::to_json() const {
           {"draft_tokens", draft_tokens},
           {"draft_accepted_tokens", draft_accepted_tokens},
           {"draft_acceptance_rate", rate ? nlohmann::json(*rate) : nlohmann::json(nullptr)},
+          {"cache_tokens", cache_tokens ? nlohmann::json(*cache_tokens) : nlohmann::json(nullptr)},
           {"decode_token_times", decode_token_times}};
 }
 

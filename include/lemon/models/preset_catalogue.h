@@ -55,6 +55,9 @@ class PresetCatalogue final : public ModelResolver {
   ~PresetCatalogue() override;
 
   Result<ModelInfo> resolve(std::string_view name) const override;
+  // Presets and their servers are named as they are; other names as the
+  // catalogue finds them.
+  std::optional<std::string> internal_name(std::string_view name) const override;
 
   // Built-ins first (file order), then the user's (file order).
   std::vector<PresetEntry> list() const;

@@ -29,6 +29,9 @@ struct RequestStats {
   // when the backend drafted nothing.
   int draft_tokens = 0;
   int draft_accepted_tokens = 0;
+  // Prompt tokens the backend took from its cache (llama.cpp's
+  // timings.cache_n); nullopt when it did not say.
+  std::optional<int> cache_tokens;
   std::vector<double> decode_token_times;  // seconds between streamed tokens
   std::int64_t finished_ms = 0;            // Unix ms
 

@@ -43,6 +43,11 @@ class ManagementApi {
   void show_profile(std::function<std::optional<std::string>()> active) {
     active_profile_ = std::move(active);
   }
+  // /health's "is_streaming": the streams a model answers now
+  // (InferenceGateway::open_streams). Set before serving.
+  void show_streams(std::function<int(const std::string&)> open_streams) {
+    open_streams_ = std::move(open_streams);
+  }
 
  private:
   void handle_health(const net::Request& r, net::ResponseWriter& w);
@@ -67,6 +72,7 @@ class ManagementApi {
   const http::ServingStatus& serving_;
   const LemonadeSettings& settings_;
   std::function<std::optional<std::string>()> active_profile_;
+  std::function<int(const std::string&)> open_streams_;
   const remote::RemoteModels* remote_ = nullptr;
 };
 
