@@ -16,12 +16,9 @@ constexpr auto kHelpTimeout = std::chrono::seconds(10);
 // llama-server's --help is about 600 lines; a little room for more.
 constexpr std::size_t kHelpLines = 4000;
 
-bool is_flag_word(std::string_view w) {
-  if (w.size() < 2 || w[0] != '-') {
-    return false;
-  }
-  const std::size_t at = w[1] == '-' ? 2 : 1;
-  return at < w.size() && ((w[at] >= 'a' && w[at] <= 'z') || (w[at] >= 'A' && w[at] <= 'Z'));
+bool is_separator(char c) {
+  return c == ' ' || c == '\t' || c == ',' || c == '[' || c == ']' || c == '|' || c == '(' ||
+         c == ')' || c == '\r';
 }
 
 struct FileIdentity {
@@ -52,40 +49,31 @@ LlamaServerFlags LlamaServerFlags::from_help(std::string_view help) {
   while (std::getline(in, line)) {
     std::size_t i = 0;
     while (i < line.size()) {
-      while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == ',')) {
+      while (i < line.size() && is_separator(line[i])) {
         ++i;
       }
       std::size_t end = i;
-      while (end < line.size() && line[end] != ' ' && line[end] != '\t' && line[end] != ',') {
+      while (end < line.size() && !is_separator(line[end])) {
         ++end;
       }
-      const std::string_view word(line.data() + i, end - i);
-      if (is_flag_word(word)) {
-        set->emplace(word);
+      if (end > i) {
+        set->emplace(line.data() + i, end - i);
       }
       i = end;
     }
   }
   LlamaServerFlags out;
-  out.flags_ = std::move(set);
+  out.words_ = std::move(set);
   return out;
 }
 
-bool LlamaServerFlags::knows(std::string_view flag) const {
-  return flags_ == nullptr || flags_->find(flag) != flags_->end();
+bool LlamaServerFlags::knows(std::string_view word) const {
+  return words_ == nullptr || words_->find(word) != words_->end();
 }
 
-std::string LlamaServerFlags::first_known(std::initializer_list<std::string_view> names) const {
-  for (auto name : names) {
-    if (knows(name)) {
-      return std::string(name);
-    }
-  }
-  return {};
-}
-
-LlamaServerFlags known_llama_server_flags(ProcessLauncher* launcher,
-                                          const std::string& executable) {
+LlamaServerFlags known_llama_server_flags(
+    ProcessLauncher* launcher, const std::string& executable,
+    const std::vector<std::pair<std::string, std::string>>& env) {
   if (launcher == nullptr || executable.empty()) {
     return LlamaServerFlags::everything();
   }
@@ -103,12 +91,13 @@ LlamaServerFlags known_llama_server_flags(ProcessLauncher* launcher,
   SpawnSpec spec;
   spec.executable = executable;
   spec.args = {"--help"};
+  spec.env = env;
   spec.log_tag = "llama-server --help";
   spec.kept_lines = kHelpLines;
   LlamaServerFlags flags = LlamaServerFlags::everything();
+  bool read = false;
   auto child = launcher->spawn(spec);
-  if (child.ok() &&
-      (*child)->wait_exit_until(std::chrono::steady_clock::now() + kHelpTimeout)) {
+  if (child.ok() && (*child)->wait_exit_until(std::chrono::steady_clock::now() + kHelpTimeout)) {
     std::string help;
     for (const auto& l : (*child)->last_lines(kHelpLines)) {
       help += l;
@@ -116,14 +105,15 @@ LlamaServerFlags known_llama_server_flags(ProcessLauncher* launcher,
     }
     if (help.find("--port") != std::string::npos) {
       flags = LlamaServerFlags::from_help(help);
+      read = true;
     }
   } else if (child.ok()) {
     (*child)->terminate(std::chrono::milliseconds(500));
   }
-  if (flags.knows("--an-impossible-flag-for-sure")) {
-    logger("backend")->warn("could not read the flags of {} from its --help; assuming a current "
-                            "llama-server",
-                            executable);
+  if (!read) {
+    logger("backend")->warn(
+        "could not read the flags of {} from its --help; assuming a current llama-server",
+        executable);
   }
   cache.by_file.insert_or_assign(id, flags);
   return flags;

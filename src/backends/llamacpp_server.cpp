@@ -209,13 +209,13 @@ Status LlamaCppServer::prepare() {
   if (user.ok() && speculation_of(model(), options(), *user).on()) {
     // Only a speculating model pays for reading the binary's flags (once
     // per binary).
-    flags_ = known_llama_server_flags(environment().launcher, executable());
+    flags_ =
+        known_llama_server_flags(environment().launcher, executable(), release_env(executable()));
     std::string left_out;
-    speculation_args(speculation_of(model(), options(), *user), *user, flags_,
-                     backend() != "cpu", left_out);
+    speculation_args(speculation_of(model(), options(), *user), *user, flags_, backend() != "cpu",
+                     left_out);
     if (!left_out.empty()) {
-      logger("backend")->warn("'{}': {} left out: {} does not know it", model_name(), left_out,
-                              executable());
+      logger("backend")->warn("'{}': left out for {}: {}", model_name(), executable(), left_out);
     }
   }
   if (environment().slot_cache_dir.empty() || !user.ok() ||

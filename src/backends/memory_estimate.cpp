@@ -130,8 +130,7 @@ std::int64_t LlamaCppServer::speculation_bytes(std::int64_t tokens) const {
       return 32 * MiB;
     }
     const std::uint64_t layers = std::max<std::uint64_t>(1, main.nextn_layers);
-    return static_cast<std::int64_t>(main.kv_per_token * layers / main.layers) * tokens +
-           32 * MiB;
+    return static_cast<std::int64_t>(main.kv_per_token * layers / main.layers) * tokens + 32 * MiB;
   }
   return 0;
 }

@@ -76,7 +76,7 @@ std::vector<std::string> speculation_args(const Speculation& s,
       }
     }
     if (flag.empty()) {
-      left_out += (left_out.empty() ? "" : ", ") + names.front() + " " + value;
+      left_out += (left_out.empty() ? "" : ", ") + names.front() + " " + value + ", unknown to it";
       return;
     }
     args.push_back(flag);
@@ -84,21 +84,26 @@ std::vector<std::string> speculation_args(const Speculation& s,
       args.push_back(value);
     }
   };
+  const bool typed = has_any_flag(user_args, kSpecType);  // the user's own --spec-type
+  if (s.mtp && !typed && !(flags.knows("--spec-type") && flags.knows("draft-mtp"))) {
+    // Without draft-mtp a draft file beside the model (its MTP heads) is no
+    // model to draft with either: nothing is added.
+    left_out = "multi-token prediction (--spec-type draft-mtp), which it predates";
+    return args;
+  }
   if (!s.draft_path.empty() && !s.draft_from_args) {
     args.insert(args.end(), {"-md", s.draft_path});
   }
   if (!s.draft_path.empty() && gpu) {
     add_default(kDraftLayers, "99");  // the draft on the model's own GPU
   }
-  if (s.mtp && !flags.knows("--spec-type") && !has_any_flag(user_args, kSpecType)) {
-    left_out = "multi-token prediction (--spec-type draft-mtp): this llama-server predates it";
-  } else if (s.mtp) {
+  if (s.mtp) {
     add_default(kSpecType, "draft-mtp");
     add_default(kDraftMax, kMtpDraftMax);
     add_default(kDraftPMin, kMtpDraftPMin);
-  } else if (flags.knows("--spec-type")) {
-    // A llama-server from before --spec-type drafts with any -md; a current
-    // one only when told to.
+  } else if (flags.knows("draft-simple")) {
+    // A llama-server from before the draft types (the pinned b8175 among
+    // them) drafts with any -md; a current one only when told to.
     add_default(kSpecType, "draft-simple");
   }
   return args;

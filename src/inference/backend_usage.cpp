@@ -43,13 +43,11 @@ struct NamedFigure {
 // The figures an object holds, by member name.
 using FigureNames = std::span<const NamedFigure>;
 
-constexpr NamedFigure kTimingsNames[] = {{"prompt_n", Figure::kPromptN},
-                                         {"predicted_n", Figure::kPredictedN},
-                                         {"prompt_ms", Figure::kPromptMs},
-                                         {"predicted_per_second", Figure::kPredictedPerSecond},
-                                         {"draft_n", Figure::kDraftN},
-                                         {"draft_n_accepted", Figure::kDraftNAccepted},
-                                         {"cache_n", Figure::kCacheN}};
+constexpr NamedFigure kTimingsNames[] = {
+    {"prompt_n", Figure::kPromptN},   {"predicted_n", Figure::kPredictedN},
+    {"prompt_ms", Figure::kPromptMs}, {"predicted_per_second", Figure::kPredictedPerSecond},
+    {"draft_n", Figure::kDraftN},     {"draft_n_accepted", Figure::kDraftNAccepted},
+    {"cache_n", Figure::kCacheN}};
 constexpr NamedFigure kUsageNames[] = {{"prompt_tokens", Figure::kPromptTokens},
                                        {"input_tokens", Figure::kInputTokens},
                                        {"completion_tokens", Figure::kCompletionTokens},

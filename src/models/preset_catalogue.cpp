@@ -262,6 +262,14 @@ Status PresetCatalogue::check_model_exists(const Preset& preset) const {
                      "or an absolute .gguf path)",
                  "model");
   }
+  if (!preset.draft.empty() && preset.draft_kind() == PresetModelKind::kCatalogue &&
+      !models_.find(preset.draft)) {
+    return Error(ErrorCode::kInvalidRequest,
+                 "preset field 'draft': no model named '" + preset.draft +
+                     "' in the catalogue (a catalogue name, a checkpoint 'owner/repo:VARIANT' "
+                     "or an absolute .gguf path)",
+                 "draft");
+  }
   return ok_status();
 }
 

@@ -209,8 +209,8 @@ void TelemetryHub::record_request(const RequestRecord& r) {
     if (r.draft_tokens > 0) {
       draft_tokens_.counter({r.model}).inc(r.draft_tokens);
       draft_accepted_tokens_.counter({r.model}).inc(r.draft_accepted_tokens);
-      draft_acceptance_.gauge({r.model})
-          .set(static_cast<double>(r.draft_accepted_tokens) / r.draft_tokens);
+      draft_acceptance_.gauge({r.model}).set(static_cast<double>(r.draft_accepted_tokens) /
+                                             r.draft_tokens);
     }
     if (!r.key.empty() && r.prompt_tokens > 0) {
       key_prompt_tokens_.counter({r.key}).inc(r.prompt_tokens);

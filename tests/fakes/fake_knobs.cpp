@@ -88,10 +88,7 @@ void warn_unknown_keys(const json& j) {
                                                "head_delay_ms",
                                                "gate",
                                                "draft_acceptance",
-                                               "unknown_flags",
-                                               "load_progress_ms",
-                                               "load_stall_after_ms",
-                                               "resident_mib"};
+                                               "unknown_flags"};
   for (const auto& item : j.items()) {
     if (kKnown.count(item.key()) == 0) {
       std::fprintf(stderr, "fake: warning: unknown knob '%s' ignored\n", item.key().c_str());
@@ -211,13 +208,6 @@ Knobs from_json(const json& j) {
       k.unknown_flags.push_back(f.get<std::string>());
     }
   }
-  if (j.contains("load_progress_ms")) {
-    k.load_progress_ms = get_int(j, "load_progress_ms");
-  }
-  if (j.contains("resident_mib")) {
-    k.resident_mib = get_int(j, "resident_mib");
-  }
-  k.load_stall_after_ms = opt_int(j, "load_stall_after_ms");
   k.oom_while_siblings_above = opt_int(j, "oom_while_siblings_above");
   k.crash_on_request = opt_int(j, "crash_on_request");
   k.crash_mid_stream_after_chunks = opt_int(j, "crash_mid_stream_after_chunks");

@@ -76,18 +76,9 @@ struct Knobs {
   // Speculative decoding (llama-server): the share of drafted tokens the
   // model accepts, reported as timings.draft_n / draft_n_accepted.
   double draft_acceptance = 0.75;
-  // Flags this llama-server does not know: absent from its --help and
-  // refused as an invalid argument (an older release).
+  // Flag names and --spec-type types this llama-server does not know:
+  // absent from its --help and refused (an older release).
   std::vector<std::string> unknown_flags;
-  // Loading in llama.cpp's child mode (LLAMA_SERVER_ROUTER_PORT set): a
-  // `loading` state line every load_progress_ms during startup_delay_ms
-  // (0: only the first and the last), and none after load_stall_after_ms
-  // (the load then hangs: it never becomes ready).
-  int load_progress_ms = 0;
-  std::optional<int> load_stall_after_ms;
-  // Memory the process allocates and touches at start, so that its RSS is
-  // that much (the router measures it).
-  int resident_mib = 0;
 };
 
 // Loads the knobs; `sidecar_path` may be empty or name a missing file. A

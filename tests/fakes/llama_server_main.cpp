@@ -59,8 +59,9 @@ const std::vector<ArgSpec>& llama_args() {
       {{"--version"}, ArgKind::kFlag},
       {{"--help", "-h"}, ArgKind::kFlag},
       {{"--sse-ping-interval"}, ArgKind::kInt},
-      // Speculative decoding, as llama-server names it since the
-      // --spec-* rename (common/arg.cpp).
+      // Speculative decoding: the names a current llama-server takes
+      // (common/arg.cpp), each option keyed by a name older releases know
+      // too. The removed --draft-max/--draft/--draft-n are refused.
       {{"-md", "--model-draft", "--spec-draft-model"}, ArgKind::kValue},
       {{"--spec-type"}, ArgKind::kValue},
       {{"--spec-draft-n-max"}, ArgKind::kInt},
@@ -72,38 +73,60 @@ const std::vector<ArgSpec>& llama_args() {
   return kSpecs;
 }
 
-// The flags this fake knows: all of llama_args() but the unknown_flags
-// knob's (an older llama-server). An option's first name, its key, is one
-// every release knows.
-std::vector<ArgSpec> known_args(const std::vector<std::string>& unknown) {
-  std::vector<ArgSpec> specs;
-  for (ArgSpec spec : llama_args()) {
-    std::erase_if(spec.names, [&](const std::string& n) {
-      return std::find(unknown.begin(), unknown.end(), n) != unknown.end();
-    });
-    if (!spec.names.empty()) {
-      specs.push_back(std::move(spec));
-    }
-  }
-  return specs;
+const std::vector<std::string> kSpecTypes = {
+    "none",         "draft-simple", "draft-eagle3",  "draft-mtp", "draft-dflash", "draft-dspark",
+    "ngram-simple", "ngram-map-k",  "ngram-map-k4v", "ngram-mod", "ngram-cache"};
+
+bool listed(const std::vector<std::string>& list, const std::string& word) {
+  return std::find(list.begin(), list.end(), word) != list.end();
 }
 
-// llama-server's --help: one line per option, its names first.
-void print_help(const std::vector<ArgSpec>& specs) {
+// What this fake knows: all of llama_args() and kSpecTypes but the
+// unknown_flags knob's names (an older llama-server: the pinned b8175 has
+// --spec-type with n-gram types only, and -md drafts by itself there). An
+// option's key is a name every release knows.
+struct KnownArgs {
+  std::vector<ArgSpec> specs;
+  std::vector<std::string> spec_types;
+};
+KnownArgs known_args(const std::vector<std::string>& unknown) {
+  KnownArgs known;
+  for (ArgSpec spec : llama_args()) {
+    std::erase_if(spec.names, [&](const std::string& n) { return listed(unknown, n); });
+    if (!spec.names.empty()) {
+      known.specs.push_back(std::move(spec));
+    }
+  }
+  for (const auto& type : kSpecTypes) {
+    if (!listed(unknown, type)) {
+      known.spec_types.push_back(type);
+    }
+  }
+  return known;
+}
+
+// llama-server's --help: one line per option, its names first, and
+// --spec-type's types as a comma-separated list.
+void print_help(const KnownArgs& known) {
   std::printf("----- common params -----\n\n");
-  for (const ArgSpec& spec : specs) {
+  std::string types;
+  for (const auto& t : known.spec_types) {
+    types += (types.empty() ? "" : ",") + t;
+  }
+  for (const ArgSpec& spec : known.specs) {
     std::string names;
     for (const std::string& n : spec.names) {
       names += (names.empty() ? "" : ", ") + n;
     }
-    const char* value = spec.kind == ArgKind::kInt ? " N" : spec.kind == ArgKind::kValue ? " X" : "";
+    std::string value = spec.kind == ArgKind::kInt     ? " N"
+                        : spec.kind == ArgKind::kValue ? " X"
+                                                       : "";
+    if (spec.names.front() == "--spec-type") {
+      value = " " + types;
+    }
     std::printf("%-40s (fake)\n", (names + value).c_str());
   }
 }
-
-const std::vector<std::string> kSpecTypes = {
-    "none",          "draft-simple", "draft-eagle3", "draft-mtp",   "draft-dflash", "draft-dspark",
-    "ngram-simple",  "ngram-map-k",  "ngram-map-k4v", "ngram-mod", "ngram-cache"};
 
 [[noreturn]] void model_load_failure(const std::string& path) {
   std::fprintf(stderr, "llama_model_load: error loading model: failed to open %s\n", path.c_str());
@@ -161,10 +184,11 @@ int main(int argc, char** argv) {
   fake::init_runtime("llama-server", argc, argv);
   // The unknown_flags knob decides what the command line may hold, so it is
   // read (from LEMON_FAKE_CONFIG) before the arguments.
-  const std::vector<ArgSpec> specs = known_args(fake::load_knobs("").unknown_flags);
-  fake::ParsedArgs args = fake::parse_args(std::vector<std::string>(argv + 1, argv + argc), specs);
+  const KnownArgs known = known_args(fake::load_knobs("").unknown_flags);
+  fake::ParsedArgs args =
+      fake::parse_args(std::vector<std::string>(argv + 1, argv + argc), known.specs);
   if (args.has("--help")) {
-    print_help(specs);
+    print_help(known);
     return 0;
   }
   if (args.has("--version")) {
@@ -201,26 +225,27 @@ int main(int argc, char** argv) {
   // --spec-type: a comma-separated list of known types (llama-server
   // refuses an unknown one while parsing).
   const std::string spec_type = args.get("--spec-type", "none");
+  std::vector<std::string> types;
   for (std::size_t at = 0; at <= spec_type.size();) {
     const std::size_t comma = std::min(spec_type.find(',', at), spec_type.size());
-    const std::string one = spec_type.substr(at, comma - at);
-    if (std::find(kSpecTypes.begin(), kSpecTypes.end(), one) == kSpecTypes.end()) {
+    types.push_back(spec_type.substr(at, comma - at));
+    if (!listed(known.spec_types, types.back())) {
       std::fprintf(stderr, "error while handling argument \"--spec-type\": unknown type: %s\n",
-                   one.c_str());
+                   types.back().c_str());
       return 1;
     }
     at = comma + 1;
   }
   // A current llama-server drafts with a draft model only when a draft
-  // --spec-type says so; one from before --spec-type, with any -md.
-  const bool knows_spec_type =
-      std::find_if(specs.begin(), specs.end(), [](const ArgSpec& s) {
-        return s.names.front() == "--spec-type";
-      }) != specs.end();
+  // type says so (or the draft GGUF holds MTP heads, which no test file
+  // does); one from before the draft types, with any -md.
   const bool has_draft = args.has("-md");
-  const bool speculative = spec_type.find("draft-mtp") != std::string::npos ||
-                           (has_draft && (!knows_spec_type ||
-                                          spec_type.find("draft-") != std::string::npos));
+  const bool draft_types = listed(known.spec_types, "draft-simple");
+  const bool speculative =
+      listed(types, "draft-mtp") ||
+      (has_draft &&
+       (!draft_types || listed(types, "draft-simple") || listed(types, "draft-eagle3") ||
+        listed(types, "draft-dflash") || listed(types, "draft-dspark")));
   int n_ctx = args.get_int("-c", 0) > 0 ? args.get_int("-c", 0) : 4096;
   // --parallel auto (the default) means 4 slots sharing one unified cache.
   const bool auto_slots = args.get_int("-np", -1) <= 0;

@@ -1,4 +1,4 @@
-// Speculative decoding as a managed companion (issue #53 §1), against the
+// Speculative decoding as a managed companion, against the
 // real router and the fake llama-server: a model entry's checkpoints.draft
 // reaches llama-server as -md with --spec-type draft-simple, is charged in
 // the model's memory estimate, and its acceptance shows in /stats and the
@@ -48,8 +48,8 @@ class Speculation : public SpeculationTest {
     env_.add_user_model("big", {{"checkpoints", {{"main", big_}, {"draft", draft_}}},
                                 {"recipe", "llamacpp"},
                                 {"source", "local_path"}});
-    env_.add_user_model(
-        "plain", {{"checkpoint", plain}, {"recipe", "llamacpp"}, {"source", "local_path"}});
+    env_.add_user_model("plain",
+                        {{"checkpoint", plain}, {"recipe", "llamacpp"}, {"source", "local_path"}});
   }
   std::string big_;
   std::string draft_;
@@ -133,13 +133,15 @@ TEST_F(Speculation, AnOlderLlamaServerLoadsWithTheFlagsItKnows) {
                               {"recipe", "llamacpp"},
                               {"labels", {"mtp"}},
                               {"source", "local_path"}});
-  // A llama-server from before --spec-type: -md alone drafts there.
-  ASSERT_NO_FATAL_FAILURE(start_router(
-      {}, {{"LEMON_FAKE_CONFIG",
-            Json{{"unknown_flags",
-                  {"--spec-type", "--spec-draft-model", "--spec-draft-n-max", "--spec-draft-p-min",
-                   "--spec-draft-ngl"}}}
-                .dump()}}));
+  // As the pinned b8175: --spec-type with n-gram types only, no --spec-draft-*
+  // names; -md alone drafts there.
+  ASSERT_NO_FATAL_FAILURE(
+      start_router({}, {{"LEMON_FAKE_CONFIG",
+                         Json{{"unknown_flags",
+                               {"--spec-draft-model", "--spec-draft-n-max", "--spec-draft-n-min",
+                                "--spec-draft-p-min", "--spec-draft-ngl", "draft-simple",
+                                "draft-eagle3", "draft-mtp", "draft-dflash", "draft-dspark"}}}
+                             .dump()}}));
   ASSERT_EQ(load(port(), "user.big").status, 200);
   const auto argv = argv_of(fake_state((*loaded_entry(health(port()), "user.big"))["backend_url"]));
   EXPECT_EQ(after(argv, "-md"), draft_);

@@ -71,7 +71,7 @@ inline std::string tiny_llama_gguf(std::uint32_t context_length = 2048,
   GgufWriter w;
   w.put<std::uint32_t>(0x46554747u);
   w.put<std::uint32_t>(3);
-  w.put<std::uint64_t>(2);                        // tensors
+  w.put<std::uint64_t>(2);                         // tensors
   w.put<std::uint64_t>(nextn_layers > 0 ? 9 : 8);  // key/value pairs
   w.kv_str("general.architecture", "llama");
   w.kv_string_array("tokenizer.ggml.tokens", 1000);

@@ -1,4 +1,4 @@
-// Speculative decoding (issue #53 §1): a llama.cpp model's draft model
+// Speculative decoding: a llama.cpp model's draft model
 // (checkpoints.draft, or -md in llamacpp_args) or its own multi-token
 // prediction (the `mtp` label) on llama-server's command line, each flag a
 // default llamacpp_args overrides, left out for a llama-server that does
@@ -86,9 +86,9 @@ TEST_F(Speculative, ADraftCheckpointGivesMdAndDraftSimple) {
 }
 
 TEST_F(Speculative, TheMtpLabelGivesLemonadesDefaults) {
-  EXPECT_EQ(tail(args_of(model(false, true), {{"llamacpp_backend", "cpu"}})),
-            (Args{"--spec-type", "draft-mtp", "--spec-draft-n-max", "3", "--spec-draft-p-min",
-                  "0.75"}));
+  EXPECT_EQ(
+      tail(args_of(model(false, true), {{"llamacpp_backend", "cpu"}})),
+      (Args{"--spec-type", "draft-mtp", "--spec-draft-n-max", "3", "--spec-draft-p-min", "0.75"}));
   // A draft file with the mtp label holds the MTP heads: drafted as MTP.
   EXPECT_EQ(tail(args_of(model(true, true), {{"llamacpp_backend", "cpu"}})),
             (Args{"-md", draft_, "--spec-type", "draft-mtp", "--spec-draft-n-max", "3",
@@ -96,10 +96,10 @@ TEST_F(Speculative, TheMtpLabelGivesLemonadesDefaults) {
 }
 
 TEST_F(Speculative, LlamacppArgsOverrideEachDefault) {
-  EXPECT_EQ(tail(args_of(model(false, true),
-                         {{"llamacpp_backend", "cpu"}, {"llamacpp_args", "--spec-draft-n-max 8"}})),
-            (Args{"--spec-type", "draft-mtp", "--spec-draft-p-min", "0.75", "--spec-draft-n-max",
-                  "8"}));
+  EXPECT_EQ(
+      tail(args_of(model(false, true),
+                   {{"llamacpp_backend", "cpu"}, {"llamacpp_args", "--spec-draft-n-max 8"}})),
+      (Args{"--spec-type", "draft-mtp", "--spec-draft-p-min", "0.75", "--spec-draft-n-max", "8"}));
   EXPECT_EQ(tail(args_of(model(true), {{"llamacpp_backend", "cpu"},
                                        {"llamacpp_args", "--spec-type ngram-mod"}})),
             (Args{"-md", draft_, "--spec-type", "ngram-mod"}));
@@ -126,10 +126,10 @@ TEST_F(Speculative, ADraftInLlamacppArgsStaysAndGetsItsSpecType) {
 
 TEST_F(Speculative, ASecondDraftBesideTheCheckpointsIsRefused) {
   for (const char* flag : {"-md", "--model-draft", "--spec-draft-model"}) {
-    LlamaCppServer s(model(true),
-                     options({{"llamacpp_backend", "cpu"},
-                              {"llamacpp_args", std::string(flag) + " /x.gguf"}}),
-                     env_);
+    LlamaCppServer s(
+        model(true),
+        options({{"llamacpp_backend", "cpu"}, {"llamacpp_args", std::string(flag) + " /x.gguf"}}),
+        env_);
     auto r = s.build_args(8123);
     ASSERT_FALSE(r.ok()) << flag;
     EXPECT_EQ(r.error().code(), ErrorCode::kInvalidUserArgs);
@@ -137,24 +137,51 @@ TEST_F(Speculative, ASecondDraftBesideTheCheckpointsIsRefused) {
 }
 
 TEST_F(Speculative, AnOlderLlamaServerGetsOnlyTheFlagsItKnows) {
-  // b8175-like: -md and --draft-max, no --spec-type.
+  // As b8175 (the pinned release) words it: -md, --draft-max and a
+  // --spec-type with n-gram types only.
   const auto old = LlamaServerFlags::from_help(
       "-m, --model FNAME   model path\n"
       "--port PORT\n"
       "-md, --model-draft FNAME   draft model\n"
       "--draft-max, --draft, --draft-n N   tokens to draft\n"
       "--draft-p-min P\n"
-      "-ngld, --gpu-layers-draft N\n");
+      "-ngld, --gpu-layers-draft N\n"
+      "--spec-type [none|ngram-cache|ngram-simple|ngram-map-k|ngram-map-k4v|ngram-mod]\n");
   EXPECT_TRUE(old.knows("-md"));
-  EXPECT_FALSE(old.knows("--spec-type"));
-  EXPECT_FALSE(old.knows("FNAME"));
+  EXPECT_TRUE(old.knows("--spec-type"));
+  EXPECT_TRUE(old.knows("ngram-mod"));
+  EXPECT_FALSE(old.knows("draft-simple"));
+  EXPECT_FALSE(old.knows("--spec-draft-n-max"));
   std::string left_out;
   Speculation draft{draft_, false, false};
   EXPECT_EQ(speculation_args(draft, {}, old, false, left_out), (Args{"-md", draft_}));
   EXPECT_TRUE(left_out.empty()) << "an old llama-server drafts with any -md";
-  Speculation mtp{"", false, true};
+  EXPECT_EQ(speculation_args(draft, {}, old, true, left_out), (Args{"-md", draft_, "-ngld", "99"}));
+  // MTP (and the MTP heads' file with it) is left out, and said so.
+  Speculation mtp{draft_, false, true};
   EXPECT_EQ(speculation_args(mtp, {}, old, false, left_out), Args{});
   EXPECT_NE(left_out.find("multi-token prediction"), std::string::npos) << left_out;
+}
+
+TEST_F(Speculative, ACurrentLlamaServersHelpListsItsFlagsAndTypes) {
+  // As llama.cpp's common/arg.cpp prints them today.
+  const auto now = LlamaServerFlags::from_help(
+      "--port PORT                             port to listen (default: 8080)\n"
+      "--spec-draft-model, -md, --model-draft FNAME   draft model for speculative decoding\n"
+      "--spec-draft-n-max N                    number of tokens to draft\n"
+      "--spec-draft-p-min, --draft-p-min P     minimum speculative decoding probability\n"
+      "--spec-type none,draft-simple,draft-eagle3,draft-mtp,ngram-mod\n"
+      "                                        comma-separated list of types\n");
+  for (const char* word : {"-md", "--spec-draft-model", "--spec-draft-n-max", "--spec-draft-p-min",
+                           "draft-simple", "draft-mtp"}) {
+    EXPECT_TRUE(now.knows(word)) << word;
+  }
+  EXPECT_FALSE(now.knows("--draft-max"));
+  std::string left_out;
+  EXPECT_EQ(
+      speculation_args(Speculation{"", false, true}, {}, now, false, left_out),
+      (Args{"--spec-type", "draft-mtp", "--spec-draft-n-max", "3", "--spec-draft-p-min", "0.75"}));
+  EXPECT_TRUE(left_out.empty()) << left_out;
 }
 
 TEST_F(Speculative, TheDraftIsChargedWithItsOwnKvForTheWholeContext) {
@@ -176,8 +203,7 @@ TEST_F(Speculative, MtpIsChargedTheKvOfItsPredictionLayers) {
   EXPECT_EQ(mtp.speculation_bytes(1000), 128 * 1000 + 32 * MiB);
   EXPECT_EQ(mtp.memory_estimate().count("ram"), 1u);
   LlamaCppServer plain(model(false), options(opts), env_);
-  EXPECT_EQ(mtp.memory_estimate()["gpu0"] - plain.memory_estimate()["gpu0"],
-            128 * 1000 + 32 * MiB)
+  EXPECT_EQ(mtp.memory_estimate()["gpu0"] - plain.memory_estimate()["gpu0"], 128 * 1000 + 32 * MiB)
       << "on the model's own device";
 }
 

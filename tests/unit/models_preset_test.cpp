@@ -364,6 +364,10 @@ TEST_F(PresetCatalogueTest, WritesKeepBuiltInsReadOnlyAndCheckTheModel) {
   auto unknown_model = presets->create(parsed({{"model", "No-Such-Model"}}, "x"));
   ASSERT_FALSE(unknown_model.ok());
   EXPECT_EQ(unknown_model.error().param(), "model");
+  auto unknown_draft =
+      presets->create(parsed({{"model", "Qwen3-4B-GGUF"}, {"draft", "No-Such-Draft"}}, "x"));
+  ASSERT_FALSE(unknown_draft.ok());
+  EXPECT_EQ(unknown_draft.error().param(), "draft");
 
   ASSERT_TRUE(
       presets->replace(parsed({{"model", "Qwen3-8B-GGUF"}, {"ctx_size", 8192}}, "mine")).ok());

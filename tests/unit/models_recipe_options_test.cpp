@@ -13,10 +13,9 @@ using nlohmann::json;
 
 TEST(ModelsRecipeOptions, KeysPerRecipe) {
   using V = std::vector<std::string>;
-  EXPECT_EQ(
-      RecipeOptions::keys_for_recipe("llamacpp"),
-      (V{"ctx_size", "parallel", "llamacpp_backend", "llamacpp_args", "max_replicas", "gpu",
-         "speculative"}));
+  EXPECT_EQ(RecipeOptions::keys_for_recipe("llamacpp"),
+            (V{"ctx_size", "parallel", "llamacpp_backend", "llamacpp_args", "max_replicas", "gpu",
+               "speculative"}));
   EXPECT_EQ(RecipeOptions::keys_for_recipe("flm"), (V{"ctx_size", "max_replicas"}));
   EXPECT_EQ(RecipeOptions::keys_for_recipe("ryzenai-llm"), (V{"ctx_size", "max_replicas"}));
   EXPECT_EQ(RecipeOptions::keys_for_recipe("oga-hybrid"), (V{"ctx_size", "max_replicas"}));

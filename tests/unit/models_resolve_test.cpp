@@ -177,8 +177,8 @@ TEST_F(ModelsResolve, LlamacppDraftIsRequiredAndFollowsTheVariantRules) {
   fs::path main = snapshot("org/big");
   fs::path small = snapshot("org/small");
   touch(main / "big-Q4_K_M.gguf");
-  auto ckpts = std::map<std::string, std::string>{{"main", "org/big:Q4_K_M"},
-                                                  {"draft", "org/small:Q8_0"}};
+  auto ckpts =
+      std::map<std::string, std::string>{{"main", "org/big:Q4_K_M"}, {"draft", "org/small:Q8_0"}};
   auto without = resolved(model("llamacpp", ckpts));
   EXPECT_FALSE(without.downloaded);
   EXPECT_EQ(without.missing_paths, (std::vector<std::string>{(small / "*Q8_0.gguf").string()}));
@@ -190,8 +190,8 @@ TEST_F(ModelsResolve, LlamacppDraftIsRequiredAndFollowsTheVariantRules) {
   EXPECT_EQ(with.resolved_path("draft"), (small / "small-Q8_0.gguf").string());
 
   touch(main / "mtp-big.gguf");
-  auto by_file = resolved(
-      model("llamacpp", {{"main", "org/big:Q4_K_M"}, {"draft", "org/big:mtp-big.gguf"}}));
+  auto by_file =
+      resolved(model("llamacpp", {{"main", "org/big:Q4_K_M"}, {"draft", "org/big:mtp-big.gguf"}}));
   EXPECT_TRUE(by_file.downloaded);
   EXPECT_EQ(by_file.resolved_path("draft"), (main / "mtp-big.gguf").string());
   EXPECT_EQ(by_file.resolved_path("main"), (main / "big-Q4_K_M.gguf").string());

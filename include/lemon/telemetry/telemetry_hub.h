@@ -35,10 +35,10 @@ struct RequestRecord {
   int prompt_tokens = 0;
   int completion_tokens = 0;
   double tokens_per_second = 0.0;  // 0 when unknown
-  int draft_tokens = 0;            // speculative decoding: drafted (0: none)
-  int draft_accepted_tokens = 0;   // and accepted by the model
   std::uint64_t id = 0;            // the router's number for the request (ties progress to it)
   std::string key;                 // the caller's API key's name; "" without keys
+  int draft_tokens = 0;            // speculative decoding: drafted (0: none)
+  int draft_accepted_tokens = 0;   // and accepted by the model
 };
 
 // How far a backend has read a request's prompt (issue #26).
