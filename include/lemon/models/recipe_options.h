@@ -5,7 +5,7 @@
 // the model's draft or multi-token prediction off for a load), restricted to
 // the keys its recipe understands.
 //
-// Layering (issue #2 §5, seed 001 "Load Endpoint"): the load request, then the
+// Layering (seed 001 "Load Endpoint"): the load request, then the
 // per-model recipe_options.json entry, then the CLI/environment value, then the
 // built-in default. `-1` and `""` mean "unset" at every layer, as in Lemonade.
 //
