@@ -3,13 +3,15 @@
 // - a draft model: checkpoints.draft (Lemonade 11's multi-checkpoint form),
 //   or a -md/--model-draft/--spec-draft-model in llamacpp_args, given to
 //   llama-server as -md with --spec-type draft-simple (a plain -md drafts
-//   nothing in a current llama-server);
+//   nothing in a current llama-server; one without the draft types, such
+//   as the pinned b8175, gets -md alone and drafts with it);
 // - the model's own multi-token prediction: the `mtp` label, with
 //   Lemonade's defaults --spec-type draft-mtp --spec-draft-n-max 3
 //   --spec-draft-p-min 0.75 (a draft file beside it holds the MTP heads);
 // - none: `speculative: false` (a load option) turns both off.
 // Every flag the router adds is a default that llamacpp_args overrides by
-// naming it, and is left out for a llama-server that does not know it.
+// naming it, and is left out for a llama-server that does not know it; MTP
+// (its draft file with it) is left out whole for one without draft-mtp.
 //
 // Thread-safety: pure functions.
 #pragma once
