@@ -116,8 +116,8 @@ Result<std::vector<std::string>> LlamaCppServer::build_args(int port) const {
   if (model().checkpoints.count("draft") != 0) {
     if (auto draft = check_reserved_flags(*user, draft_model_flags()); !draft.ok()) {
       return std::move(draft).error().with_detail(
-          "The model names its draft model (checkpoints.draft); 'speculative': false turns it "
-          "off for a load.");
+          "The model names its draft model (checkpoints.draft): another draft goes there or in "
+          "a preset's 'draft', and 'speculative': false loads the model without one.");
     }
   }
   const std::string be = backend();
