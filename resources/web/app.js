@@ -550,6 +550,8 @@ function requestRow(e) {
     e.ttft_s ? duration(e.ttft_s) : "–",
     tokens,
     e.tokens_per_second ? number(e.tokens_per_second) : "–",
+    // Speculative decoding: the share of drafted tokens the model accepted.
+    e.draft_tokens > 0 ? `${Math.round((100 * e.draft_accepted_tokens) / e.draft_tokens)} %` : "–",
   ];
   cells.forEach((text, i) => row.append(el("td", i >= 3 ? "num" : "", String(text ?? "–"))));
   return row;
@@ -569,7 +571,7 @@ function showPrefill(e) {
     const status = el("td", "num");
     status.append(bar, label);
     row.append(el("td", "", clockTime(e.time)), el("td", "", e.route), el("td", "", e.model), status);
-    for (let i = 0; i < 4; i += 1) {
+    for (let i = 0; i < 5; i += 1) {
       row.append(el("td", "num", "–"));
     }
     $("requests-body").prepend(row);

@@ -8,6 +8,7 @@
 #include "backend_call.h"
 #include "lemon/backends/out_of_memory.h"
 #include "lemon/backends/slot_files.h"
+#include "lemon/backends/speculation.h"
 #include "lemon/backends/user_args.h"
 #include "lemon/core/log.h"
 #include "lemon/net/upstream_client.h"
@@ -42,6 +43,9 @@ std::vector<std::string> LlamaCppServer::required_roles() const {
   std::vector<std::string> roles = {"main"};
   if (model().checkpoints.count("mmproj") != 0) {
     roles.emplace_back("mmproj");
+  }
+  if (model().checkpoints.count("draft") != 0 && options().bool_value("speculative", true)) {
+    roles.emplace_back("draft");
   }
   return roles;
 }
@@ -109,6 +113,13 @@ Result<std::vector<std::string>> LlamaCppServer::build_args(int port) const {
             "Set the slots with the 'parallel' option instead (--parallel, LEMONADE_PARALLEL, "
             "/load or recipe_options.json): each of them gets ctx_size tokens of context.");
   }
+  if (model().checkpoints.count("draft") != 0) {
+    if (auto draft = check_reserved_flags(*user, draft_model_flags()); !draft.ok()) {
+      return std::move(draft).error().with_detail(
+          "The model names its draft model (checkpoints.draft): another draft goes there or in "
+          "a preset's 'draft', and 'speculative': false loads the model without one.");
+    }
+  }
   const std::string be = backend();
   const bool gpu = be != "cpu";
   // Each of the `parallel` slots gets ctx_size tokens: llama-server splits
@@ -149,6 +160,10 @@ Result<std::vector<std::string>> LlamaCppServer::build_args(int port) const {
     args.emplace_back("--reranking");
   }
   args.insert(args.end(), {"-ngl", gpu ? "99" : "0"});
+  std::string left_out;
+  const auto speculation =
+      speculation_args(speculation_of(model(), options(), *user), *user, flags_, gpu, left_out);
+  args.insert(args.end(), speculation.begin(), speculation.end());
   if (!slot_dir_.empty()) {
     args.insert(args.end(), {"--slot-save-path", slot_dir_});
   }
@@ -191,6 +206,18 @@ Status LlamaCppServer::prepare() {
   }
   slot_dir_.clear();
   auto user = split_user_args(options().string_value("llamacpp_args"));
+  if (user.ok() && speculation_of(model(), options(), *user).on()) {
+    // Only a speculating model pays for reading the binary's flags (once
+    // per binary).
+    flags_ =
+        known_llama_server_flags(environment().launcher, executable(), release_env(executable()));
+    std::string left_out;
+    speculation_args(speculation_of(model(), options(), *user), *user, flags_, backend() != "cpu",
+                     left_out);
+    if (!left_out.empty()) {
+      logger("backend")->warn("'{}': left out for {}: {}", model_name(), executable(), left_out);
+    }
+  }
   if (environment().slot_cache_dir.empty() || !user.ok() ||
       has_any_flag(*user, {"--slot-save-path"})) {
     return ok_status();
@@ -220,6 +247,21 @@ Status LlamaCppServer::start(const std::function<bool()>& cancelled) {
     }
   }
   return ProcessServer::start(cancelled);
+}
+
+nlohmann::json LlamaCppServer::speculation() const {
+  auto user = split_user_args(options().string_value("llamacpp_args"));
+  const Speculation s =
+      speculation_of(model(), options(), user.ok() ? *user : std::vector<std::string>{});
+  if (!s.on()) {
+    return nullptr;
+  }
+  nlohmann::json draft = nullptr;
+  if (!s.draft_path.empty()) {
+    const auto named = model().checkpoints.find("draft");
+    draft = s.draft_from_args || named == model().checkpoints.end() ? s.draft_path : named->second;
+  }
+  return {{"draft", std::move(draft)}, {"mtp", s.mtp}};
 }
 
 std::optional<std::string> LlamaCppServer::upstream_path(ApiRoute route) const {

@@ -11,6 +11,8 @@
 #include "lemon/backends/llamacpp_server.h"
 #include "lemon/backends/process_server.h"
 #include "lemon/backends/sd_server.h"
+#include "lemon/backends/speculation.h"
+#include "lemon/backends/user_args.h"
 #include "lemon/backends/whisper_server.h"
 #include "lemon/models/gguf_header_cache.h"
 #include "lemon/process/process_memory.h"
@@ -63,26 +65,74 @@ DeviceBytes WrappedServer::memory_estimate() const {
   return out;
 }
 
-DeviceBytes LlamaCppServer::memory_estimate() const {
-  const std::string main = model().resolved_path("main");
-  std::int64_t weights = path_bytes(main);
+namespace {
+
+// Compute buffers grow with the model; a floor for small ones.
+std::int64_t compute_bytes(std::int64_t weights) {
+  return std::max<std::int64_t>(32 * MiB, weights / 20);
+}
+
+// A GGUF model's weights and its KV cache for `tokens` tokens of context,
+// from its header (the file's size and no KV without one).
+struct GgufFootprint {
+  std::int64_t weights = 0;
   std::int64_t kv = 0;
-  if (auto header = GgufHeaderCache::shared().get(main); header.ok()) {
+  std::uint64_t kv_per_token = 0;
+  std::uint64_t layers = 0;
+  std::uint64_t nextn_layers = 0;
+};
+GgufFootprint gguf_footprint(const std::string& path, std::int64_t tokens) {
+  GgufFootprint f;
+  f.weights = path_bytes(path);
+  if (auto header = GgufHeaderCache::shared().get(path); header.ok()) {
     if (header->tensor_bytes > 0) {
-      weights = static_cast<std::int64_t>(header->tensor_bytes);
+      f.weights = static_cast<std::int64_t>(header->tensor_bytes);
     }
-    const auto slots = this->slots();
-    const std::int64_t tokens =
-        static_cast<std::int64_t>(slots.ctx_size) * std::max(1, slots.total);
-    kv = static_cast<std::int64_t>(header->kv_bytes_per_token()) * tokens;
+    f.kv_per_token = header->kv_bytes_per_token();
+    f.kv = static_cast<std::int64_t>(f.kv_per_token) * tokens;
+    f.layers = header->block_count;
+    f.nextn_layers = header->nextn_predict_layers;
   }
+  return f;
+}
+
+}  // namespace
+
+DeviceBytes LlamaCppServer::memory_estimate() const {
+  const auto slots = this->slots();
+  const std::int64_t tokens = static_cast<std::int64_t>(slots.ctx_size) * std::max(1, slots.total);
+  const GgufFootprint main = gguf_footprint(model().resolved_path("main"), tokens);
   const std::int64_t mmproj = path_bytes(model().resolved_path("mmproj"));
-  // Compute buffers grow with the model; a floor for small ones.
-  const std::int64_t compute = std::max<std::int64_t>(32 * MiB, weights / 20);
   DeviceBytes out;
-  out[model_device(*this)] += weights + mmproj + kv + compute;
+  out[model_device(*this)] +=
+      main.weights + mmproj + main.kv + compute_bytes(main.weights) + speculation_bytes(tokens);
   out[kRamDevice] += kProcessOverhead;
   return out;
+}
+
+std::int64_t LlamaCppServer::speculation_bytes(std::int64_t tokens) const {
+  auto user = split_user_args(options().string_value("llamacpp_args"));
+  const Speculation s =
+      speculation_of(model(), options(), user.ok() ? *user : std::vector<std::string>{});
+  if (!s.draft_path.empty()) {
+    // A draft model: its weights, its own KV cache for the target's whole
+    // context (llama-server gives the draft the target's n_ctx) and its
+    // compute buffers, on the model's device.
+    const GgufFootprint draft = gguf_footprint(s.draft_path, tokens);
+    return draft.weights + draft.kv + compute_bytes(draft.weights);
+  }
+  if (s.mtp) {
+    // The model's own prediction layers: no weights of their own, but a
+    // context whose KV cache holds those layers (one when the header does
+    // not say).
+    const GgufFootprint main = gguf_footprint(model().resolved_path("main"), tokens);
+    if (main.layers == 0) {
+      return 32 * MiB;
+    }
+    const std::uint64_t layers = std::max<std::uint64_t>(1, main.nextn_layers);
+    return static_cast<std::int64_t>(main.kv_per_token * layers / main.layers) * tokens + 32 * MiB;
+  }
+  return 0;
 }
 
 namespace {

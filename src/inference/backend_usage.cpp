@@ -22,6 +22,8 @@ enum class Figure : std::size_t {
   kPredictedN,
   kPromptMs,
   kPredictedPerSecond,
+  kDraftN,
+  kDraftNAccepted,
   kCacheN,
   // `usage`: OpenAI, the Responses API, FLM
   kPromptTokens,
@@ -41,11 +43,11 @@ struct NamedFigure {
 // The figures an object holds, by member name.
 using FigureNames = std::span<const NamedFigure>;
 
-constexpr NamedFigure kTimingsNames[] = {{"prompt_n", Figure::kPromptN},
-                                         {"predicted_n", Figure::kPredictedN},
-                                         {"prompt_ms", Figure::kPromptMs},
-                                         {"predicted_per_second", Figure::kPredictedPerSecond},
-                                         {"cache_n", Figure::kCacheN}};
+constexpr NamedFigure kTimingsNames[] = {
+    {"prompt_n", Figure::kPromptN},   {"predicted_n", Figure::kPredictedN},
+    {"prompt_ms", Figure::kPromptMs}, {"predicted_per_second", Figure::kPredictedPerSecond},
+    {"draft_n", Figure::kDraftN},     {"draft_n_accepted", Figure::kDraftNAccepted},
+    {"cache_n", Figure::kCacheN}};
 constexpr NamedFigure kUsageNames[] = {{"prompt_tokens", Figure::kPromptTokens},
                                        {"input_tokens", Figure::kInputTokens},
                                        {"completion_tokens", Figure::kCompletionTokens},
@@ -105,6 +107,9 @@ void apply_figures(const Figures& f, RequestStats& s) {
     s.time_to_first_token = *ms / 1000.0;
   }
   take(at(f, Figure::kPredictedPerSecond), s.tokens_per_second, false);
+  // Speculative decoding: llama-server sends both only when it drafted.
+  take(at(f, Figure::kDraftN), s.draft_tokens, false);
+  take(at(f, Figure::kDraftNAccepted), s.draft_accepted_tokens, false);
   if (const auto& cached = at(f, Figure::kCacheN)) {
     s.cache_tokens = clamped_int(*cached);
   }

@@ -126,6 +126,8 @@ void InferenceGateway::forward(InferenceRequest& req, net::ResponseWriter& raw) 
     record.prompt_tokens = figures->prompt_tokens;
     record.completion_tokens = figures->output_tokens;
     record.tokens_per_second = figures->tokens_per_second;
+    record.draft_tokens = figures->draft_tokens;
+    record.draft_accepted_tokens = figures->draft_accepted_tokens;
   }
   hub_.record_request(record);
 }
@@ -144,6 +146,8 @@ void InferenceGateway::record_session_turn(const ApiKey* key, const std::string&
   record.prompt_tokens = figures.prompt_tokens;
   record.completion_tokens = figures.output_tokens;
   record.tokens_per_second = figures.tokens_per_second;
+  record.draft_tokens = figures.draft_tokens;
+  record.draft_accepted_tokens = figures.draft_accepted_tokens;
   hub_.record_request(record);
 }
 

@@ -75,14 +75,17 @@ Status ModelProvisioner::provision(std::string_view model, const RecipeOptions& 
     return result;  // the common case: no preset lookup on the request path
   }
   // A preset's server downloads and installs what its base model needs.
-  const std::string base = presets_.catalogue_name(model);
+  const std::vector<std::string> needed = presets_.catalogue_names(model);
+  const std::string& base = needed.front();
   if (result.error().code() == ErrorCode::kModelFilesMissing) {
     DownloadWait wait;
     wait.cancelled = hooks.cancelled;
     wait.on_tick = hooks.on_tick;
     wait.tick_interval = hooks.tick_interval;
-    if (Status fetched = store_.ensure_downloaded(base, wait); !fetched.ok()) {
-      return fetched;
+    for (const auto& name : needed) {  // the base model, then a preset's draft
+      if (Status fetched = store_.ensure_downloaded(name, wait); !fetched.ok()) {
+        return fetched;
+      }
     }
     result = attempt();
   }

@@ -133,7 +133,7 @@ Result<std::vector<PlannedFile>> plan_download(const ModelInfo& info,
       return Error(ErrorCode::kInternal, "no listing for " + ref.repo);
     }
     const RepoListing& listing = it->second;
-    if (role == "main" && info.recipe == "llamacpp") {
+    if (is_gguf_model_role(info.recipe, role)) {
       std::vector<hf::SnapshotFile> files;
       files.reserve(listing.files.size());
       for (const auto& f : listing.files) {

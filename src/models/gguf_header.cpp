@@ -236,7 +236,7 @@ Result<GgufHeader> parse_gguf_header(std::string_view bytes) {
       {".block_count", &h.block_count},         {".embedding_length", &h.embedding_length},
       {".attention.head_count", &h.head_count}, {".attention.head_count_kv", &h.head_count_kv},
       {".attention.key_length", &h.key_length}, {".attention.value_length", &h.value_length},
-      {".context_length", &h.context_length}};
+      {".context_length", &h.context_length},   {".nextn_predict_layers", &h.nextn_predict_layers}};
   for (std::uint64_t i = 0; i < *kvs; ++i) {
     auto key = r.string(kMaxStringBytes);
     auto type = r.scalar<std::uint32_t>();

@@ -9,6 +9,7 @@
 #include "lemon/models/gguf_variant.h"
 #include "lemon/models/hf_cache.h"
 #include "lemon/models/hub_client.h"
+#include "lemon/models/model_files.h"
 #include "lemon/models/model_store.h"
 
 namespace lemon {
@@ -39,7 +40,7 @@ void add_snapshot_entries(const ModelInfo& info, const std::string& role,
                           const hf::CheckpointRef& ref, const fs::path& snapshot,
                           std::set<fs::path>& out) {
   std::vector<std::string> rels;
-  if (role == "main" && info.recipe == "llamacpp") {
+  if (is_gguf_model_role(info.recipe, role)) {
     rels = choose_gguf(hf::list_files(snapshot), ref.variant).files;
   } else if (role == "main" && is_onnx_recipe(info.recipe)) {
     for (const auto& f : hf::list_files(snapshot)) {

@@ -151,7 +151,7 @@ RoleResult resolve_hub(const ModelInfo& info, const std::string& role, const std
   if (hf::has_download_manifest(*snapshot)) {
     return missing(snapshot->string() + " (incomplete download: .download_manifest.json present)");
   }
-  if (role == "main" && info.recipe == "llamacpp") {
+  if (is_gguf_model_role(info.recipe, role)) {
     auto choice = choose_gguf(hf::list_files(*snapshot), ref.variant);
     if (choice.main.empty()) {
       RoleResult r;
@@ -192,12 +192,16 @@ bool is_required_role(std::string_view recipe, std::string_view role) {
     return true;
   }
   if (recipe == "llamacpp") {
-    return role == "mmproj";
+    return role == "mmproj" || role == "draft";
   }
   if (recipe == "sd-cpp") {
     return role == "text_encoder" || role == "vae" || role == "llm";
   }
   return false;
+}
+
+bool is_gguf_model_role(std::string_view recipe, std::string_view role) {
+  return recipe == "llamacpp" && (role == "main" || role == "draft");
 }
 
 void resolve_model_files(ModelInfo& info, const ResolveContext& ctx) {

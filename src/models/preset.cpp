@@ -18,13 +18,15 @@ Error bad_preset(const std::string& field, const std::string& why) {
   return Error(ErrorCode::kInvalidRequest, "preset field '" + field + "' " + why, field);
 }
 
-std::optional<Error> check_model(const std::string& model) {
+// `field` names a model ("model", "draft"): a catalogue name, a checkpoint
+// or an absolute .gguf path.
+std::optional<Error> check_model(const std::string& field, const std::string& model) {
   if (model.empty()) {
-    return bad_preset("model", "must be a non-empty string");
+    return bad_preset(field, "must be a non-empty string");
   }
   for (unsigned char c : model) {
     if (c < 0x20 || c == 0x7f) {
-      return bad_preset("model", "must not hold control characters");
+      return bad_preset(field, "must not hold control characters");
     }
   }
   Preset probe;
@@ -32,7 +34,7 @@ std::optional<Error> check_model(const std::string& model) {
   switch (probe.model_kind()) {
     case PresetModelKind::kLocalPath:
       if (std::filesystem::path(model).extension() != ".gguf" || model.find("/../") != model.npos) {
-        return bad_preset("model", "as a path must be an absolute path to a .gguf file");
+        return bad_preset(field, "as a path must be an absolute path to a .gguf file");
       }
       break;
     case PresetModelKind::kCheckpoint: {
@@ -40,13 +42,13 @@ std::optional<Error> check_model(const std::string& model) {
       const auto slash = repo.find('/');
       if (slash == 0 || slash + 1 >= repo.size() || repo.find('/', slash + 1) != repo.npos ||
           repo.find(' ') != repo.npos) {
-        return bad_preset("model", "as a checkpoint must be 'owner/repo' or 'owner/repo:VARIANT'");
+        return bad_preset(field, "as a checkpoint must be 'owner/repo' or 'owner/repo:VARIANT'");
       }
       break;
     }
     case PresetModelKind::kCatalogue:
       if (model.find(' ') != model.npos) {
-        return bad_preset("model",
+        return bad_preset(field,
                           "must be a catalogue name, a checkpoint or an absolute .gguf path");
       }
       break;
@@ -158,12 +160,22 @@ PresetModelKind Preset::model_kind() const {
 }
 
 bool Preset::has_load_overrides() const {
-  return !load_options.raw().empty() || model_kind() != PresetModelKind::kCatalogue;
+  return !load_options.raw().empty() || !draft.empty() ||
+         model_kind() != PresetModelKind::kCatalogue;
+}
+
+PresetModelKind Preset::draft_kind() const {
+  Preset probe;
+  probe.model = draft;
+  return probe.model_kind();
 }
 
 std::string Preset::load_identity() const {
   // nlohmann::json (not ordered) keeps keys sorted: one text per settings.
   nlohmann::json identity = {{"model", model}, {"options", load_options.raw()}};
+  if (!draft.empty()) {
+    identity["draft"] = draft;  // absent otherwise: older presets keep their names
+  }
   return identity.dump();
 }
 
@@ -187,6 +199,9 @@ nlohmann::ordered_json Preset::to_json() const {
     j["description"] = description;
   }
   j["model"] = model;
+  if (!draft.empty()) {
+    j["draft"] = draft;
+  }
   for (const auto& [key, value] : load_options.raw().items()) {
     j[key] = value;
   }
@@ -251,11 +266,11 @@ Result<Preset> parse_preset(std::string_view id, const nlohmann::json& entry) {
         return bad_preset(key, "must be a string");
       }
       (key == "name" ? p.name : p.description) = value.get<std::string>();
-    } else if (key == "model") {
+    } else if (key == "model" || key == "draft") {
       if (!value.is_string()) {
         return bad_preset(key, "must be a string");
       }
-      p.model = value.get<std::string>();
+      (key == "model" ? p.model : p.draft) = value.get<std::string>();
     } else if (key == "reasoning_format") {
       bool known = false;
       for (const char* f : kReasoningFormats) {
@@ -297,8 +312,13 @@ Result<Preset> parse_preset(std::string_view id, const nlohmann::json& entry) {
   if (!entry.contains("model")) {
     return bad_preset("model", "is required");
   }
-  if (auto problem = check_model(p.model)) {
+  if (auto problem = check_model("model", p.model)) {
     return *problem;
+  }
+  if (entry.contains("draft")) {
+    if (auto problem = check_model("draft", p.draft)) {
+      return *problem;
+    }
   }
   // The load options' checks are the /load route's, shared.
   auto options = RecipeOptions::from_json("llamacpp", load);

@@ -145,17 +145,27 @@ Result<std::optional<PresetEntry>> PresetCatalogue::for_request(std::string_view
 }
 
 std::string PresetCatalogue::catalogue_name(std::string_view name) const {
+  return catalogue_names(name).front();
+}
+
+std::vector<std::string> PresetCatalogue::catalogue_names(std::string_view name) const {
   if (name.find('~') == name.npos && !name.starts_with(kPresetPrefix)) {
-    return std::string(name);
+    return {std::string(name)};
   }
   for (const auto& e : list()) {
     const bool named = e.server == name || (name.starts_with(kPresetPrefix) &&
                                             name.substr(kPresetPrefix.size()) == e.preset.id);
-    if (named && e.preset.model_kind() == PresetModelKind::kCatalogue) {
-      return e.preset.model;
+    if (!named) {
+      continue;
     }
+    std::vector<std::string> names = {
+        e.preset.model_kind() == PresetModelKind::kCatalogue ? e.preset.model : std::string(name)};
+    if (!e.preset.draft.empty() && e.preset.draft_kind() == PresetModelKind::kCatalogue) {
+      names.push_back(e.preset.draft);
+    }
+    return names;
   }
-  return std::string(name);
+  return {std::string(name)};
 }
 
 Result<ModelInfo> PresetCatalogue::server_info(const PresetEntry& entry) const {
@@ -183,7 +193,47 @@ Result<ModelInfo> PresetCatalogue::server_info(const PresetEntry& entry) const {
   }
   info.name = entry.server;
   info.saved_options = p.load_options.inherit(info.saved_options).restricted_to(info.recipe);
+  if (!p.draft.empty()) {
+    add_draft(p, info);
+  }
   return info;
+}
+
+void PresetCatalogue::add_draft(const Preset& p, ModelInfo& info) const {
+  // The draft's file, resolved as the model it names would be.
+  ModelInfo draft;
+  if (p.draft_kind() == PresetModelKind::kCatalogue) {
+    auto named = models_.resolve(p.draft);
+    if (!named.ok()) {
+      info.missing_paths.push_back("draft model '" + p.draft + "' (not in the catalogue)");
+      info.downloaded = false;
+      return;
+    }
+    draft = std::move(named).value();
+  } else {
+    nlohmann::ordered_json registered = {{"checkpoint", p.draft}, {"recipe", "llamacpp"}};
+    if (p.draft_kind() == PresetModelKind::kLocalPath) {
+      registered["source"] = "local_path";
+    }
+    auto parsed = parse_registry_entry(info.name, registered, ModelSource::kUser);
+    if (!parsed.ok()) {
+      info.missing_paths.push_back("draft '" + p.draft + "': " + parsed.error().message());
+      info.downloaded = false;
+      return;
+    }
+    draft = std::move(parsed).value();
+    resolve_model_files(draft, ResolveContext{sources_.hf_hub_cache, std::nullopt});
+  }
+  info.checkpoints["draft"] = draft.checkpoint();
+  info.resolved_paths.erase("draft");
+  if (const std::string path = draft.resolved_path("main"); !path.empty() && draft.downloaded) {
+    info.resolved_paths["draft"] = path;
+    return;
+  }
+  for (const auto& missing : draft.missing_paths) {
+    info.missing_paths.push_back(missing + " (the draft model)");
+  }
+  info.downloaded = false;
 }
 
 Result<ModelInfo> PresetCatalogue::resolve(std::string_view name) const {
@@ -216,6 +266,14 @@ Status PresetCatalogue::check_model_exists(const Preset& preset) const {
                      "' in the catalogue (a catalogue name, a checkpoint 'owner/repo:VARIANT' "
                      "or an absolute .gguf path)",
                  "model");
+  }
+  if (!preset.draft.empty() && preset.draft_kind() == PresetModelKind::kCatalogue &&
+      !models_.find(preset.draft)) {
+    return Error(ErrorCode::kInvalidRequest,
+                 "preset field 'draft': no model named '" + preset.draft +
+                     "' in the catalogue (a catalogue name, a checkpoint 'owner/repo:VARIANT' "
+                     "or an absolute .gguf path)",
+                 "draft");
   }
   return ok_status();
 }

@@ -106,6 +106,12 @@ Result<json> validate(const std::string& key, const json& v) {
   if (key == "sd-cpp_backend") {
     return one_of(key, v, valid_sdcpp_backends());
   }
+  if (key == "speculative") {
+    if (!v.is_boolean()) {
+      return invalid(key, "expected true or false, got " + v.dump());
+    }
+    return v;
+  }
   if (key == "llamacpp_args") {
     if (!v.is_string()) {
       return invalid(key, "expected a string, got " + v.dump());
@@ -121,14 +127,15 @@ const std::vector<std::string>& RecipeOptions::all_keys() {
   static const std::vector<std::string> keys = {
       "ctx_size",       "parallel", "llamacpp_backend", "llamacpp_args", "whispercpp_backend",
       "sd-cpp_backend", "steps",    "cfg_scale",        "width",         "height",
-      "max_replicas",   "gpu"};
+      "max_replicas",   "gpu",      "speculative"};
   return keys;
 }
 
 std::vector<std::string> RecipeOptions::keys_for_recipe(std::string_view recipe) {
   // max_replicas is the router's, for every recipe.
   if (recipe == "llamacpp") {
-    return {"ctx_size", "parallel", "llamacpp_backend", "llamacpp_args", "max_replicas", "gpu"};
+    return {"ctx_size",     "parallel", "llamacpp_backend", "llamacpp_args",
+            "max_replicas", "gpu",      "speculative"};
   }
   if (recipe == "flm" || recipe == "ryzenai-llm" || recipe.starts_with("oga-")) {
     return {"ctx_size", "max_replicas"};
@@ -208,6 +215,11 @@ int RecipeOptions::int_value(std::string_view key, int fallback) const {
     return fallback;
   }
   return it->get<int>();
+}
+
+bool RecipeOptions::bool_value(std::string_view key, bool fallback) const {
+  auto it = values_.find(std::string(key));
+  return it != values_.end() && it->is_boolean() ? it->get<bool>() : fallback;
 }
 
 std::string RecipeOptions::string_value(std::string_view key) const {

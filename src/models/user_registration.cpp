@@ -6,6 +6,7 @@
 
 #include "lemon/models/hf_cache.h"
 #include "lemon/models/hub_client.h"
+#include "lemon/models/model_files.h"
 #include "lemon/models/model_info.h"
 #include "lemon/models/registry_entry.h"
 
@@ -54,7 +55,7 @@ Status check_checkpoint(std::string_view recipe, std::string_view role, std::str
     return bad(what + " '" + std::string(ckpt) + "' names a file outside the repository",
                "checkpoint");
   }
-  if (role == "main" && recipe == "llamacpp" && contains_ci(ref.repo, "gguf") &&
+  if (is_gguf_model_role(recipe, role) && contains_ci(ref.repo, "gguf") &&
       ckpt.find(':') == std::string_view::npos) {
     return bad(
         "a GGUF checkpoint needs a variant: CHECKPOINT:VARIANT, for example "

@@ -31,6 +31,7 @@ LoadedServerInfo describe(const ServerSlot& slot, const ModelGroup& group) {
   info.server_id = slot.id;
   info.memory_estimate = slot.estimate;
   info.measured_ram = slot.measured_ram.load(std::memory_order_relaxed);
+  info.speculation = s.speculation();
   info.waiting = static_cast<int>(group.line.size());
   info.pinned = group.pinned;
   info.priority = group.priority;

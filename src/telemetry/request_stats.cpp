@@ -3,13 +3,24 @@
 
 namespace lemon {
 
+std::optional<double> RequestStats::draft_acceptance_rate() const {
+  if (draft_tokens <= 0) {
+    return std::nullopt;
+  }
+  return static_cast<double>(draft_accepted_tokens) / draft_tokens;
+}
+
 nlohmann::json RequestStats::to_json() const {
+  const auto rate = draft_acceptance_rate();
   return {{"model", model},
           {"time_to_first_token", time_to_first_token},
           {"tokens_per_second", tokens_per_second},
           {"input_tokens", input_tokens},
           {"output_tokens", output_tokens},
           {"prompt_tokens", prompt_tokens},
+          {"draft_tokens", draft_tokens},
+          {"draft_accepted_tokens", draft_accepted_tokens},
+          {"draft_acceptance_rate", rate ? nlohmann::json(*rate) : nlohmann::json(nullptr)},
           {"cache_tokens", cache_tokens ? nlohmann::json(*cache_tokens) : nlohmann::json(nullptr)},
           {"decode_token_times", decode_token_times}};
 }

@@ -41,6 +41,17 @@ TelemetryHub::TelemetryHub()
       tokens_per_second_(registry_.add("lemonade_tokens_per_second",
                                        "Generation speed of the model's last request",
                                        MetricType::kGauge, {"model"})),
+      draft_tokens_(registry_.add("lemonade_draft_tokens_total",
+                                  "Tokens a draft model (or the model's own multi-token "
+                                  "prediction) proposed, from llama-server's timings",
+                                  MetricType::kCounter, {"model"})),
+      draft_accepted_tokens_(registry_.add("lemonade_draft_accepted_tokens_total",
+                                           "Drafted tokens the model accepted",
+                                           MetricType::kCounter, {"model"})),
+      draft_acceptance_(registry_.add("lemonade_draft_acceptance_ratio",
+                                      "Accepted over drafted tokens in the model's last request "
+                                      "that drafted",
+                                      MetricType::kGauge, {"model"})),
       loads_(registry_.add("lemonade_model_loads_total", "Loads of a model, by result",
                            MetricType::kCounter, {"model", "result"})),
       load_duration_(registry_.add("lemonade_model_load_duration_seconds",
@@ -207,6 +218,12 @@ void TelemetryHub::record_request(const RequestRecord& r) {
     if (r.tokens_per_second > 0.0) {
       tokens_per_second_.gauge({r.model}).set(r.tokens_per_second);
     }
+    if (r.draft_tokens > 0) {
+      draft_tokens_.counter({r.model}).inc(r.draft_tokens);
+      draft_accepted_tokens_.counter({r.model}).inc(r.draft_accepted_tokens);
+      draft_acceptance_.gauge({r.model}).set(static_cast<double>(r.draft_accepted_tokens) /
+                                             r.draft_tokens);
+    }
     if (!r.key.empty() && r.prompt_tokens > 0) {
       key_prompt_tokens_.counter({r.key}).inc(r.prompt_tokens);
     }
@@ -227,7 +244,9 @@ void TelemetryHub::record_request(const RequestRecord& r) {
                               {"ttft_s", r.ttft_s},
                               {"prompt_tokens", r.prompt_tokens},
                               {"completion_tokens", r.completion_tokens},
-                              {"tokens_per_second", r.tokens_per_second}});
+                              {"tokens_per_second", r.tokens_per_second},
+                              {"draft_tokens", r.draft_tokens},
+                              {"draft_accepted_tokens", r.draft_accepted_tokens}});
 }
 
 void TelemetryHub::on_prefill_progress(const PrefillProgress& p) {

@@ -86,7 +86,9 @@ void warn_unknown_keys(const json& j) {
                                                "slot_restore_fails",
                                                "slot_restore_gate",
                                                "head_delay_ms",
-                                               "gate"};
+                                               "gate",
+                                               "draft_acceptance",
+                                               "unknown_flags"};
   for (const auto& item : j.items()) {
     if (kKnown.count(item.key()) == 0) {
       std::fprintf(stderr, "fake: warning: unknown knob '%s' ignored\n", item.key().c_str());
@@ -185,6 +187,25 @@ Knobs from_json(const json& j) {
         bad_config("template_rules: unknown rule " + r.dump());
       }
       k.template_rules.push_back(r.get<std::string>());
+    }
+  }
+  if (j.contains("draft_acceptance")) {
+    if (!j["draft_acceptance"].is_number() || j["draft_acceptance"].get<double>() < 0 ||
+        j["draft_acceptance"].get<double>() > 1) {
+      bad_config("draft_acceptance must be a number from 0 to 1");
+    }
+    k.draft_acceptance = j["draft_acceptance"].get<double>();
+  }
+  if (j.contains("unknown_flags")) {
+    const json& flags = j["unknown_flags"];
+    if (!flags.is_array()) {
+      bad_config("unknown_flags must be an array of strings");
+    }
+    for (const auto& f : flags) {
+      if (!f.is_string()) {
+        bad_config("unknown_flags must be an array of strings");
+      }
+      k.unknown_flags.push_back(f.get<std::string>());
     }
   }
   k.oom_while_siblings_above = opt_int(j, "oom_while_siblings_above");

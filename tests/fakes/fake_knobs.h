@@ -73,6 +73,12 @@ struct Knobs {
   // Every request's gate (GenParams::gate), for clients that cannot send
   // lemon_fake (the dashboard's chat box).
   std::string gate;
+  // Speculative decoding (llama-server): the share of drafted tokens the
+  // model accepts, reported as timings.draft_n / draft_n_accepted.
+  double draft_acceptance = 0.75;
+  // Flag names and --spec-type types this llama-server does not know:
+  // absent from its --help and refused (an older release).
+  std::vector<std::string> unknown_flags;
 };
 
 // Loads the knobs; `sidecar_path` may be empty or name a missing file. A

@@ -30,6 +30,8 @@ struct Gen {
   bool include_usage = false;
   double prompt_ms = 0;
   double per_token_ms = 0;
+  int draft_n = 0;  // speculative decoding: tokens drafted (0: none)
+  int draft_n_accepted = 0;
 };
 
 json usage_json(const Gen& g) {
@@ -47,15 +49,20 @@ json timings_json(const Gen& g) {
   // As llama-server: prompt_n counts the tokens evaluated, cache_n those
   // reused from the slot's cache.
   const int evaluated = std::max(1, g.prompt_n - g.cache_n);
-  return {{"cache_n", g.cache_n},
-          {"prompt_n", g.prompt_n - g.cache_n},
-          {"prompt_ms", g.prompt_ms},
-          {"prompt_per_token_ms", g.prompt_ms / evaluated},
-          {"prompt_per_second", 1000.0 * evaluated / std::max(g.prompt_ms, 1e-3)},
-          {"predicted_n", g.tokens.n},
-          {"predicted_ms", g.per_token_ms * g.tokens.n},
-          {"predicted_per_token_ms", g.per_token_ms},
-          {"predicted_per_second", 1000.0 / g.per_token_ms}};
+  json t = {{"cache_n", g.cache_n},
+            {"prompt_n", g.prompt_n - g.cache_n},
+            {"prompt_ms", g.prompt_ms},
+            {"prompt_per_token_ms", g.prompt_ms / evaluated},
+            {"prompt_per_second", 1000.0 * evaluated / std::max(g.prompt_ms, 1e-3)},
+            {"predicted_n", g.tokens.n},
+            {"predicted_ms", g.per_token_ms * g.tokens.n},
+            {"predicted_per_token_ms", g.per_token_ms},
+            {"predicted_per_second", 1000.0 / g.per_token_ms}};
+  if (g.draft_n > 0) {  // as llama-server: only when it drafted
+    t["draft_n"] = g.draft_n;
+    t["draft_n_accepted"] = g.draft_n_accepted;
+  }
+  return t;
 }
 
 // Adds the style's statistics to a final response or chunk.
@@ -346,6 +353,10 @@ void handle(Kind kind, const OpenAiOptions& options, const httplib::Request& req
   g->created = unix_seconds();
   g->prompt_n = prompt_tokens(req);
   g->tokens = count_tokens(params, body, {"max_tokens", "max_completion_tokens", "n_predict"});
+  if (options.speculative && g->tokens.n > 0) {
+    g->draft_n = g->tokens.n;
+    g->draft_n_accepted = static_cast<int>(g->tokens.n * runtime().knobs.draft_acceptance);
+  }
   SlotRequest slot_request;
   slot_request.prompt_text = rendered_prompt(kind, body);
   if (body.contains("id_slot") && body["id_slot"].is_number_integer()) {

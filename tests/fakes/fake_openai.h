@@ -19,6 +19,10 @@ struct OpenAiOptions {
   StatsStyle stats = StatsStyle::kLlama;
   std::string model_id;  // reported when the request names no model
   std::string owned_by = "llamacpp";
+  // llama-server drafts (a draft model with a draft --spec-type, or
+  // draft-mtp): timings carry draft_n and draft_n_accepted (the
+  // draft_acceptance knob's share of the generated tokens).
+  bool speculative = false;
 };
 
 httplib::Server::Handler chat_completions_handler(const OpenAiOptions& options);

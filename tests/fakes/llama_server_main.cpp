@@ -1,6 +1,7 @@
 // Fake llama-server (llama.cpp's HTTP server): same command line, the
 // OpenAI-compatible routes plus /health, /props, /v1/models, embeddings,
 // reranking and the Responses API, driven by the knobs in README.md.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -56,9 +57,75 @@ const std::vector<ArgSpec>& llama_args() {
       {{"--seed"}, ArgKind::kInt},
       {{"--chat-template"}, ArgKind::kValue},
       {{"--version"}, ArgKind::kFlag},
+      {{"--help", "-h"}, ArgKind::kFlag},
       {{"--sse-ping-interval"}, ArgKind::kInt},
+      // Speculative decoding: the names a current llama-server takes
+      // (common/arg.cpp), each option keyed by a name older releases know
+      // too. The removed --draft-max/--draft/--draft-n are refused.
+      {{"-md", "--model-draft", "--spec-draft-model"}, ArgKind::kValue},
+      {{"--spec-type"}, ArgKind::kValue},
+      {{"--spec-draft-n-max"}, ArgKind::kInt},
+      {{"--spec-draft-n-min"}, ArgKind::kInt},
+      {{"--draft-p-min", "--spec-draft-p-min"}, ArgKind::kValue},
+      {{"-ngld", "--gpu-layers-draft", "--n-gpu-layers-draft", "--spec-draft-ngl"},
+       ArgKind::kValue},
   };
   return kSpecs;
+}
+
+const std::vector<std::string> kSpecTypes = {
+    "none",         "draft-simple", "draft-eagle3",  "draft-mtp", "draft-dflash", "draft-dspark",
+    "ngram-simple", "ngram-map-k",  "ngram-map-k4v", "ngram-mod", "ngram-cache"};
+
+bool listed(const std::vector<std::string>& list, const std::string& word) {
+  return std::find(list.begin(), list.end(), word) != list.end();
+}
+
+// What this fake knows: all of llama_args() and kSpecTypes but the
+// unknown_flags knob's names (an older llama-server: the pinned b8175 has
+// --spec-type with n-gram types only, and -md drafts by itself there). An
+// option's key is a name every release knows.
+struct KnownArgs {
+  std::vector<ArgSpec> specs;
+  std::vector<std::string> spec_types;
+};
+KnownArgs known_args(const std::vector<std::string>& unknown) {
+  KnownArgs known;
+  for (ArgSpec spec : llama_args()) {
+    std::erase_if(spec.names, [&](const std::string& n) { return listed(unknown, n); });
+    if (!spec.names.empty()) {
+      known.specs.push_back(std::move(spec));
+    }
+  }
+  for (const auto& type : kSpecTypes) {
+    if (!listed(unknown, type)) {
+      known.spec_types.push_back(type);
+    }
+  }
+  return known;
+}
+
+// llama-server's --help: one line per option, its names first, and
+// --spec-type's types as a comma-separated list.
+void print_help(const KnownArgs& known) {
+  std::printf("----- common params -----\n\n");
+  std::string types;
+  for (const auto& t : known.spec_types) {
+    types += (types.empty() ? "" : ",") + t;
+  }
+  for (const ArgSpec& spec : known.specs) {
+    std::string names;
+    for (const std::string& n : spec.names) {
+      names += (names.empty() ? "" : ", ") + n;
+    }
+    std::string value = spec.kind == ArgKind::kInt     ? " N"
+                        : spec.kind == ArgKind::kValue ? " X"
+                                                       : "";
+    if (spec.names.front() == "--spec-type") {
+      value = " " + types;
+    }
+    std::printf("%-40s (fake)\n", (names + value).c_str());
+  }
 }
 
 [[noreturn]] void model_load_failure(const std::string& path) {
@@ -115,8 +182,15 @@ std::string props_json(const fake::ParsedArgs& args, int n_ctx, int slots) {
 
 int main(int argc, char** argv) {
   fake::init_runtime("llama-server", argc, argv);
+  // The unknown_flags knob decides what the command line may hold, so it is
+  // read (from LEMON_FAKE_CONFIG) before the arguments.
+  const KnownArgs known = known_args(fake::load_knobs("").unknown_flags);
   fake::ParsedArgs args =
-      fake::parse_args(std::vector<std::string>(argv + 1, argv + argc), llama_args());
+      fake::parse_args(std::vector<std::string>(argv + 1, argv + argc), known.specs);
+  if (args.has("--help")) {
+    print_help(known);
+    return 0;
+  }
   if (args.has("--version")) {
     std::fprintf(stderr, "version: 6000 (fake0000)\nbuilt with c++ for x86_64-linux-gnu\n");
     return 0;
@@ -144,7 +218,34 @@ int main(int argc, char** argv) {
     if (args.has("--mmproj") && !fake::is_regular_file(args.get("--mmproj"))) {
       model_load_failure(args.get("--mmproj"));
     }
+    if (args.has("-md") && !fake::is_regular_file(args.get("-md"))) {
+      model_load_failure(args.get("-md"));
+    }
   }
+  // --spec-type: a comma-separated list of known types (llama-server
+  // refuses an unknown one while parsing).
+  const std::string spec_type = args.get("--spec-type", "none");
+  std::vector<std::string> types;
+  for (std::size_t at = 0; at <= spec_type.size();) {
+    const std::size_t comma = std::min(spec_type.find(',', at), spec_type.size());
+    types.push_back(spec_type.substr(at, comma - at));
+    if (!listed(known.spec_types, types.back())) {
+      std::fprintf(stderr, "error while handling argument \"--spec-type\": unknown type: %s\n",
+                   types.back().c_str());
+      return 1;
+    }
+    at = comma + 1;
+  }
+  // A current llama-server drafts with a draft model only when a draft
+  // type says so (or the draft GGUF holds MTP heads, which no test file
+  // does); one from before the draft types, with any -md.
+  const bool has_draft = args.has("-md");
+  const bool draft_types = listed(known.spec_types, "draft-simple");
+  const bool speculative =
+      listed(types, "draft-mtp") ||
+      (has_draft &&
+       (!draft_types || listed(types, "draft-simple") || listed(types, "draft-eagle3") ||
+        listed(types, "draft-dflash") || listed(types, "draft-dspark")));
   int n_ctx = args.get_int("-c", 0) > 0 ? args.get_int("-c", 0) : 4096;
   // --parallel auto (the default) means 4 slots sharing one unified cache.
   const bool auto_slots = args.get_int("-np", -1) <= 0;
@@ -152,7 +253,7 @@ int main(int argc, char** argv) {
   fake::configure_slots({slots, n_ctx, auto_slots || args.has("-kvu")});
   std::string model_id = args.get("--alias", rt.model);
 
-  fake::OpenAiOptions openai{fake::StatsStyle::kLlama, model_id, "llamacpp"};
+  fake::OpenAiOptions openai{fake::StatsStyle::kLlama, model_id, "llamacpp", speculative};
   std::string meta = fake::dump(fake::json{{"vocab_type", 2},
                                            {"n_vocab", 32000},
                                            {"n_ctx_train", n_ctx},

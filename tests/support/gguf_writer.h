@@ -64,19 +64,25 @@ class GgufWriter {
   std::string out_;
 };
 
-inline std::string tiny_llama_gguf() {
+// `context_length`: the training context; `nextn_layers` > 0 adds
+// llama.nextn_predict_layers (a model with multi-token prediction).
+inline std::string tiny_llama_gguf(std::uint32_t context_length = 2048,
+                                   std::uint32_t nextn_layers = 0) {
   GgufWriter w;
   w.put<std::uint32_t>(0x46554747u);
   w.put<std::uint32_t>(3);
-  w.put<std::uint64_t>(2);  // tensors
-  w.put<std::uint64_t>(8);  // key/value pairs
+  w.put<std::uint64_t>(2);                         // tensors
+  w.put<std::uint64_t>(nextn_layers > 0 ? 9 : 8);  // key/value pairs
   w.kv_str("general.architecture", "llama");
   w.kv_string_array("tokenizer.ggml.tokens", 1000);
   w.kv_u32("llama.block_count", 2);
   w.kv_u32("llama.embedding_length", 64);
   w.kv_u32("llama.attention.head_count", 4);
   w.kv_u32("llama.attention.head_count_kv", 2);
-  w.kv_u32("llama.context_length", 2048);
+  w.kv_u32("llama.context_length", context_length);
+  if (nextn_layers > 0) {
+    w.kv_u32("llama.nextn_predict_layers", nextn_layers);
+  }
   w.kv_f32("llama.rope.freq_base", 10000.0f);
   w.tensor("token_embd.weight", {64, 64}, 1);  // F16: 4,096 x 2 bytes
   w.tensor("blk.0.ffn.weight", {256}, 2);      // Q4_0: 8 blocks of 18 bytes

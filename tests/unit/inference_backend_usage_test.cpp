@@ -33,6 +33,27 @@ void expect_same(const RequestStats& a, const RequestStats& b, const std::string
   EXPECT_EQ(a.prompt_tokens, b.prompt_tokens) << what;
   EXPECT_DOUBLE_EQ(a.time_to_first_token, b.time_to_first_token) << what;
   EXPECT_DOUBLE_EQ(a.tokens_per_second, b.tokens_per_second) << what;
+  EXPECT_EQ(a.draft_tokens, b.draft_tokens) << what;
+  EXPECT_EQ(a.draft_accepted_tokens, b.draft_accepted_tokens) << what;
+}
+
+TEST(BackendUsageTest, DraftFiguresComeFromTimingsOnlyWhenItDrafted) {
+  // llama-server adds draft_n and draft_n_accepted only when it drafted.
+  const std::string drafted =
+      R"({"choices":[],"timings":{"prompt_n":4,"prompt_ms":1.0,"predicted_n":32,)"
+      R"("predicted_per_second":50.0,"draft_n":30,"draft_n_accepted":21}})";
+  RequestStats s = from_answer(drafted);
+  EXPECT_EQ(s.draft_tokens, 30);
+  EXPECT_EQ(s.draft_accepted_tokens, 21);
+  ASSERT_TRUE(s.draft_acceptance_rate());
+  EXPECT_DOUBLE_EQ(*s.draft_acceptance_rate(), 0.7);
+  expect_same(s, from_json(json::parse(drafted)), "drafted");
+  EXPECT_EQ(s.to_json()["draft_acceptance_rate"], 0.7);
+
+  const RequestStats plain = from_answer(R"({"timings":{"prompt_n":4,"predicted_n":3}})");
+  EXPECT_EQ(plain.draft_tokens, 0);
+  EXPECT_FALSE(plain.draft_acceptance_rate());
+  EXPECT_TRUE(plain.to_json()["draft_acceptance_rate"].is_null());
 }
 
 TEST(BackendUsageTest, ALlamaCppAnswerGivesItsTimings) {

@@ -121,6 +121,20 @@ TEST(ModelsDownloadPlan, GgufVariantPicksExactlyThatFileAndTheMmproj) {
   EXPECT_EQ((*plan)[0].commit, kCommit);
 }
 
+TEST(ModelsDownloadPlan, ADraftCheckpointIsPulledWithItsModel) {
+  auto info = model("llamacpp", {{"main", "org/m-GGUF:Q8_0"}, {"draft", "org/d-GGUF:Q4_0"}});
+  std::map<std::string, RepoListing> ls;
+  ls["org/m-GGUF"] = listing("org/m-GGUF", {"m-Q4_0.gguf", "m-Q8_0.gguf"});
+  ls["org/d-GGUF"] = listing("org/d-GGUF", {"d-Q4_0.gguf", "d-Q8_0.gguf"});
+  auto repos = plan_repositories(info);
+  ASSERT_TRUE(repos.ok());
+  EXPECT_EQ(*repos, (std::vector<std::string>{"org/m-GGUF", "org/d-GGUF"}));
+  auto plan = plan_download(info, ls);
+  ASSERT_TRUE(plan.ok()) << plan.error().message();
+  EXPECT_EQ(paths(*plan),
+            (std::vector<std::string>{"org/m-GGUF/m-Q8_0.gguf", "org/d-GGUF/d-Q4_0.gguf"}));
+}
+
 TEST(ModelsDownloadPlan, ShardedVariantTakesEveryShard) {
   auto info = model("llamacpp", {{"main", "org/big-GGUF:Q4_K_M"}});
   std::map<std::string, RepoListing> ls;

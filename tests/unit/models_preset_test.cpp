@@ -362,6 +362,32 @@ TEST_F(PresetCatalogueTest, ResolveGivesTheBaseModelUnderTheServerName) {
   EXPECT_FALSE(other->has_value());
 }
 
+TEST_F(PresetCatalogueTest, APresetsDraftIsALoadTimeSettingResolvedAsItsModel) {
+  write_user(json({{"fast", {{"model", "Qwen3-4B-GGUF"}, {"draft", "Qwen3-0.6B-GGUF"}}},
+                   {"hub", {{"model", "Qwen3-4B-GGUF"}, {"draft", "org/d-GGUF:Q8_0"}}}})
+                 .dump(),
+             1);
+  auto presets = open();
+  auto fast = presets->find("fast");
+  ASSERT_TRUE(fast);
+  EXPECT_NE(fast->server, "Qwen3-4B-GGUF") << "a draft is a load-time setting";
+  EXPECT_EQ(fast->preset.to_json()["draft"], "Qwen3-0.6B-GGUF");
+  auto info = presets->resolve("preset.fast");
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->checkpoints.at("draft"), models_->find("Qwen3-0.6B-GGUF")->checkpoint());
+  EXPECT_FALSE(info->downloaded) << "neither model is on disk";
+  // Its files come with the model's: the draft is a catalogue model too.
+  EXPECT_EQ(presets->catalogue_names(fast->server),
+            (std::vector<std::string>{"Qwen3-4B-GGUF", "Qwen3-0.6B-GGUF"}));
+  auto hub = presets->resolve("preset.hub");
+  ASSERT_TRUE(hub.ok());
+  EXPECT_EQ(hub->checkpoints.at("draft"), "org/d-GGUF:Q8_0");
+  EXPECT_EQ(presets->catalogue_names(presets->find("hub")->server),
+            (std::vector<std::string>{"Qwen3-4B-GGUF"}));
+  EXPECT_EQ(parse_preset("x", {{"model", "Qwen3-4B-GGUF"}, {"draft", ""}}).error().param(),
+            "draft");
+}
+
 TEST_F(PresetCatalogueTest, ABrokenUserFileIsReportedAndStopsNothing) {
   write_user(
       "{\"ok\": {\"model\": \"Qwen3-4B-GGUF\"}, \"bad\": {\"model\": \"Qwen3-4B-GGUF\", "
@@ -411,6 +437,10 @@ TEST_F(PresetCatalogueTest, WritesKeepBuiltInsReadOnlyAndCheckTheModel) {
   auto unknown_model = presets->create(parsed({{"model", "No-Such-Model"}}, "x"));
   ASSERT_FALSE(unknown_model.ok());
   EXPECT_EQ(unknown_model.error().param(), "model");
+  auto unknown_draft =
+      presets->create(parsed({{"model", "Qwen3-4B-GGUF"}, {"draft", "No-Such-Draft"}}, "x"));
+  ASSERT_FALSE(unknown_draft.ok());
+  EXPECT_EQ(unknown_draft.error().param(), "draft");
 
   ASSERT_TRUE(
       presets->replace(parsed({{"model", "Qwen3-8B-GGUF"}, {"ctx_size", 8192}}, "mine")).ok());

@@ -13,9 +13,9 @@ using nlohmann::json;
 
 TEST(ModelsRecipeOptions, KeysPerRecipe) {
   using V = std::vector<std::string>;
-  EXPECT_EQ(
-      RecipeOptions::keys_for_recipe("llamacpp"),
-      (V{"ctx_size", "parallel", "llamacpp_backend", "llamacpp_args", "max_replicas", "gpu"}));
+  EXPECT_EQ(RecipeOptions::keys_for_recipe("llamacpp"),
+            (V{"ctx_size", "parallel", "llamacpp_backend", "llamacpp_args", "max_replicas", "gpu",
+               "speculative"}));
   EXPECT_EQ(RecipeOptions::keys_for_recipe("flm"), (V{"ctx_size", "max_replicas"}));
   EXPECT_EQ(RecipeOptions::keys_for_recipe("ryzenai-llm"), (V{"ctx_size", "max_replicas"}));
   EXPECT_EQ(RecipeOptions::keys_for_recipe("oga-hybrid"), (V{"ctx_size", "max_replicas"}));
@@ -24,7 +24,7 @@ TEST(ModelsRecipeOptions, KeysPerRecipe) {
   EXPECT_EQ(RecipeOptions::keys_for_recipe("sd-cpp"),
             (V{"sd-cpp_backend", "steps", "cfg_scale", "width", "height", "max_replicas", "gpu"}));
   EXPECT_TRUE(RecipeOptions::keys_for_recipe("kokoro").empty());
-  EXPECT_EQ(RecipeOptions::all_keys().size(), 12u);
+  EXPECT_EQ(RecipeOptions::all_keys().size(), 13u);
 }
 
 TEST(ModelsRecipeOptions, FromJsonKeepsOnlyRecipeKeysAndDropsUnset) {

@@ -171,6 +171,32 @@ TEST_F(ModelsResolve, LlamacppMmprojIsRequired) {
   EXPECT_EQ(with.resolved_path("mmproj"), (snap / "mmproj-f16.gguf").string());
 }
 
+TEST_F(ModelsResolve, LlamacppDraftIsRequiredAndFollowsTheVariantRules) {
+  // Lemonade 11's checkpoints.draft: a GGUF by variant (or file name),
+  // in its own repository or the model's.
+  fs::path main = snapshot("org/big");
+  fs::path small = snapshot("org/small");
+  touch(main / "big-Q4_K_M.gguf");
+  auto ckpts =
+      std::map<std::string, std::string>{{"main", "org/big:Q4_K_M"}, {"draft", "org/small:Q8_0"}};
+  auto without = resolved(model("llamacpp", ckpts));
+  EXPECT_FALSE(without.downloaded);
+  EXPECT_EQ(without.missing_paths, (std::vector<std::string>{(small / "*Q8_0.gguf").string()}));
+
+  touch(small / "small-Q8_0.gguf");
+  touch(small / "small-Q4_0.gguf");
+  auto with = resolved(model("llamacpp", ckpts));
+  EXPECT_TRUE(with.downloaded);
+  EXPECT_EQ(with.resolved_path("draft"), (small / "small-Q8_0.gguf").string());
+
+  touch(main / "mtp-big.gguf");
+  auto by_file =
+      resolved(model("llamacpp", {{"main", "org/big:Q4_K_M"}, {"draft", "org/big:mtp-big.gguf"}}));
+  EXPECT_TRUE(by_file.downloaded);
+  EXPECT_EQ(by_file.resolved_path("draft"), (main / "mtp-big.gguf").string());
+  EXPECT_EQ(by_file.resolved_path("main"), (main / "big-Q4_K_M.gguf").string());
+}
+
 TEST_F(ModelsResolve, WhisperNpuCacheIsOptional) {
   fs::path snap = snapshot("ggerganov/whisper.cpp");
   touch(snap / "ggml-tiny.bin");
@@ -285,6 +311,10 @@ TEST_F(ModelsResolve, LocalUploadIsRelativeToTheHub) {
 TEST(ModelsRequiredRoles, PerRecipe) {
   EXPECT_TRUE(is_required_role("flm", "main"));
   EXPECT_TRUE(is_required_role("llamacpp", "mmproj"));
+  EXPECT_TRUE(is_required_role("llamacpp", "draft"));
+  EXPECT_TRUE(is_gguf_model_role("llamacpp", "draft"));
+  EXPECT_FALSE(is_gguf_model_role("llamacpp", "mmproj"));
+  EXPECT_FALSE(is_gguf_model_role("sd-cpp", "main"));
   EXPECT_FALSE(is_required_role("whispercpp", "npu_cache"));
   EXPECT_TRUE(is_required_role("sd-cpp", "vae"));
   EXPECT_TRUE(is_required_role("sd-cpp", "text_encoder"));

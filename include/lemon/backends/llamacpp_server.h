@@ -6,7 +6,9 @@
 //   [--mmproj F [--no-mmproj-offload on cpu]] [--context-shift on vulkan/rocm]
 //   --keep 16 --reasoning-format auto --no-webui
 //   [--embeddings | --reranking by model type] -ngl 99|0
-//   [--slot-save-path <slot cache>/<model>/<identity>] <llamacpp_args...>
+//   [--slot-save-path <slot cache>/<model>/<identity>]
+//   [-md <draft> --spec-type draft-simple|draft-mtp ... (speculation.h)]
+//   <llamacpp_args...>
 // Embedding models get a context of at least 8192. Flags the router owns are
 // refused in llamacpp_args; defaults the user names in llamacpp_args (exact
 // flag match, or its --no- twin) are left out. The child gets its secret as
@@ -14,6 +16,7 @@
 // environment.
 #pragma once
 
+#include "lemon/backends/llama_server_flags.h"
 #include "lemon/backends/process_server.h"
 
 namespace lemon {
@@ -40,7 +43,13 @@ class LlamaCppServer final : public ProcessServer {
   // The GGUF's tensors (from its header) and mmproj, the KV cache for
   // parallel x ctx_size tokens, and compute buffers; on the GPU the model
   // runs on (the `gpu` option; its child sees only that GPU), else in RAM.
+  // With speculation (speculation.h), the draft model's weights, KV cache
+  // for the same context and compute buffers, or the KV cache of the
+  // model's own prediction layers, on the same device.
   DeviceBytes memory_estimate() const override;
+  // The speculation's part of it, for `tokens` tokens of context in all.
+  std::int64_t speculation_bytes(std::int64_t tokens) const;
+  nlohmann::json speculation() const override;
   bool reports_prompt_progress() const override { return true; }
   bool reports_work_in_progress() override;
   std::optional<long long> count_prompt_tokens(ApiRoute route, const nlohmann::json& body) override;
@@ -62,6 +71,9 @@ class LlamaCppServer final : public ProcessServer {
   std::string backend() const;
 
   std::string slot_dir_;  // set by prepare()
+  // The binary's flags, read by prepare() for a model that speculates
+  // (speculation.h); every flag until then.
+  LlamaServerFlags flags_ = LlamaServerFlags::everything();
 };
 
 }  // namespace lemon

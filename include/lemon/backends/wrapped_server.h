@@ -188,6 +188,10 @@ class WrappedServer {
   // "ram" or to the GPU it runs on ("gpu<N>", the `gpu` option, else gpu0).
   // Recipes that know better override it (llama.cpp adds its KV cache).
   virtual DeviceBytes memory_estimate() const;
+  // How it drafts tokens (speculative decoding): {"draft": the draft
+  // model's checkpoint or file, or null; "mtp": the model's own multi-token
+  // prediction}, or null when it does not speculate. Default: null.
+  virtual nlohmann::json speculation() const { return nullptr; }
   // The process group's resident memory now (0 when not running).
   virtual std::int64_t measured_rss() const { return 0; }
 

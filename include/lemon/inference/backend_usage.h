@@ -1,5 +1,6 @@
 // The token figures a backend reports about one answer, for /api/v1/stats
-// and the metrics: llama.cpp's `timings`, OpenAI's `usage` (`input_tokens`
+// and the metrics: llama.cpp's `timings` (with `draft_n` and
+// `draft_n_accepted` when it drafted with a draft model), OpenAI's `usage` (`input_tokens`
 // and `output_tokens` in the Responses API), and FLM's
 // `prefill_duration_ttft` and `decoding_speed_tps` inside it. Fields the
 // backend did not send are left untouched.

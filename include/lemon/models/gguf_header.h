@@ -29,6 +29,9 @@ struct GgufHeader {
   std::uint64_t key_length = 0;     // per head; defaults to embedding_length / head_count
   std::uint64_t value_length = 0;
   std::uint64_t context_length = 0;  // <arch>.context_length (training context)
+  // <arch>.nextn_predict_layers: the model's own multi-token prediction
+  // layers (0: none), which llama.cpp's draft-mtp drafts with.
+  std::uint64_t nextn_predict_layers = 0;
   std::uint64_t tensor_count = 0;
   std::uint64_t tensor_bytes = 0;  // sum of the tensors' data sizes
 

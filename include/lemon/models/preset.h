@@ -3,6 +3,7 @@
 //
 //   {"coder": {"name": "...", "description": "...",
 //              "model": "Qwen3-Coder-30B-A3B-Instruct-GGUF",
+//              "draft": "Qwen3-0.6B-GGUF",
 //              "ctx_size": 32768, "llamacpp_args": "...", "llamacpp_backend": "...",
 //              "reasoning_format": "deepseek", "chat_template_kwargs": {...},
 //              "sampling": {"temperature": 0.7, "top_p": 0.8, "top_k": 20,
@@ -19,7 +20,7 @@
 // An id may be "NAME:VARIANT" (one colon): a request that names the model
 // "NAME:VARIANT" gets that preset without the "preset." prefix, so a
 // variant with other request-time settings shares NAME's server.
-// Load-time settings (model and llama.cpp's RecipeOptions keys) decide which
+// Load-time settings (model, draft and llama.cpp's RecipeOptions keys) decide which
 // server a preset needs; request-time settings (sampling, reasoning_format,
 // chat_template_kwargs) are filled into requests and never start a server.
 // The server name is the base model's own name when a catalogue model gets
@@ -56,6 +57,10 @@ struct Preset {
   std::string name;         // for people; may be empty
   std::string description;  // may be empty
   std::string model;
+  // A draft model for speculative decoding, given as `model` is: a
+  // catalogue name (downloaded with the preset's model), a checkpoint or an
+  // absolute .gguf path; "" for none (the base model's own draft, if any).
+  std::string draft;
   RecipeOptions load_options;    // llamacpp keys only (ctx_size, llamacpp_args, ...)
   std::string reasoning_format;  // "" when unset
   nlohmann::json chat_template_kwargs = nlohmann::json();  // null or an object
@@ -64,6 +69,7 @@ struct Preset {
   std::vector<std::string> strip;                          // fields removed
 
   PresetModelKind model_kind() const;
+  PresetModelKind draft_kind() const;  // REQUIRES: !draft.empty()
   // True when the preset changes how its server starts: any load option, or
   // a model that is not a catalogue name (it has no plain server of its own).
   bool has_load_overrides() const;

@@ -69,6 +69,9 @@ class PresetCatalogue final : public ModelResolver {
   // The catalogue name behind a server name (what to download or install
   // for it): the base model of a preset server, else `name` itself.
   std::string catalogue_name(std::string_view name) const;
+  // The catalogue names whose files a server name needs: catalogue_name(),
+  // then a preset's draft when it names a catalogue model.
+  std::vector<std::string> catalogue_names(std::string_view name) const;
 
   // Writes to the user's presets.json. create: kConflict when the id is
   // taken (built-in or user); replace and remove: kConflict for a built-in,
@@ -84,6 +87,8 @@ class PresetCatalogue final : public ModelResolver {
  private:
   struct State;
   Result<ModelInfo> server_info(const PresetEntry& entry) const;
+  // Names the preset's draft in `info` and resolves its file.
+  void add_draft(const Preset& preset, ModelInfo& info) const;
   Status check_model_exists(const Preset& preset) const;
   const ModelCatalogue& models_;
   PresetSources sources_;

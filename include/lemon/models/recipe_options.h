@@ -1,8 +1,9 @@
 // RecipeOptions: the load-time options of one model (ctx_size, parallel,
 // llamacpp_backend, llamacpp_args, whispercpp_backend, sd-cpp_backend, steps,
 // cfg_scale, width, height, and the router's max_replicas and gpu: the index
-// of the one GPU a server may use), restricted to the keys its recipe
-// understands.
+// of the one GPU a server may use, and llama.cpp's speculative: false turns
+// the model's draft or multi-token prediction off for a load), restricted to
+// the keys its recipe understands.
 //
 // Layering (seed 001 "Load Endpoint"): the load request, then the
 // per-model recipe_options.json entry, then the CLI/environment value, then the
@@ -29,9 +30,10 @@ class RecipeOptions {
   // Every option key any recipe understands, in a stable order.
   static const std::vector<std::string>& all_keys();
   // The keys `recipe` understands (llamacpp: ctx_size, parallel,
-  // llamacpp_backend, llamacpp_args; flm and ryzenai-llm/oga-*: ctx_size; whispercpp:
-  // whispercpp_backend; sd-cpp: sd-cpp_backend, steps, cfg_scale, width,
-  // height). Empty for an unknown recipe.
+  // llamacpp_backend, llamacpp_args, max_replicas, gpu, speculative; flm
+  // and ryzenai-llm/oga-*: ctx_size; whispercpp: whispercpp_backend; sd-cpp:
+  // sd-cpp_backend, steps, cfg_scale, width, height). Empty for an unknown
+  // recipe.
   static std::vector<std::string> keys_for_recipe(std::string_view recipe);
 
   // Builds options from a JSON object, keeping only keys of `recipe` (or all
@@ -58,6 +60,8 @@ class RecipeOptions {
   // An integer option's value, or `fallback` when unset.
   int int_value(std::string_view key, int fallback) const;
   std::string string_value(std::string_view key) const;  // "" when unset
+  // A boolean option's value, or `fallback` when unset.
+  bool bool_value(std::string_view key, bool fallback) const;
 
   bool operator==(const RecipeOptions& other) const { return values_ == other.values_; }
 

@@ -51,6 +51,7 @@ struct LoadedServerInfo {
   int priority = 0;               // the model's priority
   DeviceBytes memory_estimate;    // before it started
   std::int64_t measured_ram = 0;  // its process group's RSS, once measured (0: not yet)
+  nlohmann::json speculation;     // WrappedServer::speculation(): null when none
 };
 
 // One device's memory as the router last saw it.

@@ -24,12 +24,19 @@ struct RequestStats {
   int input_tokens = 0;
   int output_tokens = 0;
   int prompt_tokens = 0;
+  // Speculative decoding (llama-server's timings draft_n and
+  // draft_n_accepted): tokens drafted and those the model accepted; 0
+  // when the backend drafted nothing.
+  int draft_tokens = 0;
+  int draft_accepted_tokens = 0;
   // Prompt tokens the backend took from its cache (llama.cpp's
   // timings.cache_n); nullopt when it did not say.
   std::optional<int> cache_tokens;
   std::vector<double> decode_token_times;  // seconds between streamed tokens
   std::int64_t finished_ms = 0;            // Unix ms
 
+  // accepted / drafted, or nullopt when nothing was drafted.
+  std::optional<double> draft_acceptance_rate() const;
   nlohmann::json to_json() const;
 };
 

@@ -37,6 +37,8 @@ struct RequestRecord {
   double tokens_per_second = 0.0;  // 0 when unknown
   std::uint64_t id = 0;            // the router's number for the request (ties progress to it)
   std::string key;                 // the caller's API key's name; "" without keys
+  int draft_tokens = 0;            // speculative decoding: drafted (0: none)
+  int draft_accepted_tokens = 0;   // and accepted by the model
 };
 
 // How far a backend has read a request's prompt.
@@ -95,6 +97,9 @@ class TelemetryHub {
   Family& prompt_tokens_;
   Family& generated_tokens_;
   Family& tokens_per_second_;
+  Family& draft_tokens_;
+  Family& draft_accepted_tokens_;
+  Family& draft_acceptance_;
   Family& loads_;
   Family& load_duration_;
   Family& evictions_;

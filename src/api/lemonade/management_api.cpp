@@ -56,6 +56,9 @@ nlohmann::json loaded_entry(const LoadedServerInfo& s) {
                           {"state", s.draining ? "draining" : "ready"},
                           {"pinned", s.pinned},
                           {"priority", s.priority}};
+  if (!s.speculation.is_null()) {
+    entry["speculation"] = s.speculation;  // a draft model, or its own MTP
+  }
   if (s.slots > 0) {
     // Requests served at once, those sent ahead into the backend's own
     // queue, the context each gets, and the router's line.
