@@ -20,6 +20,7 @@
 // An id may be "NAME:VARIANT" (one colon): a request that names the model
 // "NAME:VARIANT" gets that preset without the "preset." prefix, so a
 // variant with other request-time settings shares NAME's server.
+//
 // Load-time settings (model, draft and llama.cpp's RecipeOptions keys) decide which
 // server a preset needs; request-time settings (sampling, reasoning_format,
 // chat_template_kwargs) are filled into requests and never start a server.
