@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
   ShutdownSignals signals;  // before any other thread starts
 
   // Models: the catalogue, with presets over it, and the store that pulls.
-  // Models served by other machines (issue #30 §3) are listed in it too.
+  // Models served by other machines are listed in it too.
   auto launcher = make_posix_process_launcher();
   FlmInventory flm_inventory(*launcher, app.cache_dir);
   const ModelCatalogue* catalogue_for_remote = nullptr;  // set once the catalogue is open
@@ -177,12 +177,12 @@ int main(int argc, char** argv) {
   anthropic_api.register_routes(server);
   api::OllamaApi ollama_api(**catalogue, store, router, provisioner, gateway);
   ollama_api.register_routes(server);
-  // Profiles (issue #30 §1): POST /internal/profile, --profile, /health's.
+  // Profiles: POST /internal/profile, --profile, /health's.
   api::ProfileApi profile_api(router, provisioner, options.profiles,
                               [&server] { return server.draining(); });
   profile_api.register_routes(server);
   management_api.show_profile([&profile_api] { return profile_api.active(); });
-  // SIGHUP reads the configuration again (issue #30 §1); GET /internal/config.
+  // SIGHUP reads the configuration again; GET /internal/config.
   ConfigReloader reloader(
       std::vector<std::string>(argv, argv + argc), parsed.provenance, telemetry.events(),
       {.router =

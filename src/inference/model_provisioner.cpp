@@ -20,19 +20,28 @@ ModelProvisioner::ModelProvisioner(ModelCatalogue& catalogue, const PresetCatalo
       router_(router),
       binaries_(std::move(binaries)) {}
 
-Result<bool> ModelProvisioner::apply_preset(std::string& model, nlohmann::json* body,
-                                            ApiRoute route) const {
+Result<ModelProvisioner::PresetApplied> ModelProvisioner::apply_preset(std::string& model,
+                                                                       nlohmann::json* body,
+                                                                       ApiRoute route) const {
   auto entry = presets_.for_request(model);
   if (!entry.ok()) {
     return std::move(entry).error();
   }
+  PresetApplied applied;
   if (!*entry) {
-    return false;
+    return applied;
   }
+  applied.preset = (*entry)->preset.id;
   model = (*entry)->server;
   const bool generates = route == ApiRoute::kChatCompletions || route == ApiRoute::kCompletions ||
                          route == ApiRoute::kResponses;
-  return generates && body != nullptr && apply_preset_defaults((*entry)->preset, *body);
+  if (generates && body != nullptr) {
+    bool enforced_changed = false;
+    applied.enforced = enforce_preset((*entry)->preset, *body, &enforced_changed);
+    const bool filled = apply_preset_defaults((*entry)->preset, *body);
+    applied.body_changed = enforced_changed || filled;
+  }
+  return applied;
 }
 
 Result<Lease> ModelProvisioner::acquire(std::string_view model, const WaitHooks& hooks,
@@ -140,7 +149,7 @@ Status ModelProvisioner::remove(const std::string& asked) {
   const std::string& name = info->name;
   if (info->recipe == "remote") {
     // No files here: deleting it takes back its registration, if
-    // user_models.json holds it (issue #30 §3).
+    // user_models.json holds it.
     if (info->remote.is_object() && info->remote.contains("origin")) {
       return Error(ErrorCode::kServedRemotely,
                    "model '" + name + "' comes from " + info->remote["origin"].get<std::string>() +
@@ -160,7 +169,7 @@ Status ModelProvisioner::remove(const std::string& asked) {
     return unloaded;
   }
   const bool is_user = name.starts_with("user.");
-  router_.forget_saved_slots(name);  // the slots the unload just saved go too (issue #29 §1)
+  router_.forget_saved_slots(name);  // the slots the unload just saved go too
   Status removed = store_.remove_files(name);
   if (!removed.ok()) {
     // A user model's registration goes even when it has no files to delete.

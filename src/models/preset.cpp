@@ -1,5 +1,6 @@
 #include "lemon/models/preset.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
 
@@ -76,6 +77,66 @@ Result<nlohmann::json> parse_sampling(const nlohmann::json& j) {
   return out;
 }
 
+// The fields a request is made of, which `set` and `strip` may not touch.
+bool structural_field(std::string_view key) {
+  for (const char* f : {"model", "messages", "prompt", "input", "stream", "stream_options"}) {
+    if (key == f) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::optional<Error> check_enforced_key(const std::string& field, const std::string& key) {
+  if (key.empty() || structural_field(key)) {
+    return bad_preset(field, "cannot name '" + key +
+                                 "' (model, messages, prompt, input, stream and stream_options "
+                                 "are the request's own)");
+  }
+  return std::nullopt;
+}
+
+Result<nlohmann::json> parse_set(const nlohmann::json& j) {
+  if (!j.is_object()) {
+    return bad_preset("set", "must be an object of request fields and their values");
+  }
+  for (const auto& [key, value] : j.items()) {
+    const std::string field = "set." + key;
+    if (auto problem = check_enforced_key(field, key)) {
+      return *problem;
+    }
+    if (value.is_null()) {
+      return bad_preset(field, "must not be null (strip removes a field)");
+    }
+    if (const SamplingRule* rule = find_sampling_rule(key)) {
+      if (auto problem = sampling_value_problem(*rule, value)) {
+        return bad_preset(field, *problem);
+      }
+    }
+  }
+  return j;
+}
+
+Result<std::vector<std::string>> parse_strip(const nlohmann::json& j) {
+  if (!j.is_array()) {
+    return bad_preset("strip", "must be an array of request field names");
+  }
+  std::vector<std::string> out;
+  for (const auto& item : j) {
+    if (!item.is_string()) {
+      return bad_preset("strip", "must hold only field names");
+    }
+    const std::string key = item.get<std::string>();
+    if (auto problem = check_enforced_key("strip", key)) {
+      return *problem;
+    }
+    if (std::find(out.begin(), out.end(), key) == out.end()) {
+      out.push_back(key);
+    }
+  }
+  return out;
+}
+
 std::string sha256_hex(std::string_view text) {
   unsigned char digest[EVP_MAX_MD_SIZE];
   unsigned int size = 0;
@@ -138,6 +199,12 @@ nlohmann::ordered_json Preset::to_json() const {
   if (!sampling.empty()) {
     j["sampling"] = sampling;
   }
+  if (!set.empty()) {
+    j["set"] = set;
+  }
+  if (!strip.empty()) {
+    j["strip"] = strip;
+  }
   return j;
 }
 
@@ -145,7 +212,15 @@ bool valid_preset_id(std::string_view id) {
   if (id.empty() || id.size() > 64) {
     return false;
   }
+  if (const auto colon = id.find(':'); colon != std::string_view::npos) {
+    if (colon == 0 || colon + 1 == id.size() || id.find(':', colon + 1) != std::string_view::npos) {
+      return false;
+    }
+  }
   for (char c : id) {
+    if (c == ':') {
+      continue;
+    }
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                     c == '.' || c == '_' || c == '-';
     if (!ok) {
@@ -157,7 +232,9 @@ bool valid_preset_id(std::string_view id) {
 
 Result<Preset> parse_preset(std::string_view id, const nlohmann::json& entry) {
   if (!valid_preset_id(id)) {
-    return bad_preset("id", "must be 1 to 64 characters from A-Z, a-z, 0-9, '.', '_' and '-'");
+    return bad_preset("id",
+                      "must be 1 to 64 characters from A-Z, a-z, 0-9, '.', '_' and '-', with at "
+                      "most one ':' between two parts (NAME:VARIANT)");
   }
   if (!entry.is_object()) {
     return Error(ErrorCode::kInvalidRequest,
@@ -199,6 +276,18 @@ Result<Preset> parse_preset(std::string_view id, const nlohmann::json& entry) {
         return std::move(sampling).error();
       }
       p.sampling = std::move(sampling).value();
+    } else if (key == "set") {
+      auto set = parse_set(value);
+      if (!set.ok()) {
+        return std::move(set).error();
+      }
+      p.set = std::move(set).value();
+    } else if (key == "strip") {
+      auto strip = parse_strip(value);
+      if (!strip.ok()) {
+        return std::move(strip).error();
+      }
+      p.strip = std::move(strip).value();
     } else if (load_set.contains(key)) {
       load[key] = value;
     } else {
@@ -219,6 +308,32 @@ Result<Preset> parse_preset(std::string_view id, const nlohmann::json& entry) {
   }
   p.load_options = std::move(options).value();
   return p;
+}
+
+PresetEnforced enforce_preset(const Preset& preset, nlohmann::json& body, bool* changed) {
+  PresetEnforced done;
+  bool touched = false;
+  for (const std::string& key : preset.strip) {
+    if (body.erase(key) > 0) {
+      ++done.stripped;
+      touched = true;
+    }
+  }
+  for (const auto& [key, value] : preset.set.items()) {
+    auto it = body.find(key);
+    if (it == body.end()) {
+      body[key] = value;
+      touched = true;
+    } else if (*it != value) {
+      *it = value;
+      ++done.overridden;
+      touched = true;
+    }
+  }
+  if (changed != nullptr) {
+    *changed = touched;
+  }
+  return done;
 }
 
 bool apply_preset_defaults(const Preset& preset, nlohmann::json& body) {

@@ -127,6 +127,11 @@ std::optional<PresetEntry> PresetCatalogue::find(std::string_view id) const {
 
 Result<std::optional<PresetEntry>> PresetCatalogue::for_request(std::string_view model) const {
   if (!model.starts_with(kPresetPrefix)) {
+    // "NAME:VARIANT" is a preset when one has that id, else the model's
+    // own name (":latest", a checkpoint's variant).
+    if (model.find(':') != std::string_view::npos && valid_preset_id(model)) {
+      return find(model);
+    }
     return std::optional<PresetEntry>();
   }
   auto found = find(model.substr(kPresetPrefix.size()));

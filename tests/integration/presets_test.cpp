@@ -85,6 +85,61 @@ TEST_F(PresetsTest, SamplingOnlyPresetsShareOneServerAndFillTheRequest) {
   EXPECT_EQ(listed["loaded"], true);
 }
 
+// `strip` removes a field, `set` forces one, the fill applies after both;
+// an id "a:strict" is asked for as the model "a:strict", shares user.a's
+// server and counts what it enforced in the metrics.
+TEST_F(PresetsTest, SetAndStripAreEnforcedAndAVariantIdSharesTheServer) {
+  write_presets(json({{"a:strict",
+                       {{"model", "user.a"},
+                        {"set", {{"temperature", 0.2}, {"max_tokens", 64}}},
+                        {"strip", {"logit_bias", "seed", "top_k"}},
+                        {"sampling", {{"top_k", 7}}}}}})
+                    .dump());
+  ASSERT_NO_FATAL_FAILURE(start_router());
+  ASSERT_EQ(chat(port(), "user.a").status, 200);
+  const int pid = loaded_pid(port(), "user.a");
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(chat(port(), "a:strict",
+                 {{"temperature", 1.5}, {"seed", 3}, {"logit_bias", {{"5", 1}}}, {"top_k", 90}})
+                .status,
+            200);
+  json sent = last_request("user.a");
+  EXPECT_EQ(sent["temperature"], 0.2) << sent.dump();
+  EXPECT_EQ(sent["max_tokens"], 64) << "a set field the client left out is added";
+  EXPECT_FALSE(sent.contains("seed")) << sent.dump();
+  EXPECT_FALSE(sent.contains("logit_bias")) << sent.dump();
+  EXPECT_EQ(sent["top_k"], 7) << "stripped, then filled with the preset's own value";
+  EXPECT_EQ(loaded_field(health(port()), "user.a", "pid"), pid) << "no reload for a variant";
+
+  // The same request by its preset name; the client's value of a field the
+  // preset does not touch passes.
+  ASSERT_EQ(chat(port(), "preset.a:strict", {{"temperature", 0.9}, {"top_p", 0.5}}).status, 200);
+  sent = last_request("user.a");
+  EXPECT_EQ(sent["temperature"], 0.2);
+  EXPECT_EQ(sent["top_p"], 0.5);
+
+  const std::string metrics = http_get(port(), "/metrics").body;
+  EXPECT_NE(
+      metrics.find(R"(lemonade_preset_enforced_fields_total{preset="a:strict",action="set"} 2)"),
+      std::string::npos)
+      << metrics;
+  EXPECT_NE(
+      metrics.find(R"(lemonade_preset_enforced_fields_total{preset="a:strict",action="strip"} 3)"),
+      std::string::npos)
+      << metrics;
+  auto listed = http_get(port(), "/api/v1/presets/a:strict").json();
+  EXPECT_EQ(listed["set"], json({{"max_tokens", 64}, {"temperature", 0.2}})) << listed.dump();
+  EXPECT_EQ(listed["strip"], json({"logit_bias", "seed", "top_k"})) << listed.dump();
+
+  // A name with a colon and no such preset is still the model's own name.
+  ASSERT_EQ(chat(port(), "user.a:latest").status, 200);
+  // A preset may not force the request's own fields.
+  auto bad = put("x", {{"model", "user.a"}, {"set", {{"messages", json::array()}}}});
+  expect_error(bad, 400, "set.messages");
+  bad = put("x", {{"model", "user.a"}, {"strip", "seed"}});
+  expect_error(bad, 400, "strip");
+}
+
 TEST_F(PresetsTest, ADifferentContextSizeIsItsOwnServer) {
   write_presets(
       json({{"big", {{"model", "user.a"}, {"ctx_size", 8192}}},

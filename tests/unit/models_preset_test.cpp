@@ -107,9 +107,82 @@ TEST(Preset, IdsAreShortAndPlain) {
   EXPECT_FALSE(valid_preset_id(std::string(65, 'x')));
   EXPECT_FALSE(valid_preset_id("a b"));
   EXPECT_FALSE(valid_preset_id("a/b"));
+  // The NAME:VARIANT form: one colon between two non-empty parts.
+  EXPECT_TRUE(valid_preset_id("qwen:high"));
+  EXPECT_FALSE(valid_preset_id(":high"));
+  EXPECT_FALSE(valid_preset_id("qwen:"));
+  EXPECT_FALSE(valid_preset_id("a:b:c"));
   auto bad = parse_preset("a/b", json{{"model", "Qwen3-4B-GGUF"}});
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().param(), "id");
+}
+
+TEST(Preset, SetAndStripParseRoundTripAndRefuseTheRequestsOwnFields) {
+  const Preset p = parsed({{"model", "Qwen3-4B-GGUF"},
+                           {"set", {{"temperature", 0.2}, {"max_tokens", 64}}},
+                           {"strip", {"seed", "logit_bias", "seed"}}});
+  EXPECT_EQ(p.set, json({{"temperature", 0.2}, {"max_tokens", 64}}));
+  EXPECT_EQ(p.strip, (std::vector<std::string>{"seed", "logit_bias"})) << "duplicates dropped";
+  EXPECT_EQ(json(p.to_json())["strip"], json({"seed", "logit_bias"}));
+  EXPECT_EQ(parsed(json(p.to_json())).set, p.set);
+  EXPECT_FALSE(p.has_load_overrides()) << "request-time only: the model's own server";
+
+  struct Bad {
+    json entry;
+    std::string param;
+  };
+  const std::vector<Bad> bad = {
+      {{{"set", {{"model", "x"}}}}, "set.model"},
+      {{{"set", {{"messages", json::array()}}}}, "set.messages"},
+      {{{"set", {{"temperature", -1}}}}, "set.temperature"},
+      {{{"set", {{"seed", nullptr}}}}, "set.seed"},
+      {{{"set", json::array()}}, "set"},
+      {{{"strip", "seed"}}, "strip"},
+      {{{"strip", {1}}}, "strip"},
+      {{{"strip", {"stream"}}}, "strip"},
+  };
+  for (const auto& c : bad) {
+    json entry = c.entry;
+    entry["model"] = "Qwen3-4B-GGUF";
+    auto parsed_bad = parse_preset("p", entry);
+    ASSERT_FALSE(parsed_bad.ok()) << entry.dump();
+    EXPECT_EQ(parsed_bad.error().param(), c.param) << entry.dump();
+  }
+}
+
+TEST(Preset, StripThenSetThenFill) {
+  const Preset p = parsed({{"model", "Qwen3-4B-GGUF"},
+                           {"set", {{"temperature", 0.2}, {"max_tokens", 64}}},
+                           {"strip", {"seed", "top_k"}},
+                           {"sampling", {{"top_k", 7}, {"top_p", 0.8}}}});
+  json body = {{"messages", json::array()},
+               {"temperature", 1.5},
+               {"max_tokens", 64},
+               {"seed", 3},
+               {"top_k", 90},
+               {"top_p", 0.3}};
+  bool changed = false;
+  PresetEnforced done = enforce_preset(p, body, &changed);
+  EXPECT_TRUE(changed);
+  EXPECT_EQ(done.overridden, 1) << "max_tokens already had the preset's value";
+  EXPECT_EQ(done.stripped, 2);
+  EXPECT_TRUE(apply_preset_defaults(p, body));
+  EXPECT_EQ(body, json({{"messages", json::array()},
+                        {"temperature", 0.2},
+                        {"max_tokens", 64},
+                        {"top_k", 7},
+                        {"top_p", 0.3}}));
+  // Nothing to enforce: untouched and not counted.
+  json plain = {{"messages", json::array()}, {"temperature", 0.2}, {"max_tokens", 64}};
+  done = enforce_preset(p, plain, &changed);
+  EXPECT_FALSE(changed);
+  EXPECT_FALSE(done.changed());
+  // A set field the client left out is added, not counted as overridden.
+  json bare = {{"messages", json::array()}};
+  done = enforce_preset(p, bare, &changed);
+  EXPECT_TRUE(changed);
+  EXPECT_EQ(done.overridden, 0);
+  EXPECT_EQ(bare["temperature"], 0.2);
 }
 
 TEST(Preset, RequestTimeSettingsShareTheServerLoadTimeSettingsDoNot) {

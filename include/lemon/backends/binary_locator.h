@@ -1,4 +1,4 @@
-// Finding a backend's executable (issue #2 §4 "Finding the binary"), in
+// Finding a backend's executable, in
 // order: a path config.json gives (Lemonade 11's `<recipe>.<backend>_bin`,
 // BinarySettings), the LEMONADE_<RECIPE>_<BACKEND>_BIN variable (recipe
 // upper-cased without '-', e.g. LEMONADE_LLAMACPP_CPU_BIN,

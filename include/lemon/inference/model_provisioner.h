@@ -1,4 +1,4 @@
-// One path for a request's `model` (issue #28 §2): the preset it may name,
+// One path for a request's `model`: the preset it may name,
 // then the router's lease or load, and, when that finds the model's files or
 // its backend missing, a download or an install and one more try. Every
 // handler that serves a model by name goes through here, once.
@@ -35,11 +35,19 @@ class ModelProvisioner {
   ModelProvisioner(ModelCatalogue& catalogue, const PresetCatalogue& presets, ModelStore& store,
                    BackendInstaller& installer, Router& router, BinarySettings binaries = {});
 
-  // A request whose model is "preset.<id>": `model` becomes the preset's
-  // server name and, on chat, completions and responses, the preset's
-  // request-time values fill what `body` leaves out. True when the body
-  // changed; kModelNotFound for an unknown preset. Other names: no change.
-  Result<bool> apply_preset(std::string& model, nlohmann::json* body, ApiRoute route) const;
+  // What apply_preset() did.
+  struct PresetApplied {
+    std::string preset;  // its id; "" when the request named no preset
+    bool body_changed = false;
+    PresetEnforced enforced;  // the fields `set` overrode and `strip` removed
+  };
+  // A request whose model names a preset ("preset.<id>", or an id of the
+  // "NAME:VARIANT" form): `model` becomes the preset's server name and, on
+  // chat, completions and responses, the preset's `strip` and `set` apply
+  // and then its request-time values fill what `body` leaves out.
+  // kModelNotFound for an unknown "preset." name. Other names: no change.
+  Result<PresetApplied> apply_preset(std::string& model, nlohmann::json* body,
+                                     ApiRoute route) const;
 
   // A lease on `model` (Router::acquire), loading it if needed.
   Result<Lease> acquire(std::string_view model, const WaitHooks& hooks,

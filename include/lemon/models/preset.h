@@ -1,4 +1,4 @@
-// Preset: a named bundle of a model and its settings (issue #14 §1), as one
+// Preset: a named bundle of a model and its settings, as one
 // entry of resources/presets.json or the cache dir's presets.json:
 //
 //   {"coder": {"name": "...", "description": "...",
@@ -6,8 +6,19 @@
 //              "ctx_size": 32768, "llamacpp_args": "...", "llamacpp_backend": "...",
 //              "reasoning_format": "deepseek", "chat_template_kwargs": {...},
 //              "sampling": {"temperature": 0.7, "top_p": 0.8, "top_k": 20,
-//                           "min_p": 0.0, "repeat_penalty": 1.05}}}
+//                           "min_p": 0.0, "repeat_penalty": 1.05},
+//              "set": {"temperature": 0.2, "max_tokens": 1024},
+//              "strip": ["logit_bias", "seed"]}}
 //
+// A request-time field is applied in one of three ways: `strip` removes it
+// from every request, `set` gives it this value whatever the client sent,
+// and `sampling`, `reasoning_format` and `chat_template_kwargs` fill it only
+// where the client left it out. They apply in that order, so a field both
+// stripped and filled arrives with the preset's value.
+//
+// An id may be "NAME:VARIANT" (one colon): a request that names the model
+// "NAME:VARIANT" gets that preset without the "preset." prefix, so a
+// variant with other request-time settings shares NAME's server.
 // Load-time settings (model and llama.cpp's RecipeOptions keys) decide which
 // server a preset needs; request-time settings (sampling, reasoning_format,
 // chat_template_kwargs) are filled into requests and never start a server.
@@ -21,6 +32,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -48,6 +60,8 @@ struct Preset {
   std::string reasoning_format;  // "" when unset
   nlohmann::json chat_template_kwargs = nlohmann::json();  // null or an object
   nlohmann::json sampling = nlohmann::json::object();      // only the values set
+  nlohmann::json set = nlohmann::json::object();           // fields forced to a value
+  std::vector<std::string> strip;                          // fields removed
 
   PresetModelKind model_kind() const;
   // True when the preset changes how its server starts: any load option, or
@@ -61,7 +75,8 @@ struct Preset {
   nlohmann::ordered_json to_json() const;
 };
 
-// [A-Za-z0-9._-], 1 to 64 characters.
+// [A-Za-z0-9._-], 1 to 64 characters, with at most one ':' between two
+// non-empty parts (the "NAME:VARIANT" form).
 bool valid_preset_id(std::string_view id);
 
 // One entry of a presets file. Errors are kInvalidRequest naming the field
@@ -75,5 +90,17 @@ Result<Preset> parse_preset(std::string_view id, const nlohmann::json& entry);
 // reasoning_format when absent; chat_template_kwargs merged key by key (the
 // request's keys win). True when it changed anything.
 bool apply_preset_defaults(const Preset& preset, nlohmann::json& body);
+
+// What enforce_preset() did to a body.
+struct PresetEnforced {
+  int overridden = 0;  // `set` fields the client sent with another value
+  int stripped = 0;    // `strip` fields the client sent
+  bool changed() const { return overridden > 0 || stripped > 0; }
+};
+
+// Applies the preset's `strip` and then its `set` to a chat, completions or
+// responses body (a `set` field the client left out is added and not
+// counted as overridden).
+PresetEnforced enforce_preset(const Preset& preset, nlohmann::json& body, bool* changed = nullptr);
 
 }  // namespace lemon

@@ -1,4 +1,4 @@
-// PresetCatalogue: the presets the router knows (issue #14 §1), built-in
+// PresetCatalogue: the presets the router knows, built-in
 // (resources/presets.json, read once, read-only) and the user's (presets.json
 // in the cache dir, re-read when its mtime or size changes, changed through
 // create/replace/remove), and the ModelResolver the Router is built with.
@@ -62,8 +62,9 @@ class PresetCatalogue final : public ModelResolver {
   // Built-ins first (file order), then the user's (file order).
   std::vector<PresetEntry> list() const;
   std::optional<PresetEntry> find(std::string_view id) const;
-  // For a request's model: nullopt when it does not start with "preset.",
-  // the preset when it names one, kModelNotFound (param "model") otherwise.
+  // For a request's model: "preset.ID" is that preset, or kModelNotFound
+  // (param "model") when there is none; "NAME:VARIANT" is the preset of that
+  // id when there is one; anything else is nullopt (no preset).
   Result<std::optional<PresetEntry>> for_request(std::string_view model) const;
   // The catalogue name behind a server name (what to download or install
   // for it): the base model of a preset server, else `name` itself.

@@ -1,5 +1,5 @@
 // TelemetryHub: the router's own observations, for /metrics, the event
-// stream and the dashboard (issue #12 §2). It owns the event bus, the log
+// stream and the dashboard. It owns the event bus, the log
 // ring and the metric families, and turns router events and finished
 // requests into both.
 //
@@ -39,7 +39,7 @@ struct RequestRecord {
   std::string key;                 // the caller's API key's name; "" without keys
 };
 
-// How far a backend has read a request's prompt (issue #26).
+// How far a backend has read a request's prompt.
 struct PrefillProgress {
   std::uint64_t id = 0;  // RequestRecord::id
   std::string model;
@@ -64,12 +64,14 @@ class TelemetryHub {
   // Router::on_event: events for the bus, load and eviction metrics.
   void on_router_event(const RouterEvent& event);
   void record_request(const RequestRecord& record);
-  // Per API key (issue #30 §2; labelled with the key's name, never the key):
+  // Per API key (labelled with the key's name, never the key):
   // a request admitted on a route of `scope`, and a refusal for `reason`
   // ("key": missing or unknown, then named "unknown"; "scope"; "model";
   // "limit").
   void count_key_request(const std::string& key, const std::string& scope);
   void count_key_refusal(const std::string& key, const std::string& reason);
+  // The request fields a preset's `set` overrode and its `strip` removed.
+  void count_preset_enforced(const std::string& preset, int overridden, int stripped);
   // A `request` event in its prefill phase, while someone follows the
   // events (the caller paces them).
   void on_prefill_progress(const PrefillProgress& progress);
@@ -101,6 +103,7 @@ class TelemetryHub {
   Family& slot_file_bytes_;
   Family& key_requests_;
   Family& key_refusals_;
+  Family& preset_enforced_;
   Family& key_prompt_tokens_;
   Family& key_generated_tokens_;
   const std::chrono::steady_clock::time_point started_;
