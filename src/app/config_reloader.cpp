@@ -18,6 +18,7 @@
 #include "lemon/http/error_response.h"
 #include "lemon/http/json_request.h"
 #include "lemon/options/config_file.h"
+#include "lemon/options/lemonade11_config.h"
 #include "lemon/options/router_settings.h"
 
 namespace lemon {
@@ -164,6 +165,11 @@ void ConfigReloader::apply(const DaemonOptions& read, const std::set<LivePart>& 
       case LivePart::kProfiles:
         if (targets_.profiles) {
           targets_.profiles(read.profiles);
+        }
+        break;
+      case LivePart::kCatalogue:
+        if (targets_.catalogue) {
+          targets_.catalogue(read.catalogue);
         }
         break;
     }
@@ -369,6 +375,10 @@ nlohmann::json ConfigReloader::snapshot() const {
   }
   return {
       {"config_file", running_.config_file},
+      {"ignored_config_file", running_.ignored_config_file.empty()
+                                  ? nlohmann::json(nullptr)
+                                  : nlohmann::json(running_.ignored_config_file)},
+      {"not_applied", running_.not_applied},
       {"settings", std::move(settings)},
       {"pending_restart", std::move(pending)},
       {"reloads", reloads_},
@@ -378,10 +388,49 @@ nlohmann::json ConfigReloader::snapshot() const {
       {"last_error", last_error_.empty() ? nlohmann::json(nullptr) : nlohmann::json(last_error_)}};
 }
 
+nlohmann::json ConfigReloader::raw_config() const {
+  std::map<std::string, std::string> shown;
+  std::string file;
+  {
+    MutexLock lock(mu_);
+    for (const auto& [key, value] : running_.values) {
+      shown[key] = shown_value(key, value);
+    }
+    file = running_.config_file;
+  }
+  nlohmann::json out = settings_as_config(shown);
+  auto on_disk = read_config_file(file);
+  if (!on_disk.ok()) {
+    return out;
+  }
+  // The file's keys that are no setting here (Lemonade 11's accepted ones).
+  for (const auto& [key, value] : on_disk->items()) {
+    if (!out.contains(key)) {
+      out[key] = value;
+    } else if (out[key].is_object() && value.is_object() && key != "auth") {
+      for (const auto& [inner, inner_value] : value.items()) {
+        if (!out[key].contains(inner)) {
+          out[key][inner] = inner_value;
+        }
+      }
+    }
+  }
+  return out;
+}
+
 void ConfigReloader::register_routes(http::ApiRoutes& routes) {
-  const auto show = [this](net::Request&, net::ResponseWriter& w, std::string_view) {
-    http::send_json(w, 200, snapshot());
+  const auto show = [this](net::Request& r, net::ResponseWriter& w, std::string_view) {
+    const auto sources = r.query_param("sources");
+    const bool with_sources = sources && *sources != "0" && *sources != "false";
+    http::send_json(w, 200, with_sources ? snapshot() : raw_config());
   };
+  const auto defaults = [](net::Request&, net::ResponseWriter& w, std::string_view) {
+    http::send_json(w, 200, default_settings_as_config());
+  };
+  routes.route("GET", "internal/config/defaults", http::RouteAccess::kRead, http::Scope::kAdmin,
+               defaults);
+  routes.root("GET", "/internal/config/defaults", http::RouteAccess::kRead, http::Scope::kAdmin,
+              defaults);
   routes.route("GET", "internal/config", http::RouteAccess::kRead, http::Scope::kAdmin, show);
   routes.root("GET", "/internal/config", http::RouteAccess::kRead, http::Scope::kAdmin, show);
   const auto change = [this](net::Request& r, net::ResponseWriter& w, std::string_view) {

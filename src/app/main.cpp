@@ -18,6 +18,7 @@
 #include "lemon/api/lemonade/model_store_api.h"
 #include "lemon/api/lemonade/observe_api.h"
 #include "lemon/api/lemonade/preset_api.h"
+#include "lemon/api/lemonade/pressure_api.h"
 #include "lemon/api/lemonade/profile_api.h"
 #include "lemon/api/lemonade/session_api.h"
 #include "lemon/api/ollama/ollama_api.h"
@@ -60,6 +61,17 @@ int main(int argc, char** argv) {
   telemetry::TelemetryHub telemetry;
   LogStreamAttachment log_stream(telemetry.logs());
   auto log = logger("app");
+  if (!parsed.provenance.ignored_config_file.empty()) {
+    log->warn("{} is ignored: {} is read (only one config.json is)",
+              parsed.provenance.ignored_config_file, parsed.provenance.config_file);
+  }
+  if (!parsed.provenance.not_applied.empty()) {
+    std::string keys;
+    for (const auto& key : parsed.provenance.not_applied) {
+      keys += (keys.empty() ? "" : ", ") + key;
+    }
+    log->info("config.json: Lemonade 11's keys accepted but not applied: {}", keys);
+  }
   ShutdownSignals signals;  // before any other thread starts
 
   // Models: the catalogue, with presets over it, and the store that pulls.
@@ -86,6 +98,7 @@ int main(int argc, char** argv) {
   catalogue_for_remote = catalogue->get();
   PresetCatalogue presets(**catalogue, options.presets);
   HubSettings hub = HubSettings::from_environment();
+  hub.offline = hub.offline || app.offline;
   ModelStore store(**catalogue, HubClient(hub));
   store.set_observer({[&telemetry](const std::string& model, const download::TaskProgress& p) {
                         telemetry.on_download_progress(model, p.file, p.bytes_done, p.bytes_total);
@@ -121,7 +134,8 @@ int main(int argc, char** argv) {
   StatsStore stats;
   http::ApiServer server(options.http, telemetry);
   // The inference path every API room hands its requests to.
-  inference::ModelProvisioner provisioner(**catalogue, presets, store, installer, router);
+  inference::ModelProvisioner provisioner(**catalogue, presets, store, installer, router,
+                                          options.backends.binaries);
   inference::GenerationDefaults generation_defaults;
   inference::InferenceGateway gateway(options.forward, provisioner, generation_defaults, stats,
                                       telemetry, server.drain_expired());
@@ -135,8 +149,10 @@ int main(int argc, char** argv) {
   management_api.show_streams(
       [&gateway](const std::string& model) { return gateway.open_streams(model); });
   management_api.register_routes(server);
-  api::ModelStoreApi store_api(**catalogue, store, provisioner);
+  api::ModelStoreApi store_api(**catalogue, store, provisioner, lemonade.default_model_source);
   store_api.register_routes(server);
+  api::PressureApi pressure_api(router);  // POST /internal/simulate-vram-pressure
+  pressure_api.register_routes(server);
   api::AliasApi alias_api(**catalogue);
   alias_api.register_routes(server);
   api::ModelOptionsApi options_api(**catalogue, router, provisioner);
@@ -177,7 +193,11 @@ int main(int argc, char** argv) {
        .forward =
            [&gateway](const inference::ForwardSettings& read) { gateway.set_settings(read); },
        .remote = [&remote](const remote::RemoteSettings& read) { remote.reconfigure(read); },
-       .profiles = [&profile_api](const Profiles& read) { profile_api.set_profiles(read); }});
+       .profiles = [&profile_api](const Profiles& read) { profile_api.set_profiles(read); },
+       .catalogue =
+           [&catalogue](const CatalogueSources& read) {
+             (*catalogue)->set_extra_models_dir(read.extra_models_dir);
+           }});
   reloader.register_routes(server);
   reloader.start_watching();
   remote.start();

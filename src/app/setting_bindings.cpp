@@ -108,6 +108,37 @@ std::vector<std::string> load_option_keys() {
   return keys;
 }
 
+// Lemonade 11's `<recipe>.<backend>_bin` rows and llamacpp.prefer_system.
+std::vector<std::string> binary_keys() {
+  std::vector<std::string> keys;
+  for (const Setting& s : router_settings()) {
+    if (s.key.ends_with("_bin")) {
+      keys.push_back(s.key);
+    }
+  }
+  keys.emplace_back("llamacpp.prefer_system");
+  return keys;
+}
+
+// A path names the binary (relative ones from the working folder);
+// builtin, latest and version tags keep the search (binary_locator.h).
+Status bind_binaries(const SettingsRead& r, DaemonOptions& o) {
+  for (const Setting& s : router_settings()) {
+    if (!s.key.ends_with("_bin")) {
+      continue;
+    }
+    const std::string& value = r.values.text(s.key);
+    if (value.find('/') == std::string::npos) {
+      continue;
+    }
+    o.backends.binaries.paths[s.variable] = std::filesystem::absolute(value).string();
+  }
+  if (r.values.text("llamacpp.prefer_system") == "false") {
+    o.backends.binaries.installed_first.insert("llamacpp");
+  }
+  return ok_status();
+}
+
 // A section's error names where the section came from.
 Error section_error(const SettingsRead& r, const std::string& key, const Error& e) {
   return Error(e.code(), r.provenance.sources.at(key) + ": " + e.message());
@@ -130,6 +161,20 @@ std::vector<SettingBinding> build_bindings() {
          return ok_status();
        }},
       field("drain_timeout", &D::app, &AppOptions::drain_timeout),
+      field("offline", &D::app, &AppOptions::offline),
+      {{"models_dir"},
+       std::nullopt,
+       [](const SettingsRead& r, D& o) {
+         const std::string& dir = r.values.text("models_dir");
+         if (dir.empty() || dir == "auto") {
+           return ok_status();
+         }
+         o.app.hf_hub_cache = std::filesystem::absolute(dir).string();
+         o.catalogue.hf_hub_cache = o.app.hf_hub_cache;
+         o.presets.hf_hub_cache = o.app.hf_hub_cache;
+         return ok_status();
+       }},
+      field("default_model_source", &D::lemonade, &api::LemonadeSettings::default_model_source),
       field("no_broadcast", &D::app, &AppOptions::no_broadcast),
       field("profile", &D::app, &AppOptions::profile),  // checked at start only
       field("ready_fd", &D::app, &AppOptions::ready_fd),
@@ -254,6 +299,13 @@ std::vector<SettingBinding> build_bindings() {
          return ok_status();
        }},
       field("memory_margin", &D::router, &R::memory_margin),
+      field("auto_evict", &D::router, &R::auto_evict),
+      {{"auto_evict_threshold_pct"},
+       LivePart::kRouter,
+       [](const SettingsRead& r, D& o) {
+         o.router.auto_evict_threshold = r.values.number("auto_evict_threshold_pct");
+         return ok_status();
+       }},
       field("memory_poll_interval", &D::router, &R::memory_poll_interval),
 
       {{"profiles"},
@@ -284,6 +336,7 @@ std::vector<SettingBinding> build_bindings() {
        }},
 
       field("load_timeout", &D::backends, &BackendEnvironment::load_timeout),
+      {binary_keys(), std::nullopt, bind_binaries},
       field("stop_grace", &D::backends, &BackendEnvironment::stop_grace),
       {{"slot_cache_size", "slot_save_min_tokens", "slot_save_timeout"},
        std::nullopt,
@@ -305,7 +358,7 @@ std::vector<SettingBinding> build_bindings() {
        }},
       field("session_ttl", &D::lemonade, &api::LemonadeSettings::session_ttl),
       {{"extra_models_dir"},
-       std::nullopt,
+       LivePart::kCatalogue,
        [](const SettingsRead& r, D& o) {
          const std::string& dir = r.values.text("extra_models_dir");
          if (!dir.empty() && !std::filesystem::is_directory(dir)) {

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <filesystem>
+#include <string_view>
 #include <system_error>
 
 namespace lemon {
@@ -35,8 +36,57 @@ std::string binary_env_var(const BinaryQuery& query) {
   return name + "_BIN";
 }
 
-Result<std::string> locate_backend_binary(const BinaryQuery& query, const std::string& cache_dir) {
+namespace {
+
+// `name` in one of PATH's folders; "" when none has it.
+std::string search_path(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  if (path == nullptr) {
+    return "";
+  }
+  std::string_view rest(path);
+  while (!rest.empty()) {
+    auto colon = rest.find(':');
+    std::string_view dir = rest.substr(0, colon);
+    rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
+    if (dir.empty()) {
+      continue;
+    }
+    fs::path candidate = fs::path(dir) / name;
+    if (is_executable_file(candidate)) {
+      return fs::absolute(candidate).string();
+    }
+  }
+  return "";
+}
+
+// `query`'s binary under `install`, searched recursively; "" when absent.
+std::string search_install(const BinaryQuery& query, const fs::path& install) {
+  std::error_code ec;
+  if (fs::is_directory(install, ec)) {
+    for (auto it = fs::recursive_directory_iterator(install, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (it->path().filename() == query.binary && is_executable_file(it->path())) {
+        return it->path().string();
+      }
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+Result<std::string> locate_backend_binary(const BinaryQuery& query, const std::string& cache_dir,
+                                          const BinarySettings& settings) {
   const std::string var = binary_env_var(query);
+  if (auto it = settings.paths.find(var); it != settings.paths.end()) {
+    if (is_executable_file(it->second)) {
+      return it->second;
+    }
+    return Error(ErrorCode::kBackendBinaryMissing,
+                 var + " (or its *_bin key in config.json) names '" + it->second +
+                     "', which is not an executable file");
+  }
   if (const char* value = std::getenv(var.c_str()); value != nullptr && *value != '\0') {
     fs::path p(value);
     if (is_executable_file(p)) {
@@ -45,32 +95,16 @@ Result<std::string> locate_backend_binary(const BinaryQuery& query, const std::s
     return Error(ErrorCode::kBackendBinaryMissing,
                  var + " is set to '" + std::string(value) + "', which is not an executable file");
   }
-  if (const char* path = std::getenv("PATH"); path != nullptr) {
-    std::string_view rest(path);
-    while (!rest.empty()) {
-      auto colon = rest.find(':');
-      std::string_view dir = rest.substr(0, colon);
-      rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
-      if (dir.empty()) {
-        continue;
-      }
-      fs::path candidate = fs::path(dir) / query.binary;
-      if (is_executable_file(candidate)) {
-        return fs::absolute(candidate).string();
-      }
-    }
-  }
   fs::path install = fs::path(cache_dir) / "bin" / query.recipe;
   if (!query.backend.empty()) {
     install /= query.backend;
   }
-  std::error_code ec;
-  if (fs::is_directory(install, ec)) {
-    for (auto it = fs::recursive_directory_iterator(install, ec);
-         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-      if (it->path().filename() == query.binary && is_executable_file(it->path())) {
-        return it->path().string();
-      }
+  const bool installed_first = settings.installed_first.contains(query.recipe);
+  for (int pass = 0; pass < 2; ++pass) {
+    const bool install_pass = (pass == 0) == installed_first;
+    std::string found = install_pass ? search_install(query, install) : search_path(query.binary);
+    if (!found.empty()) {
+      return found;
     }
   }
   return Error(ErrorCode::kBackendBinaryMissing, query.binary + " not found: set " + var +

@@ -96,7 +96,7 @@ Status ProcessServer::prepare() {
                    "model '" + model_name() + "' file is missing: " + path, "model");
     }
   }
-  auto exe = locate_backend_binary(binary_query(), env_.cache_dir);
+  auto exe = locate_backend_binary(binary_query(), env_.cache_dir, env_.binaries);
   if (!exe.ok()) {
     return std::move(exe).error();
   }

@@ -14,7 +14,7 @@ namespace lemon::cli {
 namespace {
 
 std::string config_file_path() {
-  return (config_dir() / "config.json").string();
+  return locate_config_file().file.string();
 }
 
 // `KEY VALUE` as config.json's shape: "a.b" is the section a's key b; the
@@ -168,7 +168,7 @@ int cmd_config(const CommandLine& cl, CliContext& ctx) {
                 config_file_path() + ")");
   }
   ServerClient client(ctx.host, running->port, ctx.api_key);
-  auto reply = client.get("/internal/config");
+  auto reply = client.get("/internal/config?sources=1");
   if (!reply.ok()) {
     return fail(reply.error_text());
   }

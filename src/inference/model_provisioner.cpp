@@ -11,12 +11,14 @@
 namespace lemon::inference {
 
 ModelProvisioner::ModelProvisioner(ModelCatalogue& catalogue, const PresetCatalogue& presets,
-                                   ModelStore& store, BackendInstaller& installer, Router& router)
+                                   ModelStore& store, BackendInstaller& installer, Router& router,
+                                   BinarySettings binaries)
     : catalogue_(catalogue),
       presets_(presets),
       store_(store),
       installer_(installer),
-      router_(router) {}
+      router_(router),
+      binaries_(std::move(binaries)) {}
 
 Result<ModelProvisioner::PresetApplied> ModelProvisioner::apply_preset(std::string& model,
                                                                        nlohmann::json* body,
@@ -110,13 +112,15 @@ Status ModelProvisioner::install_backend_for(std::string_view model, const Recip
                                 .inherit(router_.cli_options())
                                 .restricted_to(info->recipe);
   const std::string backend = backend_for(info->recipe, effective);
-  // A LEMONADE_<RECIPE>_<BACKEND>_BIN the user set is their choice, even
-  // when it points nowhere: report that, never install over it.
+  // A LEMONADE_<RECIPE>_<BACKEND>_BIN the user set (or its *_bin key in
+  // config.json) is their choice, even when it points nowhere: report
+  // that, never install over it.
   BinaryQuery query{info->recipe, info->recipe == "flm" ? "" : backend,
                     backend_executable(info->recipe)};
-  if (const char* set = std::getenv(binary_env_var(query).c_str());
-      set != nullptr && *set != '\0') {
-    return Error(ErrorCode::kUnsupportedOperation, binary_env_var(query) + " is set");
+  const std::string var = binary_env_var(query);
+  if (const char* set = std::getenv(var.c_str());
+      (set != nullptr && *set != '\0') || binaries_.paths.contains(var)) {
+    return Error(ErrorCode::kUnsupportedOperation, var + " is set");
   }
   download::FollowHooks follow;
   follow.cancelled = hooks.cancelled;

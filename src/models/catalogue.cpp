@@ -119,6 +119,8 @@ struct ModelCatalogue::State {
 
   // Serializes rescans of the extra models dir.
   Mutex scan_mu;
+  // The extra models dir now (set_extra_models_dir changes it live).
+  std::string extra_dir LEMON_GUARDED_BY(mu);
 
   // Serializes writes of user_models.json.
   Mutex write_mu;
@@ -231,12 +233,22 @@ struct ModelCatalogue::State {
     }
   }
 
-  void rescan_extra() {
-    if (sources.extra_models_dir.empty()) {
-      return;
-    }
+  std::string extra_models_dir() {
+    MutexLock lock(mu);
+    return extra_dir;
+  }
+
+  // Scans the extra models dir (`dir` from now on, when given) into the
+  // extra entries; none without a dir.
+  void rescan_extra(const std::optional<std::string>& dir = std::nullopt) {
     MutexLock scan(scan_mu);
-    auto found = scan_extra_models_dir(sources.extra_models_dir);
+    std::string now;
+    {
+      MutexLock lock(mu);
+      extra_dir = dir.value_or(extra_dir);
+      now = extra_dir;
+    }
+    auto found = now.empty() ? std::vector<ModelInfo>{} : scan_extra_models_dir(now);
     MutexLock lock(mu);
     extra.assign(std::move(found));
   }
@@ -255,7 +267,7 @@ struct ModelCatalogue::State {
       return std::nullopt;
     };
     auto info = first_registered();
-    if (!info && !sources.extra_models_dir.empty() &&
+    if (!info && !extra_models_dir().empty() &&
         std::any_of(candidates.begin(), candidates.end(),
                     [](const NameCandidate& c) { return c.name.starts_with(kExtraPrefix); })) {
       rescan_extra();
@@ -314,6 +326,7 @@ Result<std::unique_ptr<ModelCatalogue>> ModelCatalogue::open(CatalogueSources so
   {
     MutexLock lock(s.mu);  // no other thread sees the catalogue yet
     s.builtin.assign(std::move(builtin).value());
+    s.extra_dir = cat->sources_.extra_models_dir;
   }
   s.refresh_files();
   s.rescan_extra();
@@ -372,6 +385,10 @@ std::vector<ModelInfo> ModelCatalogue::list(bool include_not_downloaded) const {
     }
   }
   return out;
+}
+
+void ModelCatalogue::set_extra_models_dir(const std::string& dir) {
+  state_->rescan_extra(dir);
 }
 
 std::vector<ModelInfo> ModelCatalogue::registered() const {

@@ -152,6 +152,31 @@ std::filesystem::path config_dir() {
   return std::filesystem::path(home.empty() ? "/tmp" : home) / ".config" / "lemonade";
 }
 
+std::filesystem::path lemonade_cache_dir() {
+  if (std::string dir = env_text("LEMONADE_CACHE_DIR"); !dir.empty()) {
+    return dir;
+  }
+  std::string home = env_text("HOME");
+  return std::filesystem::path(home.empty() ? "/tmp" : home) / ".cache" / "lemonade";
+}
+
+ConfigFileLocation locate_config_file() {
+  ConfigFileLocation out;
+  out.file = config_dir() / "config.json";
+  const std::filesystem::path lemonade11 = lemonade_cache_dir() / "config.json";
+  std::error_code ec;
+  const bool ours = std::filesystem::exists(out.file, ec);
+  const bool theirs = std::filesystem::exists(lemonade11, ec) &&
+                      std::filesystem::weakly_canonical(lemonade11, ec) !=
+                          std::filesystem::weakly_canonical(out.file, ec);
+  if (ours && theirs) {
+    out.ignored = lemonade11;
+  } else if (theirs) {
+    out.file = lemonade11;
+  }
+  return out;
+}
+
 std::filesystem::path distro_defaults_file() {
   if (std::string file = env_text("LEMONADE_DEFAULTS_FILE"); !file.empty()) {
     return file;

@@ -89,6 +89,15 @@ Row list(std::string flag, std::string help) {
 Row on_off(std::string flag, std::string help) {
   return Row{SettingShape::kSwitch, std::move(flag), "false", std::move(help)}.default_not_shown();
 }
+// The path of one backend's binary (Lemonade 11's `<recipe>.<backend>_bin`).
+Row bin_row(std::string flag, std::string key, const std::string& binary) {
+  return text(std::move(flag), "builtin",
+              "Path of the " + binary +
+                  " this backend runs; builtin, latest or a version tag: found as usual")
+      .key(std::move(key))
+      .default_not_shown();
+}
+
 // config.json's sections: no flag, no variable; `empty` is their value
 // when no file has them.
 Setting section(std::string key, std::string empty) {
@@ -200,6 +209,25 @@ std::vector<Setting> build_table() {
           .default_not_shown()
           .live(),
 
+      // Lemonade 11's backend binaries: a path wins over the search for the
+      // backend's binary (binary_locator.h); builtin, latest or a version
+      // tag keep the search.
+      bin_row("--llamacpp-cpu-bin", "llamacpp.cpu_bin", "llama-server"),
+      bin_row("--llamacpp-cuda-bin", "llamacpp.cuda_bin", "llama-server"),
+      bin_row("--llamacpp-rocm-bin", "llamacpp.rocm_bin", "llama-server"),
+      bin_row("--llamacpp-vulkan-bin", "llamacpp.vulkan_bin", "llama-server"),
+      bin_row("--whispercpp-cpu-bin", "whispercpp.cpu_bin", "whisper-server"),
+      bin_row("--whispercpp-npu-bin", "whispercpp.npu_bin", "whisper-server"),
+      bin_row("--sdcpp-cpu-bin", "sdcpp.cpu_bin", "sd-server"),
+      bin_row("--sdcpp-cuda-bin", "sdcpp.cuda_bin", "sd-server"),
+      bin_row("--sdcpp-rocm-bin", "sdcpp.rocm_bin", "sd-server"),
+      bin_row("--sdcpp-vulkan-bin", "sdcpp.vulkan_bin", "sd-server"),
+      text("--llamacpp-prefer-system", "true",
+           "Whether a llama-server on PATH wins over the one installed in the cache "
+           "(true or false)")
+          .key("llamacpp.prefer_system")
+          .check(CLI::IsMember({"true", "false"})),
+
       text("--host", "127.0.0.1", "Address to listen on (localhost = 127.0.0.1 and ::1)"),
       integer("--port", "8000", "Port to listen on").check(CLI::Range(0, 65535)),
       text("--log-level", "info", "critical, error, warning, info, debug or trace")
@@ -210,7 +238,7 @@ std::vector<Setting> build_table() {
           "[IMAGE]]]]; -1 = unlimited")
           .default_not_shown()
           .live(),
-      text("--extra-models-dir", "", "Directory of extra GGUF models").default_not_shown(),
+      text("--extra-models-dir", "", "Directory of extra GGUF models").default_not_shown().live(),
       number("--load-timeout", "600", "Seconds a backend may take to become ready")
           .seconds()
           .check(CLI::PositiveNumber),
@@ -221,6 +249,16 @@ std::vector<Setting> build_table() {
              "Seconds in-flight requests may take to finish after SIGTERM/SIGINT")
           .seconds()
           .check(CLI::NonNegativeNumber),
+      on_off("--offline",
+             "Download nothing: pulls, registry searches and update checks answer from what "
+             "is cached"),
+      text("--default-model-source", "huggingface",
+           "The registry a search or a variants listing without a source asks: huggingface "
+           "(modelscope, Lemonade's other one, is refused as unsupported)")
+          .check(CLI::IsMember({"huggingface", "modelscope"})),
+      text("--models-dir", "auto",
+           "Folder models are downloaded to (the Hugging Face hub cache): auto (HF_HUB_CACHE, "
+           "$HF_HOME/hub or ~/.cache/huggingface/hub) or a folder"),
       on_off("--no-broadcast", "Accepted for compatibility: lemonade-router never broadcasts"),
       number("--max-body-size", "64", "Largest request body in MiB")
           .mebibytes()
@@ -300,6 +338,14 @@ std::vector<Setting> build_table() {
              "there are unloaded")
           .mebibytes()
           .check(CLI::NonNegativeNumber)
+          .live(),
+      on_off("--auto-evict",
+             "When a GPU's memory in use reaches --auto-evict-threshold-pct, unload the least "
+             "recently used idle model (Lemonade 11's auto_evict)")
+          .live(),
+      number("--auto-evict-threshold-pct", "0.9",
+             "Fraction of a GPU's memory in use that --auto-evict counts as pressure")
+          .check(CLI::Range(0.01, 1.0))
           .live(),
       number("--memory-poll-interval", "10",
              "Seconds between readings of each device's free memory")

@@ -9,6 +9,7 @@
 #include "lemon/auth/api_keys.h"
 #include "lemon/options/command_line.h"
 #include "lemon/options/config_file.h"
+#include "lemon/options/lemonade11_config.h"
 #include "lemon/options/router_settings.h"
 
 namespace lemon {
@@ -56,11 +57,19 @@ Status apply_files(CLI::App& app, const std::optional<nlohmann::json>& config_js
        {std::pair{distro_defaults_file(), std::string("defaults file")},
         std::pair{std::filesystem::path(read.provenance.config_file),
                   std::string("config.json")}}) {
-    auto values = config_json && origin == "config.json" ? Result<nlohmann::json>(*config_json)
-                                                         : read_config_file(file);
-    if (!values.ok()) {
-      return std::move(values).error();
+    auto raw = config_json && origin == "config.json" ? Result<nlohmann::json>(*config_json)
+                                                      : read_config_file(file);
+    if (!raw.ok()) {
+      return std::move(raw).error();
     }
+    Lemonade11Reading lemonade11 = read_lemonade11_keys(*raw);
+    for (auto& key : lemonade11.not_applied) {
+      if (std::find(read.provenance.not_applied.begin(), read.provenance.not_applied.end(), key) ==
+          read.provenance.not_applied.end()) {
+        read.provenance.not_applied.push_back(std::move(key));
+      }
+    }
+    const nlohmann::json* values = &lemonade11.settings;
     auto& sources = read.provenance.sources;
     for (const Setting& s : router_settings()) {
       if (s.shape != SettingShape::kSection) {
@@ -169,7 +178,9 @@ SettingsRead read_router_settings(int argc, const char* const* argv,
                "Print the table of settings (docs/configuration.md) and exit")
       ->group("");
 
-  read.provenance.config_file = (config_dir() / "config.json").string();
+  const ConfigFileLocation location = locate_config_file();
+  read.provenance.config_file = location.file.string();
+  read.provenance.ignored_config_file = location.ignored.string();
   if (Status files = apply_files(app, config_json, read); !files.ok()) {
     return refused(files.error().message(), files.error().param());
   }

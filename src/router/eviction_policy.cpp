@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <tuple>
 
 namespace lemon {
 
@@ -19,6 +20,20 @@ const char* eviction_reason_name(EvictionReason reason) {
       return "out_of_memory";
   }
   return "";
+}
+
+std::string choose_pressure_victim(const std::vector<SlotView>& slots) {
+  const SlotView* best = nullptr;
+  for (const auto& s : slots) {
+    if (s.pinned || s.in_flight > 0) {
+      continue;
+    }
+    if (best == nullptr || std::tie(s.priority, s.last_use, s.model) <
+                               std::tie(best->priority, best->last_use, best->model)) {
+      best = &s;
+    }
+  }
+  return best != nullptr ? best->model : std::string();
 }
 
 std::string choose_lru_victim(const std::vector<SlotView>& slots, ModelType type,

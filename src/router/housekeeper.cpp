@@ -95,6 +95,29 @@ void Housekeeper::watch_memory() {
         v->server->model_name(), format_bytes(margin));
     parts_.retirer.retire({v}, "memory-pressure");
   }
+  for (const auto& d : readings) {
+    if (d.device != "ram" && d.total > 0) {
+      relieve_pressure(1.0 - static_cast<double>(d.available) / static_cast<double>(d.total));
+    }
+  }
+}
+
+std::vector<std::string> Housekeeper::relieve_pressure(double used_fraction) {
+  const auto settings = parts_.settings.now();
+  if (!settings->values.auto_evict || used_fraction < settings->values.auto_evict_threshold) {
+    return {};
+  }
+  const TableSnapshot table = parts_.table.snapshot();
+  const std::string victim = choose_pressure_victim(table.slot_views());
+  const GroupState* group = table.find(victim);
+  if (victim.empty() || group == nullptr) {
+    return {};
+  }
+  logger("router")->warn(
+      "'{}': a GPU is {:.0f}% full (--auto-evict-threshold-pct {:.0f}%); unloading it", victim,
+      used_fraction * 100, settings->values.auto_evict_threshold * 100);
+  parts_.retirer.retire(group->slots(), "memory-pressure");
+  return {victim};
 }
 
 void Housekeeper::load_defaults() {

@@ -4,7 +4,8 @@
 // table:
 // - memory (each --memory-poll-interval): measures each server's RSS,
 //   reads every device, and unloads idle servers on a device another
-//   program squeezed (plan_pressure_relief);
+//   program squeezed (plan_pressure_relief), and, with --auto-evict, the
+//   least recently used idle model when a GPU is fuller than its threshold;
 // - default models: queues the loads DefaultModels says are due;
 // - options: a model whose load options a new CLI layer changes is
 //   reloaded once idle (reload_when_idle);
@@ -65,6 +66,9 @@ class Housekeeper {
 
   // Returns once its thread ended (after `stopping` and a ring).
   void join();
+
+  // Router::relieve_pressure's contract; any thread may call it.
+  std::vector<std::string> relieve_pressure(double used_fraction);
 
  private:
   struct ScaleUp {

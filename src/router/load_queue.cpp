@@ -220,6 +220,14 @@ JobStanding LoadQueue::standing(LoadJob& job, const GroupState* loaded) {
     if (!job.priority_given) {
       job.priority = loaded->priority;  // so does its priority
     }
+  } else if (auto before = parts_.table.standing_before_crash(job.model)) {
+    // Brought back after its server crashed: as it stood then.
+    if (!job.pin_given) {
+      job.pinned = before->pinned;
+    }
+    if (!job.priority_given) {
+      job.priority = before->priority;
+    }
   }
   return {job.pinned, job.priority};
 }

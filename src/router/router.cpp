@@ -158,6 +158,7 @@ Status Router::set_pinned(std::string_view asked, bool pinned) {
 Status Router::unload(std::string_view asked) {
   // Every form of a model's name reaches its servers (ModelResolver::internal_name).
   const std::string model_name = named(asked);
+  parts_->table.forget_crash(model_name);  // an unload is the user's say
   const TableSnapshot table = parts_->table.snapshot();
   const GroupState* group = table.find(model_name);
   if (group == nullptr) {
@@ -181,7 +182,12 @@ Router::LoadBlock::~LoadBlock() {
   }
 }
 
+std::vector<std::string> Router::relieve_pressure(double used_fraction) {
+  return parts_->housekeeper.relieve_pressure(used_fraction);
+}
+
 void Router::unload_all() {
+  parts_->table.forget_crash("");
   parts_->retirer.retire(parts_->table.snapshot().all_slots(), "unload",
                          {false, StopCause::kExplicitUnload, {}});
 }

@@ -259,6 +259,9 @@ std::optional<Published> ServerTable::publish(const std::shared_ptr<ServerSlot>&
   slot->idle_since = std::chrono::steady_clock::now();
   auto [it, fresh] = groups_.try_emplace(p.model);
   ModelGroup& group = it->second;
+  if (fresh) {
+    crashed_.erase(p.model);
+  }
   if (fresh || (!p.replica && p.pin_given)) {
     group.pinned = p.pinned;
   }
@@ -391,11 +394,32 @@ void ServerTable::finish_stop(const Withdrawn& withdrawn) {
 
 void ServerTable::drop_exited(const std::shared_ptr<ServerSlot>& slot) {
   MutexLock lock(mu_);
+  if (auto g = groups_.find(slot->server->model_name());
+      !slot->retire_owned && g != groups_.end() && g->second.replicas.size() == 1 &&
+      g->second.replicas.front() == slot && (g->second.pinned || g->second.priority != 0)) {
+    crashed_[g->first] = {g->second.pinned, g->second.priority};
+  }
   remove_replica(slot);
   if (!slot->retire_owned) {
     slot->state = SlotState::kGone;
   }
   changed_.notify_all();
+}
+
+std::optional<StandingBeforeCrash> ServerTable::standing_before_crash(
+    std::string_view model) const {
+  MutexLock lock(mu_);
+  auto it = crashed_.find(model);
+  return it != crashed_.end() ? std::optional(it->second) : std::nullopt;
+}
+
+void ServerTable::forget_crash(std::string_view model) {
+  MutexLock lock(mu_);
+  if (model.empty()) {
+    crashed_.clear();
+  } else if (auto it = crashed_.find(model); it != crashed_.end()) {
+    crashed_.erase(it);
+  }
 }
 
 Withdrawn ServerTable::take_all() {

@@ -27,6 +27,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -113,6 +114,13 @@ struct Withdrawn {
 
 enum class StandingUpdate { kNotLoaded, kUnchanged, kChanged };
 
+// The pin and priority a model had when its last server exited on its own:
+// the load that brings it back keeps them unless it names its own.
+struct StandingBeforeCrash {
+  bool pinned = false;
+  int priority = 0;
+};
+
 // What the table rings and reads besides its own state.
 struct TableSignals {
   Doorbell& loader;       // the table changed in a way a held-back load may care about
@@ -177,6 +185,13 @@ class ServerTable {
   void finish_stop(const Withdrawn& withdrawn) LEMON_EXCLUDES(mu_);
   // A server's process exited on its own: out of the table at once.
   void drop_exited(const std::shared_ptr<ServerSlot>& slot) LEMON_EXCLUDES(mu_);
+  // What `model` stood at when its last server exited on its own, until a
+  // server of it is published again; nullopt when it was neither pinned
+  // nor of a priority other than 0, or did not crash.
+  std::optional<StandingBeforeCrash> standing_before_crash(std::string_view model) const
+      LEMON_EXCLUDES(mu_);
+  // Forgets what `model` stood at before its crash ("" every model's).
+  void forget_crash(std::string_view model) LEMON_EXCLUDES(mu_);
   // Shutdown: every server, out of the table, to stop.
   Withdrawn take_all() LEMON_EXCLUDES(mu_);
 
@@ -225,6 +240,7 @@ class ServerTable {
   std::uint64_t next_ticket_ LEMON_GUARDED_BY(mu_) = 1;
   int pinned_waiters_ LEMON_GUARDED_BY(mu_) = 0;  // lease_server() calls waiting
   std::string last_loaded_ LEMON_GUARDED_BY(mu_);
+  std::map<std::string, StandingBeforeCrash, std::less<>> crashed_ LEMON_GUARDED_BY(mu_);
 };
 
 }  // namespace lemon

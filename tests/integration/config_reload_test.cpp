@@ -35,7 +35,7 @@ class ConfigReloadTest : public RouterTest {
     }
   }
   Json config_view() {
-    HttpReply r = http_get(port(), "/internal/config");
+    HttpReply r = http_get(port(), "/internal/config?sources=1");
     EXPECT_EQ(r.status, 200) << r.body;
     return r.json();
   }
@@ -275,11 +275,18 @@ TEST_F(ConfigReloadTest, TheApiKeyIsNeverShown) {
   env_.write_config({{"api_key", "sekret-from-file"}});
   ASSERT_NO_FATAL_FAILURE(start_router({}, env_.config_env()));
   EXPECT_EQ(http_get(port(), "/internal/config").status, 401) << "the key guards it";
-  HttpReply r = url_request("http://127.0.0.1:" + std::to_string(port()), "GET", "/internal/config",
-                            "", {{"Authorization", "Bearer sekret-from-file"}});
+  HttpReply r =
+      url_request("http://127.0.0.1:" + std::to_string(port()), "GET", "/internal/config?sources=1",
+                  "", {{"Authorization", "Bearer sekret-from-file"}});
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(r.body.find("sekret"), std::string::npos) << r.body;
   EXPECT_EQ(r.json()["settings"]["api_key"]["value"], "(set)");
+  HttpReply raw =
+      url_request("http://127.0.0.1:" + std::to_string(port()), "GET", "/internal/config", "",
+                  {{"Authorization", "Bearer sekret-from-file"}});
+  ASSERT_EQ(raw.status, 200) << raw.body;
+  EXPECT_EQ(raw.body.find("sekret"), std::string::npos) << raw.body;
+  EXPECT_EQ(raw.json()["api_key"], "(set)") << "Lemonade 11's raw shape, redacted too";
 }
 
 TEST_F(ConfigReloadTest, AnInvalidFileAtStartIsExitCodeTwoInOneLine) {

@@ -117,5 +117,36 @@ TEST_F(CrashTest, ANonStreamingRequestWhoseBackendDiedBeforeAnsweringIsSentAgain
   EXPECT_NE(again, first) << "answered by the server loaded again";
 }
 
+TEST_F(CrashTest, APinnedModelComesBackPinnedAfterItsBackendCrashed) {
+  const std::string a = env_.add_llm("a");
+  env_.write_sidecar(a, {{"crash_mid_stream_after_chunks", 1}});
+  ASSERT_NO_FATAL_FAILURE(start_router());
+  HttpReply pinned = load(port(), "user.a", {{"pinned", true}, {"priority", 3}});
+  ASSERT_EQ(pinned.status, 200) << pinned.body;
+  const pid_t crashed = loaded_pid(port(), "user.a");
+  ASSERT_GT(crashed, 0);
+  PidWatch crashed_watch(crashed);
+
+  SseStream s(port(), "/api/v1/chat/completions",
+              chat_body("user.a", {{"stream", true}, {"max_tokens", 6}}).dump());
+  ASSERT_TRUE(s.read_head());
+  (void)s.rest();
+  EXPECT_TRUE(crashed_watch.wait_exit(kWait));
+  EXPECT_TRUE(eventually([&] { return !loaded_entry(health(port()), "user.a").has_value(); }));
+
+  env_.write_sidecar(a, nlohmann::json::object());
+  ASSERT_EQ(chat(port(), "user.a", {{"max_tokens", 2}}).status, 200);
+  const nlohmann::json h = health(port());
+  EXPECT_NE(loaded_field(h, "user.a", "pid"), crashed) << "a new backend";
+  EXPECT_EQ(loaded_field(h, "user.a", "pinned"), true) << "the pin survives the crash";
+  EXPECT_EQ(loaded_field(h, "user.a", "priority"), 3) << "and so does the priority";
+
+  ASSERT_EQ(http_post(port(), "/api/v1/unload", nlohmann::json{{"model_name", "user.a"}}).status,
+            200);
+  ASSERT_EQ(chat(port(), "user.a", {{"max_tokens", 2}}).status, 200);
+  EXPECT_EQ(loaded_field(health(port()), "user.a", "pinned"), false)
+      << "an unload is no crash: the next load stands as saved";
+}
+
 }  // namespace
 }  // namespace lemon::testing

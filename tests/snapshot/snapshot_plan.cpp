@@ -386,6 +386,17 @@ void internal(PlanBuilder& p) {
     p.get(config, "the configuration");
   }
   p.other_prefixes("GET", "internal/config");
+  p.get("/internal/config?sources=1", "each setting's value and source");
+  for (const char* defaults : {"/api/v1/internal/config/defaults", "/internal/config/defaults"}) {
+    p.get(defaults, "every setting's default");
+  }
+  p.other_prefixes("GET", "internal/config/defaults");
+  p.post("/internal/cleanup-cache", json::object(), "a dry run: nothing stray");
+  p.post("/internal/cleanup-cache", {{"dry_run", "no"}}, "a dry_run that is no boolean");
+  p.bad_json("/internal/cleanup-cache");
+  p.post("/internal/simulate-vram-pressure", {{"pct", 0.95}}, "pressure without auto_evict");
+  p.post("/internal/simulate-vram-pressure", {{"pct", "high"}}, "a pct that is no number");
+  p.bad_json("/internal/simulate-vram-pressure");
   for (const char* set : {"/api/v1/internal/set", "/internal/set"}) {
     p.post(set, {{"keep_alive", 600}}, "a setting applied at once");
     p.post(set, {{"no_such_setting", 1}}, "an unknown setting");

@@ -183,5 +183,32 @@ TEST_F(BinaryLocator, NotFoundWhenPathIsUnset) {
   EXPECT_NE(r.error().message().find("LEMONADE_SDCPP_ROCM_BIN"), std::string::npos);
 }
 
+TEST_F(BinaryLocator, APathFromTheSettingsWinsAndAMissingOneIsAnError) {
+  fs::path configured = make_exe(root_ / "conf" / "llama-server");
+  make_exe(path_dir_ / "llama-server");
+  BinarySettings settings;
+  settings.paths["LEMONADE_LLAMACPP_VULKAN_BIN"] = configured.string();
+  EXPECT_EQ(located(locate_backend_binary(vulkan_, cache_.string(), settings)),
+            configured.string());
+  settings.paths["LEMONADE_LLAMACPP_VULKAN_BIN"] = (root_ / "nowhere" / "llama-server").string();
+  auto r = locate_backend_binary(vulkan_, cache_.string(), settings);
+  ASSERT_FALSE(r.ok()) << *r;
+  EXPECT_EQ(r.error().code(), ErrorCode::kBackendBinaryMissing);
+  EXPECT_NE(r.error().message().find("nowhere"), std::string::npos) << r.error().message();
+}
+
+TEST_F(BinaryLocator, InstalledFirstSearchesTheInstallBeforePath) {
+  fs::path on_path = make_exe(path_dir_ / "llama-server");
+  fs::path installed = make_exe(cache_ / "bin" / "llamacpp" / "vulkan" / "llama-server");
+  EXPECT_EQ(located(locate_backend_binary(vulkan_, cache_.string())), on_path.string())
+      << "PATH wins (llamacpp.prefer_system: true)";
+  BinarySettings settings;
+  settings.installed_first.insert("llamacpp");
+  EXPECT_EQ(located(locate_backend_binary(vulkan_, cache_.string(), settings)), installed.string());
+  fs::remove(installed);
+  EXPECT_EQ(located(locate_backend_binary(vulkan_, cache_.string(), settings)), on_path.string())
+      << "PATH still serves when nothing is installed";
+}
+
 }  // namespace
 }  // namespace lemon

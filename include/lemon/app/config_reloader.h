@@ -6,8 +6,9 @@
 // body into config.json, checked first and written atomically, keeping
 // every key it does not name. An invalid file changes nothing: the running
 // configuration stays and the error is logged, published as a
-// `config_reloaded` event and shown by GET /internal/config, which also
-// shows every setting's value and source (the API key redacted).
+// `config_reloaded` event and shown by GET /internal/config?sources=1,
+// which also shows every setting's value and source (the API key
+// redacted); GET /internal/config answers Lemonade 11's raw shape.
 //
 // A config.json that is not a JSON object is never overwritten: POST
 // /internal/set answers 409 config_file_invalid naming the file and, for a
@@ -23,9 +24,9 @@
 // max_starvation, default_model_delay, the memory budget's size and margin
 // while it stays on, and the load options (a model they change reloads once
 // idle); the HTTP server's API keys (api_key, admin_api_key, auth) and
-// cors_origins; profiles; remote models; the inference path's limits and
-// timeouts. Each layer one of them changed is handed its new options whole
-// (LiveTargets). Every other changed setting is listed as pending.
+// cors_origins; profiles; remote models; the extra models dir; the
+// inference path's limits and timeouts. Each layer one of them changed is handed its new options
+// whole (LiveTargets). Every other changed setting is listed as pending.
 //
 // Thread-safety: reload() and the route may run on any thread at once.
 #pragma once
@@ -71,6 +72,7 @@ struct LiveTargets {
   std::function<void(const inference::ForwardSettings&)> forward;
   std::function<void(const remote::RemoteSettings&)> remote;
   std::function<void(const Profiles&)> profiles;
+  std::function<void(const CatalogueSources&)> catalogue;  // extra_models_dir
 };
 
 class ConfigReloader {
@@ -93,7 +95,14 @@ class ConfigReloader {
   // broken (nothing changes); kConfigNotSaved when it could not be written
   // (the change is applied to this run only).
   Result<nlohmann::json> set(const nlohmann::json& changes);
+  // Every setting's value and source, what waits for a restart, the last
+  // reload (GET /internal/config?sources=1).
   nlohmann::json snapshot() const;
+  // The running settings as one config.json object, as Lemonade 11 shows
+  // its own (lemonade11_config.h), with the file's keys that are no
+  // setting here as the file gives them; keys redacted (GET
+  // /internal/config).
+  nlohmann::json raw_config() const;
   void register_routes(http::ApiRoutes& routes);
   // Reloads when config.json changes (its folder watched with inotify, which
   // also sees a Kubernetes ConfigMap's "..data" link swapped; a folder that

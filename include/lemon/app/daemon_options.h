@@ -44,9 +44,11 @@ struct AppOptions {
   bool no_broadcast = false;  // accepted for compatibility; we never broadcast
   std::string profile;        // --profile: switched to once listening ("" none)
   int ready_fd = -1;          // --ready-fd: write "PORT\n" here once listening, then close it
+  bool offline = false;       // --offline: the hub's settings download nothing (HF_HUB_OFFLINE too)
   // Places, from the environment rather than settings: LEMONADE_CACHE_DIR
   // or ~/.cache/lemonade; HF_HUB_CACHE, $HF_HOME/hub or
-  // ~/.cache/huggingface/hub; where server_models.json lives; and
+  // ~/.cache/huggingface/hub unless --models-dir names a folder; where
+  // server_models.json lives; and
   // LEMONADE_RUNTIME_DIR, else /tmp (the CLI's pid file and lock, the
   // routers' shared port reservations).
   std::string cache_dir;
@@ -94,7 +96,15 @@ ParsedConfig parse_config(const std::vector<std::string>& args,
                           const std::optional<nlohmann::json>& config_json = std::nullopt);
 
 // The parts of DaemonOptions a reload can hand over while the router runs.
-enum class LivePart : std::uint8_t { kLogLevel, kRouter, kHttp, kForward, kRemote, kProfiles };
+enum class LivePart : std::uint8_t {
+  kLogLevel,
+  kRouter,
+  kHttp,
+  kForward,
+  kRemote,
+  kProfiles,
+  kCatalogue,
+};
 // The parts the settings `keys` are bound into (a setting that applies
 // only at a restart is in none).
 std::set<LivePart> live_parts_of(const std::vector<std::string>& keys);

@@ -1,12 +1,17 @@
 // Finding a backend's executable, in
-// order: the LEMONADE_<RECIPE>_<BACKEND>_BIN variable (recipe upper-cased
-// without '-', e.g. LEMONADE_LLAMACPP_CPU_BIN, LEMONADE_SDCPP_ROCM_BIN,
-// LEMONADE_FLM_BIN), then PATH, then <cache_dir>/bin/<recipe>/<backend>/
-// searched recursively (Lemonade's install layout).
+// order: a path config.json gives (Lemonade 11's `<recipe>.<backend>_bin`,
+// BinarySettings), the LEMONADE_<RECIPE>_<BACKEND>_BIN variable (recipe
+// upper-cased without '-', e.g. LEMONADE_LLAMACPP_CPU_BIN,
+// LEMONADE_SDCPP_ROCM_BIN, LEMONADE_FLM_BIN), then PATH, then
+// <cache_dir>/bin/<recipe>/<backend>/ searched recursively (Lemonade's
+// install layout). A recipe in `installed_first` (llama.cpp with
+// `llamacpp.prefer_system: false`) searches the install before PATH.
 //
 // Thread-safety: pure apart from reading the environment and file system.
 #pragma once
 
+#include <map>
+#include <set>
 #include <string>
 
 #include "lemon/core/error.h"
@@ -19,12 +24,22 @@ struct BinaryQuery {
   std::string binary;   // "llama-server", "flm", ...
 };
 
+// What the settings say about binaries: paths by variable name
+// ("LEMONADE_LLAMACPP_CPU_BIN" -> "/opt/llama/llama-server"; only absolute
+// paths, Lemonade 11's "builtin", "latest" and version tags are left out),
+// and the recipes whose installed build wins over PATH.
+struct BinarySettings {
+  std::map<std::string, std::string> paths;
+  std::set<std::string> installed_first;
+};
+
 // "LEMONADE_LLAMACPP_CPU_BIN" for {llamacpp, cpu}.
 std::string binary_env_var(const BinaryQuery& query);
 
 // The absolute path of an executable, or kBackendBinaryMissing naming every
 // place that was searched. A set variable that points nowhere is an error,
 // not a fall-through, so a typo is reported instead of silently ignored.
-Result<std::string> locate_backend_binary(const BinaryQuery& query, const std::string& cache_dir);
+Result<std::string> locate_backend_binary(const BinaryQuery& query, const std::string& cache_dir,
+                                          const BinarySettings& settings = {});
 
 }  // namespace lemon

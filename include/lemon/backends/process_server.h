@@ -33,7 +33,8 @@ struct BackendEnvironment {
   std::string cache_dir;  // install dirs live in <cache_dir>/bin/<recipe>/<backend>
   // Where llama.cpp servers save their slots; "" keeps none.
   std::string slot_cache_dir;
-  bool verbose = false;  // --log-level debug/trace: ask backends for verbose logs
+  bool verbose = false;     // --log-level debug/trace: ask backends for verbose logs
+  BinarySettings binaries;  // config.json's binary paths and search order
 };
 
 class ProcessServer : public WrappedServer {

@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "lemon/backends/backend_installer.h"
+#include "lemon/backends/binary_locator.h"
 #include "lemon/backends/wrapped_server.h"
 #include "lemon/core/error.h"
 #include "lemon/models/catalogue.h"
@@ -29,8 +30,10 @@ class ModelProvisioner {
  public:
   // A backend install follows the router's CLI layer of load options in
   // force (Router::cli_options(): the backend a model will run with).
+  // `binaries`: the binary paths config.json gives; a backend one names
+  // is never installed over, as with its LEMONADE_*_BIN variable.
   ModelProvisioner(ModelCatalogue& catalogue, const PresetCatalogue& presets, ModelStore& store,
-                   BackendInstaller& installer, Router& router);
+                   BackendInstaller& installer, Router& router, BinarySettings binaries = {});
 
   // What apply_preset() did.
   struct PresetApplied {
@@ -93,6 +96,7 @@ class ModelProvisioner {
   ModelStore& store_;
   BackendInstaller& installer_;
   Router& router_;
+  const BinarySettings binaries_;
 };
 
 }  // namespace lemon::inference

@@ -76,6 +76,10 @@ class ModelCatalogue final : public ModelResolver {
   // then extra.*). Only downloaded ones unless include_not_downloaded.
   std::vector<ModelInfo> list(bool include_not_downloaded) const;
 
+  // Serves the models of `dir` as the extra models ("" none) from now on:
+  // the old folder's leave, the new one's are scanned before it returns.
+  void set_extra_models_dir(const std::string& dir);
+
   // Up to `n` downloaded model names, for "model not found" messages.
   std::vector<std::string> some_available_names(std::size_t n) const;
 

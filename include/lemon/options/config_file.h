@@ -27,6 +27,20 @@ namespace lemon {
 
 // LEMONADE_CONFIG_DIR, else $HOME/.config/lemonade.
 std::filesystem::path config_dir();
+// LEMONADE_CACHE_DIR, else $HOME/.cache/lemonade: Lemonade 11 keeps its
+// config.json there.
+std::filesystem::path lemonade_cache_dir();
+
+// The config.json to read: `<config dir>/config.json` when it exists, else
+// Lemonade 11's `<cache dir>/config.json` when that exists, else the first
+// (written by POST /internal/set). `ignored`: the cache dir's file when
+// both exist, else empty.
+struct ConfigFileLocation {
+  std::filesystem::path file;
+  std::filesystem::path ignored;
+};
+ConfigFileLocation locate_config_file();
+
 // LEMONADE_DEFAULTS_FILE, else /usr/share/lemonade-router/defaults.json.
 std::filesystem::path distro_defaults_file();
 

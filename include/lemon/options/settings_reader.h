@@ -30,6 +30,11 @@ struct SettingsProvenance {
   std::map<std::string, std::string> values;
   std::map<std::string, std::string> sources;
   std::string config_file;  // the config.json read (it may not exist)
+  // The other config.json, when both places hold one (locate_config_file()).
+  std::string ignored_config_file;
+  // Lemonade 11's keys the files held that nothing here applies
+  // (lemonade11_config.h), dotted, in the order read.
+  std::vector<std::string> not_applied;
 };
 
 // The settings read, or a request to exit: help, the version or the

@@ -92,6 +92,11 @@ std::vector<std::string> outranking_in_the_way(const std::vector<SlotView>& slot
 std::string choose_lru_victim(const std::vector<SlotView>& slots, ModelType type,
                               const std::vector<std::string>& exclude, int max_priority = 0);
 
+// The server GPU pressure unloads (Lemonade 11's auto_evict): an idle,
+// unpinned one of the lowest priority, then the least recently used; ties
+// broken by name. Empty if none.
+std::string choose_pressure_victim(const std::vector<SlotView>& slots);
+
 enum class FailureAction {
   kFail,              // report the error; nothing is evicted
   kEvictAllAndRetry,  // evict every server (after draining), then retry once

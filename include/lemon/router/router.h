@@ -159,6 +159,9 @@ struct RouterConfig {
   // The configuration asks for a budget (`memory` is set only at start).
   bool memory_budget_on = false;
   std::chrono::milliseconds memory_poll_interval{10000};
+  // --auto-evict and --auto-evict-threshold-pct (LiveRouterSettings).
+  bool auto_evict = false;
+  double auto_evict_threshold = 0.9;
   std::function<void(const RouterEvent&)> on_event;
   // Keeps llama.cpp slots across stops: restores into a new
   // server (not a replica) before it is published, and saves from a server
@@ -187,6 +190,10 @@ struct LiveRouterSettings {
   // keep the ones in force; turning the budget on or off needs a restart).
   std::optional<BudgetRule> memory_budget;
   std::int64_t memory_margin = 256LL << 20;
+  // Lemonade 11's auto_evict: a GPU this full (a fraction in use) unloads
+  // the least recently used idle model (Router::relieve_pressure).
+  bool auto_evict = false;
+  double auto_evict_threshold = 0.9;
   static LiveRouterSettings of(const RouterConfig& c) {
     return {c.limits,
             c.keep_alive,
@@ -196,7 +203,9 @@ struct LiveRouterSettings {
             c.default_model_delay,
             c.cli_options,
             c.memory_budget_on ? std::optional<BudgetRule>(c.memory_budget) : std::nullopt,
-            c.memory_margin};
+            c.memory_margin,
+            c.auto_evict,
+            c.auto_evict_threshold};
   }
 };
 
@@ -291,6 +300,13 @@ class Router {
   LoadBlock block_loads(std::string_view model_name);
   // Unloads every loaded model, each after it drains.
   void unload_all();
+  // Lemonade 11's GPU-pressure eviction: with --auto-evict on and
+  // `used_fraction` of a GPU's memory in use at or above
+  // --auto-evict-threshold-pct, the least recently used idle, unpinned
+  // model of the lowest priority is unloaded (POST
+  // /internal/simulate-vram-pressure; the memory poll does it for each GPU
+  // reading). Returns the models unloaded (none below the threshold).
+  std::vector<std::string> relieve_pressure(double used_fraction);
 
   std::vector<LoadedServerInfo> loaded() const;
   // Unix time in milliseconds at which the keep-alive unloads each loaded

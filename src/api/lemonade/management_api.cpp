@@ -9,6 +9,7 @@
 #include "lemon/http/error_response.h"
 #include "lemon/http/json_request.h"
 #include "lemon/inference/inference_proxy.h"
+#include "lemon/models/gguf_header_cache.h"
 
 namespace lemon::api {
 
@@ -284,6 +285,24 @@ void ManagementApi::handle_stats(net::ResponseWriter& w) {
   send_json(w, 200, last ? last->to_json() : RequestStats{}.to_json());
 }
 
+namespace {
+
+// Lemonade 11's max_context_window: the context a downloaded GGUF was
+// trained for, read from its header (kept by file identity); absent when
+// unknown.
+void add_max_context_window(nlohmann::json& entry, const ModelInfo& m) {
+  const std::string main = m.resolved_path("main");
+  if (!m.downloaded || !main.ends_with(".gguf")) {
+    return;
+  }
+  if (auto header = GgufHeaderCache::shared().get(main);
+      header.ok() && header->context_length > 0) {
+    entry["max_context_window"] = header->context_length;
+  }
+}
+
+}  // namespace
+
 void ManagementApi::handle_models(net::Request& r, net::ResponseWriter& w) {
   auto show_all = r.query_param("show_all");
   bool all = show_all && (*show_all == "true" || *show_all == "1");
@@ -307,6 +326,7 @@ void ManagementApi::handle_models(net::Request& r, net::ResponseWriter& w) {
     entry["pinned"] = is_loaded ? *live->second.pinned : m.saved_pinned;
     entry["priority"] = is_loaded ? *live->second.priority : m.saved_priority;
     entry["saved_slots_bytes"] = router_.saved_slot_bytes(m.name);
+    add_max_context_window(entry, m);
     data.push_back(std::move(entry));
   }
   // An alias is listed as the model it stands for, under its own id.
@@ -347,6 +367,7 @@ void ManagementApi::handle_model(const net::Request& r, std::string_view id,
   entry["pinned"] = m->saved_pinned;
   entry["priority"] = m->saved_priority;
   entry["saved_slots_bytes"] = router_.saved_slot_bytes(m->name);
+  add_max_context_window(entry, *m);
   for (const auto& loaded : router_.loaded()) {
     if (loaded.model_name == m->name) {
       entry["pinned"] = loaded.pinned;

@@ -3,6 +3,7 @@
 #include "lemon/http/error_response.h"
 #include "lemon/http/json_request.h"
 #include "lemon/inference/inference_proxy.h"
+#include "lemon/models/cache_cleanup.h"
 #include "lemon/models/local_import.h"
 #include "lemon/models/user_registration.h"
 #include "progress_response.h"
@@ -57,19 +58,36 @@ void ModelStoreApi::register_routes(http::ApiRoutes& routes) {
                    }
                  }
                  answer(w, registry_.search(query.value_or(""), limit,
-                                            r.query_param("source").value_or("")));
+                                            r.query_param("source").value_or(default_source_)));
                });
-  routes.route("GET", "pull/variants", RouteAccess::kRead, Scope::kRead,
-               [this, answer](net::Request& r, net::ResponseWriter& w, P) {
-                 auto checkpoint = r.query_param("checkpoint");
-                 if (!checkpoint) {
-                   write_error(
-                       w, Error(ErrorCode::kInvalidRequest,
-                                "missing required query parameter 'checkpoint'", "checkpoint"));
-                   return;
-                 }
-                 answer(w, registry_.variants(*checkpoint, r.query_param("source").value_or("")));
-               });
+  routes.route(
+      "GET", "pull/variants", RouteAccess::kRead, Scope::kRead,
+      [this, answer](net::Request& r, net::ResponseWriter& w, P) {
+        auto checkpoint = r.query_param("checkpoint");
+        if (!checkpoint) {
+          write_error(w, Error(ErrorCode::kInvalidRequest,
+                               "missing required query parameter 'checkpoint'", "checkpoint"));
+          return;
+        }
+        answer(w,
+               registry_.variants(*checkpoint, r.query_param("source").value_or(default_source_)));
+      });
+  routes.root("POST", "/internal/cleanup-cache", RouteAccess::kJsonPost, Scope::kAdmin,
+              [this](net::Request& r, net::ResponseWriter& w, P) {
+                auto body = parse_json_object(r.body.empty() ? std::string_view("{}") : r.body);
+                if (!body.ok()) {
+                  write_error(w, body.error());
+                  return;
+                }
+                auto dry_run = bool_field(*body, "dry_run", true);
+                if (!dry_run.ok()) {
+                  write_error(w, dry_run.error());
+                  return;
+                }
+                send_json(w, 200,
+                          cleanup_orphaned_files(catalogue_.registered(),
+                                                 catalogue_.sources().hf_hub_cache, *dry_run));
+              });
   routes.route("POST", "models/check-updates", RouteAccess::kJsonPost, Scope::kAdmin,
                [this, answer](net::Request&, net::ResponseWriter& w, P) {
                  answer(w, registry_.check_updates());

@@ -20,6 +20,10 @@ struct LemonadeSettings {
   // Where sessions are journaled so they outlive the router;
   // "" keeps them in memory only.
   std::string session_journal_dir;
+  // The registry a search or a variants listing without `source` asks
+  // (Lemonade 11's default_model_source): huggingface; modelscope is
+  // refused as an unsupported source.
+  std::string default_model_source = "huggingface";
 };
 
 }  // namespace lemon::api

@@ -13,6 +13,8 @@
 // run on connection threads at once.
 #pragma once
 
+#include <string>
+
 #include "lemon/http/api_routes.h"
 #include "lemon/inference/model_provisioner.h"
 #include "lemon/models/catalogue.h"
@@ -25,11 +27,15 @@ namespace lemon::api {
 
 class ModelStoreApi {
  public:
+  // `default_source`: the registry asked when a request names none
+  // (LemonadeSettings::default_model_source).
   ModelStoreApi(ModelCatalogue& catalogue, ModelStore& store,
-                inference::ModelProvisioner& provisioner)
+                inference::ModelProvisioner& provisioner,
+                std::string default_source = "huggingface")
       : catalogue_(catalogue),
         store_(store),
         provisioner_(provisioner),
+        default_source_(std::move(default_source)),
         jobs_(store),
         registry_(catalogue, store.hub()) {}
 
@@ -42,6 +48,7 @@ class ModelStoreApi {
   ModelCatalogue& catalogue_;
   ModelStore& store_;
   inference::ModelProvisioner& provisioner_;
+  std::string default_source_;
   DownloadJobs jobs_;     // pulls the router owns (GET downloads)
   HubRegistry registry_;  // registry/search, pull/variants, models/check-updates
 };
