@@ -20,7 +20,7 @@ namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
-std::string after(const std::vector<std::string>& argv, const std::string& flag) {
+std::string pulled_flag_value(const std::vector<std::string>& argv, const std::string& flag) {
   auto it = std::find(argv.begin(), argv.end(), flag);
   return it == argv.end() || it + 1 == argv.end() ? "" : *(it + 1);
 }
@@ -79,8 +79,8 @@ TEST_F(SpeculationPull, PullingAModelPullsItsDraftAndDeletingKeepsASharedOne) {
   ASSERT_NO_FATAL_FAILURE(load_ok("user.a"));
   const Json entry = *loaded_entry(health(port()), "user.a");
   const auto argv = fake_state(entry["backend_url"]).value("argv", std::vector<std::string>{});
-  EXPECT_EQ(fs::path(after(argv, "-md")).filename(), "draft-Q8_0.gguf");
-  EXPECT_EQ(after(argv, "--spec-type"), "draft-simple");
+  EXPECT_EQ(fs::path(pulled_flag_value(argv, "-md")).filename(), "draft-Q8_0.gguf");
+  EXPECT_EQ(pulled_flag_value(argv, "--spec-type"), "draft-simple");
   EXPECT_EQ(entry["speculation"], (Json{{"draft", "org/draft-GGUF:Q8_0"}, {"mtp", false}}));
 
   HttpReply b = http_post(port(), "/api/v1/pull", pull("user.b", "org/other-GGUF:Q4_0"));

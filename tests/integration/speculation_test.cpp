@@ -30,7 +30,7 @@ bool has(const std::vector<std::string>& argv, const std::string& word) {
   return std::find(argv.begin(), argv.end(), word) != argv.end();
 }
 
-std::string after(const std::vector<std::string>& argv, const std::string& flag) {
+std::string spec_flag_value(const std::vector<std::string>& argv, const std::string& flag) {
   auto it = std::find(argv.begin(), argv.end(), flag);
   return it == argv.end() || it + 1 == argv.end() ? "" : *(it + 1);
 }
@@ -64,8 +64,8 @@ TEST_F(Speculation, ADraftCheckpointIsPassedChargedAndMeasured) {
   const Json h = health(port());
   const Json big = *loaded_entry(h, "user.big");
   const auto argv = argv_of(fake_state(big["backend_url"]));
-  EXPECT_EQ(after(argv, "-md"), draft_);
-  EXPECT_EQ(after(argv, "--spec-type"), "draft-simple");
+  EXPECT_EQ(spec_flag_value(argv, "-md"), draft_);
+  EXPECT_EQ(spec_flag_value(argv, "--spec-type"), "draft-simple");
   EXPECT_EQ(big["speculation"], (Json{{"draft", draft_}, {"mtp", false}}));
   EXPECT_FALSE(loaded_entry(h, "user.plain")->contains("speculation"));
   // The draft's weights (not a GGUF: its size) and compute buffers.
@@ -104,7 +104,7 @@ TEST_F(Speculation, SpeculativeFalseLoadsWithoutTheDraft) {
   // Asked again without the option: another server, with its draft.
   ASSERT_EQ(load(port(), "user.big").status, 200);
   const Json again = *loaded_entry(health(port()), "user.big");
-  EXPECT_EQ(after(argv_of(fake_state(again["backend_url"])), "-md"), draft_);
+  EXPECT_EQ(spec_flag_value(argv_of(fake_state(again["backend_url"])), "-md"), draft_);
 }
 
 TEST_F(Speculation, TheMtpLabelGetsLemonadesDefaultsThatArgsOverride) {
@@ -117,9 +117,9 @@ TEST_F(Speculation, TheMtpLabelGetsLemonadesDefaultsThatArgsOverride) {
   ASSERT_EQ(load(port(), "user.mtp", {{"llamacpp_args", "--spec-draft-n-max 5"}}).status, 200);
   const Json entry = *loaded_entry(health(port()), "user.mtp");
   const auto argv = argv_of(fake_state(entry["backend_url"]));
-  EXPECT_EQ(after(argv, "--spec-type"), "draft-mtp");
-  EXPECT_EQ(after(argv, "--spec-draft-p-min"), "0.75");
-  EXPECT_EQ(after(argv, "--spec-draft-n-max"), "5");
+  EXPECT_EQ(spec_flag_value(argv, "--spec-type"), "draft-mtp");
+  EXPECT_EQ(spec_flag_value(argv, "--spec-draft-p-min"), "0.75");
+  EXPECT_EQ(spec_flag_value(argv, "--spec-draft-n-max"), "5");
   EXPECT_EQ(std::count(argv.begin(), argv.end(), "--spec-draft-n-max"), 1);
   EXPECT_EQ(entry["speculation"], (Json{{"draft", nullptr}, {"mtp", true}}));
   ASSERT_EQ(chat(port(), "user.mtp", {{"lemon_fake", {{"tokens", 4}}}}).status, 200);
@@ -144,7 +144,7 @@ TEST_F(Speculation, AnOlderLlamaServerLoadsWithTheFlagsItKnows) {
                              .dump()}}));
   ASSERT_EQ(load(port(), "user.big").status, 200);
   const auto argv = argv_of(fake_state((*loaded_entry(health(port()), "user.big"))["backend_url"]));
-  EXPECT_EQ(after(argv, "-md"), draft_);
+  EXPECT_EQ(spec_flag_value(argv, "-md"), draft_);
   EXPECT_FALSE(has(argv, "--spec-type"));
   ASSERT_EQ(chat(port(), "user.big").status, 200);
   EXPECT_GT(Json::parse(http_get(port(), "/api/v1/stats").body)["draft_tokens"].get<int>(), 0);
