@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <exception>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 
@@ -11,6 +12,7 @@
 #include "lemon/core/log.h"
 #include "lemon/models/extra_models.h"
 #include "lemon/models/hf_cache.h"
+#include "lemon/models/hub_gguf.h"
 #include "lemon/models/model_files.h"
 #include "lemon/models/registry_entry.h"
 #include "lemon/models/user_models.h"
@@ -108,6 +110,9 @@ struct ModelCatalogue::State {
   catalogue_detail::EntryList user LEMON_GUARDED_BY(mu);
   catalogue_detail::EntryList extra LEMON_GUARDED_BY(mu);
   nlohmann::json saved_options LEMON_GUARDED_BY(mu) = nlohmann::json::object();
+  // Hub models ("org/repo:TAG") a download was asked for: known before
+  // their files are (admit_hub_model).
+  std::set<std::string> admitted LEMON_GUARDED_BY(mu);
 
   // Serializes re-reading user_models.json / recipe_options.json.
   Mutex reload_mu;
@@ -229,7 +234,8 @@ struct ModelCatalogue::State {
   }
 
   // Registered entry after the reload check; an unknown "extra." name
-  // triggers one rescan of the extra models dir.
+  // triggers one rescan of the extra models dir. A name found nowhere is
+  // tried as llama.cpp names models (llamacpp_name).
   std::optional<ModelInfo> lookup(std::string_view name) {
     refresh_files();
     const std::string key(name);
@@ -237,6 +243,45 @@ struct ModelCatalogue::State {
     if (!info && key.starts_with(kExtraPrefix)) {
       rescan_extra();
       info = registered(key);
+    }
+    if (!info) {
+      info = llamacpp_name(key);
+    }
+    return info;
+  }
+
+  // llama.cpp's names, after every name of ours: a --models-dir file's stem
+  // ("X" for extra.X.gguf) or folder, then a hub model "org/repo:TAG" whose
+  // file is in the hub cache (or whose download was asked for).
+  std::optional<ModelInfo> llamacpp_name(const std::string& key) {
+    if (!sources.extra_models_dir.empty() && key.find('/') == std::string::npos) {
+      for (int pass = 0; pass < 2; ++pass) {
+        for (const std::string& extra_name : {std::string(kExtraPrefix) + key + ".gguf",
+                                              std::string(kExtraPrefix) + key}) {
+          if (auto found = registered(extra_name)) {
+            return found;
+          }
+        }
+        if (pass == 0) {
+          rescan_extra();
+        }
+      }
+    }
+    if (!is_hub_model_name(key)) {
+      return std::nullopt;
+    }
+    std::optional<ModelInfo> info;
+    if (auto gguf = find_hub_gguf(sources.hf_hub_cache, key)) {
+      info = hub_gguf_model(*gguf);
+    } else {
+      MutexLock lock(mu);
+      if (admitted.contains(canonical_hub_name(key))) {
+        info = hub_variant_model(key);
+      }
+    }
+    if (info) {
+      MutexLock lock(mu);
+      info = with_options(*info);
     }
     return info;
   }
@@ -388,6 +433,26 @@ Status ModelCatalogue::save_options(const std::string& name, const nlohmann::jso
   Status written = write_file_atomically(s.options_file.path(), file->dump(2) + "\n");
   s.refresh_files();
   return written;
+}
+
+Result<std::string> ModelCatalogue::admit_hub_model(std::string_view name) {
+  if (!is_hub_model_name(name)) {
+    return Error(ErrorCode::kInvalidRequest,
+                 "'" + std::string(name) + "' is not a hub model: expected 'owner/repo[:TAG]'",
+                 "model");
+  }
+  std::string canonical = canonical_hub_name(name);
+  MutexLock lock(state_->mu);
+  state_->admitted.insert(canonical);
+  return canonical;
+}
+
+std::vector<ModelInfo> ModelCatalogue::hub_models() const {
+  std::vector<ModelInfo> out;
+  for (const auto& gguf : list_hub_ggufs(sources_.hf_hub_cache)) {
+    out.push_back(hub_gguf_model(gguf));
+  }
+  return out;
 }
 
 std::vector<std::string> ModelCatalogue::some_available_names(std::size_t n) const {

@@ -49,6 +49,11 @@ class Row {
     s_.live = true;
     return *this;
   }
+  // Another name the flag answers to.
+  Row& alias(std::string flag) {
+    s_.alias = std::move(flag);
+    return *this;
+  }
   Row& default_not_shown() {
     s_.show_default = false;
     return *this;
@@ -199,7 +204,17 @@ std::vector<Setting> build_table() {
           "[IMAGE]]]]; -1 = unlimited")
           .default_not_shown()
           .live(),
-      text("--extra-models-dir", "", "Directory of extra GGUF models").default_not_shown(),
+      text("--extra-models-dir", "",
+           "Directory of extra GGUF models (also --models-dir, llama-server's name for it)")
+          .alias("--models-dir")
+          .default_not_shown(),
+      text("--models-preset", "",
+           "llama-server's preset file (.ini): each section a preset of ours, named after it")
+          .default_not_shown(),
+      on_off("--no-models-autoload",
+             "A request for a model that is not loaded fails instead of loading it (llama-server's "
+             "--no-models-autoload; a request's ?autoload=true|false wins)")
+          .live(),
       number("--load-timeout", "600", "Seconds a backend may take to become ready")
           .seconds()
           .check(CLI::PositiveNumber),

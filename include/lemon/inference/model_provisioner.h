@@ -54,6 +54,11 @@ class ModelProvisioner {
   // later, as not found).
   bool takes_images(std::string_view model) const;
 
+  // True when a request for `model` would start a load: it is neither
+  // loaded nor loading (from the router's published view, no lock), and
+  // not a remote model.
+  bool needs_load(std::string_view model) const;
+
   // kModelNotFound for `name`, naming a few models that are available.
   Error model_not_found(std::string_view name) const;
 

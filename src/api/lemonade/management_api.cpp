@@ -252,7 +252,10 @@ void ManagementApi::handle_system_info(net::ResponseWriter& w) {
   nlohmann::json info = system_info_json(installer_, settings_.cache_dir, router_.cli_options());
   PresetReport presets = presets_.report();
   info["presets"] = {
-      {"builtin", presets.builtin}, {"user", presets.user}, {"errors", presets.errors}};
+      {"builtin", presets.builtin},
+      {"user", presets.user},
+      {"file", presets.file},
+      {"errors", presets.errors}};
   send_json(w, 200, info);
 }
 
@@ -283,6 +286,9 @@ void ManagementApi::handle_models(net::Request& r, net::ResponseWriter& w) {
     entry["priority"] = is_loaded ? *live->second.priority : m.saved_priority;
     entry["saved_slots_bytes"] = router_.saved_slot_bytes(m.name);
     data.push_back(std::move(entry));
+  }
+  if (extend_models_) {
+    extend_models_(data);
   }
   send_json(w, 200, {{"object", "list"}, {"data", std::move(data)}});
 }

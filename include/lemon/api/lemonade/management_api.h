@@ -43,6 +43,11 @@ class ManagementApi {
   void show_profile(std::function<std::optional<std::string>()> active) {
     active_profile_ = std::move(active);
   }
+  // Adds fields to each entry of GET /models' list (another API's view of
+  // the same models, issue #52). Set before serving.
+  void extend_models(std::function<void(nlohmann::json& entries)> extend) {
+    extend_models_ = std::move(extend);
+  }
 
  private:
   void handle_health(const net::Request& r, net::ResponseWriter& w);
@@ -68,6 +73,7 @@ class ManagementApi {
   const LemonadeSettings& settings_;
   std::function<std::optional<std::string>()> active_profile_;
   const remote::RemoteModels* remote_ = nullptr;
+  std::function<void(nlohmann::json&)> extend_models_;
 };
 
 }  // namespace lemon::api
