@@ -34,6 +34,9 @@ if ((test)); then
   command -v npm >/dev/null 2>&1 || packages+=(npm)
   # The dashboard's browser test (tests/browser) drives headless Chromium.
   packages+=(chromium)
+  # The WebSocket client test (tests/sdk/websocket_client.py) uses Python's
+  # websockets, with Debian's python3.
+  packages+=(python3 python3-websockets)
 fi
 if ((image)); then
   # podman builds and runs the image; mmdebstrap makes its Debian 12 base

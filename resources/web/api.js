@@ -200,3 +200,94 @@ export function followStream({ firstPath, resumePath, onEvent, onState, onConnec
   }
   run();
 }
+
+// The API key as a WebSocket subprotocol ("bearer." + base64url of its
+// UTF-8 bytes): browsers cannot set headers on a WebSocket.
+function keyProtocols() {
+  if (!apiKey) {
+    return [];
+  }
+  const bytes = new TextEncoder().encode(apiKey);
+  let binary = "";
+  for (const b of bytes) {
+    binary += String.fromCharCode(b);
+  }
+  const url = btoa(binary).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
+  return ["lemonade-realtime", `bearer.${url}`];
+}
+
+// Follows the log over the WebSocket at /api/v1/logs/stream (Lemonade's
+// logs.subscribe, with the router's own line shape), reconnecting after the
+// last line seen. Returns false at once when the browser has no WebSocket;
+// calls onUnavailable() if the socket cannot be used (refused, no key, an
+// error before its first snapshot), so the caller falls back to the SSE
+// stream. onLine(raw) gets each line as GET /logs/stream?format=json has it.
+export function followLogSocket({ onLine, onState, onUnavailable }) {
+  if (typeof WebSocket !== "function") {
+    return false;
+  }
+  let lastSeq = null;
+  let retryMs = FIRST_RETRY_MS;
+  let gaveUp = false;
+
+  function connect() {
+    const scheme = location.protocol === "https:" ? "wss" : "ws";
+    let socket;
+    try {
+      socket = new WebSocket(`${scheme}://${location.host}/api/v1/logs/stream`, keyProtocols());
+    } catch {
+      gaveUp = true;
+      onUnavailable();
+      return;
+    }
+    let subscribed = false;
+    socket.onopen = () => {
+      socket.send(JSON.stringify({ type: "logs.subscribe", after_seq: lastSeq, format: "router" }));
+    };
+    socket.onmessage = (message) => {
+      let event;
+      try {
+        event = JSON.parse(message.data);
+      } catch {
+        return;
+      }
+      if (event.type === "error" && !subscribed) {
+        gaveUp = true; // not authenticated, or not served: the SSE stream asks for the key
+        socket.close(1000, "OK");
+        onUnavailable();
+        return;
+      }
+      const lines = event.type === "logs.snapshot" ? event.entries : event.type === "logs.entry" ? [event.entry] : [];
+      if (event.type === "logs.snapshot") {
+        subscribed = true;
+        retryMs = FIRST_RETRY_MS;
+        onState("live");
+      }
+      for (const line of lines) {
+        if (lastSeq === null || line.seq > lastSeq) {
+          lastSeq = line.seq;
+          try {
+            onLine(line);
+          } catch (error) {
+            reportError(error); // a bug in the page, not in the stream
+          }
+        }
+      }
+    };
+    socket.onclose = () => {
+      if (gaveUp) {
+        return;
+      }
+      if (!subscribed) {
+        gaveUp = true;
+        onUnavailable();
+        return;
+      }
+      onState("reconnecting");
+      setTimeout(connect, retryMs);
+      retryMs = Math.min(retryMs * 2, LAST_RETRY_MS);
+    };
+  }
+  connect();
+  return true;
+}

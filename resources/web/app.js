@@ -2,7 +2,15 @@
 // model table, follows GET /api/v1/events and GET /api/v1/logs/stream for
 // everything that changes, and drives load, unload, pull and chat.
 
-import { errorFrom, followStream, getJson, postJson, readEventStream, setKeyAsker } from "./api.js";
+import {
+  errorFrom,
+  followLogSocket,
+  followStream,
+  getJson,
+  postJson,
+  readEventStream,
+  setKeyAsker,
+} from "./api.js";
 import { ChatBox } from "./chat.js";
 import { bytes, clockTime, duration, el, idle, number, setText } from "./format.js";
 import { LogView, MAX_LOG_LINES } from "./logview.js";
@@ -819,9 +827,29 @@ followStream({
   onState: (s) => showStreamState($("events-state"), "events", s),
   onConnect: refreshHealthSoon,
 });
-followStream({
-  firstPath: `/api/v1/logs/stream?format=json&tail=${MAX_LOG_LINES}`,
-  resumePath: "/api/v1/logs/stream?format=json",
-  onEvent: (event) => logView.add(JSON.parse(event.data)),
+// The log: over the WebSocket when it can be used, else the SSE stream.
+let lastLogSeq = -1;
+function addLogLine(raw) {
+  if (Number(raw.seq) > lastLogSeq) {
+    lastLogSeq = Number(raw.seq);
+    logView.add(raw);
+  }
+}
+function followLogEvents() {
+  $("logs-state").dataset.transport = "events";
+  followStream({
+    firstPath: `/api/v1/logs/stream?format=json&tail=${MAX_LOG_LINES}`,
+    resumePath: "/api/v1/logs/stream?format=json",
+    onEvent: (event) => addLogLine(JSON.parse(event.data)),
+    onState: (s) => showStreamState($("logs-state"), "log", s),
+  });
+}
+$("logs-state").dataset.transport = "websocket";
+const logSocket = followLogSocket({
+  onLine: addLogLine,
   onState: (s) => showStreamState($("logs-state"), "log", s),
+  onUnavailable: followLogEvents,
 });
+if (!logSocket) {
+  followLogEvents();
+}

@@ -11,9 +11,11 @@
 #include <thread>
 
 #include "lemon/api/anthropic/anthropic_api.h"
+#include "lemon/api/lemonade/alias_api.h"
 #include "lemon/api/lemonade/backend_api.h"
 #include "lemon/api/lemonade/dashboard_api.h"
 #include "lemon/api/lemonade/management_api.h"
+#include "lemon/api/lemonade/model_options_api.h"
 #include "lemon/api/lemonade/model_store_api.h"
 #include "lemon/api/lemonade/observe_api.h"
 #include "lemon/api/lemonade/preset_api.h"
@@ -22,6 +24,7 @@
 #include "lemon/api/llamacpp/llamacpp_api.h"
 #include "lemon/api/ollama/ollama_api.h"
 #include "lemon/api/openai/openai_api.h"
+#include "lemon/api/openai/realtime_api.h"
 #include "lemon/app/config_reloader.h"
 #include "lemon/app/daemon_options.h"
 #include "lemon/app/graceful_drain.h"
@@ -151,9 +154,15 @@ int main(int argc, char** argv) {
   api::ManagementApi management_api(**catalogue, presets, installer, router, stats, provisioner,
                                     server, lemonade);
   management_api.show_remote(&remote);
+  management_api.show_streams(
+      [&gateway](const std::string& model) { return gateway.open_streams(model); });
   management_api.register_routes(server);
   api::ModelStoreApi store_api(**catalogue, store, provisioner);
   store_api.register_routes(server);
+  api::AliasApi alias_api(**catalogue);
+  alias_api.register_routes(server);
+  api::ModelOptionsApi options_api(**catalogue, router, provisioner);
+  options_api.register_routes(server);
   api::BackendApi backend_api(installer, router);
   backend_api.register_routes(server);
   api::PresetApi preset_api(presets, router);
@@ -168,6 +177,8 @@ int main(int argc, char** argv) {
   dashboard_api.register_routes(server);
   api::OpenAiApi openai_api(**catalogue, provisioner, gateway);
   openai_api.register_routes(server);
+  api::RealtimeApi realtime_api(gateway);  // WebSocket /realtime
+  realtime_api.register_routes(server);
   api::AnthropicApi anthropic_api(gateway);
   anthropic_api.register_routes(server);
   api::OllamaApi ollama_api(**catalogue, store, router, provisioner, gateway);
@@ -215,6 +226,10 @@ int main(int argc, char** argv) {
   if (auto ollama_port = server.ollama_port()) {
     log->info("Ollama API also served on http://{}:{} (--ollama-port)", options.http.host,
               *ollama_port);
+  }
+  if (auto socket_port = server.bound_websocket_port()) {
+    log->info("WebSocket routes also served on ws://{}:{} (--websocket-port)", options.http.host,
+              *socket_port);
   }
   if (app.ready_fd >= 0) {
     // A launcher (lemonade-server) waits on this pipe instead of polling.

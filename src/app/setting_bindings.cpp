@@ -162,6 +162,17 @@ std::vector<SettingBinding> build_bindings() {
          }
          return ok_status();
        }},
+      {{"websocket_port"},
+       LivePart::kHttp,
+       [](const SettingsRead& r, D& o) {
+         const std::string& port = r.values.text("websocket_port");
+         if (port == "off") {
+           o.http.websocket_port.reset();
+         } else {
+           o.http.websocket_port = port == "auto" ? 0 : std::stoi(port);
+         }
+         return ok_status();
+       }},
       {{"auth", "api_key", "admin_api_key"},
        LivePart::kHttp,
        [](const SettingsRead& r, D& o) {

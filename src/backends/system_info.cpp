@@ -170,6 +170,23 @@ struct Hardware {
 // for an integrated one (an APU's carve-out), as Lemonade's amd_igpu.
 constexpr double kIgpuMaxVramGb = 2.0;
 
+// Lemonade 11's one list of AMD GPUs: the integrated one first, each with
+// "integrated"; only available ones.
+nlohmann::json amd_gpus(const nlohmann::json& igpu, const nlohmann::json& dgpus) {
+  nlohmann::json out = nlohmann::json::array();
+  if (igpu.value("available", false)) {
+    nlohmann::json g = igpu;
+    g["integrated"] = true;
+    out.push_back(std::move(g));
+  }
+  for (const auto& d : dgpus) {
+    nlohmann::json g = d;
+    g["integrated"] = false;
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
 const Hardware& hardware() {
   static const Hardware hw = [] {
     Hardware h;
@@ -215,6 +232,7 @@ const Hardware& hardware() {
                   {{"cpu", cpu},
                    {"amd_igpu", igpu},
                    {"amd_dgpu", amd_dgpu},
+                   {"amd_gpu", amd_gpus(igpu, amd_dgpu)},
                    {"nvidia_dgpu", nvidia_dgpu},
                    {"amd_npu", npu},
                    {"gpus", listed}}}};

@@ -58,6 +58,9 @@ std::vector<std::string> loaded_names(const ServerClient& client) {
       health["all_models_loaded"].is_array()) {
     for (const auto& m : health["all_models_loaded"]) {
       names.push_back(m.value("model_name", ""));
+      if (m.contains("id") && m["id"].is_string()) {
+        names.push_back(m["id"].get<std::string>());  // as GET models lists it
+      }
     }
   }
   return names;

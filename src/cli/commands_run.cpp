@@ -65,19 +65,17 @@ class LineReader {
 };
 
 Status ensure_model_ready(const ServerClient& client, const CommandLine& cl) {
-  auto models = get_object_with(client, "/api/v1/models?show_all=true", "data",
-                                nlohmann::json::value_t::array, "the models");
-  if (!models.ok()) {
-    return models.error();
-  }
-  const nlohmann::json& data = (*models)["data"];
-  auto it = std::find_if(data.begin(), data.end(),
-                         [&](const nlohmann::json& m) { return m.value("id", "") == cl.model; });
-  if (it == data.end()) {
+  // Asked by name, the router finds every form of it (user.X or X, an alias).
+  auto model = client.get("/api/v1/models/" + path_segment(cl.model));
+  if (model.status == 404) {
     return Error(ErrorCode::kModelNotFound,
                  "model '" + cl.model + "' is not in the catalogue (see: lemonade-server list)");
   }
-  if (!it->value("downloaded", false)) {
+  if (!model.ok()) {
+    return Error(ErrorCode::kNetworkError, "cannot read the model: " + model.error_text());
+  }
+  const auto entry = nlohmann::json::parse(model.body, nullptr, false);
+  if (!entry.is_object() || !entry.value("downloaded", false)) {
     std::cerr << "Pulling model: " << cl.model << std::endl;
     nlohmann::json body = {{"model", cl.model}, {"stream", true}};
     Status pulled = follow_progress_stream(client, "/api/v1/pull", body, std::cerr,

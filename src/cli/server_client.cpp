@@ -61,6 +61,21 @@ size_t on_write(char* data, size_t size, size_t n, void* user) {
   return piece.size();
 }
 
+}  // namespace
+
+std::string path_segment(std::string_view text) {
+  global_init();
+  char* escaped = curl_easy_escape(nullptr, text.data(), static_cast<int>(text.size()));
+  if (escaped == nullptr) {
+    return std::string(text);
+  }
+  std::string out(escaped);
+  curl_free(escaped);
+  return out;
+}
+
+namespace {
+
 int on_progress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
   auto* t = static_cast<Transfer*>(user);
   if (t->stop != nullptr && *t->stop && (*t->stop)()) {

@@ -40,6 +40,8 @@ const char* error_code_name(ErrorCode code) {
       return "not_implemented";
     case ErrorCode::kVersionNotSupported:
       return "version_not_supported";
+    case ErrorCode::kUpgradeRequired:
+      return "upgrade_required";
     case ErrorCode::kModelFilesMissing:
       return "model_files_missing";
     case ErrorCode::kInvalidUserArgs:
@@ -82,6 +84,14 @@ const char* error_code_name(ErrorCode code) {
       return "storage_read_only";
     case ErrorCode::kConfigNotSaved:
       return "config_not_saved";
+    case ErrorCode::kReservedModelName:
+      return "reserved_model_name";
+    case ErrorCode::kInvalidAlias:
+      return "invalid_alias";
+    case ErrorCode::kAliasConflict:
+      return "alias_conflict";
+    case ErrorCode::kAliasNotFound:
+      return "alias_not_found";
     case ErrorCode::kSlotsPinned:
       return "slots_pinned";
     case ErrorCode::kRemoteNotFound:

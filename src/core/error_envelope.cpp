@@ -41,6 +41,8 @@ ErrorShape error_shape(ErrorCode code) {
       return {431, "invalid_request_error", "headers_too_large"};
     case ErrorCode::kNotImplemented:
       return {501, "server_error", "not_implemented"};
+    case ErrorCode::kUpgradeRequired:
+      return {426, "invalid_request_error", "upgrade_required"};
     case ErrorCode::kVersionNotSupported:
       return {505, "server_error", "http_version_not_supported"};
     case ErrorCode::kModelFilesMissing:
@@ -75,6 +77,14 @@ ErrorShape error_shape(ErrorCode code) {
       return {409, "invalid_request_error", "storage_read_only"};
     case ErrorCode::kConfigNotSaved:
       return {409, "invalid_request_error", "config_not_saved"};
+    case ErrorCode::kReservedModelName:
+      return {400, "invalid_request_error", "reserved_model_name"};
+    case ErrorCode::kInvalidAlias:
+      return {400, "invalid_request_error", "invalid_alias"};
+    case ErrorCode::kAliasConflict:
+      return {409, "invalid_request_error", "alias_conflict"};
+    case ErrorCode::kAliasNotFound:
+      return {404, "invalid_request_error", "alias_not_found"};
     case ErrorCode::kSlotsPinned:
       return {409, "invalid_request_error", "slots_pinned_error"};
     case ErrorCode::kRemoteNotFound:

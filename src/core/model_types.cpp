@@ -20,9 +20,13 @@ const char* model_type_name(ModelType type) {
   return "llm";
 }
 
+const char* lemonade11_type_name(ModelType type) {
+  return type == ModelType::kAudio ? "transcription" : model_type_name(type);
+}
+
 std::optional<ModelType> parse_model_type(std::string_view name) {
   for (ModelType t : kAllModelTypes) {
-    if (name == model_type_name(t)) {
+    if (name == model_type_name(t) || name == lemonade11_type_name(t)) {
       return t;
     }
   }

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "lemon/net/base64.h"
+#include "lemon/net/websocket.h"
+
 namespace lemon::http {
 
 bool constant_time_equals(std::string_view a, std::string_view b) {
@@ -34,7 +37,7 @@ void bind_access_to(AccessSettings& settings, const std::string& host, int port,
     }
     if (!loopback && host != "0.0.0.0" && host != "::") {
       std::string h = host.find(':') != std::string::npos ? "[" + host + "]" : host;
-      settings.own_origins.push_back("http://" + h + p);
+      settings.own_origins.push_back(std::string("http://").append(h).append(p));
     }
   }
 }
@@ -116,6 +119,34 @@ std::optional<std::string_view> presented_key(const net::Request& request, KeyHe
   return std::nullopt;
 }
 
+std::optional<std::string> socket_key(const net::Request& request) {
+  if (auto bearer = presented_key(request, KeyHeaders::kBearer)) {
+    return std::string(*bearer);
+  }
+  auto without_bearer = [](std::string key) {
+    if (key.size() > 7 && net::iequals(std::string_view(key).substr(0, 7), "Bearer ")) {
+      key.erase(0, 7);
+    }
+    return key;
+  };
+  if (auto query = request.query_param("api_key"); query && !query->empty()) {
+    return without_bearer(*query);
+  }
+  for (const auto& protocol : net::offered_subprotocols(request)) {
+    constexpr std::string_view kLemonade = "bearer.";
+    constexpr std::string_view kOpenAi = "openai-insecure-api-key.";
+    if (protocol.starts_with(kLemonade)) {
+      if (auto key = net::base64url_decode(std::string_view(protocol).substr(kLemonade.size()));
+          key && !key->empty()) {
+        return without_bearer(*key);
+      }
+    } else if (protocol.starts_with(kOpenAi) && protocol.size() > kOpenAi.size()) {
+      return protocol.substr(kOpenAi.size());
+    }
+  }
+  return std::nullopt;
+}
+
 std::optional<Error> check_access(const net::Request& request, const AccessSettings& settings,
                                   RouteAccess access, KeyHeaders keys, const KeyRing* ring,
                                   Scope scope, const ApiKey** caller) {
@@ -137,7 +168,16 @@ std::optional<Error> check_access(const net::Request& request, const AccessSetti
                          !(access == RouteAccess::kHealth && settings.health_without_auth) &&
                          !(access == RouteAccess::kMetrics && settings.metrics_public);
   if (needs_key) {
-    auto presented = presented_key(request, keys);
+    std::optional<std::string> socket_credential;
+    std::optional<std::string_view> presented;
+    if (keys == KeyHeaders::kWebSocket) {
+      socket_credential = socket_key(request);
+      if (socket_credential) {
+        presented = *socket_credential;
+      }
+    } else {
+      presented = presented_key(request, keys);
+    }
     const ApiKey* key = presented ? ring->find(*presented) : nullptr;
     if (key == nullptr && keys == KeyHeaders::kBearerOrXApiKey) {
       // Anthropic's clients send x-api-key; a Bearer that matches nothing
@@ -151,6 +191,10 @@ std::optional<Error> check_access(const net::Request& request, const AccessSetti
                    keys == KeyHeaders::kBearerOrXApiKey
                        ? "missing or invalid API key: send 'x-api-key: <key>' or "
                          "'Authorization: Bearer <key>'"
+                   : keys == KeyHeaders::kWebSocket
+                       ? "invalid API key: send it as 'Authorization: Bearer <key>', "
+                         "?api_key=<key>, a 'bearer.<base64url key>' subprotocol or an auth "
+                         "message"
                        : "missing or invalid API key: send 'Authorization: Bearer <key>'");
     }
     if (!key->has(scope)) {

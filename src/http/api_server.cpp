@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include "api_server_detail.h"
 #include "cors_writer.h"
 #include "lemon/core/clock.h"
 #include "lemon/core/error_envelope.h"
@@ -12,22 +13,6 @@
 
 namespace lemon::http {
 namespace {
-
-// A route's tag in the route table: its RouteAccess, its ApiDialect and
-// its Scope.
-int route_tag(RouteAccess access, ApiDialect dialect, Scope scope) {
-  return static_cast<int>(access) | (static_cast<int>(dialect) << 8) |
-         (static_cast<int>(scope) << 16);
-}
-RouteAccess tag_access(int tag) {
-  return static_cast<RouteAccess>(tag & 0xff);
-}
-ApiDialect tag_dialect(int tag) {
-  return static_cast<ApiDialect>((tag >> 8) & 0xff);
-}
-Scope tag_scope(int tag) {
-  return static_cast<Scope>((tag >> 16) & 0xff);
-}
 
 std::int64_t steady_ms_now() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -82,6 +67,17 @@ ApiServer::ApiServer(ApiSettings settings, telemetry::TelemetryHub& hub)
           handle(r, w);
         });
   }
+  if (settings_.websocket_port) {
+    net::ServerOptions options = settings_.server;
+    options.head_check = [this](net::Request& r) -> std::optional<net::EarlyAnswer> {
+      if (!net::is_websocket_upgrade(r) || !routes_.match(r.method, r.path, true).websocket) {
+        return websocket_port_refusal(r);
+      }
+      return check_head(r);
+    };
+    websocket_server_ = std::make_unique<net::Server>(
+        options, [this](net::Request& r, net::ResponseWriter& w) { handle(r, w); });
+  }
 }
 
 ApiServer::~ApiServer() {
@@ -104,6 +100,17 @@ Result<int> ApiServer::bind() {
     bound_ollama_port_ = *ollama;
     more.push_back(*ollama);
   }
+  if (websocket_server_) {
+    auto socket_port = websocket_server_->bind(settings_.host, *settings_.websocket_port);
+    if (!socket_port.ok()) {
+      return Error(socket_port.error().code(), "--websocket-port " +
+                                                   std::to_string(*settings_.websocket_port) +
+                                                   ": " + socket_port.error().message());
+    }
+    bound_websocket_port_ = *socket_port;
+    more.push_back(*socket_port);
+  }
+  bound_port_ = *port;
   {
     MutexLock lock(keys_mu_);
     auto bound = std::make_shared<AccessState>(*access_);
@@ -118,10 +125,18 @@ void ApiServer::run() {
   if (ollama_server_ && bound_ollama_port_) {
     ollama = std::thread([this] { ollama_server_->run(); });
   }
+  std::thread sockets;
+  if (websocket_server_ && bound_websocket_port_) {
+    sockets = std::thread([this] { websocket_server_->run(); });
+  }
   server_->run();
   if (ollama.joinable()) {
     ollama_server_->stop();
     ollama.join();
+  }
+  if (sockets.joinable()) {
+    websocket_server_->stop();
+    sockets.join();
   }
 }
 
@@ -137,11 +152,25 @@ void ApiServer::stop() {
   if (ollama_server_) {
     ollama_server_->stop();
   }
+  if (websocket_server_) {
+    websocket_server_->stop();
+  }
 }
 
 int ApiServer::open_connections() const {
   return (server_ ? server_->open_connections() : 0) +
-         (ollama_server_ ? ollama_server_->open_connections() : 0);
+         (ollama_server_ ? ollama_server_->open_connections() : 0) +
+         (websocket_server_ ? websocket_server_->open_connections() : 0);
+}
+
+int ApiServer::open_websockets() const {
+  return (server_ ? server_->open_websockets() : 0) +
+         (ollama_server_ ? ollama_server_->open_websockets() : 0) +
+         (websocket_server_ ? websocket_server_->open_websockets() : 0);
+}
+
+std::optional<int> ApiServer::websocket_port() const {
+  return bound_websocket_port_ ? bound_websocket_port_ : bound_port_;
 }
 
 void ApiServer::handle(net::Request& r, net::ResponseWriter& raw) {
@@ -239,7 +268,13 @@ void ApiServer::count_refusal(const net::Request& r, Scope scope, KeyHeaders hea
     return;
   }
   std::string key;
-  if (auto presented = presented_key(r, headers); presented && ring) {
+  std::optional<std::string> presented;
+  if (headers == KeyHeaders::kWebSocket) {
+    presented = socket_key(r);
+  } else if (auto bearer = presented_key(r, headers)) {
+    presented = std::string(*bearer);
+  }
+  if (presented && ring) {
     if (const ApiKey* found = ring->find(*presented)) {
       key = found->name;
     }
@@ -260,7 +295,7 @@ std::optional<net::EarlyAnswer> ApiServer::check_head(net::Request& r) {
   if (r.method == "OPTIONS") {
     return std::nullopt;  // CORS preflight, answered by handle()
   }
-  auto m = routes_.match(r.method, r.path);
+  auto m = routes_.match(r.method, r.path, net::is_websocket_upgrade(r));
   net::EarlyAnswer answer;
   if (m.handler == nullptr) {
     answer = RouteTable::refusal(m, r);
@@ -273,13 +308,17 @@ std::optional<net::EarlyAnswer> ApiServer::check_head(net::Request& r) {
   } else {
     RouteTable::remember(m, r);
     const Scope scope = tag_scope(m.tag);
-    const KeyHeaders headers = key_headers(tag_dialect(m.tag));
+    const KeyHeaders headers =
+        m.websocket ? KeyHeaders::kWebSocket : key_headers(tag_dialect(m.tag));
     const auto state = access();
     std::shared_ptr<const KeyRing> ring(state, &state->keys);
     const ApiKey* key = nullptr;
+    bool pending = false;
     std::optional<Error> denied =
-        check_access(r, state->settings, tag_access(m.tag), headers, ring.get(), scope, &key);
-    if (!denied && key == nullptr && scope != Scope::kAdmin) {
+        m.websocket
+            ? check_socket_head(r, scope, state->settings, ring.get(), key, pending)
+            : check_access(r, state->settings, tag_access(m.tag), headers, ring.get(), scope, &key);
+    if (!denied && key == nullptr && scope != Scope::kAdmin && !m.websocket) {
       // No key judged and nothing to audit: one shared, immutable context
       // (no allocation on the request path).
       static const auto kNobody = std::make_shared<Caller>();
@@ -300,6 +339,7 @@ std::optional<net::EarlyAnswer> ApiServer::check_head(net::Request& r) {
       caller->ring = std::move(ring);
       caller->key = key;
       caller->scope = scope;
+      caller->pending_auth = pending;
       r.context = std::move(caller);
       return std::nullopt;
     }
@@ -308,6 +348,9 @@ std::optional<net::EarlyAnswer> ApiServer::check_head(net::Request& r) {
     answer.status = e.status;
     answer.headers = std::move(e.headers);
     answer.body = std::move(e.body);
+    if (denied->code() == ErrorCode::kUpgradeRequired) {
+      answer.headers.add("Sec-WebSocket-Version", "13");  // RFC 6455 4.4
+    }
   }
   const net::Headers cors = cors_headers(r, access()->settings);
   for (const auto& [name, value] : cors.fields()) {

@@ -23,6 +23,12 @@ class CorsWriter final : public net::ResponseWriter {
   bool client_connected() override { return inner_.client_connected(); }
   bool keep_serving_half_closed() override { return inner_.keep_serving_half_closed(); }
   int client_fd() const override { return inner_.client_fd(); }
+  bool upgrade_to_websocket(std::string_view accept, const net::Headers& headers,
+                            std::shared_ptr<net::WebSocketHandler> handler,
+                            std::size_t max_message) override {
+    // A browser's WebSocket is not a CORS request: its Origin was judged.
+    return inner_.upgrade_to_websocket(accept, headers, std::move(handler), max_message);
+  }
 
  private:
   net::Headers with_cors(const net::Headers& headers) const {

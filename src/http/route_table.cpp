@@ -13,25 +13,45 @@ const std::vector<std::string>& RouteTable::api_prefixes() {
 
 RouteTable::Methods& RouteTable::methods_for(const std::string& path) {
   static const std::string kParam = "{id}";
-  if (path.size() > kParam.size() &&
-      path.compare(path.size() - kParam.size(), kParam.size(), kParam) == 0) {
-    std::string base = path.substr(0, path.size() - kParam.size());
-    for (auto& [b, methods] : with_param_) {
-      if (b == base) {
-        return methods;
+  if (const auto at = path.find(kParam); at != std::string::npos) {
+    std::string base = path.substr(0, at);
+    std::string suffix = path.substr(at + kParam.size());
+    for (auto& p : with_param_) {
+      if (p.base == base && p.suffix == suffix) {
+        return p.methods;
       }
     }
-    return with_param_.emplace_back(base, Methods{}).second;
+    with_param_.push_back({std::move(base), std::move(suffix), Methods{}});
+    // The longest suffix first: "models/{id}/options" before "models/{id}".
+    std::stable_sort(
+        with_param_.begin(), with_param_.end(),
+        [](const ParamRoute& a, const ParamRoute& b) { return a.suffix.size() > b.suffix.size(); });
+    for (auto& p : with_param_) {
+      if (p.base == path.substr(0, at) && p.suffix == path.substr(at + kParam.size())) {
+        return p.methods;
+      }
+    }
   }
   return exact_[path];
 }
 
 void RouteTable::add(const std::string& method, const std::string& path, RouteHandler handler,
-                     int tag) {
+                     int tag, bool websocket) {
   if (std::find(known_methods_.begin(), known_methods_.end(), method) == known_methods_.end()) {
     known_methods_.push_back(method);
   }
-  methods_for(path).by_method.push_back({method, std::move(handler), tag});
+  methods_for(path).by_method.push_back({method, std::move(handler), tag, websocket});
+}
+
+void RouteTable::add_websocket(const std::string& path, bool api, const RouteHandler& handler,
+                               int tag) {
+  if (!api) {
+    add("GET", path, handler, tag, true);
+    return;
+  }
+  for (const auto& prefix : api_prefixes()) {
+    add("GET", prefix + path, handler, tag, true);
+  }
 }
 
 void RouteTable::add_not_implemented(const std::string& path, std::string why, int tag) {
@@ -61,16 +81,18 @@ const RouteTable::Methods* RouteTable::find(std::string_view path, std::string_v
     param = {};
     return &it->second;
   }
-  for (const auto& [base, methods] : with_param_) {
-    if (path.size() > base.size() && path.substr(0, base.size()) == base) {
-      param = path.substr(base.size());
-      return &methods;
+  for (const auto& p : with_param_) {
+    if (path.size() > p.base.size() + p.suffix.size() && path.starts_with(p.base) &&
+        path.ends_with(p.suffix)) {
+      param = path.substr(p.base.size(), path.size() - p.base.size() - p.suffix.size());
+      return &p.methods;
     }
   }
   return nullptr;
 }
 
-RouteTable::Match RouteTable::match(std::string_view method, std::string_view path) const {
+RouteTable::Match RouteTable::match(std::string_view method, std::string_view path,
+                                    bool upgrade) const {
   Match out;
   // A method HTTP does not define is 501 on any path; looked for only once
   // no route matched, so a served request pays nothing for it.
@@ -89,12 +111,29 @@ RouteTable::Match RouteTable::match(std::string_view method, std::string_view pa
     return out;
   }
   const std::string_view wanted = method == "HEAD" ? std::string_view("GET") : method;
-  for (const auto& route : methods->by_method) {
-    if (route.method == wanted) {
+  const Route* socket_only = nullptr;
+  for (int pass = 0; pass < 2; ++pass) {
+    // An upgrade takes the WebSocket route first, a plain request the
+    // plain one; either falls back to the other kind only as below.
+    const bool want_socket = pass == 0 ? upgrade : !upgrade;
+    for (const auto& route : methods->by_method) {
+      if (route.method != wanted || route.websocket != want_socket) {
+        continue;
+      }
+      if (route.websocket && !upgrade) {
+        socket_only = &route;  // a plain GET of a WebSocket route
+        continue;
+      }
       out.handler = &route.handler;
       out.tag = route.tag;
+      out.websocket = route.websocket;
       return out;
     }
+  }
+  if (socket_only != nullptr) {
+    out.status = 426;
+    out.tag = socket_only->tag;
+    return out;
   }
   // A path's routes share their tag's dialect (ApiServer), so a refusal can
   // be answered in it.
@@ -115,6 +154,9 @@ Error RouteTable::refusal_error(const Match& match, const net::Request& request)
     case 405:
       return Error(ErrorCode::kMethodNotAllowed,
                    request.method + " is not allowed on " + request.path + "; use " + match.allow);
+    case 426:
+      return Error(ErrorCode::kUpgradeRequired,
+                   request.path + " is a WebSocket: connect with Upgrade: websocket");
     case 501:
       return Error(ErrorCode::kNotImplemented,
                    match.why.empty() ? "method " + request.method + " is not implemented"
@@ -132,6 +174,9 @@ net::EarlyAnswer RouteTable::refusal(const Match& match, const net::Request& req
   if (match.status == 405) {
     answer.headers.add("Allow", match.allow);
   }
+  if (match.status == 426) {
+    answer.headers.add("Upgrade", "websocket");  // RFC 9110 15.5.22
+  }
   answer.body = error_envelope(refusal_error(match, request));
   return answer;
 }
@@ -141,6 +186,7 @@ void RouteTable::remember(const Match& match, net::Request& request) {
   request.matched.param_at =
       match.param.empty() ? std::string::npos
                           : static_cast<std::size_t>(match.param.data() - request.path.data());
+  request.matched.param_size = match.param.size();
 }
 
 void RouteTable::dispatch(net::Request& request, net::ResponseWriter& writer) const {
@@ -148,11 +194,12 @@ void RouteTable::dispatch(net::Request& request, net::ResponseWriter& writer) co
     const auto& handler = *static_cast<const RouteHandler*>(request.matched.handler);
     const std::string_view path = request.path;
     handler(request, writer,
-            request.matched.param_at < path.size() ? path.substr(request.matched.param_at)
-                                                   : std::string_view());
+            request.matched.param_at < path.size()
+                ? path.substr(request.matched.param_at, request.matched.param_size)
+                : std::string_view());
     return;
   }
-  Match m = match(request.method, request.path);
+  Match m = match(request.method, request.path, net::is_websocket_upgrade(request));
   if (m.handler == nullptr) {
     auto answer = refusal(m, request);
     writer.send(answer.status, answer.headers, answer.body);

@@ -22,6 +22,7 @@ enum class Figure : std::size_t {
   kPredictedN,
   kPromptMs,
   kPredictedPerSecond,
+  kCacheN,
   // `usage`: OpenAI, the Responses API, FLM
   kPromptTokens,
   kInputTokens,
@@ -43,7 +44,8 @@ using FigureNames = std::span<const NamedFigure>;
 constexpr NamedFigure kTimingsNames[] = {{"prompt_n", Figure::kPromptN},
                                          {"predicted_n", Figure::kPredictedN},
                                          {"prompt_ms", Figure::kPromptMs},
-                                         {"predicted_per_second", Figure::kPredictedPerSecond}};
+                                         {"predicted_per_second", Figure::kPredictedPerSecond},
+                                         {"cache_n", Figure::kCacheN}};
 constexpr NamedFigure kUsageNames[] = {{"prompt_tokens", Figure::kPromptTokens},
                                        {"input_tokens", Figure::kInputTokens},
                                        {"completion_tokens", Figure::kCompletionTokens},
@@ -103,6 +105,9 @@ void apply_figures(const Figures& f, RequestStats& s) {
     s.time_to_first_token = *ms / 1000.0;
   }
   take(at(f, Figure::kPredictedPerSecond), s.tokens_per_second, false);
+  if (const auto& cached = at(f, Figure::kCacheN)) {
+    s.cache_tokens = clamped_int(*cached);
+  }
 
   take(at(f, Figure::kPromptTokens), s.prompt_tokens, false);
   take(at(f, Figure::kInputTokens), s.prompt_tokens, true);  // Responses API naming

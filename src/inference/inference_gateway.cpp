@@ -27,6 +27,12 @@ constexpr int kBackendRetries = 3;
 
 }  // namespace
 
+int InferenceGateway::open_streams(const std::string& model) const {
+  MutexLock lock(streams_mu_);
+  auto it = streams_.find(model);
+  return it == streams_.end() ? 0 : it->second;
+}
+
 ForwardSettings InferenceGateway::settings() const {
   MutexLock lock(settings_mu_);
   return settings_;
@@ -57,9 +63,14 @@ std::optional<Error> InferenceGateway::refuse_model(const ApiKey* key, std::stri
 }
 
 std::optional<Error> InferenceGateway::prepare(InferenceRequest& req) {
-  // A key's model list names what clients ask for (a preset as preset.ID).
-  if (auto refused = refuse_model(req.key, req.model)) {
-    return refused;
+  // A key's model list names what clients ask for (a preset as preset.ID),
+  // in any form of the model's name.
+  if (auto refused = http::refuse_model(req.key, req.model)) {
+    auto internal = provisioner_.internal_name(req.model);
+    if (!internal || http::refuse_model(req.key, *internal)) {
+      hub_.count_key_refusal(req.key->name, "model");
+      return refused;
+    }
   }
   if (!req.images_field.empty() && !provisioner_.takes_images(req.model)) {
     return Error(
@@ -158,6 +169,7 @@ std::optional<RequestStats> InferenceGateway::forward_to(InferenceRequest& req,
   const auto started = std::chrono::steady_clock::now();
   int retries = 0;
   bool sanitized = false;
+  bool resent_after_crash = false;
   for (;;) {
     std::optional<Lease> lease;
     auto outcome = forward_attempt(req, w, hooks, known_model, sanitized, lease);
@@ -173,7 +185,23 @@ std::optional<RequestStats> InferenceGateway::forward_to(InferenceRequest& req,
       return outcome.stats;
     }
     const UnansweredFailure& failure = *outcome.unanswered;
-    if (failure.kind == UnansweredFailure::Kind::kUnreachable) {
+    if (failure.kind == UnansweredFailure::Kind::kUnreachable &&
+        failure.error.code() == ErrorCode::kBackendCrashed && !resent_after_crash &&
+        lease.has_value()) {
+      // The backend died under a non-streaming request before answering:
+      // once, the model is loaded again (the next lease) and the request
+      // sent again; a chat or completion has no effect a second try repeats.
+      resent_after_crash = true;
+      logger("http")->warn(
+          "backend of '{}' died before answering ({}); loading it again and "
+          "sending the request once more",
+          req.model, failure.error.message());
+      wait_for_exit(lease->server(), hooks);
+      lease.reset();
+      continue;
+    }
+    if (failure.kind == UnansweredFailure::Kind::kUnreachable &&
+        failure.error.code() == ErrorCode::kBackendUnavailable) {
       const auto delay = limits.backend_retry_delay * (1 << retries);
       const bool in_time =
           limits.request_timeout.count() == 0 ||
@@ -319,6 +347,16 @@ ProxyCall InferenceGateway::limited_call(std::string path, std::string content_t
   return call;
 }
 
+void InferenceGateway::wait_for_exit(const WrappedServer& server, const WaitHooks& hooks) {
+  // The router sees the process end through its pidfd within milliseconds;
+  // a backend that closed the connection yet lives on is left after 2 s.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (!server.exited() && std::chrono::steady_clock::now() < until &&
+         !(hooks.cancelled && hooks.cancelled())) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
 bool InferenceGateway::wait_before_retry(std::chrono::milliseconds delay, const WaitHooks& hooks) {
   // Polls the client (and sends a streaming client its keepalives) while it
   // waits; nothing else waits on this thread.
@@ -438,8 +476,32 @@ ProxyOutcome InferenceGateway::forward_attempt(InferenceRequest& req, net::Respo
   watch_long_prompt(req, server, owned_body, body, call);
   call.body = body;
   call.defer_retryable = true;
+  // A whole answer reaches the client only at its end: a backend that died
+  // before its first byte left nothing behind, so the request may be sent
+  // again (forward_to()). A stream that began is not.
+  call.defer_lost = !req.stream;
   if (sanitized) {
     call.extra_headers.add("X-Lemonade-Sanitized", "1");
+  }
+  struct Streaming {  // counted while the backend's stream is forwarded
+    InferenceGateway& gateway;
+    std::string model;
+    Streaming(InferenceGateway& g, std::string m) : gateway(g), model(std::move(m)) {
+      MutexLock lock(gateway.streams_mu_);
+      ++gateway.streams_[model];
+    }
+    ~Streaming() {
+      MutexLock lock(gateway.streams_mu_);
+      if (--gateway.streams_[model] == 0) {
+        gateway.streams_.erase(model);
+      }
+    }
+    Streaming(const Streaming&) = delete;
+    Streaming& operator=(const Streaming&) = delete;
+  };
+  std::optional<Streaming> streaming;
+  if (req.stream) {
+    streaming.emplace(*this, lease->model_name());
   }
   auto outcome = forward_to_backend(*lease, call, w, stats_);
   if (outcome.unanswered && sanitized) {

@@ -147,11 +147,12 @@ Error ModelProvisioner::model_not_found(std::string_view name) const {
   return Error(ErrorCode::kModelNotFound, message, "model");
 }
 
-Status ModelProvisioner::remove(const std::string& name) {
-  auto info = catalogue_.find(name);
+Status ModelProvisioner::remove(const std::string& asked) {
+  auto info = catalogue_.find(asked);
   if (!info) {
-    return model_not_found(name);
+    return model_not_found(asked);
   }
+  const std::string& name = info->name;
   if (info->recipe == "remote") {
     // No files here: deleting it takes back its registration, if
     // user_models.json holds it (issue #30 §3).

@@ -10,10 +10,12 @@
 
 #include "lemon/core/atomic_file.h"
 #include "lemon/core/log.h"
+#include "lemon/models/alias_book.h"
 #include "lemon/models/extra_models.h"
 #include "lemon/models/hf_cache.h"
 #include "lemon/models/hub_gguf.h"
 #include "lemon/models/model_files.h"
+#include "lemon/models/model_names.h"
 #include "lemon/models/registry_entry.h"
 #include "lemon/models/user_models.h"
 
@@ -22,8 +24,6 @@ namespace lemon {
 namespace fs = std::filesystem;
 
 namespace {
-
-constexpr std::string_view kExtraPrefix = "extra.";
 
 Result<std::vector<ModelInfo>> read_server_models(const std::string& path) {
   std::ifstream in(path);
@@ -94,7 +94,9 @@ struct ModelCatalogue::State {
   explicit State(const CatalogueSources& s)
       : sources(s),
         user_file(cache_file(s, "user_models.json")),
-        options_file(cache_file(s, "recipe_options.json")) {}
+        options_file(cache_file(s, "recipe_options.json")),
+        aliases(cache_file(s, "aliases.json").string(),
+                [this](std::string_view name) { return lookup_model(name).has_value(); }) {}
 
   // No cache dir means no user files (never a path relative to the cwd).
   static fs::path cache_file(const CatalogueSources& s, const char* name) {
@@ -126,10 +128,17 @@ struct ModelCatalogue::State {
   // Serializes writes of user_models.json.
   Mutex write_mu;
 
-  // A copy of a registered entry with its saved options.
+  AliasBook aliases;
+
+  // A copy of a registered entry with its saved options: recipe_options.json
+  // keys them by canonical id ("builtin.X"), or, as Lemonade 9.4.1 wrote
+  // them, by the name itself.
   ModelInfo with_options(const ModelInfo& entry) const LEMON_REQUIRES(mu) {
     ModelInfo info = entry;
-    auto saved = saved_options.find(info.name);
+    auto saved = saved_options.find(canonical_model_id(info));
+    if (saved == saved_options.end()) {
+      saved = saved_options.find(info.name);
+    }
     info.saved_options =
         saved_options_for(info, saved == saved_options.end() ? nlohmann::json() : *saved, nullptr);
     if (saved != saved_options.end() && saved->is_object()) {
@@ -143,13 +152,17 @@ struct ModelCatalogue::State {
     return info;
   }
 
-  // Registered entry (no resolution) with its saved options, or nullopt.
-  std::optional<ModelInfo> registered(const std::string& name) {
+  // Registered entry (no resolution) with its saved options, or nullopt;
+  // with `builtin_only`, a built-in entry alone.
+  std::optional<ModelInfo> registered(const std::string& name, bool builtin_only = false) {
     {
       MutexLock lock(mu);
       for (const auto* list : {&builtin, &user, &extra}) {
         if (const ModelInfo* found = list->find(name)) {
           return with_options(*found);
+        }
+        if (builtin_only) {
+          return std::nullopt;
         }
       }
     }
@@ -233,40 +246,34 @@ struct ModelCatalogue::State {
     extra.assign(std::move(found));
   }
 
-  // Registered entry after the reload check; an unknown "extra." name
-  // triggers one rescan of the extra models dir. A name found nowhere is
-  // tried as llama.cpp names models (llamacpp_name).
-  std::optional<ModelInfo> lookup(std::string_view name) {
-    refresh_files();
-    const std::string key(name);
-    auto info = registered(key);
-    if (!info && key.starts_with(kExtraPrefix)) {
+  // The registered entry a client's name stands for (model_names.h), no
+  // alias followed; an unknown name that may be a discovered one triggers
+  // one rescan of the extra models dir.
+  std::optional<ModelInfo> lookup_model(std::string_view name) {
+    const auto candidates = name_candidates(name);
+    auto first_registered = [&]() -> std::optional<ModelInfo> {
+      for (const auto& c : candidates) {
+        if (auto info = registered(c.name, c.builtin_only)) {
+          return info;
+        }
+      }
+      return std::nullopt;
+    };
+    auto info = first_registered();
+    if (!info && !sources.extra_models_dir.empty() &&
+        std::any_of(candidates.begin(), candidates.end(),
+                    [](const NameCandidate& c) { return c.name.starts_with(kExtraPrefix); })) {
       rescan_extra();
-      info = registered(key);
-    }
-    if (!info) {
-      info = llamacpp_name(key);
+      info = first_registered();
     }
     return info;
   }
 
-  // llama.cpp's names, after every name of ours: a --models-dir file's stem
-  // ("X" for extra.X.gguf) or folder, then a hub model "org/repo:TAG" whose
-  // file is in the hub cache (or whose download was asked for).
+  // llama.cpp's names, after every name of ours and every alias: a hub
+  // model "org/repo:TAG" whose file is in the hub cache (or whose download
+  // was asked for). A --models-dir stem is one of our own names already
+  // (name_candidates: "X" -> "extra.X.gguf", "extra.X").
   std::optional<ModelInfo> llamacpp_name(const std::string& key) {
-    if (!sources.extra_models_dir.empty() && key.find('/') == std::string::npos) {
-      for (int pass = 0; pass < 2; ++pass) {
-        for (const std::string& extra_name : {std::string(kExtraPrefix) + key + ".gguf",
-                                              std::string(kExtraPrefix) + key}) {
-          if (auto found = registered(extra_name)) {
-            return found;
-          }
-        }
-        if (pass == 0) {
-          rescan_extra();
-        }
-      }
-    }
     if (!is_hub_model_name(key)) {
       return std::nullopt;
     }
@@ -284,6 +291,20 @@ struct ModelCatalogue::State {
       info = with_options(*info);
     }
     return info;
+  }
+
+  // The entry after the reload check: the name as lookup_model() finds it,
+  // else as the alias it is (aliases.json).
+  std::optional<ModelInfo> lookup(std::string_view name) {
+    refresh_files();
+    if (auto info = lookup_model(name)) {
+      return info;
+    }
+    auto target = aliases.follow(name);
+    if (target.ok() && target->has_value()) {
+      return lookup_model(**target);
+    }
+    return llamacpp_name(std::string(name));
   }
 
   std::optional<std::vector<std::string>> flm_list() const {
@@ -325,6 +346,10 @@ Result<std::unique_ptr<ModelCatalogue>> ModelCatalogue::open(CatalogueSources so
   }
   s.refresh_files();
   s.rescan_extra();
+  if (Status migrated = cat->migrate_saved_options(); !migrated.ok()) {
+    logger("models")->warn("recipe_options.json not migrated to canonical ids: {}",
+                           migrated.error().message());
+  }
   MutexLock lock(s.mu);
   logger("models")->info("catalogue: {} built-in, {} user, {} extra models",
                          s.builtin.entries.size(), s.user.entries.size(), s.extra.entries.size());
@@ -347,7 +372,7 @@ Result<ModelInfo> ModelCatalogue::resolve(std::string_view name) const {
   if (info && info->source == ModelSource::kExtraDir && !extra_files_present(*info)) {
     // The files moved or vanished since the last scan.
     s.rescan_extra();
-    info = s.registered(std::string(name));
+    info = s.registered(info->name);
   }
   if (!info) {
     return Error(ErrorCode::kModelNotFound, "model '" + std::string(name) + "' not found", "model");
@@ -424,12 +449,20 @@ Status ModelCatalogue::save_options(const std::string& name, const nlohmann::jso
   if (s.options_file.path().empty()) {
     return Error(ErrorCode::kInternal, "no cache directory: cannot save load options");
   }
+  // Under the model's canonical id, as Lemonade 11 keys the file; a key of
+  // the same model in 9.4.1's form goes, so that one entry holds its options.
+  s.refresh_files();
+  auto info = s.lookup(name);
+  const std::string key = info ? canonical_model_id(*info) : name;
   MutexLock write(s.write_mu);
   auto file = read_json_object_for_update(s.options_file.path());
   if (!file.ok()) {
     return std::move(file).error();
   }
-  (*file)[name] = nlohmann::ordered_json(options);
+  if (info && info->name != key) {
+    file->erase(info->name);
+  }
+  (*file)[key] = nlohmann::ordered_json(options);
   Status written = write_file_atomically(s.options_file.path(), file->dump(2) + "\n");
   s.refresh_files();
   return written;
@@ -453,6 +486,128 @@ std::vector<ModelInfo> ModelCatalogue::hub_models() const {
     out.push_back(hub_gguf_model(gguf));
   }
   return out;
+}
+
+nlohmann::json ModelCatalogue::saved_entry(std::string_view name) const {
+  State& s = *state_;
+  auto info = s.lookup(name);
+  if (!info) {
+    return nlohmann::json::object();
+  }
+  MutexLock lock(s.mu);
+  for (const std::string& key : {canonical_model_id(*info), info->name}) {
+    if (auto it = s.saved_options.find(key); it != s.saved_options.end() && it->is_object()) {
+      return *it;
+    }
+  }
+  return nlohmann::json::object();
+}
+
+Status ModelCatalogue::forget_options(std::string_view name) {
+  State& s = *state_;
+  auto info = s.lookup(name);
+  if (!info || s.options_file.path().empty()) {
+    return ok_status();
+  }
+  MutexLock write(s.write_mu);
+  auto file = read_json_object_for_update(s.options_file.path());
+  if (!file.ok()) {
+    return std::move(file).error();
+  }
+  const bool erased = file->erase(canonical_model_id(*info)) + file->erase(info->name) > 0;
+  if (!erased) {
+    return ok_status();
+  }
+  Status written = write_file_atomically(s.options_file.path(), file->dump(2) + "\n");
+  s.refresh_files();
+  return written;
+}
+
+std::optional<std::string> ModelCatalogue::internal_name(std::string_view name) const {
+  auto info = state_->lookup(name);
+  if (!info || info->name == name) {
+    return std::nullopt;
+  }
+  return std::move(info->name);
+}
+
+std::string ModelCatalogue::public_id(const ModelInfo& info) const {
+  State& s = *state_;
+  bool builtin_named = false;
+  if (info.name.starts_with(kUserPrefix)) {
+    MutexLock lock(s.mu);
+    builtin_named = s.builtin.find(info.name.substr(kUserPrefix.size())) != nullptr;
+  }
+  return public_model_id(info, builtin_named);
+}
+
+std::string ModelCatalogue::public_id_of(std::string_view internal) const {
+  if (!internal.starts_with(kUserPrefix)) {
+    return std::string(internal);
+  }
+  State& s = *state_;
+  MutexLock lock(s.mu);
+  const std::string bare(internal.substr(kUserPrefix.size()));
+  return s.builtin.find(bare) != nullptr ? std::string(internal) : bare;
+}
+
+const AliasBook& ModelCatalogue::aliases() const {
+  return state_->aliases;
+}
+
+AliasBook& ModelCatalogue::aliases() {
+  return state_->aliases;
+}
+
+Status ModelCatalogue::migrate_saved_options() {
+  State& s = *state_;
+  if (s.options_file.path().empty()) {
+    return ok_status();
+  }
+  MutexLock write(s.write_mu);
+  auto file = read_json_object_for_update(s.options_file.path());
+  if (!file.ok()) {
+    return std::move(file).error();
+  }
+  nlohmann::ordered_json migrated = nlohmann::ordered_json::object();
+  int moved = 0;
+  for (auto& [key, value] : file->items()) {
+    bool builtin_key = false;
+    if (!key.starts_with(kUserPrefix) && !key.starts_with(kExtraPrefix) &&
+        !key.starts_with(kBuiltinPrefix)) {
+      MutexLock lock(s.mu);
+      builtin_key = s.builtin.find(key) != nullptr;
+    }
+    const std::string to = builtin_key ? std::string(kBuiltinPrefix) + key : key;
+    if (builtin_key && file->contains(to)) {
+      continue;  // both forms: the canonical one stays
+    }
+    moved += builtin_key ? 1 : 0;
+    migrated[to] = value;
+  }
+  if (moved == 0) {
+    return ok_status();
+  }
+  // The file as Lemonade 9.4.1 wrote it stays beside the new one.
+  const fs::path kept = s.options_file.path().string() + ".9.4.1";
+  std::error_code ec;
+  if (!fs::exists(kept, ec)) {
+    std::ifstream in(s.options_file.path(), std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    if (Status saved = write_file_atomically(kept, text.str()); !saved.ok()) {
+      return saved;
+    }
+  }
+  Status written = write_file_atomically(s.options_file.path(), migrated.dump(2) + "\n");
+  if (written.ok()) {
+    logger("models")->info(
+        "recipe_options.json: {} built-in model keys moved to their canonical "
+        "ids (builtin.<name>); the old file is kept as {}",
+        moved, kept.string());
+  }
+  s.refresh_files();
+  return written;
 }
 
 std::vector<std::string> ModelCatalogue::some_available_names(std::size_t n) const {

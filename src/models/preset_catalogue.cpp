@@ -277,6 +277,13 @@ Result<ModelInfo> PresetCatalogue::resolve(std::string_view name) const {
   return models_.resolve(name);
 }
 
+std::optional<std::string> PresetCatalogue::internal_name(std::string_view name) const {
+  if (name.starts_with(kPresetPrefix) || name.find('~') != name.npos) {
+    return std::nullopt;
+  }
+  return models_.internal_name(name);
+}
+
 Status PresetCatalogue::check_model_exists(const Preset& preset) const {
   if (preset.model_kind() == PresetModelKind::kCatalogue && !models_.find(preset.model)) {
     return Error(ErrorCode::kInvalidRequest,

@@ -1,5 +1,7 @@
 #include "lemon/models/user_registration.h"
 
+#include "lemon/models/model_names.h"
+
 #include <set>
 
 #include "lemon/models/hf_cache.h"
@@ -89,6 +91,9 @@ bool has_registration_fields(const nlohmann::json& body) {
 
 Result<UserModelRegistration> parse_user_registration(std::string_view model_name,
                                                       const nlohmann::json& body) {
+  if (Status name = check_registration_name(model_name); !name.ok()) {
+    return std::move(name).error();
+  }
   if (!model_name.starts_with("user.")) {
     return bad(
         "when 'checkpoint' or 'recipe' is given, the model name must start with 'user.' "
@@ -102,6 +107,22 @@ Result<UserModelRegistration> parse_user_registration(std::string_view model_nam
     return std::move(key).error();
   }
 
+  for (const char* field : {"source", "registry_source"}) {
+    auto it = body.find(field);
+    if (it == body.end() || it->is_null()) {
+      continue;
+    }
+    const std::string source = it->is_string() ? it->get<std::string>() : it->dump();
+    const bool hub = source == "huggingface" || source == "hf";
+    const bool local =
+        std::string_view(field) == "source" && (source == "local_path" || source == "local_upload");
+    if (!hub && !local) {
+      return bad("Unsupported model source '" + source +
+                     "': this router downloads from Hugging Face ('huggingface') or registers "
+                     "local files ('local_path', 'local_upload')",
+                 field);
+    }
+  }
   auto recipe = body.find("recipe");
   if (recipe == body.end() || !recipe->is_string() || recipe->get<std::string>().empty()) {
     return bad("'recipe' is required to register a new model", "recipe");

@@ -13,6 +13,7 @@
 #include "lemon/core/log.h"
 #include "request_reader.h"
 #include "response_writer.h"
+#include "websocket_loop.h"
 
 namespace lemon::net::detail {
 namespace {
@@ -140,6 +141,9 @@ ClientConnection::After ClientConnection::serve(bool may_park) {
     const bool stopping = context_.stopping->load(std::memory_order_relaxed);
     ResponseMode mode{outcome.head_request, outcome.http10, outcome.keep_alive && !stopping};
     SocketResponseWriter writer(fd_.get(), mode, context_.stopping, options.write_timeout);
+    if (context_.websockets != nullptr && !stopping) {
+      writer.allow_upgrade(context_.websockets, &pending_.remote_addr);
+    }
     // Idle from the moment the client can see the response end, not from
     // when this thread gets back here: a connection served earlier is never
     // younger than one served later (issue #23).
@@ -158,6 +162,17 @@ ClientConnection::After ClientConnection::serve(bool may_park) {
       threw = true;
       logger("http")->error("handler for {} {} threw a non-standard exception", request.method,
                             request.path);
+    }
+    if (auto upgrade = writer.take_upgrade()) {
+      // A WebSocket now (its 101 is out): the WebSocket thread serves it,
+      // from the bytes that came after the handshake on.
+      reader_.done_with_body();
+      std::string already_read = reader_.take_buffered();
+      std::string remote_addr = pending_.remote_addr;
+      pending_.release();
+      context_.websockets->adopt(fd_.release(), std::move(remote_addr), std::move(already_read),
+                                 std::move(upgrade->handler), upgrade->max_message);
+      return After::kClosed;
     }
     if (!writer.headers_sent()) {
       if (!threw) {

@@ -23,12 +23,15 @@
 
 namespace lemon::net::detail {
 
+class WebSocketLoop;
+
 struct ConnectionContext {
   const ServerOptions* options = nullptr;
   const Handler* handler = nullptr;
   int stop_fd = -1;  // readable once the server stops
   const std::atomic<bool>* stopping = nullptr;
-  RequestMemory* memory = nullptr;  // shared by every connection
+  RequestMemory* memory = nullptr;      // shared by every connection
+  WebSocketLoop* websockets = nullptr;  // where upgraded connections go
 };
 
 // An accepted socket and what counts it as open.

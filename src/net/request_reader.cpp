@@ -280,6 +280,7 @@ ReadOutcome RequestReader::read(Request& request) {
                         "malformed request: the request target is not valid UTF-8"));
   }
   request.headers = std::move(head.headers);
+  request.http10 = out.http10;
   request.context.reset();
   request.body.clear();
   request.body.shrink_to_fit();

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "io.h"
 #include "lemon/core/error.h"
@@ -70,6 +71,8 @@ class RequestReader {
 
   // Bytes of a next request already received (a pipelined request).
   bool has_buffered_bytes() const { return !buf_.empty(); }
+  // Those bytes, taken away (a connection upgraded to a WebSocket).
+  std::string take_buffered() { return std::exchange(buf_, std::string()); }
   // The last request's body is done with: its bytes go back to `memory` now
   // rather than at the next read (a connection about to be parked).
   void done_with_body() {

@@ -11,6 +11,7 @@
 #include "io.h"
 #include "lemon/core/error_envelope.h"
 #include "lemon/core/log.h"
+#include "websocket_loop.h"
 #include "wire_parser.h"
 
 namespace lemon::net::detail {
@@ -125,6 +126,43 @@ bool SocketResponseWriter::write(iovec* iov, int count) {
     state_ = State::kFailed;
     return false;
   }
+  return true;
+}
+
+bool SocketResponseWriter::upgrade_to_websocket(std::string_view accept, const Headers& headers,
+                                                std::shared_ptr<WebSocketHandler> handler,
+                                                std::size_t max_message) {
+  if (state_ != State::kIdle || upgrade_loop_ == nullptr || remote_addr_ == nullptr || !handler ||
+      mode_.http10) {
+    return false;
+  }
+  if (!upgrade_loop_->reserve(*remote_addr_)) {
+    return false;
+  }
+  std::string head =
+      "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+      "Sec-WebSocket-Accept: ";
+  head += accept;
+  head += "\r\n";
+  for (const auto& [name, value] : headers.fields()) {
+    if (safe_field(name) && value.find_first_of("\r\n") == std::string::npos) {
+      head += name;
+      head += ": ";
+      head += value;
+      head += "\r\n";
+    }
+  }
+  head += "Server: lemonade-router\r\n";
+  head += date_field();
+  head += "\r\n";
+  iovec iov{head.data(), head.size()};
+  if (!write(&iov, 1)) {
+    upgrade_loop_->unreserve(*remote_addr_);
+    return true;  // the client is gone; nothing more can be written
+  }
+  state_ = State::kUpgraded;
+  keep_alive_ = false;
+  upgrade_ = Upgrade{std::move(handler), max_message};
   return true;
 }
 

@@ -10,14 +10,18 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "lemon/core/error.h"
 #include "lemon/net/server.h"
 
 namespace lemon::net::detail {
+
+class WebSocketLoop;
 
 struct ResponseMode {
   bool head_request = false;  // HEAD: write no body
@@ -41,6 +45,23 @@ class SocketResponseWriter final : public ResponseWriter {
   bool client_connected() override;
   bool keep_serving_half_closed() override;
   int client_fd() const override { return fd_; }
+  bool upgrade_to_websocket(std::string_view accept, const Headers& headers,
+                            std::shared_ptr<WebSocketHandler> handler,
+                            std::size_t max_message) override;
+
+  // Lets upgrade_to_websocket() hand the connection (from `remote_addr`) to
+  // `loop`; without it the writer cannot upgrade.
+  void allow_upgrade(WebSocketLoop* loop, const std::string* remote_addr) {
+    upgrade_loop_ = loop;
+    remote_addr_ = remote_addr;
+  }
+  // What upgrade_to_websocket() answered with 101: the connection is the
+  // WebSocket loop's to adopt (its place there reserved).
+  struct Upgrade {
+    std::shared_ptr<WebSocketHandler> handler;
+    std::size_t max_message = 0;
+  };
+  std::optional<Upgrade> take_upgrade() { return std::exchange(upgrade_, std::nullopt); }
 
   // Answers `error` with the one error envelope (lemon/core/error_envelope.h,
   // Content-Type application/json), with Retry-After when it carries one.
@@ -63,7 +84,7 @@ class SocketResponseWriter final : public ResponseWriter {
   void set_end_listener(EndListener* listener) { end_listener_ = listener; }
 
  private:
-  enum class State { kIdle, kChunked, kDone, kFailed };
+  enum class State { kIdle, kChunked, kDone, kFailed, kUpgraded };
 
   std::string build_head(int status, const Headers& headers,
                          std::optional<std::size_t> content_length, bool chunked);
@@ -86,6 +107,9 @@ class SocketResponseWriter final : public ResponseWriter {
   bool event_stream_ = false;  // chunked text/event-stream: comments are harmless
   std::string tail_;           // the stream's last bytes, to find event boundaries
   EndListener* end_listener_ = nullptr;
+  WebSocketLoop* upgrade_loop_ = nullptr;
+  const std::string* remote_addr_ = nullptr;
+  std::optional<Upgrade> upgrade_;
 };
 
 }  // namespace lemon::net::detail

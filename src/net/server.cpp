@@ -21,6 +21,7 @@
 #include "connection_workers.h"
 #include "io.h"
 #include "lemon/core/log.h"
+#include "websocket_loop.h"
 
 namespace lemon::net {
 namespace {
@@ -88,6 +89,7 @@ class Server::Impl {
         stop_fd_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)),
         memory_(options_.max_request_memory),
         registry_({options_.max_connections, options_.max_connections_per_client}),
+        websockets_(options_.websocket),
         // Room for connections closed to make room but not yet gone.
         workers_(options_.max_connections + kEvictionSlack, options_.spare_threads,
                  options_.thread_stack_bytes, options_.keep_alive_timeout, options_.park_after) {
@@ -96,6 +98,7 @@ class Server::Impl {
     context_.stop_fd = stop_fd_.get();
     context_.stopping = &stopping_;
     context_.memory = &memory_;
+    context_.websockets = &websockets_;
   }
 
   ~Impl() {
@@ -105,12 +108,15 @@ class Server::Impl {
     lock.unlock();
     workers_.shutdown();
     workers_.join_all();
+    websockets_.stop();
+    websockets_.join();
   }
 
   Result<int> bind(const std::string& host, int port);
   void run();
   void stop();
   int open_connections() const { return workers_.open_connections(); }
+  int open_websockets() const { return websockets_.open(); }
 
  private:
   void accept_loop(int listen_fd);
@@ -121,6 +127,7 @@ class Server::Impl {
   UniqueFd stop_fd_;
   detail::RequestMemory memory_;
   detail::ConnectionRegistry registry_;
+  detail::WebSocketLoop websockets_;  // before workers_: their connections upgrade into it
   std::atomic<bool> stopping_{false};
   detail::ConnectionContext context_;
   std::vector<UniqueFd> listeners_;
@@ -279,6 +286,10 @@ void Server::Impl::run() {
   listeners_.clear();  // closes the listening sockets
   workers_.shutdown();
   workers_.join_all();
+  // No connection is left to upgrade: the WebSockets end (their close
+  // handshakes bounded) and their thread with them.
+  websockets_.stop();
+  websockets_.join();
   MutexLock lock(mu_);
   running_ = false;
   run_cv_.notify_all();
@@ -293,6 +304,7 @@ void Server::Impl::stop() {
     logger("http")->error("cannot signal server stop: {}", detail::errno_text(errno));
   }
   workers_.shutdown();
+  websockets_.stop();
 }
 
 Server::Server(ServerOptions options, Handler handler) {
@@ -318,6 +330,10 @@ void Server::stop() {
 
 int Server::open_connections() const {
   return impl_->open_connections();
+}
+
+int Server::open_websockets() const {
+  return impl_->open_websockets();
 }
 
 }  // namespace lemon::net

@@ -136,6 +136,17 @@ std::string ollama_port_check(const std::string& text) {
   return digits && std::stoi(text) <= 65535 ? std::string() : "expected a port from 0 to 65535";
 }
 
+std::string websocket_port_check(const std::string& text) {
+  if (text == "auto" || text == "off") {
+    return std::string();
+  }
+  const bool digits =
+      !text.empty() && text.size() <= 5 &&
+      std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  return digits && std::stoi(text) <= 65535 ? std::string()
+                                            : "expected a port from 0 to 65535, auto or off";
+}
+
 std::vector<Setting> build_table() {
   return {
       // The load options: also each model's (POST /load, recipe_options.json).
@@ -384,6 +395,10 @@ std::vector<Setting> build_table() {
           "given without a value)")
           .check(text_check(ollama_port_check))
           .default_not_shown(),
+      text("--websocket-port", "auto",
+           "Also serve the WebSocket routes (/realtime, /logs/stream) on this port, which "
+           "/health reports as websocket_port: a port, auto (any free one) or off")
+          .check(text_check(websocket_port_check)),
       list("--cors-origins",
            "Comma-separated origins allowed to call the API from a browser ('*' for any)")
           .live(),

@@ -56,11 +56,18 @@ const char* router_event_name(RouterEvent::Kind kind) {
 Router::Router(const ModelResolver& models, ServerFactory& factory, RouterConfig config)
     : parts_(std::make_unique<RouterParts>(models, factory, std::move(config))) {}
 
-Router::~Router() = default;  // RouterParts' destructor shuts down
+Router::~Router() = default;
 
-Result<Lease> Router::acquire(std::string_view model_name, const WaitHooks& hooks,
+std::string Router::named(std::string_view model_name) const {
+  auto internal = parts_->models.internal_name(model_name);
+  return internal ? std::move(*internal) : std::string(model_name);
+}  // RouterParts' destructor shuts down
+
+Result<Lease> Router::acquire(std::string_view asked, const WaitHooks& hooks,
                               std::optional<ModelType> required,
                               std::optional<KeepAlive> keep_alive) {
+  // Every form of a model's name reaches its servers (ModelResolver::internal_name).
+  const std::string model_name = named(asked);
   RouterParts& p = *parts_;
   // Counts this request against --max-queued-requests once it waits.
   WaitQuota::Place place(p.quota);
@@ -113,8 +120,10 @@ void Router::unpin_backend_slot(std::uint64_t server_id, int backend_slot) {
   parts_->table.unpin_backend_slot(server_id, backend_slot);
 }
 
-Status Router::load(std::string_view model_name, const RecipeOptions& request_options,
+Status Router::load(std::string_view asked, const RecipeOptions& request_options,
                     const WaitHooks& hooks, const LoadStanding& standing) {
+  // Every form of a model's name reaches its servers (ModelResolver::internal_name).
+  const std::string model_name = named(asked);
   auto made = make_load_job(parts_->models, *parts_->settings.now(), model_name, request_options);
   if (!made.ok()) {
     return std::move(made).error();
@@ -132,7 +141,9 @@ long long Router::saved_slot_bytes(const std::string& model) const {
   return parts_->config.slot_store != nullptr ? parts_->config.slot_store->saved_bytes(model) : 0;
 }
 
-Status Router::set_pinned(std::string_view model_name, bool pinned) {
+Status Router::set_pinned(std::string_view asked, bool pinned) {
+  // Every form of a model's name reaches its servers (ModelResolver::internal_name).
+  const std::string model_name = named(asked);
   switch (parts_->table.update_standing(model_name, {pinned, std::nullopt}, nullptr)) {
     case StandingUpdate::kNotLoaded:
       return Error(ErrorCode::kModelNotLoaded,
@@ -146,7 +157,9 @@ Status Router::set_pinned(std::string_view model_name, bool pinned) {
   return ok_status();
 }
 
-Status Router::unload(std::string_view model_name) {
+Status Router::unload(std::string_view asked) {
+  // Every form of a model's name reaches its servers (ModelResolver::internal_name).
+  const std::string model_name = named(asked);
   const TableSnapshot table = parts_->table.snapshot();
   const GroupState* group = table.find(model_name);
   if (group == nullptr) {
@@ -157,7 +170,9 @@ Status Router::unload(std::string_view model_name) {
   return ok_status();
 }
 
-Router::LoadBlock Router::block_loads(std::string_view model_name) {
+Router::LoadBlock Router::block_loads(std::string_view asked) {
+  // Every form of a model's name reaches its servers (ModelResolver::internal_name).
+  const std::string model_name = named(asked);
   parts_->queue.block(model_name);
   return LoadBlock(&parts_->queue, std::string(model_name));
 }

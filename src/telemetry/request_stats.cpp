@@ -10,6 +10,7 @@ nlohmann::json RequestStats::to_json() const {
           {"input_tokens", input_tokens},
           {"output_tokens", output_tokens},
           {"prompt_tokens", prompt_tokens},
+          {"cache_tokens", cache_tokens ? nlohmann::json(*cache_tokens) : nlohmann::json(nullptr)},
           {"decode_token_times", decode_token_times}};
 }
 

@@ -212,6 +212,9 @@ function choose(selectId, value) {
 
 const streamsLive = `document.getElementById("events-state").dataset.state === "live" &&
   document.getElementById("logs-state").dataset.state === "live"`;
+// "websocket" while the log comes over /api/v1/logs/stream's WebSocket,
+// "events" once the page fell back to its SSE stream.
+const logTransport = `document.getElementById("logs-state").dataset.transport`;
 
 let root;
 let hub;
@@ -241,6 +244,7 @@ before(async () => {
   await page.watchConsole();
   await page.goto(`http://127.0.0.1:${router.port}/`);
   await page.waitFor("the event and log streams", streamsLive);
+  assert.equal(await page.evaluate(logTransport), "websocket", "the log comes over the WebSocket");
 });
 
 after(async () => {
@@ -298,19 +302,20 @@ test("the unload button unloads the model", async () => {
 });
 
 test("the load button loads the model chosen in the picker", async () => {
+  // The picker lists models by their Lemonade 11 id: "quick" for user.quick.
   await page.waitFor(
-    "user.quick in the model picker",
-    `[...document.getElementById("model-picker").options].some((o) => o.value === "user.quick")`,
+    "quick in the model picker",
+    `[...document.getElementById("model-picker").options].some((o) => o.value === "quick")`,
   );
   await page.evaluate(`(() => {
     const picker = document.getElementById("model-picker");
-    picker.value = "user.quick";
+    picker.value = "quick";
     picker.dispatchEvent(new Event("change"));
   })()`);
   await page.click("#load-button");
   await until("user.quick to be loaded", async () => (await loadedModels(router.port)).includes("user.quick"));
   await page.waitFor("user.quick ready in the table", `${rowState("user.quick")} === "ready"`);
-  await page.waitFor("the load to be reported", `document.getElementById("manage-status").textContent.includes("user.quick loaded")`);
+  await page.waitFor("the load to be reported", `document.getElementById("manage-status").textContent.includes("quick loaded")`);
   await post(router.port, "unload", { model_name: "user.quick" });
   await page.waitFor("the row to go", `!document.querySelector('${rowSelector("user.quick")}')`);
   assertNoProblems(page);
@@ -387,10 +392,10 @@ test("the pull button downloads a model with a progress bar", async () => {
   // The hub holds the file back halfway until the rule is cleared.
   await setHubRules(hub, [{ path: HUB_FILE, stall_after_bytes: HUB_FILE_SIZE / 2 }]);
   await page.waitFor(
-    "user.hub in the picker, not downloaded",
-    `[...document.querySelectorAll('#model-picker optgroup[label="Not downloaded"] option')].some((o) => o.value === "user.hub")`,
+    "hub in the picker, not downloaded",
+    `[...document.querySelectorAll('#model-picker optgroup[label="Not downloaded"] option')].some((o) => o.value === "hub")`,
   );
-  assert.ok(await choose("model-picker", "user.hub"));
+  assert.ok(await choose("model-picker", "hub"));
   await page.click("#pull-button");
   const stalled = await fetch(
     `http://127.0.0.1:${hub.port}/_fake/wait?event=stalled&path=${HUB_FILE}&timeout_ms=30000`,
@@ -408,13 +413,13 @@ test("the pull button downloads a model with a progress bar", async () => {
   await setHubRules(hub, []);
   await page.waitFor(
     "the pull to finish",
-    `document.getElementById("manage-status").textContent === "user.hub is downloaded"`,
+    `document.getElementById("manage-status").textContent === "hub is downloaded"`,
     30000,
   );
   assert.equal(await page.evaluate(`document.getElementById("pull-progress").value`), 100);
   await page.waitFor(
-    "user.hub listed as downloaded",
-    `[...document.querySelectorAll('#model-picker optgroup[label="Downloaded"] option')].some((o) => o.value === "user.hub")`,
+    "hub listed as downloaded",
+    `[...document.querySelectorAll('#model-picker optgroup[label="Downloaded"] option')].some((o) => o.value === "hub")`,
   );
   await page.waitFor("the queue to empty", `!document.querySelector("#queue .downloading")`);
   assertNoProblems(page);
@@ -515,9 +520,12 @@ test("asks for the API key once and keeps it for the session", async () => {
     const refusals = page.problems.splice(seen);
     assert.deepEqual(refusals.filter((p) => !p.includes("status of 401")), []);
 
-    // A reload uses the kept key: no form, no refusals.
+    // Without the key the socket could not be used: the SSE stream asked.
+    assert.equal(await page.evaluate(logTransport), "events");
+    // A reload uses the kept key: no form, no refusals, the log's socket.
     await page.goto(url);
     await page.waitFor("the streams", streamsLive);
+    assert.equal(await page.evaluate(logTransport), "websocket");
     await page.waitFor("user.quick ready in the table", `${rowState("user.quick")} === "ready"`);
     assert.equal(await page.evaluate(`document.getElementById("key-dialog").open`), false);
     assertNoProblems(page);

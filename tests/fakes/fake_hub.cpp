@@ -282,6 +282,24 @@ class Hub {
 
   // -- repositories --
 
+  // Every repository "org/name", sorted.
+  std::vector<std::string> repos() const {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (fs::directory_iterator org(root_, ec), end; !ec && org != end; org.increment(ec)) {
+      if (!org->is_directory(ec) || org->path().filename().string().starts_with(".")) {
+        continue;
+      }
+      for (fs::directory_iterator name(org->path(), ec); !ec && name != end; name.increment(ec)) {
+        if (name->is_directory(ec)) {
+          out.push_back(org->path().filename().string() + "/" + name->path().filename().string());
+        }
+      }
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
   bool repo_exists(const std::string& repo) const {
     std::error_code ec;
     return fs::is_directory(fs::path(root_) / repo, ec);
@@ -912,6 +930,44 @@ void add_routes(httplib::Server& server, Hub& hub, const std::string& base) {
                 {"gated", gated ? json("auto") : json(false)},
                 {"siblings", siblings}});
   };
+  // The hub's model search (GET /api/models?search=&filter=&limit=&sort=),
+  // as huggingface_hub's list_models reads it: an array of {id, modelId,
+  // downloads, likes, tags, pipeline_tag}; "filter=gguf" keeps repositories
+  // holding a .gguf file.
+  server.Get("/api/models", [&hub](const httplib::Request& req, httplib::Response& res) {
+    hub.log_request(req, 200, "");
+    const std::string search = req.get_param_value("search");
+    const bool gguf_only = req.get_param_value("filter") == "gguf";
+    const int limit = req.has_param("limit") ? std::stoi(req.get_param_value("limit")) : 1000;
+    auto lower = [](std::string s) {
+      std::transform(s.begin(), s.end(), s.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      return s;
+    };
+    json out = json::array();
+    for (const std::string& repo : hub.repos()) {
+      if (static_cast<int>(out.size()) >= limit) {
+        break;
+      }
+      if (lower(repo).find(lower(search)) == std::string::npos) {
+        continue;
+      }
+      const auto files = hub.files(repo);
+      const bool has_gguf = std::any_of(files.begin(), files.end(), [](const FileInfo& f) {
+        return f.rel.size() > 5 && f.rel.substr(f.rel.size() - 5) == ".gguf";
+      });
+      if (gguf_only && !has_gguf) {
+        continue;
+      }
+      out.push_back({{"id", repo},
+                     {"modelId", repo},
+                     {"downloads", 0},
+                     {"likes", 0},
+                     {"tags", has_gguf ? json::array({"gguf"}) : json::array()},
+                     {"pipeline_tag", "text-generation"}});
+    }
+    reply_json(res, 200, out);
+  });
   server.Get(R"(/api/models/([^/]+)/([^/]+)/revision/([^/]+))", listing);
   server.Get(R"(/api/models/([^/]+)/([^/]+))", listing);
 

@@ -111,7 +111,10 @@ TEST_F(AuthTest, EveryRouteNeedsAKeyWithItsScope) {
     const std::string route = entry["route"];
     const std::string scope = entry["scope"];
     ++by_scope[scope];
-    const std::string method = route.substr(0, route.find(' '));
+    // A WebSocket route is asked with an upgrade (a GET); without a key it
+    // opens, and its client must then authenticate in-band.
+    const bool socket = route.starts_with("WEBSOCKET ");
+    const std::string method = socket ? "GET" : route.substr(0, route.find(' '));
     std::string path = route.substr(route.find(' ') + 1);
     if (const auto id = path.find("{id}"); id != std::string::npos) {
       path.replace(id, 4, "x");
@@ -129,10 +132,18 @@ TEST_F(AuthTest, EveryRouteNeedsAKeyWithItsScope) {
       if (takes_body) {
         headers.emplace_back("Content-Type", "text/plain");
       }
+      if (socket) {
+        headers.insert(headers.end(), {{"Upgrade", "websocket"},
+                                       {"Connection", "Upgrade"},
+                                       {"Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="},
+                                       {"Sec-WebSocket-Version", "13"}});
+      }
       return status_only(port(), method, path, headers, takes_body ? "x" : "");
     };
     const int without = send("");
-    if (scope == "public") {
+    if (socket) {
+      EXPECT_EQ(without, 101) << route << " opens for an in-band auth message";
+    } else if (scope == "public") {
       EXPECT_NE(without, 401) << route;
     } else {
       EXPECT_EQ(without, 401) << route << " answers without a key";
@@ -144,7 +155,9 @@ TEST_F(AuthTest, EveryRouteNeedsAKeyWithItsScope) {
       const bool allowed = *wanted == auth::Scope::kPublic ||
                            (static_cast<int>(*wanted) & static_cast<int>(*held)) != 0;
       const int status = send(key);
-      if (allowed) {
+      if (allowed && socket) {
+        EXPECT_EQ(status, 101) << route << " (" << scope << ") refused a " << key_scope << " key";
+      } else if (allowed) {
         EXPECT_TRUE(status != 401 && status != 403 && status > 0)
             << route << " (" << scope << ") refused a " << key_scope << " key: " << status;
       } else {
@@ -181,7 +194,7 @@ TEST_F(AuthTest, AModelListLimitsWhatAKeySeesAndUses) {
   };
   HttpReply models = as("k-chat", "GET", "/v1/models");
   ASSERT_EQ(models.status, 200) << models.body;
-  EXPECT_EQ(names(models, "data", "id"), std::vector<std::string>{"user.a"});
+  EXPECT_EQ(names(models, "data", "id"), std::vector<std::string>{"a"});
   HttpReply all = as("k-all", "GET", "/v1/models");
   EXPECT_EQ(names(all, "data", "id").size(), 2u) << all.body;
   HttpReply tags = as("k-chat", "GET", "/api/tags");

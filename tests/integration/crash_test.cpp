@@ -93,5 +93,29 @@ TEST_F(CrashTest, ACrashDuringANonStreamingRequestIsAnErrorEnvelope) {
   EXPECT_TRUE(eventually([&] { return !loaded_entry(health(port()), "user.a").has_value(); }));
 }
 
+// A backend that dies under a non-streaming request before it answered has
+// sent nothing the client saw: the model is loaded again and the request
+// sent once more (a stream that began is not).
+TEST_F(CrashTest, ANonStreamingRequestWhoseBackendDiedBeforeAnsweringIsSentAgainOnce) {
+  const std::string a = env_.add_llm("a");
+  env_.write_sidecar(a, {{"crash_on_request", 2}});
+  ASSERT_NO_FATAL_FAILURE(start_router());
+  pid_t first = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.a", &first));
+  ASSERT_EQ(chat(port(), "user.a").status, 200);
+  // The next server this model gets does not crash.
+  env_.write_sidecar(a, nlohmann::json::object());
+  HttpReply r = chat(port(), "user.a");
+  EXPECT_EQ(r.status, 200) << r.body;
+  // A closed connection is sent again at once, a reset one after
+  // --backend-retry-delay (it may be a restart under way).
+  EXPECT_EQ(
+      router().count_log("sending the request once more") + router().count_log("did not answer"), 1)
+      << router().log_text();
+  const int again = loaded_pid(port(), "user.a");
+  EXPECT_GT(again, 1);
+  EXPECT_NE(again, first) << "answered by the server loaded again";
+}
+
 }  // namespace
 }  // namespace lemon::testing

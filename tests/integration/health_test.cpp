@@ -103,9 +103,12 @@ TEST_F(HealthTest, ReportsEveryFieldOfTheLoadedServer) {
   ASSERT_TRUE(e["pid"].is_number_integer()) << e.dump();
   EXPECT_EQ(e["pid"], state["pid"]);
 
-  EXPECT_EQ(
-      h["max_models"],
-      (nlohmann::json{{"llm", 2}, {"embedding", 3}, {"reranking", 4}, {"audio", 5}, {"image", 6}}));
+  EXPECT_EQ(h["max_models"], (nlohmann::json{{"llm", 2},
+                                             {"embedding", 3},
+                                             {"reranking", 4},
+                                             {"audio", 5},
+                                             {"image", 6},
+                                             {"transcription", 5}}));
 }
 
 TEST_F(HealthTest, ModelLoadedIsTheMostRecentlyLoadedServer) {

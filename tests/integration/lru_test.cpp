@@ -86,9 +86,12 @@ TEST_F(LruTest, ListFormSetsALimitPerType) {
   env_.add_embedding("e2");
   env_.add_embedding("e3");
   ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "1", "2"}));
-  EXPECT_EQ(
-      health(port())["max_models"],
-      (nlohmann::json{{"llm", 1}, {"embedding", 2}, {"reranking", 1}, {"audio", 1}, {"image", 1}}));
+  EXPECT_EQ(health(port())["max_models"], (nlohmann::json{{"llm", 1},
+                                                          {"embedding", 2},
+                                                          {"reranking", 1},
+                                                          {"audio", 1},
+                                                          {"image", 1},
+                                                          {"transcription", 1}}));
 
   pid_t e1 = 0;
   ASSERT_NO_FATAL_FAILURE(load_ok("user.e1", &e1));

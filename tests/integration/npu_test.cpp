@@ -36,7 +36,7 @@ TEST_F(NpuTest, AnNpuWhisperModelEvictsTheFlmServerButNotACpuModel) {
   h = health(port());
   EXPECT_EQ(loaded_names(h), (Names{"user.cpu", "user.w"}));
   EXPECT_EQ(loaded_field(h, "user.w", "device"), "npu");
-  EXPECT_EQ(loaded_field(h, "user.w", "type"), "audio");
+  EXPECT_EQ(loaded_field(h, "user.w", "type"), "transcription") << "Lemonade 11's name";
   EXPECT_EQ(loaded_field(h, "user.cpu", "pid"), cpu);
   EXPECT_TRUE(flm_watch.wait_exit(kWait)) << "the flm server is still running";
   EXPECT_TRUE(router().wait_for_log("evicting 'user.f' (npu_exclusive)"));

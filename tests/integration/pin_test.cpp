@@ -120,10 +120,10 @@ TEST_F(PinTest, ASavedPinPinsTheModelAtEveryLoad) {
   auto models = http_get(port(), "/api/v1/models").json();
   bool listed = false;
   for (const auto& m : models["data"]) {
-    if (m["id"] == "user.m1") {
+    if (m["id"] == "m1") {
       listed = true;
       EXPECT_EQ(m["pinned"], true) << m;
-    } else if (m["id"] == "user.m2") {
+    } else if (m["id"] == "m2") {
       EXPECT_EQ(m["pinned"], false) << m;
     }
   }

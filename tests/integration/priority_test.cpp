@@ -76,9 +76,9 @@ TEST_F(PriorityTest, AnEqualOrHigherPriorityEvictsAsUsual) {
   for (const auto& m : listed["data"]) {
     priorities[m["id"].get<std::string>()] = m["priority"].get<int>();
   }
-  EXPECT_EQ(priorities["user.peer"], 3) << models.body;
-  EXPECT_EQ(priorities["user.high"], 0) << "a given priority lasts while the model is loaded";
-  EXPECT_EQ(priorities["user.low"], 0);
+  EXPECT_EQ(priorities["peer"], 3) << models.body;
+  EXPECT_EQ(priorities["high"], 0) << "a given priority lasts while the model is loaded";
+  EXPECT_EQ(priorities["low"], 0);
 }
 
 TEST_F(PriorityTest, AWaitingLoadThatNobodyWaitsForIsDropped) {

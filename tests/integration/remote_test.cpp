@@ -119,7 +119,7 @@ TEST_F(RemoteTest, AModelInUserModelsIsServedByAnotherRouterUnderItsOwnName) {
   bool listed = false;
   const json models = http_get(port(), "/api/v1/models").json();
   for (const auto& m : models["data"]) {
-    if (m["id"] == "user.far") {
+    if (m["id"] == "far") {
       listed = true;
       EXPECT_EQ(m["recipe"], "remote");
       EXPECT_EQ(m["downloaded"], true);
@@ -359,16 +359,16 @@ TEST_F(RemoteTest, DiscoveryListsAnotherRoutersModelsUnderAPrefixWithItsKey) {
   ASSERT_TRUE(eventually([&] {
     const json listed = http_get(port(), "/v1/models").json();
     for (const auto& m : listed["data"]) {
-      if (m["id"] == "gpu-box/user.a") {
+      if (m["id"] == "gpu-box/a") {
         return true;
       }
     }
     return false;
   })) << http_get(port(), "/v1/models").body;
-  HttpReply r = chat(port(), "gpu-box/user.a");
+  HttpReply r = chat(port(), "gpu-box/a");
   ASSERT_EQ(r.status, 200) << r.body;
-  EXPECT_EQ(r.json()["model"], "user.a") << "B's name for it";
-  EXPECT_EQ(remote_entry(port(), "gpu-box/user.a")["origin"], "discovery");
+  EXPECT_EQ(r.json()["model"], "a") << "B's name for it";
+  EXPECT_EQ(remote_entry(port(), "gpu-box/a")["origin"], "discovery");
 }
 
 TEST_F(RemoteTest, AnEndpointWhoseKeyVariableIsUnsetIsNeverCalled) {

@@ -283,8 +283,13 @@ std::vector<std::string> uncovered(const json& routes, const std::vector<Case>& 
   std::vector<std::string> missing;
   auto covered = [&](const std::string& method, const std::string& path) {
     return std::any_of(cases.begin(), cases.end(), [&](const Case& c) {
-      return c.listener == Listener::kMain && (method.empty() || c.method == method) &&
-             reaches(path, c.path);
+      // A WebSocket route is reached by a GET that asks for the upgrade.
+      const bool upgrade = std::any_of(c.headers.begin(), c.headers.end(), [](const auto& h) {
+        return h.first == "Upgrade" && h.second == "websocket";
+      });
+      const bool method_matches = method.empty() || c.method == method ||
+                                  (method == "WEBSOCKET" && c.method == "GET" && upgrade);
+      return c.listener == Listener::kMain && method_matches && reaches(path, c.path);
     });
   };
   const std::string v1 = api_prefixes().front();

@@ -186,7 +186,7 @@ void openai(PlanBuilder& p) {
   inference_refusals(p, "embeddings", embed);
 
   const json rerank = {{"model", "user.r"}, {"query", "q"}, {"documents", {"a", "b"}}};
-  for (const char* suffix : {"reranking", "rerank"}) {
+  for (const char* suffix : {"reranking", "rerank", "reranker"}) {
     p.post(V1 + suffix, rerank, "a rerank");
     p.post(V1 + suffix, json{{"model", "user.r"}, {"query", "q"}}, "no documents");
     inference_refusals(p, suffix, rerank);
@@ -356,6 +356,20 @@ void observe(PlanBuilder& p) {
     p.first_event(prefix + "events?backlog=1000", "the first event the router kept");
     p.first_event(prefix + "logs/stream?tail=1", "the last log line");
   }
+  // The WebSocket routes: a handshake without its key is refused before any
+  // upgrade; one with a version other than 13 is told which one to use.
+  for (const std::string& prefix : api_prefixes()) {
+    for (const char* socket : {"logs/stream", "realtime"}) {
+      Case& c = p.get(prefix + socket, "a WebSocket handshake without Sec-WebSocket-Key");
+      c.headers = {
+          {"Upgrade", "websocket"}, {"Connection", "Upgrade"}, {"Sec-WebSocket-Version", "13"}};
+    }
+  }
+  Case& old_version = p.get(V1 + "realtime", "a WebSocket handshake of another version");
+  old_version.headers = {{"Upgrade", "websocket"},
+                         {"Connection", "Upgrade"},
+                         {"Sec-WebSocket-Version", "8"},
+                         {"Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="}};
   p.send("HEAD", V1 + "events", "", "HEAD");
   p.get(V1 + "events?backlog=x", "a bad backlog");
   p.first_event(V1 + "logs/stream?tail=x", "a bad tail");
@@ -445,6 +459,63 @@ void unloads_and_errors(PlanBuilder& p) {
   p.post("/internal/shutdown", json::object(), "shut down (last)");
 }
 
+// Lemonade 11's routes: per-model options, registration, files, aliases,
+// the downloads the router owns and the registry (no hub answers here).
+void lemonade11(PlanBuilder& p) {
+  p.get(V1 + "models/a/options", "a model's options, by its bare name");
+  p.post(V1 + "models/user.a/options", {{"ctx_size", 2048}}, "save an option");
+  p.post(V1 + "models/a/options", {{"ctx_size", 1024}, {"dry_run", true}}, "a dry run");
+  p.post(V1 + "models/a/options", {{"bogus", 1}}, "an unknown option");
+  p.post(V1 + "models/a/options", {{"pinned", true}}, "a pin is no saved option");
+  p.send("DELETE", V1 + "models/a/options", "", "forget the options");
+  p.get(V1 + "models/user.nope/options", "an unknown model");
+  p.other_prefixes("GET", "models/a/options");
+  p.other_prefixes("POST", "models/a/options");
+  for (std::size_t i = 1; i < api_prefixes().size(); ++i) {
+    p.send("DELETE", api_prefixes()[i] + "models/user.nope/options", "",
+           "the route under another prefix");
+  }
+  p.get(V1 + "models/a/files", "a model's files");
+  p.get(V1 + "models/a/files?include_paths=true", "with their paths");
+  p.other_prefixes("GET", "models/a/files");
+  p.post(V1 + "models/register",
+         {{"model_name", "user.reg"}, {"checkpoint", "org/reg-GGUF:Q4_0"}, {"recipe", "llamacpp"}},
+         "register without a download");
+  p.post(
+      V1 + "models/register",
+      {{"model_name", "builtin.reg"}, {"checkpoint", "org/reg-GGUF:Q4_0"}, {"recipe", "llamacpp"}},
+      "a reserved name");
+  p.other_prefixes("POST", "models/register");
+  for (const std::string& aliases : {std::string("/internal/aliases"), V1 + "internal/aliases"}) {
+    p.post(aliases, {{"alias", "snap-alias"}, {"target", "a"}}, "set an alias");
+    p.get(aliases, "the aliases");
+    p.post(aliases, {{"alias", "a"}, {"target", "snap-alias"}}, "a model's own name");
+    p.post(aliases, {{"alias", "user.x"}, {"target", "a"}}, "a reserved prefix");
+    p.send("DELETE", aliases + "/snap-alias", "", "remove it");
+    p.send("DELETE", aliases + "/snap-alias", "", "an unknown alias");
+  }
+  p.other_prefixes("GET", "internal/aliases");
+  p.other_prefixes("POST", "internal/aliases");
+  for (std::size_t i = 1; i < api_prefixes().size(); ++i) {
+    p.send("DELETE", api_prefixes()[i] + "internal/aliases/none", "",
+           "the route under another prefix");
+  }
+  p.get(V1 + "downloads", "no download the router owns");
+  p.post(V1 + "downloads/control", {{"id", "model:x"}, {"action", "remove"}}, "remove an unknown");
+  p.post(V1 + "downloads/control", {{"id", "model:x"}, {"action", "pause"}}, "pause an unknown");
+  p.post(V1 + "downloads/control", {{"id", "model:x"}, {"action", "explode"}}, "an unknown action");
+  p.other_prefixes("GET", "downloads");
+  p.other_prefixes("POST", "downloads/control");
+  p.get(V1 + "registry/search?query=tiny", "a search the hub cannot answer");
+  p.get(V1 + "registry/search?query=ti", "a short query");
+  p.other_prefixes("GET", "registry/search?query=tiny");
+  p.get(V1 + "pull/variants?checkpoint=org/none", "a repository nobody has");
+  p.get(V1 + "pull/variants", "no checkpoint");
+  p.other_prefixes("GET", "pull/variants");
+  p.post(V1 + "models/check-updates", json::object(), "an update check");
+  p.other_prefixes("POST", "models/check-updates");
+}
+
 }  // namespace
 
 const std::vector<std::string>& api_prefixes() {
@@ -470,6 +541,7 @@ std::vector<Case> open_plan() {
   observe(p);
   internal(p);
   store(p);
+  lemonade11(p);
   dashboard(p);
   unloads_and_errors(p);
   return std::move(p.cases);

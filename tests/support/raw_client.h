@@ -135,6 +135,16 @@ class RawClient {
 
   const std::string& buffered() const { return buf_; }
 
+  // Exactly `n` bytes (consumed), or what came before EOF or the timeout.
+  std::string take(std::size_t n) {
+    while (buf_.size() < n && fill()) {
+    }
+    std::string out = buf_.substr(0, std::min(n, buf_.size()));
+    buf_.erase(0, out.size());
+    return out;
+  }
+  bool eof() const { return eof_; }
+
   // Lower-cased header lookup in a raw head.
   static std::string header(const std::string& head, std::string name) {
     std::string lower = head;

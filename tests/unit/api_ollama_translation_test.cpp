@@ -402,8 +402,9 @@ TEST(HttpOllamaModels, TagsEntryAndShow) {
   EXPECT_EQ(entry["details"], json::parse(R"({"parent_model": "", "format": "gguf",
       "family": "llamacpp", "families": ["llamacpp"], "parameter_size": "0.6B",
       "quantization_level": "Q4_0"})"));
-  const json show = ollama_show(qwen());
+  const json show = ollama_show(qwen(), 8192);
   EXPECT_EQ(show["capabilities"], json({"completion", "tools", "thinking"}));
+  EXPECT_EQ(show["parameters"], "num_ctx 8192") << "Lemonade 11 and Ollama show the context";
   ModelInfo vision = qwen();
   vision.checkpoints["mmproj"] = "unsloth/Qwen3-0.6B-GGUF:mmproj.gguf";
   EXPECT_TRUE(model_has_vision(vision));

@@ -521,6 +521,28 @@ TEST_F(ConfigTest, OllamaPort) {
   EXPECT_EQ(parse_ok({"--ollama-port", "12000"}).http.ollama_port, 12000);
 }
 
+// --websocket-port: a second listener for the WebSocket routes,
+// on any free port by default; config.json's websocket_port takes a number.
+TEST_F(ConfigTest, WebSocketPort) {
+  env_.unset("LEMONADE_WEBSOCKET_PORT");
+  EXPECT_EQ(parse_ok({}).http.websocket_port, 0) << "auto: any free port";
+  EXPECT_EQ(parse_ok({"--websocket-port", "auto"}).http.websocket_port, 0);
+  EXPECT_FALSE(parse_ok({"--websocket-port", "off"}).http.websocket_port.has_value());
+  EXPECT_EQ(parse_ok({"--websocket-port", "9001"}).http.websocket_port, 9001);
+  expect_usage_error({"--websocket-port", "70000"});
+  expect_usage_error({"--websocket-port", "on"});
+  expect_usage_error({"--websocket-port", ""});
+  env_.set("LEMONADE_WEBSOCKET_PORT", "off");
+  EXPECT_FALSE(parse_ok({}).http.websocket_port.has_value());
+  EXPECT_EQ(parse_ok({"--websocket-port", "9002"}).http.websocket_port, 9002);
+  env_.unset("LEMONADE_WEBSOCKET_PORT");
+  ParsedConfig from_file = parse_config(std::vector<std::string>{"lemonade-router"},
+                                        nlohmann::json{{"websocket_port", 9003}});
+  ASSERT_FALSE(from_file.exit_now) << from_file.message;
+  EXPECT_EQ(from_file.options.http.websocket_port, 9003);
+  EXPECT_EQ(from_file.provenance.sources.at("websocket_port"), "config.json");
+}
+
 TEST_F(ConfigTest, HelpExitsWithZero) {
   std::string out = expect_exit_zero({"--help"});
   EXPECT_NE(out.find("--max-loaded-models"), std::string::npos) << out;

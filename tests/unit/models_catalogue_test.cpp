@@ -198,7 +198,8 @@ TEST_F(ModelsCatalogue, UserModels) {
   write_cache_json("user_models.json", users, 1);
   auto cat = open(sources());
 
-  EXPECT_FALSE(cat->find("tiny").has_value());
+  ASSERT_TRUE(cat->find("tiny").has_value()) << "a bare name finds the user model";
+  EXPECT_EQ(cat->find("tiny")->name, "user.tiny");
   EXPECT_FALSE(cat->find("user.broken").has_value());
   auto tiny = cat->find("user.tiny");
   ASSERT_TRUE(tiny.has_value());

@@ -28,6 +28,9 @@ struct HttpResult {
   nlohmann::json json() const;  // discarded value if not JSON
 };
 
+// `text` percent-encoded for one segment of a URL path (libcurl's escaping).
+std::string path_segment(std::string_view text);
+
 class ServerClient {
  public:
   ServerClient(std::string host, int port, std::string api_key);

@@ -36,6 +36,7 @@ enum class ErrorCode {
   kHeadersTooLarge,       // head over the size or field-count limit
   kNotImplemented,        // a method, transfer coding or another API's route not implemented
   kVersionNotSupported,   // an HTTP major version other than 1
+  kUpgradeRequired,  // a WebSocket route asked without an upgrade, or another WebSocket version
 
   // Load failures that a retry cannot fix: never trigger evict-all.
   kModelFilesMissing,     // resolved file(s) absent on disk
@@ -70,6 +71,10 @@ enum class ErrorCode {
   kConfigFileInvalid,   // a JSON file the router must change is not a JSON object (a user's edit)
   kStorageReadOnly,     // a file cannot be written: its folder is read-only or not ours
   kConfigNotSaved,      // a setting applied to this run only: config.json could not be written
+  kReservedModelName,   // a registration under "builtin." or "extra." (Lemonade 11's ids)
+  kInvalidAlias,        // an alias that names itself or takes a reserved prefix
+  kAliasConflict,       // an alias that is a model's name, or that would loop
+  kAliasNotFound,       // DELETE of an alias that does not exist
 
   // Download failures (model store, backend installer).
   kRemoteNotFound,       // the hub/release server has no such repository, revision or file
@@ -102,6 +107,7 @@ inline constexpr ErrorCode kAllErrorCodes[] = {
     ErrorCode::kHeadersTooLarge,
     ErrorCode::kNotImplemented,
     ErrorCode::kVersionNotSupported,
+    ErrorCode::kUpgradeRequired,
     ErrorCode::kModelFilesMissing,
     ErrorCode::kInvalidUserArgs,
     ErrorCode::kUnknownRecipe,
@@ -130,6 +136,10 @@ inline constexpr ErrorCode kAllErrorCodes[] = {
     ErrorCode::kConfigFileInvalid,
     ErrorCode::kStorageReadOnly,
     ErrorCode::kConfigNotSaved,
+    ErrorCode::kReservedModelName,
+    ErrorCode::kInvalidAlias,
+    ErrorCode::kAliasConflict,
+    ErrorCode::kAliasNotFound,
     ErrorCode::kRemoteNotFound,
     ErrorCode::kRemoteUnauthorized,
     ErrorCode::kRemoteForbidden,

@@ -23,6 +23,9 @@ inline constexpr std::array<ModelType, kModelTypeCount> kAllModelTypes = {
 
 // "llm", "embedding", "reranking", "audio", "image".
 const char* model_type_name(ModelType type);
+// Lemonade 11's name: "transcription" for kAudio, else model_type_name().
+const char* lemonade11_type_name(ModelType type);
+// Either generation's name ("audio" or "transcription").
 std::optional<ModelType> parse_model_type(std::string_view name);
 
 // embedding/embeddings -> kEmbedding, reranking -> kReranking,

@@ -57,10 +57,18 @@ enum class RouteAccess {
 enum class KeyHeaders {
   kBearer,           // Authorization: Bearer <key>
   kBearerOrXApiKey,  // that, or x-api-key: <key> (Anthropic's Messages API)
+  kWebSocket,        // socket_key(): what a WebSocket's client can send
 };
 
 // The key the request presents, from the headers `keys` names.
 std::optional<std::string_view> presented_key(const net::Request& request, KeyHeaders keys);
+
+// The key a WebSocket upgrade presents, the first of (as Lemonade reads
+// them): `Authorization: Bearer <key>`; `?api_key=<key>`; a
+// `bearer.<base64url(key)>` subprotocol (Lemonade's app) or an
+// `openai-insecure-api-key.<key>` one (OpenAI's browser clients). A leading
+// "Bearer " is taken off the query's and the subprotocol's.
+std::optional<std::string> socket_key(const net::Request& request);
 
 // The error to answer with, or nullopt when the request may proceed. With
 // keys in `ring` (api_keys.h), a route of any scope but kPublic needs one of

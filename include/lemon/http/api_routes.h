@@ -15,6 +15,7 @@
 
 #include "lemon/http/access_policy.h"
 #include "lemon/http/api_dialect.h"
+#include "lemon/http/json_socket.h"
 #include "lemon/net/server.h"
 
 namespace lemon::http {
@@ -33,6 +34,10 @@ class ApiRoutes {
   // A root path ("/api/chat"); "{id}" as the last segment matches the rest.
   virtual void root(const std::string& method, const std::string& path, RouteAccess access,
                     Scope scope, Handler handler, ApiDialect dialect = ApiDialect::kLemonade) = 0;
+  // A WebSocket route (json_socket.h): `suffix` under every API prefix and
+  // at the root ("/logs/stream"), as Lemonade serves them. Listed in
+  // route_scopes() as "WEBSOCKET /api/v1/<suffix>".
+  virtual void websocket(const std::string& suffix, SocketRoute route) = 0;
   // A root path of another API that this router has no counterpart for:
   // every method on it gets 501 saying `why`, in `dialect`'s shape, before
   // its key, media type or body is looked at.

@@ -1,5 +1,6 @@
 // ApiServer: the HTTP server every API room (src/api/*) registers into. It
-// owns the listeners (the main port, and --ollama-port's), the route table
+// owns the listeners (the main port, --ollama-port's and --websocket-port's),
+// the route table
 // with each route's access check and the graceful drain's count of requests
 // in flight. It serves no route of its own and hands nothing out: the rooms
 // are given what they use by whoever builds them (src/app/main.cpp).
@@ -43,6 +44,10 @@ struct ApiSettings {
   // --ollama-port: the same routes on a second listener, where GET / answers
   // "Ollama is running" as Ollama's clients expect (0: any free port).
   std::optional<int> ollama_port;
+  // --websocket-port: the WebSocket routes (json_socket.h) on a second
+  // listener as well, for clients that read /health's websocket_port
+  // (0: any free port; nullopt: none, and /health names the main port).
+  std::optional<int> websocket_port;
   // The API keys (api_keys.h); set_keys() replaces them while it runs.
   KeyRing keys;
   // The audit log of admin actions (audit_log.h); "" for none.
@@ -56,10 +61,12 @@ class ApiServer final : public ApiRoutes, public ServingStatus {
   ApiServer(ApiSettings settings, telemetry::TelemetryHub& hub);
   ~ApiServer() override;
 
-  // Binds the port, and the Ollama port when one is set.
+  // Binds the port, and the Ollama and WebSocket ports when they are set.
   Result<int> bind();
   // The Ollama listener's port once bound, else nullopt.
   std::optional<int> ollama_port() const { return bound_ollama_port_; }
+  // The WebSocket listener's port once bound, else nullopt.
+  std::optional<int> bound_websocket_port() const { return bound_websocket_port_; }
   void run();
   // Begins a graceful shutdown: stops accepting; requests already in a
   // handler go on, new ones on open connections get 503. run() returns once
@@ -77,6 +84,9 @@ class ApiServer final : public ApiRoutes, public ServingStatus {
   bool draining() const override { return stopping_.load(); }
   int open_connections() const override;
   int open_streams() const override { return open_streams_.load(); }
+  std::optional<int> websocket_port() const override;
+  // WebSockets open now, on every listener.
+  int open_websockets() const;
 
   // ApiRoutes: the API rooms (src/api/*) add their routes before run().
   void route(const std::string& method, const std::string& suffix, RouteAccess access, Scope scope,
@@ -84,6 +94,7 @@ class ApiServer final : public ApiRoutes, public ServingStatus {
   void root(const std::string& method, const std::string& path, RouteAccess access, Scope scope,
             Handler handler, ApiDialect dialect = ApiDialect::kLemonade) override;
   void not_implemented(const std::string& path, std::string why, ApiDialect dialect) override;
+  void websocket(const std::string& suffix, SocketRoute route) override;
   // Every route, as "METHOD path" (each API prefix once, "/api/v1/..."),
   // and the scope it needs: what docs/auth.md's table and its test read.
   std::vector<std::pair<std::string, Scope>> route_scopes() const override;
@@ -111,6 +122,16 @@ class ApiServer final : public ApiRoutes, public ServingStatus {
   void audit(const net::Request& r, const std::string& key, int status);
   // `handler` behind the access check of a request no HeadCheck judged.
   Handler checked(RouteAccess access, Scope scope, ApiDialect dialect, Handler handler);
+  // The HeadCheck's part for a WebSocket route: the handshake, the
+  // subprotocol, then access as check_access() judges it, except that no
+  // key at all leaves the caller to authenticate in-band.
+  std::optional<Error> check_socket_head(const net::Request& r, Scope scope,
+                                         const AccessSettings& settings, const KeyRing* ring,
+                                         const ApiKey*& key, bool& pending);
+  // Answers an upgrade on a WebSocket route: the room's handler behind the
+  // gate (socket_gate.h), then 101.
+  void open_socket(const std::shared_ptr<const SocketRoute>& route, net::Request& r,
+                   net::ResponseWriter& w);
 
   std::atomic<int> in_flight_{0};
   std::atomic<int> open_streams_{0};
@@ -135,6 +156,10 @@ class ApiServer final : public ApiRoutes, public ServingStatus {
   // --ollama-port's listener, run on its own thread by run().
   std::unique_ptr<net::Server> ollama_server_;
   std::optional<int> bound_ollama_port_;
+  // --websocket-port's listener: WebSocket upgrades only.
+  std::unique_ptr<net::Server> websocket_server_;
+  std::optional<int> bound_websocket_port_;
+  std::optional<int> bound_port_;
 };
 
 }  // namespace lemon::http

@@ -18,6 +18,9 @@ struct Caller final : net::RequestContext {
   const ApiKey* key = nullptr;          // nullptr: no keys configured, or a public route
   Scope scope = Scope::kPublic;         // what the route needs
   KeyLimiter::Lease lease;
+  // A WebSocket upgrade that presented no key on a router that has keys:
+  // its client must authenticate in-band (json_socket.h).
+  bool pending_auth = false;
 };
 
 // The key of the request's caller, or nullptr (no key needed).

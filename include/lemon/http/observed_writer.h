@@ -62,6 +62,16 @@ class ObservedWriter final : public net::ResponseWriter {
   bool client_connected() override { return inner_.client_connected(); }
   bool keep_serving_half_closed() override { return inner_.keep_serving_half_closed(); }
   int client_fd() const override { return inner_.client_fd(); }
+  bool upgrade_to_websocket(std::string_view accept, const net::Headers& headers,
+                            std::shared_ptr<net::WebSocketHandler> handler,
+                            std::size_t max_message) override {
+    if (inner_.headers_sent()) {
+      return false;
+    }
+    note(101);
+    end();
+    return inner_.upgrade_to_websocket(accept, headers, std::move(handler), max_message);
+  }
 
   int status() const { return status_; }  // 0 when nothing was written
   std::optional<Clock::time_point> first_chunk() const { return first_chunk_; }

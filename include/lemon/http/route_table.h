@@ -7,11 +7,15 @@
 // the path (methods are case-sensitive: "get" is not GET); a known path asked
 // with another method gets 405 (with Allow); a path registered as not
 // implemented gets 501 for every method; an unknown path gets 404; all in
-// the error envelope.
+// the error envelope. A WebSocket route (add_websocket) is a GET that
+// answers only an upgrade (RFC 6455): a plain GET of its path gets 426 unless
+// the path also has a plain GET route, which then serves it, and an upgrade
+// of a path without one is served as a plain GET.
 //
 // Thread-safety: add() during setup only; dispatch() concurrently afterwards.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -31,14 +35,20 @@ class RouteTable {
 
   static const std::vector<std::string>& api_prefixes();
 
-  // Registers `suffix` under every API prefix. A suffix ending in "/{id}"
-  // matches any non-empty remainder (model ids may contain '/'). `tag` is
-  // the caller's, handed back by match() (the API keeps its RouteAccess there).
+  // Registers `suffix` under every API prefix. A "{id}" matches any
+  // non-empty text (model ids may contain '/'): at the end ("models/{id}")
+  // the rest of the path, before a fixed tail ("models/{id}/options") what
+  // lies between; a path that fits several takes the route with the
+  // longest tail. `tag` is the caller's, handed back by match() (the API
+  // keeps its RouteAccess there).
   void add_api(const std::string& method, const std::string& suffix, const RouteHandler& handler,
                int tag = 0);
   // Registers an exact path such as "/live".
   void add_root(const std::string& method, const std::string& path, RouteHandler handler,
                 int tag = 0);
+  // A WebSocket route: `path` as given when `api` is false, else under
+  // every API prefix.
+  void add_websocket(const std::string& path, bool api, const RouteHandler& handler, int tag = 0);
   // A path this router knows but does not implement (another API's route it
   // has no counterpart for): every method on it gets 501 saying `why`,
   // before any body is read, whatever its media type or size.
@@ -48,12 +58,14 @@ class RouteTable {
   struct Match {
     const RouteHandler* handler = nullptr;  // null: status is 404, 405 or 501
     std::string_view param;
-    int tag = 0;           // 405 and 501 on a known path: the tag of one of its routes
-    int status = 0;        // 404, 405 or 501 when there is no handler
-    std::string allow;     // 405: the methods the path takes
-    std::string_view why;  // 501 on a path registered as not implemented
+    int tag = 0;             // 405 and 501 on a known path: the tag of one of its routes
+    int status = 0;          // 404, 405, 426 or 501 when there is no handler
+    bool websocket = false;  // the handler is a WebSocket route's
+    std::string allow;       // 405: the methods the path takes
+    std::string_view why;    // 501 on a path registered as not implemented
   };
-  Match match(std::string_view method, std::string_view path) const;
+  // `upgrade`: the request asks for a WebSocket (net::is_websocket_upgrade).
+  Match match(std::string_view method, std::string_view path, bool upgrade = false) const;
 
   // The error for a Match without a handler, and its whole answer: status,
   // headers (Allow on 405) and the envelope.
@@ -71,6 +83,7 @@ class RouteTable {
     std::string method;
     RouteHandler handler;
     int tag = 0;
+    bool websocket = false;
   };
   struct Methods {
     std::vector<Route> by_method;
@@ -78,14 +91,21 @@ class RouteTable {
     int tag = 0;                  // not_implemented's tag
   };
   Methods& methods_for(const std::string& path);
-  void add(const std::string& method, const std::string& path, RouteHandler handler, int tag);
+  void add(const std::string& method, const std::string& path, RouteHandler handler, int tag,
+           bool websocket = false);
   const Methods* find(std::string_view path, std::string_view& param) const;
 
   // HTTP's own methods and every method some route takes: others are 501.
   std::vector<std::string> known_methods_ = {"GET",    "HEAD",  "POST",  "PUT",
                                              "DELETE", "PATCH", "TRACE", "OPTIONS"};
   std::unordered_map<std::string, Methods> exact_;
-  std::vector<std::pair<std::string, Methods>> with_param_;  // "/v1/models/" -> ...
+  // "/v1/models/" + "{id}" + "/options": longest `suffix` first.
+  struct ParamRoute {
+    std::string base;
+    std::string suffix;
+    Methods methods;
+  };
+  std::vector<ParamRoute> with_param_;
 };
 
 }  // namespace lemon::http

@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -143,6 +144,10 @@ class InferenceGateway {
   // request of route "sessions", and in the caller key's token counters.
   void record_session_turn(const ApiKey* key, const std::string& model, bool stream,
                            double duration_s, const RequestStats& figures);
+  // Streams `model` (its internal name) is answering now: counted from
+  // the backend's lease to the stream's end.
+  int open_streams(const std::string& model) const LEMON_EXCLUDES(streams_mu_);
+
   // refuse_model() (caller.h), counted as the key's refusal for `model`
   // (lemonade_key_refusals_total): what every route that names a model
   // asks before it does anything with it.
@@ -181,6 +186,8 @@ class InferenceGateway {
   // model; `stats` gets the figures of one that succeeded.
   bool forward_remote(InferenceRequest& req, net::ResponseWriter& w, bool& known_model,
                       std::optional<RequestStats>& stats);
+  // Until `server`'s process has ended (at most 2 s, or the client leaves).
+  static void wait_for_exit(const WrappedServer& server, const WaitHooks& hooks);
   // Sleeps `delay` before a retry; false when the client left meanwhile.
   static bool wait_before_retry(std::chrono::milliseconds delay, const WaitHooks& hooks);
 
@@ -192,6 +199,8 @@ class InferenceGateway {
   telemetry::TelemetryHub& hub_;
   const std::atomic<bool>& drain_expired_;
   std::atomic<std::uint64_t> next_request_id_{1};
+  mutable Mutex streams_mu_;
+  std::map<std::string, int> streams_ LEMON_GUARDED_BY(streams_mu_);
   remote::RemoteModels* remote_ = nullptr;
 };
 

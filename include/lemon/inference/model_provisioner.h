@@ -59,6 +59,12 @@ class ModelProvisioner {
   // not a remote model.
   bool needs_load(std::string_view model) const;
 
+  // The name the catalogue keeps for a client's `name` (catalogue.h
+  // internal_name), or nullopt when it is that name or unknown.
+  std::optional<std::string> internal_name(std::string_view name) const {
+    return presets_.internal_name(name);
+  }
+
   // kModelNotFound for `name`, naming a few models that are available.
   Error model_not_found(std::string_view name) const;
 

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "lemon/core/error.h"
+#include "lemon/models/alias_book.h"
 #include "lemon/models/model_info.h"
 
 namespace lemon {
@@ -52,6 +53,14 @@ class ModelResolver {
   // A model whose files are missing is returned with downloaded == false and
   // missing_paths naming what is absent; that is not an error here.
   virtual Result<ModelInfo> resolve(std::string_view name) const = 0;
+  // The one name of the model a client's `name` stands for, when that is
+  // another name (a bare user model, a canonical id, "X:latest", an
+  // alias); nullopt when `name` is that name already, or is unknown. The
+  // router keys its servers by it, so every form reaches the same server.
+  virtual std::optional<std::string> internal_name(std::string_view name) const {
+    (void)name;
+    return std::nullopt;
+  }
 };
 
 class ModelCatalogue final : public ModelResolver {
@@ -98,9 +107,35 @@ class ModelCatalogue final : public ModelResolver {
 
   // Sets `name`'s entry in recipe_options.json to `options` (POST /load with
   // save_options), in Lemonade's format ({"<model>": {"ctx_size": ...}}),
-  // written atomically and re-read at once; other entries are kept. Same
-  // rules as put_user_model for a malformed file and write errors.
+  // keyed by the model's canonical id (model_names.h), written atomically
+  // and re-read at once; other entries are kept (a 9.4.1-form key of the
+  // same model goes). Same rules as put_user_model for a malformed file and
+  // write errors.
   Status save_options(const std::string& name, const nlohmann::json& options);
+
+  // `name`'s entry in recipe_options.json as written (its canonical id's,
+  // else its 9.4.1-form key's); an empty object when it has none.
+  nlohmann::json saved_entry(std::string_view name) const;
+  // Removes `name`'s entry (both key forms) from recipe_options.json.
+  Status forget_options(std::string_view name);
+
+  // The internal name a client's name stands for (model_names.h: a
+  // registered name, a canonical id, a bare user model, "X:latest", an
+  // alias), without touching model files; nullopt when unknown.
+  std::optional<std::string> internal_name(std::string_view name) const override;
+  // The id listings show for `info` (model_names.h public_model_id), and
+  // for a model by its internal name.
+  std::string public_id(const ModelInfo& info) const;
+  std::string public_id_of(std::string_view internal) const;
+  // aliases.json (alias_book.h).
+  const AliasBook& aliases() const;
+  AliasBook& aliases();
+
+  // Moves recipe_options.json's keys of built-in models from 9.4.1's bare
+  // names to their canonical ids ("builtin.X"), once: the file is rewritten
+  // atomically and the old one kept as recipe_options.json.9.4.1. Other
+  // keys stay as they are. Run by open().
+  Status migrate_saved_options();
 
   const CatalogueSources& sources() const { return sources_; }
 

@@ -79,6 +79,9 @@ class PresetCatalogue final : public ModelResolver {
   std::vector<PresetEntry> file_presets() const;
 
   Result<ModelInfo> resolve(std::string_view name) const override;
+  // Presets and their servers are named as they are; other names as the
+  // catalogue finds them.
+  std::optional<std::string> internal_name(std::string_view name) const override;
 
   // Built-ins first (file order), then the user's (file order), then the
   // preset file's.

@@ -54,12 +54,14 @@ struct Request {
   Headers headers;
   std::string body;                         // de-chunked request body
   std::string remote_addr;                  // peer IP address
+  bool http10 = false;                      // HTTP/1.0 (no upgrade, no chunked coding)
   std::shared_ptr<RequestContext> context;  // set by the HeadCheck; empty otherwise
   // The route the HeadCheck matched, so that the handler need not match the
   // path again: opaque to net (the HTTP layer's handler), null when none.
   struct MatchedRoute {
     const void* handler = nullptr;
-    std::size_t param_at = std::string::npos;  // where the route's trailing {id} starts in `path`
+    std::size_t param_at = std::string::npos;  // where the route's {id} starts in `path`
+    std::size_t param_size = 0;
   } matched;
 
   // Value of a query parameter (percent-decoded, '+' as space), or nullopt.

@@ -30,6 +30,7 @@
 
 #include "lemon/core/error.h"
 #include "lemon/net/message.h"
+#include "lemon/net/websocket.h"
 
 namespace lemon::net {
 
@@ -70,6 +71,22 @@ class ResponseWriter {
   // The client socket, so a proxy can poll() it (POLLRDHUP) together with an
   // upstream socket. -1 when there is none (in-memory writers in tests).
   virtual int client_fd() const = 0;
+
+  // Answers a WebSocket handshake (websocket.h) with 101 Switching
+  // Protocols, `accept` as Sec-WebSocket-Accept and `headers` (a chosen
+  // Sec-WebSocket-Protocol), and hands the connection, once the handler
+  // returns, to the server's WebSocket thread, where `handler` gets its
+  // messages (at most `max_message` bytes each until the handler says
+  // otherwise). False, with nothing written, when the server has no room for
+  // another WebSocket (answer 503), or the writer cannot upgrade (one that
+  // is not a client socket's, or whose response has begun).
+  virtual bool upgrade_to_websocket(std::string_view /*accept*/, const Headers& /*headers*/,
+                                    // An override keeps the handler: taken by value.
+                                    // NOLINTNEXTLINE(performance-unnecessary-value-param)
+                                    std::shared_ptr<WebSocketHandler> /*handler*/,
+                                    std::size_t /*max_message*/) {
+    return false;
+  }
 };
 
 using Handler = std::function<void(Request& request, ResponseWriter& writer)>;
@@ -125,6 +142,8 @@ struct ServerOptions {
   std::chrono::milliseconds write_timeout{60000};
   std::size_t thread_stack_bytes = 512u << 10;
   HeadCheck head_check;  // may be empty
+  // Upgraded connections (ResponseWriter::upgrade_to_websocket).
+  WebSocketOptions websocket;
 };
 
 class Server {
@@ -143,12 +162,17 @@ class Server {
   void run();
 
   // Stops accepting, closes idle connections, answers requests that arrive
-  // on open connections with 503 (Connection: close), and makes run() return
-  // once in-flight handlers finish. Thread-safe and idempotent; never blocks.
+  // on open connections with 503 (Connection: close), sends every WebSocket
+  // a close frame (1001), and makes run() return once in-flight handlers
+  // finish and the WebSockets' close handshakes are done (at most 2 s).
+  // Thread-safe and idempotent; never blocks.
   void stop();
 
-  // Connections currently open (for tests and /health diagnostics).
+  // Connections currently open (for tests and /health diagnostics); an
+  // upgraded one counts as a WebSocket from then on, not here.
   int open_connections() const;
+  // WebSockets open (or being opened) now.
+  int open_websockets() const;
 
  private:
   class Impl;

@@ -319,6 +319,10 @@ class Router {
   void shutdown();
 
  private:
+  // The name the router keys `model_name`'s servers by (ModelResolver::
+  // internal_name): every form of a model's name reaches the same server.
+  std::string named(std::string_view model_name) const;
+
   std::unique_ptr<RouterParts> parts_;
 };
 

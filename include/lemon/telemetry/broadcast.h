@@ -19,6 +19,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -62,6 +63,18 @@ class Broadcast {
       MutexLock lock(mu_);
       closed_ = true;
       cv_.notify_all();
+      if (notify_) {
+        notify_();
+      }
+    }
+    // Called when an item arrives at an empty queue, and when the follower
+    // is dropped or closed: for a reader that waits on something else than
+    // next() (a WebSocket's thread). It runs under the broadcast's locks, on
+    // the publishing thread (also inside a logger): it must only signal,
+    // never log or block. Items already queued when it is set do not call it.
+    void set_notify(std::function<void()> notify) {
+      MutexLock lock(mu_);
+      notify_ = std::move(notify);
     }
 
    private:
@@ -77,10 +90,17 @@ class Broadcast {
         dropped_ = true;
         queue_.clear();
         cv_.notify_all();
+        if (notify_) {
+          notify_();
+        }
         return false;
       }
+      const bool was_empty = queue_.empty();
       queue_.push_back(item);
       cv_.notify_all();
+      if (was_empty && notify_) {
+        notify_();
+      }
       return true;
     }
 
@@ -90,6 +110,7 @@ class Broadcast {
     std::deque<Item> queue_ LEMON_GUARDED_BY(mu_);
     bool dropped_ LEMON_GUARDED_BY(mu_) = false;
     bool closed_ LEMON_GUARDED_BY(mu_) = false;
+    std::function<void()> notify_ LEMON_GUARDED_BY(mu_);
   };
 
   Broadcast(std::size_t history, std::size_t follower_queue)

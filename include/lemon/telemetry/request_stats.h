@@ -24,6 +24,9 @@ struct RequestStats {
   int input_tokens = 0;
   int output_tokens = 0;
   int prompt_tokens = 0;
+  // Prompt tokens the backend took from its cache (llama.cpp's
+  // timings.cache_n); nullopt when it did not say.
+  std::optional<int> cache_tokens;
   std::vector<double> decode_token_times;  // seconds between streamed tokens
   std::int64_t finished_ms = 0;            // Unix ms
 

@@ -44,13 +44,15 @@ nlohmann::json loaded_entry(const LoadedServerInfo& s) {
   nlohmann::json entry = {{"model_name", s.model_name},
                           {"checkpoint", s.checkpoint},
                           {"last_use", static_cast<double>(s.last_use_ms) / 1000.0},
-                          {"type", model_type_name(s.type)},
+                          {"type", lemonade11_type_name(s.type)},
                           {"device", device_name(s.device)},
                           {"backend_url", s.backend_url},
                           {"recipe", s.recipe},
                           {"recipe_options", s.recipe_options},
                           {"pid", s.pid ? nlohmann::json(*s.pid) : nlohmann::json(nullptr)},
                           {"in_flight", s.in_flight},
+                          {"is_busy", s.in_flight > 0},
+                          {"is_streaming", false},
                           {"state", s.draining ? "draining" : "ready"},
                           {"pinned", s.pinned},
                           {"priority", s.priority}};
@@ -179,7 +181,9 @@ void ManagementApi::handle_health(const net::Request& r, net::ResponseWriter& w)
     if (at == index.end()) {
       index[s.model_name] = all.size();
       nlohmann::json entry = loaded_entry(s);
+      entry["id"] = catalogue_.public_id_of(s.model_name);
       entry["saved_slots_bytes"] = router_.saved_slot_bytes(s.model_name);
+      entry["is_streaming"] = open_streams_ && open_streams_(s.model_name) > 0;
       entry["memory"] = replica["memory"];
       entry["replicas"] = nlohmann::json::array({replica});
       all.push_back(std::move(entry));
@@ -189,6 +193,7 @@ void ManagementApi::handle_health(const net::Request& r, net::ResponseWriter& w)
     add_memory(entry["memory"], replica["memory"]);
     entry["replicas"].push_back(replica);
     entry["in_flight"] = entry["in_flight"].get<int>() + s.in_flight;
+    entry["is_busy"] = entry["in_flight"].get<int>() > 0;
     if (entry.contains("slots")) {
       const SlotOccupancy use = slot_occupancy(s.in_flight, s.slots);
       entry["slots"]["total"] = entry["slots"]["total"].get<int>() + s.slots;
@@ -200,9 +205,19 @@ void ManagementApi::handle_health(const net::Request& r, net::ResponseWriter& w)
       entry["state"] = "ready";
     }
   }
+  // Per type, under 9.4.1's names and Lemonade 11's ("transcription" for
+  // "audio"): the slots, and how many of them pinned models hold.
   nlohmann::json max_models = nlohmann::json::object();
+  nlohmann::json pinned_models = nlohmann::json::object();
   for (ModelType t : kAllModelTypes) {
-    max_models[model_type_name(t)] = router_.limits().limit(t);
+    int pinned = 0;
+    for (const auto& s : loaded) {
+      pinned += s.type == t && s.pinned && s.replica == 0 ? 1 : 0;
+    }
+    for (const char* name : {model_type_name(t), lemonade11_type_name(t)}) {
+      max_models[name] = router_.limits().limit(t);
+      pinned_models[name] = pinned;
+    }
   }
   nlohmann::json body = {
       {"status", "ok"},
@@ -211,7 +226,12 @@ void ManagementApi::handle_health(const net::Request& r, net::ResponseWriter& w)
       {"model_loaded", latest ? nlohmann::json(latest->model_name) : nlohmann::json(nullptr)},
       {"checkpoint_loaded", latest ? nlohmann::json(latest->checkpoint) : nlohmann::json(nullptr)},
       {"all_models_loaded", std::move(all)},
-      {"max_models", std::move(max_models)}};
+      {"max_models", std::move(max_models)},
+      {"pinned_models", std::move(pinned_models)}};
+  // Where WebSocket clients (realtime transcription, the log stream) connect.
+  if (auto socket_port = serving_.websocket_port()) {
+    body["websocket_port"] = *socket_port;
+  }
   // Each device's memory as last read, its budget and what our servers hold
   // (empty with --memory-budget off).
   // Hold the view: a range-for over a member of a temporary would read it
@@ -276,10 +296,12 @@ void ManagementApi::handle_models(net::Request& r, net::ResponseWriter& w) {
   }
   const http::ApiKey* key = http::caller_key(r);
   for (const auto& m : catalogue_.list(all)) {
-    if (key != nullptr && !key->allows_model(m.name)) {
+    const std::string id = catalogue_.public_id(m);
+    if (key != nullptr && !key->allows_model(m.name) && !key->allows_model(id)) {
       continue;  // a model outside the key's list is not shown to it
     }
     nlohmann::json entry = m.to_api_json();
+    entry["id"] = id;
     auto live = loaded.find(m.name);
     const bool is_loaded = live != loaded.end();
     entry["pinned"] = is_loaded ? *live->second.pinned : m.saved_pinned;
@@ -289,6 +311,22 @@ void ManagementApi::handle_models(net::Request& r, net::ResponseWriter& w) {
   }
   if (extend_models_) {
     extend_models_(data);
+  }
+  // An alias is listed as the model it stands for, under its own id.
+  for (const auto& [alias, target] : catalogue_.aliases().all()) {
+    auto m = catalogue_.find(alias);
+    if (!m || (key != nullptr && !key->allows_model(alias) && !key->allows_model(m->name))) {
+      continue;
+    }
+    const std::string of = catalogue_.public_id(*m);
+    auto row = std::find_if(data.begin(), data.end(),
+                            [&of](const nlohmann::json& listed) { return listed["id"] == of; });
+    if (row != data.end()) {
+      nlohmann::json entry = *row;
+      entry["id"] = alias;
+      entry["alias_of"] = of;
+      data.push_back(std::move(entry));
+    }
   }
   send_json(w, 200, {{"object", "list"}, {"data", std::move(data)}});
 }
@@ -308,6 +346,7 @@ void ManagementApi::handle_model(const net::Request& r, std::string_view id,
     return;
   }
   nlohmann::json entry = m->to_api_json();
+  entry["id"] = name;  // as asked: "user.X" (9.4.1), "X" or an alias (11)
   entry["pinned"] = m->saved_pinned;
   entry["priority"] = m->saved_priority;
   entry["saved_slots_bytes"] = router_.saved_slot_bytes(m->name);

@@ -11,15 +11,13 @@ namespace lemon::api {
 
 using http::bool_field;
 using http::error_headers;
+using http::parse_json_object;
 using http::parse_model_request;
 using http::RouteAccess;
 using http::Scope;
 using http::send_json;
+using http::string_field;
 using http::write_error;
-
-ModelStoreApi::ModelStoreApi(ModelCatalogue& catalogue, ModelStore& store,
-                             inference::ModelProvisioner& provisioner)
-    : catalogue_(catalogue), store_(store), provisioner_(provisioner) {}
 
 void ModelStoreApi::register_routes(http::ApiRoutes& routes) {
   using P = std::string_view;
@@ -27,6 +25,78 @@ void ModelStoreApi::register_routes(http::ApiRoutes& routes) {
                [this](net::Request& r, net::ResponseWriter& w, P) { handle_pull(r, w); });
   routes.route("POST", "delete", RouteAccess::kJsonPost, Scope::kAdmin,
                [this](net::Request& r, net::ResponseWriter& w, P) { handle_delete(r, w); });
+  const auto answer = [](net::ResponseWriter& w, const Result<nlohmann::json>& result) {
+    if (!result.ok()) {
+      write_error(w, result.error());
+      return;
+    }
+    send_json(w, 200, *result);
+  };
+  routes.route("GET", "registry/search", RouteAccess::kRead, Scope::kRead,
+               [this, answer](net::Request& r, net::ResponseWriter& w, P) {
+                 auto query = r.query_param("query");
+                 if (!query) {
+                   query = r.query_param("q");
+                 }
+                 const auto format = r.query_param("format").value_or("gguf");
+                 if (format != "gguf") {
+                   write_error(w, Error(ErrorCode::kInvalidRequest,
+                                        "unsupported registry search format '" + format +
+                                            "' (expected 'gguf')",
+                                        "format"));
+                   return;
+                 }
+                 int limit = 12;
+                 if (auto text = r.query_param("limit")) {
+                   try {
+                     std::size_t used = 0;
+                     limit = std::stoi(*text, &used);
+                     limit = used == text->size() ? limit : 0;
+                   } catch (const std::exception&) {
+                     limit = 0;
+                   }
+                 }
+                 answer(w, registry_.search(query.value_or(""), limit,
+                                            r.query_param("source").value_or("")));
+               });
+  routes.route("GET", "pull/variants", RouteAccess::kRead, Scope::kRead,
+               [this, answer](net::Request& r, net::ResponseWriter& w, P) {
+                 auto checkpoint = r.query_param("checkpoint");
+                 if (!checkpoint) {
+                   write_error(
+                       w, Error(ErrorCode::kInvalidRequest,
+                                "missing required query parameter 'checkpoint'", "checkpoint"));
+                   return;
+                 }
+                 answer(w, registry_.variants(*checkpoint, r.query_param("source").value_or("")));
+               });
+  routes.route("POST", "models/check-updates", RouteAccess::kJsonPost, Scope::kAdmin,
+               [this, answer](net::Request&, net::ResponseWriter& w, P) {
+                 answer(w, registry_.check_updates());
+               });
+  routes.route(
+      "GET", "downloads", RouteAccess::kRead, Scope::kRead,
+      [this](net::Request&, net::ResponseWriter& w, P) { send_json(w, 200, jobs_.list()); });
+  routes.route("POST", "downloads/control", RouteAccess::kJsonPost, Scope::kAdmin,
+               [this](net::Request& r, net::ResponseWriter& w, P) {
+                 auto body = parse_json_object(r.body);
+                 if (!body.ok()) {
+                   write_error(w, body.error());
+                   return;
+                 }
+                 auto id = string_field(*body, "id", true);
+                 auto action = string_field(*body, "action", true);
+                 if (!id.ok() || !action.ok()) {
+                   write_error(w, !id.ok() ? id.error() : action.error());
+                   return;
+                 }
+                 auto done = jobs_.control(*id, *action);
+                 if (!done.ok()) {
+                   write_error(w, done.error());
+                   return;
+                 }
+                 send_json(w, 200, *done);
+               });
 }
 
 void ModelStoreApi::handle_pull(net::Request& r, net::ResponseWriter& w) {
@@ -82,6 +152,22 @@ void ModelStoreApi::handle_pull(net::Request& r, net::ResponseWriter& w) {
     return;
   }
 
+  auto subscribe = bool_field(body, "subscribe", true);
+  if (!subscribe.ok()) {
+    write_error(w, subscribe.error());
+    return;
+  }
+  if (*stream && !*subscribe) {
+    // Lemonade 11: the router owns the pull; the client may go away and
+    // follow it through GET downloads.
+    auto job = jobs_.start(catalogue_.internal_name(name).value_or(name));
+    if (!job.ok()) {
+      write_error(w, job.error());
+      return;
+    }
+    send_json(w, 200, *job);
+    return;
+  }
   auto download = store_.download(name);
   if (!download.ok()) {
     write_error(w, download.error());

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <csignal>
 
+#include "lemon/api/lemonade/log_socket.h"
 #include "lemon/core/log.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/json_request.h"
@@ -93,6 +94,9 @@ void ObserveApi::register_routes(http::ApiRoutes& routes) {
                [this](net::Request& r, net::ResponseWriter& w, P) { handle_events(r, w); });
   routes.route("GET", "logs/stream", RouteAccess::kRead, Scope::kRead,
                [this](net::Request& r, net::ResponseWriter& w, P) { handle_logs_stream(r, w); });
+  // The same lines over WebSocket (Lemonade 11's log window): an upgrade of
+  // the same path, and of /logs/stream at the root.
+  routes.websocket("logs/stream", log_socket_route(hub_.logs()));
   routes.route("GET", "system-stats", RouteAccess::kRead, Scope::kRead,
                [this](net::Request&, net::ResponseWriter& w, P) {
                  send_json(w, 200, system_.read().to_json());
@@ -156,7 +160,12 @@ void ObserveApi::handle_metrics(net::ResponseWriter& w) {
   telemetry::ServerGauges gauges;
   gauges.open_connections = serving_.open_connections();
   gauges.open_streams = serving_.open_streams();
-  std::string text = hub_.render(*router_.view(), router_.limits(), gauges, kv);
+  // Lemonade 11's first family: scrapers (and its app) read it to tell that
+  // a Lemonade server answers.
+  std::string text =
+      "# HELP lemonade_server_up Whether the server is up (always 1).\n"
+      "# TYPE lemonade_server_up gauge\nlemonade_server_up 1\n";
+  text += hub_.render(*router_.view(), router_.limits(), gauges, kv);
   if (remote_ != nullptr) {
     text += remote_->metrics_text();
   }

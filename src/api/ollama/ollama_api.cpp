@@ -253,7 +253,8 @@ void OllamaApi::handle_show(net::Request& r, net::ResponseWriter& raw) {
                                                             : info.error());
     return;
   }
-  send_json(w, 200, ollama_show(*info));
+  send_json(w, 200,
+            ollama_show(*info, info->saved_options.inherit(router_.cli_options()).ctx_size()));
 }
 
 void OllamaApi::handle_ps(const net::Request& r, net::ResponseWriter& w) {

@@ -148,7 +148,7 @@ json ollama_model_entry(const ModelInfo& info) {
           {"details", details(info, gguf(info))}};
 }
 
-json ollama_show(const ModelInfo& info) {
+json ollama_show(const ModelInfo& info, int num_ctx) {
   auto header = gguf(info);
   json capabilities = json::array();
   if (info.type == ModelType::kLlm) {
@@ -184,7 +184,7 @@ json ollama_show(const ModelInfo& info) {
     }
   }
   return {{"modelfile", ""},
-          {"parameters", ""},
+          {"parameters", "num_ctx " + std::to_string(num_ctx)},
           {"template", ""},
           {"details", details(info, header)},
           {"model_info", std::move(model_info)},

@@ -40,6 +40,7 @@ void OpenAiApi::register_routes(http::ApiRoutes& routes) {
       {"embeddings", ApiRoute::kEmbeddings},
       {"reranking", ApiRoute::kReranking},
       {"rerank", ApiRoute::kReranking},
+      {"reranker", ApiRoute::kReranking},
       {"images/generations", ApiRoute::kImageGenerations},
   };
   for (const auto& [path, api] : json_routes) {

@@ -1,7 +1,12 @@
-// ModelStoreApi: the model store's routes (issue #7): POST pull (download a
-// catalogue model; register a user.* model from its checkpoint and recipe;
-// import a local folder) and POST delete (through the ModelProvisioner, the
-// one delete path). Streaming pulls speak Lemonade 9.4.1's SSE events.
+// ModelStoreApi: the model store's routes: POST pull (download a catalogue
+// model; register a user.* model from its checkpoint and recipe; import a
+// local folder) and POST delete (through the ModelProvisioner, the one
+// delete path). Streaming pulls speak Lemonade 9.4.1's SSE events; a pull
+// with "stream": true and "subscribe": false (Lemonade 11) is a download
+// the router owns, answered with its snapshot at once and listed by GET
+// downloads, paused, cancelled or removed by POST downloads/control. GET
+// registry/search, GET pull/variants and POST models/check-updates ask the
+// hub (models/hub_registry.h).
 //
 // Ownership: holds references to what it is given, which outlive it.
 // Thread-safety: register_routes() once, before the server runs; handlers
@@ -11,6 +16,8 @@
 #include "lemon/http/api_routes.h"
 #include "lemon/inference/model_provisioner.h"
 #include "lemon/models/catalogue.h"
+#include "lemon/models/download_jobs.h"
+#include "lemon/models/hub_registry.h"
 #include "lemon/models/model_store.h"
 #include "lemon/net/server.h"
 
@@ -19,7 +26,12 @@ namespace lemon::api {
 class ModelStoreApi {
  public:
   ModelStoreApi(ModelCatalogue& catalogue, ModelStore& store,
-                inference::ModelProvisioner& provisioner);
+                inference::ModelProvisioner& provisioner)
+      : catalogue_(catalogue),
+        store_(store),
+        provisioner_(provisioner),
+        jobs_(store),
+        registry_(catalogue, store.hub()) {}
 
   void register_routes(http::ApiRoutes& routes);
 
@@ -30,6 +42,8 @@ class ModelStoreApi {
   ModelCatalogue& catalogue_;
   ModelStore& store_;
   inference::ModelProvisioner& provisioner_;
+  DownloadJobs jobs_;     // pulls the router owns (GET downloads)
+  HubRegistry registry_;  // registry/search, pull/variants, models/check-updates
 };
 
 }  // namespace lemon::api

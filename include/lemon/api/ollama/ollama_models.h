@@ -35,7 +35,9 @@ inline constexpr const char* kOllamaApiVersion = "0.16.1";
 nlohmann::json ollama_model_entry(const ModelInfo& info);
 
 // The /api/show answer.
-nlohmann::json ollama_show(const ModelInfo& info);
+// `num_ctx`: the context the model loads with (its saved ctx_size, else the
+// router's), shown in "parameters" as Lemonade 11 and Ollama do.
+nlohmann::json ollama_show(const ModelInfo& info, int num_ctx);
 
 // One /api/ps entry: `context_length` the loaded server's context (0:
 // unknown); `expires` when it unloads if it stays idle (nullopt: never).

@@ -1,7 +1,7 @@
 // Embeddings in the encoding the client asked for. OpenAI SDKs ask for
 // base64 by default; when a backend answers with float arrays anyway, the
 // router converts them (little-endian float32, base64), so every recipe
-// honours encoding_format.
+// honours encoding_format. The base64 is OpenSSL's (lemon/net/base64.h).
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -11,8 +11,6 @@
 #include <string_view>
 
 namespace lemon::api {
-
-std::string base64_encode(std::string_view bytes);
 
 // The response with every `data[i].embedding` float array replaced by its
 // base64 form, or nullopt when nothing needed converting (or the body is not

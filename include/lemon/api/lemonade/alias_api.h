@@ -1,0 +1,26 @@
+// AliasApi: Lemonade 11's model aliases (aliases.json, models/alias_book.h):
+// GET /internal/aliases lists them, POST sets one ({"alias", "target"}, or
+// "model" for "target"), DELETE /internal/aliases/{alias} removes one. Admin
+// scope, at the root and under every API prefix.
+//
+// Ownership: holds a reference to the catalogue, which outlives it.
+// Thread-safety: register_routes() once, before the server runs; handlers
+// run on connection threads at once.
+#pragma once
+
+#include "lemon/http/api_routes.h"
+#include "lemon/models/catalogue.h"
+
+namespace lemon::api {
+
+class AliasApi {
+ public:
+  explicit AliasApi(ModelCatalogue& catalogue) : catalogue_(catalogue) {}
+
+  void register_routes(http::ApiRoutes& routes);
+
+ private:
+  ModelCatalogue& catalogue_;
+};
+
+}  // namespace lemon::api
