@@ -384,7 +384,8 @@ ProxyOutcome InferenceGateway::forward_attempt(InferenceRequest& req, net::Respo
                                                bool sanitized, std::optional<Lease>& lease) {
   // llama-server's autoload: off, a model that is not loaded or loading
   // is an error instead of a load.
-  if (!req.autoload.value_or(!settings().no_models_autoload) && provisioner_.needs_load(req.model)) {
+  if (!req.autoload.value_or(!settings().no_models_autoload) &&
+      provisioner_.needs_load(req.model)) {
     write_error(w,
                 Error(ErrorCode::kModelNotLoaded,
                       "model '" + req.model +
@@ -429,17 +430,16 @@ ProxyOutcome InferenceGateway::forward_attempt(InferenceRequest& req, net::Respo
   if (!req.native_path.empty()) {
     // llama-server's own routes exist only there.
     path = server.model().recipe == "llamacpp" ? std::optional<std::string>(req.native_path)
-                                                : std::nullopt;
+                                               : std::nullopt;
   }
   if (!path) {
-    write_error(w,
-                Error(ErrorCode::kUnsupportedOperation,
-                      (req.native_path.empty() ? std::string(api_route_name(req.route))
-                                               : req.native_path) +
-                          " is not supported by recipe '" +
-                          server.model().recipe + "'",
-                      "model"),
-                framing_for(req.route));
+    write_error(
+        w,
+        Error(ErrorCode::kUnsupportedOperation,
+              (req.native_path.empty() ? std::string(api_route_name(req.route)) : req.native_path) +
+                  " is not supported by recipe '" + server.model().recipe + "'",
+              "model"),
+        framing_for(req.route));
     return {};
   }
   std::string owned_body;

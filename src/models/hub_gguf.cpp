@@ -175,7 +175,8 @@ std::optional<GgufNameParts> gguf_name_parts(std::string_view filename) {
   while (start > 0 && tag_char(prefix[start - 1])) {
     --start;
   }
-  if (start > 0 && start < prefix.size() && (prefix[start - 1] == '-' || prefix[start - 1] == '.')) {
+  if (start > 0 && start < prefix.size() &&
+      (prefix[start - 1] == '-' || prefix[start - 1] == '.')) {
     parts.tag = hub_upper(std::string_view(prefix).substr(start));
   }
   parts.prefix = std::move(prefix);
@@ -204,9 +205,8 @@ bool is_hub_model_name(std::string_view name) {
     return true;
   }
   const std::string_view tag = name.substr(colon + 1);
-  return !tag.empty() && std::all_of(tag.begin(), tag.end(), [](char c) {
-    return tag_char(c) || c == '-';
-  });
+  return !tag.empty() &&
+         std::all_of(tag.begin(), tag.end(), [](char c) { return tag_char(c) || c == '-'; });
 }
 
 std::string canonical_hub_name(std::string_view name) {

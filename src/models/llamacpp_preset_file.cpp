@@ -213,8 +213,7 @@ Result<IniPreset> make_preset(const std::string& id, const std::map<std::string,
   }
   auto options = RecipeOptions::from_json("llamacpp", load);
   if (!options.ok()) {
-    return Error(ErrorCode::kInvalidOption,
-                 file + ": [" + id + "]: " + options.error().message());
+    return Error(ErrorCode::kInvalidOption, file + ": [" + id + "]: " + options.error().message());
   }
   out.preset.load_options = std::move(options).value();
   out.text = text + "\n";
@@ -263,7 +262,8 @@ Result<std::vector<IniSection>> parse_ini(std::string_view text, const std::stri
       continue;
     }
     auto eq = line.find('=');
-    std::string_view key = eq == std::string_view::npos ? line : trim_whitespace(line.substr(0, eq));
+    std::string_view key =
+        eq == std::string_view::npos ? line : trim_whitespace(line.substr(0, eq));
     if (eq == std::string_view::npos || key.empty() || !key_start(key.front()) ||
         !std::all_of(key.begin(), key.end(), key_char)) {
       return at_line(file, number, "expected 'key = value', a [section] or a comment");
@@ -353,9 +353,8 @@ Result<std::vector<IniPreset>> parse_llamacpp_presets(std::string_view text,
   for (const auto& p : out) {
     for (const auto& alias : p.aliases) {
       if (names.contains(alias)) {
-        return Error(ErrorCode::kInvalidOption,
-                     file + ": alias '" + alias + "' of [" + p.preset.id +
-                         "] is another preset's name");
+        return Error(ErrorCode::kInvalidOption, file + ": alias '" + alias + "' of [" +
+                                                    p.preset.id + "] is another preset's name");
       }
     }
   }

@@ -97,8 +97,8 @@ ExecImage build_exec_image(const SpawnSpec& spec) {
 }
 
 // Runs in the forked child: only async-signal-safe calls.
-[[noreturn]] void exec_child(const ExecImage& img, pid_t parent, int in_fd, int out_fd,
-                             int err_fd, int report_fd) {
+[[noreturn]] void exec_child(const ExecImage& img, pid_t parent, int in_fd, int out_fd, int err_fd,
+                             int report_fd) {
   ::setpgid(0, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) {

@@ -303,7 +303,8 @@ Status JobEffects::start_and_publish(const std::shared_ptr<WrappedServer>& serve
   // Load progress and readiness, as the backend reports them (llama-server's
   // child mode), for the event stream.
   server->set_state_listener([config, model = job_.model](const BackendReport& state) {
-    RouterEvent event{RouterEvent::Kind::kBackendReport, model, backend_phase_name(state.phase), {}};
+    RouterEvent event{
+        RouterEvent::Kind::kBackendReport, model, backend_phase_name(state.phase), {}};
     event.report = state;
     emit_event(*config, event);
   });

@@ -68,8 +68,9 @@ void enable_child_mode(json info, bool has_mmproj) {
       std::lock_guard lock(g_mu);
       g_monitoring = true;
     }
-    std::printf("srv    operator(): child server monitoring thread started, waiting for EOF on "
-                "stdin...\n");
+    std::printf(
+        "srv    operator(): child server monitoring thread started, waiting for EOF on "
+        "stdin...\n");
     std::thread(monitor_stdin).detach();
     write_state("ready", info);
   };

@@ -192,7 +192,7 @@ int main(int argc, char** argv) {
     res.set_content(props, "application/json");
   });
   svr.Get("/slots", [no_slots = args.has("--no-slots")](const httplib::Request&,
-                                                         httplib::Response& res) {
+                                                        httplib::Response& res) {
     if (no_slots) {
       res.status = 501;
       res.set_content(fake::llama_error_json(501, "This server does not support slots endpoint.",
@@ -215,11 +215,12 @@ int main(int argc, char** argv) {
       return;
     }
     const fake::Runtime& r = fake::runtime();
-    res.set_content("# HELP llamacpp:requests_processing Number of requests processing.\n"
-                    "# TYPE llamacpp:requests_processing gauge\n"
-                    "llamacpp:requests_processing " +
-                        std::to_string(r.counters.active.load()) + "\n",
-                    "text/plain; version=0.0.4");
+    res.set_content(
+        "# HELP llamacpp:requests_processing Number of requests processing.\n"
+        "# TYPE llamacpp:requests_processing gauge\n"
+        "llamacpp:requests_processing " +
+            std::to_string(r.counters.active.load()) + "\n",
+        "text/plain; version=0.0.4");
   });
   // POST /slots/{id}?action=erase|save|restore, as llama-server: every
   // action needs --slot-save-path (501 without it).

@@ -271,11 +271,10 @@ void ManagementApi::handle_ready(net::ResponseWriter& w) {
 void ManagementApi::handle_system_info(net::ResponseWriter& w) {
   nlohmann::json info = system_info_json(installer_, settings_.cache_dir, router_.cli_options());
   PresetReport presets = presets_.report();
-  info["presets"] = {
-      {"builtin", presets.builtin},
-      {"user", presets.user},
-      {"file", presets.file},
-      {"errors", presets.errors}};
+  info["presets"] = {{"builtin", presets.builtin},
+                     {"user", presets.user},
+                     {"file", presets.file},
+                     {"errors", presets.errors}};
   send_json(w, 200, info);
 }
 

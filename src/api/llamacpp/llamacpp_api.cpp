@@ -158,11 +158,10 @@ void LlamaCppApi::register_routes(http::ApiRoutes& routes) {
       {"/apply-template", ApiRoute::kTokenize, "/apply-template"},
   };
   for (const auto& i : inference) {
-    routes.root("POST", i.path, RouteAccess::kJsonPost, Scope::kInference,
-                [this, route = i.route, native = std::string(i.native)](
-                    net::Request& r, net::ResponseWriter& w, P) {
-                  handle_inference(route, native, r, w);
-                });
+    routes.root(
+        "POST", i.path, RouteAccess::kJsonPost, Scope::kInference,
+        [this, route = i.route, native = std::string(i.native)](
+            net::Request& r, net::ResponseWriter& w, P) { handle_inference(route, native, r, w); });
   }
 }
 
@@ -258,8 +257,7 @@ void LlamaCppApi::backend_get(net::Request& r, net::ResponseWriter& w, const std
     }
     WaitHooks hooks;
     hooks.cancelled = [&w] { return !w.client_connected(); };
-    if (Status loaded = provisioner_.load(target->server, RecipeOptions{}, hooks);
-        !loaded.ok()) {
+    if (Status loaded = provisioner_.load(target->server, RecipeOptions{}, hooks); !loaded.ok()) {
       if (loaded.error().code() != ErrorCode::kCancelled) {
         write_error(w, loaded.error());
       }
@@ -296,8 +294,8 @@ void LlamaCppApi::backend_get(net::Request& r, net::ResponseWriter& w, const std
   write_error(w, Error(ErrorCode::kModelNotLoaded, "model '" + name + "' is not loaded", "model"));
 }
 
-void LlamaCppApi::handle_inference(ApiRoute route, const std::string& native_path,
-                                   net::Request& r, net::ResponseWriter& w) {
+void LlamaCppApi::handle_inference(ApiRoute route, const std::string& native_path, net::Request& r,
+                                   net::ResponseWriter& w) {
   auto body = parse_json_object(r.body);
   if (!body.ok()) {
     write_error(w, body.error());

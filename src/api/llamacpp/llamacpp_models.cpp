@@ -295,9 +295,8 @@ void LlamaCppApi::handle_models(net::Request& r, net::ResponseWriter& w) {
     std::set<std::string> stale;
     for (const auto& s : view->servers) {
       auto info = presets_.resolve(s.info.model_name);
-      const bool changed =
-          !info.ok() || !info->downloaded ||
-          info->resolved_path("main") != s.server().model().resolved_path("main");
+      const bool changed = !info.ok() || !info->downloaded ||
+                           info->resolved_path("main") != s.server().model().resolved_path("main");
       if (changed) {
         stale.insert(s.info.model_name);
       }
@@ -344,10 +343,10 @@ void LlamaCppApi::handle_load(net::Request& r, net::ResponseWriter& w) {
   const ServedState state = served(*router_.view(), target->server);
   if (state.servers > 0 || state.loading) {
     // llama.cpp's answer to a model already running.
-    write_error(w, Error(ErrorCode::kInvalidRequest,
-                         "model '" + *name + "' is already " +
-                             (state.servers > 0 ? "loaded" : "loading"),
-                         "model"));
+    write_error(
+        w, Error(ErrorCode::kInvalidRequest,
+                 "model '" + *name + "' is already " + (state.servers > 0 ? "loaded" : "loading"),
+                 "model"));
     return;
   }
   // The load runs on; the answer comes once the router has taken it (or
@@ -365,8 +364,8 @@ void LlamaCppApi::handle_load(net::Request& r, net::ResponseWriter& w) {
     outcome->done = true;
     activity_.notify();
   });
-  activity_.wait_for_load_event(target->server, seen, [&outcome] { return outcome->done.load(); },
-                                kLoadQueuedWait);
+  activity_.wait_for_load_event(
+      target->server, seen, [&outcome] { return outcome->done.load(); }, kLoadQueuedWait);
   if (outcome->done && !outcome->result.ok()) {
     write_error(w, outcome->result.error());
     return;
@@ -400,8 +399,8 @@ void LlamaCppApi::handle_unload(net::Request& r, net::ResponseWriter& w) {
   }
   const ServedState state = served(*router_.view(), target->server);
   if (state.servers == 0 && !state.loading) {
-    write_error(w, Error(ErrorCode::kModelNotLoaded, "model '" + *name + "' is not running",
-                         "model"));
+    write_error(w,
+                Error(ErrorCode::kModelNotLoaded, "model '" + *name + "' is not running", "model"));
     return;
   }
   // Its servers drain, then stop (a loading one once its load ends); the
@@ -417,8 +416,8 @@ void LlamaCppApi::handle_unload(net::Request& r, net::ResponseWriter& w) {
       if (!now.loading) {
         return;
       }
-      activity_.wait_for_load_event(server, seen, [this] { return stopping_.load(); },
-                                    std::chrono::seconds(1));
+      activity_.wait_for_load_event(
+          server, seen, [this] { return stopping_.load(); }, std::chrono::seconds(1));
     }
   });
   send_success(w);
@@ -458,8 +457,8 @@ void LlamaCppApi::handle_download(net::Request& r, net::ResponseWriter& w) {
     return;
   }
   if (auto info = catalogue_.resolve(*canonical); info.ok() && info->downloaded) {
-    write_error(w, Error(ErrorCode::kInvalidRequest, "model '" + *canonical + "' already exists",
-                         "model"));
+    write_error(
+        w, Error(ErrorCode::kInvalidRequest, "model '" + *canonical + "' already exists", "model"));
     return;
   }
   // Started here (a bad repository fails now), then followed to its end.
@@ -475,8 +474,7 @@ void LlamaCppApi::handle_download(net::Request& r, net::ResponseWriter& w) {
 void LlamaCppApi::handle_delete(net::Request& r, net::ResponseWriter& w) {
   const std::string name = r.query_param("model").value_or("");
   if (name.empty()) {
-    write_error(w,
-                Error(ErrorCode::kInvalidRequest, "model must be a non-empty string", "model"));
+    write_error(w, Error(ErrorCode::kInvalidRequest, "model must be a non-empty string", "model"));
     return;
   }
   auto target = target_of(name);
@@ -504,11 +502,13 @@ void LlamaCppApi::annotate_models(nlohmann::json& entries) {
     if (!entry.is_object() || !entry.contains("id") || !entry["id"].is_string()) {
       continue;
     }
-    const std::string name = entry["id"].get<std::string>();
-    auto info = catalogue_.find(name);
+    // The entry's id is the public one ("a" for "user.a"); the router
+    // knows the model by its internal name.
+    auto info = catalogue_.find(entry["id"].get<std::string>());
     if (!info) {
       continue;
     }
+    const std::string& name = info->name;
     LlamaModel m;
     m.id = llamacpp_name_of(*info);
     m.server = m.catalogue = name;

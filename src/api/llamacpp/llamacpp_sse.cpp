@@ -28,19 +28,18 @@ void LlamaCppApi::handle_sse(net::Request& r, net::ResponseWriter& w) {
   if (!w.begin_chunked(200, headers)) {
     return;
   }
-  const SseNames names{
-      [this](const std::string& server) { return id_of_server(server); },
-      [this](const std::string& server) {
-        const auto view = router_.view();
-        for (const auto& s : view->servers) {
-          if (s.info.model_name == server) {
-            return true;
-          }
-        }
-        return false;
-      },
-      [this](const std::string& server) { return activity_.of(server).info; },
-      [this](const std::string& model) { return activity_.downloads(model); }};
+  const SseNames names{[this](const std::string& server) { return id_of_server(server); },
+                       [this](const std::string& server) {
+                         const auto view = router_.view();
+                         for (const auto& s : view->servers) {
+                           if (s.info.model_name == server) {
+                             return true;
+                           }
+                         }
+                         return false;
+                       },
+                       [this](const std::string& server) { return activity_.of(server).info; },
+                       [this](const std::string& model) { return activity_.downloads(model); }};
   auto last_write = std::chrono::steady_clock::now();
   for (;;) {
     std::string out;

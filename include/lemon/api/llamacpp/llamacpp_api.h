@@ -154,7 +154,8 @@ class LlamaCppApi {
   CondVar download_ended_;
   std::vector<std::thread> threads_ LEMON_GUARDED_BY(threads_mu_);
   // The downloads POST /models started, by model: set to cancel one.
-  std::map<std::string, std::shared_ptr<std::atomic<bool>>> downloads_ LEMON_GUARDED_BY(threads_mu_);
+  std::map<std::string, std::shared_ptr<std::atomic<bool>>> downloads_
+      LEMON_GUARDED_BY(threads_mu_);
   std::atomic<bool> stopping_{false};
 };
 

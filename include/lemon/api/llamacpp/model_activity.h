@@ -28,8 +28,8 @@ class ModelActivity {
   // RouterConfig::on_event's events.
   void on_router_event(const RouterEvent& event) LEMON_EXCLUDES(mu_);
   // ModelStore's observer: `model` is the name the pull was started for.
-  void on_download_progress(const std::string& model, const std::string& file,
-                            std::uint64_t bytes, std::uint64_t total) LEMON_EXCLUDES(mu_);
+  void on_download_progress(const std::string& model, const std::string& file, std::uint64_t bytes,
+                            std::uint64_t total) LEMON_EXCLUDES(mu_);
   void on_download_end(const std::string& model) LEMON_EXCLUDES(mu_);
 
   struct Of {

@@ -44,10 +44,10 @@ LlamaStatus llama_status(const ServedState& state);
 struct StatusDetail {
   LlamaStatus status = LlamaStatus::kUnloaded;
   std::vector<std::string> args;
-  std::string preset;                 // "" : left out
-  std::optional<int> failed_exit;     // the failed load's or crash's exit code
-  std::optional<LoadProgress> load;   // kLoading
-  nlohmann::ordered_json downloads;   // kDownloading: per file {done, total}; null otherwise
+  std::string preset;                // "" : left out
+  std::optional<int> failed_exit;    // the failed load's or crash's exit code
+  std::optional<LoadProgress> load;  // kLoading
+  nlohmann::ordered_json downloads;  // kDownloading: per file {done, total}; null otherwise
 };
 nlohmann::ordered_json status_json(const StatusDetail& detail);
 

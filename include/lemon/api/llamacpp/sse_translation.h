@@ -3,9 +3,9 @@
 // differ, the code's shapes):
 //
 //   load_started                 model_status  {"status":"loading"}
-//   backend_state loading        status_change {"status":"loading","progress":{stages,current,value}}
-//   backend_state sleeping       status_change {"status":"sleeping"}
-//   backend_state ready (a wake) status_change {"status":"loaded"}
+//   backend_state loading        status_change
+//   {"status":"loading","progress":{stages,current,value}} backend_state sleeping status_change
+//   {"status":"sleeping"} backend_state ready (a wake) status_change {"status":"loaded"}
 //   load_succeeded               status_change {"status":"loaded","info":{...}} (info when known)
 //   load_failed, server_crashed  status_change {"status":"unloaded","exit_code":1}
 //   server_stopped (the last)    status_change {"status":"unloaded","exit_code":0}
