@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
   ShutdownSignals signals;  // before any other thread starts
 
   // Models: the catalogue, with presets over it, and the store that pulls.
-  // Models served by other machines (issue #30 §3) are listed in it too.
+  // Models served by other machines are listed in it too.
   auto launcher = make_posix_process_launcher();
   FlmInventory flm_inventory(*launcher, app.cache_dir);
   const ModelCatalogue* catalogue_for_remote = nullptr;  // set once the catalogue is open
@@ -183,7 +183,7 @@ int main(int argc, char** argv) {
   anthropic_api.register_routes(server);
   api::OllamaApi ollama_api(**catalogue, store, router, provisioner, gateway);
   ollama_api.register_routes(server);
-  // llama-server's router API (issue #52): its routes, and its fields in
+  // llama-server's router API: its routes, and its fields in
   // GET /v1/models and /metrics?model=.
   api::LlamaCppApi llamacpp_api(**catalogue, presets, store, router, factory, provisioner, gateway,
                                 telemetry, server);
@@ -194,12 +194,12 @@ int main(int argc, char** argv) {
   observe_api.serve_model_metrics([&llamacpp_api](net::Request& r, net::ResponseWriter& w) {
     return llamacpp_api.serve_model_metrics(r, w);
   });
-  // Profiles (issue #30 §1): POST /internal/profile, --profile, /health's.
+  // Profiles: POST /internal/profile, --profile, /health's.
   api::ProfileApi profile_api(router, provisioner, options.profiles,
                               [&server] { return server.draining(); });
   profile_api.register_routes(server);
   management_api.show_profile([&profile_api] { return profile_api.active(); });
-  // SIGHUP reads the configuration again (issue #30 §1); GET /internal/config.
+  // SIGHUP reads the configuration again; GET /internal/config.
   ConfigReloader reloader(
       std::vector<std::string>(argv, argv + argc), parsed.provenance, telemetry.events(),
       {.router =

@@ -93,7 +93,7 @@ RequestSlots LlamaCppServer::slots() const {
   }
   // llama-server queues what finds every slot busy and starts it when one
   // frees; one request waiting there hides the router's hand-off between
-  // requests (issue #27). Its HTTP threads take it: --parallel + 4 by default
+  // requests. Its HTTP threads take it: --parallel + 4 by default
   // (+ 2 in older releases), of which the requests hold --parallel + 1.
   return {options().int_value("parallel", 1), ctx, 1};
 }
@@ -122,8 +122,8 @@ Result<std::vector<std::string>> LlamaCppServer::build_args(int port) const {
   // Each of the `parallel` slots gets ctx_size tokens: llama-server splits
   // --ctx-size evenly between --parallel slots unless the KV cache is unified
   // (which it is only when --parallel is left on auto). So a request never
-  // fails for lack of context because others are running (issue #11 §6,
-  // Lemonade #3276).
+  // fails for lack of context because others are running (Lemonade
+  // #3276).
   const RequestSlots s = slots();
   const long long kv_tokens = static_cast<long long>(s.ctx_size) * s.total;
   std::vector<std::string> args = {"-m",         model().resolved_path("main"),
@@ -288,8 +288,8 @@ std::vector<std::pair<std::string, std::string>> LlamaCppServer::child_env(
   // Release builds ship their shared libraries (libllama, libggml-*, the
   // ROCm runtime) next to the binary; only the child is told where.
   auto env = release_env(executable);
-  // No cross-origin answers: browsers reach models only through the router
-  // (issue #24). llama-server from b10015 reads these (an origin no page can
+  // No cross-origin answers: browsers reach models only through the router.
+  // llama-server from b10015 reads these (an origin no page can
   // have, RFC 2606's .invalid, and no credentials); older ones ignore
   // variables they do not know, and answer every origin, behind the key.
   env.emplace_back("LLAMA_ARG_CORS_ORIGINS", "http://backend-of-lemonade-router.invalid");

@@ -1,7 +1,7 @@
-// Memory estimates of servers before they start (issue #13 §1): the default
+// Memory estimates of servers before they start: the default
 // from the model's files, llama.cpp's from its GGUF header, whisper.cpp's
 // from its ggml header, stable-diffusion.cpp's from its files and the image
-// size (issue #31).
+// size.
 #include <array>
 #include <cstdint>
 #include <cstring>

@@ -143,7 +143,7 @@ Error ProcessServer::exited_error(const ChildProcess& child) const {
   auto status = child.exit_status();
   std::string how = status ? status->describe() : std::string("unknown status");
   auto tail = child.last_lines(kErrorTailLines);
-  // Issue #14 §2: an allocation failure in the output, or the OOM killer's
+  // An allocation failure in the output, or the OOM killer's
   // SIGKILL (we send none while a server starts), is typed here, once.
   const bool out_of_memory =
       output_reports_out_of_memory(child.last_lines(kOutOfMemoryScanLines)) ||
@@ -183,7 +183,7 @@ ProcessServer::ReadyOutcome ProcessServer::wait_ready(
     }
     // Sleeps only until the next poll, and wakes at once if the child exits
     // or writes a line (backends say they are ready in their output, so the
-    // probe that finds it ready follows at once, issue #27 §1).
+    // probe that finds it ready follows at once).
     auto interval = now - started < kFastReadyPeriod ? kFastReadyPoll : kSlowReadyPoll;
     if (child.wait_output_or_exit_until(std::min(deadline, now + interval))) {
       return ReadyOutcome::kExited;

@@ -28,7 +28,7 @@ BinaryQuery WhisperServer::binary_query() const {
 
 Result<std::vector<std::string>> WhisperServer::build_args(int port) const {
   // whisper-server has no API key: its routes live under a path made of the
-  // process's secret instead (issue #24), which a web page cannot guess.
+  // process's secret instead, which a web page cannot guess.
   return std::vector<std::string>{"-m",
                                   model().resolved_path("main"),
                                   "--port",

@@ -1,6 +1,6 @@
 // HashPipe: feeds downloaded bytes to a Hasher on a thread of its own, so
 // hashing overlaps with receiving and writing instead of adding to them
-// (issue #7: the checksum is computed while the file downloads, with no
+// (the checksum is computed while the file downloads, with no
 // second pass). Bytes are copied into reusable buffers; at most kMaxQueued
 // bytes wait, so a slow hasher slows the download instead of growing memory.
 //

@@ -1,5 +1,5 @@
 // A shared library loaded (dlopen) the first time it is needed, rather than
-// by the dynamic linker at start (issue #27: idle RSS). libcurl and
+// by the dynamic linker at start (idle RSS). libcurl and
 // libarchive pull in some thirty libraries (TLS, Kerberos, LDAP, ICU,
 // compressors) that an idle router, or one that only serves models already
 // downloaded, never uses; they cost about 5 MiB of resident memory when

@@ -187,7 +187,7 @@ class MemberNumbers {
 
 // The last `key` (which starts with a quote) in `body`: jumps from quote to
 // quote backwards (memrchr) instead of comparing at every byte, as
-// string_view::rfind does; runs for every answer (issue #27 §3).
+// string_view::rfind does; runs for every answer.
 std::size_t rfind_quoted(std::string_view body, std::string_view key) {
   std::size_t end = body.size();
   while (end > 0) {

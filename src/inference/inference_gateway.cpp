@@ -161,7 +161,7 @@ std::optional<RequestStats> InferenceGateway::forward_to(InferenceRequest& req,
       w.write_chunk(": loading\n\n");
     };
   }
-  // Issue #14 §2: a backend that refused or reset the connection before
+  // A backend that refused or reset the connection before
   // answering is tried again after 1, 2 and 4 s (--backend-retry-delay),
   // within --request-timeout; a chat its template rejected is repaired and
   // tried once more. Each attempt takes a new lease, so a backend that died
@@ -278,7 +278,7 @@ Status InferenceGateway::check_prefill_limit(const InferenceRequest& req,
 void InferenceGateway::watch_long_prompt(const InferenceRequest& req, WrappedServer& server,
                                          std::string& owned_body, std::string_view& body,
                                          ProxyCall& call) {
-  // Issue #26: a silent backend that says it is working is not idle; a
+  // A silent backend that says it is working is not idle; a
   // stream hears a heartbeat while the backend reads its prompt, and its
   // backend is asked how far it got.
   call.still_working = [&server] { return server.reports_work_in_progress(); };
@@ -293,7 +293,7 @@ void InferenceGateway::watch_long_prompt(const InferenceRequest& req, WrappedSer
   const bool client_asked = client_asked_progress(*req.json);
   if (!client_asked && !hub_.events().wants_request_events()) {
     // Progress only feeds request events: with nobody following them, the
-    // backend is not asked for it (issue #27: fewer events for llama-server
+    // backend is not asked for it (fewer events for llama-server
     // to write and the router to read and drop; a silent prefill stays
     // alive through ProxyCall::still_working).
     return;
@@ -418,7 +418,7 @@ ProxyOutcome InferenceGateway::forward_attempt(InferenceRequest& req, net::Respo
       (req.route == ApiRoute::kChatCompletions || req.route == ApiRoute::kCompletions)) {
     if (lease->backend_slot() >= 0) {
       // Some of this server's slots hold sessions' contexts: use a free one
-      // of the others (issue #13 §4).
+      // of the others.
       (*req.json)["id_slot"] = lease->backend_slot();
       req.body_changed = true;
     } else if (req.json->contains("id_slot") && req.slot_set_by_router) {

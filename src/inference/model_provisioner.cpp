@@ -155,7 +155,7 @@ Status ModelProvisioner::remove(const std::string& asked) {
   const std::string& name = info->name;
   if (info->recipe == "remote") {
     // No files here: deleting it takes back its registration, if
-    // user_models.json holds it (issue #30 §3).
+    // user_models.json holds it.
     if (info->remote.is_object() && info->remote.contains("origin")) {
       return Error(ErrorCode::kServedRemotely,
                    "model '" + name + "' comes from " + info->remote["origin"].get<std::string>() +
@@ -175,7 +175,7 @@ Status ModelProvisioner::remove(const std::string& asked) {
     return unloaded;
   }
   const bool is_user = name.starts_with("user.");
-  router_.forget_saved_slots(name);  // the slots the unload just saved go too (issue #29 §1)
+  router_.forget_saved_slots(name);  // the slots the unload just saved go too
   Status removed = store_.remove_files(name);
   if (!removed.ok()) {
     // A user model's registration goes even when it has no files to delete.

@@ -1,4 +1,4 @@
-// InferenceGateway's remote models (issue #30 §3): the request goes to the
+// InferenceGateway's remote models: the request goes to the
 // model's endpoints in turn, as remote/endpoint_health.h orders them.
 #include <algorithm>
 

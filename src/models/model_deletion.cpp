@@ -1,5 +1,5 @@
-// ModelStore::remove_files: deletes exactly one model's files (issue #7 §1
-// "/delete"), never another variant of the same repository, never a file
+// ModelStore::remove_files: deletes exactly one model's files
+// (/delete), never another variant of the same repository, never a file
 // another registered model needs.
 #include <algorithm>
 #include <set>

@@ -126,7 +126,7 @@ const std::vector<std::string>& RecipeOptions::all_keys() {
 }
 
 std::vector<std::string> RecipeOptions::keys_for_recipe(std::string_view recipe) {
-  // max_replicas is the router's (issue #13 §2), for every recipe.
+  // max_replicas is the router's, for every recipe.
   if (recipe == "llamacpp") {
     return {"ctx_size", "parallel", "llamacpp_backend", "llamacpp_args", "max_replicas", "gpu"};
   }

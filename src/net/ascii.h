@@ -1,6 +1,6 @@
 // ASCII character classes for the HTTP parsers: HTTP's syntax is ASCII
 // (RFC 9110 5.1, RFC 3986 2), so these use no locale and make no call; they
-// run for every request (issue #27 §3).
+// run for every request.
 // Internal to src/net. Thread-safety: pure functions.
 #pragma once
 

@@ -18,7 +18,7 @@
 namespace lemon::net::detail {
 namespace {
 
-// Tells the registry when a response's end goes out (issue #23): the
+// Tells the registry when a response's end goes out: the
 // connection is idle from its last write on, and one chosen to make room
 // while that write was under way is shut down once it is done.
 class ResponseEndMarker final : public SocketResponseWriter::EndListener {
@@ -146,7 +146,7 @@ ClientConnection::After ClientConnection::serve(bool may_park) {
     }
     // Idle from the moment the client can see the response end, not from
     // when this thread gets back here: a connection served earlier is never
-    // younger than one served later (issue #23).
+    // younger than one served later.
     std::optional<ResponseEndMarker> end_marker;
     if (registry != nullptr) {
       end_marker.emplace(*registry, registry_id, fd_.get());

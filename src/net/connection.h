@@ -5,7 +5,7 @@
 // requests, limits, exceptions, handlers that wrote nothing) with the JSON
 // error envelope. It returns instead of waiting for a next request that has
 // not begun, so the connection can be parked with the ConnectionWorkers and
-// hold no thread while idle (issue #27 §3).
+// hold no thread while idle.
 //
 // Internal to src/net. Thread-safety: a connection is served by one thread at
 // a time (the ConnectionWorkers hand it over); the context is shared

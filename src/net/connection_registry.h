@@ -1,5 +1,5 @@
 // Which client connections are open, per client address, and which of them
-// may be closed to make room (issue #11 §3a): a flood of idle or trickling
+// may be closed to make room: a flood of idle or trickling
 // sockets must not keep out a client that sends whole requests.
 //
 // Policy: a connection is "idle" unless a handler is running for it; its age

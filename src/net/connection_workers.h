@@ -1,5 +1,5 @@
 // The server's connection threads, and where idle connections wait for them
-// (issue #27 §3: no blocked thread per idle keep-alive connection).
+// (no blocked thread per idle keep-alive connection).
 //
 // Every open connection is either parked or being served. A parked one is
 // registered, one-shot, in an epoll set; the worker threads themselves wait

@@ -9,7 +9,7 @@ namespace lemon::net {
 namespace {
 
 // ASCII only, as HTTP's tokens are (RFC 9110 5.1): no locale, no call (the
-// header lookups run for every request, issue #27 §3).
+// header lookups run for every request).
 char lower(char c) {
   return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
 }

@@ -73,7 +73,7 @@ class SocketResponseWriter final : public ResponseWriter {
   // Told when the response's last bytes go out (the whole of send(),
   // finish()'s last chunk): from then on the client can see the response
   // end, so its connection counts as idle even if the handler has not
-  // returned yet (issue #23). Each is called once; `listener` outlives the
+  // returned yet. Each is called once; `listener` outlives the
   // writer.
   class EndListener {
    public:

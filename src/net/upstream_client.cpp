@@ -94,7 +94,7 @@ class UpstreamClient::Impl {
 // liveness check: backends close idle connections after seconds (llama.cpp's
 // keep-alive is 5 s), and one that closed it sooner anyway (it died) fails
 // the exchange before any answer, which is then retried once on a fresh
-// connection (call()). Saves a poll(2) per request under load (issue #27).
+// connection (call()). Saves a poll(2) per request under load.
 constexpr std::chrono::milliseconds kTrustedIdle{500};
 
 UniqueFd UpstreamClient::Impl::take_idle() {
@@ -110,7 +110,7 @@ UniqueFd UpstreamClient::Impl::take_idle() {
     }
     // The liveness check (poll) and the close of a dead connection are
     // system calls: never under the lock every other request to this
-    // backend takes (issue #27 §3; it was the router's most contended lock
+    // backend takes (it was the router's most contended lock
     // at c=16).
     if (Clock::now() - idle.since < kTrustedIdle || idle_connection_alive(idle.fd.get())) {
       return std::move(idle.fd);
@@ -249,7 +249,7 @@ Status UpstreamClient::Impl::call(const UpstreamRequest& request, const CallOpti
     if (outcome.reset) {
       // The backend reset the connection before one byte of a response (a
       // listener going away as it restarts). Typed as unreachable, like a
-      // refused connect, so callers may try again (issue #14 §2). An
+      // refused connect, so callers may try again. An
       // orderly close without an answer stays kBackendCrashed: a backend
       // that died holding the request is not sent it again.
       return Error(ErrorCode::kBackendUnavailable, outcome.status.error().message());

@@ -83,7 +83,7 @@ bool has_token(const Headers& headers, std::string_view name, std::string_view t
 enum class LengthField { kAbsent, kValid, kInvalid };
 
 // Whether several Content-Length values that agree are accepted: requests
-// reject any duplicate (issue #11); responses may repeat one value (RFC 9112
+// reject any duplicate; responses may repeat one value (RFC 9112
 // 6.3).
 enum class Duplicates { kReject, kAllowIdentical };
 

@@ -91,7 +91,7 @@ bool PosixChild::wait_output_or_exit_until(std::chrono::steady_clock::time_point
 }
 
 void PosixChild::signal_group(int sig) {
-  // One signal, to the group, which holds the leader (issue #27 §2: a
+  // One signal, to the group, which holds the leader (a
   // second SIGTERM makes llama-server quit at once with status 1). The
   // leader is not reaped while status_ is unset (reap() sets it under mu_),
   // so its pid is still its process-group id and cannot be reused. Only a

@@ -54,7 +54,7 @@ TelemetryHub::TelemetryHub()
                              "Backends that exited without being stopped", MetricType::kCounter,
                              {"model"})),
       slot_files_(registry_.add("lemonade_slot_files_total",
-                                "llama.cpp slots saved, restored or refused on restore (issue #29)",
+                                "llama.cpp slots saved, restored or refused on restore",
                                 MetricType::kCounter, {"model", "event"})),
       slot_file_bytes_(registry_.add("lemonade_slot_file_bytes_total",
                                      "Bytes of llama.cpp slots saved and restored",
@@ -287,7 +287,7 @@ std::string TelemetryHub::render(const RouterView& view, const SlotLimits& limit
   // Per model, from the router's published view (replicas summed).
   struct ModelFigures {
     int in_flight = 0;
-    int queued_in_backend = 0;  // sent ahead into a backend's own queue (issue #27)
+    int queued_in_backend = 0;  // sent ahead into a backend's own queue
     int slots = 0;
     int replicas = 0;
     std::int64_t last_use_ms = 0;
@@ -332,7 +332,7 @@ std::string TelemetryHub::render(const RouterView& view, const SlotLimits& limit
   for (const auto& [model, f] : per_model) {
     text.sample("lemonade_model_replicas", {{"model", model}}, f.replicas);
   }
-  // Memory (issue #13 §1): per model and device, and per device.
+  // Memory: per model and device, and per device.
   text.family("lemonade_model_memory_estimate_bytes",
               "What a model's servers were estimated to need per device before they started",
               "gauge");

@@ -1,4 +1,4 @@
-// ConfigReloader (issue #30 §1): SIGHUP, a change of config.json (inotify
+// ConfigReloader: SIGHUP, a change of config.json (inotify
 // on its folder) and POST /internal/set read the configuration again (the
 // defaults file, config.json, the environment the router started with and
 // its flags) and apply what can change in a running router; the rest is

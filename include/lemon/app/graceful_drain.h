@@ -1,6 +1,6 @@
-// The daemon's shutdown (issue #11 §6). SIGINT, SIGTERM and SIGHUP are
+// The daemon's shutdown. SIGINT, SIGTERM and SIGHUP are
 // blocked in every thread and taken by one thread. SIGHUP calls the reload
-// hook (issue #30 §1: the configuration is read again) and the router goes
+// hook (the configuration is read again) and the router goes
 // on. SIGINT and SIGTERM drain: downloads
 // are cancelled at once (a pull resumes where it stopped), the HTTP server
 // stops accepting, in-flight requests (streams included) may finish for up

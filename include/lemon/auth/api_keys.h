@@ -1,4 +1,4 @@
-// API keys with scopes (issue #30 §2, docs/auth.md): what config.json's
+// API keys with scopes (docs/auth.md): what config.json's
 // `auth` section and the key variables make. http checks every request
 // against them; lemonade-server's `config add-key` writes them; the
 // settings' reading checks the section (options/). Every route needs one

@@ -1,5 +1,5 @@
 // BackendInstaller: installs, reports and removes backend releases in
-// <cache>/bin/<recipe>/<backend>/ (issue #8), on the download layer.
+// <cache>/bin/<recipe>/<backend>/, on the download layer.
 //
 // - install() starts or joins the install of recipe:backend (two installs
 //   share one download). The task: LEMONADE_<RECIPE>_<BACKEND>_BIN pointing

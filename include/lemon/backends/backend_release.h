@@ -1,4 +1,4 @@
-// Backend releases (issue #8 §1): which archive of which release installs a
+// Backend releases: which archive of which release installs a
 // recipe's backend on Linux, as Lemonade 9.4.1 builds it.
 //
 //   versions   resources/backend_versions.json (Lemonade's file and pins); a

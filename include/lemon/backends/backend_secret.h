@@ -1,4 +1,4 @@
-// A backend process's secret (issue #24): 256 bits from the OS's random
+// A backend process's secret: 256 bits from the OS's random
 // number generator, as 64 lowercase hex digits, made anew for every process
 // the router spawns. The recipe hands it to its program where other users
 // cannot read it (llama-server's LLAMA_API_KEY, in the child's environment)

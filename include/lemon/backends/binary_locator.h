@@ -1,4 +1,4 @@
-// Finding a backend's executable (issue #2 §4 "Finding the binary"), in
+// Finding a backend's executable, in
 // order: the LEMONADE_<RECIPE>_<BACKEND>_BIN variable (recipe upper-cased
 // without '-', e.g. LEMONADE_LLAMACPP_CPU_BIN, LEMONADE_SDCPP_ROCM_BIN,
 // LEMONADE_FLM_BIN), then PATH, then <cache_dir>/bin/<recipe>/<backend>/

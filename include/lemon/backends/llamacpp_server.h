@@ -11,7 +11,7 @@
 // refused in llamacpp_args; defaults the user names in llamacpp_args (exact
 // flag match, or its --no- twin) are left out. The child gets its secret as
 // LLAMA_API_KEY and no cross-origin answers (LLAMA_ARG_CORS_*), from its
-// environment (issue #24).
+// environment.
 //
 // The child runs in llama-server's router child mode (LLAMA_SERVER_ROUTER_PORT
 // in its environment; backend_report.h): it reports its load progress and
@@ -31,7 +31,7 @@ class LlamaCppServer final : public ProcessServer {
   LlamaCppServer(const ModelInfo& model, const RecipeOptions& options,
                  const BackendEnvironment& env);
 
-  // ProcessServer's checks, then the slot folder (issue #29 §1): its
+  // ProcessServer's checks, then the slot folder: its
   // identity hashes what a saved slot depends on, the weights (the file's
   // real path, size and mtime: a hub blob's path is its hash), the context
   // per slot, the KV cache types and every llamacpp_args flag, the backend

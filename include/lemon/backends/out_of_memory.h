@@ -1,5 +1,5 @@
-// Recognising a backend that ran out of memory while it loaded (issue #14
-// §2), at the one place its output is read. ggml-based servers (llama.cpp,
+// Recognising a backend that ran out of memory while it loaded,
+// at the one place its output is read. ggml-based servers (llama.cpp,
 // whisper.cpp, stable-diffusion.cpp) print an allocation failure before they
 // give up: "cudaMalloc failed: out of memory", "failed to allocate CUDA0
 // buffer of size ...", "unable to allocate CUDA0 buffer", Vulkan's

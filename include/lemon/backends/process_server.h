@@ -31,7 +31,7 @@ struct BackendEnvironment {
   std::chrono::milliseconds load_timeout{600'000};
   std::chrono::milliseconds stop_grace{5'000};
   std::string cache_dir;  // install dirs live in <cache_dir>/bin/<recipe>/<backend>
-  // Where llama.cpp servers save their slots (issue #29 §1); "" keeps none.
+  // Where llama.cpp servers save their slots; "" keeps none.
   std::string slot_cache_dir;
   bool verbose = false;  // --log-level debug/trace: ask backends for verbose logs
   // The router's own HTTP port, for backends that want to know their
@@ -71,10 +71,10 @@ class ProcessServer : public WrappedServer {
   // The environment of a backend shipped as a release folder: its shared
   // libraries next to the binary (LD_LIBRARY_PATH), and, with the recipe
   // option `gpu`, that GPU alone visible to the child (CUDA, HIP/ROCm and
-  // Vulkan variables; issue #13 §1).
+  // Vulkan variables).
   std::vector<std::pair<std::string, std::string>> release_env(const std::string& executable) const;
   // The environment variables that hand this process's secret() to a
-  // program that takes an API key (issue #24): llama-server's
+  // program that takes an API key: llama-server's
   // LLAMA_API_KEY. When there are any, every call to the backend carries the
   // secret as a bearer token. Default: none.
   virtual std::vector<std::pair<std::string, std::string>> secret_env() const;

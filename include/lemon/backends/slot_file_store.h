@@ -1,6 +1,6 @@
 // SlotFileStore: SlotStore over llama-server's own slot actions (POST
 // /slots/{id}?action=save|restore, into the folder its --slot-save-path
-// names) and the files they write (issue #29 §1).
+// names) and the files they write.
 //
 // Every call is bounded by `timeout` in all (GET /slots and each action get
 // what is left); a stop never waits past it. A save that fails leaves no

@@ -1,4 +1,4 @@
-// Saved llama.cpp slots (issue #29 §1): where their files live and which to
+// Saved llama.cpp slots: where their files live and which to
 // keep, as pure functions. The effects (HTTP to llama-server, the disk) are
 // SlotFileStore's (slot_file_store.h).
 //

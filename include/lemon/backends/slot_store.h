@@ -1,5 +1,5 @@
-// SlotStore: llama.cpp slots kept across a server's stop and its next start
-// (issue #29 §1). The router calls it around a server's life; SlotFileStore
+// SlotStore: llama.cpp slots kept across a server's stop and its next start.
+// The router calls it around a server's life; SlotFileStore
 // (slot_file_store.h) is the real one, tests may fake it.
 //
 // Thread-safety: every method may be called from any thread, for different

@@ -1,13 +1,13 @@
 // WhisperServer: the `whispercpp` recipe, served by whisper.cpp's
 // whisper-server. Transcriptions go to its /inference route (multipart).
 // whisper-server has no API key, so every route (its /load too) is served
-// under a path made of the process's secret (issue #24, docs/api.md "Access
+// under a path made of the process's secret (docs/api.md "Access
 // control"):
 //
 //   whisper-server -m <ggml-*.bin> --port P --host 127.0.0.1 --request-path /<secret>
 //
 // What the real program does, checked against whisper.cpp v1.8.2's
-// examples/server/server.cpp (issue #31, docs/testing.md): an upload it
+// examples/server/server.cpp (docs/testing.md): an upload it
 // cannot decode gets status 200 with {"error":...}; `text` answers are
 // labelled text/html; the fields of a request that fails are kept for the
 // next one.

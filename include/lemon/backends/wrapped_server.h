@@ -75,7 +75,7 @@ struct RequestSlots {
   // Requests the backend queues itself, beyond `total`, and starts the
   // moment a slot frees (llama-server's task queue). The router sends that
   // many more while no session holds a slot, so the next request is already
-  // waiting inside the backend instead of in the router's line (issue #27).
+  // waiting inside the backend instead of in the router's line.
   int queued_ahead = 0;
 };
 
@@ -96,7 +96,7 @@ class WrappedServer {
 
   // The backend's request slots. The router never leases more than `total`
   // + `queued_ahead` requests at once to it; extra requests wait in the
-  // router's line for a slot (issue #11 §6).
+  // router's line for a slot.
   virtual RequestSlots slots() const { return {}; }
 
   // Checks that cannot change by retrying: model files present
@@ -139,7 +139,7 @@ class WrappedServer {
     return std::nullopt;
   }
 
-  // Long prompts (issue #26). Whether a streamed chat or completion may ask
+  // Long prompts. Whether a streamed chat or completion may ask
   // this backend for its prompt progress ("return_progress", llama-server;
   // prompt_progress.h).
   virtual bool reports_prompt_progress() const { return false; }
@@ -177,14 +177,14 @@ class WrappedServer {
   // A successful (2xx) non-streaming answer that is in fact a refusal, as the
   // client should get it; nullopt when the answer is what it says.
   // whisper-server answers an upload it cannot read with 200 and
-  // {"error":"..."} (issue #31).
+  // {"error":"..."}.
   virtual std::optional<Error> refusal_in_answer(ApiRoute route, std::string_view body) const {
     (void)route;
     (void)body;
     return std::nullopt;
   }
 
-  // What this server will hold in memory, per device (issue #13 §1), before
+  // What this server will hold in memory, per device, before
   // it starts: the model's files plus a per-backend overhead, charged to
   // "ram" or to the GPU it runs on ("gpu<N>", the `gpu` option, else gpu0).
   // Recipes that know better override it (llama.cpp adds its KV cache).
@@ -210,7 +210,7 @@ class WrappedServer {
   // The backend's last output lines, oldest first.
   virtual std::vector<std::string> last_output(std::size_t n) const = 0;
   // The folder this server saves its slots in and restores them from
-  // (issue #29 §1, SlotStore), or "" when it keeps none. Set by prepare().
+  // (SlotStore), or "" when it keeps none. Set by prepare().
   virtual std::string slot_save_dir() const { return {}; }
 
  protected:

@@ -20,7 +20,7 @@ struct CommandLine {
   std::string model;
   bool save_options = false;
   bool pinned = false;          // load --pinned
-  std::optional<int> priority;  // load --priority (issue #29 §3)
+  std::optional<int> priority;  // load --priority
   bool json = false;            // list, status, recipes, ps: machine-readable output
   bool follow = false;          // logs
   nlohmann::json load_options = nlohmann::json::object();  // given load flags, /load's names
@@ -54,13 +54,13 @@ int cmd_pull(const CommandLine& cl, CliContext& ctx);
 int cmd_delete(const CommandLine& cl, CliContext& ctx);
 int cmd_load(const CommandLine& cl, CliContext& ctx);
 int cmd_unload(const CommandLine& cl, CliContext& ctx);
-// pin / unpin MODEL: POST /internal/pin (issue #29 §3, Lemonade HEAD's CLI).
+// pin / unpin MODEL: POST /internal/pin (Lemonade HEAD's CLI).
 int cmd_pin(const CommandLine& cl, CliContext& ctx);
 int cmd_unpin(const CommandLine& cl, CliContext& ctx);
 int cmd_ps(const CommandLine& cl, CliContext& ctx);
 int cmd_recipes(const CommandLine& cl, CliContext& ctx);
 int cmd_run(const CommandLine& cl, CliContext& ctx);
-// config get [KEY], config set KEY VALUE, config path (issue #30 §1): the
+// config get [KEY], config set KEY VALUE, config path: the
 // running server's GET /internal/config and POST /internal/set; `set`
 // without a server checks and writes config.json itself.
 int cmd_config(const CommandLine& cl, CliContext& ctx);

@@ -1,4 +1,4 @@
-// Memory per device (issue #13 §1): "ram" for system memory, "gpu0",
+// Memory per device: "ram" for system memory, "gpu0",
 // "gpu1", ... for each GPU's own memory, in the order the machine lists
 // them (nvidia-smi's index, or /sys/class/drm's cards for AMD); and the
 // budget of it the models may use (--memory-budget).

@@ -26,7 +26,7 @@ enum class ErrorCode {
   kModelNotFound,         // unknown model name
   kModelNotLoaded,        // unload of a model that is not loaded
   kUnsupportedOperation,  // route not served by this model's type or recipe
-  kServedRemotely,        // a remote model (issue #30 §3): never loaded or unloaded here
+  kServedRemotely,        // a remote model: never loaded or unloaded here
   kRouteNotFound,         // unknown path
   kMethodNotAllowed,      // known path, wrong method
   kPayloadTooLarge,       // body over the configured limit
@@ -62,7 +62,7 @@ enum class ErrorCode {
   kServerBusy,   // --max-connections or --max-request-memory reached
   kQueueFull,    // --max-queued-requests requests already wait for this model or in all
   kConflict,     // the model is busy with a conflicting operation (delete vs pull)
-  kSlotsPinned,  // a load could start only by evicting a pinned model (issue #29 §3)
+  kSlotsPinned,  // a load could start only by evicting a pinned model
   kInsufficientMemory,  // a model does not fit its device's memory budget even alone
   kSessionNotFound,     // no session with that id (never was, ended, or expired)
   kSessionBusy,         // the session is generating: no second generate, no append

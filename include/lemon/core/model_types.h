@@ -52,7 +52,7 @@ constexpr bool operator&(Device a, Device b) {
 // "cpu", "gpu", "npu" joined with '|', in that order, e.g. "gpu|npu".
 std::string device_name(Device device);
 
-// Device for a recipe and the backend chosen for it (issue #2 §3 table).
+// Device for a recipe and the backend chosen for it.
 // `backend` is the llamacpp/whispercpp/sd-cpp backend ("cpu", "vulkan",
 // "npu", "rocm", ...); ignored for recipes without one.
 Device device_for_recipe(std::string_view recipe, std::string_view backend);

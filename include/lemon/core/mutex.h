@@ -1,4 +1,4 @@
-// Mutexes the compiler checks (issue #28 §4). Clang's thread-safety analysis
+// Mutexes the compiler checks. Clang's thread-safety analysis
 // (-Wthread-safety, on in every clang build) proves at compile time that each
 // field marked LEMON_GUARDED_BY(mu) is touched only with mu held, and that a
 // function marked LEMON_REQUIRES(mu) is called only with it held. Under GCC

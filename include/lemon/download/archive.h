@@ -1,4 +1,4 @@
-// Unpacking release archives (issue #8 §2) through libarchive: any format
+// Unpacking release archives through libarchive: any format
 // and filter it reads (tar.gz, zip, ...), into a folder, with permission
 // bits kept (executables stay executable).
 //

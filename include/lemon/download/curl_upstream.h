@@ -1,5 +1,5 @@
 // CurlUpstreamClient: net::UpstreamCalls over libcurl, for remote backends
-// reached over https:// (issue #30 §3; all outbound TLS goes through
+// reached over https:// (all outbound TLS goes through
 // libcurl). It keeps the contract of net/upstream_client.h: the same error
 // codes for the same failures, the same timeouts, the watched client.
 //

@@ -1,4 +1,4 @@
-// Free-space check before a download starts (issue #7 §2): the bytes left to
+// Free-space check before a download starts: the bytes left to
 // fetch plus a margin must fit on the file system that will hold them.
 //
 // Thread-safety: free functions, safe from any thread.

@@ -1,5 +1,5 @@
-// SharedTasks: coalesces work by key (issue #7 §2 "two pulls of the same
-// model share one download"). The first caller for a key starts the task on
+// SharedTasks: coalesces work by key (two pulls of the
+// same model share one download). The first caller for a key starts the task on
 // its own thread; later callers for the same key follow it. Each caller holds
 // a Follower; when the last follower of a running task goes away, the task's
 // cancel flag is raised (the task decides what that means; a download keeps

@@ -1,4 +1,4 @@
-// File and text transfers over HTTP(S) through libcurl (issue #7 §2). This
+// File and text transfers over HTTP(S) through libcurl. This
 // layer knows nothing about models or the hub: it fetches a URL into a file,
 // resumably, verifying a checksum while the bytes stream, and reports
 // progress. The model store and the backend installer both build on it.

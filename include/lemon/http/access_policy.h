@@ -1,4 +1,4 @@
-// Who may call what (issue #3 "Access control (safe defaults)"):
+// Who may call what, with safe defaults:
 // - API keys (api_keys.h): with any configured, every route but the public
 //   ones needs `Authorization: Bearer <key>` of a key with the route's
 //   scope; /health and /metrics too, unless health_without_auth or

@@ -1,5 +1,5 @@
 // ApiDialect: which API a route speaks, and so the shape of its errors
-// (issue #14 §3, §4). The router's own and the OpenAI-compatible routes
+// The router's own and the OpenAI-compatible routes
 // answer in the router's envelope (error_response.h); the Anthropic
 // Messages routes in Anthropic's, {"type":"error","error":{"type","message"}};
 // the Ollama routes in Ollama's, {"error":"..."}. The HTTP status always

@@ -113,7 +113,7 @@ class ApiServer final : public ApiRoutes, public ServingStatus {
   void handle(net::Request& r, net::ResponseWriter& w);
   // The server's HeadCheck: the route and access (API key and its scope and
   // limits, origin, Host, media type) checked before any of the body is read
-  // (issue #11 §3a); the caller is left in r.context (caller.h).
+  //; the caller is left in r.context (caller.h).
   std::optional<net::EarlyAnswer> check_head(net::Request& r);
   // Metrics and the audit line of a refused request.
   void count_refusal(const net::Request& r, Scope scope, KeyHeaders headers, const Error& error,

@@ -1,4 +1,4 @@
-// The audit log of admin actions (issue #30 §2, docs/auth.md): one JSON
+// The audit log of admin actions (docs/auth.md): one JSON
 // line per request to an admin-scope route, answered or refused, with its
 // time, key name, method, path, model and status. The file is rotated when
 // it passes `rotate_bytes`: audit.jsonl becomes audit.jsonl.1 (and .1 .2,

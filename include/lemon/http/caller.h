@@ -1,4 +1,4 @@
-// Who sent a request (issue #30 §2): the API key it presented, found when
+// Who sent a request: the API key it presented, found when
 // its head was read (ApiServer's HeadCheck), kept in the request's context
 // with the key's requests-at-once lease until it has been answered.
 //

@@ -1,5 +1,5 @@
 // Parsing and checking JSON request bodies before anything is loaded
-// (issue #3 "Each route checks its required fields and their types"). Every
+// (each route checks its required fields and their types). Every
 // failure is kInvalidRequest naming the field in param.
 //
 // Thread-safety: pure functions.

@@ -1,4 +1,4 @@
-// Per-key limits (issue #30 §2): requests at once (max_concurrent) and
+// Per-key limits: requests at once (max_concurrent) and
 // requests a minute (requests_per_minute), checked when a request's head
 // has been read, before its body, so nothing reaches a backend for a
 // refused request. A refusal is 429 with Retry-After.

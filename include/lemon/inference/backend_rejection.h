@@ -1,4 +1,4 @@
-// What kind of refusal a backend's HTTP error answer is (issue #14 §2),
+// What kind of refusal a backend's HTTP error answer is,
 // decided once, where the answer is read; code above branches on the enum.
 //
 // kTemplate: llama-server could not render the chat with the model's

@@ -21,8 +21,8 @@ void stats_from_backend_json(const nlohmann::json& j, RequestStats& stats);
 // From a whole answer's text: its last `timings` and `usage` objects, with
 // the same result as stats_from_backend_json() on an answer holding only
 // those two. Runs for every non-streaming answer, so it reads the two
-// objects' numbers with nlohmann's SAX parser and builds no DOM (issue #27
-// §3). An object that is not well-formed JSON counts as absent.
+// objects' numbers with nlohmann's SAX parser and builds no DOM.
+// An object that is not well-formed JSON counts as absent.
 void stats_from_answer(std::string_view body, RequestStats& stats);
 
 }  // namespace lemon::inference

@@ -1,5 +1,5 @@
 // ChatAnswer: the answer to one chat request in another API's shape
-// (Anthropic Messages, Ollama; issue #14 §3, §4), built from the backend's
+// (Anthropic Messages, Ollama), built from the backend's
 // OpenAI chat completion stream as it arrives. The router always asks the
 // backend for a stream (with usage); for a client that asked for a stream,
 // chunk() returns the text to write at once, so every backend chunk is

@@ -60,7 +60,7 @@ struct ForwardSettings {
   // How often a streaming client waiting for a load gets ": loading".
   std::chrono::milliseconds keepalive_interval{1000};
   // --stream-heartbeat: a stream whose backend is silent this long (reading
-  // a long prompt) gets ": ping" (zero: none; issue #26).
+  // a long prompt) gets ": ping" (zero: none).
   std::chrono::milliseconds stream_heartbeat{1000};
   // --max-prefill-tokens: a chat or completion whose prompt has more tokens
   // is refused with 400 before it reaches the backend (0: no limit).
@@ -133,10 +133,10 @@ class InferenceGateway {
 
   // The limits in force (a copy: a reload may change them at any time).
   ForwardSettings settings() const LEMON_EXCLUDES(settings_mu_);
-  // A reloaded configuration's limits and timeouts (issue #30 §1): requests
+  // A reloaded configuration's limits and timeouts: requests
   // that start from now on follow them; those under way keep theirs.
   void set_settings(const ForwardSettings& settings) LEMON_EXCLUDES(settings_mu_);
-  // Serves the models of `remote` (issue #30 §3) from their endpoints.
+  // Serves the models of `remote` from their endpoints.
   // Set once, before the server serves; it outlives the gateway.
   void serve_remote(remote::RemoteModels* remote) { remote_ = remote; }
   // A session's turn that succeeded (sessions go to their server directly,
@@ -169,9 +169,9 @@ class InferenceGateway {
   ProxyCall make_call(const InferenceRequest& req, std::string path,
                       std::string content_type) const;
   // --max-prefill-tokens: kPromptTooLong when the backend counts more
-  // tokens in the request's prompt (issue #26).
+  // tokens in the request's prompt.
   Status check_prefill_limit(const InferenceRequest& req, WrappedServer& server) const;
-  // Long prompts (issue #26): the backend's "still working" test, and for a
+  // Long prompts: the backend's "still working" test, and for a
   // stream its heartbeat and llama-server's prompt progress (asked for in
   // `body`, rewritten into `owned_body`, and stripped unless the client
   // asked for it too).

@@ -1,12 +1,12 @@
 // Forwarding one inference request to a leased backend and writing the
-// answer to the client (issue #2 §5 "chat/completions"):
+// answer to the client:
 // - non-streaming: the backend's body and status pass through; errors are
 //   re-wrapped in the router's envelope with the backend's status kept;
 // - streaming: every piece the backend writes becomes one chunk to the client
 //   at once (no buffering); a stream that breaks ends with an SSE error event
 //   and `data: [DONE]`; stats come from the final `timings`/`usage` event,
 //   keeping only that event in memory; while the backend is silent (reading
-//   a long prompt, issue #26) the client gets an SSE comment every
+//   a long prompt) the client gets an SSE comment every
 //   ProxyCall::heartbeat, between events only, and the response's head
 //   first if the backend has not sent its own;
 // - the client's socket is watched, so a client that leaves cancels the
@@ -14,7 +14,7 @@
 // - with ProxyCall::defer_retryable, a failure of which nothing reached the
 //   client and that a retry may fix (the backend refused or reset the
 //   connection before answering; the chat template rejected the messages)
-//   is returned unwritten, for the caller to retry or write (issue #14 §2).
+//   is returned unwritten, for the caller to retry or write.
 //
 // Thread-safety: runs on the request's connection thread.
 #pragma once
@@ -75,7 +75,7 @@ struct ProxyCall {
   std::string answer_content_type;
   // Return retryable failures unwritten (ProxyOutcome::unanswered).
   bool defer_retryable = false;
-  // With defer_retryable, for a remote model's endpoint (issue #30 §3): also
+  // With defer_retryable, for a remote model's endpoint: also
   // a connection lost before the answer reached the client, and answers
   // with one of these statuses.
   bool defer_lost = false;
@@ -85,7 +85,7 @@ struct ProxyCall {
   // Headers added to a successful answer (X-Lemonade-Sanitized).
   net::Headers extra_headers;
   // Streams: after this long without a byte written to the client, an SSE
-  // comment (": ping"); zero: none (--stream-heartbeat, issue #26).
+  // comment (": ping"); zero: none (--stream-heartbeat).
   std::chrono::milliseconds heartbeat{0};
   // Streams: llama-server's prompt-progress events, asked for by the router
   // and not by the client, are read but not forwarded.
@@ -125,7 +125,7 @@ struct ProxyOutcome {
 };
 
 // What a request is forwarded to: a leased local server, or one endpoint of
-// a remote model (issue #30 §3). `release` ends the target's in-flight count
+// a remote model. `release` ends the target's in-flight count
 // (Lease::release); it is called once the backend has ended its answer.
 struct ProxyTarget {
   net::UpstreamCalls& client;

@@ -1,5 +1,5 @@
-// Repairs of a chat's messages that a model's template rejected (issue #14
-// §2, seed 003 "Message Sanitization"). The router applies them once, after
+// Repairs of a chat's messages that a model's template rejected (message
+// sanitization). The router applies them once, after
 // the backend refused the chat with a template error (BackendRejection::
 // kTemplate), and retries; the answer then carries X-Lemonade-Sanitized: 1.
 //

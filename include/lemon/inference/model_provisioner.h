@@ -1,4 +1,4 @@
-// One path for a request's `model` (issue #28 §2): the preset it may name,
+// One path for a request's `model`: the preset it may name,
 // then the router's lease or load, and, when that finds the model's files or
 // its backend missing, a download or an install and one more try. Every
 // handler that serves a model by name goes through here, once.

@@ -1,4 +1,4 @@
-// llama-server's prompt progress in a stream (issue #26). Asked with
+// llama-server's prompt progress in a stream. Asked with
 // "return_progress": true on a streamed completion, llama-server adds
 // "prompt_progress": {"total", "cache", "processed", "time_ms"} to a chunk
 // when the prompt starts, after each batch of prompt tokens, and when the

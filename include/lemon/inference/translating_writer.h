@@ -1,6 +1,6 @@
 // TranslatingWriter: the ResponseWriter between the forward path
 // (InferenceGateway::forward) and the client on the Anthropic and Ollama
-// routes (issue #14 §3, §4). The forward path writes OpenAI and router
+// routes. The forward path writes OpenAI and router
 // shapes; this writes the client's API instead:
 // - errors (a status >= 400, or an error event once a stream began) in the
 //   dialect's shape (api_dialect.h), with their status and Retry-After;

@@ -1,5 +1,5 @@
-// ModelCatalogue: every model the router knows, from three sources (issue #2
-// §2): the built-in resources/server_models.json, `user_models.json` in the
+// ModelCatalogue: every model the router knows, from three sources:
+// the built-in resources/server_models.json, `user_models.json` in the
 // cache dir (exposed as `user.<key>`), and `--extra-models-dir` (exposed as
 // `extra.<name>`). Per-model load options come from `recipe_options.json` in
 // the cache dir, keyed by full model name.
@@ -39,7 +39,7 @@ struct CatalogueSources {
   // reported as downloaded (FLM manages its own files).
   std::function<std::vector<std::string>()> flm_installed;
   // Models served by other machines that no file here names (config.json's
-  // remote.models, discovered ones; issue #30 §3), listed after the others.
+  // remote.models, discovered ones), listed after the others.
   // Called without the entry lists' lock, but maybe under the file locks
   // (reading or writing user_models.json): it must not call the catalogue.
   std::function<std::vector<ModelInfo>()> remote_models;

@@ -1,4 +1,4 @@
-// Download planning (issue #7 §2 "Which files"): from a model's checkpoints
+// Download planning: from a model's checkpoints
 // and the hub's listings of their repositories, the exact files to fetch.
 // The same rules as resolution on disk (model_files.h, gguf_variant.h):
 //

@@ -1,5 +1,5 @@
 // GgufHeader: the metadata of a GGUF file that a memory estimate needs
-// (issue #13 §1): the architecture, layer count, embedding size, attention
+//: the architecture, layer count, embedding size, attention
 // head counts and key/value lengths, the training context, and the tensors'
 // total size. Only the header is read (key/value pairs and tensor infos,
 // never the tensor data); large arrays (the vocabulary) are skipped.

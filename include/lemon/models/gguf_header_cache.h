@@ -1,5 +1,5 @@
-// GgufHeaderCache: GGUF headers already read, by file identity (issue #27
-// §1). A memory estimate reads a model's header on every load; a file seen
+// GgufHeaderCache: GGUF headers already read, by file identity.
+// A memory estimate reads a model's header on every load; a file seen
 // before (same path, size and modification time) is answered from memory
 // without opening it. A file that changed is read again. A failure is kept
 // as well, by the same identity: a file that is not a GGUF (a placeholder, a

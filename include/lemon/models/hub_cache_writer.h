@@ -1,4 +1,4 @@
-// Writing the Hugging Face hub cache layout (issue #7 §2 "Layout"), the
+// Writing the Hugging Face hub cache layout, the
 // counterpart of hf_cache.h's reader, as huggingface_hub writes it:
 //
 //   <hub>/models--org--name/blobs/<etag>                 the content

@@ -1,4 +1,4 @@
-// HubClient: the Hugging Face hub as the model store sees it (issue #7 §2):
+// HubClient: the Hugging Face hub as the model store sees it:
 // a repository's file listing at a revision, and the URL of each file.
 //
 // - The hub is HF_ENDPOINT (default https://huggingface.co), as in

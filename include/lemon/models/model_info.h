@@ -18,7 +18,7 @@
 
 namespace lemon {
 
-// A model's priority (issue #29 §3) is an integer in [kMinPriority,
+// A model's priority is an integer in [kMinPriority,
 // kMaxPriority]; POST /load refuses one outside, a saved one is clamped.
 inline constexpr int kMinPriority = -1000;
 inline constexpr int kMaxPriority = 1000;
@@ -53,13 +53,13 @@ struct ModelInfo {
   // Per-model options from recipe_options.json (already restricted to recipe).
   RecipeOptions saved_options;
   // recipe_options.json's "pinned": true (Lemonade HEAD's key): the router
-  // pins the model whenever it loads it (issue #29 §3).
+  // pins the model whenever it loads it.
   bool saved_pinned = false;
-  // recipe "remote" (issue #30 §3): the entry's "policy" and "endpoints",
+  // recipe "remote": the entry's "policy" and "endpoints",
   // as written (checked by the remote layer); null for other recipes.
   nlohmann::json remote;
   // recipe_options.json's "priority" (an integer, default 0): a load evicts
-  // only models of an equal or lower priority (issue #29 §3).
+  // only models of an equal or lower priority.
   int saved_priority = 0;
 
   // Filled by resolution: role -> absolute path of the file (or, for

@@ -1,5 +1,5 @@
 // ModelStore: downloads and deletes the files of catalogue models in the
-// Hugging Face hub cache (issue #7). Routes and auto-load call it; it calls
+// Hugging Face hub cache. Routes and auto-load call it; it calls
 // the hub (HubClient), the download layer and the cache writer.
 //
 // - download(name) starts the model's pull on its own thread, or joins the

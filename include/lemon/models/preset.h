@@ -1,4 +1,4 @@
-// Preset: a named bundle of a model and its settings (issue #14 §1), as one
+// Preset: a named bundle of a model and its settings, as one
 // entry of resources/presets.json or the cache dir's presets.json:
 //
 //   {"coder": {"name": "...", "description": "...",

@@ -1,4 +1,4 @@
-// PresetCatalogue: the presets the router knows (issue #14 §1), built-in
+// PresetCatalogue: the presets the router knows, built-in
 // (resources/presets.json, read once, read-only) and the user's (presets.json
 // in the cache dir, re-read when its mtime or size changes, changed through
 // create/replace/remove), and the ModelResolver the Router is built with.

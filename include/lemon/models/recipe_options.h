@@ -4,7 +4,7 @@
 // of the one GPU a server may use), restricted to the keys its recipe
 // understands.
 //
-// Layering (issue #2 §5, seed 001 "Load Endpoint"): the load request, then the
+// Layering (seed 001 "Load Endpoint"): the load request, then the
 // per-model recipe_options.json entry, then the CLI/environment value, then the
 // built-in default. `-1` and `""` mean "unset" at every layer, as in Lemonade.
 //

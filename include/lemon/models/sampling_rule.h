@@ -18,7 +18,7 @@ struct SamplingRule {
   bool integer;
   double min;
   double max;
-  bool in_presets;  // a preset's "sampling" may set it (issue #14 §1)
+  bool in_presets;  // a preset's "sampling" may set it
 };
 
 // The rule for `key`, or null when `key` is not a sampling field.

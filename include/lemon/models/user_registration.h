@@ -1,4 +1,4 @@
-// The registration half of POST /pull (issue #7 §1): turns Lemonade 9.4.1's
+// The registration half of POST /pull: turns Lemonade 9.4.1's
 // request fields into a user_models.json entry, after checking every field.
 //
 //   model_name / model   "user.<key>"; key non-empty, no '/', '\\', "..",

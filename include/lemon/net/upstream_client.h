@@ -3,8 +3,8 @@
 //
 // Every call can watch the downstream client's socket (CallOptions::watch_fd):
 // when that client hangs up, the upstream connection is closed at once, so the
-// backend stops work even during prompt processing (issue #3 "Client
-// disconnects"). Errors are typed where they happen: cannot connect, or the
+// backend stops work even during prompt processing.
+// Errors are typed where they happen: cannot connect, or the
 // connection reset before any byte of a response -> kBackendUnavailable
 // (nothing was answered: a caller may retry), connection closed before an
 // answer, or lost within the head or a body read until close ->
@@ -105,7 +105,7 @@ struct UpstreamResponse {
 
 // The calls the proxy makes to a backend, whatever carries them: our own
 // HTTP/1.1 client below (local backends, plain-HTTP remotes), or libcurl
-// for https:// remotes (lemon/download/curl_upstream.h, issue #30 §3). Both keep
+// for https:// remotes (lemon/download/curl_upstream.h). Both keep
 // the contract above: the same error codes for the same failures, the same
 // timeouts, the watched client.
 class UpstreamCalls {
@@ -129,7 +129,7 @@ class UpstreamCalls {
 class UpstreamClient final : public UpstreamCalls {
  public:
   // `bearer_token`, when not empty, is sent as "Authorization: Bearer
-  // <token>" on every call and probe (the backend's secret, issue #24), in
+  // <token>" on every call and probe (the backend's secret), in
   // place of any Authorization header a request carries. It is never logged.
   UpstreamClient(std::string host, int port, std::size_t max_idle_connections = 64,
                  const std::string& bearer_token = {});

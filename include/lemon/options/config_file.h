@@ -1,4 +1,4 @@
-// config.json (issue #30 §1): a sparse JSON file of settings, layered under
+// config.json: a sparse JSON file of settings, layered under
 // the environment and the flags. Precedence, lowest first: built-in
 // defaults < the distribution's defaults file < `<config dir>/config.json`
 // < LEMONADE_* variables < flags. Each row of router_settings() is one

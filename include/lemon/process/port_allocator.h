@@ -14,8 +14,7 @@
 // child binds it, and backends that set SO_REUSEPORT (llama-server) would
 // then share it. The probe socket is closed before the child binds, so
 // another program can still take the port in between; WrappedServer detects
-// that and retries with a new port without counting it as a load failure
-// (issue #2 §4).
+// that and retries with a new port without counting it as a load failure.
 //
 // Thread-safety: all methods may be called concurrently.
 #pragma once

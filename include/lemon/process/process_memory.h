@@ -1,5 +1,5 @@
 // Resident memory of a backend: its process group's RSS, read from /proc
-// (issue #13 §1: a loaded model's estimate is replaced by what it holds).
+// (a loaded model's estimate is replaced by what it holds).
 //
 // Thread-safety: pure apart from reading /proc.
 #pragma once

@@ -20,7 +20,7 @@ bool process_listens_on(pid_t pid, int port);
 // process `pid` or its group. Programs that set SO_REUSEPORT (llama-server,
 // through cpp-httplib) can listen on a port another one already listens on,
 // and the kernel then splits connections between them; a backend that shares
-// its port must not be trusted (issue #11: two routers' backends once did).
+// its port must not be trusted (two routers' backends can collide).
 bool process_alone_listens_on(pid_t pid, int port);
 
 }  // namespace lemon

@@ -1,4 +1,4 @@
-// The decisions about a remote model's endpoints (issue #30 §3), as pure
+// The decisions about a remote model's endpoints, as pure
 // functions with the time passed in: each endpoint's circuit breaker, and
 // the order in which a request tries the endpoints.
 //

@@ -1,5 +1,5 @@
-// RemoteModels: the models this router serves from other machines (issue #30
-// §3), with their endpoints' clients and health. Remote models hold no local
+// RemoteModels: the models this router serves from other machines,
+// with their endpoints' clients and health. Remote models hold no local
 // slot or memory and never go through the Router: the inference gateway asks
 // here for a model's endpoints, in the order its policy and their health
 // give, and reports how each try went.

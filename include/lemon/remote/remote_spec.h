@@ -1,4 +1,4 @@
-// Remote models (issue #30 §3): what an entry with "recipe": "remote" says,
+// Remote models: what an entry with "recipe": "remote" says,
 // checked. Such a model is served by another machine's OpenAI-compatible
 // server (another lemonade-router, llama-server, vLLM, a cloud provider):
 //

@@ -1,4 +1,4 @@
-// When a default model comes back (issue #29 §3, llama-swap #413): a model
+// When a default model comes back (llama-swap #413): a model
 // named by --default-model is loaded at start and, after another model
 // displaced it (an eviction for that model's load), loaded again once every
 // server of its type, and the model that displaced it, have been idle for

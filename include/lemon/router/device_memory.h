@@ -1,6 +1,6 @@
-// DeviceMemorySource: how much memory each device has and has free now
-// (issue #13 §1). The router asks it when it admits a load (system RAM only
-// for a model placed on the CPU, issue #27 §1) and every
+// DeviceMemorySource: how much memory each device has and has free now.
+// The router asks it when it admits a load (system RAM only
+// for a model placed on the CPU) and every
 // --memory-poll-interval; tests fake it.
 //
 // Thread-safety: every method may be called from any thread.

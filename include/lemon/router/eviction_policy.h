@@ -36,7 +36,7 @@ struct LoadTarget {
   int priority = 0;  // the servers it may evict have at most this priority
 };
 
-// How a model stands against evictions (issue #29 §3), as POST /load gives
+// How a model stands against evictions, as POST /load gives
 // it: a field left unset keeps what the model has, or its saved value.
 struct LoadStanding {
   std::optional<bool> pinned;
@@ -44,7 +44,7 @@ struct LoadStanding {
 };
 
 // kMemory: chosen by the memory budget (memory_policy.h), not by plan_eviction.
-// kOutOfMemory: unloaded after a load ran out of memory (Router, issue #14 §2).
+// kOutOfMemory: unloaded after a load ran out of memory (Router).
 enum class EvictionReason { kReload, kNpuExclusive, kSlotLimit, kMemory, kOutOfMemory };
 const char* eviction_reason_name(EvictionReason reason);
 
@@ -80,7 +80,7 @@ std::vector<std::string> pinned_in_the_way(const std::vector<SlotView>& slots,
 // The unpinned servers of a higher priority than the target's that stand in
 // its way (the NPU, or its type's limit once every server the target
 // outranks is chosen), by name. While this is not empty, the load waits in
-// the queue: it never evicts them (issue #29 §3), and it goes once they
+// the queue: it never evicts them, and it goes once they
 // leave (unload, keep-alive, a crash) or the target's priority is raised.
 std::vector<std::string> outranking_in_the_way(const std::vector<SlotView>& slots,
                                                const LoadTarget& target, const SlotLimits& limits);
@@ -113,7 +113,7 @@ struct VictimView {
 };
 
 // Whether a load may start while the servers it evicts are still stopping
-// (issue #27 §1: a switch then costs the new backend's start, not the old
+// (a switch then costs the new backend's start, not the old
 // one's stop as well). Only when memory is not what they make room for and
 // nothing is served beside the new server: the new server and every victim
 // run on the CPU, every victim is idle (a busy one drains first, as

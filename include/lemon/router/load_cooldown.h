@@ -1,5 +1,5 @@
 // LoadCooldown: which models must not be loaded again yet because their
-// loads keep failing (issue #11 §6). After two failed loads in a row a model
+// loads keep failing. After two failed loads in a row a model
 // rests for 5 s, and each further failure doubles the rest, up to 5 min.
 // Meanwhile requests get the last load error at once, with Retry-After, so a
 // broken model cannot thrash every other model out of memory through

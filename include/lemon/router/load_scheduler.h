@@ -1,5 +1,5 @@
-// LoadScheduler: the order of one model's load, apart from its effects
-// (issue #28 §3). run() asks a LoadEffects for each step and decides the
+// LoadScheduler: the order of one model's load, apart from its effects.
+// run() asks a LoadEffects for each step and decides the
 // next from its outcome; the router's loader supplies the real effects
 // (spawn, stop, HTTP), tests a recording fake.
 //
@@ -10,7 +10,7 @@
 //     │ out of memory (kOutOfMemory) ──► evict one idle server of its device (least
 //     │     recently used) and start again, until it starts, fails otherwise or none
 //     │     is left; then evict everything and start once more; out of memory still
-//     │     ──► kOutOfMemory naming the estimate (issue #14 §2)
+//     │     ──► kOutOfMemory naming the estimate
 //     │ a failure a retry can fix (on_load_failure) ──► evict everything, start once more
 //     │     (not when the model's last load failed after evicting everything)
 //     └ any other failure ──► that error
@@ -80,7 +80,7 @@ struct QueuedLoad {
   bool replica = false;        // a scale-up of a loaded model (evicts nothing)
   bool explicit_load = false;  // POST /load: a command, never held back by fairness
   std::chrono::steady_clock::time_point queued_at{};
-  int priority = 0;  // the model's priority (issue #29 §3)
+  int priority = 0;  // the model's priority
 };
 
 // Which queued load starts now: its index, or none; then `look_again` is
@@ -98,14 +98,14 @@ class LoadScheduler {
  public:
   static Status run(LoadEffects& effects);
 
-  // The queue's order (issue #13 §2a): first come, first served among the
+  // The queue's order: first come, first served among the
   // announced loads (one not yet announced holds back those behind it),
   // except that an automatic load that would evict a model still serving
   // requests (its type at the limit) waits while that model serves, at
   // most `max_starvation` from when it was queued, and a later load that
   // evicts nothing busy goes first meanwhile. A load, automatic or
   // explicit, that only a higher-priority server's eviction would make room
-  // for waits, with no deadline, until that server leaves (issue #29 §3);
+  // for waits, with no deadline, until that server leaves;
   // one that a pin blocks goes, to fail at once. `table` is the loaded
   // servers as they are now.
   static NextLoad next(const std::vector<QueuedLoad>& queue, const std::vector<SlotView>& table,

@@ -17,7 +17,7 @@
 namespace lemon {
 
 // How a server's requests in flight split between its slots and the
-// backend's own queue (RequestSlots::queued_ahead, issue #27). slots == 0
+// backend's own queue (RequestSlots::queued_ahead). slots == 0
 // (no limit): all of them are served.
 struct SlotOccupancy {
   int busy = 0;
@@ -47,9 +47,9 @@ struct LoadedServerInfo {
   std::uint64_t server_id = 0;   // unique for the router's life (Router::acquire_server)
   std::int64_t last_use_ms = 0;  // Unix time in milliseconds
   bool draining = false;
-  bool pinned = false;            // the model is pinned (issue #29 §3)
-  int priority = 0;               // the model's priority (issue #29 §3)
-  DeviceBytes memory_estimate;    // before it started (issue #13 §1)
+  bool pinned = false;            // the model is pinned
+  int priority = 0;               // the model's priority
+  DeviceBytes memory_estimate;    // before it started
   std::int64_t measured_ram = 0;  // its process group's RSS, once measured (0: not yet)
 };
 

@@ -1,4 +1,4 @@
-// Memory-aware admission (issue #13 §1; seed 004 scenarios 1 and 4), as pure
+// Memory-aware admission (seed 004 scenarios 1 and 4), as pure
 // functions over a snapshot: how much each device may hold, which servers a
 // load must evict to fit, and which idle servers to unload when another
 // program takes a device's memory. No clocks, I/O or logging here.
@@ -37,7 +37,7 @@ struct ServerMemory {
   DeviceBytes charges;
   int in_flight = 0;
   std::uint64_t lru = 0;  // logical clock: larger is more recent
-  bool pinned = false;    // never a victim (issue #29 §3)
+  bool pinned = false;    // never a victim
 };
 
 struct AdmissionPlan {
@@ -74,7 +74,7 @@ std::vector<std::string> plan_pressure_relief(const std::vector<ServerMemory>& s
 // largest charge ("ram" when there is none).
 std::string primary_device(const DeviceBytes& estimate);
 
-// A load ran out of memory on `device` (issue #14 §2): the idle servers that
+// A load ran out of memory on `device`: the idle servers that
 // hold memory there, least recently used first. The router unloads them one
 // at a time, retrying the load after each, before it evicts everything.
 // Busy servers are never chosen here.

@@ -1,4 +1,4 @@
-// The pool's timed decisions (issue #13 §2 and §3; seed 004 scenario 5), as
+// The pool's timed decisions (seed 004 scenario 5), as
 // a pure function over a snapshot with the time passed in: when a model gets
 // another replica, when an idle replica stops, and when an idle model is
 // unloaded after its keep-alive. No clocks, locks or I/O here.
@@ -22,7 +22,7 @@ struct ReplicaPoolView {
   int in_flight = 0;
   bool ready = true;                   // false while draining
   PoolClock::time_point idle_since{};  // when in_flight last became 0
-  int sessions = 0;                    // live sessions pinned to it (issue #13 §4)
+  int sessions = 0;                    // live sessions pinned to it
 };
 
 struct ModelPoolView {
@@ -60,7 +60,7 @@ struct PoolPlan {
 //   session stop, newest first, always leaving one ready replica.
 // A replica with sessions stays while they live: they end by their own
 // --session-ttl (or by DELETE), not by the pool's idle timers. A pinned
-// model (issue #29 §3) may scale up but is neither expired nor scaled down.
+// model may scale up but is neither expired nor scaled down.
 PoolPlan plan_pool(const std::vector<ModelPoolView>& models, PoolClock::time_point now,
                    const PoolPolicy& policy);
 
@@ -72,7 +72,7 @@ std::optional<PoolClock::time_point> keep_alive_deadline(const ModelPoolView& m,
                                                          PoolClock::time_point now,
                                                          const PoolPolicy& policy);
 
-// After a change of the CLI layer of load options (issue #30 §1): a loaded
+// After a change of the CLI layer of load options: a loaded
 // model whose options it changes (`stale`) is reloaded once idle, never with
 // requests in flight or waiting, and not while a load of it is queued.
 struct OptionReloadView {

@@ -1,4 +1,4 @@
-// Profiles (issue #30 §1, docs/configuration.md "Profiles"): named sets of
+// Profiles (docs/configuration.md "Profiles"): named sets of
 // models to have loaded, some pinned, with their load options, declared in
 // config.json's `profiles` section and switched to with
 // POST /internal/profile or --profile. What a switch does is decided here,

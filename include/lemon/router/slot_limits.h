@@ -1,7 +1,7 @@
 // SlotLimits: how many servers of each ModelType may be loaded at once
 // (--max-loaded-models). -1 means unlimited.
 //
-// Accepted forms (issue #2 §3): one value N for every type, or the list form
+// Accepted forms: one value N for every type, or the list form
 // "LLM [EMBEDDING [RERANKING [AUDIO [IMAGE]]]]" with missing entries padded
 // with 1. Each value must be -1 or >= 1.
 //

@@ -5,7 +5,7 @@
 //
 // A follower has its own bounded queue. Publishing never waits for one: a
 // follower whose queue is full is dropped (it sees dropped() and its caller
-// ends the stream), so a slow consumer cannot slow the router (issue #12 §2).
+// ends the stream), so a slow consumer cannot slow the router.
 //
 // Items are shared (shared_ptr<const T>), never copied per follower.
 // publish() and its locks must not log: the log stream publishes from inside
@@ -174,7 +174,7 @@ class Broadcast {
 
   // False only when no follower is attached, without taking a lock: what a
   // request asks first, so a router that nobody follows pays one atomic
-  // load per request (issue #27 §3). True may count followers that ended
+  // load per request. True may count followers that ended
   // since the last publish; followers() is exact.
   bool maybe_followed() const { return attached_.load(std::memory_order_relaxed) > 0; }
 

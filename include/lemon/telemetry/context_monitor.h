@@ -1,5 +1,5 @@
 // ContextMonitor: how much of each llama.cpp server's context is in use
-// (seed 003's context rings; issue #12 §2). It reads the backend's GET /slots
+// (seed 003's context rings). It reads the backend's GET /slots
 // (llama-server's slot state: n_ctx, and the prompt and generated tokens each
 // slot holds) directly, never through a Lease, so the LRU clock is not
 // touched, and at most once a second.

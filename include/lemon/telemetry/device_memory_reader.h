@@ -1,5 +1,5 @@
 // SystemDeviceMemory: the machine's memory per device, for the router's
-// memory budget (issue #13 §1):
+// memory budget:
 // - "ram": MemTotal and MemAvailable from /proc/meminfo;
 // - "gpu<N>": NVIDIA GPUs from `nvidia-smi --query-gpu=index,memory.total,
 //   memory.used` when it is on PATH (run with an argv, never a shell; PATH

@@ -1,5 +1,5 @@
 // EventBus: what the router did, as JSON events for GET /api/v1/events and
-// the dashboard (issue #12 §2): loads queued, started, succeeded or failed,
+// the dashboard: loads queued, started, succeeded or failed,
 // evictions, drains, servers stopped or crashed, download progress, finished
 // requests, context use. Each event has an id (SSE `id:`), a time and a type;
 // the last 1,000 are kept so a client can resume with Last-Event-ID.

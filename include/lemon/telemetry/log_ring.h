@@ -1,5 +1,5 @@
 // LogRing: the router's recent log lines for GET /logs/stream and the
-// dashboard (issue #12 §1). It keeps the last 10,000 lines: the router's own
+// dashboard. It keeps the last 10,000 lines: the router's own
 // (as its loggers pass them, so POST /log-level applies) and every output
 // line of every backend, tagged with its model.
 //

@@ -1,5 +1,5 @@
 // Metrics in the Prometheus text exposition format (version 0.0.4), for
-// GET /metrics (issue #12 §2).
+// GET /metrics.
 //
 // Counter, Gauge and Histogram are lock-free to update (atomics), so a
 // request pays only for a few atomic adds. A Family holds one metric per set

@@ -1,5 +1,5 @@
 // TelemetryHub: the router's own observations, for /metrics, the event
-// stream and the dashboard (issue #12 §2). It owns the event bus, the log
+// stream and the dashboard. It owns the event bus, the log
 // ring and the metric families, and turns router events and finished
 // requests into both.
 //
@@ -39,7 +39,7 @@ struct RequestRecord {
   std::string key;                 // the caller's API key's name; "" without keys
 };
 
-// How far a backend has read a request's prompt (issue #26).
+// How far a backend has read a request's prompt.
 struct PrefillProgress {
   std::uint64_t id = 0;  // RequestRecord::id
   std::string model;
@@ -64,7 +64,7 @@ class TelemetryHub {
   // Router::on_event: events for the bus, load and eviction metrics.
   void on_router_event(const RouterEvent& event);
   void record_request(const RequestRecord& record);
-  // Per API key (issue #30 §2; labelled with the key's name, never the key):
+  // Per API key (labelled with the key's name, never the key):
   // a request admitted on a route of `scope`, and a refusal for `reason`
   // ("key": missing or unknown, then named "unknown"; "scope"; "model";
   // "limit").

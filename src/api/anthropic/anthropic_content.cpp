@@ -1,5 +1,5 @@
 // Anthropic's message content, as chat messages: text, image, tool_use,
-// tool_result and thinking blocks, and the system prompt (issue #14 §3).
+// tool_result and thinking blocks, and the system prompt.
 #include "anthropic_content.h"
 
 #include "lemon/http/request_fields.h"

@@ -23,7 +23,7 @@ using http::write_error;
 
 namespace {
 
-// POST /load's "priority" (issue #29 §3): an integer in [kMinPriority,
+// POST /load's "priority": an integer in [kMinPriority,
 // kMaxPriority], or absent (null counts as absent).
 Result<std::optional<int>> priority_field(const nlohmann::json& body) {
   auto p = body.find("priority");
@@ -58,7 +58,7 @@ nlohmann::json loaded_entry(const LoadedServerInfo& s) {
                           {"priority", s.priority}};
   if (s.slots > 0) {
     // Requests served at once, those sent ahead into the backend's own
-    // queue (issue #27), the context each gets, and the router's line.
+    // queue, the context each gets, and the router's line.
     const SlotOccupancy use = slot_occupancy(s.in_flight, s.slots);
     entry["slots"] = {{"total", s.slots},
                       {"busy", use.busy},
@@ -69,7 +69,7 @@ nlohmann::json loaded_entry(const LoadedServerInfo& s) {
   return entry;
 }
 
-// What a server holds (issue #13 §1): its estimate per device before it
+// What a server holds: its estimate per device before it
 // started, and its process group's RSS once measured (null until then).
 nlohmann::json memory_entry(const LoadedServerInfo& s) {
   nlohmann::json estimate = nlohmann::json::object();
@@ -390,7 +390,7 @@ void ManagementApi::handle_load(net::Request& r, net::ResponseWriter& w) {
     write_error(w, save.error());
     return;
   }
-  // "pinned" (Lemonade HEAD's key, issue #29 §3): pin or unpin it as it is
+  // "pinned" (Lemonade HEAD's key): pin or unpin it as it is
   // published; "priority" likewise.
   LoadStanding standing;
   auto priority = priority_field(body);

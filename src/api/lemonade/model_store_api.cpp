@@ -182,7 +182,7 @@ namespace {
 
 // Lemonade 9.4.1 answers 422 for a delete it cannot do: a model it does not
 // know, or one whose files it does not manage; its clients and published
-// tests check for that status (issue #25). The code stays ours.
+// tests check for that status. The code stays ours.
 int lemonade_delete_status(const Error& e) {
   switch (e.code()) {
     case ErrorCode::kModelNotFound:

@@ -401,7 +401,7 @@ void SessionApi::handle_generate(const std::string& id, net::Request& r, net::Re
   const auto outcome = inference::forward_to_backend(*lease, call, recorder, stats_);
   lease->release();
   if (outcome.stats) {
-    // Its tokens count for the model and for the caller's key (issue #30 §2).
+    // Its tokens count for the model and for the caller's key.
     gateway_.record_session_turn(
         http::caller_key(r), s.model, *stream,
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),

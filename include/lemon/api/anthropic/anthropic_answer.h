@@ -1,4 +1,4 @@
-// AnthropicAnswer: a Messages API answer (issue #14 §3) built from the
+// AnthropicAnswer: a Messages API answer built from the
 // backend's chat completion chunks (see chat_answer.h).
 //
 // Streaming, Anthropic's event sequence: message_start and a ping when the

@@ -1,5 +1,5 @@
-// AnthropicApi: the Anthropic Messages API's room (issue #14 §3, issue #28
-// §1). POST messages and messages/count_tokens under every API prefix
+// AnthropicApi: the Anthropic Messages API's room. POST messages and messages/count_tokens under
+// every API prefix
 // (/v1/messages, /api/v1/messages, ...). A request is translated into a chat
 // completions request (anthropic_request.h) and goes through the
 // InferenceGateway like any chat, so acquiring, auto-load, cancellation and

@@ -1,4 +1,4 @@
-// Anthropic Messages API requests (POST /v1/messages, issue #14 §3) as the
+// Anthropic Messages API requests (POST /v1/messages) as the
 // backend's OpenAI chat completions body:
 // - `system` (a string or text blocks) becomes the first system message;
 // - content blocks: text; image (a base64 source, as a data: URL in an

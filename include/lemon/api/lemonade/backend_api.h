@@ -1,4 +1,4 @@
-// BackendApi: the backend routes (issue #8): POST install (a recipe's
+// BackendApi: the backend routes: POST install (a recipe's
 // backend, pinned and verified; streaming speaks the same SSE events as
 // pull) and POST uninstall (models running on that backend are unloaded
 // first, each after it drains). Auto-load's install step is the

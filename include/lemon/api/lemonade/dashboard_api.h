@@ -1,4 +1,4 @@
-// DashboardApi: the dashboard's files (issue #12 §3). GET / (and where
+// DashboardApi: the dashboard's files. GET / (and where
 // Lemonade 9.4.1 serves its web page: /status, /api/v1, /api/v0, /web-app)
 // is index.html, /favicon.ico the icon, /web/<file> the rest, read from
 // `web_dir` (resources/web). Only plain file names are served (no folders,

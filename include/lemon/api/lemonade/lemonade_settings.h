@@ -13,11 +13,11 @@ namespace lemon::api {
 struct LemonadeSettings {
   std::string cache_dir;  // /system-info's backend lookup
   std::string web_dir;    // the dashboard's files (resources/web); "" serves none
-  // Sessions (issue #13 §4): idle ones end after session_ttl; a new one
+  // Sessions: idle ones end after session_ttl; a new one
   // waits up to session_wait for a free slot.
   std::chrono::milliseconds session_ttl{30 * 60 * 1000};
   std::chrono::milliseconds session_wait{60 * 1000};
-  // Where sessions are journaled so they outlive the router (issue #29 §2);
+  // Where sessions are journaled so they outlive the router;
   // "" keeps them in memory only.
   std::string session_journal_dir;
 };

@@ -1,4 +1,4 @@
-// ManagementApi: Lemonade's model management routes (issue #28 §1): health,
+// ManagementApi: Lemonade's model management routes: health,
 // live, ready, stats, system-info, models and models/{id}, load (a model,
 // or {"preset": id}), unload, internal/pin (also at the root, as Lemonade
 // HEAD serves it), and Lemonade's debug route `test`; /live and /ready
@@ -38,7 +38,7 @@ class ManagementApi {
 
   void register_routes(http::ApiRoutes& routes);
   // /health's "profile": the active profile's name, if any (ProfileApi).
-  // /health's "remote_models" (issue #30 §3). Set before serving.
+  // /health's "remote_models". Set before serving.
   void show_remote(const remote::RemoteModels* remote) { remote_ = remote; }
   void show_profile(std::function<std::optional<std::string>()> active) {
     active_profile_ = std::move(active);
@@ -65,7 +65,7 @@ class ManagementApi {
   // POST /load {"preset": id}.
   void handle_load_preset(const nlohmann::json& body, net::ResponseWriter& w);
   void handle_unload(net::Request& r, net::ResponseWriter& w);
-  // POST /internal/pin {"model_name", "pinned"} (issue #29 §3).
+  // POST /internal/pin {"model_name", "pinned"}.
   void handle_pin(net::Request& r, net::ResponseWriter& w);
 
   ModelCatalogue& catalogue_;

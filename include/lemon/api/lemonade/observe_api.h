@@ -1,4 +1,4 @@
-// ObserveApi: what the router shows of itself (issue #12): GET metrics
+// ObserveApi: what the router shows of itself: GET metrics
 // (Prometheus text; also at /metrics), events and logs/stream (SSE that
 // resume from Last-Event-ID or ?since=), system-stats, POST log-level,
 // GET and POST params (the sampling defaults), and POST /internal/shutdown
@@ -32,7 +32,7 @@ class ObserveApi {
 
   void register_routes(http::ApiRoutes& routes);
 
-  // /metrics' remote endpoint samples (issue #30 §3). Set before serving.
+  // /metrics' remote endpoint samples. Set before serving.
   void show_remote(const remote::RemoteModels* remote) { remote_ = remote; }
   // Who answers GET /metrics?model=X (llama-server's form: one model's
   // figures): true when it answered, false to let the whole /metrics

@@ -1,4 +1,4 @@
-// PresetApi: the preset routes (issue #14 §1): GET and POST presets, GET,
+// PresetApi: the preset routes: GET and POST presets, GET,
 // PUT and DELETE presets/{id}. Each preset is shown with its server name
 // and whether that server is loaded. POST /load {"preset": id} is
 // ManagementApi's; a request's "preset.<id>" model is the

@@ -1,4 +1,4 @@
-// ProfileApi: switching to a profile (issue #30 §1, docs/api.md
+// ProfileApi: switching to a profile (docs/api.md
 // "POST /internal/profile"): the profile's models loaded (through the
 // ModelProvisioner, so a missing one is downloaded first) with its options
 // and pins, and every other model unloaded, each after it drains, before

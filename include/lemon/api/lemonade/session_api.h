@@ -1,4 +1,4 @@
-// SessionApi: multi-turn sessions (issue #13 §4, seed 002) under sessions/:
+// SessionApi: multi-turn sessions (seed 002) under sessions/:
 // POST sessions (create, pinned to one llama.cpp slot of one server), GET
 // sessions and sessions/{id}, DELETE sessions/{id}, and POST
 // sessions/{id}/messages, /generate and /cancel. Each turn is sent to the
@@ -27,7 +27,7 @@ namespace lemon::api {
 
 class SessionApi {
  public:
-  // `events` gets session_moved (issue #29 §2).
+  // `events` gets session_moved.
   SessionApi(Router& router, inference::InferenceGateway& gateway, StatsStore& stats,
              telemetry::EventBus& events, const LemonadeSettings& settings);
   ~SessionApi();  // stops the reaper first: no session ends after this
@@ -45,7 +45,7 @@ class SessionApi {
   bool visible_to(const net::Request& r, const SessionState& s) const;
   void handle_message(const std::string& id, net::Request& r, net::ResponseWriter& w);
   void handle_generate(const std::string& id, net::Request& r, net::ResponseWriter& w);
-  // A session whose server is gone continues (issue #29 §2): its model loads
+  // A session whose server is gone continues: its model loads
   // again if needed (restoring its saved slots) and the session moves to a
   // free slot of it; the turn sends the whole history as every turn does.
   Result<Lease> move_and_acquire(const std::string& id, const std::string& model,

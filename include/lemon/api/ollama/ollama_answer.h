@@ -1,4 +1,4 @@
-// OllamaAnswer: an /api/chat or /api/generate answer (issue #14 §4) built
+// OllamaAnswer: an /api/chat or /api/generate answer built
 // from the backend's chat completion chunks (see chat_answer.h).
 //
 // Streaming is NDJSON (application/x-ndjson), one object per line:

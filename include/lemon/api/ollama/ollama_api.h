@@ -1,4 +1,4 @@
-// OllamaApi: the Ollama API's room (issue #14 §4, issue #28 §1), at the
+// OllamaApi: the Ollama API's room, at the
 // root paths Ollama uses (/api/chat, /api/generate, ...; Lemonade's own
 // routes live under /api/v1/ and /api/v0/, so nothing collides). Chat,
 // generate and the embeddings go through the InferenceGateway like the

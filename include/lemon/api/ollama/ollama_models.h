@@ -1,4 +1,4 @@
-// How the Ollama API describes models (issue #14 §4): /api/tags entries,
+// How the Ollama API describes models: /api/tags entries,
 // /api/show and /api/ps entries, built from the catalogue's ModelInfo.
 // - name/model: the catalogue name with ":latest" (ollama_listed_name);
 // - size: the bytes of the model's files on disk (the catalogue's size

@@ -1,4 +1,4 @@
-// Ollama API requests (issue #14 §4) as the backend's OpenAI bodies:
+// Ollama API requests as the backend's OpenAI bodies:
 // - /api/chat: messages (system, user, assistant, tool; `images` as
 //   image_url data: URLs; an assistant's `tool_calls` with object arguments
 //   and `thinking`; a tool message's `tool_name`/`tool_call_id` matched to

@@ -1,4 +1,4 @@
-// OpenAiApi: the OpenAI-compatible inference routes' room (issue #28 §1):
+// OpenAiApi: the OpenAI-compatible inference routes' room:
 // chat/completions, completions, responses, embeddings, reranking (and
 // rerank), images/generations, images/edits, images/variations,
 // audio/transcriptions and audio/speech, under every API prefix. Each

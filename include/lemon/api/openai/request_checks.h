@@ -1,5 +1,5 @@
 // Per-route checks of a JSON request body, run before anything is loaded
-// (issue #3: "Each route checks its required fields and their types").
+// (each route checks its required fields and their types).
 // Each returns kInvalidRequest naming the field in param.
 //
 // Thread-safety: pure functions.
