@@ -228,7 +228,9 @@ Status LlamaCppServer::start(const std::function<bool()>& cancelled) {
     }
   }
   board_->reset();
+  served_ = false;
   Status started = ProcessServer::start(cancelled);
+  served_ = started.ok();
   if (started.ok() && board_->latest()) {
     // It reports (child mode): its `ready` line, with its model's info,
     // follows /health's 200 within milliseconds; waiting for it lets the
@@ -255,6 +257,11 @@ void LlamaCppServer::ask_to_stop(ChildProcess& child) {
   // A child that said it is ready reads its stdin: its exit command stops
   // it cleanly (a SIGTERM would leave it waiting for its stdin to end,
   // then exit 1). Before that, or without child mode, SIGTERM stops it.
+  // One that served and reported its load says ready within milliseconds
+  // (its line may still be on its way when a stop follows the load at once).
+  if (served_ && board_->latest() && !board_->ready()) {
+    board_->wait_ready(std::min(kReadyLineWait, environment().stop_grace));
+  }
   if (board_->ready() && child.write_input(kChildExitCommand)) {
     child.wait_exit_until(std::chrono::steady_clock::now() + environment().stop_grace);
   }

@@ -226,6 +226,11 @@ void start_loading_timer(int64_t listen_ns) {
   if (ready_at == 0) {
     ready_at = 1;
   }
+  // The load's first report comes before /health can answer 200, as
+  // llama-server sends text_model 0.0 when its load begins.
+  if (rt.on_load_progress) {
+    rt.on_load_progress(0.0);
+  }
   if (!rt.knobs.load_gate) {
     rt.ready_at_ns = ready_at;
   }
@@ -237,15 +242,15 @@ void start_loading_timer(int64_t listen_ns) {
       }
     };
     const int steps = std::max(1, r.knobs.load_progress_steps);
-    for (int i = 0; i < steps; ++i) {
+    if (r.knobs.load_gate) {
+      wait_at_gate();
+    }
+    for (int i = 1; i < steps; ++i) {
       const int64_t at = listen_ns + (ready_at - listen_ns) * i / steps;
       if (at > mono_ns()) {
         std::this_thread::sleep_for(std::chrono::nanoseconds(at - mono_ns()));
       }
       progress(static_cast<double>(i) / steps);
-      if (i == 0 && r.knobs.load_gate) {
-        wait_at_gate();
-      }
     }
     int64_t wait_ns = ready_at - mono_ns();
     if (wait_ns > 0) {

@@ -101,6 +101,18 @@ TEST_F(LlamaCppRouterApiTest, StatusGoesUnloadedLoadingLoadedUnloadedOnModelsAnd
   ASSERT_TRUE(eventually([&] { return status_of(port(), "a") == "loaded"; }));
   auto running = models_entry(port(), "a");
   EXPECT_TRUE(running.contains("meta")) << running.dump();
+  // /v1/models keeps Lemonade's shape and gains llama.cpp's fields.
+  auto openai = http_get(port(), "/v1/models");
+  ASSERT_EQ(openai.status, 200) << openai.body;
+  bool annotated = false;
+  const nlohmann::json listing = openai.json();
+  for (const auto& e : listing["data"]) {
+    if (e.value("id", "") == "a") {
+      annotated = e.contains("recipe") && e["status"]["value"] == "loaded" &&
+                  e["source"] == "models_dir" && e["architecture"].is_object();
+    }
+  }
+  EXPECT_TRUE(annotated) << openai.body;
   auto third = http_post(port(), "/models/load", nlohmann::json{{"model", "a"}});
   expect_error(third, 400, "invalid_request_error", "model", "a load of a loaded model");
 
@@ -209,8 +221,8 @@ TEST_F(LlamaCppRouterApiTest, NoModelsAutoloadMakesAnUnloadedModelAnErrorUnlessA
 TEST_F(LlamaCppRouterApiTest, APresetFilesSectionsAreModelsOfTheirOwn) {
   const std::string file = env_.add_llm("a");
   const std::string ini = env_.root() + "/models.ini";
-  write_file_atomically(ini, "version = 1\n[*]\nc = 2048\n\n[short-a]\nmodel = " + file +
-                                 "\ntags = small\n");
+  write_file_atomically(
+      ini, "version = 1\n[*]\nc = 2048\n\n[short-a]\nmodel = " + file + "\ntags = small\n");
   ASSERT_NO_FATAL_FAILURE(start_router({"--models-preset", ini}));
   auto listed = models_entry(port(), "short-a");
   ASSERT_TRUE(listed.is_object()) << http_get(port(), "/models").body;

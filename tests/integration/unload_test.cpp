@@ -112,7 +112,7 @@ TEST_F(UnloadTest, ABackendWithoutChildModeGetsOneSigtermAndExitsCleanly) {
 }
 
 TEST_F(UnloadTest, ABackendThatIgnoresSigtermIsKilledAfterTheGrace) {
-  env_.write_sidecar(env_.add_llm("a"), {{"ignore_sigterm", true}});
+  env_.write_sidecar(env_.add_llm("a"), {{"ignore_sigterm", true}, {"child_mode", false}});
   ASSERT_NO_FATAL_FAILURE(start_router({"--stop-grace", "0.2"}));
   pid_t pid = 0;
   ASSERT_NO_FATAL_FAILURE(load_ok("user.a", &pid));

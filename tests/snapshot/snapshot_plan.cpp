@@ -305,6 +305,7 @@ void llamacpp(PlanBuilder& p) {
   p.post("/models/unload", {{"model", "e"}}, "an unload of a model that is not running");
   p.bad_json("/models/unload");
   p.send("HEAD", "/models/sse", "", "the model event stream's head");
+  p.get("/models/sse", "the model events (none until a model changes)").read = Read::kHead;
   p.get("/props", "the router's props");
   p.get("/props?model=nope", "an unknown model's props");
   p.get("/slots", "slots without ?model=");
@@ -599,6 +600,10 @@ std::vector<Case> keyed_plan() {
            "Bearer wrong");
   with_key(p.get("/api/tags", "the user key on an Ollama route"), "Authorization",
            std::string("Bearer ") + kUserKey);
+  // llama.cpp's model event stream sends nothing until a model changes: a
+  // wrong key is answered at once.
+  with_key(p.get("/models/sse", "a wrong key, llama.cpp's event stream"), "Authorization",
+           "Bearer wrong");
   return std::move(p.cases);
 }
 

@@ -22,6 +22,8 @@
 // ignores the variable and reports nothing; nothing else changes.
 #pragma once
 
+#include <atomic>
+
 #include "lemon/backends/process_server.h"
 
 namespace lemon {
@@ -81,6 +83,8 @@ class LlamaCppServer final : public ProcessServer {
   // Shared with the spawn's line hook, which the process monitor may call
   // until the child's output ends.
   std::shared_ptr<BackendReportBoard> board_ = std::make_shared<BackendReportBoard>();
+  // Whether the running child answered /health (start() succeeded).
+  std::atomic<bool> served_{false};
 };
 
 }  // namespace lemon
