@@ -25,36 +25,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-Result<std::vector<ModelInfo>> read_server_models(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    return Error(ErrorCode::kInvalidOption, "cannot read the model catalogue " + path);
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  nlohmann::ordered_json j;
-  try {
-    j = nlohmann::ordered_json::parse(text.str());
-  } catch (const nlohmann::json::exception& e) {
-    return Error(ErrorCode::kInvalidOption,
-                 "the model catalogue " + path + " is not valid JSON: " + e.what());
-  }
-  if (!j.is_object()) {
-    return Error(ErrorCode::kInvalidOption,
-                 "the model catalogue " + path + " must be a JSON object keyed by model name");
-  }
-  std::vector<ModelInfo> out;
-  for (const auto& [name, entry] : j.items()) {
-    auto info = parse_registry_entry(name, entry, ModelSource::kBuiltIn);
-    if (!info.ok()) {
-      return Error(ErrorCode::kInvalidOption,
-                   "the model catalogue " + path + " is malformed: " + info.error().message());
-    }
-    out.push_back(std::move(info).value());
-  }
-  return out;
-}
-
 // True while every file an extra-dir entry was discovered with is present.
 bool extra_files_present(const ModelInfo& info) {
   for (const auto& [role, path] : info.resolved_paths) {

@@ -116,7 +116,8 @@ bool shards_present(const Snapshot& s, const std::string& rel, const GgufNamePar
   };
   const std::string total = five_digits(parts.count);
   for (int k = 1; k <= parts.count; ++k) {
-    std::string shard = stem + "-" + five_digits(k) + "-of-" + total + ext;
+    std::string shard = stem;
+    shard.append("-").append(five_digits(k)).append("-of-").append(total).append(ext);
     if (!s.present.contains(dir.empty() ? shard : dir + "/" + shard)) {
       return false;
     }

@@ -309,7 +309,8 @@ Result<std::vector<IniPreset>> parse_llamacpp_presets(std::string_view text,
       if (!understood.ok()) {
         return std::move(understood).error();
       }
-      out[understood->name] = std::move(understood).value();
+      std::string name = understood->name;
+      out[name] = std::move(understood).value();
     }
     return out;
   };
@@ -353,8 +354,9 @@ Result<std::vector<IniPreset>> parse_llamacpp_presets(std::string_view text,
   for (const auto& p : out) {
     for (const auto& alias : p.aliases) {
       if (names.contains(alias)) {
-        return Error(ErrorCode::kInvalidOption, file + ": alias '" + alias + "' of [" +
-                                                    p.preset.id + "] is another preset's name");
+        std::string what = file;
+        what.append(": alias '").append(alias).append("' of [").append(p.preset.id);
+        return Error(ErrorCode::kInvalidOption, what + "] is another preset's name");
       }
     }
   }

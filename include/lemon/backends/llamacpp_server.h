@@ -58,8 +58,8 @@ class LlamaCppServer final : public ProcessServer {
   // Stops the child, and its output's state lines reach no listener after.
   ~LlamaCppServer() override;
   std::optional<BackendReport> backend_report() const override { return board_->latest(); }
-  void set_state_listener(BackendReportBoard::Listener listener) override {
-    board_->set_listener(std::move(listener));
+  void set_state_listener(const BackendReportBoard::Listener& listener) override {
+    board_->set_listener(listener);
   }
 
   // The flags llamacpp_args may not contain.

@@ -201,7 +201,7 @@ class WrappedServer {
   virtual std::optional<BackendReport> backend_report() const { return std::nullopt; }
   // Who hears of each change of backend_report(), on the thread that read it
   // (the process monitor's). Set before start().
-  virtual void set_state_listener(BackendReportBoard::Listener listener) { (void)listener; }
+  virtual void set_state_listener(const BackendReportBoard::Listener& listener) { (void)listener; }
   // Its process's command line, executable first: the running one, else the
   // one the next start() would use with port 0. Never holds a secret (those
   // go through the environment). Empty when it has none.

@@ -165,7 +165,7 @@ void LlamaCppApi::register_routes(http::ApiRoutes& routes) {
   }
 }
 
-std::optional<LlamaCppApi::Target> LlamaCppApi::target_of(std::string name) const {
+std::optional<LlamaCppApi::Target> LlamaCppApi::target_of(const std::string& name) const {
   auto preset = presets_.for_request(name);
   if (!preset.ok()) {
     return std::nullopt;

@@ -6,6 +6,7 @@
 
 #include "lemon/api/llamacpp/llamacpp_api.h"
 #include "lemon/core/log.h"
+#include "lemon/http/caller.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/json_request.h"
 #include "lemon/models/hub_gguf.h"

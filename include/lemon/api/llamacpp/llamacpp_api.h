@@ -112,7 +112,7 @@ class LlamaCppApi {
     std::string server;
     std::string catalogue;
   };
-  std::optional<Target> target_of(std::string name) const;
+  std::optional<Target> target_of(const std::string& name) const;
   std::vector<LlamaModel> list_models() const;
   nlohmann::ordered_json model_json(const LlamaModel& m, const RouterView& view) const;
   std::vector<std::string> args_of(const std::string& server, const RouterView& view) const;
