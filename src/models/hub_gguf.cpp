@@ -116,9 +116,9 @@ bool shards_present(const Snapshot& s, const std::string& rel, const GgufNamePar
   };
   const std::string total = five_digits(parts.count);
   for (int k = 1; k <= parts.count; ++k) {
-    std::string shard = stem;
-    shard.append("-").append(five_digits(k)).append("-of-").append(total).append(ext);
-    if (!s.present.contains(dir.empty() ? shard : dir + "/" + shard)) {
+    std::string shard = dir.empty() ? std::string() : dir + "/";
+    shard.append(stem).append("-").append(five_digits(k)).append("-of-").append(total).append(ext);
+    if (!s.present.contains(shard)) {
       return false;
     }
   }
