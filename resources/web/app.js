@@ -33,14 +33,14 @@ const TABLE_EVENTS = new Set([
   "request",
 ]);
 // Events too frequent for the event list; they have panels of their own.
-const UNLISTED_EVENTS = new Set(["request", "context", "download_progress"]);
+const UNLISTED_EVENTS = new Set(["request", "context", "download_progress", "backend_state"]);
 
 const $ = (id) => document.getElementById(id);
 
 const state = {
   loaded: new Map(), // model name -> its entry in GET /health's all_models_loaded
   maxModels: {}, // type -> limit (-1: none)
-  loading: new Map(), // model name -> {phase: "queued" | "loading", since, joined}
+  loading: new Map(), // model name -> {phase: "queued" | "loading", since, joined, progress?}
   downloads: new Map(), // model name -> the latest download_progress event
   context: new Map(), // model name -> the latest context event
   catalogue: [], // GET /api/v1/models?show_all=true's data
@@ -480,6 +480,13 @@ function renderQueue() {
     item.append(el("span", "model-name", name), el("span", "badge", load.phase));
     item.dataset.state = load.phase;
     const joined = load.joined > 0 ? `, ${load.joined} more waiting` : "";
+    if (load.progress && typeof load.progress.value === "number") {
+      // The stage llama-server loads now, and how far it is.
+      const bar = el("progress");
+      bar.max = 100;
+      bar.value = Math.round(load.progress.value * 100);
+      item.append(bar, el("span", "muted", `${load.progress.current} ${bar.value}%`));
+    }
     item.append(el("span", "muted", `for ${duration(now - load.since)}${joined}`));
     items.push(item);
   }
@@ -678,6 +685,15 @@ function onRouterEvent(e) {
     case "load_failed":
       state.loading.delete(e.model);
       break;
+    case "backend_state": {
+      // llama-server's own load progress: {stages, current, value}.
+      const load = state.loading.get(e.model);
+      if (load && e.state === "loading" && e.progress) {
+        load.progress = e.progress;
+        scheduleTableRender();
+      }
+      break;
+    }
     case "request":
       if (e.phase === "prefill") {
         showPrefill(e);

@@ -3,6 +3,7 @@
 // PR_SET_PDEATHSIG, even after kill -9.
 #include <unistd.h>
 
+#include <atomic>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -21,6 +22,7 @@
 #include "lemon/api/lemonade/pressure_api.h"
 #include "lemon/api/lemonade/profile_api.h"
 #include "lemon/api/lemonade/session_api.h"
+#include "lemon/api/llamacpp/llamacpp_api.h"
 #include "lemon/api/ollama/ollama_api.h"
 #include "lemon/api/openai/openai_api.h"
 #include "lemon/api/openai/realtime_api.h"
@@ -97,15 +99,29 @@ int main(int argc, char** argv) {
   }
   catalogue_for_remote = catalogue->get();
   PresetCatalogue presets(**catalogue, options.presets);
+  if (Status read = presets.file_status(); !read.ok()) {
+    std::cerr << "lemonade-router: --models-preset: " << read.error().message() << "\n";
+    return 1;
+  }
   HubSettings hub = HubSettings::from_environment();
   hub.offline = hub.offline || app.offline;
   ModelStore store(**catalogue, HubClient(hub));
-  store.set_observer({[&telemetry](const std::string& model, const download::TaskProgress& p) {
-                        telemetry.on_download_progress(model, p.file, p.bytes_done, p.bytes_total);
-                      },
-                      [&telemetry](const std::string& model, const Status& result) {
-                        telemetry.on_download_end(model, result);
-                      }});
+  // llama-server's router API (api_llamacpp) hears of downloads and of the
+  // router's events too; it is made once the router is.
+  std::atomic<api::LlamaCppApi*> llamacpp_api_ptr{nullptr};
+  store.set_observer(
+      {[&telemetry, &llamacpp_api_ptr](const std::string& model, const download::TaskProgress& p) {
+         if (api::LlamaCppApi* llamacpp = llamacpp_api_ptr.load()) {
+           llamacpp->on_download_progress(model, p.file, p.bytes_done, p.bytes_total);
+         }
+         telemetry.on_download_progress(model, p.file, p.bytes_done, p.bytes_total);
+       },
+       [&telemetry, &llamacpp_api_ptr](const std::string& model, const Status& result) {
+         if (api::LlamaCppApi* llamacpp = llamacpp_api_ptr.load()) {
+           llamacpp->on_download_end(model);
+         }
+         telemetry.on_download_end(model, result);
+       }});
 
   // Backends and the router that loads them.
   PortAllocator ports(8001, static_cast<int>(::getpid() % 1000),
@@ -113,13 +129,19 @@ int main(int argc, char** argv) {
   BackendEnvironment env = options.backends;
   env.launcher = launcher.get();
   env.ports = &ports;
+  env.router_port = options.http.port;
   RecipeServerFactory factory(env);  // keeps a reference to env
   BackendInstaller installer(installer_settings(app, hub));
   RouterConfig routing = options.router;
   if (routing.memory_budget_on) {
     routing.memory = std::make_shared<telemetry::SystemDeviceMemory>(launcher.get());
   }
-  routing.on_event = [&telemetry](const RouterEvent& e) { telemetry.on_router_event(e); };
+  routing.on_event = [&telemetry, &llamacpp_api_ptr](const RouterEvent& e) {
+    if (api::LlamaCppApi* llamacpp = llamacpp_api_ptr.load()) {
+      llamacpp->on_router_event(e);
+    }
+    telemetry.on_router_event(e);
+  };
   std::optional<SlotFileStore> slot_store;
   if (options.slot_store) {
     slot_store.emplace(with_auto_slot_budget(*options.slot_store));
@@ -177,6 +199,17 @@ int main(int argc, char** argv) {
   anthropic_api.register_routes(server);
   api::OllamaApi ollama_api(**catalogue, store, router, provisioner, gateway);
   ollama_api.register_routes(server);
+  // llama-server's router API: its routes, and its fields in
+  // GET /v1/models and /metrics?model=.
+  api::LlamaCppApi llamacpp_api(**catalogue, presets, store, router, factory, provisioner, gateway,
+                                telemetry, server);
+  llamacpp_api.register_routes(server);
+  llamacpp_api_ptr = &llamacpp_api;
+  management_api.extend_models(
+      [&llamacpp_api](nlohmann::json& entries) { llamacpp_api.annotate_models(entries); });
+  observe_api.serve_model_metrics([&llamacpp_api](net::Request& r, net::ResponseWriter& w) {
+    return llamacpp_api.serve_model_metrics(r, w);
+  });
   // Profiles: POST /internal/profile, --profile, /health's.
   api::ProfileApi profile_api(router, provisioner, options.profiles,
                               [&server] { return server.draining(); });
@@ -225,6 +258,7 @@ int main(int argc, char** argv) {
     ::close(app.ready_fd);
   }
 
+  llamacpp_api.start_startup_loads();
   GracefulDrain drain(signals, DrainTargets{store, installer, server, context, router},
                       app.drain_timeout, [&reloader] { reloader.reload(); });
   std::thread start_profile;
@@ -245,6 +279,7 @@ int main(int argc, char** argv) {
     start_profile.join();
   }
   drain.finish();
+  llamacpp_api_ptr = nullptr;  // the router and the store have stopped
   log->info("stopped");
   return 0;
 }

@@ -246,6 +246,7 @@ std::vector<SettingBinding> build_bindings() {
       field("backend_idle_timeout", &D::forward, &F::backend_idle_timeout),
       field("stream_heartbeat", &D::forward, &F::stream_heartbeat),
       field("max_prefill_tokens", &D::forward, &F::max_prefill_tokens),
+      field("no_models_autoload", &D::forward, &F::no_models_autoload),
 
       {{"max_loaded_models"},
        LivePart::kRouter,
@@ -366,6 +367,13 @@ std::vector<SettingBinding> build_bindings() {
                                "--extra-models-dir: '" + dir + "' is not a directory"));
          }
          o.catalogue.extra_models_dir = dir;
+         return ok_status();
+       }},
+      {{"models_preset"},
+       std::nullopt,
+       [](const SettingsRead& r, D& o) {
+         // Read (and checked) by the preset catalogue at start.
+         o.presets.llamacpp_ini = r.values.text("models_preset");
          return ok_status();
        }},
   };

@@ -17,6 +17,9 @@ namespace lemon {
 namespace {
 
 constexpr int kEmbeddingMinContext = 8192;
+// How long a child that reported its load waits for its `ready` line once
+// /health answers 200.
+constexpr std::chrono::milliseconds kReadyLineWait{2000};
 
 // An unset backend means the CPU build, for the command line and the device.
 std::string llamacpp_backend(const RecipeOptions& options) {
@@ -29,6 +32,11 @@ std::string llamacpp_backend(const RecipeOptions& options) {
 LlamaCppServer::LlamaCppServer(const ModelInfo& model, const RecipeOptions& options,
                                const BackendEnvironment& env)
     : ProcessServer(model, options, device_for_recipe("llamacpp", llamacpp_backend(options)), env) {
+}
+
+LlamaCppServer::~LlamaCppServer() {
+  stop();
+  board_->set_listener(nullptr);
 }
 
 std::string LlamaCppServer::backend() const {
@@ -246,7 +254,44 @@ Status LlamaCppServer::start(const std::function<bool()>& cancelled) {
       slot_dir_.clear();
     }
   }
-  return ProcessServer::start(cancelled);
+  board_->reset();
+  served_ = false;
+  Status started = ProcessServer::start(cancelled);
+  served_ = started.ok();
+  if (started.ok() && board_->latest()) {
+    // It reports (child mode): its `ready` line, with its model's info,
+    // follows /health's 200 within milliseconds; waiting for it lets the
+    // load's success come after the model's info.
+    board_->wait_ready(kReadyLineWait);
+  }
+  return started;
+}
+
+void LlamaCppServer::adjust_spawn(SpawnSpec& spec) {
+  spec.input_pipe = true;
+  spec.line_hook = [board = board_](const std::string& line) {
+    if (!line.starts_with(kChildStatePrefix)) {
+      return false;
+    }
+    if (auto state = parse_backend_report_line(line)) {
+      board->report(std::move(*state));
+    }
+    return true;
+  };
+}
+
+void LlamaCppServer::ask_to_stop(ChildProcess& child) {
+  // A child that said it is ready reads its stdin: its exit command stops
+  // it cleanly (a SIGTERM would leave it waiting for its stdin to end,
+  // then exit 1). Before that, or without child mode, SIGTERM stops it.
+  // One that served and reported its load says ready within milliseconds
+  // (its line may still be on its way when a stop follows the load at once).
+  if (served_ && board_->latest() && !board_->ready()) {
+    board_->wait_ready(std::min(kReadyLineWait, environment().stop_grace));
+  }
+  if (board_->ready() && child.write_input(kChildExitCommand)) {
+    child.wait_exit_until(std::chrono::steady_clock::now() + environment().stop_grace);
+  }
 }
 
 nlohmann::json LlamaCppServer::speculation() const {
@@ -298,6 +343,8 @@ std::vector<std::pair<std::string, std::string>> LlamaCppServer::child_env(
   // variables they do not know, and answer every origin, behind the key.
   env.emplace_back("LLAMA_ARG_CORS_ORIGINS", "http://backend-of-lemonade-router.invalid");
   env.emplace_back("LLAMA_ARG_CORS_CREDENTIALS", "false");
+  // Router child mode: state lines on stdout, stop on stdin's command.
+  env.emplace_back("LLAMA_SERVER_ROUTER_PORT", std::to_string(environment().router_port));
   return env;
 }
 

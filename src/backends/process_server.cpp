@@ -79,6 +79,33 @@ std::vector<std::pair<std::string, std::string>> ProcessServer::child_env(
   return {};
 }
 
+void ProcessServer::adjust_spawn(SpawnSpec& spec) {
+  (void)spec;
+}
+
+void ProcessServer::ask_to_stop(ChildProcess& child) {
+  (void)child;
+}
+
+std::vector<std::string> ProcessServer::command_line() const {
+  {
+    MutexLock lock(mu_);
+    if (!argv_.empty()) {
+      return argv_;
+    }
+  }
+  if (executable_.empty()) {
+    return {};
+  }
+  auto args = build_args(0);
+  if (!args.ok()) {
+    return {};
+  }
+  std::vector<std::string> out = {executable_};
+  out.insert(out.end(), args->begin(), args->end());
+  return out;
+}
+
 Status ProcessServer::prepare() {
   for (const auto& role : required_roles()) {
     if (model().resolved_path(role).empty()) {
@@ -196,6 +223,7 @@ Status ProcessServer::start(const std::function<bool()>& cancelled) {
     // Health polls and the context monitor's /slots reads are not news.
     spec.drop_lines_containing = {"GET " + health_path() + " ", "GET /health ", "GET /v1/health ",
                                   "GET /slots "};
+    adjust_spawn(spec);
     if (log->should_log(spdlog::level::info)) {
       std::ostringstream cmd;
       cmd << spec.executable;
@@ -219,6 +247,8 @@ Status ProcessServer::start(const std::function<bool()>& cancelled) {
         child_ = child;
         port_ = *port;
         client_ = std::move(client);
+        argv_ = {spec.executable};
+        argv_.insert(argv_.end(), spec.args.begin(), spec.args.end());
       }
       {
         MutexLock lock(exit_watch_->mu);
@@ -309,6 +339,9 @@ void ProcessServer::stop() {
     client_->close_idle();
   }
   if (child) {
+    if (child->running()) {
+      ask_to_stop(*child);
+    }
     child->terminate(env_.stop_grace);
   }
   if (port != 0) {

@@ -3,6 +3,7 @@
 // --json where output is a table. `serve` and `run` take every router option
 // (options/command_line.h); the ones given are passed on to the router they
 // start.
+#include <algorithm>
 #include <csignal>
 #include <iostream>
 #include <map>
@@ -41,7 +42,11 @@ std::vector<std::string> router_args_of(const CLI::App& sub,
       continue;
     }
     const std::string& name = opt->get_lnames().front();
-    if (kNotForRouter.count(name) != 0 || !given(tokens, name)) {
+    // Given under any of its names (--models-dir for --extra-models-dir).
+    const auto& names = opt->get_lnames();
+    if (kNotForRouter.count(name) != 0 ||
+        std::none_of(names.begin(), names.end(),
+                     [&tokens](const std::string& n) { return given(tokens, n); })) {
       continue;
     }
     if (opt->get_type_size() == 0) {  // a flag

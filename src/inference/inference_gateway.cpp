@@ -294,8 +294,9 @@ void InferenceGateway::watch_long_prompt(const InferenceRequest& req, WrappedSer
     return;
   }
   call.heartbeat = settings().stream_heartbeat;
-  if (req.json == nullptr || !reads_a_prompt(req.route) || !server.reports_prompt_progress()) {
-    return;
+  if (req.json == nullptr || !reads_a_prompt(req.route) || !server.reports_prompt_progress() ||
+      !req.native_path.empty()) {
+    return;  // (llama-server's own stream format is passed on as it is)
   }
   const bool client_asked = client_asked_progress(*req.json);
   if (!client_asked && !hub_.events().wants_request_events()) {
@@ -333,6 +334,7 @@ ProxyCall InferenceGateway::make_call(const InferenceRequest& req, std::string p
                                       std::string content_type) const {
   ProxyCall call = limited_call(std::move(path), std::move(content_type), req.stream);
   call.framing = framing_for(req.route);
+  call.add_done = req.native_path.empty();
   call.transform = req.transform;
   call.answer_content_type = req.answer_content_type;
   return call;
@@ -388,6 +390,20 @@ bool InferenceGateway::wait_before_retry(std::chrono::milliseconds delay, const 
 ProxyOutcome InferenceGateway::forward_attempt(InferenceRequest& req, net::ResponseWriter& w,
                                                const WaitHooks& hooks, bool& known_model,
                                                bool sanitized, std::optional<Lease>& lease) {
+  // llama-server's autoload: off, a model that is not loaded or loading
+  // is an error instead of a load.
+  if (!req.autoload.value_or(!settings().no_models_autoload) &&
+      provisioner_.needs_load(req.model)) {
+    write_error(w,
+                Error(ErrorCode::kModelNotLoaded,
+                      "model '" + req.model +
+                          "' is not loaded, and autoload is off (--no-models-autoload or "
+                          "?autoload=false); load it first (POST /models/load) or ask with "
+                          "?autoload=true",
+                      "model"),
+                framing_for(req.route));
+    return {};
+  }
   auto got =
       provisioner_.acquire(req.model, hooks, model_type_for_route(req.route), req.keep_alive);
   if (!got.ok()) {
@@ -419,13 +435,19 @@ ProxyOutcome InferenceGateway::forward_attempt(InferenceRequest& req, net::Respo
     req.slot_set_by_router = lease->backend_slot() >= 0;
   }
   auto path = server.upstream_path(req.route);
+  if (!req.native_path.empty()) {
+    // llama-server's own routes exist only there.
+    path = server.model().recipe == "llamacpp" ? std::optional<std::string>(req.native_path)
+                                               : std::nullopt;
+  }
   if (!path) {
-    write_error(w,
-                Error(ErrorCode::kUnsupportedOperation,
-                      std::string(api_route_name(req.route)) + " is not supported by recipe '" +
-                          server.model().recipe + "'",
-                      "model"),
-                framing_for(req.route));
+    write_error(
+        w,
+        Error(ErrorCode::kUnsupportedOperation,
+              (req.native_path.empty() ? std::string(api_route_name(req.route)) : req.native_path) +
+                  " is not supported by recipe '" + server.model().recipe + "'",
+              "model"),
+        framing_for(req.route));
     return {};
   }
   std::string owned_body;

@@ -424,7 +424,7 @@ ProxyOutcome forward_stream(const ProxyTarget& target, const ProxyCall& call,
   if (!held.empty()) {
     writer.write_chunk(held);
   }
-  if (call.framing == StreamFraming::kChatCompletions && !scanner.saw_done()) {
+  if (call.framing == StreamFraming::kChatCompletions && call.add_done && !scanner.saw_done()) {
     writer.write_chunk("data: [DONE]\n\n");
   }
   writer.finish();

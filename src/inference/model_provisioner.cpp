@@ -1,5 +1,6 @@
 #include "lemon/inference/model_provisioner.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <utility>
 
@@ -132,6 +133,24 @@ Status ModelProvisioner::install_backend_for(std::string_view model, const Recip
 bool ModelProvisioner::takes_images(std::string_view model) const {
   auto info = catalogue_.find(model);
   return !info || model_has_vision(*info);
+}
+
+bool ModelProvisioner::needs_load(std::string_view model) const {
+  const auto view = router_.view();
+  for (const auto& s : view->servers) {
+    if (s.info.model_name == model) {
+      return false;
+    }
+  }
+  if (std::find(view->loading.begin(), view->loading.end(), model) != view->loading.end()) {
+    return false;
+  }
+  if (auto info = catalogue_.find(model)) {
+    return info->recipe != "remote";
+  }
+  // A preset's server ("<base>~<hex>") is no catalogue name; an unknown
+  // name fails as not found when it is asked for.
+  return model.find('~') != std::string_view::npos;
 }
 
 Error ModelProvisioner::model_not_found(std::string_view name) const {

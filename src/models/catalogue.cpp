@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <exception>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 
@@ -12,6 +13,7 @@
 #include "lemon/models/alias_book.h"
 #include "lemon/models/extra_models.h"
 #include "lemon/models/hf_cache.h"
+#include "lemon/models/hub_gguf.h"
 #include "lemon/models/model_files.h"
 #include "lemon/models/model_names.h"
 #include "lemon/models/registry_entry.h"
@@ -22,36 +24,6 @@ namespace lemon {
 namespace fs = std::filesystem;
 
 namespace {
-
-Result<std::vector<ModelInfo>> read_server_models(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) {
-    return Error(ErrorCode::kInvalidOption, "cannot read the model catalogue " + path);
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  nlohmann::ordered_json j;
-  try {
-    j = nlohmann::ordered_json::parse(text.str());
-  } catch (const nlohmann::json::exception& e) {
-    return Error(ErrorCode::kInvalidOption,
-                 "the model catalogue " + path + " is not valid JSON: " + e.what());
-  }
-  if (!j.is_object()) {
-    return Error(ErrorCode::kInvalidOption,
-                 "the model catalogue " + path + " must be a JSON object keyed by model name");
-  }
-  std::vector<ModelInfo> out;
-  for (const auto& [name, entry] : j.items()) {
-    auto info = parse_registry_entry(name, entry, ModelSource::kBuiltIn);
-    if (!info.ok()) {
-      return Error(ErrorCode::kInvalidOption,
-                   "the model catalogue " + path + " is malformed: " + info.error().message());
-    }
-    out.push_back(std::move(info).value());
-  }
-  return out;
-}
 
 // True while every file an extra-dir entry was discovered with is present.
 bool extra_files_present(const ModelInfo& info) {
@@ -110,6 +82,9 @@ struct ModelCatalogue::State {
   catalogue_detail::EntryList user LEMON_GUARDED_BY(mu);
   catalogue_detail::EntryList extra LEMON_GUARDED_BY(mu);
   nlohmann::json saved_options LEMON_GUARDED_BY(mu) = nlohmann::json::object();
+  // Hub models ("org/repo:TAG") a download was asked for: known before
+  // their files are (admit_hub_model).
+  std::set<std::string> admitted LEMON_GUARDED_BY(mu);
 
   // Serializes re-reading user_models.json / recipe_options.json.
   Mutex reload_mu;
@@ -276,6 +251,30 @@ struct ModelCatalogue::State {
     return info;
   }
 
+  // llama.cpp's names, after every name of ours and every alias: a hub
+  // model "org/repo:TAG" whose file is in the hub cache (or whose download
+  // was asked for). A --models-dir stem is one of our own names already
+  // (name_candidates: "X" -> "extra.X.gguf", "extra.X").
+  std::optional<ModelInfo> llamacpp_name(const std::string& key) {
+    if (!is_hub_model_name(key)) {
+      return std::nullopt;
+    }
+    std::optional<ModelInfo> info;
+    if (auto gguf = find_hub_gguf(sources.hf_hub_cache, key)) {
+      info = hub_gguf_model(*gguf);
+    } else {
+      MutexLock lock(mu);
+      if (admitted.contains(canonical_hub_name(key))) {
+        info = hub_variant_model(key);
+      }
+    }
+    if (info) {
+      MutexLock lock(mu);
+      info = with_options(*info);
+    }
+    return info;
+  }
+
   // The entry after the reload check: the name as lookup_model() finds it,
   // else as the alias it is (aliases.json).
   std::optional<ModelInfo> lookup(std::string_view name) {
@@ -284,10 +283,10 @@ struct ModelCatalogue::State {
       return info;
     }
     auto target = aliases.follow(name);
-    if (!target.ok() || !target->has_value()) {
-      return std::nullopt;
+    if (target.ok() && target->has_value()) {
+      return lookup_model(**target);
     }
-    return lookup_model(**target);
+    return llamacpp_name(std::string(name));
   }
 
   std::optional<std::vector<std::string>> flm_list() const {
@@ -454,6 +453,26 @@ Status ModelCatalogue::save_options(const std::string& name, const nlohmann::jso
   Status written = write_file_atomically(s.options_file.path(), file->dump(2) + "\n");
   s.refresh_files();
   return written;
+}
+
+Result<std::string> ModelCatalogue::admit_hub_model(std::string_view name) {
+  if (!is_hub_model_name(name)) {
+    return Error(ErrorCode::kInvalidRequest,
+                 "'" + std::string(name) + "' is not a hub model: expected 'owner/repo[:TAG]'",
+                 "model");
+  }
+  std::string canonical = canonical_hub_name(name);
+  MutexLock lock(state_->mu);
+  state_->admitted.insert(canonical);
+  return canonical;
+}
+
+std::vector<ModelInfo> ModelCatalogue::hub_models() const {
+  std::vector<ModelInfo> out;
+  for (const auto& gguf : list_hub_ggufs(sources_.hf_hub_cache)) {
+    out.push_back(hub_gguf_model(gguf));
+  }
+  return out;
 }
 
 nlohmann::json ModelCatalogue::saved_entry(std::string_view name) const {

@@ -1,8 +1,10 @@
 #include "lemon/models/preset_catalogue.h"
 #include "lemon/core/mutex.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <utility>
 
@@ -56,6 +58,13 @@ struct PresetCatalogue::State {
   // Serializes writers of the user's file.
   Mutex write_mu;
 
+  // llama-server's preset file: its presets, the error of its last reading
+  // ("" : none) and the file's size and time when it was read.
+  std::vector<PresetEntry> ini LEMON_GUARDED_BY(mu);
+  std::string ini_error LEMON_GUARDED_BY(mu);
+  Status first_reading;
+  std::optional<std::pair<std::uintmax_t, fs::file_time_type>> ini_stamp LEMON_GUARDED_BY(mu);
+
   // Re-reads the user's file when it changed.
   void refresh_locked() LEMON_REQUIRES(mu) {
     if (user_file.path().empty() || !user_file.refresh()) {
@@ -84,7 +93,54 @@ struct PresetCatalogue::State {
   std::vector<PresetEntry> all_locked() const LEMON_REQUIRES(mu) {
     std::vector<PresetEntry> out = builtin;
     out.insert(out.end(), user.begin(), user.end());
+    out.insert(out.end(), ini.begin(), ini.end());
     return out;
+  }
+
+  // Reads the preset file; `force`: even when its size and time are the
+  // ones read before. An error keeps the presets read before.
+  Status read_ini_locked(const std::string& path, bool force) LEMON_REQUIRES(mu) {
+    if (path.empty()) {
+      return ok_status();
+    }
+    std::error_code ec;
+    const auto size = fs::file_size(path, ec);
+    const auto time = fs::last_write_time(path, ec);
+    std::optional<std::pair<std::uintmax_t, fs::file_time_type>> stamp;
+    if (!ec) {
+      stamp.emplace(size, time);
+    }
+    if (!force && stamp && stamp == ini_stamp) {
+      return ok_status();
+    }
+    ini_stamp = stamp;
+    auto read = read_llamacpp_preset_file(path);
+    if (!read.ok()) {
+      ini_error = read.error().message();
+      logger("models")->error("{}", ini_error);
+      return std::move(read).error();
+    }
+    ini_error.clear();
+    ini.clear();
+    for (auto& p : *read) {
+      PresetEntry e;
+      e.server = p.preset.server_name();
+      e.preset = p.preset;
+      e.ini = std::make_shared<const IniPreset>(std::move(p));
+      ini.push_back(std::move(e));
+    }
+    return ok_status();
+  }
+
+  // The preset file's preset named `name` (its id or an alias), or nullptr.
+  const PresetEntry* ini_named_locked(std::string_view name) const LEMON_REQUIRES(mu) {
+    for (const auto& e : ini) {
+      if (e.preset.id == name ||
+          std::find(e.ini->aliases.begin(), e.ini->aliases.end(), name) != e.ini->aliases.end()) {
+        return &e;
+      }
+    }
+    return nullptr;
   }
 };
 
@@ -105,7 +161,25 @@ PresetCatalogue::PresetCatalogue(const ModelCatalogue& models, PresetSources sou
   }
   MutexLock lock(s.mu);
   s.refresh_locked();
-  logger("models")->info("presets: {} built-in, {} user", s.builtin.size(), s.user.size());
+  s.first_reading = s.read_ini_locked(sources_.llamacpp_ini, true);
+  logger("models")->info("presets: {} built-in, {} user, {} from {}", s.builtin.size(),
+                         s.user.size(), s.ini.size(),
+                         sources_.llamacpp_ini.empty() ? "no preset file" : sources_.llamacpp_ini);
+}
+
+Status PresetCatalogue::file_status() const {
+  return state_->first_reading;
+}
+
+Status PresetCatalogue::reload_file() {
+  MutexLock lock(state_->mu);
+  return state_->read_ini_locked(sources_.llamacpp_ini, true);
+}
+
+std::vector<PresetEntry> PresetCatalogue::file_presets() const {
+  MutexLock lock(state_->mu);
+  (void)state_->read_ini_locked(sources_.llamacpp_ini, false);
+  return state_->ini;
 }
 
 PresetCatalogue::~PresetCatalogue() = default;
@@ -113,6 +187,7 @@ PresetCatalogue::~PresetCatalogue() = default;
 std::vector<PresetEntry> PresetCatalogue::list() const {
   MutexLock lock(state_->mu);
   state_->refresh_locked();
+  (void)state_->read_ini_locked(sources_.llamacpp_ini, false);
   return state_->all_locked();
 }
 
@@ -130,9 +205,16 @@ Result<std::optional<PresetEntry>> PresetCatalogue::for_request(std::string_view
     // "NAME:VARIANT" is a preset when one has that id, else the model's
     // own name (":latest", a checkpoint's variant).
     if (model.find(':') != std::string_view::npos && valid_preset_id(model)) {
-      return find(model);
+      if (auto found = find(model)) {
+        return found;
+      }
     }
-    return std::optional<PresetEntry>();
+    if (sources_.llamacpp_ini.empty()) {
+      return std::optional<PresetEntry>();  // the request path: no lock, no lookup
+    }
+    MutexLock lock(state_->mu);
+    const PresetEntry* named = state_->ini_named_locked(model);
+    return named != nullptr ? std::optional<PresetEntry>(*named) : std::optional<PresetEntry>();
   }
   auto found = find(model.substr(kPresetPrefix.size()));
   if (!found) {
@@ -334,6 +416,9 @@ Status PresetCatalogue::create(const Preset& preset) {
 
 Status PresetCatalogue::replace(const Preset& preset) {
   State& s = *state_;
+  if (Status from_file = not_from_file(preset.id); !from_file.ok()) {
+    return from_file;
+  }
   MutexLock write(s.write_mu);
   for (const auto& b : s.builtin) {
     if (b.preset.id == preset.id) {
@@ -357,6 +442,9 @@ Status PresetCatalogue::replace(const Preset& preset) {
 
 Status PresetCatalogue::remove(std::string_view id) {
   State& s = *state_;
+  if (Status from_file = not_from_file(id); !from_file.ok()) {
+    return from_file;
+  }
   MutexLock write(s.write_mu);
   for (const auto& b : s.builtin) {
     if (b.preset.id == id) {
@@ -378,12 +466,30 @@ PresetReport PresetCatalogue::report() const {
   State& s = *state_;
   MutexLock lock(s.mu);
   s.refresh_locked();
+  (void)s.read_ini_locked(sources_.llamacpp_ini, false);
   PresetReport r;
   r.builtin = static_cast<int>(s.builtin.size());
   r.user = static_cast<int>(s.user.size());
+  r.file = static_cast<int>(s.ini.size());
   r.errors = s.builtin_errors;
   r.errors.insert(r.errors.end(), s.user_errors.begin(), s.user_errors.end());
+  if (!s.ini_error.empty()) {
+    r.errors.push_back(s.ini_error);
+  }
   return r;
+}
+
+Status PresetCatalogue::not_from_file(std::string_view id) const {
+  MutexLock lock(state_->mu);
+  for (const auto& e : state_->ini) {
+    if (e.preset.id == id) {
+      return Error(ErrorCode::kConflict,
+                   "preset '" + std::string(id) + "' comes from " + sources_.llamacpp_ini +
+                       " and is read-only here: change it in that file",
+                   "id");
+    }
+  }
+  return ok_status();
 }
 
 }  // namespace lemon

@@ -1,5 +1,8 @@
 #include "lemon/models/registry_entry.h"
 
+#include <fstream>
+#include <sstream>
+
 #include "lemon/models/hf_cache.h"
 
 namespace lemon {
@@ -180,6 +183,36 @@ RecipeOptions saved_options_for(const ModelInfo& info, const nlohmann::json& sav
     problems->push_back("entry is not a JSON object");
   }
   return mine.inherit(base).restricted_to(info.recipe);
+}
+
+Result<std::vector<ModelInfo>> read_server_models(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    return Error(ErrorCode::kInvalidOption, "cannot read the model catalogue " + path);
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::ordered_json j;
+  try {
+    j = nlohmann::ordered_json::parse(text.str());
+  } catch (const nlohmann::json::exception& e) {
+    return Error(ErrorCode::kInvalidOption,
+                 "the model catalogue " + path + " is not valid JSON: " + e.what());
+  }
+  if (!j.is_object()) {
+    return Error(ErrorCode::kInvalidOption,
+                 "the model catalogue " + path + " must be a JSON object keyed by model name");
+  }
+  std::vector<ModelInfo> out;
+  for (const auto& [name, entry] : j.items()) {
+    auto info = parse_registry_entry(name, entry, ModelSource::kBuiltIn);
+    if (!info.ok()) {
+      return Error(ErrorCode::kInvalidOption,
+                   "the model catalogue " + path + " is malformed: " + info.error().message());
+    }
+    out.push_back(std::move(info).value());
+  }
+  return out;
 }
 
 }  // namespace lemon

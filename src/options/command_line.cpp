@@ -9,24 +9,25 @@ namespace lemon {
 namespace {
 
 CLI::Option* add_option(CLI::App& app, const Setting& s, SettingValues::Value& value) {
+  const std::string names = s.alias.empty() ? s.flag : s.flag + "," + s.alias;
   switch (s.shape) {
     case SettingShape::kInteger:
-      return app.add_option(s.flag, std::get<int>(value), s.help);
+      return app.add_option(names, std::get<int>(value), s.help);
     case SettingShape::kLongInteger:
-      return app.add_option(s.flag, std::get<long long>(value), s.help);
+      return app.add_option(names, std::get<long long>(value), s.help);
     case SettingShape::kNumber:
-      return app.add_option(s.flag, std::get<double>(value), s.help);
+      return app.add_option(names, std::get<double>(value), s.help);
     case SettingShape::kSwitch:
-      return app.add_flag(s.flag, std::get<bool>(value), s.help);
+      return app.add_flag(names, std::get<bool>(value), s.help);
     case SettingShape::kWords:
-      return app.add_option(s.flag, std::get<std::vector<std::string>>(value), s.help)
+      return app.add_option(names, std::get<std::vector<std::string>>(value), s.help)
           ->expected(1, 5)
           ->allow_extra_args(false);
     case SettingShape::kOptionalValue:
-      return app.add_option(s.flag, std::get<std::string>(value), s.help)->expected(0, 1);
+      return app.add_option(names, std::get<std::string>(value), s.help)->expected(0, 1);
     case SettingShape::kText:
     case SettingShape::kList:
-      return app.add_option(s.flag, std::get<std::string>(value), s.help);
+      return app.add_option(names, std::get<std::string>(value), s.help);
     case SettingShape::kSection:
       break;
   }

@@ -49,6 +49,11 @@ class Row {
     s_.live = true;
     return *this;
   }
+  // Another name the flag answers to.
+  Row& alias(std::string flag) {
+    s_.alias = std::move(flag);
+    return *this;
+  }
   Row& default_not_shown() {
     s_.show_default = false;
     return *this;
@@ -238,7 +243,18 @@ std::vector<Setting> build_table() {
           "[IMAGE]]]]; -1 = unlimited")
           .default_not_shown()
           .live(),
-      text("--extra-models-dir", "", "Directory of extra GGUF models").default_not_shown().live(),
+      text("--extra-models-dir", "",
+           "Directory of extra GGUF models (also --models-dir, llama-server's name for it)")
+          .alias("--models-dir")
+          .default_not_shown()
+          .live(),
+      text("--models-preset", "",
+           "llama-server's preset file (.ini): each section a preset of ours, named after it")
+          .default_not_shown(),
+      on_off("--no-models-autoload",
+             "A request for a model that is not loaded fails instead of loading it (llama-server's "
+             "--no-models-autoload; a request's ?autoload=true|false wins)")
+          .live(),
       number("--load-timeout", "600", "Seconds a backend may take to become ready")
           .seconds()
           .check(CLI::PositiveNumber),
@@ -256,9 +272,12 @@ std::vector<Setting> build_table() {
            "The registry a search or a variants listing without a source asks: huggingface "
            "(modelscope, Lemonade's other one, is refused as unsupported)")
           .check(CLI::IsMember({"huggingface", "modelscope"})),
-      text("--models-dir", "auto",
+      // config.json's models_dir (Lemonade 11's name for the model cache);
+      // the flag --models-dir is llama-server's name for --extra-models-dir.
+      text("--models-cache-dir", "auto",
            "Folder models are downloaded to (the Hugging Face hub cache): auto (HF_HUB_CACHE, "
-           "$HF_HOME/hub or ~/.cache/huggingface/hub) or a folder"),
+           "$HF_HOME/hub or ~/.cache/huggingface/hub) or a folder")
+          .key("models_dir"),
       on_off("--no-broadcast", "Accepted for compatibility: lemonade-router never broadcasts"),
       number("--max-body-size", "64", "Largest request body in MiB")
           .mebibytes()

@@ -3,6 +3,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <cerrno>
 #include <csignal>
 #include <cstring>
 
@@ -35,10 +36,38 @@ PosixChild::PosixChild(pid_t pid, int pidfd, const SpawnSpec& spec)
       tag_(spec.log_tag),
       model_(spec.model),
       drop_(spec.drop_lines_containing),
-      kept_lines_(spec.kept_lines) {}
+      kept_lines_(spec.kept_lines),
+      line_hook_(spec.line_hook) {}
 
 PosixChild::~PosixChild() {
   ::close(pidfd_);
+  MutexLock lock(mu_);
+  if (input_fd_ >= 0) {
+    ::close(input_fd_);
+  }
+}
+
+void PosixChild::hold_input(int fd) {
+  MutexLock lock(mu_);
+  input_fd_ = fd;
+}
+
+bool PosixChild::write_input(std::string_view text) {
+  MutexLock lock(mu_);
+  if (input_fd_ < 0 || status_) {
+    return false;
+  }
+  while (!text.empty()) {
+    const ssize_t n = ::write(input_fd_, text.data(), text.size());
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n <= 0) {
+      return false;  // full (non-blocking), or the child closed its end
+    }
+    text.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
 }
 
 std::optional<ExitStatus> PosixChild::exit_status() const {
@@ -114,6 +143,10 @@ void PosixChild::on_exit(std::function<void(const ExitStatus&)> callback) {
 }
 
 void PosixChild::append_line(std::string line) {
+  if (line_hook_ && line_hook_(line)) {
+    logger("output")->debug("[{}] {}", tag_, line);
+    return;
+  }
   for (const auto& needle : drop_) {
     if (line.find(needle) != std::string::npos) {
       return;
@@ -155,6 +188,10 @@ void PosixChild::reap() {
     status.signaled = info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED;
     status.code = info.si_status;
     status_ = status;
+    if (input_fd_ >= 0) {
+      ::close(input_fd_);
+      input_fd_ = -1;
+    }
     callback = std::move(on_exit_);
     on_exit_ = nullptr;
   }

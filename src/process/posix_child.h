@@ -10,6 +10,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lemon/core/mutex.h"
@@ -30,6 +31,11 @@ class PosixChild final : public ChildProcess {
   void terminate(std::chrono::milliseconds grace) override;
   std::vector<std::string> last_lines(std::size_t n) const override;
   void on_exit(std::function<void(const ExitStatus&)> callback) override;
+  bool write_input(std::string_view text) override;
+
+  // The write end of the child's input pipe (SpawnSpec::input_pipe); owned
+  // from now on, closed once the child is reaped.
+  void hold_input(int fd);
 
   // Monitor-thread side.
   int pidfd() const { return pidfd_; }
@@ -49,6 +55,7 @@ class PosixChild final : public ChildProcess {
   const std::string model_;
   const std::vector<std::string> drop_;
   const std::size_t kept_lines_;
+  const std::function<bool(const std::string&)> line_hook_;
 
   mutable Mutex mu_;
   CondVar exited_cv_;
@@ -56,6 +63,7 @@ class PosixChild final : public ChildProcess {
   std::deque<std::string> lines_ LEMON_GUARDED_BY(mu_);
   std::uint64_t lines_written_ LEMON_GUARDED_BY(mu_) = 0;
   std::function<void(const ExitStatus&)> on_exit_ LEMON_GUARDED_BY(mu_);
+  int input_fd_ LEMON_GUARDED_BY(mu_) = -1;
 };
 
 }  // namespace lemon::process_detail

@@ -97,7 +97,7 @@ ExecImage build_exec_image(const SpawnSpec& spec) {
 }
 
 // Runs in the forked child: only async-signal-safe calls.
-[[noreturn]] void exec_child(const ExecImage& img, pid_t parent, int out_fd, int err_fd,
+[[noreturn]] void exec_child(const ExecImage& img, pid_t parent, int in_fd, int out_fd, int err_fd,
                              int report_fd) {
   ::setpgid(0, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -110,9 +110,9 @@ ExecImage build_exec_image(const SpawnSpec& spec) {
   for (int sig : {SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGCHLD}) {
     ::signal(sig, SIG_DFL);  // ignored dispositions survive exec otherwise
   }
-  int devnull = ::open("/dev/null", O_RDONLY);
-  if (devnull >= 0) {
-    ::dup2(devnull, STDIN_FILENO);
+  int input = in_fd >= 0 ? in_fd : ::open("/dev/null", O_RDONLY);
+  if (input >= 0) {
+    ::dup2(input, STDIN_FILENO);
   }
   ::dup2(out_fd, STDOUT_FILENO);
   ::dup2(err_fd, STDERR_FILENO);
@@ -156,11 +156,27 @@ struct Spawned {
   Fd err;
 };
 
+// The child's input pipe (SpawnSpec::input_pipe): the router's end never
+// blocks, and neither end leaks into other children (O_CLOEXEC; the child's
+// end becomes its stdin through dup2, which clears the flag).
+Result<Pipe> make_input_pipe() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    return Error(ErrorCode::kSpawnFailed, "pipe2(): " + errno_message(errno));
+  }
+  ::fcntl(fds[1], F_SETFL, ::fcntl(fds[1], F_GETFL) | O_NONBLOCK);
+  return Pipe{Fd(fds[0]), Fd(fds[1])};
+}
+
 Result<Spawned> fork_exec(const SpawnSpec& spec) {
   ExecImage img = build_exec_image(spec);
   auto out = make_pipe(O_NONBLOCK);
   auto err = make_pipe(O_NONBLOCK);
   auto report = make_pipe(0);
+  Result<Pipe> input = spec.input_pipe ? make_input_pipe() : Result<Pipe>(Pipe{});
+  if (!input.ok()) {
+    return std::move(input).error();
+  }
   if (!out.ok()) {
     return std::move(out).error();
   }
@@ -176,8 +192,10 @@ Result<Spawned> fork_exec(const SpawnSpec& spec) {
     return Error(ErrorCode::kSpawnFailed, "fork(): " + errno_message(errno));
   }
   if (pid == 0) {
-    exec_child(img, parent, out->write.get(), err->write.get(), report->write.get());
+    exec_child(img, parent, input->read.get(), out->write.get(), err->write.get(),
+               report->write.get());
   }
+  input->read.reset();
   out->write.reset();
   err->write.reset();
   report->write.reset();
@@ -207,6 +225,9 @@ Result<Spawned> fork_exec(const SpawnSpec& spec) {
   }
   Spawned s{std::make_shared<PosixChild>(pid, pidfd, spec), std::move(out->read),
             std::move(err->read)};
+  if (input->write.get() >= 0) {
+    s.child->hold_input(input->write.release());
+  }
   return s;
 }
 

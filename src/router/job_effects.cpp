@@ -300,6 +300,14 @@ Status JobEffects::start_and_publish(const std::shared_ptr<WrappedServer>& serve
     table->drop_exited(exited);
     emit_event(*config, {RouterEvent::Kind::kServerCrashed, exited->server->model_name(), {}, {}});
   });
+  // Load progress and readiness, as the backend reports them (llama-server's
+  // child mode), for the event stream.
+  server->set_state_listener([config, model = job_.model](const BackendReport& state) {
+    RouterEvent event{
+        RouterEvent::Kind::kBackendReport, model, backend_phase_name(state.phase), {}};
+    event.report = state;
+    emit_event(*config, event);
+  });
   Status started = server->start([this] { return parts_.stopping.load(); });
   if (!started.ok()) {
     if (started.error().code() == ErrorCode::kCancelled && parts_.stopping) {

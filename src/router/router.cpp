@@ -47,6 +47,8 @@ const char* router_event_name(RouterEvent::Kind kind) {
       return "slot_restored";
     case RouterEvent::Kind::kSlotRestoreFailed:
       return "slot_restore_failed";
+    case RouterEvent::Kind::kBackendReport:
+      return "backend_state";
   }
   return "";
 }

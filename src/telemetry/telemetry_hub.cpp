@@ -195,6 +195,18 @@ void TelemetryHub::on_router_event(const RouterEvent& e) {
       }
       break;
     }
+    case RouterEvent::Kind::kBackendReport: {
+      // llama-server's load progress and readiness (backend_report.h).
+      const BackendReport& b = e.report;
+      data["state"] = backend_phase_name(b.phase);
+      if (b.progress) {
+        data["progress"] = load_progress_json(*b.progress);
+      }
+      if (b.woke) {
+        data["woke"] = true;
+      }
+      break;
+    }
     case RouterEvent::Kind::kLoadQueued:
     case RouterEvent::Kind::kLoadJoined:
       break;

@@ -88,7 +88,10 @@ void warn_unknown_keys(const json& j) {
                                                "head_delay_ms",
                                                "gate",
                                                "draft_acceptance",
-                                               "unknown_flags"};
+                                               "unknown_flags",
+                                               "load_gate",
+                                               "child_mode",
+                                               "load_progress_steps"};
   for (const auto& item : j.items()) {
     if (kKnown.count(item.key()) == 0) {
       std::fprintf(stderr, "fake: warning: unknown knob '%s' ignored\n", item.key().c_str());
@@ -121,6 +124,15 @@ Knobs from_json(const json& j) {
   }
   if (j.contains("hang_at_start")) {
     k.hang_at_start = get_bool(j, "hang_at_start");
+  }
+  if (j.contains("child_mode")) {
+    k.child_mode = get_bool(j, "child_mode");
+  }
+  if (j.contains("load_gate")) {
+    k.load_gate = get_bool(j, "load_gate");
+  }
+  if (j.contains("load_progress_steps")) {
+    k.load_progress_steps = get_int(j, "load_progress_steps");
   }
   if (j.contains("hang_requests")) {
     k.hang_requests = get_bool(j, "hang_requests");

@@ -26,6 +26,15 @@ struct Knobs {
   std::optional<ExitSpec> exit_at_start;
   bool ignore_model_check = false;
   bool hang_at_start = false;
+  // The load waits at a gate (POST /fake/release) once it has begun, so a
+  // test sees the model loading for exactly as long as it needs.
+  bool load_gate = false;
+  // false: a llama-server from before the router's child mode (it ignores
+  // LLAMA_SERVER_ROUTER_PORT: no state lines, stdin unread).
+  bool child_mode = true;
+  // Load progress reports (llama-server's child mode) between 0 and 1,
+  // spread over startup_delay_ms.
+  int load_progress_steps = 2;
   std::optional<int> crash_on_request;
   std::optional<int> crash_mid_stream_after_chunks;
   bool hang_requests = false;

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -114,6 +115,9 @@ void shut_down() {
   for (int i = 0; i < 100 && rt.counters.active.load() > 0; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+  if (rt.before_exit) {
+    rt.before_exit();
+  }
   std::printf("main: exiting\n");
   std::fflush(stdout);
   std::fflush(stderr);
@@ -141,6 +145,15 @@ void signal_thread(sigset_t set) {
     std::thread(shut_down).detach();
   }
 }
+
+}  // namespace
+
+void request_shutdown() {
+  runtime().stopping = true;
+  std::thread(shut_down).detach();
+}
+
+namespace {
 
 void install_signal_handling(bool ignore_sigterm, bool sigterm_kills) {
   std::signal(SIGPIPE, SIG_IGN);
@@ -213,13 +226,44 @@ void start_loading_timer(int64_t listen_ns) {
   if (ready_at == 0) {
     ready_at = 1;
   }
-  rt.ready_at_ns = ready_at;
-  std::thread([ready_at] {
+  // The load's first report comes before /health can answer 200, as
+  // llama-server sends text_model 0.0 when its load begins.
+  if (rt.on_load_progress) {
+    rt.on_load_progress(0.0);
+  }
+  if (!rt.knobs.load_gate) {
+    rt.ready_at_ns = ready_at;
+  }
+  std::thread([ready_at, listen_ns] {
+    Runtime& r = runtime();
+    auto progress = [&r](double value) {
+      if (r.on_load_progress) {
+        r.on_load_progress(value);
+      }
+    };
+    const int steps = std::max(1, r.knobs.load_progress_steps);
+    if (r.knobs.load_gate) {
+      wait_at_gate();
+    }
+    for (int i = 1; i < steps; ++i) {
+      const int64_t at = listen_ns + (ready_at - listen_ns) * i / steps;
+      if (at > mono_ns()) {
+        std::this_thread::sleep_for(std::chrono::nanoseconds(at - mono_ns()));
+      }
+      progress(static_cast<double>(i) / steps);
+    }
     int64_t wait_ns = ready_at - mono_ns();
     if (wait_ns > 0) {
       std::this_thread::sleep_for(std::chrono::nanoseconds(wait_ns));
     }
+    progress(1.0);
+    if (r.knobs.load_gate) {
+      r.ready_at_ns = mono_ns();
+    }
     std::printf("main: model loaded\n");
+    if (r.on_loaded) {
+      r.on_loaded();
+    }
   }).detach();
 }
 

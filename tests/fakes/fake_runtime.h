@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,12 @@ struct Runtime {
   bool sigterm_kills = false;
   // llama-server's --sse-ping-interval (seconds; <= 0: no pings).
   int sse_ping_interval_s = 30;
+  // llama-server's router child mode (fake_child_mode.h): told of the
+  // load's progress (0 to 1) as it goes, then once it is ready; and the
+  // shutdown asks it whether the process may exit yet.
+  std::function<void(double)> on_load_progress;
+  std::function<void()> on_loaded;
+  std::function<void()> before_exit;
 };
 
 // The single runtime of this process.
@@ -69,6 +76,10 @@ std::string llama_error_json(int code, const std::string& message, const std::st
 void reply_loading(httplib::Response& res);
 // The llama.cpp-style GET /health handler (503 while loading, then 200).
 void health_handler(const httplib::Request& req, httplib::Response& res);
+
+// The clean shutdown a first SIGTERM starts, started by the program itself
+// (llama-server's exit command in child mode): not counted as a signal.
+void request_shutdown();
 
 // Registers `handler` for each of `paths`.
 void get_routes(httplib::Server& svr, const std::vector<std::string>& paths,

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "fake_args.h"
+#include "fake_child_mode.h"
 #include "fake_embed.h"
 #include "fake_openai.h"
 #include "fake_responses.h"
@@ -69,6 +70,10 @@ const std::vector<ArgSpec>& llama_args() {
       {{"--draft-p-min", "--spec-draft-p-min"}, ArgKind::kValue},
       {{"-ngld", "--gpu-layers-draft", "--n-gpu-layers-draft", "--spec-draft-ngl"},
        ArgKind::kValue},
+      {{"--metrics"}, ArgKind::kFlag},
+      {{"--slots"}, ArgKind::kFlag},
+      {{"--no-slots"}, ArgKind::kFlag},
+      {{"--sleep-idle-seconds"}, ArgKind::kInt},
   };
   return kSpecs;
 }
@@ -261,6 +266,17 @@ int main(int argc, char** argv) {
                                            {"n_params", 1000000},
                                            {"size", 1000000}});
   std::string props = props_json(args, n_ctx, slots);
+  if (fake::child_mode_requested() && rt.knobs.child_mode) {
+    // The ready line's payload is the model's /v1/models entry.
+    fake::enable_child_mode({{"id", model_id},
+                             {"aliases", fake::json::array({model_id})},
+                             {"tags", fake::json::array()},
+                             {"object", "model"},
+                             {"created", 1700000000},
+                             {"owned_by", "llamacpp"},
+                             {"meta", fake::json::parse(meta)}},
+                            args.has("--mmproj"));
+  }
 
   httplib::Server svr;
   // The flag, else the environment (common/arg.cpp: --api-key's env is
@@ -276,8 +292,36 @@ int main(int argc, char** argv) {
   svr.Get("/props", [props](const httplib::Request&, httplib::Response& res) {
     res.set_content(props, "application/json");
   });
-  svr.Get("/slots", [](const httplib::Request&, httplib::Response& res) {
+  svr.Get("/slots", [no_slots = args.has("--no-slots")](const httplib::Request&,
+                                                        httplib::Response& res) {
+    if (no_slots) {
+      res.status = 501;
+      res.set_content(fake::llama_error_json(501, "This server does not support slots endpoint.",
+                                             "not_supported_error"),
+                      "application/json");
+      return;
+    }
     res.set_content(fake::dump(fake::slots_json()), "application/json");
+  });
+  // llama-server's Prometheus text, only with --metrics.
+  svr.Get("/metrics", [metrics = args.has("--metrics")](const httplib::Request&,
+                                                        httplib::Response& res) {
+    if (!metrics) {
+      res.status = 501;
+      res.set_content(
+          fake::llama_error_json(
+              501, "This server does not support metrics endpoint. Start it with `--metrics`",
+              "not_supported_error"),
+          "application/json");
+      return;
+    }
+    const fake::Runtime& r = fake::runtime();
+    res.set_content(
+        "# HELP llamacpp:requests_processing Number of requests processing.\n"
+        "# TYPE llamacpp:requests_processing gauge\n"
+        "llamacpp:requests_processing " +
+            std::to_string(r.counters.active.load()) + "\n",
+        "text/plain; version=0.0.4");
   });
   // POST /slots/{id}?action=erase|save|restore, as llama-server: every
   // action needs --slot-save-path (501 without it).
@@ -329,14 +373,27 @@ int main(int argc, char** argv) {
   });
   fake::post_routes(svr, {"/chat/completions", "/v1/chat/completions"},
                     fake::chat_completions_handler(openai));
-  fake::post_routes(svr, {"/completions", "/v1/completions"}, fake::completions_handler(openai));
-  fake::post_routes(svr, {"/embeddings", "/v1/embeddings"},
+  // /completion and /infill (llama.cpp's own) are answered as /completions.
+  fake::post_routes(svr, {"/completion", "/completions", "/v1/completions", "/infill"},
+                    fake::completions_handler(openai));
+  fake::post_routes(svr, {"/embedding", "/embeddings", "/v1/embeddings"},
                     fake::embeddings_handler(model_id, args.has("--embeddings")));
   fake::post_routes(svr, {"/rerank", "/reranking", "/v1/rerank", "/v1/reranking"},
                     fake::rerank_handler(model_id, args.has("--reranking")));
   fake::post_routes(svr, {"/responses", "/v1/responses"}, fake::responses_handler(model_id));
   fake::post_routes(svr, {"/tokenize"}, fake::tokenize_handler());
   fake::post_routes(svr, {"/apply-template"}, fake::apply_template_handler());
+  // The words of /tokenize's numbering back, one "w<token>" per token.
+  svr.Post("/detokenize", [](const httplib::Request& req, httplib::Response& res) {
+    const auto body = fake::json::parse(req.body, nullptr, false);
+    std::string content;
+    if (body.is_object() && body.contains("tokens") && body["tokens"].is_array()) {
+      for (const auto& t : body["tokens"]) {
+        content += (content.empty() ? "w" : " w") + t.dump();
+      }
+    }
+    res.set_content(fake::dump(fake::json{{"content", content}}), "application/json");
+  });
 
   fake::serve(svr, {"build: 6000 (fake0000) with c++ for x86_64-linux-gnu",
                     "llama_model_loader: loaded meta data from " + rt.model,

@@ -116,7 +116,12 @@ TEST_F(EventsTest, LoadsRequestsAndUnloadsArriveInOrder) {
   // A reconnect resumes after the last id it saw; ?backlog replays the last N.
   auto resumed = follow(port(), "/api/v1/events",
                         {{"Last-Event-ID", std::to_string((*started)["id"].get<int>())}});
+  // (What the backend reported of its load, backend_state, comes between.)
   auto first = next_data(*resumed, std::chrono::steady_clock::now() + kWait);
+  while (first && nlohmann::json::parse(first->data)["type"] == "backend_state") {
+    EXPECT_EQ(nlohmann::json::parse(first->data)["model"], "user.a") << first->data;
+    first = next_data(*resumed, std::chrono::steady_clock::now() + kWait);
+  }
   ASSERT_TRUE(first.has_value());
   EXPECT_EQ(nlohmann::json::parse(first->data)["type"], "load_succeeded");
   auto everything = follow(port(), "/api/v1/events?since=0");

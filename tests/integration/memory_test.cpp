@@ -165,9 +165,10 @@ TEST_F(MemoryTest, ALoadOnTheCpuNeverRunsNvidiaSmi) {
 // GPU the old process must be gone first, since only then is its memory
 // free.
 TEST_F(MemoryTest, ASwitchOnTheCpuStartsTheNewBackendWhileTheOldOneStops) {
-  // The old backend ignores SIGTERM and its grace outlasts the test: a
-  // switch that waited for it to stop would never be served.
-  env_.write_sidecar(env_.add_llm("slow"), {{"ignore_sigterm", true}});
+  // The old backend ignores SIGTERM (and speaks no child mode, whose exit
+  // command would stop it) and its grace outlasts the test: a switch that
+  // waited for it to stop would never be served.
+  env_.write_sidecar(env_.add_llm("slow"), {{"ignore_sigterm", true}, {"child_mode", false}});
   env_.add_llm("b");
   ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "1", "--stop-grace", "600"}));
   pid_t old_pid = 0;
@@ -182,7 +183,7 @@ TEST_F(MemoryTest, ASwitchOnTheCpuStartsTheNewBackendWhileTheOldOneStops) {
 TEST_F(MemoryTest, ASwitchOnAGpuWaitsForTheOldBackendToStop) {
   const std::string smi = env_.root() + "/nvidia-smi.csv";
   write_file_atomically(smi, smi_line(0));
-  env_.write_sidecar(env_.add_llm("g1"), {{"ignore_sigterm", true}});
+  env_.write_sidecar(env_.add_llm("g1"), {{"ignore_sigterm", true}, {"child_mode", false}});
   env_.add_llm("g2");
   env_.write_recipe_options({{"user.g1", {{"llamacpp_backend", "vulkan"}, {"gpu", 0}}},
                              {"user.g2", {{"llamacpp_backend", "vulkan"}, {"gpu", 0}}}});

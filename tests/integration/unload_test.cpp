@@ -74,10 +74,11 @@ INSTANTIATE_TEST_SUITE_P(Bodies, UnloadAllTest, ::testing::Values("{}", ""),
                            return p.param.empty() ? "EmptyBody" : "EmptyObject";
                          });
 
-// One SIGTERM, to the process group: a second one makes llama-server quit at
-// once with status 1 instead of shutting down (the fake does the same). The
-// fake logs every signal it gets; at debug level its lines reach the log.
-TEST_F(UnloadTest, AStoppedBackendGetsOneSigtermAndExitsCleanly) {
+// llama-server in the router's child mode (which the router starts it in)
+// is stopped by its exit command on stdin, with no signal: a SIGTERM would
+// leave it waiting for its stdin to end. The fake logs the command and every
+// signal it gets; at debug level its lines reach the log.
+TEST_F(UnloadTest, AStoppedBackendGetsItsExitCommandAndExitsCleanly) {
   env_.add_llm("a");
   ASSERT_NO_FATAL_FAILURE(start_router({"--log-level", "debug"}));
   ASSERT_NO_FATAL_FAILURE(load_ok("user.a"));
@@ -89,12 +90,29 @@ TEST_F(UnloadTest, AStoppedBackendGetsOneSigtermAndExitsCleanly) {
   EXPECT_EQ((*stopped)["reason"], "unload");
   EXPECT_EQ((*stopped)["exit"], "exit code 0") << stopped->dump();
   EXPECT_GE((*stopped)["stop_s"].get<double>(), 0.0);
+  EXPECT_EQ(router().count_log("exit command received"), 1) << router().log_text();
+  EXPECT_EQ(router().count_log("main: received signal"), 0) << router().log_text();
+}
+
+// One SIGTERM, to the process group, for a llama-server that does not speak
+// the child mode (one too old, or still loading): a second one makes it quit
+// at once with status 1 instead of shutting down (the fake does the same).
+TEST_F(UnloadTest, ABackendWithoutChildModeGetsOneSigtermAndExitsCleanly) {
+  env_.write_sidecar(env_.add_llm("a"), {{"child_mode", false}});
+  ASSERT_NO_FATAL_FAILURE(start_router({"--log-level", "debug"}));
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.a"));
+  RouterEvents events(port());
+  ASSERT_EQ(http_post(port(), "/api/v1/unload", nlohmann::json{{"model_name", "user.a"}}).status,
+            200);
+  auto stopped = events.next("server_stopped", "user.a");
+  ASSERT_TRUE(stopped.has_value());
+  EXPECT_EQ((*stopped)["exit"], "exit code 0") << stopped->dump();
   EXPECT_EQ(router().count_log("main: received signal 15"), 1) << router().log_text();
   EXPECT_EQ(router().count_log("second interrupt"), 0);
 }
 
 TEST_F(UnloadTest, ABackendThatIgnoresSigtermIsKilledAfterTheGrace) {
-  env_.write_sidecar(env_.add_llm("a"), {{"ignore_sigterm", true}});
+  env_.write_sidecar(env_.add_llm("a"), {{"ignore_sigterm", true}, {"child_mode", false}});
   ASSERT_NO_FATAL_FAILURE(start_router({"--stop-grace", "0.2"}));
   pid_t pid = 0;
   ASSERT_NO_FATAL_FAILURE(load_ok("user.a", &pid));

@@ -145,7 +145,7 @@ class Runner {
       entry["sent"].push_back(line);
     }
     entry["note"] = c.note;
-    if (c.read == Read::kFirstEvent) {
+    if (c.read == Read::kFirstEvent || c.read == Read::kHead) {
       first_event(port, path, c, entry);
       return entry;
     }
@@ -210,6 +210,10 @@ class Runner {
     entry["content_type"] = type;
     if (type.rfind("text/event-stream", 0) != 0) {
       entry["shape"] = testing::body_shape(type, stream.read_body(), masks_);
+      return;
+    }
+    if (c.read == Read::kHead) {
+      stream.disconnect();  // a stream with no event to wait for
       return;
     }
     auto event = stream.next_data(testing::kWait);

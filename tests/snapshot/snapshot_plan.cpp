@@ -289,6 +289,40 @@ void ollama(PlanBuilder& p) {
   p.get("/api/v1/health", "the Ollama listener serves every route").listener = Listener::kOllama;
 }
 
+void llamacpp(PlanBuilder& p) {
+  p.get("/health", "llama-server's health at the root");
+  p.get("/models", "the models in llama.cpp's shape");
+  p.get("/models?reload=1", "the model sources read again");
+  p.post("/models", {{"model", "not a repo"}}, "a download of a name that is no hub model");
+  p.post("/models", json::object(), "a download without a model");
+  p.bad_json("/models");
+  p.send("DELETE", "/models", "", "a delete without ?model=");
+  p.send("DELETE", "/models?model=nope", "", "a delete of an unknown model");
+  p.post("/models/load", json::object(), "a load without a model");
+  p.post("/models/load", {{"model", "nope"}}, "a load of an unknown model");
+  p.bad_json("/models/load");
+  p.post("/models/unload", {{"model", "nope"}}, "an unload of an unknown model");
+  p.post("/models/unload", {{"model", "e"}}, "an unload of a model that is not running");
+  p.bad_json("/models/unload");
+  p.send("HEAD", "/models/sse", "", "the model event stream's head");
+  p.get("/models/sse", "the model events (none until a model changes)").read = Read::kHead;
+  p.get("/props", "the router's props");
+  p.get("/props?model=nope", "an unknown model's props");
+  p.get("/slots", "slots without ?model=");
+  p.get("/slots?model=nope&autoload=false", "an unknown model's slots");
+  const json messages = json::array({{{"role", "user"}, {"content", "hi"}}});
+  p.post("/chat/completions", {{"model", "a"}, {"messages", messages}},
+         "a chat at the root, the model by llama.cpp's name");
+  p.post("/chat/completions?autoload=false", {{"model", "nope"}, {"messages", messages}},
+         "autoload off, an unknown model");
+  p.post("/tokenize", {{"model", "a"}, {"content", "hi"}}, "llama-server's own route");
+  p.post("/completion", {{"prompt", "hi"}}, "no model in the body");
+  for (const char* path : {"/completions", "/infill", "/embeddings", "/embedding", "/rerank",
+                           "/reranking", "/detokenize", "/apply-template"}) {
+    p.bad_json(path);
+  }
+}
+
 void sessions(PlanBuilder& p) {
   const std::string s = V1 + "sessions";
   p.post(s, json::object(), "no model");
@@ -547,6 +581,7 @@ std::vector<Case> open_plan() {
   openai(p);
   anthropic(p);
   ollama(p);
+  llamacpp(p);
   sessions(p);
   presets(p);
   observe(p);
@@ -576,6 +611,10 @@ std::vector<Case> keyed_plan() {
            "Bearer wrong");
   with_key(p.get("/api/tags", "the user key on an Ollama route"), "Authorization",
            std::string("Bearer ") + kUserKey);
+  // llama.cpp's model event stream sends nothing until a model changes: a
+  // wrong key is answered at once.
+  with_key(p.get("/models/sse", "a wrong key, llama.cpp's event stream"), "Authorization",
+           "Bearer wrong");
   return std::move(p.cases);
 }
 

@@ -21,6 +21,7 @@ enum class Listener { kMain, kOllama };
 enum class Read {
   kWhole,       // until the server closes the connection
   kFirstEvent,  // an endless SSE stream: its first data event, then hang up
+  kHead,        // an endless SSE stream that may send nothing: its head, then hang up
 };
 
 struct Case {

@@ -452,7 +452,7 @@ TEST_F(ProcessServerLive, CancelledStartIsCancelledAndLeavesNothingRunning) {
 }
 
 TEST_F(ProcessServerLive, StopEscalatesToSigkillWhenSigtermIsIgnored) {
-  write_knobs({{"ignore_sigterm", true}});
+  write_knobs({{"ignore_sigterm", true}, {"child_mode", false}});  // no exit command
   env_.stop_grace = 200ms;
   auto s = make_server();
   auto st = start(*s);

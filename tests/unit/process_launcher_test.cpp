@@ -513,3 +513,47 @@ TEST(LauncherOwnerDeath, ChildrenDieWithTheProcessThatSpawnedThem) {
 
 }  // namespace
 }  // namespace lemon
+
+namespace lemon {
+namespace {
+
+// ---- the input pipe and the line hook (llama-server's child mode) --------------------
+
+TEST_F(Launcher, AChildWithoutAnInputPipeReadsEndOfFileAtOnce) {
+  // cat copies its stdin: /dev/null ends at once.
+  auto c = spawn("/bin/cat", {});
+  ASSERT_NE(c, nullptr);
+  EXPECT_TRUE(run_to_end(*c).empty());
+  EXPECT_FALSE(c->write_input("ignored\n")) << "there is no pipe to write to";
+}
+
+TEST_F(Launcher, TheInputPipeCarriesWritesAndEndsWhenTheRouterSideCloses) {
+  SpawnSpec spec;
+  spec.input_pipe = true;
+  // head -n 1 copies one line and exits: the pipe stays open until then.
+  auto c = spawn("/usr/bin/head", {"-n", "1"}, spec);
+  ASSERT_NE(c, nullptr);
+  EXPECT_TRUE(c->running()) << "it waits for its input";
+  ASSERT_TRUE(c->write_input("cmd_router_to_child:exit\n"));
+  EXPECT_EQ(run_to_end(*c), (Lines{"cmd_router_to_child:exit"}));
+  EXPECT_FALSE(c->write_input("more\n")) << "the child is gone";
+}
+
+TEST_F(Launcher, TheLineHookTakesItsLinesOutOfTheBuffer) {
+  SpawnSpec spec;
+  std::vector<std::string> taken;  // the monitor thread's, read after the exit
+  spec.line_hook = [&taken](const std::string& line) {
+    if (!line.starts_with("state:")) {
+      return false;
+    }
+    taken.push_back(line);
+    return true;
+  };
+  auto c = spawn("/usr/bin/printf", {"a\\nstate:1\\nb\\nstate:2\\n"}, spec);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(run_to_end(*c), (Lines{"a", "b"}));
+  EXPECT_EQ(taken, (Lines{"state:1", "state:2"}));
+}
+
+}  // namespace
+}  // namespace lemon

@@ -14,7 +14,17 @@
 // flag match, or its --no- twin) are left out. The child gets its secret as
 // LLAMA_API_KEY and no cross-origin answers (LLAMA_ARG_CORS_*), from its
 // environment.
+//
+// The child runs in llama-server's router child mode (LLAMA_SERVER_ROUTER_PORT
+// in its environment; backend_report.h): it reports its load progress and
+// readiness on stdout, which backend_report() keeps. Its stdin is a pipe the
+// router holds: that mode exits when its stdin ends (so also when the router
+// dies), and once loaded it waits for that pipe before it exits, so stop()
+// first writes its exit command there. A llama-server too old for that mode
+// ignores the variable and reports nothing; nothing else changes.
 #pragma once
+
+#include <atomic>
 
 #include "lemon/backends/llama_server_flags.h"
 #include "lemon/backends/process_server.h"
@@ -54,6 +64,12 @@ class LlamaCppServer final : public ProcessServer {
   bool reports_work_in_progress() override;
   std::optional<long long> count_prompt_tokens(ApiRoute route, const nlohmann::json& body) override;
   std::optional<std::string> upstream_path(ApiRoute route) const override;
+  // Stops the child, and its output's state lines reach no listener after.
+  ~LlamaCppServer() override;
+  std::optional<BackendReport> backend_report() const override { return board_->latest(); }
+  void set_state_listener(const BackendReportBoard::Listener& listener) override {
+    board_->set_listener(listener);
+  }
 
   // The flags llamacpp_args may not contain.
   static const std::vector<std::string>& reserved_flags();
@@ -66,6 +82,8 @@ class LlamaCppServer final : public ProcessServer {
   std::vector<std::pair<std::string, std::string>> child_env(
       const std::string& executable) const override;
   std::vector<std::pair<std::string, std::string>> secret_env() const override;
+  void adjust_spawn(SpawnSpec& spec) override;
+  void ask_to_stop(ChildProcess& child) override;
 
  private:
   std::string backend() const;
@@ -74,6 +92,11 @@ class LlamaCppServer final : public ProcessServer {
   // The binary's flags, read by prepare() for a model that speculates
   // (speculation.h); every flag until then.
   LlamaServerFlags flags_ = LlamaServerFlags::everything();
+  // Shared with the spawn's line hook, which the process monitor may call
+  // until the child's output ends.
+  std::shared_ptr<BackendReportBoard> board_ = std::make_shared<BackendReportBoard>();
+  // Whether the running child answered /health (start() succeeded).
+  std::atomic<bool> served_{false};
 };
 
 }  // namespace lemon

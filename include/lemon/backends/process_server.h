@@ -35,6 +35,9 @@ struct BackendEnvironment {
   std::string slot_cache_dir;
   bool verbose = false;     // --log-level debug/trace: ask backends for verbose logs
   BinarySettings binaries;  // config.json's binary paths and search order
+  // The router's own HTTP port, for backends that want to know their
+  // router (llama-server's LLAMA_SERVER_ROUTER_PORT); 0 when unknown.
+  int router_port = 0;
 };
 
 class ProcessServer : public WrappedServer {
@@ -53,6 +56,7 @@ class ProcessServer : public WrappedServer {
   std::int64_t measured_rss() const override;
   std::vector<std::string> last_output(std::size_t n) const override;
   std::string exit_description() const override;
+  std::vector<std::string> command_line() const override;
 
   // The full command line for `port` (argv[1..]). Pure; exposed for tests.
   virtual Result<std::vector<std::string>> build_args(int port) const = 0;
@@ -91,6 +95,14 @@ class ProcessServer : public WrappedServer {
   virtual bool output_reports_out_of_memory(const std::vector<std::string>& lines) const;
 
   bool verbose() const { return env_.verbose; }
+  // What a recipe changes in its spawn (an input pipe, a hook on its output
+  // lines). Called once per spawn, after build_args(). Default: nothing.
+  virtual void adjust_spawn(SpawnSpec& spec);
+  // Called by stop() before its signal, while the child runs: a program
+  // that stops more cleanly on a command of its own gets it here, and may
+  // wait up to --stop-grace for it to exit (then no signal is sent).
+  // Default: nothing.
+  virtual void ask_to_stop(ChildProcess& child);
 
  private:
   enum class ReadyOutcome { kReady, kExited, kTimedOut, kCancelled, kPortTaken };
@@ -121,6 +133,7 @@ class ProcessServer : public WrappedServer {
   std::shared_ptr<ChildProcess> child_ LEMON_GUARDED_BY(mu_);
   std::unique_ptr<net::UpstreamClient> client_;  // set once by start()
   int port_ LEMON_GUARDED_BY(mu_) = 0;
+  std::vector<std::string> argv_ LEMON_GUARDED_BY(mu_);  // the running child's
 };
 
 }  // namespace lemon

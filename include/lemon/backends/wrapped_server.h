@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lemon/backends/backend_report.h"
 #include "lemon/core/device_bytes.h"
 #include "lemon/core/error.h"
 #include "lemon/core/model_types.h"
@@ -198,6 +199,17 @@ class WrappedServer {
   // How the backend's process ended ("exit code 0", "killed by signal 9
   // (SIGKILL)"), or "" while it runs or when there is none.
   virtual std::string exit_description() const { return {}; }
+
+  // What the backend last said of itself (backend_report.h: load progress,
+  // ready, sleeping); nullopt for a backend that does not report.
+  virtual std::optional<BackendReport> backend_report() const { return std::nullopt; }
+  // Who hears of each change of backend_report(), on the thread that read it
+  // (the process monitor's). Set before start().
+  virtual void set_state_listener(const BackendReportBoard::Listener& listener) { (void)listener; }
+  // Its process's command line, executable first: the running one, else the
+  // one the next start() would use with port 0. Never holds a secret (those
+  // go through the environment). Empty when it has none.
+  virtual std::vector<std::string> command_line() const { return {}; }
 
   // The backend's last output lines, oldest first.
   virtual std::vector<std::string> last_output(std::size_t n) const = 0;

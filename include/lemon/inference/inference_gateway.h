@@ -65,6 +65,10 @@ struct ForwardSettings {
   // --max-prefill-tokens: a chat or completion whose prompt has more tokens
   // is refused with 400 before it reaches the backend (0: no limit).
   long long max_prefill_tokens = 0;
+  // --no-models-autoload (llama-server's): a request for a model that is
+  // neither loaded nor loading fails (kModelNotLoaded) instead of loading
+  // it, unless the request says ?autoload=true.
+  bool no_models_autoload = false;
 };
 
 // One inference request on its way to a backend.
@@ -88,6 +92,14 @@ struct InferenceRequest {
   bool slot_set_by_router = false;
   // The router's number for it, in its `request` events.
   std::uint64_t id = 0;
+  // The request's ?autoload=true|false (llama-server's), over
+  // --no-models-autoload; nullopt when it says nothing.
+  std::optional<bool> autoload;
+  // A llama-server route of its own (/completion, /infill, /tokenize, ...):
+  // the backend's path, forwarded as it is to a llamacpp server (another
+  // recipe gets 400 unsupported_operation), with no [DONE] added to a
+  // stream. "": the route's own path.
+  std::string native_path;
   // The caller's API key (caller_key()): its allow-list of models is
   // checked before anything loads; its name labels the request's metrics.
   const ApiKey* key = nullptr;

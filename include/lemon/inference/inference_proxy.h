@@ -46,6 +46,9 @@ struct ProxyCall {
   bool stream = false;
   // kChatCompletions: end SSE streams with data: [DONE] if the backend did not.
   StreamFraming framing = StreamFraming::kChatCompletions;
+  // False for a backend's own stream format that has no [DONE] (llama-server's
+  // /completion): nothing is added at its end.
+  bool add_done = true;
   std::size_t max_response_bytes = 256u << 20;  // non-streaming replies; 502 beyond
   // --request-timeout: a non-streaming call end to end; --stream-idle-timeout:
   // the longest gap between a stream's chunks; --backend-idle-timeout: the

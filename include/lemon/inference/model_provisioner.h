@@ -65,6 +65,11 @@ class ModelProvisioner {
   // later, as not found).
   bool takes_images(std::string_view model) const;
 
+  // True when a request for `model` would start a load: it is neither
+  // loaded nor loading (from the router's published view, no lock), and
+  // not a remote model.
+  bool needs_load(std::string_view model) const;
+
   // The name the catalogue keeps for a client's `name` (catalogue.h
   // internal_name), or nullopt when it is that name or unknown.
   std::optional<std::string> internal_name(std::string_view name) const {

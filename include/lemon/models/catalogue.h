@@ -4,6 +4,11 @@
 // `extra.<name>`). Per-model load options come from `recipe_options.json` in
 // the cache dir, keyed by full model name.
 //
+// A name none of these knows is tried as llama.cpp names models
+// (hub_gguf.h): a --extra-models-dir file's stem or folder ("X" for
+// "extra.X.gguf"), then "org/repo:TAG" for a GGUF in the hub cache (the
+// entry is then named "org/repo:TAG"); these come after every name of ours.
+//
 // Files are only looked at by resolve() and list(); find() never touches the
 // model files, so it is cheap enough for the request path. user_models.json
 // and recipe_options.json are re-read when their mtime or size changes.
@@ -79,6 +84,15 @@ class ModelCatalogue final : public ModelResolver {
   // Serves the models of `dir` as the extra models ("" none) from now on:
   // the old folder's leave, the new one's are scanned before it returns.
   void set_extra_models_dir(const std::string& dir);
+  // Makes "owner/repo[:TAG]" known before its files are on disk, so the
+  // model store can download it (llama.cpp's POST /models): its canonical
+  // name (the TAG upper-cased). For this process's life. kInvalidRequest
+  // for a name that is not a hub model's.
+  Result<std::string> admit_hub_model(std::string_view name);
+  // The GGUF models of the hub cache as llama.cpp lists them
+  // ("org/repo:TAG", hub_gguf.h), unresolved; whether a registered model
+  // uses the same file is not checked.
+  std::vector<ModelInfo> hub_models() const;
 
   // Up to `n` downloaded model names, for "model not found" messages.
   std::vector<std::string> some_available_names(std::size_t n) const;

@@ -25,6 +25,11 @@ namespace lemon {
 Result<ModelInfo> parse_registry_entry(const std::string& name, const nlohmann::ordered_json& entry,
                                        ModelSource source);
 
+// The built-in catalogue (server_models.json at `path`): an object keyed by
+// model name, each entry as parse_registry_entry reads it (kBuiltIn).
+// kInvalidOption naming the file when it cannot be read or is malformed.
+Result<std::vector<ModelInfo>> read_server_models(const std::string& path);
+
 // The options saved for `info`: its recipe_options.json entry (`saved`, may
 // be null) over its image_defaults (sd-cpp), restricted to its recipe. A key
 // with an invalid value is dropped and described in `problems` (may be null).

@@ -44,6 +44,7 @@ enum class SettingUnit : std::uint8_t { kNone, kSeconds, kMebibytes };
 struct Setting {
   std::string key;       // config.json's key and GET /internal/config's ("llamacpp.args")
   std::string flag;      // "--llamacpp-args"; "" for a section
+  std::string alias;     // another name of the flag ("--models-dir", llama-server's); "" for none
   std::string variable;  // "LEMONADE_LLAMACPP_ARGS"; "" for none
   SettingShape shape = SettingShape::kText;
   SettingUnit unit = SettingUnit::kNone;

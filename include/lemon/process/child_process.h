@@ -18,6 +18,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace lemon {
@@ -55,6 +56,14 @@ class ChildProcess {
   // The last `n` lines the child wrote (stdout and stderr interleaved in
   // arrival order), oldest first.
   virtual std::vector<std::string> last_lines(std::size_t n) const = 0;
+
+  // Writes `text` to the child's standard input when it was spawned with
+  // SpawnSpec::input_pipe; false when it was not, has exited, or the pipe
+  // is full (the write never blocks).
+  virtual bool write_input(std::string_view text) {
+    (void)text;
+    return false;
+  }
 
   // Called once, on the monitor thread, when the child exits for any reason.
   // Set before the child can exit unnoticed: if it already exited, the

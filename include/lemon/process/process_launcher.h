@@ -12,6 +12,7 @@
 // Thread-safety: spawn() may be called from any thread, concurrently.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -35,6 +36,16 @@ struct SpawnSpec {
   // (health-poll access-log lines).
   std::vector<std::string> drop_lines_containing;
   std::size_t kept_lines = 200;  // bound of the per-child line buffer
+  // Standard input: /dev/null, or a pipe the launcher holds open for the
+  // child's life (ChildProcess::write_input). The pipe's end is closed when
+  // the child is reaped, and by the kernel when the router dies, so a child
+  // that watches its input sees end of file then.
+  bool input_pipe = false;
+  // Called on the launcher's monitor thread with each output line, before
+  // the drop filter; true means the line is the hook's (a protocol line):
+  // it is neither buffered nor logged above debug level. Must be quick and
+  // take no lock a spawn() caller holds.
+  std::function<bool(const std::string& line)> line_hook;
 };
 
 class ProcessLauncher {

@@ -110,6 +110,7 @@ struct RouterEvent {
     kSlotSaved,                 // model, slot_file
     kSlotRestored,              // model, slot_file
     kSlotRestoreFailed,         // model, slot_file (code, detail: why)
+    kBackendReport,             // model, report (load progress, ready, sleeping)
   };
   Kind kind;
   std::string model;
@@ -122,6 +123,9 @@ struct RouterEvent {
   // kSlotSaved, kSlotRestored, kSlotRestoreFailed: the slot, its tokens and
   // bytes, and how long it took.
   SlotFileEvent slot_file = {};
+  // kBackendReport: what one of the model's servers said of itself
+  // (WrappedServer::backend_report), delivered on the thread that read it.
+  BackendReport report = {};
 };
 const char* router_event_name(RouterEvent::Kind kind);
 

@@ -275,8 +275,10 @@ void ManagementApi::handle_ready(net::ResponseWriter& w) {
 void ManagementApi::handle_system_info(net::ResponseWriter& w) {
   nlohmann::json info = system_info_json(installer_, settings_.cache_dir, router_.cli_options());
   PresetReport presets = presets_.report();
-  info["presets"] = {
-      {"builtin", presets.builtin}, {"user", presets.user}, {"errors", presets.errors}};
+  info["presets"] = {{"builtin", presets.builtin},
+                     {"user", presets.user},
+                     {"file", presets.file},
+                     {"errors", presets.errors}};
   send_json(w, 200, info);
 }
 
@@ -328,6 +330,9 @@ void ManagementApi::handle_models(net::Request& r, net::ResponseWriter& w) {
     entry["saved_slots_bytes"] = router_.saved_slot_bytes(m.name);
     add_max_context_window(entry, m);
     data.push_back(std::move(entry));
+  }
+  if (extend_models_) {
+    extend_models_(data);
   }
   // An alias is listed as the model it stands for, under its own id.
   for (const auto& [alias, target] : catalogue_.aliases().all()) {

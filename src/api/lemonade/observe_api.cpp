@@ -82,7 +82,12 @@ ObserveApi::ObserveApi(telemetry::TelemetryHub& hub, telemetry::ContextMonitor& 
 
 void ObserveApi::register_routes(http::ApiRoutes& routes) {
   using P = std::string_view;
-  const auto metrics = [this](net::Request&, net::ResponseWriter& w, P) { handle_metrics(w); };
+  const auto metrics = [this](net::Request& r, net::ResponseWriter& w, P) {
+    if (model_metrics_ && model_metrics_(r, w)) {
+      return;
+    }
+    handle_metrics(w);
+  };
   const auto params = [this](net::Request& r, net::ResponseWriter& w, P) { handle_params(r, w); };
   routes.route("GET", "metrics", RouteAccess::kMetrics, Scope::kRead, metrics);
   routes.route("GET", "events", RouteAccess::kRead, Scope::kRead,

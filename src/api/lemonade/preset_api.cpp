@@ -20,7 +20,9 @@ namespace {
 nlohmann::json preset_json(const PresetEntry& e, const std::set<std::string>& loaded) {
   nlohmann::json j = {{"id", e.preset.id},
                       {"object", "preset"},
-                      {"source", e.builtin ? "builtin" : "user"},
+                      {"source", e.builtin ? "builtin"
+                                 : e.ini   ? "file"
+                                           : "user"},
                       {"server", e.server},
                       {"loaded", loaded.contains(e.server)}};
   // Held: a range-for over a temporary's items() would read it after it is freed.

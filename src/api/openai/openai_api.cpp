@@ -8,6 +8,7 @@
 #include "lemon/api/openai/rerank_format.h"
 #include "lemon/api/openai/transcription_form.h"
 #include "lemon/core/duration_text.h"
+#include "lemon/http/autoload_param.h"
 #include "lemon/http/caller.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/json_request.h"
@@ -111,6 +112,7 @@ void OpenAiApi::handle_json_inference(ApiRoute route, net::Request& r, net::Resp
   req.route = route;
   req.model = *model;
   req.stream = *stream;
+  req.autoload = http::autoload_param(r);
   req.json = &*body;
   req.body_changed = map_max_completion_tokens(*body);
   req.raw_body = r.body;

@@ -43,6 +43,11 @@ class ManagementApi {
   void show_profile(std::function<std::optional<std::string>()> active) {
     active_profile_ = std::move(active);
   }
+  // Adds fields to each entry of GET /models' list (another API's view of
+  // the same models). Set before serving.
+  void extend_models(std::function<void(nlohmann::json& entries)> extend) {
+    extend_models_ = std::move(extend);
+  }
   // /health's "is_streaming": the streams a model answers now
   // (InferenceGateway::open_streams). Set before serving.
   void show_streams(std::function<int(const std::string&)> open_streams) {
@@ -74,6 +79,7 @@ class ManagementApi {
   std::function<std::optional<std::string>()> active_profile_;
   std::function<int(const std::string&)> open_streams_;
   const remote::RemoteModels* remote_ = nullptr;
+  std::function<void(nlohmann::json&)> extend_models_;
 };
 
 }  // namespace lemon::api

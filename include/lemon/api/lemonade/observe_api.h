@@ -10,6 +10,8 @@
 // client leaves, falls too far behind, or the server drains.
 #pragma once
 
+#include <functional>
+
 #include "lemon/http/api_routes.h"
 #include "lemon/http/serving_status.h"
 #include "lemon/inference/generation_defaults.h"
@@ -32,6 +34,11 @@ class ObserveApi {
 
   // /metrics' remote endpoint samples. Set before serving.
   void show_remote(const remote::RemoteModels* remote) { remote_ = remote; }
+  // Who answers GET /metrics?model=X (llama-server's form: one model's
+  // figures): true when it answered, false to let the whole /metrics
+  // answer. Set before serving.
+  using ModelMetrics = std::function<bool(net::Request&, net::ResponseWriter&)>;
+  void serve_model_metrics(ModelMetrics answer) { model_metrics_ = std::move(answer); }
 
  private:
   void handle_metrics(net::ResponseWriter& w);
@@ -52,6 +59,7 @@ class ObserveApi {
   inference::GenerationDefaults& defaults_;
   const http::ServingStatus& serving_;
   const remote::RemoteModels* remote_ = nullptr;
+  ModelMetrics model_metrics_;
 };
 
 }  // namespace lemon::api
