@@ -467,14 +467,6 @@ Result<std::string> ModelCatalogue::admit_hub_model(std::string_view name) {
   return canonical;
 }
 
-std::vector<ModelInfo> ModelCatalogue::hub_models() const {
-  std::vector<ModelInfo> out;
-  for (const auto& gguf : list_hub_ggufs(sources_.hf_hub_cache)) {
-    out.push_back(hub_gguf_model(gguf));
-  }
-  return out;
-}
-
 nlohmann::json ModelCatalogue::saved_entry(std::string_view name) const {
   State& s = *state_;
   auto info = s.lookup(name);
@@ -556,22 +548,14 @@ Status ModelCatalogue::migrate_saved_options() {
   if (!file.ok()) {
     return std::move(file).error();
   }
-  nlohmann::ordered_json migrated = nlohmann::ordered_json::object();
   int moved = 0;
-  for (auto& [key, value] : file->items()) {
-    bool builtin_key = false;
-    if (!key.starts_with(kUserPrefix) && !key.starts_with(kExtraPrefix) &&
-        !key.starts_with(kBuiltinPrefix)) {
-      MutexLock lock(s.mu);
-      builtin_key = s.builtin.find(key) != nullptr;
-    }
-    const std::string to = builtin_key ? std::string(kBuiltinPrefix) + key : key;
-    if (builtin_key && file->contains(to)) {
-      continue;  // both forms: the canonical one stays
-    }
-    moved += builtin_key ? 1 : 0;
-    migrated[to] = value;
-  }
+  const nlohmann::ordered_json migrated = canonical_option_keys(
+      *file,
+      [&s](const std::string& key) {
+        MutexLock lock(s.mu);
+        return s.builtin.find(key) != nullptr;
+      },
+      moved);
   if (moved == 0) {
     return ok_status();
   }

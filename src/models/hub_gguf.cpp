@@ -6,6 +6,7 @@
 #include <set>
 #include <system_error>
 
+#include "lemon/models/catalogue.h"
 #include "lemon/models/gguf_variant.h"
 #include "lemon/models/hf_cache.h"
 
@@ -308,6 +309,15 @@ ModelInfo hub_variant_model(std::string_view name) {
   info.checkpoints["main"] = info.name;
   info.type = ModelType::kLlm;
   return info;
+}
+
+// A member of ModelCatalogue: the hub cache's GGUFs as llama.cpp lists them.
+std::vector<ModelInfo> ModelCatalogue::hub_models() const {
+  std::vector<ModelInfo> out;
+  for (const auto& gguf : list_hub_ggufs(sources_.hf_hub_cache)) {
+    out.push_back(hub_gguf_model(gguf));
+  }
+  return out;
 }
 
 }  // namespace lemon

@@ -90,4 +90,22 @@ std::string public_model_id(const ModelInfo& info, bool builtin_named) {
   return info.name;
 }
 
+nlohmann::ordered_json canonical_option_keys(
+    const nlohmann::ordered_json& file, const std::function<bool(const std::string&)>& is_builtin,
+    int& moved) {
+  nlohmann::ordered_json migrated = nlohmann::ordered_json::object();
+  moved = 0;
+  for (const auto& [key, value] : file.items()) {
+    const bool builtin_key = !key.starts_with(kUserPrefix) && !key.starts_with(kExtraPrefix) &&
+                             !key.starts_with(kBuiltinPrefix) && is_builtin(key);
+    const std::string to = builtin_key ? std::string(kBuiltinPrefix) + key : key;
+    if (builtin_key && file.contains(to)) {
+      continue;  // both forms: the canonical one stays
+    }
+    moved += builtin_key ? 1 : 0;
+    migrated[to] = value;
+  }
+  return migrated;
+}
+
 }  // namespace lemon

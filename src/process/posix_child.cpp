@@ -108,6 +108,12 @@ void PosixChild::terminate(std::chrono::milliseconds grace) {
       return;
     }
     signal_group(SIGTERM);
+    // A child that ends when its input does (llama-server's router child
+    // mode, which waits for it after a SIGTERM) ends on that too.
+    if (input_fd_ >= 0) {
+      ::close(input_fd_);
+      input_fd_ = -1;
+    }
   }
   if (wait_exit_until(std::chrono::steady_clock::now() + grace)) {
     return;

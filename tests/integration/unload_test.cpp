@@ -81,8 +81,15 @@ INSTANTIATE_TEST_SUITE_P(Bodies, UnloadAllTest, ::testing::Values("{}", ""),
 TEST_F(UnloadTest, AStoppedBackendGetsItsExitCommandAndExitsCleanly) {
   env_.add_llm("a");
   ASSERT_NO_FATAL_FAILURE(start_router({"--log-level", "debug"}));
-  ASSERT_NO_FATAL_FAILURE(load_ok("user.a"));
   RouterEvents events(port());
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.a"));
+  // The child's ready line is read beside /health's answer: the stop follows
+  // it, as a stop at any later time would.
+  std::optional<nlohmann::json> state;
+  do {
+    state = events.next("backend_state", "user.a");
+    ASSERT_TRUE(state.has_value()) << "the fake reports its state in child mode";
+  } while ((*state)["state"] != "ready");
   ASSERT_EQ(http_post(port(), "/api/v1/unload", nlohmann::json{{"model_name", "user.a"}}).status,
             200);
   auto stopped = events.next("server_stopped", "user.a");

@@ -14,9 +14,12 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "lemon/core/error.h"
 #include "lemon/models/model_info.h"
@@ -57,5 +60,12 @@ std::string canonical_model_id(const ModelInfo& info);
 // unless a built-in of that name exists (`builtin_named`), then as
 // "user.X"; every other entry by its internal name.
 std::string public_model_id(const ModelInfo& info, bool builtin_named);
+
+// recipe_options.json with each built-in model's bare key (Lemonade 9.4.1's
+// "X") moved to its canonical id "builtin.X"; where both forms are present
+// the canonical one stays. `moved` is how many keys moved.
+nlohmann::ordered_json canonical_option_keys(
+    const nlohmann::ordered_json& file, const std::function<bool(const std::string&)>& is_builtin,
+    int& moved);
 
 }  // namespace lemon
