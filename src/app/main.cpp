@@ -105,10 +105,11 @@ int main(int argc, char** argv) {
   }
   HubSettings hub = HubSettings::from_environment();
   hub.offline = hub.offline || app.offline;
-  ModelStore store(**catalogue, HubClient(hub));
   // llama-server's router API (api_llamacpp) hears of downloads and of the
-  // router's events too; it is made once the router is.
+  // router's events too; it is made once the router is. Declared before the
+  // store and the router, so it outlives their threads.
   std::atomic<api::LlamaCppApi*> llamacpp_api_ptr{nullptr};
+  ModelStore store(**catalogue, HubClient(hub));
   store.set_observer(
       {[&telemetry, &llamacpp_api_ptr](const std::string& model, const download::TaskProgress& p) {
          if (api::LlamaCppApi* llamacpp = llamacpp_api_ptr.load()) {
@@ -205,6 +206,10 @@ int main(int argc, char** argv) {
                                 telemetry, server);
   llamacpp_api.register_routes(server);
   llamacpp_api_ptr = &llamacpp_api;
+  // Cleared before llamacpp_api is destroyed, on every way out of main.
+  std::unique_ptr<std::atomic<api::LlamaCppApi*>, void (*)(std::atomic<api::LlamaCppApi*>*)>
+      forget_llamacpp_api(&llamacpp_api_ptr,
+                          [](std::atomic<api::LlamaCppApi*>* ptr) { *ptr = nullptr; });
   management_api.extend_models(
       [&llamacpp_api](nlohmann::json& entries) { llamacpp_api.annotate_models(entries); });
   observe_api.serve_model_metrics([&llamacpp_api](net::Request& r, net::ResponseWriter& w) {
@@ -279,7 +284,8 @@ int main(int argc, char** argv) {
     start_profile.join();
   }
   drain.finish();
-  llamacpp_api_ptr = nullptr;  // the router and the store have stopped
+  store.stop();                // no pull reports to llamacpp_api after this
+  llamacpp_api_ptr = nullptr;  // the router has stopped
   log->info("stopped");
   return 0;
 }

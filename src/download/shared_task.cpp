@@ -87,6 +87,10 @@ void SharedTasks::Follower::pin() {
 }
 
 SharedTasks::~SharedTasks() {
+  close();
+}
+
+void SharedTasks::close() {
   std::vector<std::pair<std::shared_ptr<Task>, std::thread>> threads;
   {
     MutexLock lock(mu_);

@@ -155,6 +155,11 @@ void ModelStore::shutdown() {
   shutting_down_ = true;
 }
 
+void ModelStore::stop() {
+  shutdown();
+  tasks_.close();
+}
+
 bool ModelStore::downloading(std::string_view name) const {
   return tasks_.running(std::string(name));
 }

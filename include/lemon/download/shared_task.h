@@ -95,6 +95,10 @@ class SharedTasks {
   Follower run_or_join(const std::string& key, TaskFn fn, EndFn on_end = {});
   // True while a task for `key` runs.
   bool running(const std::string& key) const;
+  // Cancels every task, refuses new ones (they end kShuttingDown) and waits
+  // for every task thread, so no `on_end` runs after it returns. Idempotent;
+  // the destructor calls it. Not from a task's own thread.
+  void close();
 
  private:
   mutable Mutex mu_;

@@ -88,6 +88,9 @@ class ModelStore {
   // Cancels every pull (their .incomplete files stay) and makes waits return
   // kShuttingDown. Idempotent; called when the router stops.
   void shutdown();
+  // shutdown(), then waits for every pull thread: the observer is not called
+  // after it returns. Idempotent; blocks for as long as cancelling takes.
+  void stop();
 
  private:
   Status run_pull(const std::string& name, download::TaskContext& ctx);
