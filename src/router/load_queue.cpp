@@ -59,8 +59,11 @@ Result<LoadWait> LoadQueue::await_load(std::string_view model_name,
   if (!job) {
     // Resolving reads the disk, so not under the lock.
     lock.unlock();
-    auto made =
-        make_load_job(parts_.models, *parts_.settings.now(), model_name, std::nullopt, required);
+    // A model brought back after its server crashed gets the options its
+    // POST /load gave, as it had them.
+    const auto before = parts_.table.standing_before_crash(model_name);
+    auto made = make_load_job(parts_.models, *parts_.settings.now(), model_name,
+                              before ? before->request_options : std::nullopt, required);
     lock.lock();
     if (!made.ok()) {
       return std::move(made).error();

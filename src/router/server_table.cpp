@@ -396,8 +396,9 @@ void ServerTable::drop_exited(const std::shared_ptr<ServerSlot>& slot) {
   MutexLock lock(mu_);
   if (auto g = groups_.find(slot->server->model_name());
       !slot->retire_owned && g != groups_.end() && g->second.replicas.size() == 1 &&
-      g->second.replicas.front() == slot && (g->second.pinned || g->second.priority != 0)) {
-    crashed_[g->first] = {g->second.pinned, g->second.priority};
+      g->second.replicas.front() == slot &&
+      (g->second.pinned || g->second.priority != 0 || slot->request_options)) {
+    crashed_[g->first] = {g->second.pinned, g->second.priority, slot->request_options};
   }
   remove_replica(slot);
   if (!slot->retire_owned) {

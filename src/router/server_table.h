@@ -114,11 +114,13 @@ struct Withdrawn {
 
 enum class StandingUpdate { kNotLoaded, kUnchanged, kChanged };
 
-// The pin and priority a model had when its last server exited on its own:
-// the load that brings it back keeps them unless it names its own.
+// The pin, priority and POST /load options a model had when its last server
+// exited on its own: the load that brings it back keeps them unless it names
+// its own.
 struct StandingBeforeCrash {
   bool pinned = false;
   int priority = 0;
+  std::optional<RecipeOptions> request_options;
 };
 
 // What the table rings and reads besides its own state.

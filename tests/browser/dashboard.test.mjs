@@ -227,10 +227,15 @@ before(async () => {
   // user.hub is on the fake hub, not on disk.
   root = makeRoot(
     "lemon-dash-",
-    ["quick", "talk", "tiny", "reader"],
+    ["quick", "talk", "tiny", "reader", "slow"],
     // talk's fake holds each token after the first until the test releases
-    // it; reader reports its prompt progress.
-    { talk: { gate: "tokens", tokens: 24 }, reader: { prefill_progress_ms: 100 } },
+    // it; reader reports its prompt progress; slow takes 3 s to load and
+    // reports how far it is, as llama-server does to a router.
+    {
+      talk: { gate: "tokens", tokens: 24 },
+      reader: { prefill_progress_ms: 100 },
+      slow: { startup_delay_ms: 3000, load_progress_steps: 3 },
+    },
     {
       hub: { checkpoint: `${HUB_REPO}:Q4_0`, recipe: "llamacpp" },
       // Served by another machine (docs/remote.md): nothing listens there.
@@ -453,6 +458,23 @@ test("a request whose prompt is being read shows a progress bar until it ends", 
   assert.ok(body.includes("[DONE]"), body);
   assert.ok(!body.includes("prompt_progress"), "progress the client did not ask for was forwarded");
   await page.waitFor("the bar to give way to the finished request", `!document.querySelector('#requests-body tr.prefill')`);
+  assertNoProblems(page);
+});
+
+test("a loading model shows llama-server's own load progress in the queue", async () => {
+  const loading = post(router.port, "load", { model_name: "user.slow" });
+  const shown = await page.waitFor(
+    "a progress bar on user.slow's queue item",
+    `[...document.querySelectorAll("#queue .queue-item")].some((item) =>
+       item.querySelector(".model-name")?.textContent === "user.slow" &&
+       item.querySelector("progress")?.value > 0) &&
+     [...document.querySelectorAll("#queue .queue-item")].find((item) =>
+       item.querySelector(".model-name")?.textContent === "user.slow").textContent`,
+  );
+  assert.match(shown, /text_model \d+%/);
+  await loading;
+  await page.waitFor("user.slow ready in the table", `${rowState("user.slow")} === "ready"`);
+  await post(router.port, "unload", { model_name: "user.slow" });
   assertNoProblems(page);
 });
 

@@ -121,7 +121,8 @@ TEST_F(CrashTest, APinnedModelComesBackPinnedAfterItsBackendCrashed) {
   const std::string a = env_.add_llm("a");
   env_.write_sidecar(a, {{"crash_mid_stream_after_chunks", 1}});
   ASSERT_NO_FATAL_FAILURE(start_router());
-  HttpReply pinned = load(port(), "user.a", {{"pinned", true}, {"priority", 3}});
+  HttpReply pinned =
+      load(port(), "user.a", {{"pinned", true}, {"priority", 3}, {"ctx_size", 2048}});
   ASSERT_EQ(pinned.status, 200) << pinned.body;
   const pid_t crashed = loaded_pid(port(), "user.a");
   ASSERT_GT(crashed, 0);
@@ -140,6 +141,10 @@ TEST_F(CrashTest, APinnedModelComesBackPinnedAfterItsBackendCrashed) {
   EXPECT_NE(loaded_field(h, "user.a", "pid"), crashed) << "a new backend";
   EXPECT_EQ(loaded_field(h, "user.a", "pinned"), true) << "the pin survives the crash";
   EXPECT_EQ(loaded_field(h, "user.a", "priority"), 3) << "and so does the priority";
+  const int again = loaded_pid(port(), "user.a");
+  ASSERT_GT(again, 0);
+  EXPECT_NE(command_line(again).find("--ctx-size 2048"), std::string::npos)
+      << "and the options its load gave: " << command_line(again);
 
   ASSERT_EQ(http_post(port(), "/api/v1/unload", nlohmann::json{{"model_name", "user.a"}}).status,
             200);

@@ -10,6 +10,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -97,8 +98,10 @@ class RealProgramTest : public RouterTest {
     }
   }
   // The router with the real program in place of the fake.
-  void start_real_router(const std::vector<std::string>& args = {}) {
-    start_router(args, {{bin_variable_, program_}});
+  void start_real_router(const std::vector<std::string>& args = {},
+                         std::map<std::string, std::string> env = {}) {
+    env[bin_variable_] = program_;
+    start_router(args, env);
   }
 
   const std::string variable_;

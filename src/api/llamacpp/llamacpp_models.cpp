@@ -424,21 +424,19 @@ void LlamaCppApi::handle_unload(net::Request& r, net::ResponseWriter& w) {
   send_success(w);
 }
 
-void LlamaCppApi::follow_download(const std::string& model) {
+void LlamaCppApi::follow_download(const std::string& model, ModelStore::Download started) {
   auto cancel = std::make_shared<std::atomic<bool>>(false);
   {
     MutexLock lock(threads_mu_);
     downloads_[model] = cancel;
   }
-  in_background([this, model, cancel] {
-    auto d = store_.download(model);
-    if (d.ok()) {
-      DownloadWait wait;
-      wait.cancelled = [cancel] { return cancel->load(); };
-      Status result = store_.wait(*d, wait);
-      if (!result.ok() && result.error().code() != ErrorCode::kCancelled) {
-        logger("http")->warn("download of '{}': {}", model, result.error().message());
-      }
+  auto d = std::make_shared<ModelStore::Download>(std::move(started));
+  in_background([this, model, cancel, d] {
+    DownloadWait wait;
+    wait.cancelled = [cancel] { return cancel->load(); };
+    Status result = store_.wait(*d, wait);
+    if (!result.ok() && result.error().code() != ErrorCode::kCancelled) {
+      logger("http")->warn("download of '{}': {}", model, result.error().message());
     }
     MutexLock lock(threads_mu_);
     downloads_.erase(model);
@@ -468,7 +466,7 @@ void LlamaCppApi::handle_download(net::Request& r, net::ResponseWriter& w) {
     write_error(w, started.error());
     return;
   }
-  follow_download(*canonical);
+  follow_download(*canonical, std::move(*started));
   send_success(w);
 }
 

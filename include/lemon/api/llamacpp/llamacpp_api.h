@@ -132,8 +132,9 @@ class LlamaCppApi {
   void backend_get(net::Request& r, net::ResponseWriter& w, const std::string& path);
   void handle_inference(ApiRoute route, const std::string& native_path, net::Request& r,
                         net::ResponseWriter& w);
-  // Follows a download to its end on a thread of its own.
-  void follow_download(const std::string& model);
+  // Follows `started`, the pull of `model`, to its end on a thread of its
+  // own (the same follower, so the pull is never left without one).
+  void follow_download(const std::string& model, ModelStore::Download started);
 
   ModelCatalogue& catalogue_;
   PresetCatalogue& presets_;
