@@ -62,8 +62,7 @@ void ApiServer::open_socket(const std::shared_ptr<const SocketRoute>& route, net
     setup.request = r;
   } else {
     auto room = route->open(r, setup.caller);
-    if (!room.ok()) {
-      write_error(w, room.error());
+    if (wrote_error(w, room)) {
       return;
     }
     setup.room = std::move(*room);

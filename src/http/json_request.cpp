@@ -81,6 +81,14 @@ Result<bool> bool_field(const nlohmann::json& body, const char* name, bool fallb
   return it->get<bool>();
 }
 
+std::string FieldReader::string(const char* name, bool required) {
+  return take(string_field(body_, name, required));
+}
+
+bool FieldReader::boolean(const char* name, bool fallback) {
+  return take(bool_field(body_, name, fallback), fallback);
+}
+
 Result<ModelRequest> parse_model_request(std::string_view body) {
   auto parsed = parse_json_object(body);
   if (!parsed.ok()) {

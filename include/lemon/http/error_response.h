@@ -55,4 +55,17 @@ void end_stream_with_error(net::ResponseWriter& writer, const std::string& envel
 void write_error(net::ResponseWriter& writer, const Error& error,
                  StreamFraming framing = StreamFraming::kChatCompletions);
 
+// Writes `result`'s error when it failed, and says whether it did:
+//   auto body = parse_json_object(r.body);
+//   if (wrote_error(w, body)) { return; }
+template <class T>
+bool wrote_error(net::ResponseWriter& writer, const Result<T>& result,
+                 StreamFraming framing = StreamFraming::kChatCompletions) {
+  if (result.ok()) {
+    return false;
+  }
+  write_error(writer, result.error(), framing);
+  return true;
+}
+
 }  // namespace lemon::http

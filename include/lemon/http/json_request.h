@@ -25,6 +25,36 @@ Result<nlohmann::json> parse_json_object(std::string_view body);
 Result<std::string> string_field(const nlohmann::json& body, const char* name, bool required);
 Result<bool> bool_field(const nlohmann::json& body, const char* name, bool fallback);
 
+// Reads the fields of a JSON object body one after another and keeps the
+// first failure, so a handler reads them all and checks once:
+//   FieldReader in(*body);
+//   const std::string model = in.string("model", true);
+//   const bool stream = in.boolean("stream", false);
+//   if (wrote_error(w, in.status())) { return; }
+// A read after a failure returns its fallback and keeps the first failure.
+class FieldReader {
+ public:
+  explicit FieldReader(const nlohmann::json& body) : body_(body) {}
+  std::string string(const char* name, bool required = false);
+  bool boolean(const char* name, bool fallback = false);
+  // Any other check's result: its value, or `fallback` keeping its failure.
+  template <class T>
+  T take(Result<T> result, T fallback = T{}) {
+    if (result.ok()) {
+      return std::move(result).value();
+    }
+    if (status_.ok()) {
+      status_ = std::move(result).error();
+    }
+    return fallback;
+  }
+  const Status& status() const { return status_; }
+
+ private:
+  const nlohmann::json& body_;
+  Status status_;
+};
+
 // A management request: a JSON object body naming a model in "model_name"
 // (or "model", as Lemonade accepts both); the name is required.
 struct ModelRequest {

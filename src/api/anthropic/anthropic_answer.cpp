@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <random>
 
+#include "lemon/api/handler_support.h"
 #include "lemon/http/error_response.h"
 
 namespace lemon::api {
 
-using http::json_text;
 using inference::tokens_from_chunk;
 namespace {
 

@@ -2,6 +2,7 @@
 
 #include "lemon/api/anthropic/anthropic_answer.h"
 #include "lemon/api/anthropic/anthropic_request.h"
+#include "lemon/api/handler_support.h"
 #include "lemon/http/caller.h"
 #include "lemon/http/json_request.h"
 #include "lemon/inference/translating_writer.h"
@@ -9,9 +10,6 @@
 namespace lemon::api {
 
 using http::ApiDialect;
-using http::parse_json_object;
-using http::RouteAccess;
-using http::Scope;
 using inference::InferenceRequest;
 using inference::TranslatingWriter;
 

@@ -4,11 +4,9 @@
 
 #include "lemon/http/request_fields.h"
 
+#include "lemon/api/handler_support.h"
 namespace lemon::api::anthropic {
 
-using http::bad_field;
-using http::indexed;
-using http::unknown_key;
 using nlohmann::json;
 
 constexpr std::string_view kAnthropicApi = "Messages API";

@@ -1,5 +1,6 @@
 #include "lemon/api/anthropic/anthropic_request.h"
 #include "anthropic_content.h"
+#include "lemon/api/handler_support.h"
 #include "lemon/http/request_fields.h"
 
 #include <algorithm>
@@ -8,9 +9,6 @@
 
 namespace lemon::api {
 
-using http::bad_field;
-using http::indexed;
-using http::unknown_key;
 namespace {
 
 using anthropic::block_type;

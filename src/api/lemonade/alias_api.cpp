@@ -1,14 +1,10 @@
 #include "lemon/api/lemonade/alias_api.h"
 
+#include "lemon/api/handler_support.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/json_request.h"
 
 namespace lemon::api {
-
-using http::RouteAccess;
-using http::Scope;
-using http::send_json;
-using http::write_error;
 
 void AliasApi::register_routes(http::ApiRoutes& routes) {
   using P = std::string_view;
@@ -27,8 +23,7 @@ void AliasApi::register_routes(http::ApiRoutes& routes) {
   };
   const auto set = [this](net::Request& r, net::ResponseWriter& w, P) {
     auto body = http::parse_json_object(r.body);
-    if (!body.ok()) {
-      write_error(w, body.error());
+    if (wrote_error(w, body)) {
       return;
     }
     auto text = [&body](const char* field) {
@@ -37,16 +32,14 @@ void AliasApi::register_routes(http::ApiRoutes& routes) {
     };
     const std::string alias = text("alias");
     const std::string target = body->contains("target") ? text("target") : text("model");
-    if (Status saved = catalogue_.aliases().set(alias, target); !saved.ok()) {
-      write_error(w, saved.error());
+    if (wrote_error(w, catalogue_.aliases().set(alias, target))) {
       return;
     }
     send_json(w, 200, {{"status", "ok"}, {"alias", alias}, {"target", target}});
   };
   const auto remove = [this](net::Request&, net::ResponseWriter& w, P id) {
     const std::string alias = net::url_decode(id, false);
-    if (Status removed = catalogue_.aliases().remove(alias); !removed.ok()) {
-      write_error(w, removed.error());
+    if (wrote_error(w, catalogue_.aliases().remove(alias))) {
       return;
     }
     send_json(w, 200, {{"status", "deleted"}, {"alias", alias}});

@@ -1,20 +1,12 @@
 #include "lemon/api/lemonade/backend_api.h"
 
+#include "lemon/api/handler_support.h"
 #include "lemon/backends/server_factory.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/json_request.h"
-#include "lemon/inference/inference_proxy.h"
 #include "progress_response.h"
 
 namespace lemon::api {
-
-using http::bool_field;
-using http::json_headers;
-using http::parse_json_object;
-using http::RouteAccess;
-using http::Scope;
-using http::string_field;
-using http::write_error;
 
 namespace {
 
@@ -63,13 +55,11 @@ void BackendApi::register_routes(http::ApiRoutes& routes) {
 
 void BackendApi::handle_install(net::Request& r, net::ResponseWriter& w) {
   auto req = parse_backend_request(r.body);
-  if (!req.ok()) {
-    write_error(w, req.error());
+  if (wrote_error(w, req)) {
     return;
   }
   auto install = installer_.install(req->recipe, req->backend);
-  if (!install.ok()) {
-    write_error(w, install.error());
+  if (wrote_error(w, install)) {
     return;
   }
   respond_when_done(w, req->stream,
@@ -79,8 +69,7 @@ void BackendApi::handle_install(net::Request& r, net::ResponseWriter& w) {
 
 void BackendApi::handle_uninstall(net::Request& r, net::ResponseWriter& w) {
   auto req = parse_backend_request(r.body);
-  if (!req.ok()) {
-    write_error(w, req.error());
+  if (wrote_error(w, req)) {
     return;
   }
   if (installer_.installing(req->recipe, req->backend)) {
@@ -103,8 +92,7 @@ void BackendApi::handle_uninstall(net::Request& r, net::ResponseWriter& w) {
       return;
     }
   }
-  if (Status removed = installer_.uninstall(req->recipe, req->backend); !removed.ok()) {
-    write_error(w, removed.error());
+  if (wrote_error(w, installer_.uninstall(req->recipe, req->backend))) {
     return;
   }
   w.send(200, json_headers(),

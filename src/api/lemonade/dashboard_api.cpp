@@ -3,14 +3,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "lemon/api/handler_support.h"
 #include "lemon/http/error_response.h"
-#include "lemon/inference/inference_proxy.h"
 
 namespace lemon::api {
-
-using http::RouteAccess;
-using http::Scope;
-using http::write_error;
 
 namespace {
 

@@ -4,23 +4,14 @@
 #include <chrono>
 #include <map>
 
+#include "lemon/api/handler_support.h"
 #include "lemon/backends/system_info.h"
 #include "lemon/http/caller.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/json_request.h"
-#include "lemon/inference/inference_proxy.h"
 #include "lemon/models/gguf_header_cache.h"
 
 namespace lemon::api {
-
-using http::bool_field;
-using http::parse_json_object;
-using http::parse_model_request;
-using http::RouteAccess;
-using http::Scope;
-using http::send_json;
-using http::string_field;
-using http::write_error;
 
 namespace {
 
@@ -393,8 +384,7 @@ void ManagementApi::handle_load(net::Request& r, net::ResponseWriter& w) {
     return;
   }
   auto request = parse_model_request(r.body);
-  if (!request.ok()) {
-    write_error(w, request.error());
+  if (wrote_error(w, request)) {
     return;
   }
   const nlohmann::json& body = request->body;
@@ -405,29 +395,25 @@ void ManagementApi::handle_load(net::Request& r, net::ResponseWriter& w) {
     return;
   }
   auto options = RecipeOptions::from_json("", body);
-  if (!options.ok()) {
-    write_error(w, options.error());
+  if (wrote_error(w, options)) {
     return;
   }
   auto save = bool_field(body, "save_options", false);
-  if (!save.ok()) {
-    write_error(w, save.error());
+  if (wrote_error(w, save)) {
     return;
   }
   // "pinned" (Lemonade HEAD's key): pin or unpin it as it is
   // published; "priority" likewise.
   LoadStanding standing;
   auto priority = priority_field(body);
-  if (!priority.ok()) {
-    write_error(w, priority.error());
+  if (wrote_error(w, priority)) {
     return;
   }
   standing.priority = *priority;
   std::optional<bool> pin;
   if (auto p = body.find("pinned"); p != body.end() && !p->is_null()) {
     auto value = bool_field(body, "pinned", false);
-    if (!value.ok()) {
-      write_error(w, value.error());
+    if (wrote_error(w, value)) {
       return;
     }
     pin = *value;
@@ -460,8 +446,7 @@ void ManagementApi::handle_load(net::Request& r, net::ResponseWriter& w) {
     if (const int kept = standing.priority.value_or(info->saved_priority); kept != 0) {
       saved_entry["priority"] = kept;
     }
-    if (Status saved = catalogue_.save_options(name, saved_entry); !saved.ok()) {
-      write_error(w, saved.error());
+    if (wrote_error(w, catalogue_.save_options(name, saved_entry))) {
       return;
     }
   }
@@ -481,16 +466,14 @@ void ManagementApi::handle_load(net::Request& r, net::ResponseWriter& w) {
 
 void ManagementApi::handle_pin(net::Request& r, net::ResponseWriter& w) {
   auto body = parse_json_object(r.body);
-  if (!body.ok()) {
-    write_error(w, body.error());
+  if (wrote_error(w, body)) {
     return;
   }
   auto name = string_field(*body, "model_name", false);
   if (name.ok() && name->empty()) {
     name = string_field(*body, "model", false);
   }
-  if (!name.ok()) {
-    write_error(w, name.error());
+  if (wrote_error(w, name)) {
     return;
   }
   if (name->empty()) {
@@ -503,8 +486,7 @@ void ManagementApi::handle_pin(net::Request& r, net::ResponseWriter& w) {
                          "pinned"));
     return;
   }
-  if (Status done = router_.set_pinned(*name, pinned->get<bool>()); !done.ok()) {
-    write_error(w, done.error());
+  if (wrote_error(w, router_.set_pinned(*name, pinned->get<bool>()))) {
     return;
   }
   send_json(w, 200,
@@ -513,8 +495,7 @@ void ManagementApi::handle_pin(net::Request& r, net::ResponseWriter& w) {
 
 void ManagementApi::handle_load_preset(const nlohmann::json& body, net::ResponseWriter& w) {
   auto id = string_field(body, "preset", true);
-  if (!id.ok()) {
-    write_error(w, id.error());
+  if (wrote_error(w, id)) {
     return;
   }
   for (const auto& [key, value] : body.items()) {
@@ -554,16 +535,14 @@ void ManagementApi::handle_unload(net::Request& r, net::ResponseWriter& w) {
   std::string name;
   if (r.body.find_first_not_of(" \t\r\n") != std::string::npos) {
     auto body = parse_json_object(r.body);
-    if (!body.ok()) {
-      write_error(w, body.error());
+    if (wrote_error(w, body)) {
       return;
     }
     auto field = string_field(*body, "model_name", false);
     if (field.ok() && field->empty()) {
       field = string_field(*body, "model", false);
     }
-    if (!field.ok()) {
-      write_error(w, field.error());
+    if (wrote_error(w, field)) {
       return;
     }
     name = *field;
@@ -582,8 +561,7 @@ void ManagementApi::handle_unload(net::Request& r, net::ResponseWriter& w) {
     return;
   }
   Status done = router_.unload(name);
-  if (!done.ok()) {
-    write_error(w, done.error());
+  if (wrote_error(w, done)) {
     return;
   }
   send_json(

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "lemon/api/handler_support.h"
 #include "lemon/http/caller.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/json_request.h"
@@ -10,11 +11,6 @@
 #include "lemon/models/user_registration.h"
 
 namespace lemon::api {
-
-using http::RouteAccess;
-using http::Scope;
-using http::send_json;
-using http::write_error;
 
 namespace {
 
@@ -108,8 +104,7 @@ void ModelOptionsApi::handle_options(const net::Request& r, std::string_view id,
     return;
   }
   if (r.method == "DELETE") {
-    if (Status forgot = catalogue_.forget_options(asked); !forgot.ok()) {
-      write_error(w, forgot.error());
+    if (wrote_error(w, catalogue_.forget_options(asked))) {
       return;
     }
     send_json(w, 200, options_view(asked, *info, nlohmann::json::object()));
@@ -121,13 +116,11 @@ void ModelOptionsApi::handle_options(const net::Request& r, std::string_view id,
     return;
   }
   auto body = http::parse_json_object(r.body);
-  if (!body.ok()) {
-    write_error(w, body.error());
+  if (wrote_error(w, body)) {
     return;
   }
   auto dry_run = http::bool_field(*body, "dry_run", false);
-  if (!dry_run.ok()) {
-    write_error(w, dry_run.error());
+  if (wrote_error(w, dry_run)) {
     return;
   }
   const auto keys = RecipeOptions::keys_for_recipe(info->recipe);
@@ -165,8 +158,7 @@ void ModelOptionsApi::handle_options(const net::Request& r, std::string_view id,
     return;
   }
   if (!*dry_run) {
-    if (Status written = catalogue_.save_options(info->name, merged); !written.ok()) {
-      write_error(w, written.error());
+    if (wrote_error(w, catalogue_.save_options(info->name, merged))) {
       return;
     }
     saved = merged;
@@ -179,22 +171,18 @@ void ModelOptionsApi::handle_options(const net::Request& r, std::string_view id,
 
 void ModelOptionsApi::handle_register(net::Request& r, net::ResponseWriter& w) {
   auto body = http::parse_json_object(r.body);
-  if (!body.ok()) {
-    write_error(w, body.error());
+  if (wrote_error(w, body)) {
     return;
   }
   auto name = http::string_field(*body, "model_name", true);
-  if (!name.ok()) {
-    write_error(w, name.error());
+  if (wrote_error(w, name)) {
     return;
   }
   auto reg = parse_user_registration(*name, *body);
-  if (!reg.ok()) {
-    write_error(w, reg.error());
+  if (wrote_error(w, reg)) {
     return;
   }
-  if (Status saved = catalogue_.put_user_model(reg->key, reg->entry); !saved.ok()) {
-    write_error(w, saved.error());
+  if (wrote_error(w, catalogue_.put_user_model(reg->key, reg->entry))) {
     return;
   }
   auto info = catalogue_.resolve(*name);

@@ -1,8 +1,8 @@
 #include "lemon/api/lemonade/model_store_api.h"
 
+#include "lemon/api/handler_support.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/json_request.h"
-#include "lemon/inference/inference_proxy.h"
 #include "lemon/models/cache_cleanup.h"
 #include "lemon/models/local_import.h"
 #include "lemon/models/user_registration.h"
@@ -10,15 +10,7 @@
 
 namespace lemon::api {
 
-using http::bool_field;
 using http::error_headers;
-using http::parse_json_object;
-using http::parse_model_request;
-using http::RouteAccess;
-using http::Scope;
-using http::send_json;
-using http::string_field;
-using http::write_error;
 
 void ModelStoreApi::register_routes(http::ApiRoutes& routes) {
   using P = std::string_view;
@@ -27,8 +19,7 @@ void ModelStoreApi::register_routes(http::ApiRoutes& routes) {
   routes.route("POST", "delete", RouteAccess::kJsonPost, Scope::kAdmin,
                [this](net::Request& r, net::ResponseWriter& w, P) { handle_delete(r, w); });
   const auto answer = [](net::ResponseWriter& w, const Result<nlohmann::json>& result) {
-    if (!result.ok()) {
-      write_error(w, result.error());
+    if (wrote_error(w, result)) {
       return;
     }
     send_json(w, 200, *result);
@@ -75,13 +66,11 @@ void ModelStoreApi::register_routes(http::ApiRoutes& routes) {
   routes.root("POST", "/internal/cleanup-cache", RouteAccess::kJsonPost, Scope::kAdmin,
               [this](net::Request& r, net::ResponseWriter& w, P) {
                 auto body = parse_json_object(r.body.empty() ? std::string_view("{}") : r.body);
-                if (!body.ok()) {
-                  write_error(w, body.error());
+                if (wrote_error(w, body)) {
                   return;
                 }
                 auto dry_run = bool_field(*body, "dry_run", true);
-                if (!dry_run.ok()) {
-                  write_error(w, dry_run.error());
+                if (wrote_error(w, dry_run)) {
                   return;
                 }
                 send_json(w, 200,
@@ -98,8 +87,7 @@ void ModelStoreApi::register_routes(http::ApiRoutes& routes) {
   routes.route("POST", "downloads/control", RouteAccess::kJsonPost, Scope::kAdmin,
                [this](net::Request& r, net::ResponseWriter& w, P) {
                  auto body = parse_json_object(r.body);
-                 if (!body.ok()) {
-                   write_error(w, body.error());
+                 if (wrote_error(w, body)) {
                    return;
                  }
                  auto id = string_field(*body, "id", true);
@@ -109,8 +97,7 @@ void ModelStoreApi::register_routes(http::ApiRoutes& routes) {
                    return;
                  }
                  auto done = jobs_.control(*id, *action);
-                 if (!done.ok()) {
-                   write_error(w, done.error());
+                 if (wrote_error(w, done)) {
                    return;
                  }
                  send_json(w, 200, *done);
@@ -119,20 +106,17 @@ void ModelStoreApi::register_routes(http::ApiRoutes& routes) {
 
 void ModelStoreApi::handle_pull(net::Request& r, net::ResponseWriter& w) {
   auto request = parse_model_request(r.body);
-  if (!request.ok()) {
-    write_error(w, request.error());
+  if (wrote_error(w, request)) {
     return;
   }
   const nlohmann::json& body = request->body;
   const std::string& name = request->model;
   auto stream = bool_field(body, "stream", false);
-  if (!stream.ok()) {
-    write_error(w, stream.error());
+  if (wrote_error(w, stream)) {
     return;
   }
   auto local = bool_field(body, "local_import", false);
-  if (!local.ok()) {
-    write_error(w, local.error());
+  if (wrote_error(w, local)) {
     return;
   }
   if (*local || has_registration_fields(body)) {
@@ -142,12 +126,10 @@ void ModelStoreApi::handle_pull(net::Request& r, net::ResponseWriter& w) {
     // needs only the name.
     auto reg = *local ? register_local_import(name, body, catalogue_.sources().hf_hub_cache)
                       : parse_user_registration(name, body);
-    if (!reg.ok()) {
-      write_error(w, reg.error());
+    if (wrote_error(w, reg)) {
       return;
     }
-    if (Status saved = catalogue_.put_user_model(reg->key, reg->entry); !saved.ok()) {
-      write_error(w, saved.error());
+    if (wrote_error(w, catalogue_.put_user_model(reg->key, reg->entry))) {
       return;
     }
     if (*local) {
@@ -171,24 +153,21 @@ void ModelStoreApi::handle_pull(net::Request& r, net::ResponseWriter& w) {
   }
 
   auto subscribe = bool_field(body, "subscribe", true);
-  if (!subscribe.ok()) {
-    write_error(w, subscribe.error());
+  if (wrote_error(w, subscribe)) {
     return;
   }
   if (*stream && !*subscribe) {
     // Lemonade 11: the router owns the pull; the client may go away and
     // follow it through GET downloads.
     auto job = jobs_.start(catalogue_.internal_name(name).value_or(name));
-    if (!job.ok()) {
-      write_error(w, job.error());
+    if (wrote_error(w, job)) {
       return;
     }
     send_json(w, 200, *job);
     return;
   }
   auto download = store_.download(name);
-  if (!download.ok()) {
-    write_error(w, download.error());
+  if (wrote_error(w, download)) {
     return;
   }
   respond_when_done(w, *stream,
@@ -216,8 +195,7 @@ int lemonade_delete_status(const Error& e) {
 
 void ModelStoreApi::handle_delete(net::Request& r, net::ResponseWriter& w) {
   auto request = parse_model_request(r.body);
-  if (!request.ok()) {
-    write_error(w, request.error());
+  if (wrote_error(w, request)) {
     return;
   }
   const std::string& name = request->model;

@@ -5,21 +5,13 @@
 #include <chrono>
 #include <csignal>
 
+#include "lemon/api/handler_support.h"
 #include "lemon/api/lemonade/log_socket.h"
 #include "lemon/core/log.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/json_request.h"
-#include "lemon/inference/inference_proxy.h"
 
 namespace lemon::api {
-
-using http::json_text;
-using http::parse_json_object;
-using http::RouteAccess;
-using http::Scope;
-using http::send_json;
-using http::string_field;
-using http::write_error;
 
 namespace {
 
@@ -178,13 +170,11 @@ void ObserveApi::handle_events(net::Request& r, net::ResponseWriter& w) {
     return;
   }
   auto after = resume_after(r);
-  if (!after.ok()) {
-    write_error(w, after.error());
+  if (wrote_error(w, after)) {
     return;
   }
   auto backlog = count_param(r, "backlog", 0, 1000);
-  if (!backlog.ok()) {
-    write_error(w, backlog.error());
+  if (wrote_error(w, backlog)) {
     return;
   }
   auto follower = hub_.events().follow(*after, *backlog);
@@ -199,13 +189,11 @@ void ObserveApi::handle_logs_stream(net::Request& r, net::ResponseWriter& w) {
     return;
   }
   auto after = resume_after(r);
-  if (!after.ok()) {
-    write_error(w, after.error());
+  if (wrote_error(w, after)) {
     return;
   }
   auto tail = count_param(r, "tail", kDefaultLogTail, telemetry::LogRing::kKeptLines);
-  if (!tail.ok()) {
-    write_error(w, tail.error());
+  if (wrote_error(w, tail)) {
     return;
   }
   const std::string model = r.query_param("model").value_or("");
@@ -239,13 +227,11 @@ void ObserveApi::handle_logs_stream(net::Request& r, net::ResponseWriter& w) {
 
 void ObserveApi::handle_log_level(net::Request& r, net::ResponseWriter& w) {
   auto body = parse_json_object(r.body);
-  if (!body.ok()) {
-    write_error(w, body.error());
+  if (wrote_error(w, body)) {
     return;
   }
   auto level = string_field(*body, "level", true);
-  if (!level.ok()) {
-    write_error(w, level.error());
+  if (wrote_error(w, level)) {
     return;
   }
   if (!is_valid_log_level(*level)) {
@@ -268,15 +254,13 @@ void ObserveApi::handle_params(net::Request& r, net::ResponseWriter& w) {
   nlohmann::json changes = nlohmann::json::object();
   if (r.body.find_first_not_of(" \t\r\n") != std::string::npos) {
     auto body = parse_json_object(r.body);
-    if (!body.ok()) {
-      write_error(w, body.error());
+    if (wrote_error(w, body)) {
       return;
     }
     changes = std::move(body).value();
   }
   auto updated = defaults_.update(changes);
-  if (!updated.ok()) {
-    write_error(w, updated.error());
+  if (wrote_error(w, updated)) {
     return;
   }
   send_json(w, 200, {{"status", "success"}, {"params", *updated}});

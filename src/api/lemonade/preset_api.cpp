@@ -2,18 +2,11 @@
 
 #include <set>
 
+#include "lemon/api/handler_support.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/json_request.h"
-#include "lemon/inference/inference_proxy.h"
 
 namespace lemon::api {
-
-using http::parse_json_object;
-using http::RouteAccess;
-using http::Scope;
-using http::send_json;
-using http::string_field;
-using http::write_error;
 
 namespace {
 
@@ -107,22 +100,18 @@ void PresetApi::handle_preset(std::string_view id, net::ResponseWriter& w) {
 
 void PresetApi::handle_preset_create(net::Request& r, net::ResponseWriter& w) {
   auto body = parse_json_object(r.body);
-  if (!body.ok()) {
-    write_error(w, body.error());
+  if (wrote_error(w, body)) {
     return;
   }
   auto id = string_field(*body, "id", true);
-  if (!id.ok()) {
-    write_error(w, id.error());
+  if (wrote_error(w, id)) {
     return;
   }
   auto preset = preset_from_body(*id, std::move(body).value());
-  if (!preset.ok()) {
-    write_error(w, preset.error());
+  if (wrote_error(w, preset)) {
     return;
   }
-  if (Status created = presets_.create(*preset); !created.ok()) {
-    write_error(w, created.error());
+  if (wrote_error(w, presets_.create(*preset))) {
     return;
   }
   send_stored(w, 201, presets_, router_, *id);
@@ -131,25 +120,21 @@ void PresetApi::handle_preset_create(net::Request& r, net::ResponseWriter& w) {
 void PresetApi::handle_preset_replace(std::string_view id, net::Request& r,
                                       net::ResponseWriter& w) {
   auto body = parse_json_object(r.body);
-  if (!body.ok()) {
-    write_error(w, body.error());
+  if (wrote_error(w, body)) {
     return;
   }
   auto preset = preset_from_body(id, std::move(body).value());
-  if (!preset.ok()) {
-    write_error(w, preset.error());
+  if (wrote_error(w, preset)) {
     return;
   }
-  if (Status replaced = presets_.replace(*preset); !replaced.ok()) {
-    write_error(w, replaced.error());
+  if (wrote_error(w, presets_.replace(*preset))) {
     return;
   }
   send_stored(w, 200, presets_, router_, id);
 }
 
 void PresetApi::handle_preset_delete(std::string_view id, net::ResponseWriter& w) {
-  if (Status removed = presets_.remove(id); !removed.ok()) {
-    write_error(w, removed.error());
+  if (wrote_error(w, presets_.remove(id))) {
     return;
   }
   send_json(w, 200, {{"id", std::string(id)}, {"object", "preset"}, {"deleted", true}});

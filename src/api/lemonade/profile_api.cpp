@@ -2,15 +2,12 @@
 
 #include <set>
 
+#include "lemon/api/handler_support.h"
 #include "lemon/core/log.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/json_request.h"
-#include "lemon/inference/inference_proxy.h"
 
 namespace lemon::api {
-
-using http::RouteAccess;
-using http::Scope;
 
 ProfileApi::ProfileApi(Router& router, inference::ModelProvisioner& provisioner, Profiles profiles,
                        std::function<bool()> stopping)

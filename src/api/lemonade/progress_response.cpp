@@ -1,13 +1,9 @@
 #include "progress_response.h"
 
+#include "lemon/api/handler_support.h"
 #include "lemon/http/error_response.h"
-#include "lemon/inference/inference_proxy.h"
 
 namespace lemon::api {
-
-using http::json_headers;
-using http::json_text;
-using http::write_error;
 
 namespace {
 

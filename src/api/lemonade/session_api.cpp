@@ -3,24 +3,16 @@
 #include <algorithm>
 #include <chrono>
 
+#include "lemon/api/handler_support.h"
 #include "lemon/core/log.h"
 #include "lemon/http/caller.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/json_request.h"
-#include "lemon/inference/inference_proxy.h"
 #include "lemon/sessions/session_journal.h"
 #include "session_turn.h"
 
 namespace lemon::api {
 
-using http::bool_field;
-using http::json_text;
-using http::parse_json_object;
-using http::RouteAccess;
-using http::Scope;
-using http::send_json;
-using http::string_field;
-using http::write_error;
 using inference::ProxyCall;
 
 namespace {
@@ -137,8 +129,7 @@ void SessionApi::register_routes(http::ApiRoutes& routes) {
                    return;
                  }
                  auto s = sessions_->get(std::string(id));
-                 if (!s.ok()) {
-                   write_error(w, s.error());
+                 if (wrote_error(w, s)) {
                    return;
                  }
                  send_json(w, 200, session_json(*s, true));
@@ -150,8 +141,7 @@ void SessionApi::register_routes(http::ApiRoutes& routes) {
                    return;
                  }
                  auto s = sessions_->remove(std::string(id));
-                 if (!s.ok()) {
-                   write_error(w, s.error());
+                 if (wrote_error(w, s)) {
                    return;
                  }
                  erase_slot(*s);
@@ -183,8 +173,7 @@ void SessionApi::register_routes(http::ApiRoutes& routes) {
                    handle_generate(id, r, w);
                  } else if (action == "cancel") {
                    auto cancelled = sessions_->cancel(id);
-                   if (!cancelled.ok()) {
-                     write_error(w, cancelled.error());
+                   if (wrote_error(w, cancelled)) {
                      return;
                    }
                    send_json(w, 200, {{"id", id}, {"cancelled", *cancelled}});
@@ -221,8 +210,7 @@ std::optional<Error> SessionApi::refuse_session(const net::Request& r, const std
 
 void SessionApi::handle_create(net::Request& r, net::ResponseWriter& w) {
   auto body = parse_json_object(r.body);
-  if (!body.ok()) {
-    write_error(w, body.error());
+  if (wrote_error(w, body)) {
     return;
   }
   auto model = string_field(*body, "model", true);
@@ -278,8 +266,7 @@ void SessionApi::handle_create(net::Request& r, net::ResponseWriter& w) {
 
 void SessionApi::handle_message(const std::string& id, net::Request& r, net::ResponseWriter& w) {
   auto body = parse_json_object(r.body);
-  if (!body.ok()) {
-    write_error(w, body.error());
+  if (wrote_error(w, body)) {
     return;
   }
   auto role = string_field(*body, "role", true);
@@ -294,8 +281,7 @@ void SessionApi::handle_message(const std::string& id, net::Request& r, net::Res
     return;
   }
   auto appended = sessions_->append(id, {{"role", *role}, {"content", *content}});
-  if (!appended.ok()) {
-    write_error(w, appended.error());
+  if (wrote_error(w, appended)) {
     return;
   }
   send_json(w, 200, session_json(*appended, false));
@@ -303,13 +289,11 @@ void SessionApi::handle_message(const std::string& id, net::Request& r, net::Res
 
 void SessionApi::handle_generate(const std::string& id, net::Request& r, net::ResponseWriter& w) {
   auto body = parse_json_object(r.body.empty() ? std::string_view("{}") : r.body);
-  if (!body.ok()) {
-    write_error(w, body.error());
+  if (wrote_error(w, body)) {
     return;
   }
   auto stream = bool_field(*body, "stream", false);
-  if (!stream.ok()) {
-    write_error(w, stream.error());
+  if (wrote_error(w, stream)) {
     return;
   }
   std::optional<int> max_tokens;
@@ -323,8 +307,7 @@ void SessionApi::handle_generate(const std::string& id, net::Request& r, net::Re
     max_tokens = it->get<int>();
   }
   auto turn = sessions_->begin_turn(id);
-  if (!turn.ok()) {
-    write_error(w, turn.error());
+  if (wrote_error(w, turn)) {
     return;
   }
   const SessionState& s = turn->state;

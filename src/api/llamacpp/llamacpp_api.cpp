@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "lemon/api/handler_support.h"
 #include "lemon/core/log.h"
 #include "lemon/http/autoload_param.h"
 #include "lemon/http/caller.h"
@@ -13,12 +14,6 @@
 
 namespace lemon::api {
 
-using http::parse_json_object;
-using http::RouteAccess;
-using http::Scope;
-using http::send_json;
-using http::string_field;
-using http::write_error;
 using inference::InferenceRequest;
 
 namespace {
@@ -277,8 +272,7 @@ void LlamaCppApi::backend_get(net::Request& r, net::ResponseWriter& w, const std
     net::CallOptions options;
     options.total_timeout = kBackendGetTimeout;
     auto answer = s.server().client().send(get, options);
-    if (!answer.ok()) {
-      write_error(w, answer.error());
+    if (wrote_error(w, answer)) {
       return;
     }
     if (answer->status >= 400) {
@@ -297,13 +291,11 @@ void LlamaCppApi::backend_get(net::Request& r, net::ResponseWriter& w, const std
 void LlamaCppApi::handle_inference(ApiRoute route, const std::string& native_path, net::Request& r,
                                    net::ResponseWriter& w) {
   auto body = parse_json_object(r.body);
-  if (!body.ok()) {
-    write_error(w, body.error());
+  if (wrote_error(w, body)) {
     return;
   }
   auto model = string_field(*body, "model", false);
-  if (!model.ok()) {
-    write_error(w, model.error());
+  if (wrote_error(w, model)) {
     return;
   }
   if (model->empty()) {
@@ -311,8 +303,7 @@ void LlamaCppApi::handle_inference(ApiRoute route, const std::string& native_pat
     return;
   }
   auto stream = http::bool_field(*body, "stream", false);
-  if (!stream.ok()) {
-    write_error(w, stream.error());
+  if (wrote_error(w, stream)) {
     return;
   }
   InferenceRequest req;

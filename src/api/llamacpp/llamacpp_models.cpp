@@ -4,6 +4,7 @@
 #include <ctime>
 #include <map>
 
+#include "lemon/api/handler_support.h"
 #include "lemon/api/llamacpp/llamacpp_api.h"
 #include "lemon/core/log.h"
 #include "lemon/http/caller.h"
@@ -13,11 +14,6 @@
 #include "lemon/net/upstream_client.h"
 
 namespace lemon::api {
-
-using http::parse_json_object;
-using http::send_json;
-using http::string_field;
-using http::write_error;
 
 namespace {
 
@@ -288,8 +284,7 @@ void LlamaCppApi::handle_models(net::Request& r, net::ResponseWriter& w) {
   if (auto reload = r.query_param("reload"); reload && !reload->empty()) {
     // The model sources again: the preset file, and every running model's
     // files; one whose source changed or vanished is unloaded.
-    if (Status read = presets_.reload_file(); !read.ok()) {
-      write_error(w, read.error());
+    if (wrote_error(w, presets_.reload_file())) {
       return;
     }
     const auto view = router_.view();
@@ -328,8 +323,7 @@ void LlamaCppApi::handle_models(net::Request& r, net::ResponseWriter& w) {
 
 void LlamaCppApi::handle_load(net::Request& r, net::ResponseWriter& w) {
   auto name = model_field(r);
-  if (!name.ok()) {
-    write_error(w, name.error());
+  if (wrote_error(w, name)) {
     return;
   }
   if (auto refused = gateway_.refuse_model(http::caller_key(r), *name)) {
@@ -376,8 +370,7 @@ void LlamaCppApi::handle_load(net::Request& r, net::ResponseWriter& w) {
 
 void LlamaCppApi::handle_unload(net::Request& r, net::ResponseWriter& w) {
   auto name = model_field(r);
-  if (!name.ok()) {
-    write_error(w, name.error());
+  if (wrote_error(w, name)) {
     return;
   }
   auto target = target_of(*name);
@@ -446,13 +439,11 @@ void LlamaCppApi::follow_download(const std::string& model, ModelStore::Download
 
 void LlamaCppApi::handle_download(net::Request& r, net::ResponseWriter& w) {
   auto name = model_field(r);
-  if (!name.ok()) {
-    write_error(w, name.error());
+  if (wrote_error(w, name)) {
     return;
   }
   auto canonical = catalogue_.admit_hub_model(*name);
-  if (!canonical.ok()) {
-    write_error(w, canonical.error());
+  if (wrote_error(w, canonical)) {
     return;
   }
   if (auto info = catalogue_.resolve(*canonical); info.ok() && info->downloaded) {
@@ -462,8 +453,7 @@ void LlamaCppApi::handle_download(net::Request& r, net::ResponseWriter& w) {
   }
   // Started here (a bad repository fails now), then followed to its end.
   auto started = store_.download(*canonical);
-  if (!started.ok()) {
-    write_error(w, started.error());
+  if (wrote_error(w, started)) {
     return;
   }
   follow_download(*canonical, std::move(*started));
@@ -487,8 +477,7 @@ void LlamaCppApi::handle_delete(net::Request& r, net::ResponseWriter& w) {
                          "model"));
     return;
   }
-  if (Status removed = provisioner_.remove(target->catalogue); !removed.ok()) {
-    write_error(w, removed.error());
+  if (wrote_error(w, provisioner_.remove(target->catalogue))) {
     return;
   }
   hub_.events().publish("model_removed", {{"model", target->server}, {"id", name}});

@@ -4,11 +4,11 @@
 #include <cstdio>
 #include <ctime>
 
+#include "lemon/api/handler_support.h"
 #include "lemon/http/error_response.h"
 
 namespace lemon::api {
 
-using http::json_text;
 using inference::tokens_from_chunk;
 namespace {
 

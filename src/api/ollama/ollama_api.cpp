@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "lemon/api/handler_support.h"
 #include "lemon/api/ollama/ollama_answer.h"
 #include "lemon/api/ollama/ollama_models.h"
 #include "lemon/api/ollama/ollama_request.h"
@@ -14,13 +15,6 @@
 namespace lemon::api {
 
 using http::ApiDialect;
-using http::bool_field;
-using http::json_headers;
-using http::json_text;
-using http::parse_json_object;
-using http::RouteAccess;
-using http::Scope;
-using http::send_json;
 using inference::ChatAnswer;
 using inference::InferenceRequest;
 using inference::TranslatingWriter;

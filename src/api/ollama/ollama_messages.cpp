@@ -5,11 +5,9 @@
 
 #include "lemon/http/request_fields.h"
 
+#include "lemon/api/handler_support.h"
 namespace lemon::api::ollama {
 
-using http::bad_field;
-using http::indexed;
-using http::unknown_key;
 using nlohmann::json;
 
 constexpr std::string_view kOllamaApi = "Ollama API";

@@ -1,4 +1,5 @@
 #include "lemon/api/ollama/ollama_request.h"
+#include "lemon/api/handler_support.h"
 #include "lemon/http/request_fields.h"
 
 #include <algorithm>
@@ -11,8 +12,6 @@
 
 namespace lemon::api {
 
-using http::bad_field;
-using http::unknown_key;
 namespace {
 
 using nlohmann::json;

@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "lemon/api/handler_support.h"
 #include "lemon/api/openai/embedding_format.h"
 #include "lemon/api/openai/image_form.h"
 #include "lemon/api/openai/request_checks.h"
@@ -16,16 +17,31 @@
 
 namespace lemon::api {
 
-using http::bool_field;
-using http::multipart_boundary;
 using http::MultipartPart;
-using http::parse_json_object;
-using http::parse_multipart;
-using http::RouteAccess;
-using http::Scope;
-using http::string_field;
-using http::write_error;
 using inference::InferenceRequest;
+
+namespace {
+
+// The parts of a multipart/form-data body `route` takes.
+Result<std::vector<MultipartPart>> read_form(const net::Request& r, ApiRoute route) {
+  const auto boundary = http::multipart_boundary(r.headers.get("Content-Type").value_or(""));
+  if (!boundary) {
+    return Error(ErrorCode::kInvalidRequest,
+                 std::string(api_route_name(route)) + " takes multipart/form-data with a boundary");
+  }
+  return http::parse_multipart(r.body, *boundary);
+}
+
+std::vector<FormField> form_fields(const std::vector<MultipartPart>& parts) {
+  std::vector<FormField> fields;
+  fields.reserve(parts.size());
+  for (const auto& p : parts) {
+    fields.push_back({p.name, p.filename, p.content_type, p.data, nullptr});
+  }
+  return fields;
+}
+
+}  // namespace
 
 OpenAiApi::OpenAiApi(const ModelCatalogue& catalogue, inference::ModelProvisioner& provisioner,
                      inference::InferenceGateway& gateway)
@@ -66,26 +82,17 @@ void OpenAiApi::register_routes(http::ApiRoutes& routes) {
 
 void OpenAiApi::handle_json_inference(ApiRoute route, net::Request& r, net::ResponseWriter& w) {
   auto body = parse_json_object(r.body);
-  if (!body.ok()) {
-    write_error(w, body.error());
+  if (wrote_error(w, body)) {
     return;
   }
-  auto model = string_field(*body, "model", true);
-  if (!model.ok()) {
-    write_error(w, model.error());
+  http::FieldReader in(*body);
+  const std::string model = in.string("model", true);
+  const bool stream = in.boolean("stream", false);
+  if (wrote_error(w, in.status()) || wrote_error(w, check_request(route, *body))) {
     return;
   }
-  auto stream = bool_field(*body, "stream", false);
-  if (!stream.ok()) {
-    write_error(w, stream.error());
-    return;
-  }
-  if (auto checked = check_request(route, *body); !checked.ok()) {
-    write_error(w, checked.error());
-    return;
-  }
-  if (*stream && (route == ApiRoute::kEmbeddings || route == ApiRoute::kReranking ||
-                  route == ApiRoute::kImageGenerations)) {
+  if (stream && (route == ApiRoute::kEmbeddings || route == ApiRoute::kReranking ||
+                 route == ApiRoute::kImageGenerations)) {
     write_error(
         w, Error(ErrorCode::kInvalidRequest,
                  std::string("'stream' is not supported on ") + api_route_name(route), "stream"));
@@ -110,8 +117,8 @@ void OpenAiApi::handle_json_inference(ApiRoute route, net::Request& r, net::Resp
     req.keep_alive = *parsed;
   }
   req.route = route;
-  req.model = *model;
-  req.stream = *stream;
+  req.model = model;
+  req.stream = stream;
   req.autoload = http::autoload_param(r);
   req.json = &*body;
   req.body_changed = map_max_completion_tokens(*body);
@@ -126,97 +133,59 @@ void OpenAiApi::handle_json_inference(ApiRoute route, net::Request& r, net::Resp
 }
 
 void OpenAiApi::handle_transcription(net::Request& r, net::ResponseWriter& w) {
-  auto content_type = r.headers.get("Content-Type").value_or("");
-  auto boundary = multipart_boundary(content_type);
-  if (!boundary) {
-    write_error(w, Error(ErrorCode::kInvalidRequest,
-                         "audio/transcriptions takes multipart/form-data with a boundary"));
-    return;
-  }
-  auto parts = parse_multipart(r.body, *boundary);
-  if (!parts.ok()) {
-    write_error(w, parts.error());
-    return;
-  }
-  if (auto checked = check_transcription_form(*parts); !checked.ok()) {
-    write_error(w, checked.error());
+  auto parts = read_form(r, ApiRoute::kTranscriptions);
+  if (wrote_error(w, parts) || wrote_error(w, check_transcription_form(*parts))) {
     return;
   }
   const MultipartPart* model = find_part(*parts, "model");
   InferenceRequest req;
   req.key = http::caller_key(r);
   req.answer_content_type = transcription_content_type(*parts);
-  std::vector<FormField> fields;
-  fields.reserve(parts->size());
-  for (const auto& p : *parts) {
-    fields.push_back({p.name, p.filename, p.content_type, p.data, nullptr});
-  }
+  std::vector<FormField> fields = form_fields(*parts);
   req.route = ApiRoute::kTranscriptions;
   req.model = std::string(model->data);
   req.raw_body = r.body;
-  req.content_type = std::string(content_type);
+  req.content_type = r.headers.get("Content-Type").value_or("");
   req.form = &fields;
   gateway_.forward(req, w);
 }
 
 void OpenAiApi::handle_image_form(ApiRoute route, net::Request& r, net::ResponseWriter& w) {
-  auto content_type = r.headers.get("Content-Type").value_or("");
-  auto boundary = multipart_boundary(content_type);
-  if (!boundary) {
-    write_error(w, Error(ErrorCode::kInvalidRequest, std::string(api_route_name(route)) +
-                                                         " takes multipart/form-data with a "
-                                                         "boundary"));
-    return;
-  }
-  auto parts = parse_multipart(r.body, *boundary);
-  if (!parts.ok()) {
-    write_error(w, parts.error());
-    return;
-  }
-  if (auto s = check_image_form(route, *parts); !s.ok()) {
-    write_error(w, s.error());
+  auto parts = read_form(r, route);
+  if (wrote_error(w, parts) || wrote_error(w, check_image_form(route, *parts))) {
     return;
   }
   const MultipartPart* model = find_part(*parts, "model");
-  std::vector<FormField> fields;
-  fields.reserve(parts->size());
-  for (const auto& p : *parts) {
-    fields.push_back({p.name, p.filename, p.content_type, p.data, nullptr});
-  }
+  std::vector<FormField> fields = form_fields(*parts);
   InferenceRequest req;
   req.key = http::caller_key(r);
   req.route = route;
   req.model = std::string(model->data);
   req.raw_body = r.body;
-  req.content_type = std::string(content_type);
+  req.content_type = r.headers.get("Content-Type").value_or("");
   req.form = &fields;
   gateway_.forward(req, w);
 }
 
 void OpenAiApi::handle_speech(net::Request& r, net::ResponseWriter& w) {
   auto body = parse_json_object(r.body);
-  if (!body.ok()) {
-    write_error(w, body.error());
+  if (wrote_error(w, body)) {
     return;
   }
-  auto model = string_field(*body, "model", true);
-  if (!model.ok()) {
-    write_error(w, model.error());
+  http::FieldReader in(*body);
+  const std::string model = in.string("model", true);
+  in.string("input", true);
+  if (wrote_error(w, in.status())) {
     return;
   }
-  auto input = string_field(*body, "input", true);
-  if (!input.ok()) {
-    write_error(w, input.error());
-    return;
-  }
-  if (!catalogue_.find(*model)) {
-    write_error(w, provisioner_.model_not_found(*model));
+  if (!catalogue_.find(model)) {
+    write_error(w, provisioner_.model_not_found(model));
     return;
   }
   write_error(w, Error(ErrorCode::kUnsupportedOperation,
                        "audio/speech is not supported: no recipe of this router serves "
                        "text-to-speech (Lemonade's kokoro recipe is not available), and '" +
-                           *model + "' is not a speech model",
+                           model + "' is not a speech model",
                        "model"));
 }
 
