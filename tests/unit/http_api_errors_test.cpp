@@ -1,5 +1,6 @@
 // The error envelope (error_shape table, error_status, error_envelope) and the
-// JSON request helpers (parse_json_object, string_field, bool_field).
+// JSON request helpers (parse_json_object, string_field, bool_field,
+// FieldReader).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -328,6 +329,24 @@ TEST(HttpApiJsonRequest, BoolField) {
     EXPECT_EQ(r.error().param(), name);
     EXPECT_NE(r.error().message().find("boolean"), std::string::npos) << r.error().message();
   }
+}
+
+TEST(HttpApiJsonRequest, FieldReaderKeepsTheFirstBadFieldAndReadsOnWithFallbacks) {
+  const json good = {{"model", "m"}, {"stream", true}};
+  FieldReader ok_reader(good);
+  EXPECT_EQ(ok_reader.string("model", true), "m");
+  EXPECT_TRUE(ok_reader.boolean("stream", false));
+  EXPECT_EQ(ok_reader.string("absent"), "");
+  EXPECT_TRUE(ok_reader.status().ok());
+
+  const json bad = {{"model", 3}, {"stream", "yes"}, {"name", "n"}};
+  FieldReader in(bad);
+  EXPECT_EQ(in.string("model", true), "");
+  EXPECT_TRUE(in.boolean("stream", true)) << "the fallback after a failure";
+  EXPECT_EQ(in.string("name"), "n") << "a good field still reads";
+  EXPECT_EQ(in.take(Result<int>(Error(ErrorCode::kInvalidRequest, "later", "later")), 7), 7);
+  ASSERT_FALSE(in.status().ok());
+  EXPECT_EQ(in.status().error().param(), "model") << "the first failure is kept";
 }
 
 }  // namespace
