@@ -17,8 +17,6 @@
 #include "lemon/core/atomic_file.h"
 #include "lemon/options/config_file.h"
 
-extern char** environ;
-
 namespace lemon::cli {
 namespace {
 
@@ -164,12 +162,15 @@ int verb_launch(const LemonadeLine& line, const LemonadeTarget& target) {
     }
   }
   for (const auto& [name, value] : plan->env) {
-    env_text.push_back(name + "=" + value);
+    env_text.push_back(name);
+    env_text.back().append("=").append(value);
   }
   std::vector<std::string> args = {binary};
   args.insert(args.end(), plan->args.begin(), plan->args.end());
   std::vector<char*> argv;
   std::vector<char*> envp;
+  argv.reserve(args.size() + 1);
+  envp.reserve(env_text.size() + 1);
   for (auto& a : args) {
     argv.push_back(a.data());
   }

@@ -17,8 +17,6 @@
 #include "lemon/cli/discovery.h"
 #include "lemon/cli/lemonade_commands.h"
 
-extern char** environ;
-
 namespace lemon::cli {
 namespace {
 
@@ -247,8 +245,8 @@ int verb_config(const LemonadeLine& line, const LemonadeTarget& target) {
     }
     std::cout << "\n  [" << section << "]\n";
     for (const auto& [key, value] : values.items()) {
-      std::cout << "    " << std::left << std::setw(32) << section + "." + key << config_text(value)
-                << "\n";
+      std::cout << "    " << std::left << std::setw(32)
+                << std::string(section).append(".").append(key) << config_text(value) << "\n";
     }
   }
   std::cout << "\nTo change a value:  lemonade config set port=9000 llamacpp.backend=vulkan"
