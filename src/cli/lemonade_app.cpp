@@ -175,7 +175,7 @@ int run_lemonade(int argc, char** argv) {
   CLI::App* bench =
       app.add_subcommand("bench", "Chat completion speed across prompt sizes")->group(quick);
   bench->add_option("models", line.args, "Models to measure")->required();
-  bench->add_option("--prompt-tokens,--ctx-size", line.prompt_tokens,
+  bench->add_option("--prompt-tokens", line.prompt_tokens,
                     "Prompt sizes in tokens (default 128 512 2048)");
   bench->add_option("--runs", line.runs, "Runs per size")->check(CLI::Range(1, 100));
   bench->add_option("--max-tokens", line.max_tokens, "Tokens generated per run")
