@@ -36,6 +36,7 @@
 #include "lemon/inference/generation_defaults.h"
 #include "lemon/inference/inference_gateway.h"
 #include "lemon/inference/model_provisioner.h"
+#include "lemon/net/loopback_beacon.h"
 #include "lemon/process/port_allocator.h"
 #include "lemon/process/process_launcher.h"
 #include "lemon/remote/remote_models.h"
@@ -256,6 +257,17 @@ int main(int argc, char** argv) {
     log->info("WebSocket routes also served on ws://{}:{} (--websocket-port)", options.http.host,
               *socket_port);
   }
+  // Lemonade 11's clients find the router by this beacon (docs/cli.md).
+  std::optional<net::LoopbackBeacon> beacon;
+  if (!app.no_broadcast && net::reachable_at_ipv4_loopback(options.http.host)) {
+    beacon.emplace(net::BeaconSettings{.router_port = *port, .destination_port = app.beacon_port});
+    if (Status started = beacon->start(); !started.ok()) {
+      log->warn("no beacon: {}", started.error().message());
+    } else {
+      log->info("beacon: UDP 127.0.0.1:{} every 2 s names this port (--no-broadcast: none)",
+                app.beacon_port);
+    }
+  }
   if (app.ready_fd >= 0) {
     // A launcher (lemonade-server) waits on this pipe instead of polling.
     std::string ready = std::to_string(*port) + "\n";
@@ -280,6 +292,9 @@ int main(int argc, char** argv) {
     });
   }
   server.run();
+  if (beacon) {
+    beacon->stop();  // a draining router is no longer one to find
+  }
   if (start_profile.joinable()) {
     start_profile.join();
   }

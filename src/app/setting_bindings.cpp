@@ -176,6 +176,7 @@ std::vector<SettingBinding> build_bindings() {
        }},
       field("default_model_source", &D::lemonade, &api::LemonadeSettings::default_model_source),
       field("no_broadcast", &D::app, &AppOptions::no_broadcast),
+      field("beacon_port", &D::app, &AppOptions::beacon_port),
       field("profile", &D::app, &AppOptions::profile),  // checked at start only
       field("ready_fd", &D::app, &AppOptions::ready_fd),
 

@@ -13,75 +13,11 @@
 
 #include "lemon/cli/cli_app.h"
 #include "lemon/cli/commands.h"
+#include "lemon/cli/router_args.h"
 #include "lemon/options/command_line.h"
 #include "lemon/options/router_settings.h"
 
 namespace lemon::cli {
-namespace {
-
-// True if `--name` appears among the command-line tokens (as "--name" or
-// "--name=value"), i.e. the user gave it rather than the environment.
-bool given(const std::vector<std::string>& tokens, const std::string& name) {
-  const std::string flag = "--" + name;
-  for (const auto& t : tokens) {
-    if (t == flag || t.starts_with(flag + "=")) {
-      return true;
-    }
-  }
-  return false;
-}
-
-// The router options given on the command line, as router arguments.
-std::vector<std::string> router_args_of(const CLI::App& sub,
-                                        const std::vector<std::string>& tokens) {
-  static const std::set<std::string> kNotForRouter = {"no-tray", "save-options", "ready-fd",
-                                                      "help"};
-  std::vector<std::string> args;
-  for (const CLI::Option* opt : sub.get_options()) {
-    if (opt->get_lnames().empty()) {
-      continue;
-    }
-    const std::string& name = opt->get_lnames().front();
-    // Given under any of its names (--models-dir for --extra-models-dir).
-    const auto& names = opt->get_lnames();
-    if (kNotForRouter.count(name) != 0 ||
-        std::none_of(names.begin(), names.end(),
-                     [&tokens](const std::string& n) { return given(tokens, n); })) {
-      continue;
-    }
-    if (opt->get_type_size() == 0) {  // a flag
-      args.push_back("--" + name);
-    } else if (opt->results().size() == 1) {
-      args.push_back("--" + name + "=" + opt->results().front());
-    } else {
-      args.push_back("--" + name);
-      args.insert(args.end(), opt->results().begin(), opt->results().end());
-    }
-  }
-  return args;
-}
-
-// The load options given on the command line, as /load's fields.
-nlohmann::json load_options_of(const CLI::App& sub, const std::vector<std::string>& tokens) {
-  nlohmann::json out = nlohmann::json::object();
-  for (const Setting& s : router_settings()) {
-    if (s.load_option.empty()) {
-      continue;
-    }
-    const CLI::Option* opt = sub.get_option_no_throw(s.flag);
-    if (opt == nullptr || !given(tokens, s.flag.substr(2)) || opt->results().empty()) {
-      continue;
-    }
-    const std::string& raw = opt->results().front();
-    nlohmann::json number = nlohmann::json::parse(raw, nullptr, false);
-    const bool numeric = s.shape == SettingShape::kInteger || s.shape == SettingShape::kNumber;
-    out[s.load_option] = numeric && number.is_number() ? number : nlohmann::json(raw);
-  }
-  return out;
-}
-
-}  // namespace
-
 int run_cli(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   CLI::App app("lemonade-server - Lemonade Server: the command line of lemonade-router",
@@ -226,7 +162,8 @@ int run_cli(int argc, char** argv) {
   }
   if (chosen == serve || chosen == run) {
     const SettingValues& v = chosen == serve ? serve_values : run_values;
-    ctx.router_args = router_args_of(*chosen, tokens);
+    ctx.router_args =
+        router_args_of(*chosen, tokens, {"no-tray", "save-options", "ready-fd", "help"});
     ctx.host = v.text("host");
     ctx.port = v.integer("port");
     if (!v.text("api_key").empty()) {

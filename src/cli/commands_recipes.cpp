@@ -56,6 +56,43 @@ int uninstall(const CommandLine& cl, CliContext& ctx) {
 
 }  // namespace
 
+void print_backends_table(const nlohmann::json& recipes, bool hide_unsupported) {
+  std::cout << std::left << std::setw(20) << "Recipe" << std::setw(12) << "Backend" << std::setw(16)
+            << "Status" << std::setw(46) << "Message/Version"
+            << "Action\n"
+            << std::string(148, '-') << "\n";
+  for (const auto& [recipe, entry] : recipes.items()) {
+    if (!entry.contains("backends") || !entry["backends"].is_object() ||
+        entry["backends"].empty()) {
+      if (hide_unsupported) {
+        continue;
+      }
+      std::cout << std::left << std::setw(20) << recipe << std::setw(12) << "-" << std::setw(16)
+                << "unsupported" << std::setw(46) << "No backend definitions"
+                << "-\n";
+      continue;
+    }
+    bool first = true;
+    for (const auto& [backend, b] : entry["backends"].items()) {
+      std::string state = b.value("state", "unsupported");
+      if (hide_unsupported && state == "unsupported") {
+        continue;
+      }
+      std::string version = b.value("version", "");
+      std::string message = b.value("message", "");
+      std::string info_col = state == "installed" && !version.empty() ? version
+                             : !message.empty()                       ? message
+                                                                      : "-";
+      std::string action = b.value("action", "");
+      std::cout << std::left << std::setw(20) << (first ? recipe : "") << std::setw(12) << backend
+                << std::setw(16) << state << std::setw(46) << info_col << " "
+                << (action.empty() ? "-" : action) << "\n";
+      first = false;
+    }
+  }
+  std::cout << std::string(148, '-') << std::endl;
+}
+
 int cmd_recipes(const CommandLine& cl, CliContext& ctx) {
   if (!cl.install.empty()) {
     return install(cl, ctx);
@@ -74,34 +111,7 @@ int cmd_recipes(const CommandLine& cl, CliContext& ctx) {
       std::cout << recipes.dump(2) << std::endl;
       return 0;
     }
-    std::cout << std::left << std::setw(20) << "Recipe" << std::setw(12) << "Backend"
-              << std::setw(16) << "Status" << std::setw(46) << "Message/Version"
-              << "Action\n"
-              << std::string(148, '-') << "\n";
-    for (const auto& [recipe, entry] : recipes.items()) {
-      if (!entry.contains("backends") || !entry["backends"].is_object() ||
-          entry["backends"].empty()) {
-        std::cout << std::left << std::setw(20) << recipe << std::setw(12) << "-" << std::setw(16)
-                  << "unsupported" << std::setw(46) << "No backend definitions"
-                  << "-\n";
-        continue;
-      }
-      bool first = true;
-      for (const auto& [backend, b] : entry["backends"].items()) {
-        std::string state = b.value("state", "unsupported");
-        std::string version = b.value("version", "");
-        std::string message = b.value("message", "");
-        std::string info_col = state == "installed" && !version.empty() ? version
-                               : !message.empty()                       ? message
-                                                                        : "-";
-        std::string action = b.value("action", "");
-        std::cout << std::left << std::setw(20) << (first ? recipe : "") << std::setw(12) << backend
-                  << std::setw(16) << state << std::setw(46) << info_col << " "
-                  << (action.empty() ? "-" : action) << "\n";
-        first = false;
-      }
-    }
-    std::cout << std::string(148, '-') << std::endl;
+    print_backends_table(recipes, /*hide_unsupported=*/false);
     return 0;
   });
 }

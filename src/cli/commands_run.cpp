@@ -64,40 +64,6 @@ class LineReader {
   std::string buffer_;
 };
 
-Status ensure_model_ready(const ServerClient& client, const CommandLine& cl) {
-  // Asked by name, the router finds every form of it (user.X or X, an alias).
-  auto model = client.get("/api/v1/models/" + path_segment(cl.model));
-  if (model.status == 404) {
-    return Error(ErrorCode::kModelNotFound,
-                 "model '" + cl.model + "' is not in the catalogue (see: lemonade-server list)");
-  }
-  if (!model.ok()) {
-    return Error(ErrorCode::kNetworkError, "cannot read the model: " + model.error_text());
-  }
-  const auto entry = nlohmann::json::parse(model.body, nullptr, false);
-  if (!entry.is_object() || !entry.value("downloaded", false)) {
-    std::cerr << "Pulling model: " << cl.model << std::endl;
-    nlohmann::json body = {{"model", cl.model}, {"stream", true}};
-    Status pulled = follow_progress_stream(client, "/api/v1/pull", body, std::cerr,
-                                           ::isatty(STDERR_FILENO) == 1);
-    if (!pulled.ok()) {
-      return pulled;
-    }
-  }
-  std::cerr << "Loading model " << cl.model << "..." << std::endl;
-  nlohmann::json load = cl.load_options;
-  load["model_name"] = cl.model;
-  if (cl.save_options) {
-    load["save_options"] = true;
-  }
-  auto loaded = client.post("/api/v1/load", load);
-  if (!loaded.ok()) {
-    return Error(ErrorCode::kBackendExited, "Failed to load model: " + loaded.error_text());
-  }
-  std::cerr << "Model loaded successfully!" << std::endl;
-  return ok_status();
-}
-
 // Standard input, read to its end: the one prompt of piped mode.
 std::string read_prompt() {
   std::string prompt;
@@ -213,6 +179,54 @@ int chat_loop(ChatSession& chat, const std::string& model) {
 }
 
 }  // namespace
+
+Status ensure_model_ready(const ServerClient& client, const CommandLine& cl) {
+  // Asked by name, the router finds every form of it (user.X or X, an alias).
+  auto model = client.get("/api/v1/models/" + path_segment(cl.model));
+  if (model.status == 404) {
+    return Error(ErrorCode::kModelNotFound,
+                 "model '" + cl.model + "' is not in the catalogue (see: lemonade-server list)");
+  }
+  if (!model.ok()) {
+    return Error(ErrorCode::kNetworkError, "cannot read the model: " + model.error_text());
+  }
+  const auto entry = nlohmann::json::parse(model.body, nullptr, false);
+  if (!entry.is_object() || !entry.value("downloaded", false)) {
+    std::cerr << "Pulling model: " << cl.model << std::endl;
+    nlohmann::json body = {{"model", cl.model}, {"stream", true}};
+    Status pulled = follow_progress_stream(client, "/api/v1/pull", body, std::cerr,
+                                           ::isatty(STDERR_FILENO) == 1);
+    if (!pulled.ok()) {
+      return pulled;
+    }
+  }
+  std::cerr << "Loading model " << cl.model << "..." << std::endl;
+  nlohmann::json load = cl.load_options;
+  load["model_name"] = cl.model;
+  if (cl.save_options) {
+    load["save_options"] = true;
+  }
+  auto loaded = client.post("/api/v1/load", load);
+  if (!loaded.ok()) {
+    return Error(ErrorCode::kBackendExited, "Failed to load model: " + loaded.error_text());
+  }
+  std::cerr << "Model loaded successfully!" << std::endl;
+  return ok_status();
+}
+
+int chat_with(const ServerClient& client, const std::string& model, const std::string& system) {
+  const bool interactive = ::isatty(STDIN_FILENO) == 1;
+  std::string prompt;
+  if (!interactive) {
+    prompt = read_prompt();
+    if (prompt.empty()) {
+      return fail("no prompt on standard input");
+    }
+  }
+  catch_interrupts();
+  ChatSession chat(client, model, system);
+  return interactive ? chat_loop(chat, model) : answer_once(chat, prompt);
+}
 
 int cmd_run(const CommandLine& cl, CliContext& ctx) {
   const bool interactive = ::isatty(STDIN_FILENO) == 1;

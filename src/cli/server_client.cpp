@@ -35,6 +35,7 @@ std::string connect_host(const std::string& host) {
 
 struct Transfer {
   std::string body;
+  const char* method = nullptr;  // a custom method (DELETE); null: GET or POST
   bool keep_body = true;
   const std::function<bool(std::string_view)>* on_data = nullptr;
   const std::function<bool()>* stop = nullptr;
@@ -113,6 +114,9 @@ HttpResult perform(const std::string& url, const std::string& api_key, const std
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, post_body->c_str());
     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(post_body->size()));
   }
+  if (t.method != nullptr) {
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, t.method);
+  }
   if (!api_key.empty()) {
     add_header("Authorization: Bearer " + api_key);
   }
@@ -164,14 +168,21 @@ nlohmann::json HttpResult::json() const {
   return nlohmann::json::parse(body, nullptr, false);
 }
 
-ServerClient::ServerClient(std::string host, int port, std::string api_key)
+ServerClient::ServerClient(std::string host, int port, std::string api_key, bool https)
     : host_(std::move(host)),
       port_(port),
       api_key_(std::move(api_key)),
-      base_url_("http://" + connect_host(host_) + ":" + std::to_string(port_)) {}
+      base_url_((https ? "https://" : "http://") + connect_host(host_) + ":" +
+                std::to_string(port_)) {}
 
 HttpResult ServerClient::get(std::string_view path, std::chrono::milliseconds timeout) const {
   Transfer t;
+  return perform(base_url_ + std::string(path), api_key_, nullptr, timeout, t);
+}
+
+HttpResult ServerClient::del(std::string_view path, std::chrono::milliseconds timeout) const {
+  Transfer t;
+  t.method = "DELETE";
   return perform(base_url_ + std::string(path), api_key_, nullptr, timeout, t);
 }
 

@@ -15,7 +15,7 @@ namespace {
 // Read at most this much per readable event, so one client cannot starve
 // the others on the loop thread.
 constexpr std::size_t kReadBudget = 256u << 10;
-constexpr std::size_t kReadChunk = 64u << 10;
+constexpr std::size_t kSocketReadChunk = 64u << 10;
 // Frames gathered into one sendmsg.
 constexpr int kMaxIov = 16;
 
@@ -147,7 +147,7 @@ void WebSocketConnection::read(Clock::time_point now) {
   }
   std::size_t budget = kReadBudget;
   bool eof = false;
-  char chunk[kReadChunk];
+  char chunk[kSocketReadChunk];
   while (budget > 0 && !eof) {
     const ssize_t n = ::recv(fd_.get(), chunk, std::min(sizeof chunk, budget), MSG_DONTWAIT);
     if (n > 0) {

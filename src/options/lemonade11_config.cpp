@@ -16,7 +16,6 @@ const std::vector<std::string>& unapplied_top_level() {
   static const std::vector<std::string> keys = {
       "_generated",
       "config_version",
-      "broadcast",
       "auto_check_model_updates",
       "no_fetch_executables",
       "disable_model_filtering",
@@ -180,6 +179,14 @@ Lemonade11Reading read_lemonade11_keys(const nlohmann::json& file) {
         out.not_applied.push_back(key);
       } else {
         out.settings["request_timeout"] = value;
+      }
+      continue;
+    }
+    if (key == "broadcast" && value.is_boolean()) {
+      if (file.contains("no_broadcast")) {
+        out.not_applied.push_back(key);
+      } else {
+        out.settings["no_broadcast"] = !value.get<bool>();
       }
       continue;
     }

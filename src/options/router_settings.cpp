@@ -278,7 +278,12 @@ std::vector<Setting> build_table() {
            "Folder models are downloaded to (the Hugging Face hub cache): auto (HF_HUB_CACHE, "
            "$HF_HOME/hub or ~/.cache/huggingface/hub) or a folder")
           .key("models_dir"),
-      on_off("--no-broadcast", "Accepted for compatibility: lemonade-router never broadcasts"),
+      on_off("--no-broadcast",
+             "Send no beacon: by default the router tells local clients its port every 2 s, "
+             "one UDP datagram to 127.0.0.1:--beacon-port (Lemonade 11's discovery)"),
+      integer("--beacon-port", "13305",
+              "UDP port on 127.0.0.1 the beacon goes to (Lemonade 11's clients listen on 13305)")
+          .check(CLI::Range(1, 65535)),
       number("--max-body-size", "64", "Largest request body in MiB")
           .mebibytes()
           .check(CLI::PositiveNumber),

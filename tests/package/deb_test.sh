@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The .deb (issue #9 §3): cpack builds it; it holds both programs, the
+# The .deb (issue #9 §3): cpack builds it; it holds the programs (and
+# Lemonade 11's lemond and lemonade; the unit is also lemond.service), the
 # resources and the systemd unit, with Debian dependencies; the programs
 # unpacked from it run (the router finds its resources under share/); and,
 # as root, `dpkg -i` installs it, the installed router answers the installed
@@ -28,7 +29,7 @@ deb=$(ls "$work"/pkg/*.deb)
 echo "built $(basename "$deb")"
 
 dpkg-deb -c "$deb" >"$work/contents"
-for f in ./usr/bin/lemonade-router ./usr/bin/lemonade-server \
+for f in ./usr/bin/lemonade-router ./usr/bin/lemonade-server ./usr/bin/lemond ./usr/bin/lemonade \
          ./usr/share/lemonade-router/resources/server_models.json \
          ./usr/share/lemonade-router/resources/presets.json \
          ./usr/share/lemonade-router/resources/backend_versions.json \
@@ -43,9 +44,13 @@ dpkg-deb -I "$deb" postinst >/dev/null || fail "no postinst"
 
 # Starts ROUTER on a free loopback port with a private home and no network
 # (it writes its port to a FIFO once it listens: no polling), then checks it
-# through CLI: /live, and a non-empty catalogue (resources were found).
+# through CLI: /live, and a non-empty catalogue (resources were found);
+# then Lemonade 11's client beside CLI finds it too, and lemond beside it
+# answers --version.
 check_router() {
   local router=$1 cli=$2 home=$work/home-$RANDOM
+  local bin
+  bin=$(dirname "$cli")
   mkdir -p "$home"
   rm -f "$work/ready"
   mkfifo "$work/ready"
@@ -58,6 +63,9 @@ check_router() {
     fail "$cli status did not find the router on port $port"
   LEMONADE_PORT=$port LEMONADE_RUNTIME_DIR=$home "$cli" list --json | grep -q '"Qwen3-0.6B-GGUF"' ||
     fail "the router from $router did not find its catalogue"
+  LEMONADE_PORT=$port "$bin/lemonade" status | grep -q "running on port $port" ||
+    fail "$bin/lemonade status did not find the router on port $port"
+  "$bin/lemond" --version | grep -q "^lemond version" || fail "$bin/lemond --version"
   kill -TERM "$router_pid"
   wait "$router_pid" || fail "$router did not stop cleanly"
   router_pid=
@@ -66,6 +74,8 @@ check_router() {
 dpkg-deb -x "$deb" "$work/root"
 grep -qx "ExecStart=/usr/bin/lemonade-router" "$work/root/usr/lib/systemd/system/lemonade-router.service" ||
   fail "the packaged unit does not start /usr/bin/lemonade-router"
+grep -qx "Alias=lemond.service" "$work/root/usr/lib/systemd/system/lemonade-router.service" ||
+  fail "the packaged unit has no Alias=lemond.service"
 check_router "$work/root/usr/bin/lemonade-router" "$work/root/usr/bin/lemonade-server"
 echo "unpacked programs: ok"
 

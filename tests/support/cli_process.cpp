@@ -48,10 +48,19 @@ std::string cli_binary() {
   return LEMON_CLI_BIN;
 }
 
+std::string lemonade_binary() {
+  return LEMON_LEMONADE_BIN;
+}
+
+std::string lemond_binary() {
+  return LEMON_LEMOND_BIN;
+}
+
 CliProcess::CliProcess(const std::vector<std::string>& args,
-                       const std::map<std::string, std::string>& env, bool terminal)
+                       const std::map<std::string, std::string>& env, bool terminal,
+                       const std::string& binary)
     : terminal_(terminal) {
-  std::vector<std::string> argv_strings = {cli_binary()};
+  std::vector<std::string> argv_strings = {binary.empty() ? cli_binary() : binary};
   argv_strings.insert(argv_strings.end(), args.begin(), args.end());
   std::vector<std::string> env_list = env_strings(with_sanitizer_options(env));
   auto argv = pointers(argv_strings);
@@ -217,8 +226,9 @@ std::optional<int> CliProcess::wait_exit(std::chrono::milliseconds timeout) {
 }
 
 CliResult run_cli(const std::vector<std::string>& args,
-                  const std::map<std::string, std::string>& env, const std::string& input) {
-  CliProcess p(args, env);
+                  const std::map<std::string, std::string>& env, const std::string& input,
+                  const std::string& binary) {
+  CliProcess p(args, env, false, binary);
   p.write(input);
   p.close_stdin();
   CliResult r;

@@ -22,6 +22,9 @@
 namespace lemon::testing {
 
 std::string cli_binary();
+// Lemonade 11's command lines (LEMON_LEMONADE_BIN, LEMON_LEMOND_BIN).
+std::string lemonade_binary();
+std::string lemond_binary();
 
 struct CliResult {
   int code = -1;  // exit code; 128 + signal if killed; -1 if it did not end in time
@@ -31,8 +34,9 @@ struct CliResult {
 
 class CliProcess {
  public:
+  // `binary`: another program than lemonade-server (lemonade, lemond).
   CliProcess(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
-             bool terminal = false);
+             bool terminal = false, const std::string& binary = "");
   ~CliProcess();  // SIGKILLs the CLI if it still runs (its router dies with it)
   CliProcess(const CliProcess&) = delete;
   CliProcess& operator=(const CliProcess&) = delete;
@@ -68,9 +72,11 @@ class CliProcess {
   bool eof_ = false;  // guarded by mu_
 };
 
-// Runs `lemonade-server args...` to the end with `input` on stdin.
+// Runs `lemonade-server args...` (or `binary args...`) to the end with
+// `input` on stdin.
 CliResult run_cli(const std::vector<std::string>& args,
-                  const std::map<std::string, std::string>& env, const std::string& input = "");
+                  const std::map<std::string, std::string>& env, const std::string& input = "",
+                  const std::string& binary = "");
 
 // Live lemonade-router processes whose environment has LEMONADE_CACHE_DIR ==
 // `cache_dir` (what a test's CLI started and may have left behind).

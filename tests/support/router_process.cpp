@@ -107,13 +107,13 @@ std::string can_mount_read_only() {
 
 RouterProcess::RouterProcess(const std::vector<std::string>& args,
                              const std::map<std::string, std::string>& env,
-                             const std::vector<std::string>& read_only) {
+                             const std::vector<std::string>& read_only, const std::string& binary) {
   std::vector<const char*> read_only_dirs;
   for (const auto& dir : read_only) {
     read_only_dirs.push_back(dir.c_str());
   }
   std::vector<std::string> storage;
-  storage.push_back(router_binary());
+  storage.push_back(binary.empty() ? router_binary() : binary);
   storage.insert(storage.end(), args.begin(), args.end());
   const std::size_t argc = storage.size();
   for (const auto& [key, value] : with_sanitizer_options(env)) {

@@ -41,8 +41,9 @@ class RouterProcess {
   // Each folder in `read_only` is mounted read-only for the router alone (a
   // mount namespace of its own; see can_mount_read_only()), as a Kubernetes
   // ConfigMap is: changes made to it from outside still show inside.
+  // `binary`: another program that becomes the router (lemond).
   RouterProcess(const std::vector<std::string>& args, const std::map<std::string, std::string>& env,
-                const std::vector<std::string>& read_only = {});
+                const std::vector<std::string>& read_only = {}, const std::string& binary = "");
   ~RouterProcess();
   RouterProcess(const RouterProcess&) = delete;
   RouterProcess& operator=(const RouterProcess&) = delete;

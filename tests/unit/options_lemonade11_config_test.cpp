@@ -63,6 +63,16 @@ TEST(Lemonade11Keys, AreTranslatedOrListedAsNotApplied) {
   EXPECT_TRUE(has(both.not_applied, "global_timeout"));
 }
 
+TEST(Lemonade11Keys, BroadcastFalseTurnsTheBeaconOff) {
+  EXPECT_EQ(read_lemonade11_keys({{"broadcast", false}}).settings["no_broadcast"], true);
+  EXPECT_EQ(read_lemonade11_keys({{"broadcast", true}}).settings["no_broadcast"], false);
+  const Lemonade11Reading both =
+      read_lemonade11_keys({{"broadcast", true}, {"no_broadcast", true}});
+  EXPECT_EQ(both.settings["no_broadcast"], true) << "our own key wins";
+  EXPECT_TRUE(has(both.not_applied, "broadcast"));
+  EXPECT_FALSE(has(lemonade11_unapplied_keys(), "broadcast"));
+}
+
 TEST(Lemonade11Keys, EveryUnappliedKeyIsDocumented) {
   const std::vector<std::string>& keys = lemonade11_unapplied_keys();
   EXPECT_TRUE(has(keys, "telemetry"));

@@ -41,7 +41,8 @@ namespace lemon {
 struct AppOptions {
   std::string log_level = "info";
   std::chrono::milliseconds drain_timeout{30'000};  // SIGTERM: in-flight requests may finish
-  bool no_broadcast = false;  // accepted for compatibility; we never broadcast
+  bool no_broadcast = false;  // --no-broadcast: no loopback beacon (net/loopback_beacon.h)
+  int beacon_port = 13305;    // --beacon-port: where on 127.0.0.1 the beacon goes
   std::string profile;        // --profile: switched to once listening ("" none)
   int ready_fd = -1;          // --ready-fd: write "PORT\n" here once listening, then close it
   bool offline = false;       // --offline: the hub's settings download nothing (HF_HUB_OFFLINE too)

@@ -19,20 +19,29 @@ namespace lemon::cli {
 
 class ChatSession {
  public:
-  ChatSession(const ServerClient& client, std::string model)
-      : client_(client), model_(std::move(model)) {}
+  // `system`, when not empty, is the first message of every request.
+  ChatSession(const ServerClient& client, std::string model, std::string system = "")
+      : client_(client), model_(std::move(model)), system_(std::move(system)) {
+    clear();
+  }
 
   // The reply's text; kCancelled when `stop` turned true, another error when
   // the server failed or the stream ended early.
   Result<std::string> send(const std::string& text,
                            const std::function<void(std::string_view, bool reasoning)>& on_text,
                            const std::function<bool()>& stop);
-  void clear() { messages_ = nlohmann::json::array(); }
-  std::size_t turns() const { return messages_.size() / 2; }
+  void clear() {
+    messages_ = nlohmann::json::array();
+    if (!system_.empty()) {
+      messages_.push_back({{"role", "system"}, {"content", system_}});
+    }
+  }
+  std::size_t turns() const { return (messages_.size() - (system_.empty() ? 0 : 1)) / 2; }
 
  private:
   const ServerClient& client_;
   std::string model_;
+  std::string system_;
   nlohmann::json messages_ = nlohmann::json::array();
 };
 

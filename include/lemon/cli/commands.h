@@ -66,6 +66,15 @@ int cmd_run(const CommandLine& cl, CliContext& ctx);
 int cmd_config(const CommandLine& cl, CliContext& ctx);
 
 // Shared by the commands.
+// /system-info's `recipes` as 11's table (Recipe, Backend, Status,
+// Message/Version, Action); rows in state `unsupported` left out when asked.
+void print_backends_table(const nlohmann::json& recipes, bool hide_unsupported);
+// The model pulled when it is not on disk and loaded with cl's load
+// options; status lines on stderr.
+Status ensure_model_ready(const ServerClient& client, const CommandLine& cl);
+// A chat with `model`: interactive on a terminal, else standard input is
+// one prompt and the answer goes to stdout.
+int chat_with(const ServerClient& client, const std::string& model, const std::string& system);
 // Prints "Error: <message>" (or a message that starts with "Error" as it
 // is) on stderr and returns 1.
 int fail(const std::string& message);

@@ -33,16 +33,20 @@ std::string path_segment(std::string_view text);
 
 class ServerClient {
  public:
-  ServerClient(std::string host, int port, std::string api_key);
+  // `https`: TLS to the server (Lemonade 11's LEMONADE_HOST=https://...).
+  ServerClient(std::string host, int port, std::string api_key, bool https = false);
 
   int port() const { return port_; }
-  // "http://HOST:PORT", with a wildcard host replaced by loopback.
+  const std::string& api_key() const { return api_key_; }
+  // "http://HOST:PORT" (https), with a wildcard host replaced by loopback.
   const std::string& base_url() const { return base_url_; }
 
   HttpResult get(std::string_view path,
                  std::chrono::milliseconds timeout = std::chrono::seconds(30)) const;
   HttpResult post(std::string_view path, const nlohmann::json& body,
                   std::chrono::milliseconds timeout = std::chrono::hours(24)) const;
+  HttpResult del(std::string_view path,
+                 std::chrono::milliseconds timeout = std::chrono::seconds(30)) const;
   // POSTs and hands each piece of the body to `on_data`; the transfer stops
   // (aborted = true) when `on_data` returns false or `stop()` turns true.
   // The body is kept only when the status is not 2xx.

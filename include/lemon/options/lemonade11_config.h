@@ -24,6 +24,7 @@ struct Lemonade11Reading {
 
 // `file` (a config.json object) in our keys:
 // - `global_timeout` becomes `request_timeout` unless the file sets that;
+// - `broadcast: false` becomes `no_broadcast: true` unless the file sets that;
 // - `ctx_size: -1` (11's size-to-fit) and `<section>.backend: "auto"` fall
 //   to our defaults, which choose for themselves;
 // - `log_level` `fatal` and `none` read as `critical`;
