@@ -59,6 +59,11 @@ Router::Router(const ModelResolver& models, ServerFactory& factory, RouterConfig
 Router::~Router() = default;
 
 std::string Router::named(std::string_view model_name) const {
+  // A name the table serves is its servers' own: no catalogue lookup (which
+  // looks at the model files on disk) on the path of every request to it.
+  if (parts_->table.serving(model_name)) {
+    return std::string(model_name);
+  }
   auto internal = parts_->models.internal_name(model_name);
   return internal ? std::move(*internal) : std::string(model_name);
 }  // RouterParts' destructor shuts down

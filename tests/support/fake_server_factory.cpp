@@ -28,6 +28,12 @@ void FakeResolver::add(ModelInfo info) {
   models_[name] = std::move(info);
 }
 
+std::optional<std::string> FakeResolver::internal_name(std::string_view name) const {
+  (void)name;
+  ++name_lookups_;
+  return std::nullopt;
+}
+
 Result<ModelInfo> FakeResolver::resolve(std::string_view name) const {
   std::lock_guard lock(mu_);
   auto it = models_.find(name);

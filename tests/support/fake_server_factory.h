@@ -4,6 +4,7 @@
 // told to fail or crash. No processes, no sockets, no sleeps.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <map>
@@ -27,8 +28,12 @@ class FakeResolver final : public ModelResolver {
  public:
   void add(ModelInfo info);
   Result<ModelInfo> resolve(std::string_view name) const override;
+  // Every name is its own; counts the calls (a catalogue's are not free).
+  std::optional<std::string> internal_name(std::string_view name) const override;
+  int name_lookups() const { return name_lookups_.load(); }
 
  private:
+  mutable std::atomic<int> name_lookups_{0};
   mutable std::mutex mu_;
   std::map<std::string, ModelInfo, std::less<>> models_;
 };

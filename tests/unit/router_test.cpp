@@ -78,6 +78,19 @@ TEST_F(RouterTest, AcquireAutoLoadsAndLeaseCountsInFlight) {
   EXPECT_EQ(factory.count("start:llm-a"), 1);
 }
 
+TEST_F(RouterTest, ARequestToAServedModelDoesNotLookItsNameUp) {
+  make_router("1");
+  ASSERT_TRUE(router->acquire("llm-a").ok());
+  const int before = models.name_lookups();
+  for (int i = 0; i < 3; ++i) {
+    auto lease = router->acquire("llm-a");
+    ASSERT_TRUE(lease.ok()) << lease.error().message();
+  }
+  EXPECT_EQ(models.name_lookups(), before) << "the catalogue looks at files on disk";
+  ASSERT_TRUE(router->acquire("llm-b").ok());
+  EXPECT_GT(models.name_lookups(), before) << "a model not served is looked up";
+}
+
 TEST_F(RouterTest, InFlightIsAnExactCountNotAFlag) {
   make_router("1");
   auto first = router->acquire("llm-a");

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <random>
 
-#include "lemon/api/handler_support.h"
 #include "lemon/http/error_response.h"
+#include "lemon/http/handler_support.h"
 
 namespace lemon::api {
 

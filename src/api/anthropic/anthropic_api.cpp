@@ -2,8 +2,8 @@
 
 #include "lemon/api/anthropic/anthropic_answer.h"
 #include "lemon/api/anthropic/anthropic_request.h"
-#include "lemon/api/handler_support.h"
 #include "lemon/http/caller.h"
+#include "lemon/http/handler_support.h"
 #include "lemon/http/json_request.h"
 #include "lemon/inference/translating_writer.h"
 

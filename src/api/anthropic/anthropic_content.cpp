@@ -4,7 +4,7 @@
 
 #include "lemon/http/request_fields.h"
 
-#include "lemon/api/handler_support.h"
+#include "lemon/http/handler_support.h"
 namespace lemon::api::anthropic {
 
 using nlohmann::json;

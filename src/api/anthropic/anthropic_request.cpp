@@ -1,6 +1,6 @@
 #include "lemon/api/anthropic/anthropic_request.h"
 #include "anthropic_content.h"
-#include "lemon/api/handler_support.h"
+#include "lemon/http/handler_support.h"
 #include "lemon/http/request_fields.h"
 
 #include <algorithm>

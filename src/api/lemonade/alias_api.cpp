@@ -1,7 +1,7 @@
 #include "lemon/api/lemonade/alias_api.h"
 
-#include "lemon/api/handler_support.h"
 #include "lemon/http/error_response.h"
+#include "lemon/http/handler_support.h"
 #include "lemon/http/json_request.h"
 
 namespace lemon::api {

@@ -1,8 +1,8 @@
 #include "lemon/api/lemonade/backend_api.h"
 
-#include "lemon/api/handler_support.h"
 #include "lemon/backends/server_factory.h"
 #include "lemon/http/error_response.h"
+#include "lemon/http/handler_support.h"
 #include "lemon/http/json_request.h"
 #include "progress_response.h"
 

@@ -4,10 +4,10 @@
 #include <chrono>
 #include <map>
 
-#include "lemon/api/handler_support.h"
 #include "lemon/backends/system_info.h"
 #include "lemon/http/caller.h"
 #include "lemon/http/error_response.h"
+#include "lemon/http/handler_support.h"
 #include "lemon/http/json_request.h"
 #include "lemon/models/gguf_header_cache.h"
 

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "lemon/api/handler_support.h"
 #include "lemon/http/caller.h"
 #include "lemon/http/error_response.h"
+#include "lemon/http/handler_support.h"
 #include "lemon/http/json_request.h"
 #include "lemon/models/model_names.h"
 #include "lemon/models/user_registration.h"

@@ -1,7 +1,7 @@
 #include "lemon/api/lemonade/model_store_api.h"
 
-#include "lemon/api/handler_support.h"
 #include "lemon/http/error_response.h"
+#include "lemon/http/handler_support.h"
 #include "lemon/http/json_request.h"
 #include "lemon/models/cache_cleanup.h"
 #include "lemon/models/local_import.h"

@@ -5,10 +5,10 @@
 #include <chrono>
 #include <csignal>
 
-#include "lemon/api/handler_support.h"
 #include "lemon/api/lemonade/log_socket.h"
 #include "lemon/core/log.h"
 #include "lemon/http/error_response.h"
+#include "lemon/http/handler_support.h"
 #include "lemon/http/json_request.h"
 
 namespace lemon::api {

@@ -2,8 +2,8 @@
 
 #include <set>
 
-#include "lemon/api/handler_support.h"
 #include "lemon/http/error_response.h"
+#include "lemon/http/handler_support.h"
 #include "lemon/http/json_request.h"
 
 namespace lemon::api {

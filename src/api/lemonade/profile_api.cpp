@@ -2,9 +2,9 @@
 
 #include <set>
 
-#include "lemon/api/handler_support.h"
 #include "lemon/core/log.h"
 #include "lemon/http/error_response.h"
+#include "lemon/http/handler_support.h"
 #include "lemon/http/json_request.h"
 
 namespace lemon::api {

@@ -1,7 +1,7 @@
 #include "progress_response.h"
 
-#include "lemon/api/handler_support.h"
 #include "lemon/http/error_response.h"
+#include "lemon/http/handler_support.h"
 
 namespace lemon::api {
 

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <chrono>
 
-#include "lemon/api/handler_support.h"
 #include "lemon/core/log.h"
 #include "lemon/http/caller.h"
 #include "lemon/http/error_response.h"
+#include "lemon/http/handler_support.h"
 #include "lemon/http/json_request.h"
 #include "lemon/sessions/session_journal.h"
 #include "session_turn.h"

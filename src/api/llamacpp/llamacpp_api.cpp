@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <sstream>
 
-#include "lemon/api/handler_support.h"
 #include "lemon/core/log.h"
 #include "lemon/http/autoload_param.h"
 #include "lemon/http/caller.h"
 #include "lemon/http/error_response.h"
+#include "lemon/http/handler_support.h"
 #include "lemon/http/json_request.h"
 #include "lemon/inference/sse_scanner.h"
 #include "lemon/net/upstream_client.h"

@@ -4,11 +4,11 @@
 #include <ctime>
 #include <map>
 
-#include "lemon/api/handler_support.h"
 #include "lemon/api/llamacpp/llamacpp_api.h"
 #include "lemon/core/log.h"
 #include "lemon/http/caller.h"
 #include "lemon/http/error_response.h"
+#include "lemon/http/handler_support.h"
 #include "lemon/http/json_request.h"
 #include "lemon/models/hub_gguf.h"
 #include "lemon/net/upstream_client.h"

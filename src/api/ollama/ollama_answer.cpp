@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <ctime>
 
-#include "lemon/api/handler_support.h"
 #include "lemon/http/error_response.h"
+#include "lemon/http/handler_support.h"
 
 namespace lemon::api {
 

@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <map>
 
-#include "lemon/api/handler_support.h"
 #include "lemon/api/ollama/ollama_answer.h"
 #include "lemon/api/ollama/ollama_models.h"
 #include "lemon/api/ollama/ollama_request.h"
 #include "lemon/http/caller.h"
 #include "lemon/http/error_response.h"
+#include "lemon/http/handler_support.h"
 #include "lemon/http/json_request.h"
 #include "lemon/inference/translating_writer.h"
 

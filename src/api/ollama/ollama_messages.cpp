@@ -5,7 +5,7 @@
 
 #include "lemon/http/request_fields.h"
 
-#include "lemon/api/handler_support.h"
+#include "lemon/http/handler_support.h"
 namespace lemon::api::ollama {
 
 using nlohmann::json;

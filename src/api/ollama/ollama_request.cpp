@@ -1,5 +1,5 @@
 #include "lemon/api/ollama/ollama_request.h"
-#include "lemon/api/handler_support.h"
+#include "lemon/http/handler_support.h"
 #include "lemon/http/request_fields.h"
 
 #include <algorithm>

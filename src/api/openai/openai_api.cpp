@@ -2,7 +2,6 @@
 
 #include <optional>
 
-#include "lemon/api/handler_support.h"
 #include "lemon/api/openai/embedding_format.h"
 #include "lemon/api/openai/image_form.h"
 #include "lemon/api/openai/request_checks.h"
@@ -12,6 +11,7 @@
 #include "lemon/http/autoload_param.h"
 #include "lemon/http/caller.h"
 #include "lemon/http/error_response.h"
+#include "lemon/http/handler_support.h"
 #include "lemon/http/json_request.h"
 #include "lemon/http/multipart.h"
 

@@ -1,7 +1,7 @@
-// What the API rooms' handlers use from the http layer, by their short
-// names: routes and their access, JSON bodies and their fields, and the
-// answers (JSON, the error envelope). Every room's .cpp includes this one
-// header instead of naming each helper again.
+// What the API rooms (src/api/*) use from the http layer, by their short
+// names in namespace lemon::api: routes and their access, JSON bodies and
+// their fields, and the answers (JSON, the error envelope). Every room's .cpp
+// includes this one header instead of naming each helper again.
 #pragma once
 
 #include "lemon/http/api_routes.h"
