@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -41,6 +42,7 @@
 #include "lemon/process/process_launcher.h"
 #include "lemon/remote/remote_models.h"
 #include "lemon/telemetry/device_memory_reader.h"
+#include "lemon/telemetry/footprint_file.h"
 #include "lemon/telemetry/system_stats.h"
 #include "lemon/telemetry/telemetry_hub.h"
 
@@ -148,6 +150,13 @@ int main(int argc, char** argv) {
   if (options.slot_store) {
     slot_store.emplace(with_auto_slot_budget(*options.slot_store));
     routing.slot_store = &*slot_store;
+  }
+  // What servers were measured to hold, per configuration, for the next
+  // admission of the same (only measured with a memory budget).
+  std::optional<FootprintFile> footprints;
+  if (routing.memory_budget_on) {
+    footprints.emplace(std::filesystem::path(app.cache_dir) / "footprints.json");
+    routing.footprints = &*footprints;
   }
   Router router(presets, factory, routing);
 

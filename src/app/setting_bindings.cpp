@@ -86,8 +86,13 @@ Status bind_load_options(const SettingsRead& r, DaemonOptions& o) {
       case SettingShape::kNumber:
         layer[s.load_option] = r.values.number(s.key);
         break;
-      default:
-        layer[s.load_option] = r.values.text(s.key);
+      default: {
+        // A number written as text ("--ctx-size 8192", which also takes
+        // "auto") is the number.
+        const std::string& text = r.values.text(s.key);
+        const auto number = nlohmann::json::parse(text, nullptr, false);
+        layer[s.load_option] = number.is_number_integer() ? number : nlohmann::json(text);
+      }
     }
   }
   auto cli = RecipeOptions::from_json("", layer);
@@ -338,6 +343,7 @@ std::vector<SettingBinding> build_bindings() {
        }},
 
       field("load_timeout", &D::backends, &BackendEnvironment::load_timeout),
+      field("load_stall_timeout", &D::backends, &BackendEnvironment::load_stall_timeout),
       {binary_keys(), std::nullopt, bind_binaries},
       field("stop_grace", &D::backends, &BackendEnvironment::stop_grace),
       {{"slot_cache_size", "slot_save_min_tokens", "slot_save_timeout"},

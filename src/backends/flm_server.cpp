@@ -7,7 +7,7 @@ FlmServer::FlmServer(ModelInfo model, RecipeOptions options, const BackendEnviro
 
 Result<std::vector<std::string>> FlmServer::build_args(int port) const {
   std::vector<std::string> args = {"serve", model().checkpoint()};
-  if (options().has("ctx_size")) {
+  if (options().has("ctx_size") && !options().fitted_context()) {  // FLM fits no context
     args.insert(args.end(), {"--ctx-len", std::to_string(options().ctx_size())});
   }
   // `--cors 0`: no answers to cross-origin preflights (FastFlowLM's only

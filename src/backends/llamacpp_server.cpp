@@ -90,11 +90,13 @@ const std::vector<std::string>& LlamaCppServer::reserved_flags() {
   return kReserved;
 }
 
+int LlamaCppServer::context_per_slot(int asked) const {
+  return type() == ModelType::kEmbedding ? std::max(asked, kEmbeddingMinContext) : asked;
+}
+
 RequestSlots LlamaCppServer::slots() const {
-  int ctx = options().ctx_size();
-  if (type() == ModelType::kEmbedding) {
-    ctx = std::max(ctx, kEmbeddingMinContext);
-  }
+  const int ctx =
+      context_per_slot(fitted_context() ? fitted_context()->ctx_size : options().ctx_size());
   // llama-server queues what finds every slot busy and starts it when one
   // frees; one request waiting there hides the router's hand-off between
   // requests. Its HTTP threads take it: --parallel + 4 by default
@@ -269,11 +271,15 @@ Status LlamaCppServer::start(const std::function<bool()>& cancelled) {
 
 void LlamaCppServer::adjust_spawn(SpawnSpec& spec) {
   spec.input_pipe = true;
-  spec.line_hook = [board = board_](const std::string& line) {
+  spec.line_hook = [board = board_, watch = load_watch()](const std::string& line) {
     if (!line.starts_with(kChildStatePrefix)) {
       return false;
     }
     if (auto state = parse_backend_report_line(line)) {
+      // Each report is progress: the load's stage, or its end.
+      watch->progress(state->progress ? load_stage_text(*state->progress)
+                                      : std::string(backend_phase_name(state->phase)),
+                      LoadClock::now());
       board->report(std::move(*state));
     }
     return true;

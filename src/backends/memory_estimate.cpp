@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "lemon/backends/llamacpp_server.h"
 #include "lemon/backends/process_server.h"
@@ -99,8 +100,22 @@ GgufFootprint gguf_footprint(const std::string& path, std::int64_t tokens) {
 }  // namespace
 
 DeviceBytes LlamaCppServer::memory_estimate() const {
+  return memory_estimate_at(slots().ctx_size);
+}
+
+std::optional<int> LlamaCppServer::trained_context() const {
+  auto header = GgufHeaderCache::shared().get(model().resolved_path("main"));
+  if (!header.ok() || header->context_length == 0 ||
+      header->context_length > static_cast<std::uint64_t>(std::numeric_limits<int>::max())) {
+    return std::nullopt;
+  }
+  return static_cast<int>(header->context_length);
+}
+
+DeviceBytes LlamaCppServer::memory_estimate_at(int ctx_size) const {
   const auto slots = this->slots();
-  const std::int64_t tokens = static_cast<std::int64_t>(slots.ctx_size) * std::max(1, slots.total);
+  const std::int64_t tokens =
+      static_cast<std::int64_t>(context_per_slot(ctx_size)) * std::max(1, slots.total);
   const GgufFootprint main = gguf_footprint(model().resolved_path("main"), tokens);
   const std::int64_t mmproj = path_bytes(model().resolved_path("mmproj"));
   DeviceBytes out;

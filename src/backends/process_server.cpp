@@ -1,6 +1,7 @@
 #include "lemon/backends/process_server.h"
 #include "lemon/core/mutex.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <sstream>
@@ -33,6 +34,13 @@ std::string join_lines(const std::vector<std::string>& lines) {
     out += '\n';
   }
   return out;
+}
+
+// "60 s", "1.5 s".
+std::string stall_seconds_text(std::chrono::milliseconds ms) {
+  const long long tenths = (ms.count() + 50) / 100;
+  return std::to_string(tenths / 10) + (tenths % 10 != 0 ? "." + std::to_string(tenths % 10) : "") +
+         " s";
 }
 
 }  // namespace
@@ -160,10 +168,10 @@ Error ProcessServer::exited_error(const ChildProcess& child) const {
 }
 
 ProcessServer::ReadyOutcome ProcessServer::wait_ready(
-    ChildProcess& child, net::UpstreamClient& client,
-    std::chrono::steady_clock::time_point deadline, const std::function<bool()>& cancelled) const {
+    ChildProcess& child, net::UpstreamClient& client, std::chrono::steady_clock::time_point started,
+    const std::function<bool()>& cancelled) const {
   const std::string path = health_path();
-  const auto started = std::chrono::steady_clock::now();
+  const auto spawned = std::chrono::steady_clock::now();
   for (;;) {
     auto probe = client.probe(path, std::chrono::milliseconds(1000));
     if (probe.ok() && *probe == 200) {
@@ -175,16 +183,19 @@ ProcessServer::ReadyOutcome ProcessServer::wait_ready(
       return child.running() ? ReadyOutcome::kReady : ReadyOutcome::kExited;
     }
     auto now = std::chrono::steady_clock::now();
-    if (now >= deadline) {
-      return ReadyOutcome::kTimedOut;
+    const LoadDeadline due =
+        load_deadline(started, load_watch_->signs(), env_.load_timeout, env_.load_stall_timeout);
+    if (now >= due.at) {
+      return due.stall ? ReadyOutcome::kStalled : ReadyOutcome::kTimedOut;
     }
+    const auto deadline = due.at;
     if (cancelled && cancelled()) {
       return ReadyOutcome::kCancelled;
     }
     // Sleeps only until the next poll, and wakes at once if the child exits
     // or writes a line (backends say they are ready in their output, so the
     // probe that finds it ready follows at once).
-    auto interval = now - started < kFastReadyPeriod ? kFastReadyPoll : kSlowReadyPoll;
+    auto interval = now - spawned < kFastReadyPeriod ? kFastReadyPoll : kSlowReadyPoll;
     if (child.wait_output_or_exit_until(std::min(deadline, now + interval))) {
       return ReadyOutcome::kExited;
     }
@@ -198,7 +209,7 @@ Status ProcessServer::start(const std::function<bool()>& cancelled) {
     }
   }
   auto log = logger("backend");
-  const auto deadline = std::chrono::steady_clock::now() + env_.load_timeout;
+  const auto started = std::chrono::steady_clock::now();
   for (int attempt = 1; attempt <= kPortAttempts; ++attempt) {
     auto port = env_.ports->acquire();
     if (!port.ok()) {
@@ -224,6 +235,20 @@ Status ProcessServer::start(const std::function<bool()>& cancelled) {
     spec.drop_lines_containing = {"GET " + health_path() + " ", "GET /health ", "GET /v1/health ",
                                   "GET /slots "};
     adjust_spawn(spec);
+    // Every line but a health poll's is a sign of progress (load_watch.h).
+    load_watch_->restart();
+    spec.line_hook = [watch = load_watch_, hook = std::move(spec.line_hook),
+                      polls = spec.drop_lines_containing](const std::string& line) {
+      if (hook && hook(line)) {
+        return true;  // the recipe's protocol line, which marks its own progress
+      }
+      if (std::none_of(polls.begin(), polls.end(), [&line](const std::string& poll) {
+            return line.find(poll) != std::string::npos;
+          })) {
+        watch->activity(LoadClock::now());
+      }
+      return false;
+    };
     if (log->should_log(spdlog::level::info)) {
       std::ostringstream cmd;
       cmd << spec.executable;
@@ -240,7 +265,7 @@ Status ProcessServer::start(const std::function<bool()>& cancelled) {
     std::shared_ptr<ChildProcess> child = *spawned;
     auto client = std::make_unique<net::UpstreamClient>(
         "127.0.0.1", *port, 64, secret_vars.empty() ? std::string() : secret_);
-    ReadyOutcome outcome = wait_ready(*child, *client, deadline, cancelled);
+    ReadyOutcome outcome = wait_ready(*child, *client, started, cancelled);
     if (outcome == ReadyOutcome::kReady) {
       {
         MutexLock lock(mu_);
@@ -284,6 +309,8 @@ Status ProcessServer::start(const std::function<bool()>& cancelled) {
         continue;
       case ReadyOutcome::kCancelled:
         return Error(ErrorCode::kCancelled, "load of '" + model_name() + "' was cancelled");
+      case ReadyOutcome::kStalled:
+        return stalled_error(*child);
       case ReadyOutcome::kTimedOut:
         return Error(ErrorCode::kBackendStartTimeout,
                      binary_query().binary + " for model '" + model_name() +
@@ -307,6 +334,19 @@ Status ProcessServer::start(const std::function<bool()>& cancelled) {
     return exited_error(*child);
   }
   return Error(ErrorCode::kSpawnFailed, "could not find a free port for '" + model_name() + "'");
+}
+
+Error ProcessServer::stalled_error(const ChildProcess& child) const {
+  const LoadSigns signs = load_watch_->signs();
+  const auto quiet = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - signs.last);
+  return Error(ErrorCode::kBackendLoadStalled,
+               binary_query().binary + " for model '" + model_name() +
+                   "' stopped making progress while loading: nothing for " +
+                   stall_seconds_text(quiet) + " (--load-stall-timeout " +
+                   stall_seconds_text(env_.load_stall_timeout) + ") after it reached " +
+                   (signs.stage.empty() ? std::string("its first report") : signs.stage))
+      .with_detail(join_lines(child.last_lines(kErrorTailLines)));
 }
 
 std::string ProcessServer::exit_description() const {

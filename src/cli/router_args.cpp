@@ -54,7 +54,8 @@ nlohmann::json load_options_of(const CLI::App& sub, const std::vector<std::strin
     }
     const std::string& raw = opt->results().front();
     nlohmann::json number = nlohmann::json::parse(raw, nullptr, false);
-    const bool numeric = s.shape == SettingShape::kInteger || s.shape == SettingShape::kNumber;
+    const bool numeric = s.shape == SettingShape::kInteger || s.shape == SettingShape::kNumber ||
+                         s.load_option == "ctx_size";  // a number, or "auto"
     out[s.load_option] = numeric && number.is_number() ? number : nlohmann::json(raw);
   }
   return out;

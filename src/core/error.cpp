@@ -56,6 +56,8 @@ const char* error_code_name(ErrorCode code) {
       return "backend_exited";
     case ErrorCode::kBackendStartTimeout:
       return "backend_start_timeout";
+    case ErrorCode::kBackendLoadStalled:
+      return "backend_load_stalled";
     case ErrorCode::kSpawnFailed:
       return "spawn_failed";
     case ErrorCode::kBackendUnavailable:
@@ -139,6 +141,7 @@ bool is_retryable_load_failure(ErrorCode code) {
   switch (code) {
     case ErrorCode::kBackendExited:
     case ErrorCode::kBackendStartTimeout:
+    case ErrorCode::kBackendLoadStalled:
     case ErrorCode::kSpawnFailed:
     case ErrorCode::kOutOfMemory:
       return true;

@@ -51,6 +51,7 @@ ErrorShape error_shape(ErrorCode code) {
     case ErrorCode::kBackendBinaryMissing:
     case ErrorCode::kBackendExited:
     case ErrorCode::kBackendStartTimeout:
+    case ErrorCode::kBackendLoadStalled:
     case ErrorCode::kSpawnFailed:
       return {500, "server_error", "model_load_error"};
     case ErrorCode::kBackendUnavailable:

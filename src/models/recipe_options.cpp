@@ -9,9 +9,10 @@ namespace {
 
 using nlohmann::json;
 
-// Lemonade treats -1 (numbers) and "" (strings) as "not set" at every layer.
-// JSON null is treated the same way so that a client sending `"ctx_size": null`
-// gets the layered value rather than an error.
+// Lemonade treats -1 (numbers) and "" (strings) as "not set" at every layer,
+// except ctx_size's -1, a value of its own: the context fitted to memory
+// (Lemonade 11). JSON null is unset too (POST /load reads a null as "skip
+// the saved value", before the options are made).
 bool is_unset_value(const json& v) {
   if (v.is_null()) {
     return true;
@@ -23,6 +24,13 @@ bool is_unset_value(const json& v) {
     return v.get<double>() == -1.0;
   }
   return v.is_string() && v.get_ref<const std::string&>().empty();
+}
+
+bool is_unset_value(const std::string& key, const json& v) {
+  if (key == "ctx_size" && is_fitted_context_value(v)) {
+    return false;
+  }
+  return is_unset_value(v);
 }
 
 bool contains(const std::vector<std::string>& list, const std::string& value) {
@@ -75,6 +83,9 @@ Result<json> one_of(const std::string& key, const json& v, const std::vector<std
 
 // Checks one set value and returns it in canonical form.
 Result<json> validate(const std::string& key, const json& v) {
+  if (key == "ctx_size" && is_fitted_context_value(v)) {
+    return json(kFittedContext);
+  }
   if (key == "ctx_size" || key == "steps" || key == "width" || key == "height") {
     return positive_int(key, v);
   }
@@ -123,6 +134,11 @@ Result<json> validate(const std::string& key, const json& v) {
 
 }  // namespace
 
+bool is_fitted_context_value(const nlohmann::json& v) {
+  return (v.is_number_integer() && v.get<long long>() == kFittedContext) ||
+         (v.is_string() && v.get_ref<const std::string&>() == "auto");
+}
+
 const std::vector<std::string>& RecipeOptions::all_keys() {
   static const std::vector<std::string> keys = {
       "ctx_size",       "parallel", "llamacpp_backend", "llamacpp_args", "whispercpp_backend",
@@ -161,7 +177,7 @@ Result<RecipeOptions> RecipeOptions::from_json(std::string_view recipe, const js
   const std::vector<std::string> keys = recipe.empty() ? all_keys() : keys_for_recipe(recipe);
   for (const auto& key : keys) {
     auto it = j.find(key);
-    if (it == j.end() || is_unset_value(*it)) {
+    if (it == j.end() || is_unset_value(key, *it)) {
       continue;
     }
     auto value = validate(key, *it);
@@ -183,7 +199,7 @@ RecipeOptions RecipeOptions::inherit(const RecipeOptions& lower) const {
   RecipeOptions out = *this;
   for (const auto& [key, value] : lower.values_.items()) {
     auto mine = out.values_.find(key);
-    if (mine == out.values_.end() || is_unset_value(*mine)) {
+    if (mine == out.values_.end() || is_unset_value(key, *mine)) {
       out.values_[key] = value;
     }
   }
@@ -207,6 +223,11 @@ int RecipeOptions::ctx_size(int fallback) const {
     return fallback;
   }
   return it->get<int>();
+}
+
+bool RecipeOptions::fitted_context() const {
+  auto it = values_.find("ctx_size");
+  return it != values_.end() && is_fitted_context_value(*it);
 }
 
 int RecipeOptions::int_value(std::string_view key, int fallback) const {

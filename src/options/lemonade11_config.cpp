@@ -116,6 +116,10 @@ nlohmann::json typed_value(const Setting& s, const std::string& text) {
       if (s.key == "llamacpp.prefer_system" && (text == "true" || text == "false")) {
         return text == "true";
       }
+      if (s.load_option == "ctx_size") {
+        // 11's number; its -1 for the context fitted to memory.
+        return text == "auto" ? nlohmann::json(-1) : number_of(text).value_or(nlohmann::json(text));
+      }
       return text;
     case SettingShape::kList:
     case SettingShape::kOptionalValue:
@@ -191,7 +195,8 @@ Lemonade11Reading read_lemonade11_keys(const nlohmann::json& file) {
       continue;
     }
     if (key == "ctx_size" && value.is_number_integer() && value.get<long long>() == -1) {
-      continue;  // size-to-fit: our default chooses
+      out.settings[key] = "auto";  // size-to-fit: the context fitted to memory
+      continue;
     }
     if (key == "log_level" && value.is_string() &&
         (value.get<std::string>() == "fatal" || value.get<std::string>() == "none")) {

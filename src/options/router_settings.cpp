@@ -119,6 +119,16 @@ CLI::Validator text_check(std::string (*check)(const std::string&)) {
   return CLI::Validator([check](std::string& text) { return check(text); }, "").non_modifying();
 }
 
+std::string ctx_size_check(const std::string& text) {
+  const bool digits =
+      !text.empty() && text.size() <= 10 &&
+      std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  return text == "auto" || text == "-1" ||
+                 (digits && std::stoll(text) >= 1 && std::stoll(text) <= 2147483647)
+             ? std::string()
+             : "expected a positive integer or auto";
+}
+
 std::string keep_alive_check(const std::string& text) {
   return parse_keep_alive(text) ? std::string() : "expected seconds or a duration (5m)";
 }
@@ -159,9 +169,11 @@ std::string websocket_port_check(const std::string& text) {
 std::vector<Setting> build_table() {
   return {
       // The load options: also each model's (POST /load, recipe_options.json).
-      integer("--ctx-size", "", "Default context size")
+      text("--ctx-size", "",
+           "Default context size in tokens per slot, or auto: the largest that fits the "
+           "device's memory budget beside the models that stay loaded (llama.cpp)")
           .load_option("ctx_size")
-          .check(CLI::PositiveNumber)
+          .check(text_check(ctx_size_check))
           .live(),
       integer("--parallel", "",
               "llama.cpp slots per model: requests served at once, each with --ctx-size "
@@ -255,9 +267,15 @@ std::vector<Setting> build_table() {
              "A request for a model that is not loaded fails instead of loading it (llama-server's "
              "--no-models-autoload; a request's ?autoload=true|false wins)")
           .live(),
-      number("--load-timeout", "600", "Seconds a backend may take to become ready")
+      number("--load-timeout", "600",
+             "Seconds a backend may take to become ready, progress or not (the hard cap)")
           .seconds()
           .check(CLI::PositiveNumber),
+      number("--load-stall-timeout", "60",
+             "Seconds a backend that reports its load progress (llama-server) may go without a "
+             "sign of progress before the load fails; 0: no stall bound")
+          .seconds()
+          .check(CLI::NonNegativeNumber),
       number("--stop-grace", "5", "Seconds between SIGTERM and SIGKILL")
           .seconds()
           .check(CLI::NonNegativeNumber),

@@ -66,7 +66,14 @@ void Housekeeper::loop() {
 
 void Housekeeper::watch_memory() {
   for (const auto& s : parts_.table.snapshot().all_slots()) {
-    s->measured_ram.store(s->server->measured_rss(), std::memory_order_relaxed);
+    const std::int64_t rss = s->server->measured_rss();
+    s->measured_ram.store(rss, std::memory_order_relaxed);
+    // Its first measurement once loaded (settled), then each after its
+    // requests: the store keeps the configuration's peak.
+    if (rss > 0 && parts_.config.footprints != nullptr) {
+      parts_.config.footprints->remember(footprint_key(*s->server, s->estimate),
+                                         {{kRamDevice, rss}});
+    }
   }
   const auto readings = parts_.readings.read_all();
   const TableSnapshot table = parts_.table.snapshot();

@@ -6,6 +6,7 @@
 
 #include "events.h"
 #include "lemon/core/log.h"
+#include "lemon/router/context_fit.h"
 #include "lemon/router/memory_policy.h"
 #include "memory_admission.h"
 #include "router_errors.h"
@@ -50,7 +51,7 @@ bool JobEffects::serve_loaded() {
 }
 
 Status JobEffects::create_server() {
-  auto server = make_server(job_.options);
+  auto server = make_server(job_.options, std::nullopt);
   if (!server.ok()) {
     return std::move(server).error();
   }
@@ -92,9 +93,16 @@ Status JobEffects::admit_and_start() {
     }
   }
   const std::size_t slot_victims = victims.size();
+  if (server_->fits_context()) {
+    if (Status fitted = fit_context_to_memory(table, readings, settings->budget, victims);
+        !fitted.ok()) {
+      return fitted;
+    }
+  }
+  job_.charge = charge_of(*server_, job_.estimate);
   bool overlap = false;
   if (parts_.readings.on()) {
-    const AdmissionAsk ask{job_.model, false, standing.priority, job_.estimate};
+    const AdmissionAsk ask{job_.model, false, standing.priority, job_.charge};
     if (Status fits = admit_to_memory(table, ask, readings, settings->budget, victims, true);
         !fits.ok()) {
       return fits;  // too big even alone: nothing is evicted
@@ -206,8 +214,38 @@ bool JobEffects::evict_all(EvictAllReason reason, const Error& failure) {
   return !everyone.empty();
 }
 
+Status JobEffects::fit_context_to_memory(const TableSnapshot& table,
+                                         const std::vector<DeviceReading>& readings,
+                                         const BudgetRule& rule,
+                                         const std::vector<std::shared_ptr<ServerSlot>>& victims) {
+  ContextFitAsk ask;
+  ask.measured = parts_.readings.on();
+  if (ask.measured) {
+    ask.room = room_after(table, {job_.model, false, 0, {}}, readings, rule, victims);
+  }
+  ask.trained = server_->trained_context();
+  const ContextFit fit =
+      fit_context(ask, [this](int ctx) { return server_->memory_estimate_at(ctx); });
+  job_.context =
+      FittedContext{fit.ctx_size, context_fit_reason_name(fit.reason), describe_context_fit(fit)};
+  server_->set_fitted_context(*job_.context);
+  if (Status prepared = server_->prepare(); !prepared.ok()) {
+    return prepared;  // its slot folder names the context it gets
+  }
+  job_.estimate = server_->memory_estimate();
+  logger("router")->info("'{}': context fitted to memory: {}", job_.model, job_.context->detail);
+  return ok_status();
+}
+
+DeviceBytes JobEffects::charge_of(const WrappedServer& server, const DeviceBytes& estimate) const {
+  FootprintStore* footprints = parts_.config.footprints;
+  return admission_charge(estimate, footprints != nullptr
+                                        ? footprints->recall(footprint_key(server, estimate))
+                                        : std::nullopt);
+}
+
 Status JobEffects::start_again() {
-  auto retry = make_server(job_.options);
+  auto retry = make_server(job_.options, job_.context);
   if (!retry.ok()) {
     return std::move(retry).error();
   }
@@ -241,17 +279,19 @@ Status JobEffects::run_replica() {
     return Error(ErrorCode::kCancelled, "'" + job_.model + "' is no longer loaded");
   }
   const ServerSlot& first = *group->replicas.front().slot;
-  auto server = make_server(first.server->options());  // the same options
+  // The same options, and the same context as the model's first server.
+  auto server = make_server(first.server->options(), first.server->fitted_context());
   if (!server.ok()) {
     return std::move(server).error();
   }
   job_.estimate = (*server)->memory_estimate();
+  job_.charge = charge_of(**server, job_.estimate);
   if (parts_.readings.on()) {
     const auto readings = parts_.readings.read_for(job_.estimate);
     const int priority = queue_.standing(job_, nullptr).priority;
     std::vector<std::shared_ptr<ServerSlot>> none;  // a replica evicts nothing
     Status fits =
-        admit_to_memory(parts_.table.snapshot(), {job_.model, true, priority, job_.estimate},
+        admit_to_memory(parts_.table.snapshot(), {job_.model, true, priority, job_.charge},
                         readings, parts_.settings.now()->budget, none, false);
     if (!fits.ok()) {
       logger("router")->info("no replica for '{}': {}", job_.model, fits.error().message());
@@ -265,10 +305,14 @@ Status JobEffects::run_replica() {
   return start_and_publish(*server, origin);
 }
 
-Result<std::shared_ptr<WrappedServer>> JobEffects::make_server(const RecipeOptions& options) const {
+Result<std::shared_ptr<WrappedServer>> JobEffects::make_server(
+    const RecipeOptions& options, const std::optional<FittedContext>& fit) const {
   auto server = parts_.factory.create(job_.info, options);
   if (!server.ok()) {
     return server;
+  }
+  if (fit && (*server)->fits_context()) {
+    (*server)->set_fitted_context(*fit);
   }
   if (auto prepared = (*server)->prepare(); !prepared.ok()) {
     return std::move(prepared).error();
@@ -280,6 +324,7 @@ SlotOrigin JobEffects::origin_of(const WrappedServer& server) const {
   SlotOrigin origin;
   origin.model = job_.model;
   origin.estimate = job_.estimate;
+  origin.charged = job_.charge;
   origin.send_ahead = server.options().int_value("max_replicas", parts_.config.max_replicas) <= 1;
   origin.request_options = job_.request_options;
   origin.cli_generation = job_.cli_generation;

@@ -36,7 +36,19 @@ class JobEffects final : public LoadEffects {
   Status run_replica();
 
  private:
-  Result<std::shared_ptr<WrappedServer>> make_server(const RecipeOptions& options) const;
+  // What admission charges `server` of `estimate`: its configuration's
+  // remembered footprint with a margin, else the estimate.
+  DeviceBytes charge_of(const WrappedServer& server, const DeviceBytes& estimate) const;
+  // A prepared server with `options` and, when its context is fitted to
+  // memory, the context `fit` chose.
+  Result<std::shared_ptr<WrappedServer>> make_server(const RecipeOptions& options,
+                                                     const std::optional<FittedContext>& fit) const;
+  // Chooses the context of a server whose ctx_size asks for one fitted to
+  // memory (context_fit.h), beside the servers that stay (all but
+  // `victims`), and prepares the server again with it.
+  Status fit_context_to_memory(const TableSnapshot& table,
+                               const std::vector<DeviceReading>& readings, const BudgetRule& rule,
+                               const std::vector<std::shared_ptr<ServerSlot>>& victims);
   // Starts `server` and publishes it with the job's waiters' leases;
   // restores its saved slots; `origin` says what its record carries.
   Status start_and_publish(const std::shared_ptr<WrappedServer>& server, const SlotOrigin& origin);

@@ -7,7 +7,7 @@
 // on_finish) never change once the job is queued. The standing (pinned,
 // priority and whether they were given), the waiters, `announced`,
 // `outranked_logged` and `done` are guarded by the LoadQueue's lock.
-// `estimate` and `evicted_all` belong to the loader thread while it runs the
+// `estimate`, `context` and `evicted_all` belong to the loader thread while it runs the
 // job.
 #pragma once
 
@@ -74,6 +74,10 @@ struct LoadJob {
   bool announced = false;
 
   DeviceBytes estimate;  // the new server's memory estimate, once it is made
+  DeviceBytes charge;    // what admission charges it (admission_charge())
+  // The context chosen for it when its ctx_size asks for one fitted to
+  // memory (its retries start with the same).
+  std::optional<FittedContext> context;
   // This job evicted every other model for itself (the loader's own).
   bool evicted_all = false;
 };

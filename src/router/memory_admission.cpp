@@ -73,6 +73,30 @@ Status admit_to_memory(const TableSnapshot& table, const AdmissionAsk& ask,
   return ok_status();
 }
 
+DeviceBytes room_after(const TableSnapshot& table, const AdmissionAsk& ask,
+                       const std::vector<DeviceReading>& readings, const BudgetRule& rule,
+                       const std::vector<std::shared_ptr<ServerSlot>>& victims) {
+  DeviceBytes ours;
+  DeviceBytes staying;
+  for (const auto& g : table.groups) {
+    for (const auto& r : g.replicas) {
+      const bool goes = std::find(victims.begin(), victims.end(), r.slot) != victims.end() ||
+                        (!ask.replica && g.model == ask.model);
+      for (const auto& [device, bytes] : r.charges) {
+        ours[device] += bytes;
+        if (!goes) {
+          staying[device] += bytes;
+        }
+      }
+    }
+  }
+  DeviceBytes room = device_budgets(readings, ours, rule);
+  for (auto& [device, bytes] : room) {
+    bytes = std::max<std::int64_t>(0, bytes - staying[device]);
+  }
+  return room;
+}
+
 std::vector<DeviceMemoryInfo> device_report(const std::vector<DeviceReading>& readings,
                                             const DeviceBytes& ours, const BudgetRule& rule) {
   const DeviceBytes budgets = device_budgets(readings, ours, rule);

@@ -34,6 +34,14 @@ Status admit_to_memory(const TableSnapshot& table, const AdmissionAsk& ask,
                        const std::vector<DeviceReading>& readings, const BudgetRule& rule,
                        std::vector<std::shared_ptr<ServerSlot>>& victims, bool may_evict);
 
+// What the budgets leave on each device after the servers that stay: every
+// server of `table` but the `victims` and, unless `ask` is a replica, the
+// model's own (a reload replaces them). Devices without a budget are left
+// out (not limited).
+DeviceBytes room_after(const TableSnapshot& table, const AdmissionAsk& ask,
+                       const std::vector<DeviceReading>& readings, const BudgetRule& rule,
+                       const std::vector<std::shared_ptr<ServerSlot>>& victims);
+
 // Each device of `readings` with its budget and `ours` (what the router's
 // servers hold there), as /health and the RouterView report them.
 std::vector<DeviceMemoryInfo> device_report(const std::vector<DeviceReading>& readings,

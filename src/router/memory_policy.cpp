@@ -166,6 +166,24 @@ std::vector<std::string> plan_out_of_memory_recovery(const std::vector<ServerMem
   return victims;
 }
 
+DeviceBytes admission_charge(const DeviceBytes& estimate,
+                             const std::optional<DeviceBytes>& remembered) {
+  DeviceBytes charge = estimate;
+  if (!remembered) {
+    return charge;
+  }
+  for (auto& [device, bytes] : charge) {
+    const auto measured = remembered->find(device);
+    if (measured != remembered->end() && measured->second > 0) {
+      const auto margin = std::max(
+          kFootprintMarginFloor,
+          static_cast<std::int64_t>(static_cast<double>(measured->second) * kFootprintMargin));
+      bytes = measured->second + margin;
+    }
+  }
+  return charge;
+}
+
 std::string format_bytes(std::int64_t bytes) {
   char buf[32];
   const double b = static_cast<double>(bytes);

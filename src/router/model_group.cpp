@@ -30,8 +30,13 @@ LoadedServerInfo describe(const ServerSlot& slot, const ModelGroup& group) {
   info.replica = slot.replica;
   info.server_id = slot.id;
   info.memory_estimate = slot.estimate;
+  info.memory_charged = slot.charged;
   info.measured_ram = slot.measured_ram.load(std::memory_order_relaxed);
   info.speculation = s.speculation();
+  if (const auto& fit = s.fitted_context()) {
+    info.context_fit = {
+        {"ctx_size", fit->ctx_size}, {"reason", fit->reason}, {"detail", fit->detail}};
+  }
   info.waiting = static_cast<int>(group.line.size());
   info.pinned = group.pinned;
   info.priority = group.priority;

@@ -146,6 +146,11 @@ long long Router::saved_slot_bytes(const std::string& model) const {
   return parts_->config.slot_store != nullptr ? parts_->config.slot_store->saved_bytes(model) : 0;
 }
 
+std::optional<DeviceBytes> Router::remembered_footprint(const std::string& model) const {
+  return parts_->config.footprints != nullptr ? parts_->config.footprints->last_of(model)
+                                              : std::nullopt;
+}
+
 Status Router::set_pinned(std::string_view asked, bool pinned) {
   // Every form of a model's name reaches its servers (ModelResolver::internal_name).
   const std::string model_name = named(asked);

@@ -38,6 +38,9 @@ struct SlotOrigin {
   std::string model;
   bool replica = false;  // one more replica of a loaded model (a scale-up)
   DeviceBytes estimate;  // its memory estimate, before it starts
+  // What admission charged it (admission_charge(): a remembered footprint
+  // with its margin, else the estimate); empty: the estimate.
+  DeviceBytes charged;
   // Whether requests may go ahead into the backend's own queue (false while
   // the model may gain replicas: a request queued inside one replica would
   // not move to a new idle one).
@@ -58,6 +61,7 @@ struct ServerSlot {
         ahead(capacity > 0 && origin.send_ahead ? std::max(0, server->slots().queued_ahead) : 0),
         replica(replica_index),
         estimate(origin.estimate),
+        charged(origin.charged.empty() ? origin.estimate : origin.charged),
         request_options(origin.request_options),
         cli_generation(origin.cli_generation) {}
 
@@ -71,8 +75,10 @@ struct ServerSlot {
   const int ahead;
   // 0 for a model's first server, 1, 2, ... for the replicas started for it.
   const int replica;
-  // What it was expected to hold per device before it started.
+  // What it was expected to hold per device before it started, and what
+  // admission charged it (SlotOrigin::charged).
   const DeviceBytes estimate;
+  const DeviceBytes charged;
   // What its model's load was asked for (SlotOrigin): a reload for a new
   // CLI layer keeps the request options, and the housekeeper compares the
   // generation with the one in force.
@@ -82,9 +88,9 @@ struct ServerSlot {
   // not yet); replaces the RAM estimate once known.
   std::atomic<std::int64_t> measured_ram{0};
 
-  // What it holds per device: its estimate, with RAM measured once known.
+  // What it holds per device: its charge, with RAM measured once known.
   DeviceBytes charges() const {
-    DeviceBytes out = estimate;
+    DeviceBytes out = charged;
     if (const auto measured = measured_ram.load(std::memory_order_relaxed); measured > 0) {
       out[kRamDevice] = measured;
     }

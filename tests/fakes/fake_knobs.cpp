@@ -91,7 +91,8 @@ void warn_unknown_keys(const json& j) {
                                                "unknown_flags",
                                                "load_gate",
                                                "child_mode",
-                                               "load_progress_steps"};
+                                               "load_progress_steps",
+                                               "load_stalls_after_steps"};
   for (const auto& item : j.items()) {
     if (kKnown.count(item.key()) == 0) {
       std::fprintf(stderr, "fake: warning: unknown knob '%s' ignored\n", item.key().c_str());
@@ -133,6 +134,9 @@ Knobs from_json(const json& j) {
   }
   if (j.contains("load_progress_steps")) {
     k.load_progress_steps = get_int(j, "load_progress_steps");
+  }
+  if (j.contains("load_stalls_after_steps")) {
+    k.load_stalls_after_steps = get_int(j, "load_stalls_after_steps");
   }
   if (j.contains("hang_requests")) {
     k.hang_requests = get_bool(j, "hang_requests");

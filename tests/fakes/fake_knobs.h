@@ -35,6 +35,10 @@ struct Knobs {
   // Load progress reports (llama-server's child mode) between 0 and 1,
   // spread over startup_delay_ms.
   int load_progress_steps = 2;
+  // The load stops for good after its Nth report past the first (0: after
+  // text_model 0 %): no more lines, /health answers 503 forever, as a load
+  // stuck on a dead disk or a hung driver. Negative: it never stalls.
+  int load_stalls_after_steps = -1;
   std::optional<int> crash_on_request;
   std::optional<int> crash_mid_stream_after_chunks;
   bool hang_requests = false;

@@ -231,7 +231,7 @@ void start_loading_timer(int64_t listen_ns) {
   if (rt.on_load_progress) {
     rt.on_load_progress(0.0);
   }
-  if (!rt.knobs.load_gate) {
+  if (!rt.knobs.load_gate && rt.knobs.load_stalls_after_steps < 0) {
     rt.ready_at_ns = ready_at;
   }
   std::thread([ready_at, listen_ns] {
@@ -245,12 +245,19 @@ void start_loading_timer(int64_t listen_ns) {
     if (r.knobs.load_gate) {
       wait_at_gate();
     }
+    const int stall = r.knobs.load_stalls_after_steps;
+    if (stall == 0) {
+      return;  // stuck after its first report: silent from now on
+    }
     for (int i = 1; i < steps; ++i) {
       const int64_t at = listen_ns + (ready_at - listen_ns) * i / steps;
       if (at > mono_ns()) {
         std::this_thread::sleep_for(std::chrono::nanoseconds(at - mono_ns()));
       }
       progress(static_cast<double>(i) / steps);
+      if (i == stall) {
+        return;  // stuck: no more reports, never ready
+      }
     }
     int64_t wait_ns = ready_at - mono_ns();
     if (wait_ns > 0) {

@@ -35,7 +35,8 @@ TEST(CoreError, OnlyResourceLikeLoadFailuresAreRetryable) {
   }
   EXPECT_EQ(retryable,
             (std::set<ErrorCode>{ErrorCode::kBackendExited, ErrorCode::kBackendStartTimeout,
-                                 ErrorCode::kSpawnFailed, ErrorCode::kOutOfMemory}));
+                                 ErrorCode::kBackendLoadStalled, ErrorCode::kSpawnFailed,
+                                 ErrorCode::kOutOfMemory}));
   // Spelled out: a retry cannot fix these.
   for (ErrorCode c :
        {ErrorCode::kModelFilesMissing, ErrorCode::kInvalidUserArgs, ErrorCode::kUnknownRecipe,

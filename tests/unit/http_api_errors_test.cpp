@@ -60,6 +60,7 @@ const ShapeCase kShapes[] = {
     {ErrorCode::kModelFilesMissing, 404, "invalid_request_error", "model_not_downloaded"},
     {ErrorCode::kBackendExited, 500, "server_error", "model_load_error"},
     {ErrorCode::kBackendStartTimeout, 500, "server_error", "model_load_error"},
+    {ErrorCode::kBackendLoadStalled, 500, "server_error", "model_load_error"},
     {ErrorCode::kBackendBinaryMissing, 500, "server_error", "model_load_error"},
     {ErrorCode::kUnknownRecipe, 500, "server_error", "model_load_error"},
     {ErrorCode::kSpawnFailed, 500, "server_error", "model_load_error"},

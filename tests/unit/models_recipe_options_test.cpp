@@ -38,10 +38,28 @@ TEST(ModelsRecipeOptions, FromJsonKeepsOnlyRecipeKeysAndDropsUnset) {
   EXPECT_EQ(opts->string_value("llamacpp_args"), "");
   EXPECT_FALSE(opts->has("llamacpp_args"));
 
-  auto unset = RecipeOptions::from_json("llamacpp", json{{"ctx_size", -1}, {"llamacpp_args", ""}});
+  auto unset = RecipeOptions::from_json(
+      "llamacpp", json{{"ctx_size", nullptr}, {"parallel", -1}, {"llamacpp_args", ""}});
   ASSERT_TRUE(unset.ok());
   EXPECT_TRUE(unset->raw().empty());
   EXPECT_EQ(unset->ctx_size(1234), 1234);
+}
+
+TEST(ModelsRecipeOptions, CtxSizeMinusOneOrAutoAsksForTheContextFittedToMemory) {
+  for (const json& asked : {json(-1), json("auto")}) {
+    auto fitted = RecipeOptions::from_json("llamacpp", json{{"ctx_size", asked}});
+    ASSERT_TRUE(fitted.ok()) << asked.dump();
+    EXPECT_EQ(fitted->raw(), (json{{"ctx_size", -1}})) << "Lemonade 11's form";
+    EXPECT_TRUE(fitted->fitted_context());
+    EXPECT_EQ(fitted->ctx_size(1234), 1234);
+    // A value of its own: it wins over a lower layer's size, and a lower
+    // layer's -1 fills an unset one.
+    auto saved = RecipeOptions::from_json("llamacpp", json{{"ctx_size", 8192}}).value();
+    EXPECT_TRUE(fitted->inherit(saved).fitted_context());
+    EXPECT_TRUE(RecipeOptions().inherit(*fitted).fitted_context());
+    EXPECT_FALSE(saved.inherit(*fitted).fitted_context());
+  }
+  EXPECT_FALSE(RecipeOptions::from_json("llamacpp", json{{"ctx_size", "big"}}).ok());
 }
 
 TEST(ModelsRecipeOptions, EmptyRecipeKeepsEveryKnownKey) {

@@ -44,7 +44,7 @@ TEST(Lemonade11Keys, AreTranslatedOrListedAsNotApplied) {
   const Lemonade11Reading r = read_lemonade11_keys(file);
   EXPECT_EQ(r.settings["request_timeout"], 300);
   EXPECT_FALSE(r.settings.contains("global_timeout"));
-  EXPECT_FALSE(r.settings.contains("ctx_size")) << "size-to-fit falls to our default";
+  EXPECT_EQ(r.settings["ctx_size"], "auto") << "size-to-fit: the context fitted to memory";
   EXPECT_EQ(r.settings["log_level"], "critical");
   EXPECT_FALSE(r.settings.contains("telemetry"));
   EXPECT_FALSE(r.settings.contains("flm"));

@@ -69,7 +69,7 @@ TEST(RouterSettings, TheLoadOptionsAreAModelsAtTheirBuiltInDefaults) {
     builtin_keys.insert(key);
   }
   EXPECT_EQ(recipe_keys, builtin_keys);
-  EXPECT_EQ(values.integer("ctx_size"), builtin["ctx_size"].get<int>());
+  EXPECT_EQ(values.text("ctx_size"), builtin["ctx_size"].dump());
   EXPECT_EQ(values.text("llamacpp.backend"), builtin["llamacpp_backend"].get<std::string>());
   EXPECT_DOUBLE_EQ(values.number("sdcpp.cfg_scale"), builtin["cfg_scale"].get<double>());
 }

@@ -48,7 +48,8 @@ class LlamaCppServer final : public ProcessServer {
   std::string slot_save_dir() const override { return slot_dir_; }
   Result<std::vector<std::string>> build_args(int port) const override;
   // `parallel` slots of ctx_size tokens each (the KV cache holds their
-  // product; llama-server gets --parallel N --ctx-size N*ctx).
+  // product; llama-server gets --parallel N --ctx-size N*ctx); the fitted
+  // context when one was set.
   RequestSlots slots() const override;
   // The GGUF's tensors (from its header) and mmproj, the KV cache for
   // parallel x ctx_size tokens, and compute buffers; on the GPU the model
@@ -57,6 +58,11 @@ class LlamaCppServer final : public ProcessServer {
   // for the same context and compute buffers, or the KV cache of the
   // model's own prediction layers, on the same device.
   DeviceBytes memory_estimate() const override;
+  // ctx_size -1 or "auto".
+  bool fits_context() const override { return options().fitted_context(); }
+  DeviceBytes memory_estimate_at(int ctx_size) const override;
+  // The GGUF header's <arch>.context_length.
+  std::optional<int> trained_context() const override;
   // The speculation's part of it, for `tokens` tokens of context in all.
   std::int64_t speculation_bytes(std::int64_t tokens) const;
   nlohmann::json speculation() const override;
@@ -87,6 +93,9 @@ class LlamaCppServer final : public ProcessServer {
 
  private:
   std::string backend() const;
+  // The context a slot gets when `asked` is asked for (embedding models
+  // get at least 8192).
+  int context_per_slot(int asked) const;
 
   std::string slot_dir_;  // set by prepare()
   // The binary's flags, read by prepare() for a model that speculates

@@ -1,7 +1,10 @@
 // ProcessServer: the WrappedServer behaviour shared by every recipe that runs
 // a child process: find the binary, pick a port, spawn with an argv, poll the
 // health route (2 ms apart for the first 200 ms, then 20 ms, while watching
-// the child), stop with SIGTERM ->
+// the child) until --load-timeout, or until --load-stall-timeout passes with
+// no sign of progress from a backend that reports its load (load_watch.h:
+// each report and each other output line but health polls is one; then
+// kBackendLoadStalled naming the last stage), stop with SIGTERM ->
 // grace -> SIGKILL. Recipes supply only their command line, binary name,
 // health path and routes (one subclass per recipe).
 //
@@ -15,6 +18,7 @@
 #include <vector>
 
 #include "lemon/backends/binary_locator.h"
+#include "lemon/backends/load_watch.h"
 #include "lemon/backends/wrapped_server.h"
 #include "lemon/core/mutex.h"
 #include "lemon/net/upstream_client.h"
@@ -29,6 +33,9 @@ struct BackendEnvironment {
   ProcessLauncher* launcher = nullptr;
   PortAllocator* ports = nullptr;
   std::chrono::milliseconds load_timeout{600'000};
+  // How long a backend that reports its load may go without a sign of
+  // progress (load_watch.h); zero: no stall bound.
+  std::chrono::milliseconds load_stall_timeout{60'000};
   std::chrono::milliseconds stop_grace{5'000};
   std::string cache_dir;  // install dirs live in <cache_dir>/bin/<recipe>/<backend>
   // Where llama.cpp servers save their slots; "" keeps none.
@@ -98,6 +105,10 @@ class ProcessServer : public WrappedServer {
   // What a recipe changes in its spawn (an input pipe, a hook on its output
   // lines). Called once per spawn, after build_args(). Default: nothing.
   virtual void adjust_spawn(SpawnSpec& spec);
+  // Where a recipe whose backend reports its load marks each report
+  // (LoadWatch::progress), from its spawn's line hook; shared with the
+  // hook, which may outlive the server.
+  const std::shared_ptr<LoadWatch>& load_watch() const { return load_watch_; }
   // Called by stop() before its signal, while the child runs: a program
   // that stops more cleanly on a command of its own gets it here, and may
   // wait up to --stop-grace for it to exit (then no signal is sent).
@@ -105,10 +116,12 @@ class ProcessServer : public WrappedServer {
   virtual void ask_to_stop(ChildProcess& child);
 
  private:
-  enum class ReadyOutcome { kReady, kExited, kTimedOut, kCancelled, kPortTaken };
+  enum class ReadyOutcome { kReady, kExited, kTimedOut, kStalled, kCancelled, kPortTaken };
+  // Until `started` + the load timeout, or the stall bound (load_deadline).
   ReadyOutcome wait_ready(ChildProcess& child, net::UpstreamClient& client,
-                          std::chrono::steady_clock::time_point deadline,
+                          std::chrono::steady_clock::time_point started,
                           const std::function<bool()>& cancelled) const;
+  Error stalled_error(const ChildProcess& child) const;
   Error exited_error(const ChildProcess& child) const;
 
   // Shared with the child's exit callback, which may run on the monitor
@@ -128,6 +141,7 @@ class ProcessServer : public WrappedServer {
   std::string executable_;  // set by prepare()
   std::string secret_;      // see secret(); never logged
   std::shared_ptr<ExitWatch> exit_watch_ = std::make_shared<ExitWatch>();
+  std::shared_ptr<LoadWatch> load_watch_ = std::make_shared<LoadWatch>();
 
   mutable Mutex mu_;
   std::shared_ptr<ChildProcess> child_ LEMON_GUARDED_BY(mu_);

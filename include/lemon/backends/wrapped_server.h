@@ -79,6 +79,14 @@ struct RequestSlots {
   int queued_ahead = 0;
 };
 
+// The context chosen for a load whose ctx_size asks for the context fitted
+// to memory (-1, "auto"; router/context_fit.h): tokens per slot, and why.
+struct FittedContext {
+  int ctx_size = 0;
+  std::string reason;  // "memory", "trained_context", "floor", "not_measured"
+  std::string detail;  // the same in a sentence, with the figures
+};
+
 class WrappedServer {
  public:
   WrappedServer(ModelInfo model, RecipeOptions options, Device device)
@@ -189,6 +197,23 @@ class WrappedServer {
   // "ram" or to the GPU it runs on ("gpu<N>", the `gpu` option, else gpu0).
   // Recipes that know better override it (llama.cpp adds its KV cache).
   virtual DeviceBytes memory_estimate() const;
+  // Whether its context is fitted to memory before it starts: ctx_size
+  // asks for it and the recipe can (llama.cpp). Default: no.
+  virtual bool fits_context() const { return false; }
+  // memory_estimate() with `ctx_size` tokens per slot. Default: the
+  // estimate, which does not depend on a context.
+  virtual DeviceBytes memory_estimate_at(int ctx_size) const {
+    (void)ctx_size;
+    return memory_estimate();
+  }
+  // The context the model was trained with (a GGUF's context_length);
+  // nullopt when unknown.
+  virtual std::optional<int> trained_context() const { return std::nullopt; }
+  // The context chosen for a server that fits_context(): set by the
+  // loader thread before prepare() and start(), never after (its
+  // publication makes it visible to other threads).
+  void set_fitted_context(FittedContext fit) { fitted_ = std::move(fit); }
+  const std::optional<FittedContext>& fitted_context() const { return fitted_; }
   // How it drafts tokens (speculative decoding): {"draft": the draft
   // model's checkpoint or file, or null; "mtp": the model's own multi-token
   // prediction}, or null when it does not speculate. Default: null.
@@ -229,6 +254,7 @@ class WrappedServer {
   const ModelInfo model_;
   const RecipeOptions options_;
   const Device device_;
+  std::optional<FittedContext> fitted_;
   std::function<void()> exit_listener_;
 };
 

@@ -48,6 +48,7 @@ enum class ErrorCode {
   // Load failures that evict-all-then-retry may fix.
   kBackendExited,        // child exited before becoming ready
   kBackendStartTimeout,  // child never became ready within --load-timeout
+  kBackendLoadStalled,   // child stopped reporting load progress for --load-stall-timeout
   kSpawnFailed,          // fork/exec failed for a resource reason
   kOutOfMemory,  // the backend ran out of memory while loading (its output, or the OOM killer)
 
@@ -115,6 +116,7 @@ inline constexpr ErrorCode kAllErrorCodes[] = {
     ErrorCode::kInvalidOption,
     ErrorCode::kBackendExited,
     ErrorCode::kBackendStartTimeout,
+    ErrorCode::kBackendLoadStalled,
     ErrorCode::kSpawnFailed,
     ErrorCode::kOutOfMemory,
     ErrorCode::kBackendUnavailable,

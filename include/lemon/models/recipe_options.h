@@ -7,7 +7,11 @@
 //
 // Layering (seed 001 "Load Endpoint"): the load request, then the
 // per-model recipe_options.json entry, then the CLI/environment value, then the
-// built-in default. `-1` and `""` mean "unset" at every layer, as in Lemonade.
+// built-in default. `-1` and `""` mean "unset" at every layer, as in Lemonade,
+// except ctx_size's `-1` (also written "auto"): Lemonade 11's "fit the context
+// to the device's memory", a value that overrides lower layers like any
+// other and that the router resolves when it admits the load
+// (router/context_fit.h).
 //
 // Thread-safety: value type.
 #pragma once
@@ -22,6 +26,11 @@
 #include "lemon/core/load_option_defaults.h"
 
 namespace lemon {
+
+// ctx_size's value for a context fitted to memory.
+inline constexpr int kFittedContext = -1;
+// Whether `v` asks for it: -1 or "auto".
+bool is_fitted_context_value(const nlohmann::json& v);
 
 class RecipeOptions {
  public:
@@ -56,7 +65,10 @@ class RecipeOptions {
   const nlohmann::json& raw() const { return values_; }
   nlohmann::json to_json() const { return values_; }
 
+  // The context size; `fallback` when unset or fitted to memory.
   int ctx_size(int fallback = 4096) const;
+  // ctx_size asks for the context fitted to memory (-1, "auto").
+  bool fitted_context() const;
   // An integer option's value, or `fallback` when unset.
   int int_value(std::string_view key, int fallback) const;
   std::string string_value(std::string_view key) const;  // "" when unset

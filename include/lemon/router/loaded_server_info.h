@@ -47,11 +47,17 @@ struct LoadedServerInfo {
   std::uint64_t server_id = 0;   // unique for the router's life (Router::acquire_server)
   std::int64_t last_use_ms = 0;  // Unix time in milliseconds
   bool draining = false;
-  bool pinned = false;            // the model is pinned
-  int priority = 0;               // the model's priority
-  DeviceBytes memory_estimate;    // before it started
+  bool pinned = false;          // the model is pinned
+  int priority = 0;             // the model's priority
+  DeviceBytes memory_estimate;  // before it started
+  // What admission charged it: a remembered footprint with its margin, or
+  // the estimate (footprint_store.h).
+  DeviceBytes memory_charged;
   std::int64_t measured_ram = 0;  // its process group's RSS, once measured (0: not yet)
   nlohmann::json speculation;     // WrappedServer::speculation(): null when none
+  // The context fitted to memory, {"ctx_size", "reason", "detail"}, for a
+  // load whose ctx_size asked for one; null otherwise.
+  nlohmann::json context_fit;
 };
 
 // One device's memory as the router last saw it.

@@ -81,6 +81,16 @@ std::string primary_device(const DeviceBytes& estimate);
 std::vector<std::string> plan_out_of_memory_recovery(const std::vector<ServerMemory>& servers,
                                                      const std::string& device);
 
+// What admission charges a server: per device of its `estimate`, the
+// `remembered` peak of its configuration (footprint_store.h) plus a margin
+// (kFootprintMargin of it, at least kFootprintMarginFloor) where one was
+// measured, else the estimate. A configuration never measured is charged
+// its estimate.
+inline constexpr double kFootprintMargin = 0.05;
+inline constexpr std::int64_t kFootprintMarginFloor = std::int64_t{32} << 20;
+DeviceBytes admission_charge(const DeviceBytes& estimate,
+                             const std::optional<DeviceBytes>& remembered);
+
 // "1.5 GiB", "512 MiB", "900 B": for messages.
 std::string format_bytes(std::int64_t bytes);
 

@@ -66,6 +66,7 @@
 #include "lemon/models/catalogue.h"
 #include "lemon/router/device_memory.h"
 #include "lemon/router/eviction_policy.h"
+#include "lemon/router/footprint_store.h"
 #include "lemon/router/lease.h"
 #include "lemon/router/load_cooldown.h"
 #include "lemon/router/loaded_server_info.h"
@@ -172,6 +173,11 @@ struct RouterConfig {
   // before every planned stop (eviction, unload, keep-alive, scale-down,
   // memory pressure, shutdown), never before a crash's. Null: none.
   SlotStore* slot_store = nullptr;
+  // Footprints remembered across loads (footprint_store.h): a server's
+  // measurements are kept per configuration when it settles and while it
+  // runs, and the next admission of the configuration is charged them with
+  // a margin instead of the estimate. Null: estimates only.
+  FootprintStore* footprints = nullptr;
 };
 
 // The settings a running router takes again (a reload of the
@@ -281,6 +287,9 @@ class Router {
   // /delete does; and the bytes they take now (0: none, or no store).
   void forget_saved_slots(const std::string& model);
   long long saved_slot_bytes(const std::string& model) const;
+  // What the last configuration of `model` measured was measured to hold
+  // (RouterConfig::footprints), per device; nullopt when none was.
+  std::optional<DeviceBytes> remembered_footprint(const std::string& model) const;
 
   // While a LoadBlock lives, new loads of its model (explicit or automatic)
   // fail with kConflict; leases on a loaded server are not affected. The

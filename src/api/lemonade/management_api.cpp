@@ -15,23 +15,6 @@ namespace lemon::api {
 
 namespace {
 
-// POST /load's "priority": an integer in [kMinPriority,
-// kMaxPriority], or absent (null counts as absent).
-Result<std::optional<int>> priority_field(const nlohmann::json& body) {
-  auto p = body.find("priority");
-  if (p == body.end() || p->is_null()) {
-    return std::optional<int>();
-  }
-  if (!p->is_number_integer() || p->get<std::int64_t>() < kMinPriority ||
-      p->get<std::int64_t>() > kMaxPriority) {
-    return Error(ErrorCode::kInvalidRequest,
-                 "'priority' must be an integer from " + std::to_string(kMinPriority) + " to " +
-                     std::to_string(kMaxPriority) + ", got " + p->dump(),
-                 "priority");
-  }
-  return std::optional<int>(p->get<int>());
-}
-
 nlohmann::json loaded_entry(const LoadedServerInfo& s) {
   nlohmann::json entry = {{"model_name", s.model_name},
                           {"checkpoint", s.checkpoint},
@@ -50,6 +33,9 @@ nlohmann::json loaded_entry(const LoadedServerInfo& s) {
                           {"priority", s.priority}};
   if (!s.speculation.is_null()) {
     entry["speculation"] = s.speculation;  // a draft model, or its own MTP
+  }
+  if (!s.context_fit.is_null()) {
+    entry["context_fit"] = s.context_fit;  // the context chosen for ctx_size -1, and why
   }
   if (s.slots > 0) {
     // Requests served at once, those sent ahead into the backend's own
@@ -71,15 +57,22 @@ nlohmann::json memory_entry(const LoadedServerInfo& s) {
   for (const auto& [device, bytes] : s.memory_estimate) {
     estimate[device] = bytes;
   }
+  nlohmann::json charged = nlohmann::json::object();
+  for (const auto& [device, bytes] : s.memory_charged) {
+    charged[device] = bytes;
+  }
   return {{"estimate", std::move(estimate)},
+          {"charged", std::move(charged)},
           {"measured_ram", s.measured_ram > 0 ? nlohmann::json(s.measured_ram) : nullptr}};
 }
 
 // Adds one replica's memory to its model's entry.
 void add_memory(nlohmann::json& total, const nlohmann::json& replica) {
-  for (const auto& [device, bytes] : replica["estimate"].items()) {
-    total["estimate"][device] =
-        total["estimate"].value(device, std::int64_t{0}) + bytes.get<std::int64_t>();
+  for (const char* figure : {"estimate", "charged"}) {
+    for (const auto& [device, bytes] : replica[figure].items()) {
+      total[figure][device] =
+          total[figure].value(device, std::int64_t{0}) + bytes.get<std::int64_t>();
+    }
   }
   if (!replica["measured_ram"].is_null()) {
     const std::int64_t before =
@@ -296,6 +289,29 @@ void add_max_context_window(nlohmann::json& entry, const ModelInfo& m) {
 
 }  // namespace
 
+void ManagementApi::add_measured_memory(nlohmann::json& entry, const std::string& model,
+                                        std::int64_t live_ram) const {
+  // Loaded: its servers' RSS now (null until measured). Not loaded: what
+  // its last configuration was measured to hold, remembered across loads.
+  entry["measured_ram"] = live_ram > 0 ? nlohmann::json(live_ram) : nullptr;
+  entry["measured_vram"] = nullptr;
+  const auto remembered = router_.remembered_footprint(model);
+  if (!remembered) {
+    return;
+  }
+  std::int64_t vram = 0;
+  for (const auto& [device, bytes] : *remembered) {
+    if (device == kRamDevice && live_ram <= 0) {
+      entry["measured_ram"] = bytes;
+    } else if (device != kRamDevice) {
+      vram += bytes;
+    }
+  }
+  if (vram > 0) {
+    entry["measured_vram"] = vram;
+  }
+}
+
 void ManagementApi::handle_models(net::Request& r, net::ResponseWriter& w) {
   auto show_all = r.query_param("show_all");
   bool all = show_all && (*show_all == "true" || *show_all == "1");
@@ -303,8 +319,10 @@ void ManagementApi::handle_models(net::Request& r, net::ResponseWriter& w) {
   // A loaded model shows its pin and priority now; another those
   // recipe_options.json gives it when it loads.
   std::map<std::string, LoadStanding> loaded;
+  std::map<std::string, std::int64_t> live_ram;
   for (const auto& s : router_.loaded()) {
     loaded[s.model_name] = {s.pinned, s.priority};
+    live_ram[s.model_name] += s.measured_ram;
   }
   const http::ApiKey* key = http::caller_key(r);
   for (const auto& m : catalogue_.list(all)) {
@@ -320,6 +338,7 @@ void ManagementApi::handle_models(net::Request& r, net::ResponseWriter& w) {
     entry["priority"] = is_loaded ? *live->second.priority : m.saved_priority;
     entry["saved_slots_bytes"] = router_.saved_slot_bytes(m.name);
     add_max_context_window(entry, m);
+    add_measured_memory(entry, m.name, is_loaded ? live_ram[m.name] : 0);
     data.push_back(std::move(entry));
   }
   if (extend_models_) {
@@ -364,209 +383,16 @@ void ManagementApi::handle_model(const net::Request& r, std::string_view id,
   entry["priority"] = m->saved_priority;
   entry["saved_slots_bytes"] = router_.saved_slot_bytes(m->name);
   add_max_context_window(entry, *m);
+  std::int64_t live_ram = 0;
   for (const auto& loaded : router_.loaded()) {
     if (loaded.model_name == m->name) {
       entry["pinned"] = loaded.pinned;
       entry["priority"] = loaded.priority;
+      live_ram += loaded.measured_ram;
     }
   }
+  add_measured_memory(entry, m->name, live_ram);
   send_json(w, 200, entry);
-}
-
-void ManagementApi::handle_load(net::Request& r, net::ResponseWriter& w) {
-  if (auto raw = parse_json_object(r.body); raw.ok() && raw->contains("preset")) {
-    if (raw->contains("model_name") || raw->contains("model")) {
-      write_error(w, Error(ErrorCode::kInvalidRequest,
-                           "name either 'preset' or 'model_name', not both", "preset"));
-      return;
-    }
-    handle_load_preset(*raw, w);
-    return;
-  }
-  auto request = parse_model_request(r.body);
-  if (wrote_error(w, request)) {
-    return;
-  }
-  const nlohmann::json& body = request->body;
-  const std::string& name = request->model;
-  auto info = catalogue_.find(name);
-  if (!info) {
-    write_error(w, provisioner_.model_not_found(name));
-    return;
-  }
-  auto options = RecipeOptions::from_json("", body);
-  if (wrote_error(w, options)) {
-    return;
-  }
-  auto save = bool_field(body, "save_options", false);
-  if (wrote_error(w, save)) {
-    return;
-  }
-  // "pinned" (Lemonade HEAD's key): pin or unpin it as it is
-  // published; "priority" likewise.
-  LoadStanding standing;
-  auto priority = priority_field(body);
-  if (wrote_error(w, priority)) {
-    return;
-  }
-  standing.priority = *priority;
-  std::optional<bool> pin;
-  if (auto p = body.find("pinned"); p != body.end() && !p->is_null()) {
-    auto value = bool_field(body, "pinned", false);
-    if (wrote_error(w, value)) {
-      return;
-    }
-    pin = *value;
-  }
-  standing.pinned = pin;
-  WaitHooks hooks;
-  hooks.cancelled = [&w] { return !w.client_connected(); };
-  // Registered but not on disk, or its backend not installed: download or
-  // install first (Lemonade does too), then load.
-  // A pin is applied in the step that publishes the model, so no other
-  // load can evict it in between.
-  Status loaded = provisioner_.load(name, *options, hooks, standing);
-  if (!loaded.ok()) {
-    if (loaded.error().code() != ErrorCode::kCancelled) {
-      write_error(w, loaded.error());
-    }
-    return;
-  }
-  if (*save) {
-    // What this load ran with (request > saved > CLI > defaults), so a later
-    // load or auto-load without options gets the same server; a pin, given
-    // or saved before, is kept with them.
-    RecipeOptions effective = options->inherit(info->saved_options)
-                                  .inherit(router_.cli_options())
-                                  .restricted_to(info->recipe);
-    nlohmann::json saved_entry = effective.to_json();
-    if (pin.value_or(info->saved_pinned)) {
-      saved_entry["pinned"] = true;
-    }
-    if (const int kept = standing.priority.value_or(info->saved_priority); kept != 0) {
-      saved_entry["priority"] = kept;
-    }
-    if (wrote_error(w, catalogue_.save_options(name, saved_entry))) {
-      return;
-    }
-  }
-  nlohmann::json answer = {{"status", "success"},
-                           {"message", "Loaded model: " + name},
-                           {"model_name", name},
-                           {"checkpoint", info->checkpoint()},
-                           {"recipe", info->recipe}};
-  if (pin) {
-    answer["pinned"] = *pin;
-  }
-  if (standing.priority) {
-    answer["priority"] = *standing.priority;
-  }
-  send_json(w, 200, answer);
-}
-
-void ManagementApi::handle_pin(net::Request& r, net::ResponseWriter& w) {
-  auto body = parse_json_object(r.body);
-  if (wrote_error(w, body)) {
-    return;
-  }
-  auto name = string_field(*body, "model_name", false);
-  if (name.ok() && name->empty()) {
-    name = string_field(*body, "model", false);
-  }
-  if (wrote_error(w, name)) {
-    return;
-  }
-  if (name->empty()) {
-    write_error(w, Error(ErrorCode::kInvalidRequest, "'model_name' is required", "model_name"));
-    return;
-  }
-  auto pinned = body->find("pinned");
-  if (pinned == body->end() || !pinned->is_boolean()) {
-    write_error(w, Error(ErrorCode::kInvalidRequest, "'pinned' is required and must be a boolean",
-                         "pinned"));
-    return;
-  }
-  if (wrote_error(w, router_.set_pinned(*name, pinned->get<bool>()))) {
-    return;
-  }
-  send_json(w, 200,
-            {{"status", "success"}, {"model_name", *name}, {"pinned", pinned->get<bool>()}});
-}
-
-void ManagementApi::handle_load_preset(const nlohmann::json& body, net::ResponseWriter& w) {
-  auto id = string_field(body, "preset", true);
-  if (wrote_error(w, id)) {
-    return;
-  }
-  for (const auto& [key, value] : body.items()) {
-    if (key != "preset" && !(key == "save_options" && value == false)) {
-      write_error(w, Error(ErrorCode::kInvalidRequest,
-                           "'" + key +
-                               "' cannot be used with 'preset': the preset names its model and "
-                               "load options",
-                           key));
-      return;
-    }
-  }
-  auto entry = presets_.find(*id);
-  if (!entry) {
-    write_error(w,
-                Error(ErrorCode::kModelNotFound, "preset '" + *id + "' was not found", "preset"));
-    return;
-  }
-  const std::string& server = entry->server;
-  WaitHooks hooks;
-  hooks.cancelled = [&w] { return !w.client_connected(); };
-  Status loaded = provisioner_.load(server, RecipeOptions{}, hooks);
-  if (!loaded.ok()) {
-    if (loaded.error().code() != ErrorCode::kCancelled) {
-      write_error(w, loaded.error());
-    }
-    return;
-  }
-  send_json(w, 200,
-            {{"status", "success"},
-             {"message", "Loaded preset: " + *id},
-             {"preset", *id},
-             {"model_name", server}});
-}
-
-void ManagementApi::handle_unload(net::Request& r, net::ResponseWriter& w) {
-  std::string name;
-  if (r.body.find_first_not_of(" \t\r\n") != std::string::npos) {
-    auto body = parse_json_object(r.body);
-    if (wrote_error(w, body)) {
-      return;
-    }
-    auto field = string_field(*body, "model_name", false);
-    if (field.ok() && field->empty()) {
-      field = string_field(*body, "model", false);
-    }
-    if (wrote_error(w, field)) {
-      return;
-    }
-    name = *field;
-  }
-  if (name.empty()) {
-    router_.unload_all();
-    send_json(w, 200, {{"status", "success"}, {"message", "All models unloaded successfully"}});
-    return;
-  }
-  if (auto info = catalogue_.find(name); info && info->recipe == "remote") {
-    write_error(w, Error(ErrorCode::kServedRemotely,
-                         "model '" + name +
-                             "' is served by another machine (recipe remote): it is never "
-                             "loaded here",
-                         "model_name"));
-    return;
-  }
-  Status done = router_.unload(name);
-  if (wrote_error(w, done)) {
-    return;
-  }
-  send_json(
-      w, 200,
-      {{"status", "success"}, {"message", "Model unloaded successfully"}, {"model_name", name}});
 }
 
 }  // namespace lemon::api

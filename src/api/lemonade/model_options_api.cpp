@@ -89,7 +89,16 @@ nlohmann::json ModelOptionsApi::options_view(const std::string& asked, const Mod
       {"recipe", info.recipe},        {"saved", saved},
       {"effective", effective},       {"defaults", config.inherit(defaults).to_json()},
       {"sources", std::move(sources)}};
-  if (layered.has("ctx_size")) {
+  if (layered.fitted_context()) {
+    // Fitted to memory when it loads: the context its server got, or null
+    // while it is not loaded.
+    out["resolved_ctx_size"] = nullptr;
+    for (const auto& s : router_.loaded()) {
+      if (s.model_name == info.name && s.replica == 0 && s.slot_ctx_size > 0) {
+        out["resolved_ctx_size"] = s.slot_ctx_size;
+      }
+    }
+  } else if (layered.has("ctx_size")) {
     out["resolved_ctx_size"] = layered.ctx_size();
   }
   return out;

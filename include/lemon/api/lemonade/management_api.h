@@ -60,6 +60,11 @@ class ManagementApi {
   void handle_stats(net::ResponseWriter& w);
   void handle_system_info(net::ResponseWriter& w);
   void handle_models(net::Request& r, net::ResponseWriter& w);
+  // A /models entry's measured_ram and measured_vram: `live_ram` (its
+  // servers' RSS now) while loaded, else its remembered footprint; null
+  // when neither is known.
+  void add_measured_memory(nlohmann::json& entry, const std::string& model,
+                           std::int64_t live_ram) const;
   void handle_model(const net::Request& r, std::string_view id, net::ResponseWriter& w);
   void handle_load(net::Request& r, net::ResponseWriter& w);
   // POST /load {"preset": id}.
