@@ -28,8 +28,8 @@ class RealSpeculationTest : public RealLlamaTest {
       std::filesystem::create_symlink(real_model_file("tiny-llama-chat.gguf"), draft);
     }
     env_.add_user_model(
-        key, {{"checkpoints", {{"main", real_model_file("tiny-llama-chat.gguf")},
-                               {"draft", draft.string()}}},
+        key, {{"checkpoints",
+               {{"main", real_model_file("tiny-llama-chat.gguf")}, {"draft", draft.string()}}},
               {"recipe", "llamacpp"},
               {"source", "local_path"}});
     return draft.string();
