@@ -65,14 +65,23 @@ void Housekeeper::loop() {
 }
 
 void Housekeeper::watch_memory() {
+  // GPU memory per process, from the device's own tool (nvidia-smi).
+  const auto gpu_by_pid = parts_.config.footprints != nullptr
+                              ? parts_.readings.process_memory()
+                              : std::map<int, DeviceBytes>{};
   for (const auto& s : parts_.table.snapshot().all_slots()) {
     const std::int64_t rss = s->server->measured_rss();
     s->measured_ram.store(rss, std::memory_order_relaxed);
     // Its first measurement once loaded (settled), then each after its
     // requests: the store keeps the configuration's peak.
     if (rss > 0 && parts_.config.footprints != nullptr) {
-      parts_.config.footprints->remember(footprint_key(*s->server, s->estimate),
-                                         {{kRamDevice, rss}});
+      DeviceBytes measured{{kRamDevice, rss}};
+      if (const auto pid = s->server->pid()) {
+        if (auto gpu = gpu_by_pid.find(*pid); gpu != gpu_by_pid.end()) {
+          measured.insert(gpu->second.begin(), gpu->second.end());
+        }
+      }
+      parts_.config.footprints->remember(footprint_key(*s->server, s->estimate), measured);
     }
   }
   const auto readings = parts_.readings.read_all();

@@ -8,6 +8,7 @@
 // without the lock, which is a leaf and guards only the last reading.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -35,6 +36,11 @@ class MemoryReadings {
   // At start: every device, kept unless a load read some first. True when
   // it kept them.
   bool read_first() LEMON_EXCLUDES(mu_);
+  // The source's GPU memory per process (DeviceMemorySource::process_memory);
+  // empty without a source. Not kept.
+  std::map<int, DeviceBytes> process_memory() {
+    return source_ != nullptr ? source_->process_memory() : std::map<int, DeviceBytes>{};
+  }
 
  private:
   const std::shared_ptr<DeviceMemorySource> source_;

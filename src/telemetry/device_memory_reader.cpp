@@ -4,9 +4,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <optional>
 #include <sstream>
 
 #include "lemon/process/executable_search.h"
@@ -81,33 +84,54 @@ std::vector<DeviceReading> SystemDeviceMemory::read_ram() {
   return out;
 }
 
+std::vector<std::string> SystemDeviceMemory::nvidia_smi_lines(const std::string& smi,
+                                                              const std::string& query) {
+  SpawnSpec spec;
+  spec.executable = smi;
+  spec.args = {query, "--format=csv,noheader,nounits"};
+  spec.log_tag = "nvidia-smi";
+  auto child = launcher_->spawn(spec);
+  if (!child.ok()) {
+    return {};
+  }
+  if (!(*child)->wait_exit_until(std::chrono::steady_clock::now() + std::chrono::seconds(5))) {
+    (*child)->terminate(std::chrono::milliseconds(0));
+    return {};
+  }
+  return (*child)->last_lines(256);
+}
+
+std::map<int, DeviceBytes> SystemDeviceMemory::process_memory() {
+  MutexLock lock(mu_);  // one nvidia-smi at a time
+  const std::string smi = nvidia_smi_;
+  if (smi.empty()) {
+    return {};
+  }
+  const auto gpus = nvidia_smi_lines(smi, "--query-gpu=index,uuid");
+  if (gpus.empty()) {
+    return {};
+  }
+  return parse_process_memory(gpus,
+                              nvidia_smi_lines(smi, "--query-compute-apps=pid,gpu_uuid,used_memory"));
+}
+
 std::vector<DeviceReading> SystemDeviceMemory::read_gpus() {
   MutexLock lock(mu_);  // one nvidia-smi at a time
   std::vector<DeviceReading> gpus;
   const std::string smi = nvidia_smi_;
   if (!smi.empty()) {
-    SpawnSpec spec;
-    spec.executable = smi;
-    spec.args = {"--query-gpu=index,memory.total,memory.used", "--format=csv,noheader,nounits"};
-    spec.log_tag = "nvidia-smi";
-    if (auto child = launcher_->spawn(spec); child.ok()) {
-      if ((*child)->wait_exit_until(std::chrono::steady_clock::now() + std::chrono::seconds(5))) {
-        for (const auto& line : (*child)->last_lines(64)) {
-          std::istringstream fields(line);
-          int index = -1;
-          double total_mib = 0;
-          double used_mib = 0;
-          char c1 = 0;
-          char c2 = 0;
-          if (fields >> index >> c1 >> total_mib >> c2 >> used_mib && c1 == ',' && c2 == ',' &&
-              index >= 0) {
-            const auto total = static_cast<std::int64_t>(total_mib * MiB);
-            const auto used = static_cast<std::int64_t>(used_mib * MiB);
-            gpus.push_back({gpu_device(index), total, std::max<std::int64_t>(0, total - used)});
-          }
-        }
-      } else {
-        (*child)->terminate(std::chrono::milliseconds(0));
+    for (const auto& line : nvidia_smi_lines(smi, "--query-gpu=index,memory.total,memory.used")) {
+      std::istringstream fields(line);
+      int index = -1;
+      double total_mib = 0;
+      double used_mib = 0;
+      char c1 = 0;
+      char c2 = 0;
+      if (fields >> index >> c1 >> total_mib >> c2 >> used_mib && c1 == ',' && c2 == ',' &&
+          index >= 0) {
+        const auto total = static_cast<std::int64_t>(total_mib * MiB);
+        const auto used = static_cast<std::int64_t>(used_mib * MiB);
+        gpus.push_back({gpu_device(index), total, std::max<std::int64_t>(0, total - used)});
       }
     }
   }
@@ -136,6 +160,58 @@ std::vector<DeviceReading> SystemDeviceMemory::read_gpus() {
     return trailing_number(a.device) < trailing_number(b.device);
   });
   return gpus;
+}
+
+namespace {
+
+// The comma-separated fields of `line`, each trimmed.
+std::vector<std::string> csv_fields(const std::string& line) {
+  std::vector<std::string> out;
+  std::istringstream in(line);
+  std::string field;
+  while (std::getline(in, field, ',')) {
+    const auto first = field.find_first_not_of(" \t\r");
+    const auto last = field.find_last_not_of(" \t\r");
+    out.push_back(first == std::string::npos ? "" : field.substr(first, last - first + 1));
+  }
+  return out;
+}
+
+std::optional<long long> whole_number(const std::string& text) {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos ||
+      text.size() > 15) {
+    return std::nullopt;
+  }
+  return std::stoll(text);
+}
+
+}  // namespace
+
+std::map<int, DeviceBytes> parse_process_memory(const std::vector<std::string>& gpu_lines,
+                                                const std::vector<std::string>& app_lines) {
+  std::map<std::string, std::string> device_of_uuid;
+  for (const auto& line : gpu_lines) {
+    const auto f = csv_fields(line);
+    if (f.size() == 2 && !f[1].empty()) {
+      if (auto index = whole_number(f[0])) {
+        device_of_uuid[f[1]] = gpu_device(static_cast<int>(*index));
+      }
+    }
+  }
+  std::map<int, DeviceBytes> out;
+  for (const auto& line : app_lines) {
+    const auto f = csv_fields(line);
+    if (f.size() != 3) {
+      continue;
+    }
+    const auto pid = whole_number(f[0]);
+    const auto mib = whole_number(f[2]);
+    const auto device = device_of_uuid.find(f[1]);
+    if (pid && mib && *pid > 0 && *pid <= std::numeric_limits<int>::max() && device != device_of_uuid.end()) {
+      out[static_cast<int>(*pid)][device->second] += *mib * MiB;
+    }
+  }
+  return out;
 }
 
 }  // namespace lemon::telemetry

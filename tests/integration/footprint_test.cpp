@@ -3,7 +3,8 @@
 // the figure per configuration in <cache>/footprints.json; the next load of
 // the same configuration is charged that figure with a margin instead of the
 // estimate, so more models fit the same budget; /api/v1/models shows it for
-// a model that is not loaded.
+// a model that is not loaded; on a GPU, what nvidia-smi says the server's
+// process holds there is kept too.
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -99,6 +100,37 @@ TEST_F(FootprintTest, AConfigurationNeverSeenIsChargedItsEstimate) {
   ASSERT_EQ(load(port(), "user.a", {{"ctx_size", 8192}}).status, 200);
   const Json memory = (*loaded_entry(health(port()), "user.a"))["memory"];
   EXPECT_EQ(memory["charged"], memory["estimate"]) << memory.dump();
+}
+
+// On a GPU, the footprint keeps what nvidia-smi says the server's process
+// holds there too, and /api/v1/models shows it once the model is unloaded.
+TEST_F(FootprintTest, AGpuServersMemoryIsMeasuredWithNvidiaSmiAndRemembered) {
+  const std::string smi = env_.root() + "/nvidia-smi.csv";
+  const std::string apps = env_.root() + "/nvidia-smi-apps.csv";
+  write_file_atomically(smi, "0, 16000, 0\n");
+  std::filesystem::resize_file(env_.add_llm("g"), 200 * kFootprintMiB);
+  env_.write_recipe_options({{"user.g", {{"llamacpp_backend", "vulkan"}, {"gpu", 0}}}});
+  const std::string gpu_dir =
+      std::filesystem::path(fake_bin("nvidia-smi")).parent_path().parent_path() / "gpu";
+  ASSERT_NO_FATAL_FAILURE(start_router(
+      {"--memory-budget", "8G", "--memory-poll-interval", "0.1"},
+      {{"PATH", gpu_dir + ":" + env_.router_env().at("PATH")},
+       {"LEMON_FAKE_NVIDIA_SMI", smi},
+       {"LEMON_FAKE_NVIDIA_SMI_APPS", apps},
+       {"LEMONADE_LLAMACPP_VULKAN_BIN", fake_bin("llama-server")}}));
+  pid_t pid = 0;
+  ASSERT_NO_FATAL_FAILURE(load_ok("user.g", &pid));
+  // nvidia-smi now lists the server's process with 300 MiB on GPU 0, and
+  // another program's, which nothing charges.
+  write_file_atomically(apps, std::to_string(pid) + ", GPU-fake-0, 300\n1, GPU-fake-0, 999\n");
+  ASSERT_TRUE(eventually([&] {
+    return models_list_entry(port(), "user.g").value("measured_vram", Json()) ==
+           Json(300 * kFootprintMiB);
+  })) << models_list_entry(port(), "user.g").dump();
+  ASSERT_EQ(http_post(port(), "/api/v1/unload", Json{{"model_name", "user.g"}}).status, 200);
+  const Json unloaded = models_list_entry(port(), "user.g");
+  EXPECT_EQ(unloaded["measured_vram"], 300 * kFootprintMiB) << unloaded.dump();
+  EXPECT_GT(unloaded["measured_ram"].get<std::int64_t>(), 0) << unloaded.dump();
 }
 
 }  // namespace

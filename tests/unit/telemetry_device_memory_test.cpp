@@ -1,11 +1,13 @@
 // SystemDeviceMemory (issue #13 §1): RAM from /proc/meminfo and AMD GPUs from
-// sysfs, read from a fake root.
+// sysfs, read from a fake root; nvidia-smi's memory per process, parsed.
 #include "lemon/telemetry/device_memory_reader.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "support/temp_dir.h"
 
@@ -55,6 +57,29 @@ TEST(SystemDeviceMemory, NoMeminfoAndNoGpusReadNothing) {
   testing::TempDir dir("lemon-devmem");
   SystemDeviceMemory source(nullptr, (dir.path() / "proc").string(), (dir.path() / "sys").string());
   EXPECT_TRUE(source.read().empty());
+}
+
+TEST(SystemDeviceMemory, ProcessMemoryNamesEachGpuByItsIndex) {
+  const std::vector<std::string> gpus = {"0, GPU-aaaa", "1, GPU-bbbb", "garbage"};
+  const std::vector<std::string> apps = {
+      "4242, GPU-bbbb, 512",   // on gpu1
+      "4242, GPU-aaaa, 100",   // the same process on gpu0 too
+      "77, GPU-aaaa, 2048",    //
+      "88, GPU-cccc, 64",      // a GPU not listed: left out
+      "x, GPU-aaaa, 1",        // not a pid
+      "99, GPU-aaaa, [N/A]",   // no figure (the real tool's answer without rights)
+      "NVIDIA-SMI has failed"  // the driver is gone
+  };
+  const auto by_pid = parse_process_memory(gpus, apps);
+  ASSERT_EQ(by_pid.size(), 2U);
+  EXPECT_EQ(by_pid.at(4242), (DeviceBytes{{"gpu0", 100 * kOneMiB}, {"gpu1", 512 * kOneMiB}}));
+  EXPECT_EQ(by_pid.at(77), (DeviceBytes{{"gpu0", 2048 * kOneMiB}}));
+  EXPECT_TRUE(parse_process_memory({}, apps).empty()) << "no GPU list, no names";
+}
+
+TEST(SystemDeviceMemory, WithoutNvidiaSmiNoProcessIsMeasured) {
+  SystemDeviceMemory source(nullptr, "/nonexistent-proc", "/nonexistent-sys");
+  EXPECT_TRUE(source.process_memory().empty());
 }
 
 }  // namespace

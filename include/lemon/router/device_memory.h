@@ -6,6 +6,7 @@
 // Thread-safety: every method may be called from any thread.
 #pragma once
 
+#include <map>
 #include <vector>
 
 #include "lemon/router/memory_policy.h"
@@ -23,6 +24,10 @@ class DeviceMemorySource {
   // Looks for the tools it reads GPUs with again (nvidia-smi on PATH); the
   // memory poller calls it, so a load never searches.
   virtual void rescan_tools() {}
+  // The GPU memory each process holds, by pid, as the device's own tool
+  // reports it ({"gpu<N>": bytes}); empty where no tool tells (sysfs has no
+  // per-process figure). The memory poller asks it once per poll.
+  virtual std::map<int, DeviceBytes> process_memory() { return {}; }
 };
 
 }  // namespace lemon
