@@ -65,11 +65,18 @@ void Housekeeper::loop() {
 }
 
 void Housekeeper::watch_memory() {
-  // GPU memory per process, from the device's own tool (nvidia-smi).
-  const auto gpu_by_pid = parts_.config.footprints != nullptr
+  const auto slots = parts_.table.snapshot().all_slots();
+  // GPU memory per process, from the device's own tool (nvidia-smi), when
+  // some server is charged to a GPU.
+  const bool on_gpu = std::any_of(slots.begin(), slots.end(), [](const auto& s) {
+    return std::any_of(s->estimate.begin(), s->estimate.end(), [](const auto& device) {
+      return device.first != kRamDevice && device.second > 0;
+    });
+  });
+  const auto gpu_by_pid = parts_.config.footprints != nullptr && on_gpu
                               ? parts_.readings.process_memory()
                               : std::map<int, DeviceBytes>{};
-  for (const auto& s : parts_.table.snapshot().all_slots()) {
+  for (const auto& s : slots) {
     const std::int64_t rss = s->server->measured_rss();
     s->measured_ram.store(rss, std::memory_order_relaxed);
     // Its first measurement once loaded (settled), then each after its

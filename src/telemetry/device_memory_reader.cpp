@@ -111,8 +111,8 @@ std::map<int, DeviceBytes> SystemDeviceMemory::process_memory() {
   if (gpus.empty()) {
     return {};
   }
-  return parse_process_memory(gpus,
-                              nvidia_smi_lines(smi, "--query-compute-apps=pid,gpu_uuid,used_memory"));
+  return parse_process_memory(
+      gpus, nvidia_smi_lines(smi, "--query-compute-apps=pid,gpu_uuid,used_memory"));
 }
 
 std::vector<DeviceReading> SystemDeviceMemory::read_gpus() {
@@ -207,7 +207,8 @@ std::map<int, DeviceBytes> parse_process_memory(const std::vector<std::string>& 
     const auto pid = whole_number(f[0]);
     const auto mib = whole_number(f[2]);
     const auto device = device_of_uuid.find(f[1]);
-    if (pid && mib && *pid > 0 && *pid <= std::numeric_limits<int>::max() && device != device_of_uuid.end()) {
+    if (pid && mib && *pid > 0 && *pid <= std::numeric_limits<int>::max() &&
+        device != device_of_uuid.end()) {
       out[static_cast<int>(*pid)][device->second] += *mib * MiB;
     }
   }

@@ -112,12 +112,12 @@ TEST_F(FootprintTest, AGpuServersMemoryIsMeasuredWithNvidiaSmiAndRemembered) {
   env_.write_recipe_options({{"user.g", {{"llamacpp_backend", "vulkan"}, {"gpu", 0}}}});
   const std::string gpu_dir =
       std::filesystem::path(fake_bin("nvidia-smi")).parent_path().parent_path() / "gpu";
-  ASSERT_NO_FATAL_FAILURE(start_router(
-      {"--memory-budget", "8G", "--memory-poll-interval", "0.1"},
-      {{"PATH", gpu_dir + ":" + env_.router_env().at("PATH")},
-       {"LEMON_FAKE_NVIDIA_SMI", smi},
-       {"LEMON_FAKE_NVIDIA_SMI_APPS", apps},
-       {"LEMONADE_LLAMACPP_VULKAN_BIN", fake_bin("llama-server")}}));
+  ASSERT_NO_FATAL_FAILURE(
+      start_router({"--memory-budget", "8G", "--memory-poll-interval", "0.1"},
+                   {{"PATH", gpu_dir + ":" + env_.router_env().at("PATH")},
+                    {"LEMON_FAKE_NVIDIA_SMI", smi},
+                    {"LEMON_FAKE_NVIDIA_SMI_APPS", apps},
+                    {"LEMONADE_LLAMACPP_VULKAN_BIN", fake_bin("llama-server")}}));
   pid_t pid = 0;
   ASSERT_NO_FATAL_FAILURE(load_ok("user.g", &pid));
   // nvidia-smi now lists the server's process with 300 MiB on GPU 0, and
