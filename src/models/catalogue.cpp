@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <exception>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <unordered_map>
@@ -33,6 +34,20 @@ bool extra_files_present(const ModelInfo& info) {
     }
   }
   return !info.resolved_paths.empty();
+}
+
+// A collection is downloaded when every component is (Lemonade 11).
+void mark_collection(ModelInfo& info, const std::map<std::string, bool>& downloaded) {
+  info.resolved_paths.clear();
+  info.missing_paths.clear();
+  for (const auto& component : info.components) {
+    auto it = downloaded.find(component);
+    if (it == downloaded.end() || !it->second) {
+      info.missing_paths.push_back("component '" + component + "' is " +
+                                   (it == downloaded.end() ? "not registered" : "not downloaded"));
+    }
+  }
+  info.downloaded = info.missing_paths.empty();
 }
 
 }  // namespace
@@ -302,8 +317,8 @@ struct ModelCatalogue::State {
   }
 
   void resolve(ModelInfo& info, const std::optional<std::vector<std::string>>& flm) const {
-    if (info.source == ModelSource::kExtraDir) {
-      return;  // resolved by discovery
+    if (info.source == ModelSource::kExtraDir || info.is_collection()) {
+      return;  // resolved by discovery; a collection by its components
     }
     ResolveContext ctx{sources.hf_hub_cache, flm};
     resolve_model_files(info, ctx);
@@ -360,6 +375,18 @@ Result<ModelInfo> ModelCatalogue::resolve(std::string_view name) const {
   if (!info) {
     return Error(ErrorCode::kModelNotFound, "model '" + std::string(name) + "' not found", "model");
   }
+  if (info->is_collection()) {
+    std::map<std::string, bool> downloaded;
+    for (const auto& component : info->components) {
+      auto c = s.lookup(component);
+      if (c) {
+        s.resolve(*c, c->recipe == "flm" ? s.flm_list() : std::nullopt);
+      }
+      downloaded[component] = c && c->downloaded;
+    }
+    mark_collection(*info, downloaded);
+    return std::move(*info);
+  }
   s.resolve(*info, info->recipe == "flm" ? s.flm_list() : std::nullopt);
   return std::move(*info);
 }
@@ -373,12 +400,19 @@ std::vector<ModelInfo> ModelCatalogue::list(bool include_not_downloaded) const {
   bool flm_asked = false;
   std::vector<ModelInfo> out;
   out.reserve(entries.size());
+  std::map<std::string, bool> downloaded;
   for (auto& info : entries) {
     if (info.recipe == "flm" && !flm_asked) {
       flm = s.flm_list();  // once per listing: it may run `flm list`
       flm_asked = true;
     }
     s.resolve(info, flm);
+    downloaded[info.name] = info.downloaded;
+  }
+  for (auto& info : entries) {
+    if (info.is_collection()) {
+      mark_collection(info, downloaded);  // its components are never collections
+    }
     if (include_not_downloaded || info.downloaded) {
       out.push_back(std::move(info));
     }
