@@ -64,6 +64,36 @@ std::optional<Error> InferenceGateway::refuse_model(const ApiKey* key, std::stri
   return refused;
 }
 
+namespace {
+
+Error omni_refusal(const std::string& name) {
+  return Error(ErrorCode::kUnsupportedOperation,
+               "'" + name +
+                   "' is a collection.omni: its chat (a tool loop over its components) is not "
+                   "supported yet; call its components by name",
+               "model");
+}
+
+}  // namespace
+
+Result<std::string> InferenceGateway::session_model(const std::string& model,
+                                                    const nlohmann::json& body,
+                                                    const std::function<bool()>& gone) {
+  auto collection = policies_ != nullptr ? policies_->collection(model) : std::nullopt;
+  if (!collection) {
+    return model;
+  }
+  if (!collection->router) {
+    return omni_refusal(collection->name);
+  }
+  auto routed = policies_->route(collection->name, body,
+                                 next_request_id_.fetch_add(1, std::memory_order_relaxed), gone);
+  if (!routed.ok()) {
+    return std::move(routed).error();
+  }
+  return routed->decision.route_to;
+}
+
 std::optional<Error> InferenceGateway::route_collection(InferenceRequest& req,
                                                         const std::function<bool()>& gone) {
   auto collection = policies_->collection(req.model);
@@ -71,11 +101,7 @@ std::optional<Error> InferenceGateway::route_collection(InferenceRequest& req,
     return std::nullopt;
   }
   if (!collection->router) {
-    return Error(ErrorCode::kUnsupportedOperation,
-                 "'" + collection->name +
-                     "' is a collection.omni: its chat (a tool loop over its components) is "
-                     "not supported yet; call its components by name",
-                 "model");
+    return omni_refusal(collection->name);
   }
   const bool routes = req.route == ApiRoute::kChatCompletions ||
                       req.route == ApiRoute::kCompletions || req.route == ApiRoute::kResponses;

@@ -173,6 +173,12 @@ class InferenceGateway {
   // the backend's lease to the stream's end.
   int open_streams(const std::string& model) const LEMON_EXCLUDES(streams_mu_);
 
+  // The model a session created on `model` runs on: the candidate its
+  // routing policy chooses for `body` (a chat body), counted as a decision,
+  // or `model` itself when it names no policy. A collection.omni is
+  // kUnsupportedOperation. Sessions call it once, when they are created.
+  Result<std::string> session_model(const std::string& model, const nlohmann::json& body,
+                                    const std::function<bool()>& gone);
   // refuse_model() (caller.h), counted as the key's refusal for `model`
   // (lemonade_key_refusals_total): what every route that names a model
   // asks before it does anything with it.
