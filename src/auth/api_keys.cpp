@@ -5,6 +5,8 @@
 
 #include <set>
 
+#include "lemon/core/enum_names.h"
+
 namespace lemon::auth {
 namespace {
 
@@ -133,30 +135,23 @@ Result<ApiKey> parse_key(const nlohmann::json& entry, const std::string& path) {
 
 }  // namespace
 
+namespace {
+
+constexpr auto kScopeNames =
+    std::to_array<EnumName<Scope>>({{Scope::kPublic, "public"},
+                                    {Scope::kInference, "inference"},
+                                    {Scope::kRead, "read"},
+                                    {Scope::kInferenceOrRead, "inference or read"},
+                                    {Scope::kAdmin, "admin"}});
+
+}  // namespace
+
 const char* scope_name(Scope scope) {
-  switch (scope) {
-    case Scope::kPublic:
-      return "public";
-    case Scope::kInference:
-      return "inference";
-    case Scope::kRead:
-      return "read";
-    case Scope::kInferenceOrRead:
-      return "inference or read";
-    case Scope::kAdmin:
-      return "admin";
-  }
-  return "public";
+  return name_of(kScopeNames, scope, "public");
 }
 
 std::optional<Scope> scope_from_name(std::string_view name) {
-  for (Scope s :
-       {Scope::kPublic, Scope::kInference, Scope::kRead, Scope::kInferenceOrRead, Scope::kAdmin}) {
-    if (name == scope_name(s)) {
-      return s;
-    }
-  }
-  return std::nullopt;
+  return value_named(kScopeNames, name);
 }
 
 KeyHash sha256_of_key(std::string_view key) {

@@ -1,5 +1,9 @@
 #include "lemon/backends/wrapped_server.h"
 
+#include <algorithm>
+
+#include "lemon/core/enum_names.h"
+
 namespace lemon {
 
 ModelType model_type_for_route(ApiRoute route) {
@@ -23,30 +27,31 @@ ModelType model_type_for_route(ApiRoute route) {
   return ModelType::kLlm;
 }
 
+namespace {
+
+constexpr auto kApiRouteNames =
+    std::to_array<EnumName<ApiRoute>>({{ApiRoute::kChatCompletions, "chat/completions"},
+                                       {ApiRoute::kCompletions, "completions"},
+                                       {ApiRoute::kResponses, "responses"},
+                                       {ApiRoute::kEmbeddings, "embeddings"},
+                                       {ApiRoute::kReranking, "reranking"},
+                                       {ApiRoute::kTranscriptions, "audio/transcriptions"},
+                                       {ApiRoute::kImageGenerations, "images/generations"},
+                                       {ApiRoute::kImageEdits, "images/edits"},
+                                       {ApiRoute::kImageVariations, "images/variations"},
+                                       {ApiRoute::kTokenize, "tokenize"}});
+
+}  // namespace
+
 const char* api_route_name(ApiRoute route) {
-  switch (route) {
-    case ApiRoute::kChatCompletions:
-      return "chat/completions";
-    case ApiRoute::kCompletions:
-      return "completions";
-    case ApiRoute::kResponses:
-      return "responses";
-    case ApiRoute::kEmbeddings:
-      return "embeddings";
-    case ApiRoute::kReranking:
-      return "reranking";
-    case ApiRoute::kTranscriptions:
-      return "audio/transcriptions";
-    case ApiRoute::kImageGenerations:
-      return "images/generations";
-    case ApiRoute::kImageEdits:
-      return "images/edits";
-    case ApiRoute::kImageVariations:
-      return "images/variations";
-    case ApiRoute::kTokenize:
-      return "tokenize";
+  return name_of(kApiRouteNames, route, "");
+}
+
+std::optional<std::string> openai_path(ApiRoute route, std::initializer_list<ApiRoute> served) {
+  if (std::find(served.begin(), served.end(), route) == served.end()) {
+    return std::nullopt;
   }
-  return "";
+  return std::string("/v1/") + api_route_name(route);
 }
 
 }  // namespace lemon

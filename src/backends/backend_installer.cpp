@@ -17,6 +17,7 @@
 
 #include "lemon/backends/binary_locator.h"
 #include "lemon/core/atomic_file.h"
+#include "lemon/core/enum_names.h"
 #include "lemon/core/log.h"
 #include "lemon/download/archive.h"
 #include "lemon/download/disk_space.h"
@@ -143,18 +144,18 @@ nlohmann::json read_versions(const std::string& path) {
 
 }  // namespace
 
+namespace {
+
+constexpr auto kBackendStateNames = std::to_array<EnumName<BackendState::Kind>>(
+    {{BackendState::Kind::kInstalled, "installed"},
+     {BackendState::Kind::kInstallable, "installable"},
+     {BackendState::Kind::kUpdateRequired, "update_required"},
+     {BackendState::Kind::kUnsupported, "unsupported"}});
+
+}  // namespace
+
 const char* backend_state_name(BackendState::Kind kind) {
-  switch (kind) {
-    case BackendState::Kind::kInstalled:
-      return "installed";
-    case BackendState::Kind::kInstallable:
-      return "installable";
-    case BackendState::Kind::kUpdateRequired:
-      return "update_required";
-    case BackendState::Kind::kUnsupported:
-      return "unsupported";
-  }
-  return "unsupported";
+  return name_of(kBackendStateNames, kind, "unsupported");
 }
 
 BackendInstaller::BackendInstaller(InstallerSettings settings) : settings_(std::move(settings)) {}

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "lemon/core/enum_names.h"
+
 namespace lemon {
 namespace {
 
@@ -32,16 +34,17 @@ std::optional<LoadProgress> parse_progress(const nlohmann::json& payload) {
 
 }  // namespace
 
+namespace {
+
+constexpr auto kBackendPhaseNames =
+    std::to_array<EnumName<BackendReport::Phase>>({{BackendReport::Phase::kLoading, "loading"},
+                                                   {BackendReport::Phase::kReady, "ready"},
+                                                   {BackendReport::Phase::kSleeping, "sleeping"}});
+
+}  // namespace
+
 const char* backend_phase_name(BackendReport::Phase phase) {
-  switch (phase) {
-    case BackendReport::Phase::kLoading:
-      return "loading";
-    case BackendReport::Phase::kReady:
-      return "ready";
-    case BackendReport::Phase::kSleeping:
-      return "sleeping";
-  }
-  return "";
+  return name_of(kBackendPhaseNames, phase, "");
 }
 
 std::optional<BackendReport> parse_backend_report_line(std::string_view line) {

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <system_error>
 
+#include "lemon/core/text.h"
+
 namespace lemon {
 namespace fs = std::filesystem;
 
@@ -44,11 +46,7 @@ std::string search_path(const std::string& name) {
   if (path == nullptr) {
     return "";
   }
-  std::string_view rest(path);
-  while (!rest.empty()) {
-    auto colon = rest.find(':');
-    std::string_view dir = rest.substr(0, colon);
-    rest = colon == std::string_view::npos ? std::string_view() : rest.substr(colon + 1);
+  for (std::string_view dir : split(path, ':')) {
     if (dir.empty()) {
       continue;
     }

@@ -19,23 +19,8 @@ Result<std::vector<std::string>> FlmServer::build_args(int port) const {
 }
 
 std::optional<std::string> FlmServer::upstream_path(ApiRoute route) const {
-  switch (route) {
-    case ApiRoute::kChatCompletions:
-      return "/v1/chat/completions";
-    case ApiRoute::kCompletions:
-      return "/v1/completions";
-    case ApiRoute::kEmbeddings:
-      return "/v1/embeddings";
-    case ApiRoute::kResponses:
-    case ApiRoute::kReranking:
-    case ApiRoute::kTranscriptions:
-    case ApiRoute::kImageGenerations:
-    case ApiRoute::kImageEdits:
-    case ApiRoute::kImageVariations:
-    case ApiRoute::kTokenize:
-      return std::nullopt;
-  }
-  return std::nullopt;
+  return openai_path(route,
+                     {ApiRoute::kChatCompletions, ApiRoute::kCompletions, ApiRoute::kEmbeddings});
 }
 
 std::optional<std::string> FlmServer::rewrite_body(ApiRoute route,

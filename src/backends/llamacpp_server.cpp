@@ -21,18 +21,12 @@ constexpr int kEmbeddingMinContext = 8192;
 // /health answers 200.
 constexpr std::chrono::milliseconds kReadyLineWait{2000};
 
-// An unset backend means the CPU build, for the command line and the device.
-std::string llamacpp_backend(const RecipeOptions& options) {
-  std::string b = options.string_value("llamacpp_backend");
-  return b.empty() ? "cpu" : b;
-}
-
 }  // namespace
 
 LlamaCppServer::LlamaCppServer(const ModelInfo& model, const RecipeOptions& options,
                                const BackendEnvironment& env)
-    : ProcessServer(model, options, device_for_recipe("llamacpp", llamacpp_backend(options)), env) {
-}
+    : ProcessServer(model, options,
+                    device_for_recipe("llamacpp", backend_or_cpu("llamacpp", options)), env) {}
 
 LlamaCppServer::~LlamaCppServer() {
   stop();
@@ -40,7 +34,7 @@ LlamaCppServer::~LlamaCppServer() {
 }
 
 std::string LlamaCppServer::backend() const {
-  return llamacpp_backend(options());
+  return backend_or_cpu("llamacpp", options());
 }
 
 BinaryQuery LlamaCppServer::binary_query() const {
@@ -316,26 +310,14 @@ nlohmann::json LlamaCppServer::speculation() const {
 }
 
 std::optional<std::string> LlamaCppServer::upstream_path(ApiRoute route) const {
-  switch (route) {
-    case ApiRoute::kChatCompletions:
-      return "/v1/chat/completions";
-    case ApiRoute::kCompletions:
-      return "/v1/completions";
-    case ApiRoute::kResponses:
-      return "/v1/responses";
-    case ApiRoute::kEmbeddings:
-      return "/v1/embeddings";
-    case ApiRoute::kReranking:
-      return "/v1/rerank";
-    case ApiRoute::kTokenize:
-      return "/tokenize";
-    case ApiRoute::kTranscriptions:
-    case ApiRoute::kImageGenerations:
-    case ApiRoute::kImageEdits:
-    case ApiRoute::kImageVariations:
-      return std::nullopt;
+  if (route == ApiRoute::kReranking) {
+    return "/v1/rerank";
   }
-  return std::nullopt;
+  if (route == ApiRoute::kTokenize) {
+    return "/tokenize";
+  }
+  return openai_path(route, {ApiRoute::kChatCompletions, ApiRoute::kCompletions,
+                             ApiRoute::kResponses, ApiRoute::kEmbeddings});
 }
 
 std::vector<std::pair<std::string, std::string>> LlamaCppServer::child_env(

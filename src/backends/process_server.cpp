@@ -45,6 +45,11 @@ std::string stall_seconds_text(std::chrono::milliseconds ms) {
 
 }  // namespace
 
+std::string backend_or_cpu(std::string_view recipe, const RecipeOptions& options) {
+  std::string b = options.string_value(std::string(recipe) + "_backend");
+  return b.empty() ? "cpu" : b;
+}
+
 ProcessServer::ProcessServer(ModelInfo model, RecipeOptions options, Device device,
                              const BackendEnvironment& env)
     : WrappedServer(std::move(model), std::move(options), device),

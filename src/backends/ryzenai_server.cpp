@@ -19,14 +19,7 @@ Result<std::vector<std::string>> RyzenAiServer::build_args(int port) const {
 }
 
 std::optional<std::string> RyzenAiServer::upstream_path(ApiRoute route) const {
-  switch (route) {
-    case ApiRoute::kChatCompletions:
-      return "/v1/chat/completions";
-    case ApiRoute::kCompletions:
-      return "/v1/completions";
-    default:
-      return std::nullopt;
-  }
+  return openai_path(route, {ApiRoute::kChatCompletions, ApiRoute::kCompletions});
 }
 
 }  // namespace lemon

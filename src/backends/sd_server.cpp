@@ -6,21 +6,13 @@
 #include "lemon/backends/out_of_memory.h"
 
 namespace lemon {
-namespace {
-
-std::string sd_backend(const RecipeOptions& options) {
-  std::string b = options.string_value("sd-cpp_backend");
-  return b.empty() ? "cpu" : b;
-}
-
-}  // namespace
-
 SdServer::SdServer(const ModelInfo& model, const RecipeOptions& options,
                    const BackendEnvironment& env)
-    : ProcessServer(model, options, device_for_recipe("sd-cpp", sd_backend(options)), env) {}
+    : ProcessServer(model, options, device_for_recipe("sd-cpp", backend_or_cpu("sd-cpp", options)),
+                    env) {}
 
 BinaryQuery SdServer::binary_query() const {
-  return {"sd-cpp", sd_backend(options()), "sd-server"};
+  return {"sd-cpp", backend_or_cpu("sd-cpp", options()), "sd-server"};
 }
 
 std::vector<std::string> SdServer::required_roles() const {

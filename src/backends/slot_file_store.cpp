@@ -4,6 +4,7 @@
 
 #include "backend_call.h"
 #include "lemon/backends/slot_files.h"
+#include "lemon/core/enum_names.h"
 #include "lemon/core/log.h"
 #include "lemon/net/upstream_client.h"
 
@@ -52,16 +53,17 @@ void remove_quietly(const fs::path& path) {
 
 }  // namespace
 
+namespace {
+
+constexpr auto kSlotFileEventNames = std::to_array<EnumName<SlotFileEvent::Kind>>(
+    {{SlotFileEvent::Kind::kSaved, "slot_saved"},
+     {SlotFileEvent::Kind::kRestored, "slot_restored"},
+     {SlotFileEvent::Kind::kRestoreFailed, "slot_restore_failed"}});
+
+}  // namespace
+
 const char* slot_file_event_name(SlotFileEvent::Kind kind) {
-  switch (kind) {
-    case SlotFileEvent::Kind::kSaved:
-      return "slot_saved";
-    case SlotFileEvent::Kind::kRestored:
-      return "slot_restored";
-    case SlotFileEvent::Kind::kRestoreFailed:
-      return "slot_restore_failed";
-  }
-  return "";
+  return name_of(kSlotFileEventNames, kind, "");
 }
 
 SlotFileStore::SlotFileStore(SlotFileStoreSettings settings) : settings_(std::move(settings)) {}

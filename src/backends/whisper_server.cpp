@@ -8,22 +8,13 @@
 #include "lemon/backends/out_of_memory.h"
 
 namespace lemon {
-namespace {
-
-std::string whisper_backend(const RecipeOptions& options) {
-  std::string b = options.string_value("whispercpp_backend");
-  return b.empty() ? "cpu" : b;
-}
-
-}  // namespace
-
 WhisperServer::WhisperServer(const ModelInfo& model, const RecipeOptions& options,
                              const BackendEnvironment& env)
-    : ProcessServer(model, options, device_for_recipe("whispercpp", whisper_backend(options)),
-                    env) {}
+    : ProcessServer(model, options,
+                    device_for_recipe("whispercpp", backend_or_cpu("whispercpp", options)), env) {}
 
 BinaryQuery WhisperServer::binary_query() const {
-  return {"whispercpp", whisper_backend(options()), "whisper-server"};
+  return {"whispercpp", backend_or_cpu("whispercpp", options()), "whisper-server"};
 }
 
 Result<std::vector<std::string>> WhisperServer::build_args(int port) const {

@@ -1,6 +1,7 @@
 #include <openssl/rand.h>
 
 #include <array>
+#include <functional>
 #include <iostream>
 
 #include "lemon/auth/api_keys.h"
@@ -31,16 +32,17 @@ nlohmann::json change_of(const std::string& key, const std::string& text) {
   return {{key.substr(0, dot), {{key.substr(dot + 1), value}}}};
 }
 
-// Without a server: the file is checked as the router reads its settings,
-// then written atomically.
-int set_in_file(const nlohmann::json& change) {
-  const std::string path = config_file_path();
+// Reads config.json at `path`, applies `edit`, checks the result as the
+// router reads its settings and writes it atomically. 0, or fail()'s status
+// (nothing written).
+int edit_config_file(const std::string& path,
+                     const std::function<void(nlohmann::ordered_json&)>& edit) {
   auto current = read_json_object_for_update(path);
   if (!current.ok()) {
     return fail(current.error().message());
   }
   nlohmann::ordered_json merged = *current;
-  merge_config_changes(merged, change);
+  edit(merged);
   const SettingsRead checked =
       read_router_settings({"lemonade-router"}, nlohmann::json::parse(merged.dump()));
   if (checked.exit_now) {
@@ -48,6 +50,17 @@ int set_in_file(const nlohmann::json& change) {
   }
   if (Status written = write_file_atomically(path, merged.dump(2) + "\n"); !written.ok()) {
     return fail(written.error().message());
+  }
+  return 0;
+}
+
+// Without a server: the file is checked as the router reads its settings,
+// then written atomically.
+int set_in_file(const nlohmann::json& change) {
+  const std::string path = config_file_path();
+  if (int failed = edit_config_file(
+          path, [&](nlohmann::ordered_json& merged) { merge_config_changes(merged, change); })) {
+    return failed;
   }
   std::cout << "Saved in " << path << "; the server reads it when it starts" << std::endl;
   return 0;
@@ -80,25 +93,16 @@ int add_key(const CommandLine& cl) {
     entry["requests_per_minute"] = cl.key_requests_per_minute;
   }
   const std::string path = config_file_path();
-  auto current = read_json_object_for_update(path);
-  if (!current.ok()) {
-    return fail(current.error().message());
-  }
-  nlohmann::ordered_json merged = *current;
-  if (!merged.contains("auth") || !merged["auth"].is_object()) {
-    merged["auth"] = nlohmann::ordered_json::object();
-  }
-  if (!merged["auth"].contains("keys") || !merged["auth"]["keys"].is_array()) {
-    merged["auth"]["keys"] = nlohmann::ordered_json::array();
-  }
-  merged["auth"]["keys"].push_back(nlohmann::ordered_json::parse(entry.dump()));
-  const SettingsRead checked =
-      read_router_settings({"lemonade-router"}, nlohmann::json::parse(merged.dump()));
-  if (checked.exit_now) {
-    return fail(checked.message);
-  }
-  if (Status written = write_file_atomically(path, merged.dump(2) + "\n"); !written.ok()) {
-    return fail(written.error().message());
+  if (int failed = edit_config_file(path, [&](nlohmann::ordered_json& merged) {
+        if (!merged.contains("auth") || !merged["auth"].is_object()) {
+          merged["auth"] = nlohmann::ordered_json::object();
+        }
+        if (!merged["auth"].contains("keys") || !merged["auth"]["keys"].is_array()) {
+          merged["auth"]["keys"] = nlohmann::ordered_json::array();
+        }
+        merged["auth"]["keys"].push_back(nlohmann::ordered_json::parse(entry.dump()));
+      })) {
+    return failed;
   }
   std::cerr << "Added key '" << cl.model << "' to " << path
             << ". It is shown once; only its SHA-256 is kept:" << std::endl;

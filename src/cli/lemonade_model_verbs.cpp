@@ -371,12 +371,8 @@ int verb_export(const LemonadeLine& line, const LemonadeTarget& target) {
 
 int verb_delete(const LemonadeLine& line, const LemonadeTarget& target) {
   std::cout << "Deleting model: " << line.model << std::endl;
-  auto reply = target.client().post("/api/v1/delete", {{"model_name", line.model}});
-  if (!reply.ok()) {
-    return fail_request("deleting model", reply, target);
-  }
-  std::cout << "Model deleted successfully: " << line.model << std::endl;
-  return 0;
+  return post_and_report(target, "/api/v1/delete", {{"model_name", line.model}}, "deleting model",
+                         "Model deleted successfully: " + line.model);
 }
 
 int pull_if_needed_and_load(const std::string& model, nlohmann::json load_body,
@@ -395,12 +391,8 @@ int pull_if_needed_and_load(const std::string& model, nlohmann::json load_body,
   }
   load_body["model_name"] = model;
   std::cout << "Loading model: " << model << std::endl;
-  auto loaded = client.post("/api/v1/load", load_body);
-  if (!loaded.ok()) {
-    return fail_request("loading model", loaded, target);
-  }
-  std::cout << "Model loaded successfully!" << std::endl;
-  return 0;
+  return post_and_report(target, "/api/v1/load", load_body, "loading model",
+                         "Model loaded successfully!");
 }
 
 int verb_load(const LemonadeLine& line, const LemonadeTarget& target) {
@@ -420,32 +412,18 @@ int verb_unload(const LemonadeLine& line, const LemonadeTarget& target) {
   if (!line.model.empty()) {
     body["model_name"] = line.model;
   }
-  auto reply = target.client().post("/api/v1/unload", body);
-  if (!reply.ok()) {
-    return fail_request("unloading model", reply, target);
-  }
-  std::cout << "Model unloaded successfully!" << std::endl;
-  return 0;
+  return post_and_report(target, "/api/v1/unload", body, "unloading model",
+                         "Model unloaded successfully!");
 }
 
 int verb_pin(const LemonadeLine& line, const LemonadeTarget& target) {
-  auto reply =
-      target.client().post("/internal/pin", {{"model_name", line.model}, {"pinned", true}});
-  if (!reply.ok()) {
-    return fail_request("pinning model", reply, target);
-  }
-  std::cout << "Model pinned successfully!" << std::endl;
-  return 0;
+  return post_and_report(target, "/internal/pin", {{"model_name", line.model}, {"pinned", true}},
+                         "pinning model", "Model pinned successfully!");
 }
 
 int verb_unpin(const LemonadeLine& line, const LemonadeTarget& target) {
-  auto reply =
-      target.client().post("/internal/pin", {{"model_name", line.model}, {"pinned", false}});
-  if (!reply.ok()) {
-    return fail_request("unpinning model", reply, target);
-  }
-  std::cout << "Model unpinned successfully!" << std::endl;
-  return 0;
+  return post_and_report(target, "/internal/pin", {{"model_name", line.model}, {"pinned", false}},
+                         "unpinning model", "Model unpinned successfully!");
 }
 
 }  // namespace lemon::cli

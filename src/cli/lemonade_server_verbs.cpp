@@ -71,12 +71,8 @@ int backend_operation(const LemonadeLine& line, const LemonadeTarget& target) {
   const std::string backend = spec.substr(colon + 1);
   const ServerClient client = target.client();
   if (line.action == "uninstall") {
-    auto reply = client.post("/api/v1/uninstall", {{"recipe", recipe}, {"backend", backend}});
-    if (!reply.ok()) {
-      return fail_request("uninstalling backend", reply, target);
-    }
-    std::cout << "Backend uninstalled successfully: " << spec << std::endl;
-    return 0;
+    return post_and_report(target, "/api/v1/uninstall", {{"recipe", recipe}, {"backend", backend}},
+                           "uninstalling backend", "Backend uninstalled successfully: " + spec);
   }
   std::cout << "Installing backend: " << spec << std::endl;
   nlohmann::json body = {
@@ -109,6 +105,16 @@ int fail_request(const std::string& what, const HttpResult& reply, const Lemonad
   }
   std::cerr << "Error " << what << ": " << reply.error_text() << std::endl;
   return 1;
+}
+
+int post_and_report(const LemonadeTarget& target, std::string_view path, const nlohmann::json& body,
+                    const std::string& what, const std::string& done) {
+  auto reply = target.client().post(path, body);
+  if (!reply.ok()) {
+    return fail_request(what, reply, target);
+  }
+  std::cout << done << std::endl;
+  return 0;
 }
 
 void open_in_browser(const std::string& url) {

@@ -42,6 +42,16 @@ void write_all(int fd, const char* data, std::size_t n) {
   }
 }
 
+// read(2), again when a signal interrupts it.
+ssize_t read_some(int fd, void* buf, std::size_t n) {
+  for (;;) {
+    const ssize_t got = ::read(fd, buf, n);
+    if (got >= 0 || errno != EINTR) {
+      return got;
+    }
+  }
+}
+
 int exit_code_of(int status) {
   if (WIFEXITED(status)) {
     return WEXITSTATUS(status);
@@ -141,10 +151,7 @@ Result<std::unique_ptr<LaunchedRouter>> LaunchedRouter::start(const LaunchSpec& 
     ::close(null_fd);
   }
   int err = 0;
-  ssize_t got = 0;
-  do {
-    got = ::read(exec_error[0], &err, sizeof err);
-  } while (got < 0 && errno == EINTR);
+  const ssize_t got = read_some(exec_error[0], &err, sizeof err);
   ::close(exec_error[0]);
   if (got == static_cast<ssize_t>(sizeof err)) {
     int status = 0;
@@ -185,14 +192,8 @@ LaunchedRouter::~LaunchedRouter() {
 void LaunchedRouter::pump(int fd, bool echo, int log_fd) {
   std::string partial;
   char buf[16384];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      break;
-    }
+  ssize_t n = 0;
+  while ((n = read_some(fd, buf, sizeof buf)) > 0) {
     auto len = static_cast<std::size_t>(n);
     if (echo) {
       write_all(STDOUT_FILENO, buf, len);
@@ -225,14 +226,8 @@ void LaunchedRouter::pump(int fd, bool echo, int log_fd) {
 Result<int> LaunchedRouter::wait_ready() {
   std::string text;
   char buf[32];
-  for (;;) {
-    ssize_t n = ::read(ready_fd_, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      break;
-    }
+  ssize_t n = 0;
+  while ((n = read_some(ready_fd_, buf, sizeof buf)) > 0) {
     text.append(buf, static_cast<std::size_t>(n));
     if (text.find('\n') != std::string::npos) {
       break;

@@ -2,22 +2,23 @@
 
 #include <algorithm>
 
+#include "lemon/core/enum_names.h"
+
 namespace lemon {
 
+namespace {
+
+constexpr auto kModelTypeNames =
+    std::to_array<EnumName<ModelType>>({{ModelType::kLlm, "llm"},
+                                        {ModelType::kEmbedding, "embedding"},
+                                        {ModelType::kReranking, "reranking"},
+                                        {ModelType::kAudio, "audio"},
+                                        {ModelType::kImage, "image"}});
+
+}  // namespace
+
 const char* model_type_name(ModelType type) {
-  switch (type) {
-    case ModelType::kLlm:
-      return "llm";
-    case ModelType::kEmbedding:
-      return "embedding";
-    case ModelType::kReranking:
-      return "reranking";
-    case ModelType::kAudio:
-      return "audio";
-    case ModelType::kImage:
-      return "image";
-  }
-  return "llm";
+  return name_of(kModelTypeNames, type, "llm");
 }
 
 const char* lemonade11_type_name(ModelType type) {

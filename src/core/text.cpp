@@ -32,6 +32,16 @@ std::string ascii_lower(std::string_view s) {
   return out;
 }
 
+std::vector<std::string_view> split(std::string_view s, char separator) {
+  std::vector<std::string_view> out;
+  while (!s.empty()) {
+    const auto at = s.find(separator);
+    out.push_back(s.substr(0, at));
+    s = at == std::string_view::npos ? std::string_view() : s.substr(at + 1);
+  }
+  return out;
+}
+
 std::string join(const std::vector<std::string>& items, std::string_view separator) {
   std::string out;
   for (const auto& item : items) {

@@ -9,20 +9,22 @@
 
 #include <openssl/evp.h>
 
+#include "lemon/core/enum_names.h"
 #include "lemon/core/hex.h"
 
 namespace lemon::download {
 
+namespace {
+
+constexpr auto kChecksumKindNames =
+    std::to_array<EnumName<Checksum::Kind>>({{Checksum::Kind::kNone, "none"},
+                                             {Checksum::Kind::kSha256, "sha256"},
+                                             {Checksum::Kind::kGitBlobSha1, "git-sha1"}});
+
+}  // namespace
+
 const char* checksum_kind_name(Checksum::Kind kind) {
-  switch (kind) {
-    case Checksum::Kind::kNone:
-      return "none";
-    case Checksum::Kind::kSha256:
-      return "sha256";
-    case Checksum::Kind::kGitBlobSha1:
-      return "git-sha1";
-  }
-  return "none";
+  return name_of(kChecksumKindNames, kind, "none");
 }
 
 struct Hasher::Impl {

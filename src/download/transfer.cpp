@@ -19,6 +19,7 @@
 #include "curl_attempt.h"
 #include "hash_pipe.h"
 #include "lemon/core/log.h"
+#include "lemon/core/unique_fd.h"
 
 namespace lemon::download {
 
@@ -152,22 +153,6 @@ Status finish_file(const FileRequest& r, Hasher& hasher, int fd) {
   return ok_status();
 }
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) {
-      ::close(fd_);
-    }
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
 }  // namespace
 
 TransferOptions TransferOptions::from_environment() {
@@ -242,7 +227,8 @@ Status fetch_into(const FileRequest& request, const TransferOptions& options,
       fs::remove(request.partial_path, ec);  // longer than the file: start over
       have = 0;
     }
-    Fd fd(::open(request.partial_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+    UniqueFd fd(
+        ::open(request.partial_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
     if (fd.get() < 0) {
       int err = errno;
       if (err == ENOSPC || err == EDQUOT) {

@@ -132,6 +132,13 @@ std::optional<std::uint64_t> fixed_size(ValueType t) {
   return std::nullopt;
 }
 
+// A signed integer value that is not negative, or nullopt.
+template <typename Int>
+std::optional<std::uint64_t> read_non_negative(Reader& r) {
+  auto v = r.scalar<Int>();
+  return v && *v >= 0 ? std::optional<std::uint64_t>(*v) : std::nullopt;
+}
+
 // An unsigned integer value of any integer type, or nullopt.
 std::optional<std::uint64_t> read_uint(Reader& r, ValueType t) {
   switch (t) {
@@ -143,22 +150,14 @@ std::optional<std::uint64_t> read_uint(Reader& r, ValueType t) {
       return r.scalar<std::uint32_t>();
     case ValueType::kU64:
       return r.scalar<std::uint64_t>();
-    case ValueType::kI8: {
-      auto v = r.scalar<std::int8_t>();
-      return v && *v >= 0 ? std::optional<std::uint64_t>(*v) : std::nullopt;
-    }
-    case ValueType::kI16: {
-      auto v = r.scalar<std::int16_t>();
-      return v && *v >= 0 ? std::optional<std::uint64_t>(*v) : std::nullopt;
-    }
-    case ValueType::kI32: {
-      auto v = r.scalar<std::int32_t>();
-      return v && *v >= 0 ? std::optional<std::uint64_t>(*v) : std::nullopt;
-    }
-    case ValueType::kI64: {
-      auto v = r.scalar<std::int64_t>();
-      return v && *v >= 0 ? std::optional<std::uint64_t>(*v) : std::nullopt;
-    }
+    case ValueType::kI8:
+      return read_non_negative<std::int8_t>(r);
+    case ValueType::kI16:
+      return read_non_negative<std::int16_t>(r);
+    case ValueType::kI32:
+      return read_non_negative<std::int32_t>(r);
+    case ValueType::kI64:
+      return read_non_negative<std::int64_t>(r);
     default:
       return std::nullopt;
   }

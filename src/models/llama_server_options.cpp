@@ -1,5 +1,7 @@
 #include "lemon/models/llama_server_options.h"
 
+#include "lemon/core/text.h"
+
 namespace lemon {
 namespace {
 
@@ -263,10 +265,8 @@ constexpr Row kRows[] = {
 
 std::vector<std::string> split_names(std::string_view names) {
   std::vector<std::string> out;
-  while (!names.empty()) {
-    auto comma = names.find(',');
-    out.emplace_back(names.substr(0, comma));
-    names = comma == std::string_view::npos ? std::string_view() : names.substr(comma + 1);
+  for (std::string_view name : split(names, ',')) {
+    out.emplace_back(name);
   }
   return out;
 }

@@ -76,13 +76,11 @@ std::optional<bool> truth(std::string_view value) {
 
 std::vector<std::string> comma_list(std::string_view value) {
   std::vector<std::string> out;
-  while (!value.empty()) {
-    auto comma = value.find(',');
-    auto item = trim_whitespace(value.substr(0, comma));
+  for (std::string_view piece : split(value, ',')) {
+    auto item = trim_whitespace(piece);
     if (!item.empty()) {
       out.emplace_back(item);
     }
-    value = comma == std::string_view::npos ? std::string_view() : value.substr(comma + 1);
   }
   return out;
 }

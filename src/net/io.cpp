@@ -16,13 +16,6 @@
 
 namespace lemon::net::detail {
 
-void UniqueFd::reset(int fd) {
-  if (fd_ >= 0) {
-    ::close(fd_);
-  }
-  fd_ = fd;
-}
-
 Wait wait_fd(int fd, short events, int timeout_ms, int extra_fd, short extra_events) {
   std::array<pollfd, 2> fds{};
   fds[0].fd = fd;

@@ -66,11 +66,7 @@ void Headers::remove(std::string_view name) {
 }
 
 std::optional<std::string> Request::query_param(std::string_view key) const {
-  std::string_view rest = query;
-  while (!rest.empty()) {
-    auto amp = rest.find('&');
-    std::string_view pair = rest.substr(0, amp);
-    rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
+  for (std::string_view pair : split(query, '&')) {
     if (pair.empty()) {
       continue;
     }

@@ -73,14 +73,11 @@ std::vector<std::string> offered_subprotocols(const Request& request) {
     if (!iequals(name, "Sec-WebSocket-Protocol")) {
       continue;
     }
-    std::string_view rest = value;
-    while (!rest.empty()) {
-      const auto comma = rest.find(',');
-      std::string_view item = trim_ows(rest.substr(0, comma));
+    for (std::string_view piece : split(value, ',')) {
+      std::string_view item = trim_ows(piece);
       if (!item.empty()) {
         out.emplace_back(item);
       }
-      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
     }
   }
   return out;

@@ -13,24 +13,10 @@
 
 #include <string>
 
+#include "lemon/core/unique_fd.h"
+
 namespace lemon {
 namespace {
-
-class Socket {
- public:
-  Socket() : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {}
-  ~Socket() {
-    if (fd_ >= 0) {
-      ::close(fd_);
-    }
-  }
-  Socket(const Socket&) = delete;
-  Socket& operator=(const Socket&) = delete;
-  int fd() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 sockaddr_in loopback(int port) {
   sockaddr_in addr{};
@@ -43,14 +29,14 @@ sockaddr_in loopback(int port) {
 // True when 127.0.0.1:port can be bound right now (SO_REUSEADDR, as the
 // backends themselves bind, so TIME_WAIT leftovers do not count as taken).
 bool bindable(int port) {
-  Socket s;
-  if (s.fd() < 0) {
+  UniqueFd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (s.get() < 0) {
     return false;
   }
   int yes = 1;
-  ::setsockopt(s.fd(), SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  ::setsockopt(s.get(), SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
   sockaddr_in addr = loopback(port);
-  return ::bind(s.fd(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  return ::bind(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 
 #include "lemon/core/log.h"
 #include "lemon/core/mutex.h"
+#include "lemon/core/unique_fd.h"
 #include "lemon/process/process_launcher.h"
 #include "posix_child.h"
 
@@ -29,31 +30,6 @@ namespace lemon {
 namespace {
 
 using process_detail::PosixChild;
-
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() { reset(); }
-  Fd(Fd&& o) noexcept : fd_(o.release()) {}
-  Fd& operator=(Fd&& o) noexcept {
-    if (this != &o) {
-      reset(o.release());
-    }
-    return *this;
-  }
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-  void reset(int fd = -1) {
-    if (fd_ >= 0) {
-      ::close(fd_);
-    }
-    fd_ = fd;
-  }
-
- private:
-  int fd_ = -1;
-};
 
 // Everything fork's child needs, prepared before fork (no allocation after).
 struct ExecImage {
@@ -129,8 +105,8 @@ ExecImage build_exec_image(const SpawnSpec& spec) {
 }
 
 struct Pipe {
-  Fd read;
-  Fd write;
+  UniqueFd read;
+  UniqueFd write;
 };
 
 // Output pipes are enlarged so a backend never blocks on its logging while
@@ -147,13 +123,13 @@ Result<Pipe> make_pipe(int read_flags) {
     ::fcntl(fds[0], F_SETFL, ::fcntl(fds[0], F_GETFL) | read_flags);
     ::fcntl(fds[0], F_SETPIPE_SZ, kPipeBytes);  // best effort (limited by pipe-max-size)
   }
-  return Pipe{Fd(fds[0]), Fd(fds[1])};
+  return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
 }
 
 struct Spawned {
   std::shared_ptr<PosixChild> child;
-  Fd out;
-  Fd err;
+  UniqueFd out;
+  UniqueFd err;
 };
 
 // The child's input pipe (SpawnSpec::input_pipe): the router's end never
@@ -165,7 +141,7 @@ Result<Pipe> make_input_pipe() {
     return Error(ErrorCode::kSpawnFailed, "pipe2(): " + errno_message(errno));
   }
   ::fcntl(fds[1], F_SETFL, ::fcntl(fds[1], F_GETFL) | O_NONBLOCK);
-  return Pipe{Fd(fds[0]), Fd(fds[1])};
+  return Pipe{UniqueFd(fds[0]), UniqueFd(fds[1])};
 }
 
 Result<Spawned> fork_exec(const SpawnSpec& spec) {
@@ -323,7 +299,7 @@ class PosixLauncher final : public ProcessLauncher {
 
   void watch(Spawned s) {
     MutexLock lock(mu_);
-    for (Fd* fd : {&s.out, &s.err}) {
+    for (UniqueFd* fd : {&s.out, &s.err}) {
       add_fd(fd->release(), s.child, false);
     }
     add_fd(s.child->pidfd(), s.child, true);
@@ -438,8 +414,8 @@ class PosixLauncher final : public ProcessLauncher {
     }
   }
 
-  Fd wake_;
-  Fd epoll_;
+  UniqueFd wake_;
+  UniqueFd epoll_;
   Mutex mu_;
   CondVar spawn_cv_;
   bool stopping_ LEMON_GUARDED_BY(mu_) = false;

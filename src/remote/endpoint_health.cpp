@@ -2,18 +2,19 @@
 
 #include <algorithm>
 
+#include "lemon/core/enum_names.h"
+
 namespace lemon::remote {
 
+namespace {
+
+constexpr auto kEndpointStateNames = std::to_array<EnumName<EndpointState>>(
+    {{EndpointState::kHealthy, "healthy"}, {EndpointState::kDown, "down"}});
+
+}  // namespace
+
 const char* endpoint_state_name(EndpointState state) {
-  switch (state) {
-    case EndpointState::kHealthy:
-      return "healthy";
-    case EndpointState::kDown:
-      return "down";
-    case EndpointState::kUnknown:
-      break;
-  }
-  return "unknown";
+  return name_of(kEndpointStateNames, state, "unknown");
 }
 
 bool record_success(EndpointHealth& health) {

@@ -34,6 +34,17 @@ Result<std::string> string_at(const nlohmann::json& value, const std::string& wh
   return value.get<std::string>();
 }
 
+// `entry`'s string `key`, which it must have: "`where`: `missing`" when it
+// has none.
+Result<std::string> required_string(const nlohmann::json& entry, const std::string& where,
+                                    const std::string& key, std::string_view missing) {
+  auto it = entry.find(key);
+  if (it == entry.end()) {
+    return spec_error(where, missing);
+  }
+  return string_at(*it, where + "." + key);
+}
+
 }  // namespace
 
 const char* remote_policy_name(RemotePolicy policy) {
@@ -105,11 +116,7 @@ Result<RemoteEndpointSpec> parse_remote_endpoint(const nlohmann::json& entry,
     }
   }
   RemoteEndpointSpec out;
-  auto base = entry.find("base_url");
-  if (base == entry.end()) {
-    return spec_error(where, "needs a \"base_url\"");
-  }
-  auto text = string_at(*base, where + ".base_url");
+  auto text = required_string(entry, where, "base_url", "needs a \"base_url\"");
   if (!text.ok()) {
     return std::move(text).error();
   }
@@ -274,11 +281,8 @@ Result<RemoteSettings> parse_remote_settings(const nlohmann::json& remote,
         return spec_error(where, "expected an object {base_url, key_env, prefix}");
       }
       DiscoverySpec one;
-      auto prefix = entry.find("prefix");
-      if (prefix == entry.end()) {
-        return spec_error(where, "needs a \"prefix\" (models are listed as <prefix>/<name>)");
-      }
-      auto text = string_at(*prefix, where + ".prefix");
+      auto text = required_string(entry, where, "prefix",
+                                  "needs a \"prefix\" (models are listed as <prefix>/<name>)");
       if (!text.ok()) {
         return std::move(text).error();
       }

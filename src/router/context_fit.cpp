@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "lemon/core/enum_names.h"
 #include "lemon/router/memory_policy.h"
 
 namespace lemon {
@@ -92,18 +93,18 @@ ContextFit fit_context(const ContextFitAsk& ask,
   return fit;
 }
 
+namespace {
+
+constexpr auto kContextFitReasonNames = std::to_array<EnumName<ContextFit::Reason>>(
+    {{ContextFit::Reason::kMemory, "memory"},
+     {ContextFit::Reason::kTrainedContext, "trained_context"},
+     {ContextFit::Reason::kFloor, "floor"},
+     {ContextFit::Reason::kNotMeasured, "not_measured"}});
+
+}  // namespace
+
 const char* context_fit_reason_name(ContextFit::Reason reason) {
-  switch (reason) {
-    case ContextFit::Reason::kMemory:
-      return "memory";
-    case ContextFit::Reason::kTrainedContext:
-      return "trained_context";
-    case ContextFit::Reason::kFloor:
-      return "floor";
-    case ContextFit::Reason::kNotMeasured:
-      return "not_measured";
-  }
-  return "";
+  return name_of(kContextFitReasonNames, reason, "");
 }
 
 std::string describe_context_fit(const ContextFit& fit) {

@@ -4,22 +4,23 @@
 #include <limits>
 #include <tuple>
 
+#include "lemon/core/enum_names.h"
+
 namespace lemon {
 
+namespace {
+
+constexpr auto kEvictionReasonNames =
+    std::to_array<EnumName<EvictionReason>>({{EvictionReason::kReload, "reload"},
+                                             {EvictionReason::kNpuExclusive, "npu_exclusive"},
+                                             {EvictionReason::kSlotLimit, "slot_limit"},
+                                             {EvictionReason::kMemory, "memory"},
+                                             {EvictionReason::kOutOfMemory, "out_of_memory"}});
+
+}  // namespace
+
 const char* eviction_reason_name(EvictionReason reason) {
-  switch (reason) {
-    case EvictionReason::kReload:
-      return "reload";
-    case EvictionReason::kNpuExclusive:
-      return "npu_exclusive";
-    case EvictionReason::kSlotLimit:
-      return "slot_limit";
-    case EvictionReason::kMemory:
-      return "memory";
-    case EvictionReason::kOutOfMemory:
-      return "out_of_memory";
-  }
-  return "";
+  return name_of(kEvictionReasonNames, reason, "");
 }
 
 std::string choose_pressure_victim(const std::vector<SlotView>& slots) {

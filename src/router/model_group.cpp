@@ -45,6 +45,37 @@ LoadedServerInfo describe(const ServerSlot& slot, const ModelGroup& group) {
   return info;
 }
 
+std::vector<LoadedServerInfo> describe_all(const ModelGroups& groups) {
+  std::vector<LoadedServerInfo> out;
+  for (const auto& [name, group] : groups) {
+    for (const auto& r : group.replicas) {
+      out.push_back(describe(*r, group));
+    }
+  }
+  return out;
+}
+
+std::optional<LoadedServerInfo> describe_most_recent(const ModelGroups& groups,
+                                                     std::string_view last_loaded) {
+  if (auto it = groups.find(last_loaded); it != groups.end()) {
+    return describe(*it->second.replicas.front(), it->second);
+  }
+  const ServerSlot* newest = nullptr;
+  const ModelGroup* newest_group = nullptr;
+  for (const auto& [name, group] : groups) {
+    for (const auto& r : group.replicas) {
+      if (newest == nullptr || r->id > newest->id) {
+        newest = r.get();
+        newest_group = &group;
+      }
+    }
+  }
+  if (newest == nullptr) {
+    return std::nullopt;
+  }
+  return describe(*newest, *newest_group);
+}
+
 DeviceBytes held_per_device(const ModelGroups& groups) {
   DeviceBytes ours;
   for (const auto& [name, group] : groups) {

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "lemon/router/loaded_server_info.h"
@@ -80,6 +81,13 @@ using ModelGroups = std::map<std::string, ModelGroup, std::less<>>;
 std::shared_ptr<ServerSlot> find_server(const ModelGroups& groups, std::uint64_t server_id);
 // A server as /health reports it, with its group's line and standing.
 LoadedServerInfo describe(const ServerSlot& slot, const ModelGroup& group);
+// Every server of `groups`, described, by model and then publication.
+std::vector<LoadedServerInfo> describe_all(const ModelGroups& groups);
+// The first server of `last_loaded` (the model whose load published last)
+// while it is loaded, else the server with the highest id; nullopt when
+// there is none.
+std::optional<LoadedServerInfo> describe_most_recent(const ModelGroups& groups,
+                                                     std::string_view last_loaded);
 // What the servers of `groups` hold per device.
 DeviceBytes held_per_device(const ModelGroups& groups);
 

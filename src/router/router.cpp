@@ -5,52 +5,39 @@
 #include "lemon/router/router.h"
 
 #include "lemon/core/clock.h"
+#include "lemon/core/enum_names.h"
 #include "lemon/core/log.h"
 #include "router_errors.h"
 #include "router_parts.h"
 
 namespace lemon {
 
+namespace {
+
+constexpr auto kRouterEventNames = std::to_array<EnumName<RouterEvent::Kind>>(
+    {{RouterEvent::Kind::kLoadQueued, "load_queued"},
+     {RouterEvent::Kind::kLoadJoined, "load_joined"},
+     {RouterEvent::Kind::kLoadStarted, "load_started"},
+     {RouterEvent::Kind::kEvictionPlanned, "eviction_planned"},
+     {RouterEvent::Kind::kDrainWaiting, "drain_waiting"},
+     {RouterEvent::Kind::kServerStopped, "server_stopped"},
+     {RouterEvent::Kind::kServerCrashed, "server_crashed"},
+     {RouterEvent::Kind::kLoadSucceeded, "load_succeeded"},
+     {RouterEvent::Kind::kLoadFailed, "load_failed"},
+     {RouterEvent::Kind::kRetryingAfterEvictAll, "retrying_after_evict_all"},
+     {RouterEvent::Kind::kRetryingAfterOutOfMemory, "retrying_after_out_of_memory"},
+     {RouterEvent::Kind::kWaitingForSlot, "waiting_for_slot"},
+     {RouterEvent::Kind::kReplicaStarted, "replica_started"},
+     {RouterEvent::Kind::kReplicaStopped, "replica_stopped"},
+     {RouterEvent::Kind::kSlotSaved, "slot_saved"},
+     {RouterEvent::Kind::kSlotRestored, "slot_restored"},
+     {RouterEvent::Kind::kSlotRestoreFailed, "slot_restore_failed"},
+     {RouterEvent::Kind::kBackendReport, "backend_state"}});
+
+}  // namespace
+
 const char* router_event_name(RouterEvent::Kind kind) {
-  switch (kind) {
-    case RouterEvent::Kind::kLoadQueued:
-      return "load_queued";
-    case RouterEvent::Kind::kLoadJoined:
-      return "load_joined";
-    case RouterEvent::Kind::kLoadStarted:
-      return "load_started";
-    case RouterEvent::Kind::kEvictionPlanned:
-      return "eviction_planned";
-    case RouterEvent::Kind::kDrainWaiting:
-      return "drain_waiting";
-    case RouterEvent::Kind::kServerStopped:
-      return "server_stopped";
-    case RouterEvent::Kind::kServerCrashed:
-      return "server_crashed";
-    case RouterEvent::Kind::kLoadSucceeded:
-      return "load_succeeded";
-    case RouterEvent::Kind::kLoadFailed:
-      return "load_failed";
-    case RouterEvent::Kind::kRetryingAfterEvictAll:
-      return "retrying_after_evict_all";
-    case RouterEvent::Kind::kRetryingAfterOutOfMemory:
-      return "retrying_after_out_of_memory";
-    case RouterEvent::Kind::kWaitingForSlot:
-      return "waiting_for_slot";
-    case RouterEvent::Kind::kReplicaStarted:
-      return "replica_started";
-    case RouterEvent::Kind::kReplicaStopped:
-      return "replica_stopped";
-    case RouterEvent::Kind::kSlotSaved:
-      return "slot_saved";
-    case RouterEvent::Kind::kSlotRestored:
-      return "slot_restored";
-    case RouterEvent::Kind::kSlotRestoreFailed:
-      return "slot_restore_failed";
-    case RouterEvent::Kind::kBackendReport:
-      return "backend_state";
-  }
-  return "";
+  return name_of(kRouterEventNames, kind, "");
 }
 
 Router::Router(const ModelResolver& models, ServerFactory& factory, RouterConfig config)

@@ -212,6 +212,16 @@ void ServerTable::unpin_backend_slot(std::uint64_t server_id, int backend_slot) 
   }
 }
 
+ModelGroup* ServerTable::served_group(std::string_view model, const RecipeOptions* same_options) {
+  auto it = groups_.find(model);
+  if (it == groups_.end() || !it->second.serving() ||
+      (same_options != nullptr &&
+       !(it->second.replicas.front()->server->options() == *same_options))) {
+    return nullptr;
+  }
+  return &it->second;
+}
+
 bool ServerTable::serving(std::string_view model) const {
   MutexLock lock(mu_);
   auto it = groups_.find(model);
@@ -222,14 +232,12 @@ std::optional<std::vector<Grant>> ServerTable::grant_loaded(
     std::string_view model, const RecipeOptions* same_options,
     const std::vector<std::optional<KeepAlive>>& wants) {
   MutexLock lock(mu_);
-  auto it = groups_.find(model);
-  if (it == groups_.end() || !it->second.serving() ||
-      (same_options != nullptr &&
-       !(it->second.replicas.front()->server->options() == *same_options))) {
+  ModelGroup* group = served_group(model, same_options);
+  if (group == nullptr) {
     return std::nullopt;
   }
-  it->second.replicas.front()->touch(++lru_clock_);
-  auto grants = grant_each(it->second, wants);
+  group->replicas.front()->touch(++lru_clock_);
+  auto grants = grant_each(*group, wants);
   changed_.notify_all();
   return grants;
 }
@@ -296,26 +304,22 @@ void ServerTable::end_restore(ServerSlot& slot) {
 StandingUpdate ServerTable::update_standing(std::string_view model, const LoadStanding& standing,
                                             const RecipeOptions* same_options) {
   MutexLock lock(mu_);
-  auto it = groups_.find(model);
-  if (it == groups_.end() || !it->second.serving()) {
+  ModelGroup* group = served_group(model, same_options);
+  if (group == nullptr) {
     return StandingUpdate::kNotLoaded;
   }
-  ModelGroup& group = it->second;
   if (same_options != nullptr) {
-    if (!(group.replicas.front()->server->options() == *same_options)) {
-      return StandingUpdate::kNotLoaded;
-    }
-    for (const auto& r : group.replicas) {
+    for (const auto& r : group->replicas) {
       r->touch(++lru_clock_);  // the same options: a no-op that refreshes the LRU clock
     }
   }
-  const bool pin_changes = standing.pinned && group.pinned != *standing.pinned;
-  const bool priority_changes = standing.priority && group.priority != *standing.priority;
+  const bool pin_changes = standing.pinned && group->pinned != *standing.pinned;
+  const bool priority_changes = standing.priority && group->priority != *standing.priority;
   if (pin_changes) {
-    group.pinned = *standing.pinned;
+    group->pinned = *standing.pinned;
   }
   if (priority_changes) {
-    group.priority = *standing.priority;
+    group->priority = *standing.priority;
     signals_.loader.ring();  // a queued load it held back may go now
   }
   if (!pin_changes && !priority_changes) {
@@ -464,34 +468,12 @@ TableSnapshot ServerTable::snapshot() const {
 
 std::vector<LoadedServerInfo> ServerTable::loaded() const {
   MutexLock lock(mu_);
-  std::vector<LoadedServerInfo> out;
-  for (const auto& [name, group] : groups_) {
-    for (const auto& r : group.replicas) {
-      out.push_back(describe(*r, group));
-    }
-  }
-  return out;
+  return describe_all(groups_);
 }
 
 std::optional<LoadedServerInfo> ServerTable::most_recently_loaded() const {
   MutexLock lock(mu_);
-  if (auto it = groups_.find(last_loaded_); it != groups_.end()) {
-    return describe(*it->second.replicas.front(), it->second);
-  }
-  const ServerSlot* newest = nullptr;
-  const ModelGroup* newest_group = nullptr;
-  for (const auto& [name, group] : groups_) {
-    for (const auto& r : group.replicas) {
-      if (newest == nullptr || r->id > newest->id) {
-        newest = r.get();
-        newest_group = &group;
-      }
-    }
-  }
-  if (newest == nullptr) {
-    return std::nullopt;
-  }
-  return describe(*newest, *newest_group);
+  return describe_most_recent(groups_, last_loaded_);
 }
 
 void ServerTable::changed() {

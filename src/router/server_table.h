@@ -223,6 +223,10 @@ class ServerTable {
   Result<std::shared_ptr<ServerSlot>> wait_for_slot(MutexLock& lock, const std::string& model,
                                                     std::uint64_t ticket, const WaitHooks& hooks)
       LEMON_REQUIRES(mu_);
+  // `model`'s group while it serves (by servers of `same_options`, when
+  // given); null otherwise.
+  ModelGroup* served_group(std::string_view model, const RecipeOptions* same_options)
+      LEMON_REQUIRES(mu_);
   // Removes `slot` from its group (and the group when it was the last).
   void remove_replica(const std::shared_ptr<ServerSlot>& slot) LEMON_REQUIRES(mu_);
   // Publishes the servers, the devices and the limits in force.

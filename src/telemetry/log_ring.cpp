@@ -7,27 +7,21 @@
 #include <spdlog/sinks/base_sink.h>
 
 #include "lemon/core/clock.h"
+#include "lemon/core/enum_names.h"
 
 namespace lemon::telemetry {
 namespace {
 
+constexpr auto kLevelTexts =
+    std::to_array<EnumName<spdlog::level::level_enum>>({{spdlog::level::trace, "trace"},
+                                                        {spdlog::level::debug, "debug"},
+                                                        {spdlog::level::info, "info"},
+                                                        {spdlog::level::warn, "warning"},
+                                                        {spdlog::level::err, "error"},
+                                                        {spdlog::level::critical, "critical"}});
+
 std::string level_text(spdlog::level::level_enum level) {
-  switch (level) {
-    case spdlog::level::trace:
-      return "trace";
-    case spdlog::level::debug:
-      return "debug";
-    case spdlog::level::info:
-      return "info";
-    case spdlog::level::warn:
-      return "warning";
-    case spdlog::level::err:
-      return "error";
-    case spdlog::level::critical:
-      return "critical";
-    default:
-      return "info";
-  }
+  return name_of(kLevelTexts, level, "info");
 }
 
 class RingSink final : public spdlog::sinks::base_sink<std::mutex> {

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -46,6 +47,11 @@ struct BackendEnvironment {
   // router (llama-server's LLAMA_SERVER_ROUTER_PORT); 0 when unknown.
   int router_port = 0;
 };
+
+// The build a llama.cpp-family recipe's options select (its
+// `<recipe>_backend` option: "vulkan", "rocm", ...); "cpu" when unset, for
+// the command line and the device.
+std::string backend_or_cpu(std::string_view recipe, const RecipeOptions& options);
 
 class ProcessServer : public WrappedServer {
  public:

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -66,6 +67,10 @@ struct FormField {
 // The model type a route needs ("chat on an embedding model" is a 400).
 ModelType model_type_for_route(ApiRoute route);
 const char* api_route_name(ApiRoute route);  // "chat/completions", ...
+// OpenAI's path for `route` ("/v1/" and its name: "/v1/chat/completions")
+// when `served` holds it, else nullopt: upstream_path() of a backend that
+// serves those routes at OpenAI's paths.
+std::optional<std::string> openai_path(ApiRoute route, std::initializer_list<ApiRoute> served);
 
 // How many requests a backend serves at once, and the context each gets.
 // total == 0: the backend takes any number (the router does not limit it).

@@ -8,6 +8,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -98,6 +99,10 @@ int verb_not_offered(const LemonadeLine& line, const LemonadeTarget& target);
 // on stderr; returns 1. No answer: cannot connect; 401/403: cannot
 // authenticate (the key); else the server's message.
 int fail_request(const std::string& what, const HttpResult& reply, const LemonadeTarget& target);
+// POSTs `body` to `path`: `done` on stdout once the server accepts it, else
+// fail_request(`what`). 0 or 1.
+int post_and_report(const LemonadeTarget& target, std::string_view path, const nlohmann::json& body,
+                    const std::string& what, const std::string& done);
 // The model's entry (GET /api/v1/models/{name}); pulls it when it is not
 // downloaded (11's "Model 'X' is not downloaded. Pulling..."), then loads
 // it with `load_body`'s options. 0 or the exit code of a failure (printed).

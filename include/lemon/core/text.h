@@ -18,6 +18,10 @@ std::string_view trim_whitespace(std::string_view s);
 // `s` with A-Z turned into a-z; other bytes (UTF-8 included) unchanged.
 std::string ascii_lower(std::string_view s);
 
+// The pieces of `s` between `separator`s, in order: none for an empty `s`,
+// and no empty piece after a final separator ("a,,b," -> "a", "", "b").
+std::vector<std::string_view> split(std::string_view s, char separator);
+
 // The items with `separator` between them: "a, b, c".
 std::string join(const std::vector<std::string>& items, std::string_view separator);
 
