@@ -2,48 +2,13 @@
 // routing classifier's), with a lease like any request and a deadline.
 #include <chrono>
 
+#include "lemon/inference/answer_buffer.h"
 #include "lemon/inference/inference_gateway.h"
 
 namespace lemon::inference {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Collects an answer in memory: the status and the whole body, streamed or
-// not. "Connected" until the caller gives up.
-class AnswerBuffer final : public net::ResponseWriter {
- public:
-  explicit AnswerBuffer(std::function<bool()> gone) : gone_(std::move(gone)) {}
-
-  bool send(int status, const net::Headers&, std::string_view body) override {
-    status_ = status;
-    body_.assign(body);
-    sent_ = true;
-    return true;
-  }
-  bool begin_chunked(int status, const net::Headers&) override {
-    status_ = status;
-    sent_ = true;
-    return true;
-  }
-  bool write_chunk(std::string_view data) override {
-    body_.append(data);
-    return true;
-  }
-  bool finish() override { return true; }
-  bool headers_sent() const override { return sent_; }
-  bool client_connected() override { return !gone_(); }
-  int client_fd() const override { return -1; }
-
-  int status() const { return status_; }
-  const std::string& body() const { return body_; }
-
- private:
-  std::function<bool()> gone_;
-  int status_ = 0;
-  bool sent_ = false;
-  std::string body_;
-};
 
 Error timed_out(const std::string& model, Clock::time_point started) {
   const auto ms =

@@ -11,16 +11,7 @@ constexpr int kMaxClassifierTokens = 4096;
 constexpr std::int64_t kMaxClassifierTimeoutMs = 600'000;
 
 std::optional<ClassifierType> classifier_type(const std::string& name) {
-  if (name == "semantic_similarity") {
-    return ClassifierType::kSemanticSimilarity;
-  }
-  if (name == "classifier") {
-    return ClassifierType::kClassifier;
-  }
-  if (name == "llm") {
-    return ClassifierType::kLlm;
-  }
-  return std::nullopt;
+  return value_named(kClassifierTypeNames, name);
 }
 
 // Lemonade reserves these names for presets it has not built.

@@ -14,11 +14,24 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lemon/core/enum_names.h"
+#include "lemon/core/text.h"
 #include "lemon/routing/route_policy.h"
 
 namespace lemon::routing::detail {
 
 using nlohmann::json;
+
+inline constexpr auto kClassifierTypeNames = std::to_array<EnumName<ClassifierType>>({
+    {ClassifierType::kSemanticSimilarity, "semantic_similarity"},
+    {ClassifierType::kClassifier, "classifier"},
+    {ClassifierType::kLlm, "llm"},
+});
+inline constexpr auto kPreferenceNames = std::to_array<EnumName<Preference>>({
+    {Preference::kLoaded, "loaded"},
+    {Preference::kShortestQueue, "shortest_queue"},
+    {Preference::kSmallest, "smallest"},
+});
 
 struct PolicyError : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -38,8 +51,6 @@ std::string required_string(const json& value, const char* key, const std::strin
 std::string optional_string(const json& value, const char* key, const std::string& path);
 // An array of non-empty strings (non-empty itself).
 std::vector<std::string> string_array(const json& value, const std::string& path);
-
-std::string ascii_lower(std::string_view text);
 
 // How names in the document become model names (ParseOptions::resolve) and
 // whether they must be declared components.

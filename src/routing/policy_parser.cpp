@@ -73,16 +73,6 @@ std::vector<std::string> string_array(const json& value, const std::string& path
   return out;
 }
 
-std::string ascii_lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') {
-      c = static_cast<char>(c - 'A' + 'a');
-    }
-  }
-  return out;
-}
-
 std::string NameRules::resolve(const std::string& original, const std::string& path) const {
   if (!options.resolve) {
     return original;
@@ -215,11 +205,8 @@ json desugar_router(const json& routing) {
 
 Preference parse_preference(const json& value, const std::string& path) {
   if (value.is_string()) {
-    const auto& text = value.get_ref<const std::string&>();
-    for (Preference p : {Preference::kLoaded, Preference::kShortestQueue, Preference::kSmallest}) {
-      if (text == preference_name(p)) {
-        return p;
-      }
+    if (auto p = value_named(detail::kPreferenceNames, value.get_ref<const std::string&>())) {
+      return *p;
     }
   }
   fail(path + " must be one of loaded, shortest_queue, smallest");
@@ -288,27 +275,11 @@ std::shared_ptr<const RoutePolicy> parse_document(const json& doc, const ParseOp
 }  // namespace
 
 const char* classifier_type_name(ClassifierType type) {
-  switch (type) {
-    case ClassifierType::kSemanticSimilarity:
-      return "semantic_similarity";
-    case ClassifierType::kClassifier:
-      return "classifier";
-    case ClassifierType::kLlm:
-      return "llm";
-  }
-  return "llm";
+  return name_of(detail::kClassifierTypeNames, type, "llm");
 }
 
 const char* preference_name(Preference preference) {
-  switch (preference) {
-    case Preference::kLoaded:
-      return "loaded";
-    case Preference::kShortestQueue:
-      return "shortest_queue";
-    case Preference::kSmallest:
-      return "smallest";
-  }
-  return "loaded";
+  return name_of(detail::kPreferenceNames, preference, "loaded");
 }
 
 const Classifier* RoutePolicy::classifier(std::string_view id) const {
