@@ -4,18 +4,32 @@
 
 namespace lemon::inference {
 
-std::optional<std::string> stamp_answer(std::string_view body, const nlohmann::json& decision) {
-  auto j = nlohmann::json::parse(body, nullptr, false);
-  if (!j.is_object()) {
+std::optional<std::string> stamp_answer(std::string_view body, std::string_view member) {
+  // The member goes first in the object, written into the text as it is:
+  // the answer is neither parsed nor written again.
+  const std::size_t open = body.find_first_not_of(" \t\r\n");
+  const std::size_t close = body.find_last_not_of(" \t\r\n");
+  if (open == std::string_view::npos || body[open] != '{' || body[close] != '}' || close == open) {
     return std::nullopt;
   }
-  j["x_lemonade_route"] = decision;
-  return j.dump();
+  const bool empty = body.find_first_not_of(" \t\r\n", open + 1) == close;
+  std::string out;
+  out.reserve(body.size() + member.size() + 24);
+  out.append(body.substr(0, open + 1));
+  out.append("\"x_lemonade_route\":");
+  out.append(member);
+  if (!empty) {
+    out.push_back(',');
+  }
+  out.append(body.substr(open + 1));
+  return out;
 }
 
 RouteStampWriter::RouteStampWriter(net::ResponseWriter& inner, std::string route,
                                    nlohmann::json decision)
-    : inner_(inner), route_(std::move(route)), decision_(std::move(decision)) {}
+    : inner_(inner),
+      route_(std::move(route)),
+      decision_(decision.is_null() ? std::string() : decision.dump()) {}
 
 net::Headers RouteStampWriter::stamped(const net::Headers& headers) const {
   net::Headers out = headers;
@@ -27,7 +41,7 @@ bool RouteStampWriter::send(int status, const net::Headers& headers, std::string
   if (status < 200 || status >= 300) {
     return inner_.send(status, headers, body);
   }
-  if (!decision_.is_null()) {
+  if (!decision_.empty()) {
     if (auto stamped_body = stamp_answer(body, decision_)) {
       return inner_.send(status, stamped(headers), *stamped_body);
     }
@@ -39,7 +53,7 @@ bool RouteStampWriter::begin_chunked(int status, const net::Headers& headers) {
   if (status < 200 || status >= 300) {
     return inner_.begin_chunked(status, headers);
   }
-  stamping_ = !decision_.is_null();
+  stamping_ = !decision_.empty();
   return inner_.begin_chunked(status, stamped(headers));
 }
 

@@ -45,13 +45,13 @@ class RouteStampWriter final : public net::ResponseWriter {
 
   net::ResponseWriter& inner_;
   const std::string route_;
-  const nlohmann::json decision_;
-  bool stamping_ = false;  // a stream whose first JSON event is still to come
-  std::string pending_;    // the start of an event not yet complete
+  const std::string decision_;  // the decision object as JSON text; "" for none
+  bool stamping_ = false;       // a stream whose first JSON event is still to come
+  std::string pending_;         // the start of an event not yet complete
 };
 
-// `body` (a whole JSON answer) with `x_lemonade_route`, or nullopt when it
-// is not a JSON object.
-std::optional<std::string> stamp_answer(std::string_view body, const nlohmann::json& decision);
+// `body` (a whole JSON answer) with the member "x_lemonade_route": `member`
+// (JSON text) first in its object, or nullopt when it is not an object.
+std::optional<std::string> stamp_answer(std::string_view body, std::string_view member);
 
 }  // namespace lemon::inference
