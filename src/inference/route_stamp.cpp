@@ -26,7 +26,7 @@ std::optional<std::string> stamp_answer(std::string_view body, std::string_view 
 }
 
 RouteStampWriter::RouteStampWriter(net::ResponseWriter& inner, std::string route,
-                                   nlohmann::json decision)
+                                   const nlohmann::json& decision)
     : inner_(inner),
       route_(std::move(route)),
       decision_(decision.is_null() ? std::string() : decision.dump()) {}

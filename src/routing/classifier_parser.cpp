@@ -141,15 +141,15 @@ void parse_reference_phrases(const json& entry, Classifier& c) {
     if (concept_name.empty()) {
       fail(who + " has an empty concept name");
     }
+    const std::string concept_path = who + " concept '" + concept_name + "'";
     const json& phrases = item.value();
     if (!phrases.is_array() || phrases.empty()) {
-      fail(who + " concept '" + concept_name +
-           "' must have a non-empty array of reference phrases");
+      fail(concept_path + " must have a non-empty array of reference phrases");
     }
     std::vector<std::string> list;
     for (const auto& phrase : phrases) {
       if (!phrase.is_string() || phrase.get_ref<const std::string&>().empty()) {
-        fail(who + " concept '" + concept_name + "' reference phrases must be non-empty strings");
+        fail(concept_path + " reference phrases must be non-empty strings");
       }
       list.push_back(phrase.get<std::string>());
     }

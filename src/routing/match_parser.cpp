@@ -255,7 +255,9 @@ void parse_rules(const json& routing, const NameRules& names, RoutePolicy& polic
     rule.route_to = names.component(original, path + ".route_to");
     if (std::find(policy.candidates.begin(), policy.candidates.end(), rule.route_to) ==
         policy.candidates.end()) {
-      fail(path + ".route_to '" + original + "' must be listed in routing.candidates");
+      std::string message = path;
+      message += ".route_to '" + original + "' must be listed in routing.candidates";
+      fail(message);
     }
     if (auto it = entry.find("outputs"); it != entry.end()) {
       if (!it->is_object()) {

@@ -156,7 +156,9 @@ void parse_candidates(const json& routing, const NameRules& names, RoutePolicy& 
     std::string resolved = names.component(original, path);
     if (std::find(policy.candidates.begin(), policy.candidates.end(), resolved) !=
         policy.candidates.end()) {
-      fail(path + " duplicates candidate '" + original + "'");
+      std::string message = path;
+      message += " duplicates candidate '" + original + "'";
+      fail(message);
     }
     policy.candidates.push_back(std::move(resolved));
   }

@@ -24,7 +24,7 @@ class RouteStampWriter final : public net::ResponseWriter {
  public:
   // `route` is the header's value, `decision` the object's (null: no body
   // stamp). `inner` outlives the writer.
-  RouteStampWriter(net::ResponseWriter& inner, std::string route, nlohmann::json decision);
+  RouteStampWriter(net::ResponseWriter& inner, std::string route, const nlohmann::json& decision);
   RouteStampWriter(const RouteStampWriter&) = delete;
   RouteStampWriter& operator=(const RouteStampWriter&) = delete;
 
