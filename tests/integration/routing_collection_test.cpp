@@ -331,5 +331,48 @@ TEST_F(RoutingClassifierTest, AClassifierThatDoesNotAnswerInTimeFallsOpen) {
   EXPECT_TRUE(eventually([&] { return fake_state(judge).value("cancelled", 0) == 1; }));
 }
 
+// The fake embedder's vectors are a hash of the text: a request that repeats
+// a reference phrase scores 1.0 for its concept, any other text about 0.
+TEST_F(RoutingCollectionTest, ASemanticClassifierRoutesByItsPhrasesEmbeddedOnce) {
+  env_.add_llm("a");
+  env_.add_llm("b");
+  env_.add_embedding("e");
+  ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "4"}));
+  json routing = {
+      {"candidates", {"user.a", "user.b"}},
+      {"default_model", "user.a"},
+      {"classifiers",
+       {{{"id", "topic"},
+         {"type", "semantic_similarity"},
+         {"model", "user.e"},
+         {"reference_phrases",
+          {{"code", {"write a python script", "fix my build"}}, {"chat", {"how are you"}}}}}}},
+      {"rules",
+       {{{"id", "coding"},
+         {"match", {{"classifier", "topic"}, {"label", "code"}, {"min_score", 0.9}}},
+         {"route_to", "user.b"}}}}};
+  ASSERT_NO_FATAL_FAILURE(
+      register_policy(router_policy("user.sem", {"user.a", "user.b", "user.e"}, routing)));
+  HttpReply code = http_post(port(), "/api/v1/chat/completions",
+                             chat_text("user.sem", "fix my build", {{"route_trace", true}}));
+  ASSERT_EQ(code.status, 200) << code.body;
+  EXPECT_EQ(code.header("x-lemonade-route"), "coding");
+  EXPECT_EQ(code.json()["model"], "user.b");
+  EXPECT_NEAR(code.json()["x_lemonade_route"]["trace"][0]["score"].get<double>(), 1.0, 1e-6)
+      << code.body;
+  const std::string embedder = loaded_field(health(port()), "user.e", "backend_url");
+  EXPECT_EQ(fake_state(embedder)["last_request"]["input"].size(), 4u)
+      << "the text and the three phrases in one call";
+
+  HttpReply other =
+      http_post(port(), "/api/v1/chat/completions", chat_text("user.sem", "tell me a story"));
+  ASSERT_EQ(other.status, 200) << other.body;
+  EXPECT_EQ(other.header("x-lemonade-route"), "default");
+  EXPECT_EQ(other.json()["model"], "user.a");
+  EXPECT_EQ(fake_state(embedder)["last_request"]["input"], (json{"tell me a story"}))
+      << "the phrases' vectors are kept";
+  EXPECT_EQ(fake_state(embedder)["requests"], 2);
+}
+
 }  // namespace
 }  // namespace lemon::testing

@@ -179,6 +179,61 @@ TEST_F(RoutingPolicyTest, APreferenceForLoadedCandidatesSparesALoad) {
   EXPECT_EQ(served("user.b"), 1);
 }
 
+TEST_F(RoutingPolicyTest, APolicyChangedByAPullOrWrittenBeforeStartRoutesAsItNowReads) {
+  env_.add_llm("a");
+  env_.add_llm("b");
+  json entry = router_policy("user.disk", {"user.a", "user.b"}, {});
+  entry.erase("model_name");
+  entry["routing"] = {
+      {"candidates", {"user.a", "user.b"}},
+      {"default_model", "user.b"},
+      {"rules",
+       {{{"id", "greet"}, {"match", {{"keywords_any", {"hello"}}}}, {"route_to", "user.a"}}}}};
+  env_.add_user_model("disk", entry);
+  ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "4"}));
+  HttpReply first = http_post(port(), "/api/v1/chat/completions", chat_text("disk", "hello"));
+  ASSERT_EQ(first.status, 200) << first.body;
+  EXPECT_EQ(first.header("x-lemonade-route"), "greet") << "a registration read at start routes";
+  EXPECT_EQ(first.json()["model"], "user.a");
+
+  json changed = entry;
+  changed["model_name"] = "user.disk";
+  changed["routing"]["rules"][0]["route_to"] = "user.b";
+  changed["routing"]["rules"][0]["id"] = "greet-b";
+  changed["routing"]["default_model"] = "user.a";
+  ASSERT_NO_FATAL_FAILURE(register_policy(changed));
+  HttpReply second = http_post(port(), "/api/v1/chat/completions", chat_text("disk", "hello"));
+  ASSERT_EQ(second.status, 200) << second.body;
+  EXPECT_EQ(second.header("x-lemonade-route"), "greet-b") << "the pull's policy routes at once";
+  EXPECT_EQ(second.json()["model"], "user.b");
+}
+
+TEST_F(RoutingPolicyTest, ACandidatesErrorPassesWithoutARoute) {
+  env_.add_llm("a");
+  env_.write_sidecar(env_.add_llm("b"), {{"error_status", {{"status", 500}, {"message", "boom"}}}});
+  ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "4"}));
+  ASSERT_NO_FATAL_FAILURE(register_policy(router_policy(
+      "user.duo", {"user.a", "user.b"},
+      {{"candidates", {"user.a", "user.b"}},
+       {"default_model", "user.a"},
+       {"rules", {{{"id", "b"}, {"match", {{"keywords_any", {"b"}}}}, {"route_to", "user.b"}}}}})));
+  HttpReply failed = http_post(port(), "/api/v1/chat/completions", chat_text("user.duo", "b"));
+  EXPECT_EQ(failed.status, 500) << failed.body;
+  EXPECT_FALSE(failed.has_header("x-lemonade-route")) << failed.body;
+  EXPECT_FALSE(failed.json().contains("x_lemonade_route")) << failed.body;
+  json body = chat_text("user.duo", "b");
+  body["stream"] = true;
+  HttpReply streamed = http_post(port(), "/api/v1/chat/completions", body);
+  EXPECT_EQ(streamed.status, 500) << streamed.body;
+  EXPECT_FALSE(streamed.has_header("x-lemonade-route")) << streamed.body;
+  HttpReply ollama = http_post(port(), "/api/chat",
+                               json{{"model", "duo:latest"},
+                                    {"stream", false},
+                                    {"messages", {{{"role", "user"}, {"content", "hi"}}}}});
+  ASSERT_EQ(ollama.status, 200) << ollama.body;
+  EXPECT_EQ(ollama.header("x-lemonade-route"), "default");
+}
+
 // POST routing/validate decides without registering.
 class RoutingValidateTest : public RoutingPolicyFixture {
  protected:
