@@ -113,6 +113,16 @@ Result<UserModelRegistration> parse_collection_registration(std::string_view mod
   return reg;
 }
 
+void canonicalize_components(std::vector<ModelInfo>& entries, const RegisteredLookup& registered) {
+  for (auto& info : entries) {
+    std::vector<std::string> names;
+    for (const auto& component : info.components) {
+      names.push_back(registered_name(component, registered).value_or(component));
+    }
+    info.components = std::move(names);
+  }
+}
+
 std::vector<std::string> collections_using(const std::vector<ModelInfo>& registered,
                                            std::string_view model) {
   std::vector<std::string> out;

@@ -31,9 +31,10 @@ json duo_routing() {
            {{{"id", "code"}, {"match", {{"keywords_any", {"rust"}}}}, {"route_to", "user.b"}}}}};
 }
 
-// The entry of /api/v1/models's data named `id`, or null.
-json listed(int port, const std::string& id) {
-  const json models = http_get(port, "/api/v1/models?show_all=true").json();
+// The entry of /api/v1/models's data named `id` (with show_all), or null.
+json listed(int port, const std::string& id, bool show_all = true) {
+  const json models =
+      http_get(port, show_all ? "/api/v1/models?show_all=true" : "/api/v1/models").json();
   for (const auto& m : models["data"]) {
     if (m["id"] == id) {
       return m;
@@ -119,6 +120,26 @@ TEST_F(RoutingCollectionTest, PullingACollectionDownloadsItsComponentsAndGuardsT
   HttpReply freed = http_post(port(), "/api/v1/delete", json{{"model_name", "user.tiny"}});
   ASSERT_EQ(freed.status, 200) << freed.body;
   EXPECT_EQ(http_get(port(), "/api/v1/models/user.tiny").status, 404);
+}
+
+// user_models.json may name a collection's components as a client does
+// ("a" for "user.a"): they still count as its components.
+TEST_F(RoutingCollectionTest, ComponentsWrittenByTheirBareNamesAreStillGuardedAndCounted) {
+  env_.add_llm("a");
+  env_.add_llm("b");
+  env_.add_user_model("hand", {{"recipe", "collection.router"},
+                               {"version", "1"},
+                               {"components", {"a", "b"}},
+                               {"routing", duo_routing()}});
+  ASSERT_NO_FATAL_FAILURE(start_router());
+  EXPECT_TRUE(listed(port(), "hand", false).is_object())
+      << "downloaded, as its components are: " << http_get(port(), "/api/v1/models").body;
+  EXPECT_EQ(http_get(port(), "/api/v1/models/user.hand").json()["downloaded"], true);
+  expect_error(http_post(port(), "/api/v1/delete", json{{"model_name", "user.a"}}), 409,
+               "model_in_use", "model_name", "a component named by its bare name");
+  HttpReply routed = http_post(port(), "/api/v1/chat/completions", chat_text("hand", "rust"));
+  ASSERT_EQ(routed.status, 200) << routed.body;
+  EXPECT_EQ(routed.json()["model"], "user.b");
 }
 
 TEST_F(RoutingCollectionTest, AnOmniCollectionIsListedLoadsItsComponentsAndRefusesChat) {
