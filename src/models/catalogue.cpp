@@ -197,9 +197,7 @@ struct ModelCatalogue::State {
       auto users = parse_user_models(user_file.value());
       MutexLock lock(mu);
       canonicalize_components(users, [&](std::string_view name) LEMON_REQUIRES(mu) {
-        auto own =
-            std::find_if(users.begin(), users.end(), [&](const auto& m) { return m.name == name; });
-        const ModelInfo* found = own != users.end() ? &*own : builtin.find(std::string(name));
+        const ModelInfo* found = builtin.find(std::string(name));
         return found != nullptr ? std::optional<ModelInfo>(*found) : std::nullopt;
       });
       user.assign(std::move(users));

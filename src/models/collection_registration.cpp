@@ -113,7 +113,12 @@ Result<UserModelRegistration> parse_collection_registration(std::string_view mod
   return reg;
 }
 
-void canonicalize_components(std::vector<ModelInfo>& entries, const RegisteredLookup& registered) {
+void canonicalize_components(std::vector<ModelInfo>& entries, const RegisteredLookup& others) {
+  const RegisteredLookup registered = [&](std::string_view name) -> std::optional<ModelInfo> {
+    auto own = std::find_if(entries.begin(), entries.end(),
+                            [&](const ModelInfo& m) { return m.name == name; });
+    return own != entries.end() ? std::optional<ModelInfo>(*own) : others(name);
+  };
   for (auto& info : entries) {
     std::vector<std::string> names;
     for (const auto& component : info.components) {

@@ -3,14 +3,15 @@
 // registers a collection (downloading a component it lacks) and refuses a
 // bad one, a component in use cannot be deleted, a collection.omni is listed
 // but its chat is refused, the Anthropic and Ollama rooms route like the
-// OpenAI ones, /stats and /metrics count decisions, and an llm classifier's
-// label routes (its failure or silence falls open).
+// OpenAI ones, a key limited to a policy is served by its candidates, and
+// /stats and /metrics count decisions.
 #include <fstream>
-#include <optional>
+#include <set>
 #include <string>
 
 #include <gtest/gtest.h>
 
+#include "lemon/auth/api_keys.h"
 #include "routing_policy_support.h"
 #include "support/fake_hub.h"
 #include "support/prometheus_text.h"
@@ -120,6 +121,75 @@ TEST_F(RoutingCollectionTest, PullingACollectionDownloadsItsComponentsAndGuardsT
   HttpReply freed = http_post(port(), "/api/v1/delete", json{{"model_name", "user.tiny"}});
   ASSERT_EQ(freed.status, 200) << freed.body;
   EXPECT_EQ(http_get(port(), "/api/v1/models/user.tiny").status, 404);
+}
+
+TEST_F(RoutingCollectionTest, AStreamingPullOfACollectionReportsEachComponentsDownload) {
+  FakeHub hub;
+  hub.add_random_file(kRepo, "tiny-Q4_0.gguf", 1u << 20, 1);
+  hub.add_random_file(kRepo, "tiny-Q8_0.gguf", 2u << 20, 2);
+  ASSERT_TRUE(hub.start());
+  ASSERT_NO_FATAL_FAILURE(start_router({}, {{"HF_ENDPOINT", hub.endpoint()}}));
+  for (const char* variant : {"Q4_0", "Q8_0"}) {
+    HttpReply r = http_post(port(), "/api/v1/models/register",
+                            json{{"model_name", std::string("user.") + variant},
+                                 {"checkpoint", std::string(kRepo) + ":" + variant},
+                                 {"recipe", "llamacpp"}});
+    ASSERT_EQ(r.status, 200) << r.body;
+  }
+  json body = router_policy(
+      "user.pair", {"Q4_0", "Q8_0"},
+      {{"candidates", {"Q4_0", "Q8_0"}},
+       {"default_model", "Q8_0"},
+       {"rules", {{{"id", "short"}, {"match", {{"max_chars", 10}}}, {"route_to", "user.Q4_0"}}}}});
+  body["stream"] = true;
+  SseStream s(port(), "/api/v1/pull", body.dump());
+  ASSERT_TRUE(s.read_head());
+  ASSERT_EQ(s.status(), 200);
+  auto events = s.rest();
+  ASSERT_TRUE(s.ended_cleanly());
+  ASSERT_GE(events.size(), 3u);
+  std::set<std::string> files;
+  for (std::size_t i = 0; i + 1 < events.size(); ++i) {
+    ASSERT_EQ(events[i].event, "progress") << events[i].data;
+    files.insert(json::parse(events[i].data)["file"].get<std::string>());
+  }
+  EXPECT_EQ(files, (std::set<std::string>{"tiny-Q4_0.gguf", "tiny-Q8_0.gguf"}));
+  EXPECT_EQ(events.back().event, "complete") << events.back().data;
+  EXPECT_EQ(json::parse(events.back().data)["percent"], 100);
+  EXPECT_EQ(http_get(port(), "/api/v1/models/user.pair").json()["downloaded"], true);
+  HttpReply routed = http_post(port(), "/api/v1/chat/completions", chat_text("pair", "hi"));
+  ASSERT_EQ(routed.status, 200) << routed.body;
+  EXPECT_EQ(routed.json()["model"], "user.Q4_0");
+}
+
+// A key whose model list names a policy may use the policy (its candidates
+// come with it) but not the candidates by their own names.
+TEST_F(RoutingCollectionTest, AKeyLimitedToAPolicyIsServedByItsCandidates) {
+  env_.add_llm("a");
+  env_.add_llm("b");
+  env_.add_user_model("duo", {{"recipe", "collection.router"},
+                              {"version", "1"},
+                              {"components", {"user.a", "user.b"}},
+                              {"routing", duo_routing()}});
+  const std::string key = "k-policy";
+  json config;
+  config["auth"]["keys"] = {{{"name", "policy"},
+                             {"key_sha256", auth::hex_of(auth::sha256_of_key(key))},
+                             {"scopes", {"inference"}},
+                             {"models", {"user.duo"}}}};
+  env_.write_config(config);
+  ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "4"}, env_.config_env()));
+  const std::string base = "http://127.0.0.1:" + std::to_string(port());
+  const HeaderList headers = {{"Authorization", "Bearer " + key},
+                              {"Content-Type", "application/json"}};
+  HttpReply routed = url_request(base, "POST", "/v1/chat/completions",
+                                 chat_text("user.duo", "rust").dump(), headers);
+  ASSERT_EQ(routed.status, 200) << routed.body;
+  EXPECT_EQ(routed.header("x-lemonade-route"), "code");
+  EXPECT_EQ(routed.json()["model"], "user.b");
+  HttpReply direct = url_request(base, "POST", "/v1/chat/completions",
+                                 chat_text("user.b", "rust").dump(), headers);
+  EXPECT_EQ(direct.status, 403) << direct.body;
 }
 
 // user_models.json may name a collection's components as a client does
@@ -247,152 +317,6 @@ TEST_F(RoutingCollectionTest, StatsAndMetricsCountDecisionsByRuleAndConversation
                            {{"policy", "user.duo"}, {"rule", "default"}}),
             1.0);
   EXPECT_EQ(metrics->value("lemonade_routing_switches_total", {{"policy", "user.duo"}}), 1.0);
-}
-
-// An llm classifier asks its model (a fake whose every chat answer is
-// `reply`) which candidate should serve.
-class RoutingClassifierTest : public RoutingPolicyFixture {
- protected:
-  void start_with_judge(const json& judge_knobs) {
-    env_.add_llm("a");
-    env_.add_llm("b");
-    env_.write_sidecar(env_.add_llm("judge"), judge_knobs);
-    ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "4"}));
-  }
-  // user.a by default; user.b when the judge says so.
-  void register_judged(int timeout_ms) {
-    json routing = {{"candidates", {"user.a", "user.b"}},
-                    {"default_model", "user.a"},
-                    {"classifiers",
-                     {{{"id", "judge"},
-                       {"type", "llm"},
-                       {"model", "user.judge"},
-                       {"prompt", "Pick user.b for hard questions."},
-                       {"labels", {"user.a", "user.b"}},
-                       {"timeout_ms", timeout_ms},
-                       {"on_error", "match_false"}}}},
-                    {"rules",
-                     {{{"id", "hard"},
-                       {"match", {{"classifier", "judge"}, {"label", "user.b"}}},
-                       {"route_to", "user.b"}}}}};
-    ASSERT_NO_FATAL_FAILURE(
-        register_policy(router_policy("user.judged", {"user.a", "user.b", "user.judge"}, routing)));
-  }
-  std::optional<double> classifier_calls(const std::string& result) {
-    std::string problem;
-    auto metrics = parse_prom_text(http_get(port(), "/metrics").body, &problem);
-    EXPECT_TRUE(metrics) << problem;
-    return metrics ? metrics->value(
-                         "lemonade_routing_classifier_calls_total",
-                         {{"policy", "user.judged"}, {"classifier", "judge"}, {"result", result}})
-                   : std::nullopt;
-  }
-};
-
-TEST_F(RoutingClassifierTest, TheLabelItsModelAnswersRoutes) {
-  ASSERT_NO_FATAL_FAILURE(
-      start_with_judge({{"reply_text", R"({"model": "user.b", "rationale": "a hard question"})"}}));
-  ASSERT_NO_FATAL_FAILURE(register_judged(30000));
-  HttpReply r = http_post(port(), "/api/v1/chat/completions",
-                          chat_text("user.judged", "prove it", {{"route_trace", true}}));
-  ASSERT_EQ(r.status, 200) << r.body;
-  EXPECT_EQ(r.header("x-lemonade-route"), "hard");
-  EXPECT_EQ(r.json()["model"], "user.b");
-  const json trace = r.json()["x_lemonade_route"]["trace"];
-  ASSERT_EQ(trace.size(), 1u) << r.body;
-  EXPECT_EQ(trace[0]["condition"], "classifier:judge");
-  EXPECT_EQ(trace[0]["score"], 1.0);
-  EXPECT_EQ(trace[0]["rationale"], "a hard question");
-  EXPECT_EQ(served("user.judge"), 1) << "the judge was asked once";
-  EXPECT_EQ(served("user.b"), 1);
-  EXPECT_EQ(classifier_calls("ok"), 1.0);
-
-  // The same policy through the router sugar desugars to the same decision.
-  json sugar = {{"candidates", {"user.a", "user.b"}},
-                {"default_model", "user.a"},
-                {"router", {{"type", "llm"}, {"model", "user.judge"}, {"prompt", "Choose."}}}};
-  ASSERT_NO_FATAL_FAILURE(
-      register_policy(router_policy("user.sugar", {"user.a", "user.b", "user.judge"}, sugar)));
-  HttpReply s = http_post(port(), "/api/v1/chat/completions", chat_text("user.sugar", "again"));
-  ASSERT_EQ(s.status, 200) << s.body;
-  EXPECT_EQ(s.header("x-lemonade-route"), "__route_1");
-  EXPECT_EQ(s.json()["model"], "user.b");
-  EXPECT_EQ(served("user.judge"), 2);
-}
-
-TEST_F(RoutingClassifierTest, AFailingClassifierFallsOpenToTheDefault) {
-  ASSERT_NO_FATAL_FAILURE(
-      start_with_judge({{"error_status", {{"status", 500}, {"message", "judge broke"}}}}));
-  ASSERT_NO_FATAL_FAILURE(register_judged(30000));
-  HttpReply r = http_post(port(), "/api/v1/chat/completions",
-                          chat_text("user.judged", "prove it", {{"route_trace", true}}));
-  ASSERT_EQ(r.status, 200) << r.body;
-  EXPECT_EQ(r.header("x-lemonade-route"), "default");
-  EXPECT_EQ(r.json()["model"], "user.a");
-  const json decision = r.json()["x_lemonade_route"];
-  ASSERT_EQ(decision["classifiers"].size(), 1u) << r.body;
-  EXPECT_EQ(decision["classifiers"][0]["ok"], false) << r.body;
-  EXPECT_EQ(classifier_calls("failed"), 1.0);
-  EXPECT_EQ(loaded_entry(health(port()), "user.b"), std::nullopt);
-}
-
-TEST_F(RoutingClassifierTest, AClassifierThatDoesNotAnswerInTimeFallsOpen) {
-  ASSERT_NO_FATAL_FAILURE(start_with_judge({{"hang_requests", true}}));
-  ASSERT_NO_FATAL_FAILURE(register_judged(400));
-  ASSERT_NO_FATAL_FAILURE(load_ok("user.judge"));  // the deadline then covers the call alone
-  HttpReply r = http_post(port(), "/api/v1/chat/completions",
-                          chat_text("user.judged", "prove it", {{"route_trace", true}}));
-  ASSERT_EQ(r.status, 200) << r.body;
-  EXPECT_EQ(r.header("x-lemonade-route"), "default");
-  EXPECT_EQ(r.json()["model"], "user.a");
-  EXPECT_EQ(r.json()["x_lemonade_route"]["classifiers"][0]["ok"], false) << r.body;
-  EXPECT_EQ(classifier_calls("failed"), 1.0);
-  // The abandoned call does not hold the judge: its fake saw it cancelled.
-  const std::string judge = loaded_field(health(port()), "user.judge", "backend_url");
-  EXPECT_TRUE(eventually([&] { return fake_state(judge).value("cancelled", 0) == 1; }));
-}
-
-// The fake embedder's vectors are a hash of the text: a request that repeats
-// a reference phrase scores 1.0 for its concept, any other text about 0.
-TEST_F(RoutingCollectionTest, ASemanticClassifierRoutesByItsPhrasesEmbeddedOnce) {
-  env_.add_llm("a");
-  env_.add_llm("b");
-  env_.add_embedding("e");
-  ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "4"}));
-  json routing = {
-      {"candidates", {"user.a", "user.b"}},
-      {"default_model", "user.a"},
-      {"classifiers",
-       {{{"id", "topic"},
-         {"type", "semantic_similarity"},
-         {"model", "user.e"},
-         {"reference_phrases",
-          {{"code", {"write a python script", "fix my build"}}, {"chat", {"how are you"}}}}}}},
-      {"rules",
-       {{{"id", "coding"},
-         {"match", {{"classifier", "topic"}, {"label", "code"}, {"min_score", 0.9}}},
-         {"route_to", "user.b"}}}}};
-  ASSERT_NO_FATAL_FAILURE(
-      register_policy(router_policy("user.sem", {"user.a", "user.b", "user.e"}, routing)));
-  HttpReply code = http_post(port(), "/api/v1/chat/completions",
-                             chat_text("user.sem", "fix my build", {{"route_trace", true}}));
-  ASSERT_EQ(code.status, 200) << code.body;
-  EXPECT_EQ(code.header("x-lemonade-route"), "coding");
-  EXPECT_EQ(code.json()["model"], "user.b");
-  EXPECT_NEAR(code.json()["x_lemonade_route"]["trace"][0]["score"].get<double>(), 1.0, 1e-6)
-      << code.body;
-  const std::string embedder = loaded_field(health(port()), "user.e", "backend_url");
-  EXPECT_EQ(fake_state(embedder)["last_request"]["input"].size(), 4u)
-      << "the text and the three phrases in one call";
-
-  HttpReply other =
-      http_post(port(), "/api/v1/chat/completions", chat_text("user.sem", "tell me a story"));
-  ASSERT_EQ(other.status, 200) << other.body;
-  EXPECT_EQ(other.header("x-lemonade-route"), "default");
-  EXPECT_EQ(other.json()["model"], "user.a");
-  EXPECT_EQ(fake_state(embedder)["last_request"]["input"], (json{"tell me a story"}))
-      << "the phrases' vectors are kept";
-  EXPECT_EQ(fake_state(embedder)["requests"], 2);
 }
 
 }  // namespace
