@@ -18,6 +18,7 @@
 #include "lemon/core/atomic_file.h"
 #include "lemon/core/log.h"
 #include "lemon/models/alias_book.h"
+#include "lemon/models/collection_registration.h"
 #include "lemon/models/extra_models.h"
 #include "lemon/models/hf_cache.h"
 #include "lemon/models/hub_gguf.h"
@@ -173,6 +174,10 @@ struct ModelCatalogue::State {
     if (users_changed) {
       auto users = parse_user_models(user_file.value());
       MutexLock lock(mu);
+      canonicalize_components(users, [&](std::string_view name) LEMON_REQUIRES(mu) {
+        const ModelInfo* found = builtin.find(std::string(name));
+        return found != nullptr ? std::optional<ModelInfo>(*found) : std::nullopt;
+      });
       user.assign(std::move(users));
     }
     if (options_changed) {

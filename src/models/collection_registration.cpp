@@ -113,6 +113,21 @@ Result<UserModelRegistration> parse_collection_registration(std::string_view mod
   return reg;
 }
 
+void canonicalize_components(std::vector<ModelInfo>& entries, const RegisteredLookup& others) {
+  const RegisteredLookup registered = [&](std::string_view name) -> std::optional<ModelInfo> {
+    auto own = std::find_if(entries.begin(), entries.end(),
+                            [&](const ModelInfo& m) { return m.name == name; });
+    return own != entries.end() ? std::optional<ModelInfo>(*own) : others(name);
+  };
+  for (auto& info : entries) {
+    std::vector<std::string> names;
+    for (const auto& component : info.components) {
+      names.push_back(registered_name(component, registered).value_or(component));
+    }
+    info.components = std::move(names);
+  }
+}
+
 std::vector<std::string> collections_using(const std::vector<ModelInfo>& registered,
                                            std::string_view model) {
   std::vector<std::string> out;

@@ -86,9 +86,9 @@ class PolicyRouting {
                               std::uint64_t request_id, const std::function<bool()>& gone)
       LEMON_EXCLUDES(mu_, counts_mu_);
 
-  // POST /routing/validate: `document` parsed with every name standing for
-  // itself (components must still declare them), then `input` decided with
-  // the trace on, live classifiers and the router's state. Not counted.
+  // POST /routing/validate: `document` checked as a registration is (names
+  // resolved by the catalogue; candidates must be declared components), then
+  // `input` decided with the trace on, live classifiers, router state. Not counted.
   struct Validation {
     std::shared_ptr<const routing::RoutePolicy> policy;
     routing::Decision decision;

@@ -47,6 +47,11 @@ Result<UserModelRegistration> parse_collection_registration(std::string_view mod
                                                             const nlohmann::json& body,
                                                             const RegisteredLookup& registered);
 
+// The collections among `entries` with their components named as the
+// registrations know them ("a" -> "user.a"), as a registration stores them:
+// `entries` themselves, then `others`; a name neither knows stays as written.
+void canonicalize_components(std::vector<ModelInfo>& entries, const RegisteredLookup& others);
+
 // The collections among `registered` that name `model` as a component.
 std::vector<std::string> collections_using(const std::vector<ModelInfo>& registered,
                                            std::string_view model);
