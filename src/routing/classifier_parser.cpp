@@ -141,7 +141,8 @@ void parse_reference_phrases(const json& entry, Classifier& c) {
     if (concept_name.empty()) {
       fail(who + " has an empty concept name");
     }
-    const std::string concept_path = who + " concept '" + concept_name + "'";
+    std::string concept_path = who;
+    concept_path += " concept '" + concept_name + "'";
     const json& phrases = item.value();
     if (!phrases.is_array() || phrases.empty()) {
       fail(concept_path + " must have a non-empty array of reference phrases");
