@@ -14,6 +14,7 @@ import {
 import { ChatBox } from "./chat.js";
 import { bytes, clockTime, duration, el, idle, number, setText } from "./format.js";
 import { LogView, MAX_LOG_LINES } from "./logview.js";
+import { RoutingPanel } from "./routing.js";
 import { createRing, HistoryChart } from "./widgets.js";
 
 const EVENT_BACKLOG = 200;
@@ -506,6 +507,7 @@ function renderQueue() {
 // ---------------------------------------------------------------------------
 // Requests, speed and events, taken once per animation frame
 
+const routing = new RoutingPanel($("routing-panel"), $("routing-body"));
 const tpsChart = new HistoryChart($("tps-chart"), { format: (v) => `${number(v)} tok/s` });
 const ttftChart = new HistoryChart($("ttft-chart"), { format: (v) => `${Math.round(v)} ms` });
 let pendingRequests = [];
@@ -551,7 +553,7 @@ function requestRow(e) {
   const cells = [
     clockTime(e.time),
     e.route,
-    e.model,
+    e.routed_by ? `${e.routed_by} → ${e.model}` : e.model,
     e.status,
     duration(e.duration_s),
     e.ttft_s ? duration(e.ttft_s) : "–",
@@ -699,6 +701,10 @@ function onRouterEvent(e) {
         showPrefill(e);
         break;
       }
+      if (e.phase === "routed") {
+        routing.refreshSoon();
+        break;
+      }
       endPrefill(e.request_id);
       pendingRequests.push(e);
       if (pendingRequests.length > MAX_LIST_ROWS) {
@@ -827,7 +833,10 @@ followStream({
   resumePath: "/api/v1/events",
   onEvent: (event) => onRouterEvent(JSON.parse(event.data)),
   onState: (s) => showStreamState($("events-state"), "events", s),
-  onConnect: refreshHealthSoon,
+  onConnect: () => {
+    refreshHealthSoon();
+    routing.refreshSoon();
+  },
 });
 // The log: over the WebSocket when it can be used, else the SSE stream.
 let lastLogSeq = -1;

@@ -22,6 +22,7 @@
 #include "lemon/api/lemonade/preset_api.h"
 #include "lemon/api/lemonade/pressure_api.h"
 #include "lemon/api/lemonade/profile_api.h"
+#include "lemon/api/lemonade/routing_api.h"
 #include "lemon/api/lemonade/session_api.h"
 #include "lemon/api/llamacpp/llamacpp_api.h"
 #include "lemon/api/ollama/ollama_api.h"
@@ -173,6 +174,10 @@ int main(int argc, char** argv) {
   inference::InferenceGateway gateway(options.forward, provisioner, generation_defaults, stats,
                                       telemetry, server.drain_expired());
   gateway.serve_remote(&remote);
+  // Routing policies (collection.router): decided before a request's lease.
+  inference::PolicyRouting policies(**catalogue, router, telemetry);
+  policies.use_gateway(&gateway);
+  gateway.serve_policies(&policies);
   // The API rooms (src/api/*): each takes only what it uses and adds its
   // routes to the server's table.
   const api::LemonadeSettings& lemonade = options.lemonade;
@@ -181,9 +186,13 @@ int main(int argc, char** argv) {
   management_api.show_remote(&remote);
   management_api.show_streams(
       [&gateway](const std::string& model) { return gateway.open_streams(model); });
+  management_api.show_routing(&policies);
   management_api.register_routes(server);
   api::ModelStoreApi store_api(**catalogue, store, provisioner, lemonade.default_model_source);
+  store_api.use_policies(&policies);
   store_api.register_routes(server);
+  api::RoutingApi routing_api(policies);
+  routing_api.register_routes(server);
   api::PressureApi pressure_api(router);  // POST /internal/simulate-vram-pressure
   pressure_api.register_routes(server);
   api::AliasApi alias_api(**catalogue);

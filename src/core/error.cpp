@@ -52,6 +52,8 @@ const char* error_code_name(ErrorCode code) {
       return "backend_binary_missing";
     case ErrorCode::kInvalidOption:
       return "invalid_option";
+    case ErrorCode::kInvalidRoutingPolicy:
+      return "invalid_routing_policy";
     case ErrorCode::kBackendExited:
       return "backend_exited";
     case ErrorCode::kBackendStartTimeout:
@@ -80,6 +82,8 @@ const char* error_code_name(ErrorCode code) {
       return "queue_full";
     case ErrorCode::kConflict:
       return "conflict";
+    case ErrorCode::kModelInUse:
+      return "model_in_use";
     case ErrorCode::kConfigFileInvalid:
       return "config_file_invalid";
     case ErrorCode::kStorageReadOnly:

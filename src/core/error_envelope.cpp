@@ -11,6 +11,8 @@ ErrorShape error_shape(ErrorCode code) {
       return {400, "invalid_request_error", "invalid_request_error"};
     case ErrorCode::kInvalidUserArgs:
       return {400, "invalid_request_error", "invalid_llamacpp_args"};
+    case ErrorCode::kInvalidRoutingPolicy:
+      return {400, "invalid_request_error", "invalid_routing_policy"};
     case ErrorCode::kUnsupportedOperation:
       return {400, "invalid_request_error", "unsupported_operation"};
     case ErrorCode::kServedRemotely:
@@ -72,6 +74,8 @@ ErrorShape error_shape(ErrorCode code) {
       return {499, "invalid_request_error", "client_closed_request"};
     case ErrorCode::kConflict:
       return {409, "invalid_request_error", "conflict"};
+    case ErrorCode::kModelInUse:
+      return {409, "invalid_request_error", "model_in_use"};
     case ErrorCode::kConfigFileInvalid:
       return {409, "invalid_request_error", "config_file_invalid"};
     case ErrorCode::kStorageReadOnly:

@@ -13,6 +13,8 @@
 #include "lemon/http/multipart.h"
 #include "lemon/http/observed_writer.h"
 #include "lemon/inference/message_repair.h"
+#include "lemon/inference/route_stamp.h"
+#include "lemon/inference/translating_writer.h"
 
 namespace lemon::inference {
 
@@ -62,13 +64,20 @@ std::optional<Error> InferenceGateway::refuse_model(const ApiKey* key, std::stri
   return refused;
 }
 
-std::optional<Error> InferenceGateway::prepare(InferenceRequest& req) {
-  // A key's model list names what clients ask for (a preset as preset.ID),
-  // in any form of the model's name.
+std::optional<Error> InferenceGateway::prepare(InferenceRequest& req,
+                                               const std::function<bool()>& gone) {
+  // A key's model list names what clients ask for (a preset as preset.ID, a
+  // routing policy by its name: its candidates come with it), in any form of
+  // the model's name.
   if (auto refused = http::refuse_model(req.key, req.model)) {
     auto internal = provisioner_.internal_name(req.model);
     if (!internal || http::refuse_model(req.key, *internal)) {
       hub_.count_key_refusal(req.key->name, "model");
+      return refused;
+    }
+  }
+  if (policies_ != nullptr) {
+    if (auto refused = route_collection(req, gone)) {
       return refused;
     }
   }
@@ -84,7 +93,7 @@ std::optional<Error> InferenceGateway::prepare(InferenceRequest& req) {
   if (!preset.ok()) {
     return std::move(preset).error();
   }
-  if (req.model != asked) {
+  if (req.model != asked && req.requested_model.empty()) {
     req.requested_model = asked;
   }
   req.body_changed = preset->body_changed || req.body_changed;
@@ -103,12 +112,21 @@ void InferenceGateway::forward(InferenceRequest& req, net::ResponseWriter& raw) 
   const auto started = http::ObservedWriter::Clock::now();
   req.id = next_request_id_.fetch_add(1, std::memory_order_relaxed);
   http::ObservedWriter w(raw);
-  if (auto refused = prepare(req)) {
+  if (auto refused = prepare(req, [&w] { return !w.client_connected(); })) {
     write_error(w, *refused, framing_for(req.route));
     return;
   }
   bool known_model = true;
-  auto figures = forward_to(req, w, known_model);
+  std::optional<RequestStats> figures;
+  if (!req.routed) {
+    figures = forward_to(req, w, known_model);
+  } else if (req.translating != nullptr) {
+    req.translating->add_answer_header(kRouteHeader, req.routed->header);
+    figures = forward_to(req, w, known_model);
+  } else {
+    RouteStampWriter stamped(w, req.routed->header, req.routed->object);
+    figures = forward_to(req, stamped, known_model);
+  }
   if (!known_model || w.status() == 0) {
     return;  // an unknown name gets no series of its own (a client could make endless ones)
   }
@@ -119,6 +137,10 @@ void InferenceGateway::forward(InferenceRequest& req, net::ResponseWriter& raw) 
   record.status = w.status();
   record.stream = req.stream;
   record.key = req.key != nullptr ? req.key->name : std::string();
+  if (req.routed) {
+    record.routed_by = req.routed->policy;
+    record.route_rule = req.routed->header;
+  }
   record.duration_s =
       std::chrono::duration<double>(http::ObservedWriter::Clock::now() - started).count();
   if (figures) {

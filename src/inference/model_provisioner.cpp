@@ -7,6 +7,7 @@
 #include "lemon/backends/backend_release.h"
 #include "lemon/backends/binary_locator.h"
 #include "lemon/backends/server_factory.h"
+#include "lemon/models/collection_registration.h"
 #include "lemon/models/preset.h"
 
 namespace lemon::inference {
@@ -179,6 +180,20 @@ Status ModelProvisioner::remove(const std::string& asked) {
                    "model_name");
     }
     return catalogue_.remove_user_model(name.substr(name.starts_with("user.") ? 5 : 0));
+  }
+  if (info->is_collection()) {
+    // No files of its own: its registration goes; its components stay.
+    return catalogue_.remove_user_model(name.substr(name.starts_with("user.") ? 5 : 0));
+  }
+  if (auto users = collections_using(catalogue_.registered(), info->name); !users.empty()) {
+    std::string names;
+    for (const auto& c : users) {
+      names += (names.empty() ? "'" : ", '") + c + "'";
+    }
+    return Error(ErrorCode::kModelInUse,
+                 "model '" + name + "' is a component of " + names +
+                     ": delete the collection first, or register it without this model",
+                 "model_name");
   }
   if (store_.downloading(name)) {
     return Error(ErrorCode::kConflict,

@@ -49,6 +49,17 @@ TranslatingWriter::TranslatingWriter(net::ResponseWriter& inner, ApiDialect dial
                                      ChatAnswer* answer, BodyRewrite rewrite)
     : inner_(inner), dialect_(dialect), answer_(answer), rewrite_(std::move(rewrite)) {}
 
+void TranslatingWriter::add_answer_header(std::string name, std::string value) {
+  extra_.set(std::move(name), std::move(value));
+}
+
+net::Headers TranslatingWriter::with_extra(net::Headers headers) const {
+  for (const auto& [name, value] : extra_.fields()) {
+    headers.set(name, value);
+  }
+  return headers;
+}
+
 void TranslatingWriter::fail(const Error& error) {
   DialectError e = dialect_error(dialect_, error);
   if (done_) {
@@ -89,7 +100,7 @@ bool TranslatingWriter::send(int status, const net::Headers& headers, std::strin
   }
   if (answer_ == nullptr && !rewrite_) {
     done_ = true;
-    return inner_.send(status, headers, body);
+    return inner_.send(status, with_extra(headers), body);
   }
   auto j = nlohmann::json::parse(body, nullptr, false);
   if (!j.is_object()) {
@@ -101,7 +112,7 @@ bool TranslatingWriter::send(int status, const net::Headers& headers, std::strin
       return on_error(error_status(rewritten.error()), rewritten.error().message(), {});
     }
     done_ = true;
-    return inner_.send(status, json_headers(), json_text(*rewritten));
+    return inner_.send(status, with_extra(json_headers()), json_text(*rewritten));
   }
   // A backend that answered a chat without streaming: one chunk.
   std::string text = answer_->chunk(chat_completion_as_chunk(j), Clock::now());
@@ -118,7 +129,7 @@ bool TranslatingWriter::begin_chunked(int status, const net::Headers& headers) {
     return false;
   }
   if (answer_ == nullptr) {
-    return inner_.begin_chunked(status, headers);
+    return inner_.begin_chunked(status, status < 400 ? with_extra(headers) : headers);
   }
   return !answer_->streaming() || open_stream();
 }
@@ -127,9 +138,9 @@ bool TranslatingWriter::open_stream() {
   if (inner_.headers_sent()) {
     return true;
   }
-  if (!inner_.begin_chunked(200, net::Headers{{"Content-Type", answer_->content_type()},
-                                              {"Cache-Control", "no-cache"},
-                                              {"X-Accel-Buffering", "no"}})) {
+  if (!inner_.begin_chunked(200, with_extra(net::Headers{{"Content-Type", answer_->content_type()},
+                                                         {"Cache-Control", "no-cache"},
+                                                         {"X-Accel-Buffering", "no"}}))) {
     return false;
   }
   return write(answer_->open());
@@ -233,7 +244,7 @@ bool TranslatingWriter::send_whole() {
     return on_error(error_status(whole.error()), whole.error().message(), {});
   }
   done_ = true;
-  return inner_.send(200, json_headers(), json_text(*whole));
+  return inner_.send(200, with_extra(json_headers()), json_text(*whole));
 }
 
 bool TranslatingWriter::finish() {

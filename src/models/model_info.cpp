@@ -53,6 +53,14 @@ nlohmann::json ModelInfo::to_api_json() const {
   if (size_gb > 0.0) {
     j["size"] = size_gb;
   }
+  if (is_collection()) {
+    j["components"] = components;
+    if (collection.is_object()) {
+      for (const auto& [key, value] : collection.items()) {
+        j[key] = value;  // a router's version and routing; an omni's system_prompt
+      }
+    }
+  }
   if (recipe == "sd-cpp" && image_defaults.is_object()) {
     j["image_defaults"] = image_defaults;
   }

@@ -46,6 +46,33 @@ Result<nlohmann::json> normalize_image_defaults(const std::string& name, const o
   return out;
 }
 
+// A collection's components (a non-empty array of names) and, for a
+// router, its policy; an omni's system prompt.
+Status parse_collection_fields(const std::string& name, const ojson& entry, ModelInfo& info) {
+  auto components = entry.find("components");
+  if (components == entry.end() || !components->is_array() || components->empty()) {
+    return bad_entry(name, "a collection needs a non-empty \"components\" array");
+  }
+  for (const auto& c : *components) {
+    if (!c.is_string() || c.get<std::string>().empty()) {
+      return bad_entry(name, "\"components\" must hold model names");
+    }
+    info.components.push_back(c.get<std::string>());
+  }
+  info.collection = nlohmann::json::object();
+  const bool router = info.recipe == kRouterRecipe;
+  for (const char* key : {"version", "routing", "system_prompt"}) {
+    auto it = entry.find(key);
+    if (it != entry.end() && (router || std::string_view(key) == "system_prompt")) {
+      info.collection[key] = nlohmann::json(*it);
+    }
+  }
+  if (router && !info.collection.contains("routing")) {
+    return bad_entry(name, "a collection.router needs its \"routing\" policy");
+  }
+  return ok_status();
+}
+
 }  // namespace
 
 Result<ModelInfo> parse_registry_entry(const std::string& name, const ojson& entry,
@@ -82,7 +109,12 @@ Result<ModelInfo> parse_registry_entry(const std::string& name, const ojson& ent
       info.checkpoints[role] = value.get<std::string>();
     }
   }
-  if (info.checkpoint().empty()) {
+  if (is_collection_recipe(info.recipe)) {
+    auto parsed = parse_collection_fields(name, entry, info);
+    if (!parsed.ok()) {
+      return std::move(parsed).error();
+    }
+  } else if (info.checkpoint().empty()) {
     return bad_entry(name, "no \"checkpoint\" (or \"checkpoints\".main)");
   }
   if (auto it = entry.find("mmproj"); it != entry.end() && !it->is_null()) {

@@ -25,24 +25,6 @@ bool contains_ci(std::string_view haystack, std::string_view needle) {
   return h.find(needle) != std::string::npos;
 }
 
-Status check_key(std::string_view key) {
-  if (key.empty()) {
-    return bad("the model name must be 'user.<name>' with a non-empty name", "model_name");
-  }
-  if (key.size() > 200 || key.front() == '.' || key.find("..") != std::string_view::npos) {
-    return bad("the model name 'user." + std::string(key) + "' is not allowed", "model_name");
-  }
-  for (char c : key) {
-    auto u = static_cast<unsigned char>(c);
-    if (c == '/' || c == '\\' || u < 0x20 || u == 0x7f) {
-      return bad("the model name 'user." + std::string(key) +
-                     "' must not contain '/', '\\\\' or control characters",
-                 "model_name");
-    }
-  }
-  return ok_status();
-}
-
 Status check_checkpoint(std::string_view recipe, std::string_view role, std::string_view ckpt) {
   const std::string what = role == "main" ? "checkpoint" : "checkpoints." + std::string(role);
   auto ref = hf::split_checkpoint(ckpt);
@@ -67,6 +49,24 @@ Status check_checkpoint(std::string_view recipe, std::string_view role, std::str
 }
 
 }  // namespace
+
+Status check_user_model_key(std::string_view key) {
+  if (key.empty()) {
+    return bad("the model name must be 'user.<name>' with a non-empty name", "model_name");
+  }
+  if (key.size() > 200 || key.front() == '.' || key.find("..") != std::string_view::npos) {
+    return bad("the model name 'user." + std::string(key) + "' is not allowed", "model_name");
+  }
+  for (char c : key) {
+    auto u = static_cast<unsigned char>(c);
+    if (c == '/' || c == '\\' || u < 0x20 || u == 0x7f) {
+      return bad("the model name 'user." + std::string(key) +
+                     "' must not contain '/', '\\\\' or control characters",
+                 "model_name");
+    }
+  }
+  return ok_status();
+}
 
 bool is_known_recipe(std::string_view recipe) {
   static constexpr std::string_view kRecipes[] = {"llamacpp",   "flm",     "ryzenai-llm", "oga-npu",
@@ -104,7 +104,7 @@ Result<UserModelRegistration> parse_user_registration(std::string_view model_nam
   }
   UserModelRegistration reg;
   reg.key = std::string(model_name.substr(5));
-  if (Status key = check_key(reg.key); !key.ok()) {
+  if (Status key = check_user_model_key(reg.key); !key.ok()) {
     return std::move(key).error();
   }
 

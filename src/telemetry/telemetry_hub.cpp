@@ -86,6 +86,23 @@ TelemetryHub::TelemetryHub()
       key_generated_tokens_(registry_.add("lemonade_key_generated_tokens_total",
                                           "Tokens generated, by API key name", MetricType::kCounter,
                                           {"key"})),
+      route_decisions_(registry_.add("lemonade_routing_decisions_total",
+                                     "Requests a routing policy routed, by policy and the rule "
+                                     "that chose (\"default\" when none did)",
+                                     MetricType::kCounter, {"policy", "rule"})),
+      route_switches_(registry_.add("lemonade_routing_switches_total",
+                                    "Conversations a routing policy sent to another model than "
+                                    "their previous turn's",
+                                    MetricType::kCounter, {"policy"})),
+      route_classifier_calls_(registry_.add("lemonade_routing_classifier_calls_total",
+                                            "Calls of a routing policy's classifiers, by result "
+                                            "(ok, failed)",
+                                            MetricType::kCounter,
+                                            {"policy", "classifier", "result"})),
+      route_classifier_duration_(
+          registry_.add("lemonade_routing_classifier_duration_seconds",
+                        "Time of a routing policy's classifier call, its model's load included",
+                        MetricType::kHistogram, {"policy", "classifier"}, latency_buckets())),
       started_(Clock::now()) {}
 
 void TelemetryHub::count_key_request(const std::string& key, const std::string& scope) {
@@ -246,19 +263,50 @@ void TelemetryHub::record_request(const RequestRecord& r) {
   if (!events_.wants_request_events()) {
     return;
   }
-  events_.publish("request", {{"model", r.model},
+  nlohmann::json event = {{"model", r.model},
+                          {"request_id", r.id},
+                          {"phase", "done"},
+                          {"route", r.route},
+                          {"status", r.status},
+                          {"stream", r.stream},
+                          {"duration_s", r.duration_s},
+                          {"ttft_s", r.ttft_s},
+                          {"prompt_tokens", r.prompt_tokens},
+                          {"completion_tokens", r.completion_tokens},
+                          {"tokens_per_second", r.tokens_per_second},
+                          {"draft_tokens", r.draft_tokens},
+                          {"draft_accepted_tokens", r.draft_accepted_tokens}};
+  if (!r.routed_by.empty()) {
+    event["routed_by"] = r.routed_by;
+    event["route_rule"] = r.route_rule;
+  }
+  events_.publish("request", std::move(event));
+}
+
+void TelemetryHub::record_route(const RouteRecord& r) {
+  route_decisions_.counter({r.policy, r.rule}).inc();
+  if (r.switched) {
+    route_switches_.counter({r.policy}).inc();
+  }
+  for (const auto& c : r.classifiers) {
+    route_classifier_calls_.counter({r.policy, c.id, c.ok ? "ok" : "failed"}).inc();
+    route_classifier_duration_.histogram({r.policy, c.id}).observe(c.seconds);
+  }
+  if (!events_.wants_request_events()) {
+    return;
+  }
+  nlohmann::json classifiers = nlohmann::json::array();
+  for (const auto& c : r.classifiers) {
+    classifiers.push_back({{"id", c.id}, {"ok", c.ok}, {"seconds", c.seconds}});
+  }
+  events_.publish("request", {{"model", r.route_to},
                               {"request_id", r.id},
-                              {"phase", "done"},
-                              {"route", r.route},
-                              {"status", r.status},
-                              {"stream", r.stream},
-                              {"duration_s", r.duration_s},
-                              {"ttft_s", r.ttft_s},
-                              {"prompt_tokens", r.prompt_tokens},
-                              {"completion_tokens", r.completion_tokens},
-                              {"tokens_per_second", r.tokens_per_second},
-                              {"draft_tokens", r.draft_tokens},
-                              {"draft_accepted_tokens", r.draft_accepted_tokens}});
+                              {"phase", "routed"},
+                              {"policy", r.policy},
+                              {"rule", r.rule},
+                              {"switched", r.switched},
+                              {"decide_s", r.decide_s},
+                              {"classifiers", std::move(classifiers)}});
 }
 
 void TelemetryHub::on_prefill_progress(const PrefillProgress& p) {

@@ -509,6 +509,41 @@ test("requests, events and log lines show up; screenshot", async () => {
   assertNoProblems(page);
 });
 
+test("a routing policy's hits per rule show in their panel", async () => {
+  // user.pick sends long prompts to user.tiny and the rest to user.quick.
+  await post(router.port, "pull", {
+    model_name: "user.pick",
+    recipe: "collection.router",
+    version: "1",
+    components: ["user.quick", "user.tiny"],
+    routing: {
+      candidates: ["user.quick", "user.tiny"],
+      default_model: "user.quick",
+      rules: [{ id: "long", match: { min_chars: 40 }, route_to: "user.tiny" }],
+    },
+  });
+  for (const text of ["hi", "word ".repeat(20)]) {
+    await post(router.port, "chat/completions", {
+      model: "user.pick",
+      messages: [{ role: "user", content: text }],
+      max_tokens: 2,
+    });
+  }
+  const row = `document.querySelector('#routing-body tr[data-policy="user.pick"]')`;
+  await page.waitFor(
+    "two decisions in the routing panel",
+    `!document.getElementById("routing-panel").hidden && ${row}?.querySelector(".decisions").textContent === "2"`,
+  );
+  const rules = await page.evaluate(`${row}.querySelector(".rules").textContent`);
+  assert.match(rules, /long 1/);
+  assert.match(rules, /default 1/);
+  await page.waitFor(
+    "a routed request's row names its policy",
+    `[...document.querySelectorAll("#requests-body tr")].some((r) => r.children[2]?.textContent === "user.pick → user.tiny")`,
+  );
+  assertNoProblems(page);
+});
+
 test("the log filter shows one model's lines", async () => {
   assert.ok(await choose("log-model", "user.talk"));
   const rows = await page.evaluate(`[...document.querySelectorAll("#log-rows .log-row:not([hidden])")].map((r) => r.textContent)`);

@@ -107,6 +107,7 @@ void handle_embeddings(const std::string& model_id, const httplib::Request& req,
   if (!job || !parse_json_body(job, req, res, &body)) {
     return;
   }
+  remember_request(body);
   std::vector<Input> inputs;
   const char* input_key = body.contains("input") ? "input" : "content";
   if (!body.contains(input_key) || !read_inputs(body[input_key], &inputs)) {

@@ -92,7 +92,8 @@ void warn_unknown_keys(const json& j) {
                                                "load_gate",
                                                "child_mode",
                                                "load_progress_steps",
-                                               "load_stalls_after_steps"};
+                                               "load_stalls_after_steps",
+                                               "reply_text"};
   for (const auto& item : j.items()) {
     if (kKnown.count(item.key()) == 0) {
       std::fprintf(stderr, "fake: warning: unknown knob '%s' ignored\n", item.key().c_str());
@@ -179,6 +180,12 @@ Knobs from_json(const json& j) {
       bad_config("gate must be a string");
     }
     k.gate = j["gate"].get<std::string>();
+  }
+  if (j.contains("reply_text")) {
+    if (!j["reply_text"].is_string()) {
+      bad_config("reply_text must be a string");
+    }
+    k.reply_text = j["reply_text"].get<std::string>();
   }
   if (j.contains("stream_chunk_delay_ms")) {
     k.stream_chunk_delay_ms = get_int(j, "stream_chunk_delay_ms");

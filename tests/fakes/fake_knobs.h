@@ -92,6 +92,10 @@ struct Knobs {
   // Flag names and --spec-type types this llama-server does not know:
   // absent from its --help and refused (an older release).
   std::vector<std::string> unknown_flags;
+  // What the model "says" in a non-streaming chat answer, in place of the
+  // repeating sentence ("" : the sentence), as a real model answers a
+  // routing classifier.
+  std::string reply_text;
 };
 
 // Loads the knobs; `sidecar_path` may be empty or name a missing file. A

@@ -32,6 +32,7 @@ struct Gen {
   double per_token_ms = 0;
   int draft_n = 0;  // speculative decoding: tokens drafted (0: none)
   int draft_n_accepted = 0;
+  std::string reply;  // the reply_text knob: a whole chat answer's text
 };
 
 json usage_json(const Gen& g) {
@@ -110,7 +111,7 @@ std::string progress_chunk(const Gen& g, long processed) {
 
 std::string full_response(const Gen& g) {
   json j = envelope(g, false);
-  std::string text = generated_text(g.tokens.n);
+  std::string text = g.reply.empty() ? generated_text(g.tokens.n) : g.reply;
   json choice = {{"index", 0}, {"finish_reason", finish_reason(g)}};
   if (g.kind == Kind::kChat) {
     choice["message"] = {{"role", "assistant"}, {"content", text}};
@@ -350,6 +351,9 @@ void handle(Kind kind, const OpenAiOptions& options, const httplib::Request& req
   g->stats = options.stats;
   g->id = make_id(kind == Kind::kChat ? "chatcmpl-" : "cmpl-");
   g->model = model_name(body, options.model_id);
+  if (kind == Kind::kChat) {
+    g->reply = runtime().knobs.reply_text;
+  }
   g->created = unix_seconds();
   g->prompt_n = prompt_tokens(req);
   g->tokens = count_tokens(params, body, {"max_tokens", "max_completion_tokens", "n_predict"});

@@ -469,6 +469,28 @@ void store(PlanBuilder& p) {
   p.post(V1 + "uninstall", {{"recipe", "nope"}, {"backend", "cpu"}}, "an unknown recipe");
   p.bad_json(V1 + "uninstall");
   p.other_prefixes("POST", "uninstall");
+  const json policy = {
+      {"version", "1"},
+      {"model_name", "user.snap-router"},
+      {"recipe", "collection.router"},
+      {"components", {"user.a", "user.e"}},
+      {"routing",
+       {{"candidates", {"user.a", "user.e"}},
+        {"default_model", "user.a"},
+        {"rules", {{{"id", "long"}, {"match", {{"min_chars", 40}}}, {"route_to", "user.e"}}}}}}};
+  p.post(V1 + "routing/validate", {{"policy", policy}, {"prompt", "hi"}},
+         "a policy that falls open to its default");
+  p.post(V1 + "routing/validate",
+         {{"policy", policy}, {"prompt", std::string(50, 'x')}, {"has_tools", true}},
+         "a policy whose rule matches");
+  p.post(V1 + "routing/validate",
+         {{"policy", with(policy, {{"components", {"user.a", "user.nope"}}})}},
+         "a component that is not registered");
+  p.post(V1 + "routing/validate", {{"prompt", "hi"}}, "no policy");
+  p.post(V1 + "routing/validate", {{"policy", policy}, {"metadata", {{"k", 1}}}},
+         "metadata that is not strings");
+  p.bad_json(V1 + "routing/validate");
+  p.other_prefixes("POST", "routing/validate");
 }
 
 void dashboard(PlanBuilder& p) {

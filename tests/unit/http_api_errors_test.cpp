@@ -94,6 +94,8 @@ const ShapeCase kShapes[] = {
     {ErrorCode::kInvalidAlias, 400, "invalid_request_error", "invalid_alias"},
     {ErrorCode::kAliasConflict, 409, "invalid_request_error", "alias_conflict"},
     {ErrorCode::kAliasNotFound, 404, "invalid_request_error", "alias_not_found"},
+    {ErrorCode::kModelInUse, 409, "invalid_request_error", "model_in_use"},
+    {ErrorCode::kInvalidRoutingPolicy, 400, "invalid_request_error", "invalid_routing_policy"},
     {ErrorCode::kOffline, 404, "invalid_request_error", "offline"},
     {ErrorCode::kInvalidArchive, 502, "server_error", "invalid_archive"},
     {ErrorCode::kInternal, 500, "server_error", "internal_error"},

@@ -129,10 +129,12 @@ TEST(TelemetryHub, RenderIsValidAndCountsWhatHappened) {
   hub.on_router_event({RouterEvent::Kind::kServerStopped, "user.a", "evicted", {}});
   hub.on_router_event({RouterEvent::Kind::kServerStopped, "user.c", "unload", {}});
   hub.on_router_event({RouterEvent::Kind::kServerCrashed, "user.c", {}, {}});
-  RequestRecord r{"user.a", "chat/completions", 200, true, 0.5, 0.1, 10, 20, 40.0, 0, {}, 0, 0};
+  RequestRecord r{"user.a", "chat/completions", 200, true, 0.5, 0.1, 10, 20, 40.0, 0, {}, 0, 0, {},
+                  {}};
   hub.record_request(r);
   hub.record_request(r);
-  hub.record_request({"user.a", "chat/completions", 500, false, 0.01, 0, 0, 0, 0, 0, {}, 0, 0});
+  hub.record_request(
+      {"user.a", "chat/completions", 500, false, 0.01, 0, 0, 0, 0, 0, {}, 0, 0, {}, {}});
 
   RouterView view;
   view.waiting = {{"user.b", 3}};
@@ -194,7 +196,7 @@ TEST(TelemetryHub, NoSlotLimitIsALargeMaxLoraNeverMinusOne) {
 
 TEST(TelemetryHub, RequestEventsAreBuiltOnlyWhileSomeoneFollows) {
   TelemetryHub hub;
-  RequestRecord r{"user.a", "completions", 200, false, 0.2, 0, 1, 2, 0, 0, {}, 0, 0};
+  RequestRecord r{"user.a", "completions", 200, false, 0.2, 0, 1, 2, 0, 0, {}, 0, 0, {}, {}};
   hub.record_request(r);
   EXPECT_EQ(hub.events().last_id(), 0u) << "no follower, no event";
   auto follower = hub.events().follow(std::nullopt, 0);

@@ -44,6 +44,7 @@ enum class ErrorCode {
   kUnknownRecipe,         // recipe we have no WrappedServer for
   kBackendBinaryMissing,  // no executable found for recipe/backend
   kInvalidOption,         // bad option value (unknown backend name, ...)
+  kInvalidRoutingPolicy,  // a collection.router policy that does not parse or check
 
   // Load failures that evict-all-then-retry may fix.
   kBackendExited,        // child exited before becoming ready
@@ -63,6 +64,7 @@ enum class ErrorCode {
   kServerBusy,   // --max-connections or --max-request-memory reached
   kQueueFull,    // --max-queued-requests requests already wait for this model or in all
   kConflict,     // the model is busy with a conflicting operation (delete vs pull)
+  kModelInUse,   // a delete of a model that a collection names as a component
   kSlotsPinned,  // a load could start only by evicting a pinned model
   kInsufficientMemory,  // a model does not fit its device's memory budget even alone
   kSessionNotFound,     // no session with that id (never was, ended, or expired)
@@ -114,6 +116,7 @@ inline constexpr ErrorCode kAllErrorCodes[] = {
     ErrorCode::kUnknownRecipe,
     ErrorCode::kBackendBinaryMissing,
     ErrorCode::kInvalidOption,
+    ErrorCode::kInvalidRoutingPolicy,
     ErrorCode::kBackendExited,
     ErrorCode::kBackendStartTimeout,
     ErrorCode::kBackendLoadStalled,
@@ -129,6 +132,7 @@ inline constexpr ErrorCode kAllErrorCodes[] = {
     ErrorCode::kServerBusy,
     ErrorCode::kQueueFull,
     ErrorCode::kConflict,
+    ErrorCode::kModelInUse,
     ErrorCode::kSlotsPinned,
     ErrorCode::kInsufficientMemory,
     ErrorCode::kSessionNotFound,

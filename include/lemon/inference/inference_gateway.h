@@ -1,7 +1,9 @@
 // InferenceGateway: the one path of every inference request, whatever API
 // it came in by (OpenAI, Anthropic, Ollama), once its room has translated it.
 // forward() does, each once and in this order: the caller's key against the
-// model, images against the model, the preset's values, the sampling
+// model, the routing policy the model may name (PolicyRouting: `model`
+// becomes the candidate it chose, the answer shows the decision), images
+// against the model, the preset's values, the sampling
 // defaults (/params), then the model's lease through the ModelProvisioner
 // (auto-load, download, install) or a remote model's endpoints, keepalives
 // while it loads, the backend's body (rewritten forms, prefill limit,
@@ -33,6 +35,7 @@
 #include "lemon/inference/generation_defaults.h"
 #include "lemon/inference/inference_proxy.h"
 #include "lemon/inference/model_provisioner.h"
+#include "lemon/inference/policy_routing.h"
 #include "lemon/remote/remote_models.h"
 #include "lemon/router/router.h"
 #include "lemon/telemetry/request_stats.h"
@@ -43,6 +46,8 @@ namespace lemon::inference {
 using http::StreamFraming;
 
 using http::ApiKey;
+
+class TranslatingWriter;
 
 // What a backend call may take and how long (the router's limits).
 struct ForwardSettings {
@@ -109,6 +114,13 @@ struct InferenceRequest {
   // The request carries images, in this field (named in the error when the
   // model cannot take them); "" when it carries none.
   std::string images_field;
+  // Set by the rooms that translate the answer (Anthropic, Ollama): a routed
+  // answer's x-lemonade-route header goes on it, and its body is not
+  // stamped with x_lemonade_route.
+  TranslatingWriter* translating = nullptr;
+  // Set by forward() when `model` named a routing policy: its decision
+  // (`model` is then the candidate it chose).
+  std::optional<RoutedRequest> routed;
 };
 
 // How `route` ends a stream that breaks (the Responses API's own error event).
@@ -139,6 +151,19 @@ class InferenceGateway {
   // Serves the models of `remote` from their endpoints.
   // Set once, before the server serves; it outlives the gateway.
   void serve_remote(remote::RemoteModels* remote) { remote_ = remote; }
+  // Routes requests that name a routing policy (collection.router) through
+  // `policies`, and refuses a collection.omni's chat. Set once, before the
+  // server serves; it outlives the gateway.
+  void serve_policies(PolicyRouting* policies) { policies_ = policies; }
+
+  // One JSON call to `model` on `route` that the router makes itself (a
+  // routing classifier's): a lease like any request's (auto-load
+  // included), nothing of it later than `deadline` (kGatewayTimeout), and
+  // `cancelled` stops it. The answer's JSON body, or the error (a backend's
+  // error answer as its error). Not counted in /stats.
+  Result<nlohmann::json> call_model(const std::string& model, ApiRoute route, nlohmann::json body,
+                                    std::chrono::steady_clock::time_point deadline,
+                                    const std::function<bool()>& cancelled);
   // A session's turn that succeeded (sessions go to their server directly,
   // not through forward()): counted in the request and token metrics as a
   // request of route "sessions", and in the caller key's token counters.
@@ -148,15 +173,24 @@ class InferenceGateway {
   // the backend's lease to the stream's end.
   int open_streams(const std::string& model) const LEMON_EXCLUDES(streams_mu_);
 
+  // The model a session created on `model` runs on: the candidate its
+  // routing policy chooses for `body` (a chat body), counted as a decision,
+  // or `model` itself when it names no policy. A collection.omni is
+  // kUnsupportedOperation. Sessions call it once, when they are created.
+  Result<std::string> session_model(const std::string& model, const nlohmann::json& body,
+                                    const std::function<bool()>& gone);
   // refuse_model() (caller.h), counted as the key's refusal for `model`
   // (lemonade_key_refusals_total): what every route that names a model
   // asks before it does anything with it.
   std::optional<Error> refuse_model(const ApiKey* key, std::string_view model);
 
  private:
-  // The key, images, preset and defaults of the request, before anything
-  // loads: the error to answer, or nullopt.
-  std::optional<Error> prepare(InferenceRequest& req);
+  // The key, routing policy, images, preset and defaults of the request,
+  // before anything loads: the error to answer, or nullopt. `gone`: the
+  // client left (a classifier's calls stop).
+  std::optional<Error> prepare(InferenceRequest& req, const std::function<bool()>& gone);
+  // The routing policy or omni collection `req.model` names, if any.
+  std::optional<Error> route_collection(InferenceRequest& req, const std::function<bool()>& gone);
   // The forwarding itself; the backend's figures when it succeeded.
   // known_model turns false when the name is not in the catalogue.
   std::optional<RequestStats> forward_to(InferenceRequest& req, net::ResponseWriter& w,
@@ -202,6 +236,7 @@ class InferenceGateway {
   mutable Mutex streams_mu_;
   std::map<std::string, int> streams_ LEMON_GUARDED_BY(streams_mu_);
   remote::RemoteModels* remote_ = nullptr;
+  PolicyRouting* policies_ = nullptr;
 };
 
 }  // namespace lemon::inference

@@ -57,7 +57,8 @@ class ModelProvisioner {
   // Deletes a model: no new loads while its files go, its servers drain
   // and stop, its files are removed, and a user model's registration goes
   // too (POST /api/v1/delete, Ollama's DELETE /api/delete). kConflict while
-  // it downloads.
+  // it downloads; kModelInUse while a collection names it as a component.
+  // A collection's delete takes its registration only.
   Status remove(const std::string& name);
 
   // False when `model` is in the catalogue and cannot take images (no

@@ -54,6 +54,9 @@ class TranslatingWriter final : public net::ResponseWriter {
 
   // Answers `error` in the dialect (a handler's own checks).
   void fail(const Error& error);
+  // A header every successful answer carries (a routing policy's
+  // x-lemonade-route).
+  void add_answer_header(std::string name, std::string value);
 
  private:
   bool open_stream();
@@ -61,11 +64,13 @@ class TranslatingWriter final : public net::ResponseWriter {
   bool on_event(std::string_view event);
   bool on_error(int status, const std::string& message, const net::Headers& headers);
   bool send_whole();
+  net::Headers with_extra(net::Headers headers) const;
 
   net::ResponseWriter& inner_;
   const ApiDialect dialect_;
   ChatAnswer* const answer_;
   const BodyRewrite rewrite_;
+  net::Headers extra_;   // add_answer_header's
   std::string pending_;  // the start of an SSE event not yet complete
   bool done_ = false;    // the client's answer is complete
   bool cut_ = false;     // it completed before the backend's end (cancel it)

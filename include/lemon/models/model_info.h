@@ -61,6 +61,13 @@ struct ModelInfo {
   // recipe_options.json's "priority" (an integer, default 0): a load evicts
   // only models of an equal or lower priority.
   int saved_priority = 0;
+  // A collection (recipe collection.router or collection.omni): the models
+  // it is made of, by their registered names; empty for other recipes.
+  std::vector<std::string> components;
+  // collection.router: its policy as registered, {"version", "routing"}
+  // (checked by the routing layer); collection.omni: {"system_prompt"} when
+  // it has one; null otherwise.
+  nlohmann::json collection;
 
   // Filled by resolution: role -> absolute path of the file (or, for
   // ryzenai-llm, the directory holding genai_config.json). Empty until
@@ -71,6 +78,7 @@ struct ModelInfo {
   std::vector<std::string> missing_paths;
   bool downloaded = false;
 
+  bool is_collection() const { return !components.empty(); }
   const std::string& checkpoint() const;                              // checkpoints["main"] or ""
   std::string resolved_path(const std::string& role = "main") const;  // "" if absent
 
@@ -84,6 +92,14 @@ struct ModelInfo {
 // oga-*): every file of the repository is fetched, and the main file is the
 // folder holding genai_config.json.
 bool is_onnx_recipe(std::string_view recipe);
+
+// Lemonade 11's collections: a routing policy over candidate models, and a
+// bundle of one model per modality behind one chat.
+inline constexpr std::string_view kRouterRecipe = "collection.router";
+inline constexpr std::string_view kOmniRecipe = "collection.omni";
+inline bool is_collection_recipe(std::string_view recipe) {
+  return recipe == kRouterRecipe || recipe == kOmniRecipe;
+}
 
 // Whether the model can take images: a "vision" label or an mmproj file.
 bool model_has_vision(const ModelInfo& info);

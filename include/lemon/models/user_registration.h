@@ -41,6 +41,11 @@ bool has_registration_fields(const nlohmann::json& body);
 Result<UserModelRegistration> parse_user_registration(std::string_view model_name,
                                                       const nlohmann::json& body);
 
+// A user model's key (the name without "user."): non-empty, at most 200
+// bytes, no leading '.', no "..", '/', '\\' or control characters
+// (kInvalidRequest, param "model_name").
+Status check_user_model_key(std::string_view key);
+
 // True for the recipes the router serves (llamacpp, flm, ryzenai-llm,
 // oga-npu, oga-hybrid, oga-cpu, whispercpp, sd-cpp).
 bool is_known_recipe(std::string_view recipe);

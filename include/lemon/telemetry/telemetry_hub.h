@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "lemon/core/mutex.h"
 #include "lemon/router/router.h"
@@ -39,6 +40,26 @@ struct RequestRecord {
   std::string key;                 // the caller's API key's name; "" without keys
   int draft_tokens = 0;            // speculative decoding: drafted (0: none)
   int draft_accepted_tokens = 0;   // and accepted by the model
+  // The routing policy the client named, and the rule that chose `model`
+  // ("default" when it fell open); "" when it named the model itself.
+  std::string routed_by;
+  std::string route_rule;
+};
+
+// A routing policy's decision for one request (inference's PolicyRouting).
+struct RouteRecord {
+  std::uint64_t id = 0;  // RequestRecord::id
+  std::string policy;
+  std::string rule;  // the rule id, or "default"
+  std::string route_to;
+  bool switched = false;  // its conversation was served by another model before
+  double decide_s = 0.0;  // the decision's time, classifiers included
+  struct ClassifierCall {
+    std::string id;
+    bool ok = false;
+    double seconds = 0.0;
+  };
+  std::vector<ClassifierCall> classifiers;
 };
 
 // How far a backend has read a request's prompt.
@@ -66,6 +87,10 @@ class TelemetryHub {
   // Router::on_event: events for the bus, load and eviction metrics.
   void on_router_event(const RouterEvent& event);
   void record_request(const RequestRecord& record);
+  // A routing decision: lemonade_routing_decisions_total{policy,rule},
+  // lemonade_routing_switches_total{policy}, the classifiers' calls and
+  // times, and a `request` event of phase "routed".
+  void record_route(const RouteRecord& record);
   // Per API key (labelled with the key's name, never the key):
   // a request admitted on a route of `scope`, and a refusal for `reason`
   // ("key": missing or unknown, then named "unknown"; "scope"; "model";
@@ -111,6 +136,10 @@ class TelemetryHub {
   Family& preset_enforced_;
   Family& key_prompt_tokens_;
   Family& key_generated_tokens_;
+  Family& route_decisions_;
+  Family& route_switches_;
+  Family& route_classifier_calls_;
+  Family& route_classifier_duration_;
   const std::chrono::steady_clock::time_point started_;
 
   Mutex mu_;

@@ -51,6 +51,7 @@ void AnthropicApi::handle_messages(net::Request& r, net::ResponseWriter& raw) {
   req.body_changed = true;
   req.content_type = "application/json";
   req.images_field = request->has_images ? "messages" : "";
+  req.translating = &w;
   gateway_.forward(req, w);
 }
 

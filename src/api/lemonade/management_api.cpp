@@ -268,7 +268,11 @@ void ManagementApi::handle_system_info(net::ResponseWriter& w) {
 
 void ManagementApi::handle_stats(net::ResponseWriter& w) {
   auto last = stats_.last();
-  send_json(w, 200, last ? last->to_json() : RequestStats{}.to_json());
+  nlohmann::json answer = last ? last->to_json() : RequestStats{}.to_json();
+  if (policies_ != nullptr) {
+    answer.update(policies_->stats());
+  }
+  send_json(w, 200, answer);
 }
 
 namespace {

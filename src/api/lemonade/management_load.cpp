@@ -68,6 +68,10 @@ void ManagementApi::handle_load(net::Request& r, net::ResponseWriter& w) {
     write_error(w, provisioner_.model_not_found(name));
     return;
   }
+  if (info->is_collection()) {
+    load_collection(*info, w);
+    return;
+  }
   auto options = RecipeOptions::from_json("", body);
   if (wrote_error(w, options)) {
     return;

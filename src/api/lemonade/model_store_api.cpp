@@ -3,7 +3,9 @@
 #include "lemon/http/error_response.h"
 #include "lemon/http/handler_support.h"
 #include "lemon/http/json_request.h"
+#include "lemon/inference/inference_proxy.h"
 #include "lemon/models/cache_cleanup.h"
+#include "lemon/models/collection_registration.h"
 #include "lemon/models/local_import.h"
 #include "lemon/models/user_registration.h"
 #include "progress_response.h"
@@ -119,6 +121,10 @@ void ModelStoreApi::handle_pull(net::Request& r, net::ResponseWriter& w) {
   if (wrote_error(w, local)) {
     return;
   }
+  if (is_collection_registration(body)) {
+    register_collection(name, body, *stream, w);
+    return;
+  }
   if (*local || has_registration_fields(body)) {
     // A local import registers the folder `lemonade-server pull user.X
     // --checkpoint /folder` copied into the hub cache (nothing to download).
@@ -149,6 +155,10 @@ void ModelStoreApi::handle_pull(net::Request& r, net::ResponseWriter& w) {
     } else {
       write_error(w, provisioner_.model_not_found(name));
     }
+    return;
+  }
+  if (auto info = catalogue_.find(name); info && info->is_collection()) {
+    pull_components(*info, *stream, w);
     return;
   }
 
@@ -203,6 +213,9 @@ void ModelStoreApi::handle_delete(net::Request& r, net::ResponseWriter& w) {
     const Error& e = deleted.error();
     w.send(lemonade_delete_status(e), error_headers(e), error_envelope(e));
     return;
+  }
+  if (policies_ != nullptr) {
+    policies_->forget();
   }
   send_json(w, 200, {{"status", "success"}, {"message", "Deleted model: " + name}});
 }

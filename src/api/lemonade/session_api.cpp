@@ -224,6 +224,18 @@ void SessionApi::handle_create(net::Request& r, net::ResponseWriter& w) {
     write_error(w, *refused);
     return;
   }
+  // A session that names a routing policy is routed once, now, and keeps
+  // the model chosen for all its turns: the route reads its system text as
+  // the user's and the body's metadata.
+  const std::string asked = *model;
+  nlohmann::json route_body = {{"messages", {{{"role", "user"}, {"content", *system}}}}};
+  if (auto metadata = body->find("metadata"); metadata != body->end()) {
+    route_body["metadata"] = *metadata;
+  }
+  model = gateway_.session_model(asked, route_body, [&w] { return !w.client_connected(); });
+  if (wrote_error(w, model)) {
+    return;
+  }
   // Load the model (or find it loaded) the way a chat request would.
   WaitHooks hooks;
   hooks.tick_interval = gateway_.settings().keepalive_interval;
@@ -261,7 +273,11 @@ void SessionApi::handle_create(net::Request& r, net::ResponseWriter& w) {
   }
   logger("http")->info("session {} on '{}' (server {}, slot {})", created->id, created->model,
                        created->pin.server_id, created->pin.backend_slot);
-  send_json(w, 200, session_json(*created, false));
+  nlohmann::json answer = session_json(*created, false);
+  if (asked != created->model) {
+    answer["routed_by"] = asked;
+  }
+  send_json(w, 200, answer);
 }
 
 void SessionApi::handle_message(const std::string& id, net::Request& r, net::ResponseWriter& w) {

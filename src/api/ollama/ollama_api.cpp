@@ -134,6 +134,7 @@ void OllamaApi::handle_chat(net::Request& r, net::ResponseWriter& raw, bool gene
   req.content_type = "application/json";
   req.keep_alive = request->keep_alive;
   req.images_field = request->has_images ? "images" : "";
+  req.translating = &w;
   gateway_.forward(req, w);
 }
 

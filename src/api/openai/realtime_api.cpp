@@ -4,45 +4,11 @@
 #include <random>
 
 #include "lemon/core/text.h"
+#include "lemon/inference/answer_buffer.h"
 #include "lemon/inference/backend_form.h"
 
 namespace lemon::api {
 namespace {
-
-// Where a segment's answer is written: kept whole in memory.
-class CapturingWriter final : public net::ResponseWriter {
- public:
-  explicit CapturingWriter(const std::function<bool()>& cancelled) : cancelled_(cancelled) {}
-
-  bool send(int status, const net::Headers& /*headers*/, std::string_view body) override {
-    status_ = status;
-    body_.assign(body);
-    sent_ = true;
-    return true;
-  }
-  bool begin_chunked(int status, const net::Headers& /*headers*/) override {
-    status_ = status;
-    sent_ = true;
-    return true;
-  }
-  bool write_chunk(std::string_view data) override {
-    body_.append(data);
-    return true;
-  }
-  bool finish() override { return true; }
-  bool headers_sent() const override { return sent_; }
-  bool client_connected() override { return !cancelled_(); }
-  int client_fd() const override { return -1; }
-
-  int status() const { return status_; }
-  const std::string& body() const { return body_; }
-
- private:
-  const std::function<bool()>& cancelled_;
-  int status_ = 0;
-  bool sent_ = false;
-  std::string body_;
-};
 
 std::string session_id() {
   static thread_local std::mt19937_64 random{std::random_device{}()};
@@ -112,7 +78,7 @@ Result<std::string> RealtimeApi::transcribe(const std::string& model, const http
   req.raw_body = body;
   req.content_type = "multipart/form-data; boundary=" + boundary;
   req.form = &fields;
-  CapturingWriter writer(cancelled);
+  inference::AnswerBuffer writer(cancelled);
   gateway_.forward(req, writer);
   auto answer = nlohmann::json::parse(writer.body(), nullptr, false);
   if (writer.status() == 200) {

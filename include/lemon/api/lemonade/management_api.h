@@ -20,6 +20,7 @@
 #include "lemon/http/api_routes.h"
 #include "lemon/http/serving_status.h"
 #include "lemon/inference/model_provisioner.h"
+#include "lemon/inference/policy_routing.h"
 #include "lemon/models/catalogue.h"
 #include "lemon/models/preset_catalogue.h"
 #include "lemon/net/server.h"
@@ -40,6 +41,9 @@ class ManagementApi {
   // /health's "profile": the active profile's name, if any (ProfileApi).
   // /health's "remote_models". Set before serving.
   void show_remote(const remote::RemoteModels* remote) { remote_ = remote; }
+  // /stats' routing counters (routing_decisions_total, routing_switches_total,
+  // routing_policies). Set before serving.
+  void show_routing(const inference::PolicyRouting* policies) { policies_ = policies; }
   void show_profile(std::function<std::optional<std::string>()> active) {
     active_profile_ = std::move(active);
   }
@@ -69,6 +73,9 @@ class ManagementApi {
   void handle_load(net::Request& r, net::ResponseWriter& w);
   // POST /load {"preset": id}.
   void handle_load_preset(const nlohmann::json& body, net::ResponseWriter& w);
+  // A collection's load (collection_load.cpp): a router loads nothing (its
+  // candidates load per request), an omni loads every component.
+  void load_collection(const ModelInfo& info, net::ResponseWriter& w);
   void handle_unload(net::Request& r, net::ResponseWriter& w);
   // POST /internal/pin {"model_name", "pinned"}.
   void handle_pin(net::Request& r, net::ResponseWriter& w);
@@ -85,6 +92,7 @@ class ManagementApi {
   std::function<int(const std::string&)> open_streams_;
   const remote::RemoteModels* remote_ = nullptr;
   std::function<void(nlohmann::json&)> extend_models_;
+  const inference::PolicyRouting* policies_ = nullptr;
 };
 
 }  // namespace lemon::api

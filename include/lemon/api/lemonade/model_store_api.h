@@ -1,7 +1,8 @@
 // ModelStoreApi: the model store's routes: POST pull (download a catalogue
 // model; register a user.* model from its checkpoint and recipe; import a
-// local folder) and POST delete (through the ModelProvisioner, the one
-// delete path). Streaming pulls speak Lemonade 9.4.1's SSE events; a pull
+// local folder; register a collection, Lemonade 11's collection.router with
+// its policy or collection.omni, and download its components) and POST delete (through the
+// ModelProvisioner, the one delete path). Streaming pulls speak Lemonade 9.4.1's SSE events; a pull
 // with "stream": true and "subscribe": false (Lemonade 11) is a download
 // the router owns, answered with its snapshot at once and listed by GET
 // downloads, paused, cancelled or removed by POST downloads/control. GET
@@ -17,6 +18,7 @@
 
 #include "lemon/http/api_routes.h"
 #include "lemon/inference/model_provisioner.h"
+#include "lemon/inference/policy_routing.h"
 #include "lemon/models/catalogue.h"
 #include "lemon/models/download_jobs.h"
 #include "lemon/models/hub_registry.h"
@@ -40,10 +42,19 @@ class ModelStoreApi {
         registry_(catalogue, store.hub()) {}
 
   void register_routes(http::ApiRoutes& routes);
+  // Collections registered or deleted here are told to `policies` at once.
+  // Set once, before the server serves.
+  void use_policies(inference::PolicyRouting* policies) { policies_ = policies; }
 
  private:
   void handle_pull(net::Request& r, net::ResponseWriter& w);
   void handle_delete(net::Request& r, net::ResponseWriter& w);
+  // A collection's registration (collection_pull.cpp): checked (a router's
+  // policy too), saved, then its components downloaded.
+  void register_collection(const std::string& name, const nlohmann::json& body, bool stream,
+                           net::ResponseWriter& w);
+  // Downloads the components of `collection` that are not downloaded.
+  void pull_components(const ModelInfo& collection, bool stream, net::ResponseWriter& w);
 
   ModelCatalogue& catalogue_;
   ModelStore& store_;
@@ -51,6 +62,7 @@ class ModelStoreApi {
   std::string default_source_;
   DownloadJobs jobs_;     // pulls the router owns (GET downloads)
   HubRegistry registry_;  // registry/search, pull/variants, models/check-updates
+  inference::PolicyRouting* policies_ = nullptr;
 };
 
 }  // namespace lemon::api
