@@ -196,6 +196,7 @@ int main(int argc, char** argv) {
   api::PressureApi pressure_api(router);  // POST /internal/simulate-vram-pressure
   pressure_api.register_routes(server);
   api::AliasApi alias_api(**catalogue);
+  alias_api.use_policies(&policies);
   alias_api.register_routes(server);
   api::ModelOptionsApi options_api(**catalogue, router, provisioner);
   options_api.register_routes(server);

@@ -22,6 +22,19 @@ std::string_view trim_whitespace(std::string_view s) {
   return trim_any_of(s, " \t\r\n\v\f");
 }
 
+std::string_view utf8_prefix(std::string_view s, std::size_t max_bytes) {
+  if (s.size() <= max_bytes) {
+    return s;
+  }
+  std::size_t end = max_bytes;
+  // Back over continuation bytes (10xxxxxx) to the start of the character
+  // the bound cuts.
+  while (end > 0 && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) {
+    --end;
+  }
+  return s.substr(0, end);
+}
+
 std::string ascii_lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) {

@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "lemon/core/text.h"
 #include "lemon/inference/inference_gateway.h"
 #include "lemon/routing/classifier_protocol.h"
 
@@ -62,22 +63,34 @@ ClassifierResult ClassifierCalls::semantic(const routing::Classifier& c,
   }
   std::vector<std::string> missing;
   auto known = phrases_.find(c.model, all, missing);
-  nlohmann::json texts = nlohmann::json::array({input.text});
-  for (const auto& p : missing) {
-    texts.push_back(p);
+  if (!missing.empty()) {
+    // The phrases in a call of their own, so they are kept even when the
+    // request's text fails.
+    auto answer =
+        gateway_.call_model(c.model, ApiRoute::kEmbeddings, {{"input", missing}}, deadline, gone_);
+    if (!answer.ok()) {
+      return failed(answer.error().message());
+    }
+    auto vectors = routing::embedding_vectors(*answer);
+    if (!vectors || vectors->size() != missing.size()) {
+      return failed("the embeddings answer does not hold one vector per reference phrase");
+    }
+    for (std::size_t i = 0; i < missing.size(); ++i) {
+      known[missing[i]] = (*vectors)[i];
+      phrases_.keep(c.model, missing[i], std::move((*vectors)[i]));
+    }
   }
+  // An embedding model takes one batch of tokens at a time: the text's
+  // start stands for it.
+  const std::string text(utf8_prefix(input.text, kMaxEmbeddedTextBytes));
   auto answer =
-      gateway_.call_model(c.model, ApiRoute::kEmbeddings, {{"input", texts}}, deadline, gone_);
+      gateway_.call_model(c.model, ApiRoute::kEmbeddings, {{"input", text}}, deadline, gone_);
   if (!answer.ok()) {
     return failed(answer.error().message());
   }
   auto vectors = routing::embedding_vectors(*answer);
-  if (!vectors || vectors->size() != texts.size()) {
-    return failed("the embeddings answer does not hold one vector per input");
-  }
-  for (std::size_t i = 0; i < missing.size(); ++i) {
-    known[missing[i]] = (*vectors)[i + 1];
-    phrases_.keep(c.model, missing[i], (*vectors)[i + 1]);
+  if (!vectors || vectors->size() != 1) {
+    return failed("the embeddings answer does not hold one vector for the text");
   }
   auto scores = routing::semantic_scores(c, vectors->front(), known);
   if (!scores) {

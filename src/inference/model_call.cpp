@@ -2,6 +2,7 @@
 // routing classifier's), with a lease like any request and a deadline.
 #include <chrono>
 
+#include "lemon/core/text.h"
 #include "lemon/inference/answer_buffer.h"
 #include "lemon/inference/inference_gateway.h"
 
@@ -70,7 +71,7 @@ Result<nlohmann::json> InferenceGateway::call_model(const std::string& model, Ap
     }
     return Error(outcome.backend_error.value_or(ErrorCode::kUpstreamProtocol),
                  "'" + model + "' answered " + std::to_string(answer.status()) + ": " +
-                     answer.body().substr(0, 200));
+                     std::string(utf8_prefix(answer.body(), 200)));
   }
   auto parsed = nlohmann::json::parse(answer.body(), nullptr, false);
   if (parsed.is_discarded()) {

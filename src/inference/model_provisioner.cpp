@@ -170,6 +170,16 @@ Status ModelProvisioner::remove(const std::string& asked) {
     return model_not_found(asked);
   }
   const std::string& name = info->name;
+  if (auto users = collections_using(catalogue_.collections(), info->name); !users.empty()) {
+    std::string names;
+    for (const auto& c : users) {
+      names += (names.empty() ? "'" : ", '") + c + "'";
+    }
+    return Error(ErrorCode::kModelInUse,
+                 "model '" + name + "' is a component of " + names +
+                     ": delete the collection first, or register it without this model",
+                 "model_name");
+  }
   if (info->recipe == "remote") {
     // No files here: deleting it takes back its registration, if
     // user_models.json holds it.
@@ -184,16 +194,6 @@ Status ModelProvisioner::remove(const std::string& asked) {
   if (info->is_collection()) {
     // No files of its own: its registration goes; its components stay.
     return catalogue_.remove_user_model(name.substr(name.starts_with("user.") ? 5 : 0));
-  }
-  if (auto users = collections_using(catalogue_.registered(), info->name); !users.empty()) {
-    std::string names;
-    for (const auto& c : users) {
-      names += (names.empty() ? "'" : ", '") + c + "'";
-    }
-    return Error(ErrorCode::kModelInUse,
-                 "model '" + name + "' is a component of " + names +
-                     ": delete the collection first, or register it without this model",
-                 "model_name");
   }
   if (store_.downloading(name)) {
     return Error(ErrorCode::kConflict,

@@ -1,5 +1,7 @@
 #include "lemon/inference/policy_routing.h"
 
+#include <algorithm>
+
 #include "lemon/core/log.h"
 #include "lemon/inference/inference_gateway.h"
 #include "lemon/routing/route_input.h"
@@ -11,6 +13,8 @@ using Clock = std::chrono::steady_clock;
 
 constexpr std::chrono::seconds kNamesFresh{1};
 constexpr std::size_t kConversationsKept = 1024;
+// Ollama's clients name a model "X:latest".
+constexpr std::string_view kLatestTag = ":latest";
 
 std::int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
@@ -67,10 +71,7 @@ void PolicyRouting::refresh() {
   MutexLock serial(refresh_mu_);
   refreshed_ns_.store(now_ns(), std::memory_order_relaxed);
   std::map<std::string, std::shared_ptr<const Entry>, std::less<>> fresh;
-  for (const auto& info : catalogue_.registered()) {
-    if (!info.is_collection()) {
-      continue;
-    }
+  for (const auto& info : catalogue_.collections()) {
     auto e = std::make_shared<Entry>();
     e->router = info.recipe == kRouterRecipe;
     if (e->router) {
@@ -78,14 +79,39 @@ void PolicyRouting::refresh() {
     }
     fresh.emplace(info.name, std::move(e));
   }
+  // Aliases that stand for a collection (an alias may name another alias).
+  std::map<std::string, std::string, std::less<>> aliases;
+  if (!fresh.empty()) {
+    for (const auto& [alias, target] : catalogue_.aliases().all()) {
+      auto end = catalogue_.aliases().follow(alias);
+      const std::string name = end.ok() && end->has_value() ? **end : target;
+      for (const std::string& known : {name, "user." + name}) {
+        if (fresh.count(known) != 0) {
+          aliases.emplace(alias, known);
+          break;
+        }
+      }
+    }
+  }
   MutexLock lock(mu_);
   for (auto& [name, e] : fresh) {
     auto old = entries_.find(name);
-    if (old != entries_.end() && old->second->document == e->document) {
-      e = old->second;  // unchanged: keep what was parsed
+    if (old == entries_.end() || old->second->document != e->document) {
+      continue;
+    }
+    // Unchanged: keep what was parsed, unless it did not check (a component
+    // may have been registered since) or a candidate's size was not known
+    // yet (still downloading) while the policy reads what fits.
+    const Entry& kept = *old->second;
+    const bool size_unknown = kept.policy && kept.policy->reads_fits &&
+                              std::any_of(kept.facts.begin(), kept.facts.end(),
+                                          [](const CandidateFacts& f) { return f.bytes == 0; });
+    if (!kept.invalid && !size_unknown) {
+      e = old->second;
     }
   }
   entries_ = std::move(fresh);
+  aliases_ = std::move(aliases);
 }
 
 void PolicyRouting::refresh_if_stale() {
@@ -112,12 +138,22 @@ std::optional<PolicyRouting::Collection> PolicyRouting::collection(std::string_v
   if (entries_.empty()) {
     return std::nullopt;
   }
+  if (model.ends_with(kLatestTag)) {
+    model.remove_suffix(kLatestTag.size());
+  }
   auto it = entries_.find(model);
   if (it == entries_.end() && !model.starts_with("user.")) {
     it = entries_.find("user." + std::string(model));
   }
   if (it == entries_.end()) {
-    return std::nullopt;
+    auto alias = aliases_.find(model);
+    if (alias == aliases_.end()) {
+      return std::nullopt;
+    }
+    it = entries_.find(alias->second);
+    if (it == entries_.end()) {
+      return std::nullopt;
+    }
   }
   return Collection{it->first, it->second->router};
 }

@@ -29,7 +29,9 @@ RouteStampWriter::RouteStampWriter(net::ResponseWriter& inner, std::string route
                                    const nlohmann::json& decision)
     : inner_(inner),
       route_(std::move(route)),
-      decision_(decision.is_null() ? std::string() : decision.dump()) {}
+      decision_(decision.is_null()
+                    ? std::string()
+                    : decision.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) {}
 
 net::Headers RouteStampWriter::stamped(const net::Headers& headers) const {
   net::Headers out = headers;
@@ -57,8 +59,11 @@ bool RouteStampWriter::begin_chunked(int status, const net::Headers& headers) {
   return inner_.begin_chunked(status, stamped(headers));
 }
 
-std::optional<std::string> RouteStampWriter::stamp_event(std::string_view event) const {
-  // The event's one "data:" line must hold a JSON object.
+namespace {
+
+// Where the value of an event's one "data:" line starts and ends; nullopt
+// when it has none or several.
+std::optional<std::pair<std::size_t, std::size_t>> data_value(std::string_view event) {
   std::size_t data_at = std::string_view::npos;
   for (std::size_t at = 0; at < event.size();) {
     const std::size_t end = event.find('\n', at);
@@ -78,23 +83,46 @@ std::optional<std::string> RouteStampWriter::stamp_event(std::string_view event)
   if (data_at == std::string_view::npos) {
     return std::nullopt;
   }
-  std::size_t line_end = event.find('\n', data_at);
-  std::size_t value_end = line_end;
-  if (value_end != std::string_view::npos && value_end > data_at && event[value_end - 1] == '\r') {
+  std::size_t value_end = std::min(event.find('\n', data_at), event.size());
+  if (value_end > data_at && event[value_end - 1] == '\r') {
     --value_end;
   }
-  std::string_view value = event.substr(data_at + 5, value_end - data_at - 5);
-  if (value.starts_with(' ')) {
-    value.remove_prefix(1);
+  std::size_t value_at = data_at + 5;
+  if (value_at < value_end && event[value_at] == ' ') {
+    ++value_at;
   }
-  auto stamped_value = stamp_answer(value, decision_);
-  if (!stamped_value) {
-    return std::nullopt;
+  return std::make_pair(value_at, value_end);
+}
+
+}  // namespace
+
+RouteStampWriter::EventStamp RouteStampWriter::stamp_event(std::string_view event) const {
+  auto range = data_value(event);
+  if (!range) {
+    return {};
   }
-  std::string out(event.substr(0, data_at));
-  out += "data: " + *stamped_value;
-  out += event.substr(value_end);
-  return out;
+  const std::string_view value = event.substr(range->first, range->second - range->first);
+  if (!value.starts_with('{')) {
+    return {};
+  }
+  // The first object decides: an error (the load failed after the
+  // keepalives) is passed on as it is, and ends the stamping.
+  const auto parsed = nlohmann::json::parse(value, nullptr, false);
+  if (!parsed.is_object()) {
+    return {};
+  }
+  EventStamp stamp;
+  stamp.decided = true;
+  if (parsed.contains("error")) {
+    return stamp;
+  }
+  if (auto stamped_value = stamp_answer(value, decision_)) {
+    std::string out(event.substr(0, range->first));
+    out += *stamped_value;
+    out += event.substr(range->second);
+    stamp.event = std::move(out);
+  }
+  return stamp;
 }
 
 bool RouteStampWriter::write_chunk(std::string_view data) {
@@ -110,12 +138,9 @@ bool RouteStampWriter::write_chunk(std::string_view data) {
       break;
     }
     const std::string_view event = std::string_view(pending_).substr(from, end - from);
-    if (auto stamped_event = stamp_event(event)) {
-      out += *stamped_event;
-      stamping_ = false;
-    } else {
-      out += event;
-    }
+    EventStamp stamp = stamp_event(event);
+    out += stamp.event ? std::string_view(*stamp.event) : event;
+    stamping_ = !stamp.decided;
     from = end;
   }
   if (!stamping_) {

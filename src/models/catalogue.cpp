@@ -156,6 +156,19 @@ std::vector<ModelInfo> ModelCatalogue::registered() const {
   return s.all_registered();
 }
 
+std::vector<ModelInfo> ModelCatalogue::collections() const {
+  State& s = *state_;
+  s.refresh_files();
+  std::vector<ModelInfo> out;
+  MutexLock lock(s.mu);
+  for (const auto& e : s.user.entries) {
+    if (e.is_collection()) {
+      out.push_back(e);
+    }
+  }
+  return out;
+}
+
 std::vector<std::string> ModelCatalogue::some_available_names(std::size_t n) const {
   std::vector<std::string> names;
   if (n == 0) {

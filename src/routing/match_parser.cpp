@@ -388,8 +388,17 @@ std::shared_ptr<const std::regex> compile_guarded_regex(const std::string& patte
          "such as (X+)+); rewrite to avoid the nesting");
   }
   try {
-    return std::make_shared<const std::regex>(pattern, std::regex::ECMAScript);
+    // The polynomial mode (libstdc++'s breadth-first matcher) keeps the
+    // search's stack and time bounded by the pattern, not the input: the
+    // default depth-first matcher recurses once per character matched and
+    // would overflow a connection thread's stack on a long prompt. It has
+    // no backreferences (the constructor refuses them as too complex).
+    return std::make_shared<const std::regex>(
+        pattern, std::regex::ECMAScript | std::regex_constants::__polynomial);
   } catch (const std::regex_error& e) {
+    if (e.code() == std::regex_constants::error_complexity) {
+      fail(path + ": regex pattern uses a backreference, which is not supported");
+    }
     fail(path + ": regex pattern is not valid ECMAScript: " + e.what());
   }
 }

@@ -187,8 +187,13 @@ TEST_F(RemoteTest, AnEndpointThatComesBackIsFoundByTheHealthChecksAndPreferredAg
       eventually([&] { return endpoint_figures(port(), "user.far", 0)["state"] == "down"; }));
   // B1 comes back on its port: a health check at its retry time finds it,
   // and failover prefers it again.
-  b1.start({}, b1_port);
-  ASSERT_EQ(b1.port, b1_port) << b1.process->log_text();
+  // The port may be held for a moment by another socket (an outgoing
+  // connection given it as its ephemeral port): B1 tries again until it is
+  // free.
+  ASSERT_TRUE(eventually([&] {
+    b1.start({}, b1_port);
+    return b1.port == b1_port;
+  })) << b1.process->log_text();
   ASSERT_TRUE(eventually([&] {
     return endpoint_figures(port(), "user.far", 0)["state"] == "healthy";
   })) << health(port()).dump();

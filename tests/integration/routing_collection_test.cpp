@@ -192,6 +192,71 @@ TEST_F(RoutingCollectionTest, AKeyLimitedToAPolicyIsServedByItsCandidates) {
   EXPECT_EQ(direct.status, 403) << direct.body;
 }
 
+TEST_F(RoutingCollectionTest, APolicyNamedByAnAliasOrWithItsLatestTagIsRouted) {
+  env_.add_llm("a");
+  env_.add_llm("b");
+  env_.add_user_model("duo", {{"recipe", "collection.router"},
+                              {"version", "1"},
+                              {"components", {"user.a", "user.b"}},
+                              {"routing", duo_routing()}});
+  ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "4"}));
+  ASSERT_EQ(
+      http_post(port(), "/internal/aliases", json{{"alias", "pick"}, {"target", "duo"}}).status,
+      200);
+  for (const char* name : {"duo:latest", "pick"}) {
+    HttpReply routed = http_post(port(), "/v1/chat/completions", chat_text(name, "rust"));
+    ASSERT_EQ(routed.status, 200) << name << ": " << routed.body;
+    EXPECT_EQ(routed.header("x-lemonade-route"), "code") << name;
+    EXPECT_EQ(routed.json()["model"], "user.b") << name;
+  }
+}
+
+TEST_F(RoutingCollectionTest, ACollectionCannotTakeTheNameOfAnothersComponent) {
+  env_.add_llm("a");
+  env_.add_llm("b");
+  env_.add_user_model("duo", {{"recipe", "collection.router"},
+                              {"version", "1"},
+                              {"components", {"user.a", "user.b"}},
+                              {"routing", duo_routing()}});
+  ASSERT_NO_FATAL_FAILURE(start_router());
+  json nested = router_policy(
+      "user.b", {"user.a"},
+      {{"candidates", {"user.a"}},
+       {"default_model", "user.a"},
+       {"rules", {{{"id", "any"}, {"match", {{"min_chars", 0}}}, {"route_to", "user.a"}}}}});
+  expect_error(http_post(port(), "/api/v1/pull", nested), 409, "model_in_use", "model_name",
+               "user.b is a component of user.duo");
+  EXPECT_EQ(http_get(port(), "/api/v1/models/user.b").json()["recipe"], "llamacpp");
+}
+
+TEST_F(RoutingCollectionTest, ValidatingAPolicyNeedsTheKeyToListItsComponents) {
+  env_.add_llm("a");
+  env_.add_llm("b");
+  const std::string key = "k-small";
+  json config;
+  config["auth"]["keys"] = {{{"name", "small"},
+                             {"key_sha256", auth::hex_of(auth::sha256_of_key(key))},
+                             {"scopes", {"inference"}},
+                             {"models", {"user.a"}}}};
+  env_.write_config(config);
+  ASSERT_NO_FATAL_FAILURE(start_router({}, env_.config_env()));
+  const std::string base = "http://127.0.0.1:" + std::to_string(port());
+  const HeaderList headers = {{"Authorization", "Bearer " + key},
+                              {"Content-Type", "application/json"}};
+  json policy = router_policy("user.duo", {"user.a", "user.b"}, duo_routing());
+  HttpReply refused = url_request(base, "POST", "/api/v1/routing/validate",
+                                  json{{"policy", policy}, {"prompt", "rust"}}.dump(), headers);
+  EXPECT_EQ(refused.status, 403) << refused.body;
+  policy["components"] = {"user.a"};
+  policy["routing"] = {
+      {"candidates", {"user.a"}},
+      {"default_model", "user.a"},
+      {"rules", {{{"id", "any"}, {"match", {{"min_chars", 0}}}, {"route_to", "user.a"}}}}};
+  HttpReply allowed = url_request(base, "POST", "/api/v1/routing/validate",
+                                  json{{"policy", policy}, {"prompt", "rust"}}.dump(), headers);
+  EXPECT_EQ(allowed.status, 200) << allowed.body;
+}
+
 // user_models.json may name a collection's components as a client does
 // ("a" for "user.a"): they still count as its components.
 TEST_F(RoutingCollectionTest, ComponentsWrittenByTheirBareNamesAreStillGuardedAndCounted) {

@@ -100,6 +100,28 @@ TEST(RouteStamp, AStreamsFirstJsonEventCarriesTheObjectEvenWhenSplit) {
   EXPECT_EQ(client.body, expected);
 }
 
+TEST(RouteStamp, AStreamThatEndsInAnErrorEventIsNotStamped) {
+  // A load that failed after the keepalives: its error is the stream's
+  // first JSON event, and stays as it is.
+  ClientWriter client;
+  RouteStampWriter w(client, "default", kDecision);
+  ASSERT_TRUE(w.begin_chunked(200, net::Headers{}));
+  const std::string stream =
+      ": loading\n\ndata: {\"error\":{\"message\":\"no\"}}\n\ndata: {\"n\":1}\n\n";
+  ASSERT_TRUE(w.write_chunk(stream));
+  ASSERT_TRUE(w.finish());
+  EXPECT_EQ(client.body, stream);
+}
+
+TEST(RouteStamp, AnAnswerNotValidUtf8StillGetsItsObject) {
+  json decision = kDecision;
+  decision["trace"] = {{{"condition", "classifier:x"}, {"error", std::string("cut \xC3")}}};
+  ClientWriter client;
+  RouteStampWriter w(client, "default", decision);
+  ASSERT_TRUE(w.send(200, net::Headers{}, R"({"a":1})"));
+  EXPECT_TRUE(json::parse(client.body)["x_lemonade_route"].is_object()) << client.body;
+}
+
 TEST(RouteStamp, WithoutADecisionOnlyTheHeaderIsAdded) {
   ClientWriter client;
   RouteStampWriter w(client, "default", json());

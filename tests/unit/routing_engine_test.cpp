@@ -3,6 +3,8 @@
 // input, classifiers with their bands, memo, failures and on_error, the
 // router sugar, and ours: the state leaves, routing.state's gates and
 // preferences.
+#include <pthread.h>
+
 #include <gtest/gtest.h>
 
 #include "lemon/routing/route_engine.h"
@@ -66,6 +68,44 @@ json rules_routing(json rules, json extra = json::object()) {
 Decision decide_text(const RoutePolicy& p, const std::string& t, ClassifierSource* c = nullptr,
                      const RouterState& state = {}) {
   return decide(p, text(t), state, c, true);
+}
+
+// A connection thread's stack (net::ServerOptions: 512 KiB): a regex search
+// over a prompt just under the 1 MiB cap runs there without overflowing it.
+TEST(RoutingEngine, ARegexSearchOfALongPromptFitsAConnectionThreadsStack) {
+  auto p = policy_of(rules_routing(
+      json::array({{{"id", "trace"}, {"match", {{"regex", "error.*line"}}}, {"route_to", "big"}},
+                   {{"id", "def"}, {"match", {{"regex", "def \\w+\\("}}}, {"route_to", "big"}}})));
+  ASSERT_TRUE(p);
+  const std::string long_match = "error " + std::string(kMaxRegexInput - 16, 'x') + " line";
+  const std::string long_def = "def " + std::string(kMaxRegexInput - 16, 'a') + "(";
+  std::string first;
+  std::string second;
+  pthread_attr_t attr;
+  ASSERT_EQ(pthread_attr_init(&attr), 0);
+  ASSERT_EQ(pthread_attr_setstacksize(&attr, 512 * 1024), 0);
+  struct Work {
+    const RoutePolicy* policy;
+    const std::string* inputs[2];
+    std::string* outputs[2];
+  } work{p.get(), {&long_match, &long_def}, {&first, &second}};
+  pthread_t thread;
+  ASSERT_EQ(pthread_create(
+                &thread, &attr,
+                [](void* arg) -> void* {
+                  auto* w = static_cast<Work*>(arg);
+                  for (int i = 0; i < 2; ++i) {
+                    *w->outputs[i] =
+                        decide(*w->policy, text(*w->inputs[i]), {}, nullptr, false).matched_rule;
+                  }
+                  return nullptr;
+                },
+                &work),
+            0);
+  ASSERT_EQ(pthread_join(thread, nullptr), 0);
+  pthread_attr_destroy(&attr);
+  EXPECT_EQ(first, "trace");
+  EXPECT_EQ(second, "def");
 }
 
 TEST(RoutingEngine, TheDocumentedExampleRoutesBySensitivityThenCodeOrLength) {

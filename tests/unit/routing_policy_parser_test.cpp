@@ -148,6 +148,7 @@ TEST(RoutingPolicyParser, RefusesRegexesThatAreEmptyInvalidOrBacktrackCatastroph
     const std::string e = with_regex(fine);
     EXPECT_EQ(e.find("catastrophic"), std::string::npos) << fine << ": " << e;
   }
+  EXPECT_NE(with_regex("(a)\\1").find("backreference"), std::string::npos);
   EXPECT_NE(with_regex("(unclosed").find("regex pattern is not valid ECMAScript"),
             std::string::npos);
 }

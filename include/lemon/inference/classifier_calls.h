@@ -5,9 +5,11 @@
 // classifier's `timeout`: one that does not answer in time, or fails,
 // counts as its on_error.
 //
-// - semantic_similarity: one embeddings call with the request's text and
-//   the reference phrases not embedded yet; each phrase's vector is kept
-//   (PhraseEmbeddings, per model) for every later request.
+// - semantic_similarity: one embeddings call with the reference phrases
+//   not embedded yet (each phrase's vector is kept, PhraseEmbeddings, per
+//   model, for every later request), then one with the request's text, its
+//   first kMaxEmbeddedTextBytes (an embedding model takes one batch of
+//   tokens, 512 by default in llama-server).
 // - llm: one chat with the label contract and the classifier's max_tokens.
 // - classifier: one chat asking for each label's score (no encoder
 //   backend here: see classifier_protocol.h).
@@ -29,6 +31,9 @@
 namespace lemon::inference {
 
 class InferenceGateway;
+
+// How much of a request's text a semantic_similarity classifier embeds.
+inline constexpr std::size_t kMaxEmbeddedTextBytes = 1536;
 
 class PhraseEmbeddings {
  public:

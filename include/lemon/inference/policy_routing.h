@@ -5,12 +5,17 @@
 // the policy's classifiers (ClassifierCalls), and counts what it decided.
 //
 // - Which names are collections is kept in memory and read again from the
-//   catalogue at most once a second, and at once after forget() (a pull or
-//   a delete of a collection); a bare name stands for "user.<name>". A
-//   request for another model costs one lookup in that set.
+//   catalogue (its collections and aliases: user_models.json when it
+//   changed, no folder scan) at most once a second, by one request while
+//   the others go on, and at once after forget() (a pull or a delete of a
+//   collection). A collection is named by its name, "<name>:latest", a bare
+//   name standing for "user.<name>", or an alias. A request for another
+//   model costs one lookup in that set.
 // - A policy is parsed once (with the catalogue's names and types) and kept
 //   until its registration changes; its candidates' facts (type, device,
-//   size) with it.
+//   size) with it. One that did not check, or whose candidates' sizes were
+//   not all known while it reads what fits, is parsed again after the next
+//   refresh.
 // - Counters: decisions, conversations switched to another model (Lemonade's
 //   routing_decisions_total and routing_switches_total: a conversation is
 //   its first system and user messages' fingerprint, the last 1024 kept),
@@ -140,12 +145,14 @@ class PolicyRouting {
   // while it reads); one reader at a time (refresh_mu_).
   void refresh() LEMON_EXCLUDES(mu_, refresh_mu_);
 
-  Mutex refresh_mu_;  // serializes refresh(); never taken by a request
+  Mutex refresh_mu_;  // serializes refresh()
   std::atomic<bool> refreshing_{false};
   std::atomic<std::int64_t> refreshed_ns_{0};  // steady clock, when last read
 
   mutable Mutex mu_;
   std::map<std::string, std::shared_ptr<const Entry>, std::less<>> entries_ LEMON_GUARDED_BY(mu_);
+  // alias -> the collection it stands for
+  std::map<std::string, std::string, std::less<>> aliases_ LEMON_GUARDED_BY(mu_);
 
   mutable Mutex counts_mu_;
   std::uint64_t decisions_ LEMON_GUARDED_BY(counts_mu_) = 0;

@@ -3,7 +3,8 @@
 // `x-lemonade-route: <rule id or "default">`, set before a stream begins
 // (the ": loading" keepalives included); a whole JSON answer gets the key
 // `x_lemonade_route` (the decision object), and a stream gets it in its
-// first event whose data is a JSON object. Error answers pass unchanged.
+// first event whose data is a JSON object, unless that object is an error.
+// Error answers pass unchanged.
 // Used on the OpenAI routes; the translating rooms (Anthropic, Ollama) get
 // the header alone (TranslatingWriter::add_answer_header).
 //
@@ -39,9 +40,14 @@ class RouteStampWriter final : public net::ResponseWriter {
 
  private:
   net::Headers stamped(const net::Headers& headers) const;
-  // The event with `x_lemonade_route` in its data, or nullopt when its data
-  // is not one JSON object.
-  std::optional<std::string> stamp_event(std::string_view event) const;
+  // What the stream's first JSON object event becomes: `decided` once an
+  // event's data is a JSON object (stamping ends there), with `event` the
+  // stamped event, or nullopt for an error object, passed on as it is.
+  struct EventStamp {
+    bool decided = false;
+    std::optional<std::string> event;
+  };
+  EventStamp stamp_event(std::string_view event) const;
 
   net::ResponseWriter& inner_;
   const std::string route_;

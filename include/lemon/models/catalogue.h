@@ -99,6 +99,10 @@ class ModelCatalogue final : public ModelResolver {
 
   // Every registered entry in catalogue order, without file resolution.
   std::vector<ModelInfo> registered() const;
+  // The registered collections (user entries whose recipe is one), without
+  // file resolution; reads user_models.json again only when it changed and
+  // scans no folder.
+  std::vector<ModelInfo> collections() const;
 
   // Adds or replaces `key` ("user.<key>") in user_models.json, or removes it.
   // The file is rewritten atomically (a temporary file, then rename) and

@@ -35,6 +35,7 @@ void AliasApi::register_routes(http::ApiRoutes& routes) {
     if (wrote_error(w, catalogue_.aliases().set(alias, target))) {
       return;
     }
+    changed();
     send_json(w, 200, {{"status", "ok"}, {"alias", alias}, {"target", target}});
   };
   const auto remove = [this](net::Request&, net::ResponseWriter& w, P id) {
@@ -42,6 +43,7 @@ void AliasApi::register_routes(http::ApiRoutes& routes) {
     if (wrote_error(w, catalogue_.aliases().remove(alias))) {
       return;
     }
+    changed();
     send_json(w, 200, {{"status", "deleted"}, {"alias", alias}});
   };
   routes.root("GET", "/internal/aliases", RouteAccess::kRead, Scope::kAdmin, list);

@@ -19,6 +19,14 @@ void ModelStoreApi::register_collection(const std::string& name, const nlohmann:
     write_error(w, reg.error());
     return;
   }
+  // A component may not become a collection (collections do not nest).
+  if (auto users = collections_using(catalogue_.collections(), name); !users.empty()) {
+    write_error(w, Error(ErrorCode::kModelInUse,
+                         "'" + name + "' is a component of '" + users.front() +
+                             "': a collection cannot be registered under its name",
+                         "model_name"));
+    return;
+  }
   if (reg->entry["recipe"] == kRouterRecipe) {
     // The policy names components as the client wrote them; they resolve
     // to the names the catalogue knows, as the entry's components do.

@@ -1,5 +1,6 @@
 #include "lemon/api/lemonade/routing_api.h"
 
+#include "lemon/http/caller.h"
 #include "lemon/http/error_response.h"
 #include "lemon/http/json_request.h"
 
@@ -78,6 +79,21 @@ void RoutingApi::handle_validate(net::Request& r, net::ResponseWriter& w) {
   if (!input.ok()) {
     write_error(w, input.error());
     return;
+  }
+  // Its classifiers run on its components: a key whose list of models
+  // leaves one out may not have them asked.
+  if (auto components = policy->find("components");
+      components != policy->end() && components->is_array()) {
+    for (const auto& component : *components) {
+      if (!component.is_string()) {
+        continue;  // the policy's check names it
+      }
+      if (auto refused =
+              http::refuse_model(http::caller_key(r), component.get_ref<const std::string&>())) {
+        write_error(w, *refused);
+        return;
+      }
+    }
   }
   auto checked = policies_.validate(*policy, *input, [&w] { return !w.client_connected(); });
   if (!checked.ok()) {

@@ -9,6 +9,8 @@
 // the candidates' state), "normalized_policy": the policy with `routing`
 // in the core form the engine runs (the router sugar desugared)}.
 // Classifiers run live, through the router's models; nothing is counted.
+// A caller whose API key lists models gets 403 for a component it leaves
+// out.
 //
 // Ownership: holds a reference to the PolicyRouting, which outlives it.
 // Thread-safety: register_routes() once, before the server runs; handlers
