@@ -44,7 +44,36 @@ json listed(int port, const std::string& id, bool show_all = true) {
   return nullptr;
 }
 
-using RoutingCollectionTest = RoutingPolicyFixture;
+class RoutingCollectionTest : public RoutingPolicyFixture {
+ protected:
+  // user.a and user.b, and user.duo routing between them (duo_routing).
+  void add_duo() {
+    env_.add_llm("a");
+    env_.add_llm("b");
+    env_.add_user_model("duo", {{"recipe", "collection.router"},
+                                {"version", "1"},
+                                {"components", {"user.a", "user.b"}},
+                                {"routing", duo_routing()}});
+  }
+
+  // Starts the router with one API key, of inference scope, whose list of
+  // models is `model` alone.
+  void start_with_key(const std::string& model, const std::vector<std::string>& args = {}) {
+    json config;
+    config["auth"]["keys"] = {{{"name", "limited"},
+                               {"key_sha256", auth::hex_of(auth::sha256_of_key(kKey))},
+                               {"scopes", {"inference"}},
+                               {"models", {model}}}};
+    env_.write_config(config);
+    ASSERT_NO_FATAL_FAILURE(start_router(args, env_.config_env()));
+  }
+  std::string base() const { return "http://127.0.0.1:" + std::to_string(port()); }
+  static HeaderList key_headers() {
+    return {{"Authorization", std::string("Bearer ") + kKey}, {"Content-Type", "application/json"}};
+  }
+
+  static constexpr const char* kKey = "k-limited";
+};
 
 TEST_F(RoutingCollectionTest, PullRegistersAndListsACollectionAndRefusesABadOne) {
   env_.add_llm("a");
@@ -165,40 +194,20 @@ TEST_F(RoutingCollectionTest, AStreamingPullOfACollectionReportsEachComponentsDo
 // A key whose model list names a policy may use the policy (its candidates
 // come with it) but not the candidates by their own names.
 TEST_F(RoutingCollectionTest, AKeyLimitedToAPolicyIsServedByItsCandidates) {
-  env_.add_llm("a");
-  env_.add_llm("b");
-  env_.add_user_model("duo", {{"recipe", "collection.router"},
-                              {"version", "1"},
-                              {"components", {"user.a", "user.b"}},
-                              {"routing", duo_routing()}});
-  const std::string key = "k-policy";
-  json config;
-  config["auth"]["keys"] = {{{"name", "policy"},
-                             {"key_sha256", auth::hex_of(auth::sha256_of_key(key))},
-                             {"scopes", {"inference"}},
-                             {"models", {"user.duo"}}}};
-  env_.write_config(config);
-  ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "4"}, env_.config_env()));
-  const std::string base = "http://127.0.0.1:" + std::to_string(port());
-  const HeaderList headers = {{"Authorization", "Bearer " + key},
-                              {"Content-Type", "application/json"}};
-  HttpReply routed = url_request(base, "POST", "/v1/chat/completions",
-                                 chat_text("user.duo", "rust").dump(), headers);
+  add_duo();
+  ASSERT_NO_FATAL_FAILURE(start_with_key("user.duo", {"--max-loaded-models", "4"}));
+  HttpReply routed = url_request(base(), "POST", "/v1/chat/completions",
+                                 chat_text("user.duo", "rust").dump(), key_headers());
   ASSERT_EQ(routed.status, 200) << routed.body;
   EXPECT_EQ(routed.header("x-lemonade-route"), "code");
   EXPECT_EQ(routed.json()["model"], "user.b");
-  HttpReply direct = url_request(base, "POST", "/v1/chat/completions",
-                                 chat_text("user.b", "rust").dump(), headers);
+  HttpReply direct = url_request(base(), "POST", "/v1/chat/completions",
+                                 chat_text("user.b", "rust").dump(), key_headers());
   EXPECT_EQ(direct.status, 403) << direct.body;
 }
 
 TEST_F(RoutingCollectionTest, APolicyNamedByAnAliasOrWithItsLatestTagIsRouted) {
-  env_.add_llm("a");
-  env_.add_llm("b");
-  env_.add_user_model("duo", {{"recipe", "collection.router"},
-                              {"version", "1"},
-                              {"components", {"user.a", "user.b"}},
-                              {"routing", duo_routing()}});
+  add_duo();
   ASSERT_NO_FATAL_FAILURE(start_router({"--max-loaded-models", "4"}));
   ASSERT_EQ(
       http_post(port(), "/internal/aliases", json{{"alias", "pick"}, {"target", "duo"}}).status,
@@ -212,12 +221,7 @@ TEST_F(RoutingCollectionTest, APolicyNamedByAnAliasOrWithItsLatestTagIsRouted) {
 }
 
 TEST_F(RoutingCollectionTest, ACollectionCannotTakeTheNameOfAnothersComponent) {
-  env_.add_llm("a");
-  env_.add_llm("b");
-  env_.add_user_model("duo", {{"recipe", "collection.router"},
-                              {"version", "1"},
-                              {"components", {"user.a", "user.b"}},
-                              {"routing", duo_routing()}});
+  add_duo();
   ASSERT_NO_FATAL_FAILURE(start_router());
   json nested = router_policy(
       "user.b", {"user.a"},
@@ -232,28 +236,20 @@ TEST_F(RoutingCollectionTest, ACollectionCannotTakeTheNameOfAnothersComponent) {
 TEST_F(RoutingCollectionTest, ValidatingAPolicyNeedsTheKeyToListItsComponents) {
   env_.add_llm("a");
   env_.add_llm("b");
-  const std::string key = "k-small";
-  json config;
-  config["auth"]["keys"] = {{{"name", "small"},
-                             {"key_sha256", auth::hex_of(auth::sha256_of_key(key))},
-                             {"scopes", {"inference"}},
-                             {"models", {"user.a"}}}};
-  env_.write_config(config);
-  ASSERT_NO_FATAL_FAILURE(start_router({}, env_.config_env()));
-  const std::string base = "http://127.0.0.1:" + std::to_string(port());
-  const HeaderList headers = {{"Authorization", "Bearer " + key},
-                              {"Content-Type", "application/json"}};
+  ASSERT_NO_FATAL_FAILURE(start_with_key("user.a"));
   json policy = router_policy("user.duo", {"user.a", "user.b"}, duo_routing());
-  HttpReply refused = url_request(base, "POST", "/api/v1/routing/validate",
-                                  json{{"policy", policy}, {"prompt", "rust"}}.dump(), headers);
+  HttpReply refused =
+      url_request(base(), "POST", "/api/v1/routing/validate",
+                  json{{"policy", policy}, {"prompt", "rust"}}.dump(), key_headers());
   EXPECT_EQ(refused.status, 403) << refused.body;
   policy["components"] = {"user.a"};
   policy["routing"] = {
       {"candidates", {"user.a"}},
       {"default_model", "user.a"},
       {"rules", {{{"id", "any"}, {"match", {{"min_chars", 0}}}, {"route_to", "user.a"}}}}};
-  HttpReply allowed = url_request(base, "POST", "/api/v1/routing/validate",
-                                  json{{"policy", policy}, {"prompt", "rust"}}.dump(), headers);
+  HttpReply allowed =
+      url_request(base(), "POST", "/api/v1/routing/validate",
+                  json{{"policy", policy}, {"prompt", "rust"}}.dump(), key_headers());
   EXPECT_EQ(allowed.status, 200) << allowed.body;
 }
 
